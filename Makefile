@@ -1,0 +1,53 @@
+# The two commands a newcomer runs: `make demo` and `make test`. Each sets itself up in .venv.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+WHEELS := build/wheels
+STAMP := $(VENV)/.installed
+PROTO_STAMP := protos/.generated
+
+.PHONY: all venv protos lint test test-fast demo bench clean
+
+all: test
+
+$(VENV)/bin/python:
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade "pip>=23.2" "setuptools>=68" wheel
+
+# pymesos 0.3.15 -> http-parser 0.9.0 cannot build on Python >= 3.11: build its pure-Python
+# part as a wheel first, then let pip resolve pymesos' dependency to it.
+$(WHEELS)/http_parser-0.9.0-py3-none-any.whl: tools/build_http_parser_wheel.py | $(VENV)/bin/python
+	$(PY) tools/build_http_parser_wheel.py --out $(WHEELS)
+
+$(STAMP): setup.cfg setup.py pyproject.toml $(WHEELS)/http_parser-0.9.0-py3-none-any.whl | $(VENV)/bin/python
+	$(PY) -m pip install --quiet "grpcio-tools==1.85.1"
+	$(PY) tools/gen_protos.py
+	$(PY) -m pip install --quiet --find-links $(WHEELS) -e ".[test]"
+	touch $(STAMP)
+
+$(PROTO_STAMP): $(wildcard protos/*.proto) tools/gen_protos.py $(STAMP)
+	$(PY) tools/gen_protos.py
+	touch $(PROTO_STAMP)
+
+venv: $(STAMP) $(PROTO_STAMP)
+
+protos: $(PROTO_STAMP)
+
+lint: venv
+	$(VENV)/bin/ruff check .
+
+test: venv
+	$(VENV)/bin/ruff check .
+	$(PY) -m pytest
+
+test-fast: venv
+	$(PY) -m pytest -m "not slow"
+
+demo: venv
+	$(PY) -m examples.demo
+
+bench: venv
+	$(PY) -m bench.offer_cycle
+
+clean:
+	rm -rf $(VENV) build protos/*_pb2*.py* $(PROTO_STAMP)

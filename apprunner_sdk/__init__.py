@@ -1,0 +1,1 @@
+"""DisAuto apprunner_sdk."""
