@@ -1,1 +1,185 @@
-"""DisAuto apprunner_sdk."""
+"""What a training script imports to run as a DisAuto AppRunner.
+
+    from apprunner_sdk import get_params, report
+
+    params = get_params()                       # {"learning_rate": 0.01, "batch_size": 64}
+    for epoch in range(10):
+        ...
+        if report(accuracy=acc, step=epoch):     # True: stop now (early stopping / job over)
+            break
+    report(accuracy=acc, final=True)             # the trial's result
+
+Inside a DisAuto task the assignment, AppCore's address and the trial's token come from the
+environment the framework sets. Run by hand, with just ``DISAUTO_PARAMS='{"lr": 0.1}'`` (or
+nothing: ``get_params()`` then returns ``{}``), the same script works: reports are printed to
+standard output as JSON lines instead of being sent.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+import json
+import math
+import numbers
+import os
+from pathlib import Path
+import sys
+import threading
+import time
+from typing import Any
+
+from apprunner_sdk import _env
+from apprunner_sdk.client import AppCoreClient
+from apprunner_sdk.client import AppCoreUnreachableError
+from apprunner_sdk.client import ReportRejectedError
+
+
+__all__ = [
+    "AppCoreUnreachableError",
+    "ReportRejectedError",
+    "get_params",
+    "output_path",
+    "report",
+    "should_stop",
+    "trial_number",
+]
+
+_START = time.monotonic()
+
+
+class _Trial:
+    """This process's trial: its assignment, its connection, whether it ended."""
+
+    def __init__(self, environ: Mapping[str, str]) -> None:
+        self.params = _parse_params(environ.get(_env.PARAMS, ""))
+        number = environ.get(_env.TRIAL_NUMBER, "")
+        self.number: int | None = int(number) if number.isdigit() else None
+        self.output_dir = environ.get(_env.OUTPUT_DIR, "")
+        self.output_name = environ.get(_env.OUTPUT_NAME, "")
+        self.final_sent = False
+        self.stop = False
+        self.lock = threading.Lock()
+        address = environ.get(_env.APPCORE_ADDR, "")
+        self.client: AppCoreClient | None = None
+        if address and self.number is not None:
+            self.client = AppCoreClient(
+                address,
+                environ.get(_env.FRAMEWORK_ADDR, ""),
+                self.number,
+                environ.get(_env.TRIAL_TOKEN, ""),
+            )
+
+
+_trial: _Trial | None = None
+_trial_lock = threading.Lock()
+
+
+def _current() -> _Trial:
+    global _trial
+    with _trial_lock:
+        if _trial is None:
+            _trial = _Trial(os.environ)
+        return _trial
+
+
+def _reset_for_tests() -> None:
+    """Forget the trial so the next call re-reads the environment (tests only)."""
+    global _trial
+    with _trial_lock:
+        if _trial is not None and _trial.client is not None:
+            _trial.client.close()
+        _trial = None
+
+
+def _parse_params(text: str) -> dict[str, Any]:
+    if not text.strip():
+        return {}
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as err:
+        raise ValueError(f"{_env.PARAMS} is not valid JSON: {err}") from None
+    if not isinstance(value, dict):
+        raise ValueError(f"{_env.PARAMS} must be a JSON object, got {type(value).__name__}")
+    return value
+
+
+def get_params() -> dict[str, Any]:
+    """The trial's parameter assignment: name → value (float, int or str)."""
+    return dict(_current().params)
+
+
+def trial_number() -> int | None:
+    """The trial's number, or None when the script runs outside DisAuto."""
+    return _current().number
+
+
+def output_path(name: str | None = None) -> Path:
+    """Where to write an output (``--output DST#NAME``): ``DST/trial-NNNN/NAME``.
+
+    Outside DisAuto it is ``./NAME`` (``./output`` without a name). The folder is created.
+    """
+    trial = _current()
+    base = Path(trial.output_dir) if trial.output_dir else Path.cwd()
+    base.mkdir(parents=True, exist_ok=True)
+    return base / (name or trial.output_name or "output")
+
+
+def _check_metrics(metrics: Mapping[str, Any]) -> dict[str, float]:
+    if not metrics:
+        raise ValueError("report() needs at least one metric, e.g. report(accuracy=0.93)")
+    checked: dict[str, float] = {}
+    for name, value in metrics.items():
+        if isinstance(value, bool) or not isinstance(value, numbers.Real):
+            if isinstance(value, str | bytes | bool) or not hasattr(value, "__float__"):
+                raise TypeError(
+                    f"report(): metric {name!r} must be a number (int or float), got "
+                    f"{type(value).__name__} {value!r}"
+                )
+        number = float(value)
+        if not math.isfinite(number):
+            raise ValueError(f"report(): metric {name!r} must be finite, got {number}")
+        checked[name] = number
+    return checked
+
+
+def report(*, step: int | None = None, final: bool = False, **metrics: Any) -> bool:
+    """Report metrics to AppCore. Returns True when the trial should stop now.
+
+    Args:
+        step: the training step (epoch) of an intermediate report; omit for the final one.
+        final: mark these metrics as the trial's result. Nothing may be reported after it.
+        **metrics: name=value pairs; values must be finite numbers.
+
+    Raises:
+        TypeError: a metric is not a number.
+        ValueError: a metric is not finite, or no metric was given.
+        RuntimeError: the final result was already reported.
+        AppCoreUnreachableError: AppCore could not be reached after bounded retries.
+    """
+    if step is not None and (isinstance(step, bool) or not isinstance(step, int) or step < 0):
+        raise TypeError(f"report(): step must be a non-negative int, got {step!r}")
+    checked = _check_metrics(metrics)
+    trial = _current()
+    elapsed = time.monotonic() - _START
+    with trial.lock:
+        if trial.final_sent:
+            raise RuntimeError(
+                f"report(): trial {trial.number} already reported its final result; "
+                "report(final=True) must come last"
+            )
+        if trial.client is None:
+            line = {"trial": trial.number, "step": step, "final": final, "metrics": checked,
+                    "elapsed_seconds": round(elapsed, 3)}
+            print("[disauto] " + json.dumps(line), file=sys.stdout, flush=True)
+            stop = False
+        else:
+            stop = trial.client.report(checked, step=step, final=final, elapsed_seconds=elapsed)
+        if final:
+            trial.final_sent = True
+        trial.stop = trial.stop or stop
+        return trial.stop
+
+
+def should_stop() -> bool:
+    """True once AppCore answered a report with "stop" (the job ended or the trial was pruned)."""
+    return _current().stop

@@ -1,0 +1,103 @@
+"""AppCore's client of the framework's gRPC service (job token on every call)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from collections.abc import Mapping
+import logging
+import time
+
+import grpc
+
+from appcore.space import Assignment
+from appcore.space import assignment_to_proto
+from apprunner_sdk._env import TOKEN_METADATA
+from protos import common_pb2
+from protos import framework_pb2
+from protos import framework_pb2_grpc
+
+
+logger = logging.getLogger(__name__)
+
+
+class FrameworkClient:
+    """Calls FrameworkService for AppCore.
+
+    Args:
+        address: host:port of the framework.
+        job_token: the job's token.
+        timeout: deadline of unary calls, in seconds.
+    """
+
+    def __init__(self, address: str, job_token: str, timeout: float = 30.0) -> None:
+        self._channel = grpc.insecure_channel(address)
+        self._stub = framework_pb2_grpc.FrameworkServiceStub(self._channel)
+        self._metadata = ((TOKEN_METADATA, job_token),)
+        self._timeout = timeout
+
+    def close(self) -> None:
+        self._channel.close()
+
+    def wait_ready(self, timeout: float = 30.0) -> None:
+        """Wait until the framework answers.
+
+        Raises:
+            ConnectionError: it did not within ``timeout`` seconds.
+        """
+        try:
+            grpc.channel_ready_future(self._channel).result(timeout=timeout)
+        except grpc.FutureTimeoutError:
+            raise ConnectionError(f"the framework did not answer within {timeout:.0f} s") from None
+
+    def attach(self, address: str) -> framework_pb2.AttachAppCoreReply:
+        return self._stub.AttachAppCore(
+            framework_pb2.AttachAppCoreRequest(address=address),
+            metadata=self._metadata, timeout=self._timeout,
+        )
+
+    def submit(self, number: int, assignment: Assignment, priority: int) -> common_pb2.Trial:
+        request = framework_pb2.SubmitTrialRequest(number=number, priority=priority)
+        for name, value in assignment_to_proto(assignment).items():
+            request.assignment[name].CopyFrom(value)
+        delay, attempt = 0.2, 0
+        while True:
+            try:
+                return self._stub.SubmitTrial(request, metadata=self._metadata,
+                                              timeout=self._timeout).trial
+            except grpc.RpcError as err:
+                # SubmitTrial is idempotent per number, so an unavailable framework is retried.
+                attempt += 1
+                if err.code() != grpc.StatusCode.UNAVAILABLE or attempt >= 5:
+                    raise
+                time.sleep(delay)
+                delay *= 2
+
+    def record(
+        self,
+        number: int,
+        metrics: Mapping[str, float],
+        step: int | None,
+        final: bool,
+        elapsed_seconds: float,
+    ) -> common_pb2.Trial:
+        request = framework_pb2.RecordReportRequest(
+            trial_number=number,
+            metrics=[common_pb2.Metric(name=k, value=v) for k, v in metrics.items()],
+            final=final,
+            elapsed_seconds=elapsed_seconds,
+        )
+        if step is not None:
+            request.step = step
+        return self._stub.RecordReport(request, metadata=self._metadata,
+                                       timeout=self._timeout).trial
+
+    def watch(self, after: int) -> Iterator[framework_pb2.TrialEvent]:
+        return iter(self._stub.WatchTrials(
+            framework_pb2.WatchTrialsRequest(after_sequence=after), metadata=self._metadata,
+        ))
+
+    def finish(self, outcome: int, message: str) -> None:
+        self._stub.FinishJob(
+            framework_pb2.FinishJobRequest(outcome=outcome, message=message),
+            metadata=self._metadata, timeout=self._timeout,
+        )

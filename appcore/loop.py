@@ -1,0 +1,210 @@
+"""AppCore's trial loop: keep ``parallelism`` trials in flight and decide when the job ends.
+
+The loop asks its search algorithm for assignments and submits them to the framework; it
+follows the framework's trial events (a trial ran, completed, failed…) and tells the algorithm;
+runners' reports reach it through :meth:`TrialLoop.report`. It ends the job when the budget is
+spent, the target is reached, the space is exhausted or too many trials failed.
+
+Thread safety: ``report`` runs on gRPC threads, ``run`` on the main thread; one lock guards the
+state, and the algorithm is only called under it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+import logging
+import threading
+
+import grpc
+
+from appcore.algorithms import FINISHED
+from appcore.algorithms import SearchAlgorithm
+from appcore.algorithms import TrialRecord
+from appcore.framework_client import FrameworkClient
+from appcore.space import assignment_from_proto
+from protos import common_pb2
+from protos import framework_pb2
+
+
+logger = logging.getLogger(__name__)
+
+IN_FLIGHT = frozenset({common_pb2.PENDING, common_pb2.LAUNCHING, common_pb2.RUNNING})
+_TELL_STATE = {
+    common_pb2.COMPLETED: "completed",
+    common_pb2.FAILED: "failed",
+    common_pb2.KILLED: "killed",
+    common_pb2.PRUNED: "pruned",
+}
+
+
+@dataclass
+class _Counts:
+    submitted: int = 0
+    completed: int = 0
+    failed: int = 0
+    last_failure: str = ""
+
+
+class TrialLoop:
+    """Runs the search of one job against the framework.
+
+    Args:
+        framework: the framework client.
+        spec: the job.
+        algorithm: the search algorithm (already restored from ``history``).
+        history: the trials recorded before this AppCore attached.
+    """
+
+    def __init__(
+        self,
+        framework: FrameworkClient,
+        spec: common_pb2.JobSpec,
+        algorithm: SearchAlgorithm,
+        history: list[common_pb2.Trial],
+    ) -> None:
+        self._framework = framework
+        self._spec = spec
+        self._algorithm = algorithm
+        self._lock = threading.RLock()
+        self._in_flight: set[int] = set()
+        self._counts = _Counts()
+        self._exhausted = False
+        self._finished = threading.Event()
+        self._next_number = 1
+        for trial in history:
+            self._next_number = max(self._next_number, trial.number + 1)
+            self._counts.submitted += 1
+            if trial.state in IN_FLIGHT:
+                self._in_flight.add(trial.number)
+            else:
+                self._count_terminal(trial)
+
+    @staticmethod
+    def records(history: list[common_pb2.Trial]) -> list[TrialRecord]:
+        """The algorithm's view of recorded trials (for ``restore``)."""
+        records = []
+        for trial in sorted(history, key=lambda t: t.number):
+            state = _TELL_STATE.get(trial.state, "running")
+            value = trial.objective if trial.HasField("objective") and state == "completed" \
+                else None
+            records.append(TrialRecord(trial.number, assignment_from_proto(trial.assignment),
+                                       value, state))
+        return records
+
+    @property
+    def finished(self) -> bool:
+        return self._finished.is_set()
+
+    # -- the loop ------------------------------------------------------------------------------
+
+    def run(self, after_sequence: int) -> None:
+        """Fill the slots, then follow trial events until the job ends."""
+        with self._lock:
+            self._check_end()
+            self._fill()
+        if self.finished:
+            return
+        try:
+            for event in self._framework.watch(after_sequence):
+                with self._lock:
+                    self._on_trial(event.trial)
+                    self._check_end()
+                    self._fill()
+                if self.finished:
+                    break
+        except grpc.RpcError as err:
+            if not self.finished and err.code() != grpc.StatusCode.CANCELLED:
+                raise
+        self._finished.set()
+
+    def _fill(self) -> None:
+        while (not self.finished and not self._exhausted
+               and len(self._in_flight) < self._spec.parallelism
+               and self._counts.submitted < self._spec.max_trials):
+            number = self._next_number
+            suggestion = self._algorithm.ask(number)
+            if suggestion is FINISHED:
+                logger.info("the search space is exhausted after %d trials", number - 1)
+                self._exhausted = True
+                self._check_end()
+                return
+            if suggestion is None:
+                return  # nothing now (e.g. a synchronous batch is still running)
+            try:
+                self._framework.submit(number, suggestion, priority=0)
+            except grpc.RpcError as err:
+                if err.code() == grpc.StatusCode.FAILED_PRECONDITION:
+                    logger.info("the framework refused trial %d: %s", number, err.details())
+                    self._finished.set()
+                    return
+                raise
+            self._next_number += 1
+            self._counts.submitted += 1
+            self._in_flight.add(number)
+
+    def _count_terminal(self, trial: common_pb2.Trial) -> None:
+        if trial.state == common_pb2.COMPLETED:
+            self._counts.completed += 1
+        elif trial.state == common_pb2.FAILED:
+            self._counts.failed += 1
+            self._counts.last_failure = f"trial-{trial.number:04d}: {trial.message}"
+
+    def _on_trial(self, trial: common_pb2.Trial) -> None:
+        if trial.state in IN_FLIGHT or trial.number not in self._in_flight:
+            return
+        self._in_flight.discard(trial.number)
+        self._count_terminal(trial)
+        value = trial.objective if (trial.state == common_pb2.COMPLETED
+                                    and trial.HasField("objective")) else None
+        self._algorithm.tell(trial.number, value, _TELL_STATE.get(trial.state, "failed"))
+        logger.info("trial %d ended %s%s", trial.number, common_pb2.TrialState.Name(trial.state),
+                    f" with {self._spec.objective}={value:g}" if value is not None else "")
+
+    def _check_end(self) -> None:
+        if self.finished:
+            return
+        limit = self._spec.max_failed_trials
+        if self._counts.failed > limit:
+            self._finish(framework_pb2.TOO_MANY_FAILURES,
+                         f"{self._counts.failed} trials failed (--max-failed-trials {limit}); "
+                         f"last: {self._counts.last_failure}")
+        elif self._in_flight:
+            return
+        elif self._exhausted:
+            self._finish(framework_pb2.SPACE_EXHAUSTED,
+                         f"the search space is exhausted after {self._counts.submitted} trials")
+        elif self._counts.submitted >= self._spec.max_trials:
+            self._finish(framework_pb2.BUDGET_SPENT,
+                         f"the budget of {self._spec.max_trials} trials is spent")
+
+    def _finish(self, outcome: int, message: str) -> None:
+        self._finished.set()
+        logger.info("ending the job: %s", message)
+        self._framework.finish(outcome, message)
+
+    # -- reports from runners --------------------------------------------------------------------
+
+    def report(
+        self,
+        number: int,
+        metrics: Mapping[str, float],
+        step: int | None,
+        final: bool,
+        elapsed_seconds: float,
+    ) -> bool:
+        """Record a runner's report through the framework; True when the runner should stop."""
+        trial = self._framework.record(number, metrics, step, final, elapsed_seconds)
+        with self._lock:
+            if final and trial.HasField("objective") and self._reaches_target(trial.objective):
+                self._finish(framework_pb2.TARGET_REACHED,
+                             f"trial {number} reached {self._spec.objective}="
+                             f"{trial.objective:g} (target {self._spec.target:g})")
+            return self.finished
+
+    def _reaches_target(self, value: float) -> bool:
+        if not self._spec.HasField("target"):
+            return False
+        if self._spec.direction == common_pb2.MINIMIZE:
+            return value <= self._spec.target
+        return value >= self._spec.target

@@ -1,0 +1,44 @@
+"""The task environment: how the framework tells a task everything (DESIGN.md, "Task environment").
+
+The framework sets these variables in ``CommandInfo.environment``; the SDK and AppCore read them.
+One module holds the names so the two sides cannot drift apart.
+"""
+
+from __future__ import annotations
+
+
+JOB_ID = "DISAUTO_JOB_ID"
+"""The job's id."""
+
+TRIAL_NUMBER = "DISAUTO_TRIAL_NUMBER"
+"""The trial's number (runners)."""
+
+TRIAL_TOKEN = "DISAUTO_TRIAL_TOKEN"
+"""The trial's token for AppCore and the framework (runners)."""
+
+PARAMS = "DISAUTO_PARAMS"
+"""The trial's assignment as a JSON object (runners)."""
+
+APPCORE_ADDR = "DISAUTO_APPCORE_ADDR"
+"""host:port of AppCore's gRPC service (runners)."""
+
+FRAMEWORK_ADDR = "DISAUTO_FRAMEWORK_ADDR"
+"""host:port of the framework's gRPC service (AppCore and runners)."""
+
+OUTPUT_DIR = "DISAUTO_OUTPUT_DIR"
+"""Where the trial writes its outputs (``--output DST#NAME`` → ``DST/trial-NNNN``)."""
+
+OUTPUT_NAME = "DISAUTO_OUTPUT_NAME"
+"""The NAME of ``--output DST#NAME``."""
+
+JOB_TOKEN = "DISAUTO_JOB_TOKEN"
+"""The job's token (AppCore only)."""
+
+APPCORE_PORT = "DISAUTO_APPCORE_PORT"
+"""The port AppCore serves on, taken from the offer (AppCore only)."""
+
+APPCORE_HOST = "DISAUTO_APPCORE_HOST"
+"""The host name AppCore advertises to runners: the agent's hostname (AppCore only)."""
+
+TOKEN_METADATA = "x-disauto-token"
+"""The gRPC metadata key that carries a job or trial token."""

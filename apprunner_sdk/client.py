@@ -1,0 +1,168 @@
+"""The runner's gRPC client for AppCore: report metrics, learn whether to stop.
+
+It maps gRPC status codes back to Python exceptions, retries a bounded number of times while
+AppCore is unreachable, and asks the framework where AppCore is now when it was relaunched.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from collections.abc import Mapping
+import logging
+import time
+from typing import TypeVar
+
+import grpc
+
+from apprunner_sdk._env import TOKEN_METADATA
+from protos import appcore_pb2
+from protos import appcore_pb2_grpc
+from protos import common_pb2
+from protos import framework_pb2
+from protos import framework_pb2_grpc
+
+
+logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+_RETRYABLE = {grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED}
+
+
+class AppCoreUnreachableError(ConnectionError):
+    """AppCore could not be reached within the retry budget."""
+
+
+class ReportRejectedError(ValueError):
+    """AppCore refused a report (bad metric, unknown trial)."""
+
+
+def raise_for_rpc_error(err: grpc.RpcError, what: str) -> None:
+    """Turn a non-retryable gRPC error into the matching Python exception."""
+    code = err.code()
+    details = err.details() or code.name
+    if code == grpc.StatusCode.INVALID_ARGUMENT:
+        raise ReportRejectedError(f"{what}: {details}") from None
+    if code == grpc.StatusCode.UNAUTHENTICATED or code == grpc.StatusCode.PERMISSION_DENIED:
+        raise PermissionError(f"{what}: {details}") from None
+    if code == grpc.StatusCode.NOT_FOUND:
+        raise LookupError(f"{what}: {details}") from None
+    if code == grpc.StatusCode.FAILED_PRECONDITION:
+        raise RuntimeError(f"{what}: {details}") from None
+    raise RuntimeError(f"{what}: {code.name}: {details}") from None
+
+
+class AppCoreClient:
+    """Talks to AppCore for one trial.
+
+    Args:
+        appcore_address: host:port of AppCore.
+        framework_address: host:port of the framework (to re-resolve AppCore), or "".
+        trial_number: this trial's number.
+        token: this trial's token.
+        attempts: how many times one call is tried while AppCore is unreachable.
+        backoff: the first wait between attempts in seconds; it doubles up to 8 s.
+        timeout: the deadline of one call in seconds.
+    """
+
+    def __init__(
+        self,
+        appcore_address: str,
+        framework_address: str,
+        trial_number: int,
+        token: str,
+        *,
+        attempts: int = 6,
+        backoff: float = 0.5,
+        timeout: float = 10.0,
+    ) -> None:
+        self._address = appcore_address
+        self._framework_address = framework_address
+        self._trial_number = trial_number
+        self._metadata = ((TOKEN_METADATA, token),)
+        self._attempts = max(1, attempts)
+        self._backoff = backoff
+        self._timeout = timeout
+        self._channel: grpc.Channel | None = None
+        self._stub: appcore_pb2_grpc.AppCoreServiceStub | None = None
+
+    def close(self) -> None:
+        if self._channel is not None:
+            self._channel.close()
+            self._channel = None
+            self._stub = None
+
+    def _appcore(self) -> appcore_pb2_grpc.AppCoreServiceStub:
+        if self._stub is None:
+            self._channel = grpc.insecure_channel(self._address)
+            self._stub = appcore_pb2_grpc.AppCoreServiceStub(self._channel)
+        return self._stub
+
+    def _reresolve(self) -> None:
+        """Ask the framework where AppCore is now (it may have been relaunched elsewhere)."""
+        if not self._framework_address:
+            return
+        try:
+            with grpc.insecure_channel(self._framework_address) as channel:
+                stub = framework_pb2_grpc.FrameworkServiceStub(channel)
+                reply = stub.ResolveAppCore(
+                    framework_pb2.ResolveAppCoreRequest(trial_number=self._trial_number),
+                    metadata=self._metadata,
+                    timeout=self._timeout,
+                )
+        except grpc.RpcError as err:
+            logger.debug("could not re-resolve AppCore: %s", err)
+            return
+        if reply.address and reply.address != self._address:
+            logger.info("AppCore moved from %s to %s", self._address, reply.address)
+            self.close()
+            self._address = reply.address
+
+    def _call(self, what: str, fn: Callable[[appcore_pb2_grpc.AppCoreServiceStub], T]) -> T:
+        delay = self._backoff
+        last: grpc.RpcError | None = None
+        for attempt in range(1, self._attempts + 1):
+            try:
+                return fn(self._appcore())
+            except grpc.RpcError as err:
+                if err.code() not in _RETRYABLE:
+                    raise_for_rpc_error(err, what)
+                last = err
+                logger.warning(
+                    "%s: AppCore at %s unreachable (attempt %d/%d): %s",
+                    what, self._address, attempt, self._attempts, err.code().name,
+                )
+            if attempt < self._attempts:
+                time.sleep(delay)
+                delay = min(delay * 2, 8.0)
+                self._reresolve()
+        detail = last.details() if last is not None else "no attempt made"
+        raise AppCoreUnreachableError(
+            f"{what}: AppCore at {self._address} unreachable after {self._attempts} attempts "
+            f"({detail})"
+        )
+
+    def report(
+        self,
+        metrics: Mapping[str, float],
+        *,
+        step: int | None,
+        final: bool,
+        elapsed_seconds: float,
+    ) -> bool:
+        """Send one report; return True when the trial should stop."""
+        request = appcore_pb2.ReportMetricsRequest(
+            trial_number=self._trial_number,
+            metrics=[common_pb2.Metric(name=k, value=v) for k, v in metrics.items()],
+            final=final,
+            elapsed_seconds=elapsed_seconds,
+        )
+        if step is not None:
+            request.step = step
+        reply = self._call(
+            "report",
+            lambda stub: stub.ReportMetrics(
+                request, metadata=self._metadata, timeout=self._timeout
+            ),
+        )
+        return bool(reply.should_stop)

@@ -1,0 +1,495 @@
+"""The job controller: the framework's state machine for one job.
+
+It owns the job's trials and AppCore's life, writes every change to the :class:`JobStore` before
+anyone is told of it, and answers three callers:
+
+* AppCore, through the gRPC servicer (attach, submit trials, record reports, watch, finish);
+* the Mesos scheduler (what waits for an offer, what was launched, task status updates);
+* ``da-submit`` (progress, the end of the job).
+
+Thread safety: every public method takes the controller's lock; waiting methods release it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from collections.abc import Iterator
+from collections.abc import Mapping
+from collections.abc import Sequence
+from dataclasses import dataclass
+import logging
+import math
+import threading
+import time
+from typing import Any
+
+from appcore.space import assignment_to_proto
+from framework.errors import AlreadyExistsError
+from framework.errors import FailedPreconditionError
+from framework.errors import InvalidArgumentError
+from framework.errors import NotFoundError
+from framework.policies import LaunchRequest
+from framework.spec import JobConfig
+from framework.store import JobStore
+from framework.store import TrialRow
+from framework.tasks import task_name
+from protos import common_pb2
+from protos import framework_pb2
+
+
+logger = logging.getLogger(__name__)
+
+# Mesos task states, grouped by what they mean for a trial.
+TERMINAL_TASK_STATES = frozenset({
+    "TASK_FINISHED", "TASK_FAILED", "TASK_KILLED", "TASK_ERROR", "TASK_LOST", "TASK_DROPPED",
+    "TASK_GONE", "TASK_GONE_BY_OPERATOR", "TASK_UNKNOWN",
+})
+_FAILED_TASK_STATES = TERMINAL_TASK_STATES - {"TASK_FINISHED", "TASK_KILLED"}
+
+APPCORE_KEY = "appcore"
+
+Outcome = int  # framework_pb2.JobOutcome value
+
+
+@dataclass(frozen=True)
+class Progress:
+    """A snapshot for the progress line."""
+
+    done: int
+    running: int
+    pending: int
+    failed: int
+    best: TrialRow | None
+    submitted: int
+    budget: int
+    elapsed: float
+
+
+class JobController:
+    """One job's trials and AppCore, recorded in a :class:`JobStore`.
+
+    Args:
+        config: the job.
+        store: its record.
+        job_token: the token AppCore must present.
+        on_pending: called (without the lock held) when something starts waiting for an offer.
+        log_tail: given a terminal Mesos TaskStatus, returns the tail of the task's stderr
+            (best effort; "" when it cannot be read).
+    """
+
+    def __init__(
+        self,
+        config: JobConfig,
+        store: JobStore,
+        job_token: str,
+        *,
+        on_pending: Callable[[], None] = lambda: None,
+        log_tail: Callable[[Mapping[str, Any]], str] = lambda status: "",
+    ) -> None:
+        self.config = config
+        self.store = store
+        self.job_token = job_token
+        self._on_pending = on_pending
+        self._log_tail = log_tail
+        self._lock = threading.RLock()
+        self._cond = threading.Condition(self._lock)
+        self._started = time.time()
+        self._trials: dict[int, TrialRow] = {t.number: t for t in store.trials()}
+        self._events: list[tuple[int, int]] = []  # (sequence, trial number)
+        self._sequence = 0
+        self._task_to_trial: dict[str, int] = {
+            t.task_id: t.number for t in self._trials.values() if t.task_id
+        }
+        runs = store.appcore_runs()
+        self._appcore_attempt = max((r["attempt"] for r in runs), default=0)
+        self._appcore_task_id = ""
+        self._appcore_state = "WAITING"  # WAITING → LAUNCHING → RUNNING → (ATTACHED)
+        self._appcore_address = ""
+        self._appcore_failures = 0
+        self._outcome: int | None = None
+        self._outcome_message = ""
+        self._done = threading.Event()
+
+    # -- reading -------------------------------------------------------------------------------
+
+    @property
+    def outcome(self) -> tuple[int, str] | None:
+        with self._lock:
+            return None if self._outcome is None else (self._outcome, self._outcome_message)
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Wait for the job to end; True once it has."""
+        return self._done.wait(timeout)
+
+    def trials(self) -> list[TrialRow]:
+        with self._lock:
+            return [self._copy(t) for t in sorted(self._trials.values(), key=lambda t: t.number)]
+
+    def best_trial(self) -> TrialRow | None:
+        with self._lock:
+            return self._best()
+
+    def _best(self) -> TrialRow | None:
+        done = [t for t in self._trials.values() if t.state == "COMPLETED"
+                and t.objective is not None]
+        if not done:
+            return None
+        sign = -1.0 if self.config.search.direction == common_pb2.MINIMIZE else 1.0
+        return max(done, key=lambda t: (sign * float(t.objective or 0.0), -t.number))
+
+    def progress(self) -> Progress:
+        with self._lock:
+            states = [t.state for t in self._trials.values()]
+            return Progress(
+                done=states.count("COMPLETED") + states.count("PRUNED"),
+                running=states.count("RUNNING") + states.count("LAUNCHING"),
+                pending=states.count("PENDING"),
+                failed=states.count("FAILED"),
+                best=self._best(),
+                submitted=len(states),
+                budget=int(self.config.search.max_trials),
+                elapsed=time.time() - self._started,
+            )
+
+    @staticmethod
+    def _copy(trial: TrialRow) -> TrialRow:
+        return TrialRow(**{**trial.__dict__, "assignment": dict(trial.assignment),
+                           "metrics": dict(trial.metrics)})
+
+    def trial_proto(self, trial: TrialRow) -> common_pb2.Trial:
+        proto = common_pb2.Trial(
+            number=trial.number,
+            state=common_pb2.TrialState.Value(trial.state),
+            message=trial.message,
+            priority=trial.priority,
+            task_id=trial.task_id,
+            training_seconds=trial.training_seconds,
+            metrics=[common_pb2.Metric(name=k, value=v) for k, v in sorted(trial.metrics.items())],
+        )
+        for name, value in assignment_to_proto(trial.assignment).items():
+            proto.assignment[name].CopyFrom(value)
+        if trial.objective is not None:
+            proto.objective = trial.objective
+        return proto
+
+    # -- AppCore -------------------------------------------------------------------------------
+
+    def attach_appcore(self, address: str) -> framework_pb2.AttachAppCoreReply:
+        with self._lock:
+            if self._outcome is not None:
+                raise FailedPreconditionError("the job has ended")
+            self._appcore_address = address
+            self._appcore_state = "ATTACHED"
+            if self._appcore_attempt:
+                self.store.update_appcore_run(self._appcore_attempt, address=address,
+                                              state="ATTACHED")
+            logger.info("AppCore attached from %s (attempt %d)", address, self._appcore_attempt)
+            return framework_pb2.AttachAppCoreReply(
+                spec=self.config.search_spec(),
+                trials=[self.trial_proto(t) for t in sorted(self._trials.values(),
+                                                              key=lambda t: t.number)],
+                sequence=self._sequence,
+            )
+
+    def appcore_address(self) -> str:
+        with self._lock:
+            return self._appcore_address if self._appcore_state == "ATTACHED" else ""
+
+    def submit_trial(
+        self, number: int, assignment: Mapping[str, Any], priority: int
+    ) -> common_pb2.Trial:
+        with self._lock:
+            if self._outcome is not None:
+                raise FailedPreconditionError("the job has ended; no trial can be submitted")
+            if number < 1:
+                raise InvalidArgumentError(f"trial number must be >= 1, got {number}")
+            existing = self._trials.get(number)
+            if existing is not None:
+                if existing.assignment != dict(assignment):
+                    raise AlreadyExistsError(
+                        f"trial {number} already exists with another assignment"
+                    )
+                return self.trial_proto(existing)
+            if len(self._trials) >= self.config.search.max_trials:
+                raise FailedPreconditionError(
+                    f"the trial budget of {self.config.search.max_trials} is spent"
+                )
+            names = {p.name for p in self.config.search.space.parameters}
+            if set(assignment) != names:
+                raise InvalidArgumentError(
+                    f"assignment names {sorted(assignment)} do not match the space {sorted(names)}"
+                )
+            row = self.store.add_trial(number, assignment, priority)
+            self._trials[number] = row
+            self._emit(number)
+            proto = self.trial_proto(row)
+        self._on_pending()
+        return proto
+
+    def record_report(
+        self,
+        number: int,
+        metrics: Mapping[str, float],
+        step: int | None,
+        final: bool,
+        elapsed_seconds: float,
+    ) -> common_pb2.Trial:
+        with self._lock:
+            trial = self._trials.get(number)
+            if trial is None:
+                raise NotFoundError(f"trial {number} does not exist")
+            if trial.final_reported:
+                raise FailedPreconditionError(
+                    f"trial {number} already reported its final result"
+                )
+            if not metrics:
+                raise InvalidArgumentError("a report needs at least one metric")
+            for name, value in metrics.items():
+                if not name or not math.isfinite(value):
+                    raise InvalidArgumentError(f"metric {name!r} must be a finite number")
+            merged = {**trial.metrics, **metrics}
+            fields: dict[str, Any] = {
+                "metrics": merged,
+                "training_seconds": max(0.0, float(elapsed_seconds)),
+                "final_reported": final,
+            }
+            objective = self.config.search.objective
+            if objective in metrics:
+                fields["objective"] = float(metrics[objective])
+            self.store.add_report(number, metrics, step, final, elapsed_seconds, fields)
+            trial.metrics = merged
+            trial.training_seconds = fields["training_seconds"]
+            trial.final_reported = final
+            if "objective" in fields:
+                trial.objective = fields["objective"]
+            return self.trial_proto(trial)
+
+    def events_after(self, sequence: int, timeout: float) -> tuple[list[framework_pb2.TrialEvent],
+                                                                   bool]:
+        """Events after ``sequence`` (waiting up to ``timeout`` for one); and whether it ended."""
+        with self._cond:
+            if self._sequence <= sequence and self._outcome is None:
+                self._cond.wait(timeout)
+            events = [
+                framework_pb2.TrialEvent(sequence=seq,
+                                         trial=self.trial_proto(self._trials[number]))
+                for seq, number in self._events if seq > sequence
+            ]
+            return events, self._outcome is not None
+
+    def watch(self, after: int, is_active: Callable[[], bool]) -> Iterator[
+            framework_pb2.TrialEvent]:
+        """Stream events after ``after`` until the job ends or the caller goes away."""
+        sequence = after
+        while is_active():
+            events, ended = self.events_after(sequence, timeout=1.0)
+            for event in events:
+                sequence = event.sequence
+                yield event
+            if ended and not events:
+                return
+
+    def finish(self, outcome: int, message: str) -> None:
+        """End the job (idempotent: the first outcome wins)."""
+        with self._lock:
+            if self._outcome is not None:
+                return
+            self._outcome = outcome
+            self._outcome_message = message
+            self.store.set_meta_many({
+                "outcome": framework_pb2.JobOutcome.Name(outcome),
+                "outcome_message": message,
+                "ended_at": str(time.time()),
+            })
+            for trial in self._trials.values():
+                if trial.state == "PENDING":
+                    self._set_state(trial, "KILLED", "the job ended before the trial ran")
+            logger.info("job ends: %s: %s", framework_pb2.JobOutcome.Name(outcome), message)
+            self._cond.notify_all()
+        self._done.set()
+
+    # -- the scheduler's side ------------------------------------------------------------------
+
+    def launch_requests(self) -> list[LaunchRequest]:
+        """What waits for an offer: AppCore first, then pending trials by priority."""
+        with self._lock:
+            if self._outcome is not None:
+                return []
+            requests: list[LaunchRequest] = []
+            if self._appcore_state == "WAITING":
+                requests.append(LaunchRequest(APPCORE_KEY, self.config.appcore, ports=1))
+            pending = sorted(
+                (t for t in self._trials.values() if t.state == "PENDING"),
+                key=lambda t: (t.priority, t.number),
+            )
+            requests += [
+                LaunchRequest(task_name(t.number), self.config.runner, priority=t.priority,
+                              trial_number=t.number)
+                for t in pending
+            ]
+            return requests
+
+    def has_pending(self) -> bool:
+        return bool(self.launch_requests())
+
+    def next_appcore_task_id(self) -> str:
+        with self._lock:
+            return f"appcore-{self._appcore_attempt + 1}"
+
+    def appcore_launched(self, task_id: str, agent_id: str) -> bool:
+        """Record AppCore's launch; False if it is no longer wanted."""
+        with self._lock:
+            if self._appcore_state != "WAITING" or self._outcome is not None:
+                return False
+            self._appcore_attempt += 1
+            self._appcore_task_id = task_id
+            self._appcore_state = "LAUNCHING"
+            self._appcore_address = ""
+            self.store.add_appcore_run(self._appcore_attempt, task_id, agent_id)
+            return True
+
+    def trial_for_launch(self, number: int) -> TrialRow | None:
+        with self._lock:
+            trial = self._trials.get(number)
+            if trial is None or trial.state != "PENDING" or self._outcome is not None:
+                return None
+            return self._copy(trial)
+
+    def trial_launched(self, number: int, task_id: str, agent_id: str) -> None:
+        with self._lock:
+            trial = self._trials[number]
+            trial.task_id = task_id
+            trial.agent_id = agent_id
+            self._task_to_trial[task_id] = number
+            self.store.update_trial(number, task_id=task_id, agent_id=agent_id)
+            self._set_state(trial, "LAUNCHING", "")
+
+    def live_task_ids(self) -> list[str]:
+        """Tasks launched and not yet terminal (to kill when the job ends)."""
+        with self._lock:
+            ids = [t.task_id for t in self._trials.values()
+                   if t.task_id and t.state in ("LAUNCHING", "RUNNING")]
+            if self._appcore_task_id and self._appcore_state != "WAITING":
+                ids.append(self._appcore_task_id)
+            return ids
+
+    def on_status(self, status: Mapping[str, Any]) -> None:
+        """Record a Mesos status update (before the scheduler acknowledges it)."""
+        task_id = str(status.get("task_id", {}).get("value", ""))
+        state = str(status.get("state", ""))
+        self.store.add_task_update(status)
+        pending = False
+        with self._lock:
+            if task_id == self._appcore_task_id or task_id.startswith("appcore-"):
+                pending = self._on_appcore_status(task_id, state, status)
+            elif task_id in self._task_to_trial:
+                self._on_trial_status(self._trials[self._task_to_trial[task_id]], state, status)
+            else:
+                logger.warning("status %s for unknown task %s", state, task_id)
+        if pending:
+            self._on_pending()
+
+    def _on_appcore_status(self, task_id: str, state: str, status: Mapping[str, Any]) -> bool:
+        if task_id != self._appcore_task_id:
+            return False  # an earlier attempt, already replaced
+        if state == "TASK_RUNNING" and self._appcore_state == "LAUNCHING":
+            self._appcore_state = "RUNNING"
+            self.store.update_appcore_run(self._appcore_attempt, state="RUNNING")
+            return False
+        if state not in TERMINAL_TASK_STATES:
+            return False
+        self.store.update_appcore_run(self._appcore_attempt, state=state, ended_at=time.time())
+        self._appcore_address = ""
+        if self._outcome is not None:
+            self._appcore_state = "ENDED"
+            return False
+        self._appcore_failures += 1
+        why = _describe(status) + self._tail(status)
+        if self._appcore_failures > self.config.max_appcore_restarts:
+            self._appcore_state = "ENDED"
+            self.finish(framework_pb2.ERROR,
+                        f"AppCore failed {self._appcore_failures} times; last: {why}")
+            return False
+        logger.warning("AppCore %s ended (%s); relaunching it", task_id, why)
+        self._appcore_state = "WAITING"
+        return True
+
+    def _on_trial_status(self, trial: TrialRow, state: str, status: Mapping[str, Any]) -> None:
+        if trial.terminal:
+            return
+        if state == "TASK_RUNNING":
+            if trial.state != "RUNNING":
+                trial.started_at = time.time()
+                self.store.update_trial(trial.number, started_at=trial.started_at)
+                self._set_state(trial, "RUNNING", "")
+            return
+        if state not in TERMINAL_TASK_STATES:
+            return
+        if state == "TASK_FINISHED":
+            if trial.objective is not None:
+                self._set_state(trial, "COMPLETED", "")
+            elif trial.metrics:
+                self._set_state(trial, "FAILED", (
+                    f"the runner reported {', '.join(sorted(trial.metrics))} but not the "
+                    f"objective {self.config.search.objective!r}"
+                ))
+            else:
+                self._set_state(trial, "FAILED", (
+                    "the runner exited without reporting a result (call "
+                    f"apprunner_sdk.report({self.config.search.objective}=..., final=True))"
+                ))
+        elif state == "TASK_KILLED":
+            self._set_state(trial, "KILLED", _describe(status))
+        else:
+            self._set_state(trial, "FAILED", _describe(status) + self._tail(status))
+
+    def _tail(self, status: Mapping[str, Any]) -> str:
+        try:
+            tail = self._log_tail(status).strip()
+        except Exception as err:  # noqa: BLE001 - best effort, never fatal
+            logger.debug("cannot read the task's stderr: %s", err)
+            return ""
+        return f"; stderr: {tail}" if tail else ""
+
+    def _set_state(self, trial: TrialRow, state: str, message: str) -> None:
+        fields: dict[str, Any] = {"state": state}
+        if message:
+            fields["message"] = message
+        if state in ("COMPLETED", "FAILED", "KILLED", "PRUNED"):
+            fields["ended_at"] = time.time()
+        self.store.update_trial(trial.number, **fields)
+        trial.state = state
+        if message:
+            trial.message = message
+        if "ended_at" in fields:
+            trial.ended_at = fields["ended_at"]
+        self._emit(trial.number)
+
+    def _emit(self, number: int) -> None:
+        self._sequence += 1
+        self._events.append((self._sequence, number))
+        self._cond.notify_all()
+
+
+def _describe(status: Mapping[str, Any]) -> str:
+    state = str(status.get("state", "?"))
+    parts = [state]
+    if status.get("reason"):
+        parts.append(str(status["reason"]))
+    text = " ".join(parts)
+    if status.get("message"):
+        text += f": {status['message']}"
+    return text
+
+
+def sorted_trials(trials: Sequence[TrialRow], maximize: bool) -> list[TrialRow]:
+    """Trials best first: completed by objective, then the rest by number."""
+    sign = -1.0 if maximize else 1.0
+    return sorted(
+        trials,
+        key=lambda t: (
+            t.objective is None or t.state != "COMPLETED",
+            sign * (t.objective if t.objective is not None else 0.0),
+            t.number,
+        ),
+    )

@@ -1,0 +1,75 @@
+"""Pure functions that fit tasks into Mesos offers."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from framework.spec import TaskResources
+from localmesos.resources import ResourceError
+from localmesos.resources import Resources
+
+
+@dataclass(frozen=True)
+class OfferView:
+    """What the offer policies see of one Mesos offer."""
+
+    id: str
+    agent_id: str
+    hostname: str
+    available: Resources
+    raw: Mapping[str, Any]
+
+    @property
+    def has_gpus(self) -> bool:
+        return self.available.scalar("gpus") > 0
+
+    @classmethod
+    def from_offer(cls, offer: Mapping[str, Any]) -> OfferView:
+        """Read a Mesos JSON Offer; resources we cannot parse are ignored, not fatal."""
+        usable = []
+        for res in offer.get("resources", []):
+            # Only unreserved ("*") or role-less resources are ours to use.
+            if res.get("role", "*") != "*" or res.get("reservations") or res.get("revocable"):
+                continue
+            usable.append(res)
+        try:
+            available = Resources.from_json(usable)
+        except ResourceError:
+            available = Resources()
+        return cls(
+            id=str(offer["id"]["value"]),
+            agent_id=str(offer["agent_id"]["value"]),
+            hostname=str(offer.get("hostname", "")),
+            available=available,
+            raw=offer,
+        )
+
+
+def fit(available: Resources, need: TaskResources, ports: int = 0) -> Resources | None:
+    """The exact resources to claim for ``need`` (+ ``ports`` ports), or None if it doesn't fit.
+
+    Ports are taken from the lowest free port up.
+    """
+    scalars = {"cpus": need.cpus, "mem": need.mem_mb}
+    if need.gpus:
+        scalars["gpus"] = float(need.gpus)
+    if need.disk_mb:
+        scalars["disk"] = need.disk_mb
+    claim = Resources(scalars)
+    if not available.contains(claim):
+        return None
+    if ports:
+        chosen: list[tuple[int, int]] = []
+        left = ports
+        for begin, end in available.ranges("ports"):
+            take = min(left, end - begin + 1)
+            chosen.append((begin, begin + take - 1))
+            left -= take
+            if left == 0:
+                break
+        if left:
+            return None
+        claim = claim + Resources(ranges={"ports": chosen})
+    return claim

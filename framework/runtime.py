@@ -1,0 +1,224 @@
+"""Runs one job: the job store, the file server, the gRPC service and the pymesos driver.
+
+``JobRunner`` is what ``da-submit`` drives: ``start()`` subscribes to the master, ``wait()``
+returns when the job ends, ``stop()`` kills what still runs and tears the framework down.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+import getpass
+import json
+import logging
+from pathlib import Path
+import shutil
+import socket
+import time
+from urllib.request import urlopen
+
+from pymesos import MesosSchedulerDriver
+
+from appcore.tokens import new_job_token
+from framework.fileserver import FileServer
+from framework.job import JobController
+from framework.policies import create_policy
+from framework.sandbox_logs import SandboxLogs
+from framework.scheduler import JobScheduler
+from framework.service import make_server
+from framework.spec import JobConfig
+from framework.store import JobStore
+from protos import framework_pb2
+
+
+logger = logging.getLogger(__name__)
+
+
+class MasterUnreachableError(ConnectionError):
+    """The Mesos master cannot be reached or refuses the framework."""
+
+
+@dataclass(frozen=True)
+class MasterEndpoint:
+    """Where the Mesos master is, and how to authenticate to it."""
+
+    uri: str
+    """``host:port`` or ``zk://host:port/mesos``."""
+    principal: str | None = None
+    secret: str | None = None
+
+
+def check_master(uri: str, timeout: float = 5.0) -> str:
+    """GET /version of a ``host:port`` master; return its version.
+
+    Raises:
+        MasterUnreachableError: naming the address and the cause.
+    """
+    if uri.startswith(("zk://", "zoo://")):
+        return ""
+    address = uri if ":" in uri else f"{uri}:5050"
+    try:
+        with urlopen(f"http://{address}/version", timeout=timeout) as response:  # noqa: S310
+            return str(json.loads(response.read())["version"])
+    except (OSError, ValueError, KeyError) as err:
+        raise MasterUnreachableError(
+            f"cannot reach the Mesos master at {address} ({err}); check --master"
+        ) from None
+
+
+def advertise_host_for(master_uri: str) -> str:
+    """The address of this machine as seen from the master's network."""
+    target = master_uri.split("://", 1)[-1].split("/", 1)[0].split(",", 1)[0]
+    host, _, port = target.partition(":")
+    if host in ("127.0.0.1", "localhost", "::1"):
+        return "127.0.0.1"
+    try:
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+            probe.connect((host, int(port or 5050)))
+            return str(probe.getsockname()[0])
+    except OSError:
+        return socket.getfqdn()
+
+
+class JobRunner:
+    """One job on one master.
+
+    Args:
+        config: the job.
+        job_dir: ``$DISAUTO_HOME/jobs/<job-id>``.
+        master: the master endpoint.
+        offer_policy: a name from ``framework.policies.POLICIES``.
+        advertise_host: how tasks reach this machine (default: derived from the master).
+    """
+
+    def __init__(
+        self,
+        config: JobConfig,
+        job_dir: Path,
+        master: MasterEndpoint,
+        *,
+        offer_policy: str = "fifo",
+        advertise_host: str | None = None,
+    ) -> None:
+        self.config = config
+        self.job_dir = job_dir
+        self.master = master
+        self.store = JobStore(job_dir / "job.db")
+        self.store.set_meta_many({
+            "job_id": config.job_id,
+            "config": config.to_json(),
+            "master": master.uri,
+            "started_at": str(time.time()),
+        })
+        self._advertise = advertise_host or advertise_host_for(master.uri)
+        self._logs = SandboxLogs()
+        self.controller = JobController(
+            config, self.store, new_job_token(),
+            on_pending=self._wake,
+            log_tail=lambda status: self._logs.tail(status, self.scheduler.framework_id),
+        )
+        self._files = FileServer(job_dir, self._advertise)
+        self._server, grpc_port = make_server(self.controller)
+        self.framework_address = f"{self._advertise}:{grpc_port}"
+        self.scheduler = JobScheduler(
+            self.controller,
+            create_policy(offer_policy),
+            self.framework_address,
+            uris=self._files.uris(config.files, config.inputs),
+            logs=self._logs,
+        )
+        self._driver: MesosSchedulerDriver | None = None
+        self._stopped = False
+
+    def _wake(self) -> None:
+        if self._driver is not None:
+            self.scheduler.wake()
+
+    def start(self, register_timeout: float = 60.0) -> None:
+        """Serve, subscribe, and wait until the master registered the framework.
+
+        Raises:
+            MasterUnreachableError: the master is unreachable or does not register us in time.
+        """
+        check_master(self.master.uri)
+        self._server.start()
+        self._files.start()
+        framework_info = {
+            "user": self.config.user or getpass.getuser(),
+            "name": self.config.app_name,
+            "hostname": self._advertise,
+            "failover_timeout": self.config.failover_timeout,
+            "labels": {"labels": [{"key": "disauto.job", "value": self.config.job_id}]},
+        }
+        self._driver = MesosSchedulerDriver(
+            self.scheduler,
+            framework_info,
+            self.master.uri,
+            use_addict=False,
+            implicit_acknowledgements=False,
+            principal=self.master.principal,
+            secret=self.master.secret,
+        )
+        self._driver.start()
+        if not self.scheduler.registered_event.wait(register_timeout):
+            self._shutdown_services()
+            raise MasterUnreachableError(
+                f"the Mesos master at {self.master.uri} did not register the framework within "
+                f"{register_timeout:.0f} s"
+            )
+
+    def wait(self, poll: Callable[[], None] | None = None, interval: float = 0.5) -> None:
+        """Block until the job ends, calling ``poll`` every ``interval`` seconds."""
+        while not self.controller.wait(interval):
+            if poll is not None:
+                poll()
+        if poll is not None:
+            poll()
+
+    def stop(self, outcome: int = framework_pb2.STOPPED, message: str = "stopped by the user",
+             grace: float = 15.0) -> None:
+        """End the job: kill its tasks, wait for them (up to ``grace`` s), tear down."""
+        if self._stopped:
+            return
+        self._stopped = True
+        self.controller.finish(outcome, message)
+        deadline = time.monotonic() + grace
+        live = self.controller.live_task_ids()
+        if live:
+            self.scheduler.kill(live)
+        while live and time.monotonic() < deadline:
+            time.sleep(0.2)
+            live = self.controller.live_task_ids()
+        if live:
+            logger.warning("tasks still running at teardown: %s", ", ".join(live))
+        self._collect_best_output()
+        if self._driver is not None:
+            self._driver.stop()  # TEARDOWN: the master kills whatever is left
+            self._driver.join()
+        self._shutdown_services()
+        self.store.set_meta("state", "ENDED")
+
+    def _shutdown_services(self) -> None:
+        self._server.stop(grace=2).wait()
+        self._files.stop()
+
+    def _collect_best_output(self) -> None:
+        """Copy the best trial's output to ``DST/NAME`` (``--output DST#NAME``)."""
+        output = self.config.output
+        best = self.controller.best_trial()
+        if output is None or best is None:
+            return
+        source = Path(output.destination) / f"trial-{best.number:04d}" / output.name
+        target = Path(output.destination) / output.name
+        try:
+            if source.is_dir():
+                shutil.rmtree(target, ignore_errors=True)
+                shutil.copytree(source, target)
+            elif source.exists():
+                shutil.copy2(source, target)
+            else:
+                return
+        except OSError as err:
+            logger.warning("cannot copy the best output %s to %s: %s", source, target, err)
+            return
+        self.store.set_meta("best_output", str(target))

@@ -1,0 +1,91 @@
+"""Read the tail of a task's stderr through the agent's HTTP API, as the Mesos web UI does.
+
+The agent's address comes from the offer's ``url`` (``http://ip:port/slave(1)``); its ``/state``
+gives the executor's sandbox directory, and ``/files/read`` its files. Works the same against a
+real Mesos agent and the embedded one. Best effort: any failure gives "".
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from collections.abc import Mapping
+import json
+import logging
+import threading
+from typing import Any
+from urllib.parse import urlencode
+from urllib.request import urlopen
+
+
+logger = logging.getLogger(__name__)
+
+
+class SandboxLogs:
+    """Remembers agents' endpoints from offers and reads task files through them.
+
+    Args:
+        max_bytes: how much of the end of stderr to read.
+        timeout: per HTTP request, in seconds.
+    """
+
+    def __init__(self, max_bytes: int = 2000, timeout: float = 5.0) -> None:
+        self._agents: dict[str, str] = {}
+        self._lock = threading.Lock()
+        self._max_bytes = max_bytes
+        self._timeout = timeout
+
+    def remember(self, offers: Iterable[Mapping[str, Any]]) -> None:
+        """Record the agent endpoint of each offer (``url.address`` + ``url.path``)."""
+        for offer in offers:
+            url = offer.get("url") or {}
+            address = url.get("address") or {}
+            host = address.get("ip") or address.get("hostname")
+            port = address.get("port")
+            if not host or not port:
+                continue
+            base = f"{url.get('scheme', 'http')}://{host}:{port}"
+            with self._lock:
+                self._agents[str(offer["agent_id"]["value"])] = base + str(url.get("path", ""))
+
+    def _get(self, url: str) -> Any:
+        with urlopen(url, timeout=self._timeout) as response:  # noqa: S310 - agent URL
+            return json.loads(response.read().decode("utf-8", "replace"))
+
+    def sandbox(self, agent_id: str, framework_id: str, executor_id: str) -> tuple[str, str]:
+        """(files base URL, sandbox directory) of an executor, or ("", "")."""
+        with self._lock:
+            endpoint = self._agents.get(agent_id, "")
+        if not endpoint:
+            return "", ""
+        state = self._get(endpoint + "/state")
+        for key in ("frameworks", "completed_frameworks"):
+            for framework in state.get(key, []):
+                if framework.get("id") != framework_id:
+                    continue
+                for ekey in ("executors", "completed_executors"):
+                    for executor in framework.get(ekey, []):
+                        if executor.get("id") == executor_id and executor.get("directory"):
+                            root = endpoint.rsplit("/", 1)[0] if "(" in endpoint else endpoint
+                            return root, str(executor["directory"])
+        return "", ""
+
+    def tail(self, status: Mapping[str, Any], framework_id: str, name: str = "stderr") -> str:
+        """The last bytes of the task's ``name`` file (stderr), "" if it cannot be read."""
+        agent_id = str((status.get("agent_id") or {}).get("value", ""))
+        executor_id = str((status.get("executor_id") or {}).get("value", "")) or str(
+            (status.get("task_id") or {}).get("value", ""))
+        try:
+            root, directory = self.sandbox(agent_id, framework_id, executor_id)
+            if not directory:
+                return ""
+            path = f"{directory}/{name}"
+            size = int(self._get(f"{root}/files/read?" + urlencode(
+                {"path": path, "offset": -1}))["offset"])
+            offset = max(0, size - self._max_bytes)
+            data = self._get(f"{root}/files/read?" + urlencode(
+                {"path": path, "offset": offset, "length": self._max_bytes}))["data"]
+        except Exception as err:  # noqa: BLE001 - best effort
+            logger.debug("cannot read %s of %s: %s", name, executor_id, err)
+            return ""
+        lines = [line for line in str(data).splitlines() if line.strip()]
+        return " | ".join(lines[-5:])[-self._max_bytes:]

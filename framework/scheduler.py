@@ -1,0 +1,230 @@
+"""The pymesos Scheduler of a DisAuto job: thin callbacks over the controller and the policy.
+
+Callbacks only read offers and statuses, ask the offer policy, record through the controller and
+call the driver. They never raise: an exception in a pymesos callback kills the driver's thread.
+Status updates are acknowledged explicitly, *after* the controller recorded them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from collections.abc import Sequence
+import logging
+import threading
+from typing import Any
+
+from pymesos import Scheduler
+
+from appcore.tokens import trial_token
+from framework.job import APPCORE_KEY
+from framework.job import JobController
+from framework.offers import OfferView
+from framework.policies import LaunchRequest
+from framework.policies import OfferPolicy
+from framework.sandbox_logs import SandboxLogs
+from framework.tasks import appcore_task
+from framework.tasks import trial_task
+from localmesos.resources import Resources
+from protos import framework_pb2
+
+
+logger = logging.getLogger(__name__)
+
+IDLE_REFUSE_SECONDS = 3600.0
+"""Decline filter while nothing waits (REVIVE clears it when something does)."""
+LEFTOVER_REFUSE_SECONDS = 0.0
+"""Filter on the unused part of an accepted offer: none, so the rest is re-offered next round."""
+
+
+class JobScheduler(Scheduler):
+    """Launches AppCore and the trials of one job on the offers the policy accepts.
+
+    Args:
+        controller: the job's controller.
+        policy: the offer policy.
+        framework_address: host:port of the framework's gRPC service.
+        uris: CommandInfo.uris that ship the user's files and inputs to each trial.
+        trial_env: extra environment for trials.
+        logs: remembers agents' endpoints from offers, to read failed tasks' stderr.
+    """
+
+    def __init__(
+        self,
+        controller: JobController,
+        policy: OfferPolicy,
+        framework_address: str,
+        uris: Sequence[Mapping[str, Any]] = (),
+        trial_env: Mapping[str, str] | None = None,
+        logs: SandboxLogs | None = None,
+    ) -> None:
+        self._job = controller
+        self._policy = policy
+        self._framework_address = framework_address
+        self._uris = list(uris)
+        self._trial_env = dict(trial_env or {})
+        self._logs = logs
+        self._driver: Any = None
+        self._suppressed = False
+        self._lock = threading.Lock()
+        self.registered_event = threading.Event()
+        self.framework_id = ""
+        self.offers_seen = 0
+        self.offers_declined = 0
+
+    # -- registration ----------------------------------------------------------------------
+
+    def registered(self, driver: Any, framework_id: Mapping[str, Any],
+                   master_info: Mapping[str, Any]) -> None:
+        self._driver = driver
+        self.framework_id = str(framework_id.get("value", ""))
+        try:
+            self._job.store.set_meta("framework_id", self.framework_id)
+        except Exception:  # noqa: BLE001 - never raise out of a callback
+            logger.exception("cannot record the framework id")
+        logger.info("registered as framework %s with master %s:%s", self.framework_id,
+                    master_info.get("hostname"), master_info.get("port"))
+        self.registered_event.set()
+
+    def reregistered(self, driver: Any, master_info: Mapping[str, Any]) -> None:
+        self._driver = driver
+        with self._lock:
+            self._suppressed = False  # a re-subscribe un-suppresses (Mesos allocator semantics)
+        logger.info("re-registered with master %s; reconciling tasks", master_info.get("hostname"))
+        driver.reconcileTasks([])
+        self.registered_event.set()
+
+    def disconnected(self, driver: Any) -> None:
+        logger.warning("disconnected from the Mesos master; pymesos re-subscribes")
+
+    def error(self, driver: Any, message: str) -> None:
+        logger.error("Mesos master error: %s", message)
+        if "failed over" not in message:
+            self._job.finish(framework_pb2.ERROR, f"the Mesos master refused the job: {message}")
+
+    # -- offers ----------------------------------------------------------------------------
+
+    def resourceOffers(self, driver: Any, offers: Sequence[Mapping[str, Any]]) -> None:  # noqa: N802
+        self._driver = driver
+        try:
+            self._on_offers(driver, offers)
+        except Exception:  # noqa: BLE001 - a raising callback would kill the driver
+            logger.exception("error while handling offers; declining them")
+            for offer in offers:
+                driver.declineOffer(offer["id"])
+
+    def _on_offers(self, driver: Any, offers: Sequence[Mapping[str, Any]]) -> None:
+        self.offers_seen += len(offers)
+        if self._logs is not None:
+            self._logs.remember(offers)
+        views = [OfferView.from_offer(offer) for offer in offers]
+        requests = self._job.launch_requests()
+        if not requests:
+            self._decline(driver, views, IDLE_REFUSE_SECONDS)
+            self._suppress(driver)
+            return
+        plan = self._policy.plan(views, requests)
+        for view in views:
+            tasks = [
+                task for request, claim in plan.launches.get(view.id, [])
+                if (task := self._task_for(request, view, claim)) is not None
+            ]
+            if tasks:
+                logger.info("launching %s on %s", ", ".join(t["name"] for t in tasks),
+                            view.hostname)
+                driver.launchTasks(
+                    [{"value": view.id}], tasks, {"refuse_seconds": LEFTOVER_REFUSE_SECONDS}
+                )
+            else:
+                refuse = plan.refuse_seconds.get(view.id, self._policy.decline_seconds)
+                self._decline(driver, [view], refuse)
+        if not self._job.has_pending():
+            self._suppress(driver)
+
+    def _decline(self, driver: Any, views: Sequence[OfferView], refuse: float) -> None:
+        for view in views:
+            self.offers_declined += 1
+            driver.declineOffer([{"value": view.id}], {"refuse_seconds": refuse})
+
+    def _task_for(self, request: LaunchRequest, view: OfferView,
+                  claim: Resources) -> dict[str, Any] | None:
+        config = self._job.config
+        if request.key == APPCORE_KEY:
+            task_id = self._job.next_appcore_task_id()
+            task = appcore_task(
+                task_id=task_id,
+                agent_id=view.agent_id,
+                hostname=view.hostname,
+                claim=claim,
+                command=config.appcore_command,
+                job_id=config.job_id,
+                framework_address=self._framework_address,
+                job_token=self._job.job_token,
+                extra_env=config.extra_env,
+            )
+            return task if self._job.appcore_launched(task_id, view.agent_id) else None
+        if request.trial_number is None:
+            return None
+        trial = self._job.trial_for_launch(request.trial_number)
+        appcore = self._job.appcore_address()
+        if trial is None or not appcore:
+            return None
+        output_dir = ""
+        if config.output is not None:
+            output_dir = f"{config.output.destination}/trial-{trial.number:04d}"
+        task = trial_task(
+            trial_number=trial.number,
+            agent_id=view.agent_id,
+            claim=claim,
+            launch_cmd=config.launch_cmd,
+            job_id=config.job_id,
+            assignment=trial.assignment,
+            trial_token=trial_token(self._job.job_token, trial.number),
+            appcore_address=appcore,
+            framework_address=self._framework_address,
+            uris=self._uris,
+            output_dir=output_dir,
+            output_name=config.output.name if config.output else "",
+            extra_env={**config.extra_env, **self._trial_env},
+        )
+        self._job.trial_launched(trial.number, task["task_id"]["value"], view.agent_id)
+        return task
+
+    def offerRescinded(self, driver: Any, offer_id: Mapping[str, Any]) -> None:  # noqa: N802
+        logger.debug("offer %s rescinded", offer_id.get("value"))
+
+    # -- suppress / revive -------------------------------------------------------------------
+
+    def _suppress(self, driver: Any) -> None:
+        with self._lock:
+            if self._suppressed:
+                return
+            self._suppressed = True
+        logger.debug("nothing waits: suppressing offers")
+        driver.suppressOffers()
+
+    def wake(self) -> None:
+        """Something waits for an offer: revive if offers are suppressed."""
+        with self._lock:
+            if not self._suppressed or self._driver is None:
+                return
+            self._suppressed = False
+            driver = self._driver
+        logger.debug("reviving offers")
+        driver.reviveOffers()
+
+    # -- status updates ----------------------------------------------------------------------
+
+    def statusUpdate(self, driver: Any, status: Mapping[str, Any]) -> None:  # noqa: N802
+        try:
+            self._job.on_status(status)
+        except Exception:  # noqa: BLE001 - not recorded: don't ack, Mesos will resend it
+            logger.exception("cannot record the status update %s", status.get("state"))
+            return
+        if "uuid" in status:
+            driver.acknowledgeStatusUpdate(status)
+
+    def kill(self, task_ids: Sequence[str]) -> None:
+        if self._driver is None:
+            return
+        for task_id in task_ids:
+            self._driver.killTask({"value": task_id})

@@ -1,0 +1,134 @@
+"""The framework's gRPC service for AppCore (thin: proto ↔ controller, errors ↔ status codes)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from collections.abc import Iterator
+from concurrent import futures
+import logging
+from typing import NoReturn
+from typing import TypeVar
+
+import grpc
+
+from appcore.errors import InvalidAssignmentError
+from appcore.space import assignment_from_proto
+from appcore.tokens import check_job_token
+from appcore.tokens import check_trial_token
+from apprunner_sdk._env import TOKEN_METADATA
+from framework import errors
+from framework.job import JobController
+from protos import framework_pb2
+from protos import framework_pb2_grpc
+
+
+logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+_CODES: list[tuple[type[Exception], grpc.StatusCode]] = [
+    (errors.InvalidArgumentError, grpc.StatusCode.INVALID_ARGUMENT),
+    (InvalidAssignmentError, grpc.StatusCode.INVALID_ARGUMENT),
+    (errors.NotFoundError, grpc.StatusCode.NOT_FOUND),
+    (errors.AlreadyExistsError, grpc.StatusCode.ALREADY_EXISTS),
+    (errors.FailedPreconditionError, grpc.StatusCode.FAILED_PRECONDITION),
+    (errors.UnauthenticatedError, grpc.StatusCode.UNAUTHENTICATED),
+]
+
+
+def token_of(context: grpc.ServicerContext) -> str:
+    for key, value in context.invocation_metadata():
+        if key == TOKEN_METADATA:
+            return str(value)
+    return ""
+
+
+def abort_for(context: grpc.ServicerContext, err: Exception) -> NoReturn:
+    for kind, code in _CODES:
+        if isinstance(err, kind):
+            context.abort(code, str(err))
+    raise err
+
+
+def handle(context: grpc.ServicerContext, fn: Callable[[], T]) -> T:
+    """Run ``fn`` and map the controller's domain errors to gRPC status codes."""
+    try:
+        return fn()
+    except tuple(kind for kind, _ in _CODES) as err:
+        abort_for(context, err)
+
+
+class FrameworkServicer(framework_pb2_grpc.FrameworkServiceServicer):
+    """Serves AppCore (job token) and runners' ResolveAppCore (trial token)."""
+
+    def __init__(self, controller: JobController) -> None:
+        self._job = controller
+
+    def _require_job_token(self, context: grpc.ServicerContext) -> None:
+        if not check_job_token(self._job.job_token, token_of(context)):
+            context.abort(grpc.StatusCode.UNAUTHENTICATED, "missing or wrong job token")
+
+    def AttachAppCore(  # noqa: N802 - gRPC method name
+        self, request: framework_pb2.AttachAppCoreRequest, context: grpc.ServicerContext
+    ) -> framework_pb2.AttachAppCoreReply:
+        self._require_job_token(context)
+        if not request.address or ":" not in request.address:
+            context.abort(grpc.StatusCode.INVALID_ARGUMENT, "address must be host:port")
+        return handle(context, lambda: self._job.attach_appcore(request.address))
+
+    def SubmitTrial(  # noqa: N802
+        self, request: framework_pb2.SubmitTrialRequest, context: grpc.ServicerContext
+    ) -> framework_pb2.SubmitTrialReply:
+        self._require_job_token(context)
+
+        def submit() -> framework_pb2.SubmitTrialReply:
+            assignment = assignment_from_proto(request.assignment)
+            trial = self._job.submit_trial(request.number, assignment, request.priority)
+            return framework_pb2.SubmitTrialReply(trial=trial)
+
+        return handle(context, submit)
+
+    def RecordReport(  # noqa: N802
+        self, request: framework_pb2.RecordReportRequest, context: grpc.ServicerContext
+    ) -> framework_pb2.RecordReportReply:
+        self._require_job_token(context)
+        metrics = {m.name: m.value for m in request.metrics}
+        step = request.step if request.HasField("step") else None
+        trial = handle(context, lambda: self._job.record_report(
+            request.trial_number, metrics, step, request.final, request.elapsed_seconds))
+        return framework_pb2.RecordReportReply(trial=trial)
+
+    def WatchTrials(  # noqa: N802
+        self, request: framework_pb2.WatchTrialsRequest, context: grpc.ServicerContext
+    ) -> Iterator[framework_pb2.TrialEvent]:
+        self._require_job_token(context)
+        yield from self._job.watch(request.after_sequence, context.is_active)
+
+    def FinishJob(  # noqa: N802
+        self, request: framework_pb2.FinishJobRequest, context: grpc.ServicerContext
+    ) -> framework_pb2.FinishJobReply:
+        self._require_job_token(context)
+        if request.outcome == framework_pb2.JOB_OUTCOME_UNSPECIFIED:
+            context.abort(grpc.StatusCode.INVALID_ARGUMENT, "outcome must be set")
+        self._job.finish(request.outcome, request.message)
+        return framework_pb2.FinishJobReply()
+
+    def ResolveAppCore(  # noqa: N802
+        self, request: framework_pb2.ResolveAppCoreRequest, context: grpc.ServicerContext
+    ) -> framework_pb2.ResolveAppCoreReply:
+        if not check_trial_token(self._job.job_token, request.trial_number, token_of(context)):
+            context.abort(grpc.StatusCode.UNAUTHENTICATED, "missing or wrong trial token")
+        return framework_pb2.ResolveAppCoreReply(address=self._job.appcore_address())
+
+
+def make_server(controller: JobController, host: str = "0.0.0.0", port: int = 0) -> tuple[
+        grpc.Server, int]:
+    """A (not started) gRPC server for ``controller`` and the port it bound."""
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=16))
+    framework_pb2_grpc.add_FrameworkServiceServicer_to_server(
+        FrameworkServicer(controller), server
+    )
+    bound = server.add_insecure_port(f"{host}:{port}")
+    if bound == 0:
+        raise OSError(f"cannot bind the framework's gRPC server to {host}:{port}")
+    return server, bound

@@ -1,0 +1,94 @@
+"""The job's configuration: what da-submit validated and the framework runs.
+
+``JobConfig`` is the framework's whole view of a job (resources, commands, files, the search);
+``search_spec()`` is the part AppCore receives over gRPC. It round-trips through JSON so the job
+store keeps it verbatim.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from dataclasses import dataclass
+from dataclasses import field
+import json
+from typing import Any
+
+from google.protobuf import json_format
+
+from protos import common_pb2
+
+
+@dataclass(frozen=True)
+class TaskResources:
+    """What one task asks of an offer."""
+
+    cpus: float
+    mem_mb: float
+    gpus: int = 0
+    disk_mb: float = 0.0
+
+
+@dataclass(frozen=True)
+class InputSpec:
+    """``--input SRC#NAME``: the data at SRC appears as NAME in each task's sandbox."""
+
+    source: str
+    name: str
+
+
+@dataclass(frozen=True)
+class OutputSpec:
+    """``--output DST#NAME``: trials write NAME in DST/trial-NNNN; the best lands at DST/NAME."""
+
+    destination: str
+    name: str
+
+
+@dataclass(frozen=True)
+class JobConfig:
+    """Everything the framework needs to run one job."""
+
+    job_id: str
+    app_name: str
+    launch_cmd: str
+    runner: TaskResources
+    appcore: TaskResources
+    search: common_pb2.JobSpec
+    files: tuple[str, ...] = ()
+    inputs: tuple[InputSpec, ...] = ()
+    output: OutputSpec | None = None
+    appcore_command: str = ""
+    """The command that starts AppCore on an agent (default: ``python3 -m appcore``)."""
+    runner_path_prefix: str = ""
+    """A folder prepended to the runner's PATH (local mode: this interpreter's bin folder)."""
+    max_appcore_restarts: int = 3
+    failover_timeout: float = 7 * 24 * 3600.0
+    user: str = ""
+    extra_env: dict[str, str] = field(default_factory=dict)
+
+    def search_spec(self) -> common_pb2.JobSpec:
+        spec = common_pb2.JobSpec()
+        spec.CopyFrom(self.search)
+        return spec
+
+    def to_json(self) -> str:
+        data: dict[str, Any] = asdict(self)  # type: ignore[arg-type]
+        data["search"] = json_format.MessageToDict(
+            self.search, preserving_proto_field_name=True
+        )
+        return json.dumps(data, sort_keys=True)
+
+    @classmethod
+    def from_json(cls, text: str) -> JobConfig:
+        data = json.loads(text)
+        search = json_format.ParseDict(data.pop("search"), common_pb2.JobSpec())
+        output = data.pop("output")
+        return cls(
+            runner=TaskResources(**data.pop("runner")),
+            appcore=TaskResources(**data.pop("appcore")),
+            inputs=tuple(InputSpec(**i) for i in data.pop("inputs")),
+            output=OutputSpec(**output) if output else None,
+            files=tuple(data.pop("files")),
+            search=search,
+            **data,
+        )

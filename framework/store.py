@@ -1,0 +1,330 @@
+"""The job store: one SQLite database per job, the job's system of record.
+
+Lives at ``$DISAUTO_HOME/jobs/<job-id>/job.db`` (WAL, one writer: this process). Every trial,
+assignment, task status and report is written here *before* the framework acknowledges it to
+Mesos or replies to AppCore, so a crash loses nothing that was acknowledged.
+
+Thread safety: all methods may be called from any thread; one lock serializes them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from collections.abc import Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+from dataclasses import field
+import json
+from pathlib import Path
+import sqlite3
+import threading
+import time
+from typing import Any
+
+
+SCHEMA_VERSION = 1
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (
+    key TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS trials (
+    number INTEGER PRIMARY KEY,
+    assignment TEXT NOT NULL,
+    state TEXT NOT NULL,
+    priority INTEGER NOT NULL DEFAULT 0,
+    task_id TEXT NOT NULL DEFAULT '',
+    agent_id TEXT NOT NULL DEFAULT '',
+    objective REAL,
+    metrics TEXT NOT NULL DEFAULT '{}',
+    message TEXT NOT NULL DEFAULT '',
+    training_seconds REAL NOT NULL DEFAULT 0,
+    final_reported INTEGER NOT NULL DEFAULT 0,
+    created_at REAL NOT NULL,
+    started_at REAL,
+    ended_at REAL
+);
+CREATE TABLE IF NOT EXISTS reports (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    trial_number INTEGER NOT NULL REFERENCES trials(number),
+    step INTEGER,
+    metrics TEXT NOT NULL,
+    final INTEGER NOT NULL,
+    elapsed_seconds REAL NOT NULL,
+    recorded_at REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS task_updates (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    task_id TEXT NOT NULL,
+    state TEXT NOT NULL,
+    reason TEXT NOT NULL DEFAULT '',
+    source TEXT NOT NULL DEFAULT '',
+    message TEXT NOT NULL DEFAULT '',
+    agent_id TEXT NOT NULL DEFAULT '',
+    uuid TEXT NOT NULL DEFAULT '',
+    timestamp REAL,
+    recorded_at REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS appcore_runs (
+    attempt INTEGER PRIMARY KEY,
+    task_id TEXT NOT NULL,
+    agent_id TEXT NOT NULL DEFAULT '',
+    address TEXT NOT NULL DEFAULT '',
+    state TEXT NOT NULL,
+    launched_at REAL NOT NULL,
+    ended_at REAL
+);
+CREATE INDEX IF NOT EXISTS reports_by_trial ON reports(trial_number);
+CREATE INDEX IF NOT EXISTS updates_by_task ON task_updates(task_id);
+"""
+
+TERMINAL_TRIAL_STATES = frozenset({"COMPLETED", "FAILED", "KILLED", "PRUNED"})
+
+
+@dataclass
+class TrialRow:
+    """One trial as stored."""
+
+    number: int
+    assignment: dict[str, Any]
+    state: str
+    priority: int = 0
+    task_id: str = ""
+    agent_id: str = ""
+    objective: float | None = None
+    metrics: dict[str, float] = field(default_factory=dict)
+    message: str = ""
+    training_seconds: float = 0.0
+    final_reported: bool = False
+    created_at: float = 0.0
+    started_at: float | None = None
+    ended_at: float | None = None
+
+    @property
+    def terminal(self) -> bool:
+        return self.state in TERMINAL_TRIAL_STATES
+
+
+class StoreError(RuntimeError):
+    """The job store cannot be opened or used."""
+
+
+class JobStore:
+    """The SQLite record of one job.
+
+    Args:
+        path: the database file (its folder is created).
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            self._db = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None)
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=NORMAL")
+            self._db.executescript(_SCHEMA)
+        except sqlite3.Error as err:
+            raise StoreError(f"cannot open job store {path}: {err}") from None
+        self._lock = threading.RLock()
+        if self.get_meta("schema_version") is None:
+            self.set_meta("schema_version", str(SCHEMA_VERSION))
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+    @contextmanager
+    def _tx(self) -> Iterator[sqlite3.Connection]:
+        with self._lock:
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                yield self._db
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+            self._db.execute("COMMIT")
+
+    # -- meta --------------------------------------------------------------------------------
+
+    def get_meta(self, key: str) -> str | None:
+        with self._lock:
+            row = self._db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return None if row is None else str(row[0])
+
+    def set_meta(self, key: str, value: str) -> None:
+        with self._tx() as db:
+            db.execute(
+                "INSERT INTO meta(key, value) VALUES(?, ?) "
+                "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                (key, value),
+            )
+
+    def set_meta_many(self, values: Mapping[str, str]) -> None:
+        with self._tx() as db:
+            for key, value in values.items():
+                db.execute(
+                    "INSERT INTO meta(key, value) VALUES(?, ?) "
+                    "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                    (key, value),
+                )
+
+    # -- trials ------------------------------------------------------------------------------
+
+    def add_trial(self, number: int, assignment: Mapping[str, Any], priority: int) -> TrialRow:
+        now = time.time()
+        with self._tx() as db:
+            db.execute(
+                "INSERT INTO trials(number, assignment, state, priority, created_at) "
+                "VALUES(?, ?, 'PENDING', ?, ?)",
+                (number, json.dumps(dict(assignment), sort_keys=True), priority, now),
+            )
+        return TrialRow(number, dict(assignment), "PENDING", priority, created_at=now)
+
+    def update_trial(self, number: int, **fields: Any) -> None:
+        """Set columns of a trial (``metrics``/``assignment`` are JSON-encoded)."""
+        if not fields:
+            return
+        for key in ("metrics", "assignment"):
+            if key in fields:
+                fields[key] = json.dumps(fields[key], sort_keys=True)
+        if "final_reported" in fields:
+            fields["final_reported"] = int(bool(fields["final_reported"]))
+        columns = ", ".join(f"{name} = ?" for name in fields)
+        with self._tx() as db:
+            db.execute(
+                f"UPDATE trials SET {columns} WHERE number = ?", (*fields.values(), number)
+            )
+
+    def trial(self, number: int) -> TrialRow | None:
+        with self._lock:
+            row = self._db.execute(
+                "SELECT * FROM trials WHERE number = ?", (number,)
+            ).fetchone()
+            names = [d[0] for d in self._db.execute("SELECT * FROM trials LIMIT 0").description]
+        return None if row is None else _trial_from_row(dict(zip(names, row, strict=True)))
+
+    def trials(self) -> list[TrialRow]:
+        with self._lock:
+            cursor = self._db.execute("SELECT * FROM trials ORDER BY number")
+            names = [d[0] for d in cursor.description]
+            rows = cursor.fetchall()
+        return [_trial_from_row(dict(zip(names, row, strict=True))) for row in rows]
+
+    # -- reports and task updates --------------------------------------------------------------
+
+    def add_report(
+        self,
+        trial_number: int,
+        metrics: Mapping[str, float],
+        step: int | None,
+        final: bool,
+        elapsed_seconds: float,
+        trial_fields: Mapping[str, Any],
+    ) -> None:
+        """Record a report and the trial columns it changes, in one transaction."""
+        encoded = dict(trial_fields)
+        if "metrics" in encoded:
+            encoded["metrics"] = json.dumps(encoded["metrics"], sort_keys=True)
+        if "final_reported" in encoded:
+            encoded["final_reported"] = int(bool(encoded["final_reported"]))
+        columns = ", ".join(f"{name} = ?" for name in encoded)
+        with self._tx() as db:
+            db.execute(
+                "INSERT INTO reports(trial_number, step, metrics, final, elapsed_seconds, "
+                "recorded_at) VALUES(?, ?, ?, ?, ?, ?)",
+                (trial_number, step, json.dumps(dict(metrics), sort_keys=True), int(final),
+                 elapsed_seconds, time.time()),
+            )
+            if encoded:
+                db.execute(
+                    f"UPDATE trials SET {columns} WHERE number = ?",
+                    (*encoded.values(), trial_number),
+                )
+
+    def reports(self, trial_number: int | None = None) -> list[dict[str, Any]]:
+        query = "SELECT trial_number, step, metrics, final, elapsed_seconds FROM reports"
+        params: tuple[Any, ...] = ()
+        if trial_number is not None:
+            query += " WHERE trial_number = ?"
+            params = (trial_number,)
+        with self._lock:
+            rows = self._db.execute(query + " ORDER BY id", params).fetchall()
+        return [
+            {"trial": r[0], "step": r[1], "metrics": json.loads(r[2]), "final": bool(r[3]),
+             "elapsed_seconds": r[4]}
+            for r in rows
+        ]
+
+    def add_task_update(self, status: Mapping[str, Any]) -> None:
+        """Record a Mesos TaskStatus (JSON form) as received."""
+        with self._tx() as db:
+            db.execute(
+                "INSERT INTO task_updates(task_id, state, reason, source, message, agent_id, "
+                "uuid, timestamp, recorded_at) VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    str(status.get("task_id", {}).get("value", "")),
+                    str(status.get("state", "")),
+                    str(status.get("reason", "")),
+                    str(status.get("source", "")),
+                    str(status.get("message", "")),
+                    str(status.get("agent_id", {}).get("value", "")),
+                    str(status.get("uuid", "")),
+                    status.get("timestamp"),
+                    time.time(),
+                ),
+            )
+
+    def task_updates(self, task_id: str | None = None) -> list[dict[str, Any]]:
+        query = "SELECT task_id, state, reason, source, message, agent_id FROM task_updates"
+        params: tuple[Any, ...] = ()
+        if task_id is not None:
+            query += " WHERE task_id = ?"
+            params = (task_id,)
+        with self._lock:
+            rows = self._db.execute(query + " ORDER BY id", params).fetchall()
+        keys = ("task_id", "state", "reason", "source", "message", "agent_id")
+        return [dict(zip(keys, row, strict=True)) for row in rows]
+
+    # -- AppCore runs --------------------------------------------------------------------------
+
+    def add_appcore_run(self, attempt: int, task_id: str, agent_id: str) -> None:
+        with self._tx() as db:
+            db.execute(
+                "INSERT INTO appcore_runs(attempt, task_id, agent_id, state, launched_at) "
+                "VALUES(?, ?, ?, 'LAUNCHING', ?)",
+                (attempt, task_id, agent_id, time.time()),
+            )
+
+    def update_appcore_run(self, attempt: int, **fields: Any) -> None:
+        columns = ", ".join(f"{name} = ?" for name in fields)
+        with self._tx() as db:
+            db.execute(
+                f"UPDATE appcore_runs SET {columns} WHERE attempt = ?", (*fields.values(), attempt)
+            )
+
+    def appcore_runs(self) -> list[dict[str, Any]]:
+        with self._lock:
+            cursor = self._db.execute("SELECT * FROM appcore_runs ORDER BY attempt")
+            names = [d[0] for d in cursor.description]
+            return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
+
+
+def _trial_from_row(row: dict[str, Any]) -> TrialRow:
+    return TrialRow(
+        number=int(row["number"]),
+        assignment=json.loads(row["assignment"]),
+        state=str(row["state"]),
+        priority=int(row["priority"]),
+        task_id=str(row["task_id"]),
+        agent_id=str(row["agent_id"]),
+        objective=row["objective"],
+        metrics=json.loads(row["metrics"]),
+        message=str(row["message"]),
+        training_seconds=float(row["training_seconds"]),
+        final_reported=bool(row["final_reported"]),
+        created_at=float(row["created_at"]),
+        started_at=row["started_at"],
+        ended_at=row["ended_at"],
+    )

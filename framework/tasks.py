@@ -1,0 +1,115 @@
+"""Mesos TaskInfo builders for AppCore and the trials (JSON, as pymesos sends it)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from collections.abc import Sequence
+import json
+from typing import Any
+
+from apprunner_sdk import _env
+from localmesos.resources import Resources
+
+
+def task_name(trial_number: int) -> str:
+    """The name (and id) of a trial's task: ``trial-0007``."""
+    return f"trial-{trial_number:04d}"
+
+
+def _labels(items: Mapping[str, str]) -> dict[str, Any]:
+    return {"labels": [{"key": k, "value": v} for k, v in items.items()]}
+
+
+def _environment(variables: Mapping[str, str]) -> dict[str, Any]:
+    return {"variables": [{"name": k, "value": v} for k, v in variables.items()]}
+
+
+def first_port(claim: Resources) -> int:
+    ranges = claim.ranges("ports")
+    if not ranges:
+        raise ValueError("the claim has no port")
+    return ranges[0][0]
+
+
+def appcore_task(
+    *,
+    task_id: str,
+    agent_id: str,
+    hostname: str,
+    claim: Resources,
+    command: str,
+    job_id: str,
+    framework_address: str,
+    job_token: str,
+    extra_env: Mapping[str, str] = {},  # noqa: B006 - read-only
+) -> dict[str, Any]:
+    """The AppCore task: its command serves gRPC on the offered port."""
+    env = {
+        **extra_env,
+        _env.JOB_ID: job_id,
+        _env.FRAMEWORK_ADDR: framework_address,
+        _env.JOB_TOKEN: job_token,
+        _env.APPCORE_PORT: str(first_port(claim)),
+        _env.APPCORE_HOST: hostname,
+        "PYTHONUNBUFFERED": "1",
+    }
+    return {
+        "name": "appcore",
+        "task_id": {"value": task_id},
+        "agent_id": {"value": agent_id},
+        "resources": claim.to_json(),
+        "command": {"shell": True, "value": command, "environment": _environment(env)},
+        "labels": _labels({"disauto.job": job_id, "disauto.role": "appcore"}),
+    }
+
+
+def trial_task(
+    *,
+    trial_number: int,
+    agent_id: str,
+    claim: Resources,
+    launch_cmd: str,
+    job_id: str,
+    assignment: Mapping[str, Any],
+    trial_token: str,
+    appcore_address: str,
+    framework_address: str,
+    uris: Sequence[Mapping[str, Any]] = (),
+    output_dir: str = "",
+    output_name: str = "",
+    extra_env: Mapping[str, str] = {},  # noqa: B006 - read-only
+) -> dict[str, Any]:
+    """An AppRunner task: the user's launch command with one assignment."""
+    name = task_name(trial_number)
+    params = json.dumps(dict(assignment), sort_keys=True)
+    env = {
+        **extra_env,
+        _env.JOB_ID: job_id,
+        _env.TRIAL_NUMBER: str(trial_number),
+        _env.TRIAL_TOKEN: trial_token,
+        _env.PARAMS: params,
+        _env.APPCORE_ADDR: appcore_address,
+        _env.FRAMEWORK_ADDR: framework_address,
+        "PYTHONUNBUFFERED": "1",
+    }
+    if output_dir:
+        env[_env.OUTPUT_DIR] = output_dir
+        env[_env.OUTPUT_NAME] = output_name
+    return {
+        "name": name,
+        "task_id": {"value": name},
+        "agent_id": {"value": agent_id},
+        "resources": claim.to_json(),
+        "command": {
+            "shell": True,
+            "value": launch_cmd,
+            "environment": _environment(env),
+            "uris": [dict(uri) for uri in uris],
+        },
+        "labels": _labels({
+            "disauto.job": job_id,
+            "disauto.role": "trial",
+            "disauto.trial": str(trial_number),
+            "disauto.assignment": params,
+        }),
+    }

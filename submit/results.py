@@ -1,0 +1,86 @@
+"""The job's results for people: the table printed at the end, and results.json / results.csv."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+import csv
+import json
+from pathlib import Path
+from typing import Any
+
+from framework.job import Progress
+from framework.job import sorted_trials
+from framework.store import TrialRow
+
+
+def _fmt(value: Any) -> str:
+    if isinstance(value, float):
+        return f"{value:.6g}"
+    return str(value)
+
+
+def progress_line(progress: Progress, objective: str) -> str:
+    """One line: trials done / running / failed, best so far, elapsed."""
+    minutes, seconds = divmod(int(progress.elapsed), 60)
+    line = (
+        f"[{minutes:02d}:{seconds:02d}] trials {progress.done}/{progress.budget} done, "
+        f"{progress.running} running, {progress.pending} pending, {progress.failed} failed"
+    )
+    best = progress.best
+    if best is not None and best.objective is not None:
+        line += f" | best {objective}={best.objective:.6g} (trial-{best.number:04d})"
+    return line
+
+
+def table(trials: Sequence[TrialRow], objective: str, maximize: bool, limit: int = 20) -> str:
+    """The trials, best first, as an aligned text table (at most ``limit`` rows)."""
+    ordered = sorted_trials(trials, maximize)
+    names: list[str] = []
+    for trial in ordered:
+        names += [n for n in trial.assignment if n not in names]
+    header = ["trial", "state", objective, *names, "time(s)"]
+    rows = [
+        [f"trial-{t.number:04d}", t.state,
+         _fmt(t.objective) if t.objective is not None else "-",
+         *(_fmt(t.assignment.get(n, "")) for n in names),
+         f"{t.training_seconds:.1f}"]
+        for t in ordered[:limit]
+    ]
+    widths = [max(len(str(c)) for c in column) for column in zip(header, *rows, strict=False)]
+    lines = ["  ".join(str(c).ljust(w) for c, w in zip(header, widths, strict=True)).rstrip(),
+             "  ".join("-" * w for w in widths)]
+    lines += ["  ".join(str(c).ljust(w) for c, w in zip(row, widths, strict=True)).rstrip()
+              for row in rows]
+    if len(ordered) > limit:
+        lines.append(f"... {len(ordered) - limit} more in results.csv")
+    return "\n".join(lines)
+
+
+def write(job_dir: Path, summary: dict[str, Any], trials: Sequence[TrialRow],
+          maximize: bool) -> tuple[Path, Path]:
+    """Write results.json and results.csv into the job folder; return their paths."""
+    ordered = sorted_trials(trials, maximize)
+    as_dicts = [
+        {"number": t.number, "state": t.state, "objective": t.objective,
+         "assignment": t.assignment, "metrics": t.metrics,
+         "training_seconds": t.training_seconds, "task_id": t.task_id, "message": t.message}
+        for t in ordered
+    ]
+    json_path = job_dir / "results.json"
+    json_path.write_text(json.dumps({**summary, "trials": as_dicts}, indent=2, sort_keys=True))
+    params: list[str] = []
+    metrics: list[str] = []
+    for trial in ordered:
+        params += [n for n in trial.assignment if n not in params]
+        metrics += [n for n in trial.metrics if n not in metrics]
+    csv_path = job_dir / "results.csv"
+    with csv_path.open("w", newline="") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["trial", "state", "objective", *params,
+                         *(f"metric:{m}" for m in metrics), "training_seconds", "message"])
+        for t in ordered:
+            writer.writerow([t.number, t.state, "" if t.objective is None else t.objective,
+                             *(t.assignment.get(p, "") for p in params),
+                             *(t.metrics.get(m, "") for m in metrics),
+                             round(t.training_seconds, 3), t.message])
+    return json_path, csv_path
