@@ -1,0 +1,105 @@
+"""Search algorithms behind one interface, found by name in a lazy registry.
+
+Each algorithm is a :class:`SearchAlgorithm` in its own module; :data:`ALGORITHMS` maps its name
+(the ``--tuning-type``) to where it lives, and the module is imported only when the algorithm is
+first used, so an algorithm's library (Optuna, scikit-optimize) loads only for jobs that use it.
+Adding one (e.g. ``"bayesian"``) is one module and one registry line.
+
+Example::
+
+    algorithm = create_algorithm(
+        "grid-search", space, seed=0, direction="maximize", settings={}
+    )
+    assignment = algorithm.ask(1)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+import importlib
+from types import MappingProxyType
+
+from appcore.algorithms._base import FINISHED
+from appcore.algorithms._base import Direction
+from appcore.algorithms._base import Finished
+from appcore.algorithms._base import RecordState
+from appcore.algorithms._base import SearchAlgorithm
+from appcore.algorithms._base import SettingSpec
+from appcore.algorithms._base import TrialOutcome
+from appcore.algorithms._base import TrialRecord
+from appcore.errors import UnknownAlgorithmError
+from appcore.space import SearchSpace
+
+
+__all__ = [
+    "ALGORITHMS",
+    "FINISHED",
+    "Direction",
+    "Finished",
+    "RecordState",
+    "SearchAlgorithm",
+    "SettingSpec",
+    "TrialOutcome",
+    "TrialRecord",
+    "algorithm_class",
+    "create_algorithm",
+]
+
+ALGORITHMS: Mapping[str, str] = MappingProxyType(
+    {
+        "grid-search": "appcore.algorithms.grid:GridSearch",
+        "random-search": "appcore.algorithms.random:RandomSearch",
+    }
+)
+"""Algorithm name to ``"module:Class"``, imported on first use."""
+
+
+def algorithm_class(name: str) -> type[SearchAlgorithm]:
+    """Return the class registered as ``name``, importing its module if needed.
+
+    Args:
+        name: A registered name, e.g. ``"random-search"``.
+
+    Returns:
+        The :class:`SearchAlgorithm` subclass.
+
+    Raises:
+        UnknownAlgorithmError: If no algorithm has that name; the message lists the valid ones.
+    """
+    try:
+        target = ALGORITHMS[name]
+    except (KeyError, TypeError):
+        raise UnknownAlgorithmError(
+            f"unknown search algorithm {name!r}; valid algorithms: {', '.join(ALGORITHMS)}"
+        ) from None
+    module_name, _, class_name = target.partition(":")
+    cls: type[SearchAlgorithm] = getattr(importlib.import_module(module_name), class_name)
+    return cls
+
+
+def create_algorithm(
+    name: str,
+    space: SearchSpace,
+    *,
+    seed: int,
+    direction: Direction,
+    settings: Mapping[str, str],
+) -> SearchAlgorithm:
+    """Create the algorithm registered as ``name``.
+
+    Args:
+        name: A registered name.
+        space: The search space.
+        seed: The search's seed.
+        direction: ``"maximize"`` or ``"minimize"``.
+        settings: Algorithm settings by name, as strings.
+
+    Returns:
+        A new instance, ready for :meth:`~SearchAlgorithm.restore` or
+        :meth:`~SearchAlgorithm.ask`.
+
+    Raises:
+        UnknownAlgorithmError: If no algorithm has that name.
+        InvalidSettingsError: If the settings, seed or direction are invalid.
+    """
+    return algorithm_class(name)(space, seed=seed, direction=direction, settings=settings)

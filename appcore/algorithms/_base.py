@@ -1,0 +1,327 @@
+"""The search-algorithm interface every algorithm module implements."""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Callable
+from collections.abc import Mapping
+from collections.abc import Sequence
+from dataclasses import dataclass
+import enum
+import logging
+import operator
+from typing import Any
+from typing import ClassVar
+from typing import Final
+from typing import Literal
+from typing import TypeAlias
+
+from appcore.errors import InvalidSettingsError
+from appcore.space import Assignment
+from appcore.space import SearchSpace
+
+
+__all__ = [
+    "FINISHED",
+    "Direction",
+    "Finished",
+    "RecordState",
+    "SearchAlgorithm",
+    "SettingSpec",
+    "TrialOutcome",
+    "TrialRecord",
+]
+
+_logger = logging.getLogger(__name__)
+
+Direction: TypeAlias = Literal["maximize", "minimize"]
+"""Whether larger (accuracy) or smaller (loss) objective values are better."""
+
+TrialOutcome: TypeAlias = Literal["completed", "failed", "pruned", "killed"]
+"""How a trial ended, as told to :meth:`SearchAlgorithm.tell`."""
+
+RecordState: TypeAlias = Literal["completed", "failed", "pruned", "killed", "running"]
+"""A trial's state in the job store as replayed by :meth:`SearchAlgorithm.restore`."""
+
+_DIRECTIONS: Final = ("maximize", "minimize")
+
+
+class Finished(enum.Enum):
+    """The type of :data:`FINISHED`: an algorithm has nothing left to suggest."""
+
+    FINISHED = "finished"
+
+    def __repr__(self) -> str:
+        return "FINISHED"
+
+
+FINISHED: Final = Finished.FINISHED
+"""Returned by :meth:`SearchAlgorithm.ask` when the space is exhausted: no trial, now or later."""
+
+
+@dataclass(frozen=True)
+class TrialRecord:
+    """One trial as the job store holds it, for :meth:`SearchAlgorithm.restore`.
+
+    Attributes:
+        number: The trial number (from 1, unique within the job).
+        assignment: The assignment the trial ran (or runs) with.
+        value: The objective's value, if the trial reported one.
+        state: ``"running"`` for a trial still in flight, else how it ended.
+    """
+
+    number: int
+    assignment: Assignment
+    value: float | None
+    state: RecordState
+
+
+@dataclass(frozen=True)
+class SettingSpec:
+    """One setting an algorithm accepts (settings arrive as strings, e.g. from ``JobSpec``).
+
+    Attributes:
+        default: The value used when the setting is not given, as a string.
+        parse: Turns the string into the typed value; raises ``ValueError`` if it is invalid.
+        valid: What a valid value is, for error messages ("an integer from 2 to 10000").
+        help: One line for ``--help`` and docs.
+    """
+
+    default: str
+    parse: Callable[[str], Any]
+    valid: str
+    help: str = ""
+
+
+class SearchAlgorithm(abc.ABC):
+    """A search algorithm: suggests assignments for numbered trials and learns their results.
+
+    Each algorithm lives in its own module under :mod:`appcore.algorithms` and is registered by
+    name (:data:`NAME`) in the registry there, which imports it lazily.
+
+    Call order:
+        1. Construction (which validates the settings like :meth:`validate`).
+        2. If AppCore is restarting a job: :meth:`restore` once, with the job store's trials,
+           before any other call.
+        3. Any interleaving of :meth:`ask` and :meth:`tell`. Trial numbers start at 1 and each
+           is asked for at most once, in increasing order, continuing after the highest restored
+           number; :meth:`tell` is called at most once per asked trial, when it ends.
+
+    ``ask`` answers an assignment, ``None`` ("nothing now": e.g. a synchronous Bayesian batch
+    waits for its trials; ask again after the next ``tell``) or :data:`FINISHED` ("nothing ever
+    again": the space is exhausted; the job ends when its running trials end). An assignment
+    holds every parameter of the space with its type preserved (``float`` for real, ``int`` for
+    integer, the choice itself for categorical) and is valid for the space.
+
+    Thread safety:
+        Instances are not thread-safe. The caller (AppCore's trial loop, or its gRPC servicer
+        under one lock) serializes every call on an instance.
+
+    Determinism:
+        The same space, settings, seed and sequence of calls give the same assignments, and
+        :meth:`restore` followed by further asks gives what the original run would have given:
+        no assignment is issued twice after a restart.
+
+    Ownership:
+        The instance owns its search state; the job store (reached through the framework) is
+        the system of record, and the algorithm never writes to it.
+
+    Settings:
+        :data:`SETTINGS` declares every accepted setting; anything else is rejected by
+        :meth:`validate` and the constructor with :class:`~appcore.errors.InvalidSettingsError`.
+
+    Args:
+        space: The search space.
+        seed: Seeds every random choice (any int; reduced modulo ``2**64`` where needed).
+        direction: ``"maximize"`` or ``"minimize"`` the objective.
+        settings: Algorithm settings by name, as strings.
+
+    Raises:
+        InvalidSettingsError: If a setting is unknown or invalid, the space is unsuitable for
+            the algorithm, the seed is not an int or the direction is not one of the two.
+    """
+
+    NAME: ClassVar[str]
+    """The registry name, e.g. ``"grid-search"``."""
+
+    SETTINGS: ClassVar[Mapping[str, SettingSpec]] = {}
+    """The accepted settings by name."""
+
+    USES_SEED: ClassVar[bool] = True
+    """False where the sequence does not depend on the seed (grid search), so a UI can say so."""
+
+    def __init__(
+        self,
+        space: SearchSpace,
+        *,
+        seed: int,
+        direction: Direction,
+        settings: Mapping[str, str],
+    ) -> None:
+        if isinstance(seed, bool) or not isinstance(seed, int):
+            raise InvalidSettingsError(
+                f"the seed of algorithm {self.NAME!r} must be an integer, got {seed!r}"
+            )
+        if direction not in _DIRECTIONS:
+            raise InvalidSettingsError(
+                f"direction must be 'maximize' or 'minimize', got {direction!r}"
+            )
+        self.space: SearchSpace = space
+        self.seed: int = operator.index(seed)
+        self.direction: Direction = direction
+        self.settings: Mapping[str, Any] = self.parse_settings(settings)
+        self._validate_space(space, self.settings, None)
+
+    @abc.abstractmethod
+    def ask(self, trial_number: int) -> Assignment | None | Finished:
+        """Suggest the assignment for trial ``trial_number``.
+
+        Args:
+            trial_number: The new trial's number (from 1; see the call order above).
+
+        Returns:
+            An assignment, ``None`` for "nothing now", or :data:`FINISHED`.
+        """
+
+    def tell(  # noqa: B027 -- an optional hook: algorithms without feedback ignore it
+        self, trial_number: int, value: float | None, state: TrialOutcome
+    ) -> None:
+        """Learn how trial ``trial_number`` ended. The default ignores it.
+
+        Args:
+            trial_number: An asked trial's number.
+            value: The objective's value (``None`` unless ``state`` is ``"completed"``, or for a
+                pruned trial its last intermediate value if there is one).
+            state: How the trial ended.
+        """
+
+    @abc.abstractmethod
+    def restore(self, history: Sequence[TrialRecord]) -> None:
+        """Rebuild the search state from the job store after AppCore restarts.
+
+        Called once, before any ask/tell. Afterwards the instance must behave as the original
+        did after issuing these trials and learning the finished ones' results: the next
+        :meth:`ask` continues the original sequence and never repeats an issued assignment
+        for another number.
+
+        Args:
+            history: Every trial issued so far, sorted by number; still-running trials have
+                state ``"running"`` and no value.
+        """
+
+    @classmethod
+    def parse_settings(cls, settings: Mapping[str, str]) -> dict[str, Any]:
+        """Check settings against :data:`SETTINGS` and parse them, filling in defaults.
+
+        Args:
+            settings: Setting name to string value.
+
+        Returns:
+            Every declared setting, parsed.
+
+        Raises:
+            InvalidSettingsError: Naming an unknown setting (and the valid ones) or a value that
+                does not parse (and what is valid).
+        """
+        for name in settings:
+            if name not in cls.SETTINGS:
+                valid = ", ".join(sorted(cls.SETTINGS)) or "none"
+                raise InvalidSettingsError(
+                    f"unknown setting {name!r} for algorithm {cls.NAME!r}; valid settings: {valid}"
+                )
+        parsed: dict[str, Any] = {}
+        for name, spec in cls.SETTINGS.items():
+            raw = settings.get(name, spec.default)
+            try:
+                if not isinstance(raw, str):
+                    raise ValueError("not a string")
+                parsed[name] = spec.parse(raw)
+            except ValueError:
+                raise InvalidSettingsError(
+                    f"setting {name!r} for algorithm {cls.NAME!r} must be {spec.valid}, "
+                    f"got {raw!r}"
+                ) from None
+        return parsed
+
+    @classmethod
+    def validate(
+        cls, space: SearchSpace, settings: Mapping[str, str], max_trials: int | None
+    ) -> None:
+        """Check, before a job starts, that this algorithm can run it.
+
+        ``da-submit`` calls this before touching the cluster and AppCore's service before
+        starting a search; both report the error as is.
+
+        Args:
+            space: The search space.
+            settings: Setting name to string value.
+            max_trials: The trial budget, or ``None`` for none.
+
+        Raises:
+            InvalidSettingsError: Naming the unknown or invalid setting, the bad budget, or why
+                the space does not suit the algorithm.
+        """
+        parsed = cls.parse_settings(settings)
+        if max_trials is not None and (
+            isinstance(max_trials, bool) or not isinstance(max_trials, int) or max_trials < 1
+        ):
+            raise InvalidSettingsError(
+                f"the trial budget must be a positive integer, got {max_trials!r}"
+            )
+        cls._validate_space(space, parsed, max_trials)
+
+    @classmethod
+    def size(cls, space: SearchSpace, settings: Mapping[str, str]) -> int | None:
+        """How many distinct assignments the algorithm can issue, if it is finite.
+
+        Args:
+            space: The search space.
+            settings: Setting name to string value.
+
+        Returns:
+            The number (grid search: the grid's size), or ``None`` if the algorithm never
+            answers :data:`FINISHED`.
+
+        Raises:
+            InvalidSettingsError: As :meth:`parse_settings`.
+        """
+        cls.parse_settings(settings)
+        return None
+
+    @classmethod  # noqa: B027 -- an optional hook: the default accepts every space
+    def _validate_space(
+        cls, space: SearchSpace, settings: Mapping[str, Any], max_trials: int | None
+    ) -> None:
+        """Hook for algorithm-specific checks of the space and budget; the default accepts all.
+
+        Args:
+            space: The search space.
+            settings: The parsed settings.
+            max_trials: The trial budget, or ``None``.
+
+        Raises:
+            InvalidSettingsError: If the algorithm cannot search ``space``.
+        """
+
+    def _check_trial_number(self, trial_number: int) -> int:
+        if isinstance(trial_number, bool) or not isinstance(trial_number, int) or trial_number < 1:
+            raise ValueError(f"trial numbers start at 1, got {trial_number!r}")
+        return trial_number
+
+    def _check_history_replays(self, history: Sequence[TrialRecord]) -> None:
+        """For algorithms whose ask is a pure function of the trial number: compare the history.
+
+        A difference means the job was restarted with another space, seed or settings; it is
+        logged, not raised, because the recorded trials stand as they are.
+        """
+        differing = [
+            record.number for record in history if self.ask(record.number) != record.assignment
+        ]
+        if differing:
+            _logger.warning(
+                "%s: %d restored trial(s) have assignments this search would not give them "
+                "(first: trial %d); was the space, seed or settings changed?",
+                self.NAME,
+                len(differing),
+                differing[0],
+            )

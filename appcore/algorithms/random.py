@@ -1,0 +1,144 @@
+"""Random search (``random-search``): independent draws through Optuna's ``RandomSampler``.
+
+The sampling math is Optuna's: each parameter maps to an Optuna distribution
+(:class:`~appcore.space.RealParam` to ``FloatDistribution(low, high, log, step)``,
+:class:`~appcore.space.IntParam` to ``IntDistribution(low, high, log, step)``,
+:class:`~appcore.space.CategoricalParam` to ``CategoricalDistribution(choices)``) and a
+``RandomSampler`` draws the assignment through an in-memory study's ask.
+
+Reproducibility and restarts: trial ``n``'s assignment depends only on ``(seed, n)``. Each ask
+derives a per-trial seed with :class:`numpy.random.SeedSequence` (entropy ``seed``, spawn key
+``(n,)``: independent, well-mixed streams) and draws with a fresh ``RandomSampler`` seeded with it
+in a fresh study. So :meth:`RandomSearch.ask` is a pure function of the trial number and
+:meth:`RandomSearch.restore` has nothing to replay; the cost is one small in-memory study per ask
+(well under a millisecond). Draws are independent, so a space with few discrete points can see
+the same assignment under two trial numbers, as with any random search.
+
+Types: Optuna's floats come back as ``float`` (values of a stepped range are snapped to the
+decimal step points, so ``0.30000000000000004`` reads ``0.3``), its ints as ``int``, and
+categorical choices as the very objects of the space.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from collections.abc import Sequence
+
+import numpy as np
+import optuna
+from optuna.distributions import BaseDistribution
+from optuna.distributions import CategoricalDistribution
+from optuna.distributions import FloatDistribution
+from optuna.distributions import IntDistribution
+from optuna.samplers import RandomSampler
+
+from appcore.algorithms._base import Direction
+from appcore.algorithms._base import Finished
+from appcore.algorithms._base import SearchAlgorithm
+from appcore.algorithms._base import SettingSpec
+from appcore.algorithms._base import TrialRecord
+from appcore.space import Assignment
+from appcore.space import IntParam
+from appcore.space import Param
+from appcore.space import RealParam
+from appcore.space import SearchSpace
+from appcore.space import Value
+
+
+__all__ = ["RandomSearch", "to_optuna_distribution"]
+
+
+def to_optuna_distribution(param: Param) -> BaseDistribution:
+    """Map a parameter to the Optuna distribution with the same values.
+
+    A stepped range's ``high`` is lowered to its last step point, as Optuna would do itself
+    (but without Optuna's warning).
+
+    Args:
+        param: The parameter.
+
+    Returns:
+        The distribution.
+    """
+    if isinstance(param, RealParam):
+        if param.step is None:
+            return FloatDistribution(param.low, param.high, log=param.log)
+        last = param.step_points()[-1]
+        return FloatDistribution(param.low, last, step=param.step)
+    if isinstance(param, IntParam):
+        last = param.high - (param.high - param.low) % param.step
+        return IntDistribution(param.low, last, log=param.log, step=param.step)
+    return CategoricalDistribution(param.choices)
+
+
+def _from_optuna(param: Param, value: object) -> Value:
+    if isinstance(param, RealParam):
+        number = float(value)  # type: ignore[arg-type]
+        if param.step is None:
+            return number
+        points = param.step_points()
+        index = round((number - param.low) / param.step)
+        return points[min(max(index, 0), len(points) - 1)]
+    if isinstance(param, IntParam):
+        return int(value)  # type: ignore[call-overload]
+    # Return the space's own object: same type and value as the choice Optuna picked.
+    return param.choices[param.choices.index(value)]  # type: ignore[arg-type]
+
+
+class RandomSearch(SearchAlgorithm):
+    """Seeded, reproducible random search (see the module docstring). No settings.
+
+    Needs no feedback (:meth:`tell` is ignored), never answers ``None`` or ``FINISHED``: the
+    trial budget ends the job. Thread safety and call order: as
+    :class:`~appcore.algorithms.SearchAlgorithm`. Asking the same number twice returns the same
+    assignment.
+    """
+
+    NAME = "random-search"
+    SETTINGS: Mapping[str, SettingSpec] = {}
+
+    def __init__(
+        self,
+        space: SearchSpace,
+        *,
+        seed: int,
+        direction: Direction,
+        settings: Mapping[str, str],
+    ) -> None:
+        super().__init__(space, seed=seed, direction=direction, settings=settings)
+        # Optuna logs every create_study at INFO; keep AppCore's log about the search.
+        if optuna.logging.get_verbosity() < optuna.logging.WARNING:
+            optuna.logging.set_verbosity(optuna.logging.WARNING)
+        self._distributions = {param.name: to_optuna_distribution(param) for param in space}
+        self._entropy = self.seed % 2**64
+
+    def _trial_seed(self, trial_number: int) -> int:
+        sequence = np.random.SeedSequence(self._entropy, spawn_key=(trial_number,))
+        return int(sequence.generate_state(1, dtype=np.uint32)[0])
+
+    def ask(self, trial_number: int) -> Assignment | None | Finished:
+        """Draw trial ``trial_number``'s assignment (a function of the seed and the number only).
+
+        Args:
+            trial_number: The trial's number, from 1.
+
+        Returns:
+            The assignment.
+
+        Raises:
+            ValueError: If ``trial_number`` is not a positive int.
+        """
+        number = self._check_trial_number(trial_number)
+        study = optuna.create_study(
+            sampler=RandomSampler(seed=self._trial_seed(number)), direction=self.direction
+        )
+        drawn = study.ask(fixed_distributions=self._distributions).params
+        return {param.name: _from_optuna(param, drawn[param.name]) for param in self.space}
+
+    def restore(self, history: Sequence[TrialRecord]) -> None:
+        """Nothing to rebuild (draws depend on the seed and number only); logs a changed space.
+
+        Args:
+            history: The job store's trials, sorted by number.
+        """
+        self._check_history_replays(history)
