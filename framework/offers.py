@@ -30,8 +30,10 @@ class OfferView:
         """Read a Mesos JSON Offer; resources we cannot parse are ignored, not fatal."""
         usable = []
         for res in offer.get("resources", []):
-            # Only unreserved ("*") or role-less resources are ours to use.
-            if res.get("role", "*") != "*" or res.get("reservations") or res.get("revocable"):
+            # Only unreserved ("*") or role-less resources are ours to use. RevocableInfo has
+            # no fields, so a revocable resource carries `"revocable": {}`: test presence, not
+            # truthiness (an empty dict is falsy).
+            if res.get("role", "*") != "*" or res.get("reservations") or "revocable" in res:
                 continue
             usable.append(res)
         try:
