@@ -118,14 +118,14 @@ def create_sandbox(
 # -- resolving request paths ------------------------------------------------------------------
 
 
-def _normalize_roots(roots: Roots) -> list[tuple[str, str]]:
+def _normalize_roots(root_dirs: Roots) -> list[tuple[str, str]]:
     """``[(virtual prefix without trailing '/', real root path)]`` for each served root."""
     pairs: list[tuple[str, str]] = []
-    if isinstance(roots, Mapping):
-        items: Iterable[tuple[str, StrPath]] = roots.items()
+    if isinstance(root_dirs, Mapping):
+        items: Iterable[tuple[str, StrPath]] = root_dirs.items()
     else:
         items = []
-        for root in roots:
+        for root in root_dirs:
             # Serve a directory under the path it was given and under its canonical path, so a
             # work dir reached through a symlink (macOS /tmp) is found either way.
             items.append((os.path.abspath(root), root))
@@ -140,11 +140,11 @@ def _inside(path: str, root: str) -> bool:
     return path == root or os.path.commonpath([path, root]) == root
 
 
-def resolve(roots: Roots, path: str) -> Path:
-    """Resolve a request path to an existing real path inside one of ``roots``.
+def resolve(root_dirs: Roots, path: str) -> Path:
+    """Resolve a request path to an existing real path inside one of ``root_dirs``.
 
     Args:
-        roots: served directories, either a mapping of virtual path to real directory or an
+        root_dirs: served directories, either a mapping of virtual path to real directory or an
             iterable of real directories (each served under its own path).
         path: the requested path (``/files/*?path=``).
 
@@ -160,7 +160,7 @@ def resolve(roots: Roots, path: str) -> Path:
     parts = [p for p in path.split("/") if p and p != "."]
     virtual = "/" + "/".join(parts)
     best: tuple[str, str] | None = None
-    for prefix, real_root in _normalize_roots(roots):
+    for prefix, real_root in _normalize_roots(root_dirs):
         if virtual == prefix or virtual.startswith(prefix.rstrip("/") + "/"):
             if best is None or len(prefix) > len(best[0]):
                 best = (prefix, real_root)
@@ -181,10 +181,10 @@ def resolve(roots: Roots, path: str) -> Path:
     return Path(real)
 
 
-def _root_of(roots: Roots, real: Path) -> str | None:
+def _root_of(root_dirs: Roots, real: Path) -> str | None:
     """The served real root holding ``real`` (the longest), if any."""
     found: str | None = None
-    for _, real_root in _normalize_roots(roots):
+    for _, real_root in _normalize_roots(root_dirs):
         if _inside(str(real), real_root) and (found is None or len(real_root) > len(found)):
             found = real_root
     return found
@@ -220,7 +220,7 @@ def file_info(path: str, st: os.stat_result) -> dict[str, Any]:
     }
 
 
-def browse(roots: Roots, path: str) -> list[dict[str, Any]]:
+def browse(root_dirs: Roots, path: str) -> list[dict[str, Any]]:
     """List a directory like Mesos ``/files/browse``: entries sorted by path.
 
     Each entry is ``{"path", "nlink", "size", "mtime", "mode", "uid", "gid"}``, where ``path`` is
@@ -232,11 +232,11 @@ def browse(roots: Roots, path: str) -> list[dict[str, Any]]:
         SandboxError: see :func:`resolve`.
         SandboxNotFound: see :func:`resolve`.
     """
-    real = resolve(roots, path)
+    real = resolve(root_dirs, path)
     shown = path.rstrip("/") or "/"
     if not real.is_dir():
         return [file_info(shown, real.stat())]
-    root = _root_of(roots, real) or str(real)
+    root = _root_of(root_dirs, real) or str(real)
     listing: list[dict[str, Any]] = []
     try:
         names = sorted(os.listdir(real))
@@ -260,7 +260,7 @@ def browse(roots: Roots, path: str) -> list[dict[str, Any]]:
 # -- /files/read ------------------------------------------------------------------------------
 
 
-def open_file(roots: Roots, path: str) -> tuple[int, Path]:
+def open_file(root_dirs: Roots, path: str) -> tuple[int, Path]:
     """Open a served regular file read-only and return ``(fd, real path)``; caller closes fd.
 
     After opening, the descriptor itself is checked to still be inside the root (through
@@ -271,10 +271,10 @@ def open_file(roots: Roots, path: str) -> tuple[int, Path]:
         SandboxError: for a directory, an escape, or a file that cannot be opened.
         SandboxNotFound: when the path does not exist.
     """
-    real = resolve(roots, path)
+    real = resolve(root_dirs, path)
     if real.is_dir():
         raise SandboxError("Cannot read a directory")
-    root = _root_of(roots, real) or str(real)
+    root = _root_of(root_dirs, real) or str(real)
     try:
         fd = os.open(real, os.O_RDONLY | os.O_CLOEXEC | getattr(os, "O_NOFOLLOW", 0))
     except FileNotFoundError:
@@ -293,11 +293,13 @@ def open_file(roots: Roots, path: str) -> tuple[int, Path]:
     return fd, real
 
 
-def read(roots: Roots, path: str, offset: int = -1, length: int | None = None) -> dict[str, Any]:
+def read(
+    root_dirs: Roots, path: str, offset: int = -1, length: int | None = None
+) -> dict[str, Any]:
     """Read part of a file like Mesos ``/files/read``.
 
     Args:
-        roots: served directories (see :func:`resolve`).
+        root_dirs: served directories (see :func:`resolve`).
         path: the requested path.
         offset: byte offset; ``-1`` (the default, as in Mesos) answers the current size with no
             data, which is how the web UI's pailer finds the end of a log.
@@ -317,7 +319,7 @@ def read(roots: Roots, path: str, offset: int = -1, length: int | None = None) -
         raise SandboxError("Negative offset provided")
     if length is not None and length < -1:
         raise SandboxError("Negative length provided")
-    fd, _ = open_file(roots, path)
+    fd, _ = open_file(root_dirs, path)
     try:
         size = os.fstat(fd).st_size
         if offset == -1:
