@@ -1,0 +1,356 @@
+"""An in-process Mesos cluster: one embedded master and N embedded agents on loopback.
+
+This is what ``da-cluster`` runs, what ``--master local`` boots, and what the tests and
+benchmarks use::
+
+    with LocalCluster(ClusterConfig(agents=2, cpus=4, mem_mb=4096)) as cluster:
+        driver = MesosSchedulerDriver(scheduler, framework_info, cluster.address)
+        ...
+
+The master speaks the Mesos v1 scheduler API over real HTTP on ``cluster.address``
+(``127.0.0.1:PORT``); agents run command tasks as local process groups with sandboxes under
+``work_dir`` (``<work_dir>/slaves/<agent id>/frameworks/...``, as a Mesos agent lays them out).
+
+Like ``mesos-local``, every agent is on the same host. Unlike it, when there are several agents
+and they share one ``ports`` range, the range is split evenly between them (``split_ports``), so
+two tasks on different agents are never offered the same port of the one network namespace.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from dataclasses import field
+from dataclasses import replace
+import logging
+from pathlib import Path
+import shutil
+import tempfile
+import threading
+from types import MappingProxyType
+from types import TracebackType
+from typing import Any
+
+from localmesos.agent import Agent
+from localmesos.agent import AgentConfig
+from localmesos.http import HttpServer
+from localmesos.master import Master
+from localmesos.state import format_duration
+
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class ClusterConfig:
+    """How to build a :class:`LocalCluster`.
+
+    Attributes:
+        agents: number of agents (ignored when ``agent_configs`` is given).
+        cpus: CPUs of each agent (default: the machine's cores, as a Mesos agent detects).
+        mem_mb: memory of each agent in MB (default: Mesos' detection).
+        disk_mb: disk of each agent in MB (default: Mesos' detection).
+        gpus: GPUs of each agent.
+        ports: port ranges of each agent (before ``split_ports``).
+        attributes: attributes of each agent (text or scalar values).
+        agent_configs: one :class:`AgentConfig` per agent, for heterogeneous clusters; when
+            given, ``agents``/``cpus``/``mem_mb``/``disk_mb``/``gpus``/``ports``/
+            ``attributes`` are not used.
+        split_ports: split a ``ports`` range shared by several agents evenly between them.
+        host: the loopback address to serve on.
+        port: the master's port; 0 picks a free one.
+        allocation_interval: seconds between batch allocations (Mesos default 1 s).
+        heartbeat_interval: seconds between HEARTBEAT events (Mesos default 15 s).
+        work_dir: where sandboxes go; default a temporary directory removed on stop.
+        credentials: principal → secret. When set, scheduler calls need HTTP Basic auth
+            (Mesos ``--authenticate_http_frameworks``): 401 without or with wrong credentials.
+        weights: role → DRF weight (default 1.0).
+        status_update_retry_interval: first re-send of an unacknowledged status update (10 s).
+        status_update_retry_interval_max: cap of its doubling back-off (10 min).
+        default_kill_grace: SIGTERM-to-SIGKILL grace of a kill without a kill policy (3 s).
+        max_failover_timeout: caps every framework's ``failover_timeout`` (for tests).
+        max_completed_frameworks: bound of the completed frameworks kept (Mesos: 50).
+        max_completed_tasks_per_framework: bound of completed tasks per framework (1000).
+        max_body_bytes: larger request bodies are refused with 413.
+        request_timeout: seconds a client has to send a request once it started one.
+    """
+
+    agents: int = 1
+    cpus: float | None = None
+    mem_mb: float | None = None
+    disk_mb: float | None = None
+    gpus: int = 0
+    ports: tuple[tuple[int, int], ...] = ((31000, 32000),)
+    attributes: Mapping[str, str | float] = field(default_factory=dict)
+    agent_configs: tuple[AgentConfig, ...] = ()
+    split_ports: bool = True
+    host: str = "127.0.0.1"
+    port: int = 0
+    allocation_interval: float = 1.0
+    heartbeat_interval: float = 15.0
+    work_dir: Path | None = None
+    credentials: Mapping[str, str] | None = None
+    weights: Mapping[str, float] = field(default_factory=dict)
+    status_update_retry_interval: float = 10.0
+    status_update_retry_interval_max: float = 600.0
+    default_kill_grace: float = 3.0
+    max_failover_timeout: float | None = None
+    max_completed_frameworks: int = 50
+    max_completed_tasks_per_framework: int = 1000
+    max_body_bytes: int = 16 * 1024 * 1024
+    request_timeout: float = 30.0
+
+    def __post_init__(self) -> None:
+        if not self.agent_configs and (
+            isinstance(self.agents, bool) or not isinstance(self.agents, int) or self.agents < 0
+        ):
+            raise ValueError(f"invalid agents {self.agents!r}: must be a whole number >= 0")
+        for name in ("allocation_interval", "heartbeat_interval"):
+            value = getattr(self, name)
+            if not isinstance(value, int | float) or not value > 0:
+                raise ValueError(f"invalid {name} {value!r}: must be a number of seconds > 0")
+        if not 0 <= self.port <= 65535:
+            raise ValueError(f"invalid port {self.port!r}: must be 0..65535")
+        object.__setattr__(self, "agent_configs", tuple(self.agent_configs))
+        object.__setattr__(self, "attributes", MappingProxyType(dict(self.attributes)))
+        object.__setattr__(self, "weights", MappingProxyType(dict(self.weights)))
+        if self.credentials is not None:
+            object.__setattr__(self, "credentials", MappingProxyType(dict(self.credentials)))
+        if self.work_dir is not None:
+            object.__setattr__(self, "work_dir", Path(self.work_dir))
+
+    def agent_list(self) -> list[AgentConfig]:
+        """The configuration of every agent, ports split when asked.
+
+        Raises:
+            ValueError: for invalid resources (from :class:`AgentConfig`).
+        """
+        if self.agent_configs:
+            return list(self.agent_configs)
+        kwargs: dict[str, Any] = {
+            "gpus": self.gpus,
+            "ports": self.ports,
+            "attributes": dict(self.attributes),
+            "hostname": self.host,
+        }
+        for name in ("cpus", "mem_mb", "disk_mb"):
+            if getattr(self, name) is not None:
+                kwargs[name] = getattr(self, name)
+        base = AgentConfig(**kwargs)
+        if not self.split_ports or self.agents <= 1:
+            return [base] * self.agents
+        return [
+            replace(base, ports=split_ranges(base.ports, self.agents, index))
+            for index in range(self.agents)
+        ]
+
+
+def split_ranges(
+    ranges: tuple[tuple[int, int], ...], parts: int, index: int
+) -> tuple[tuple[int, int], ...]:
+    """The ``index``-th of ``parts`` near-equal, disjoint slices of the ports in ``ranges``.
+
+    When there are fewer ports than parts, every part keeps all of them.
+    """
+    ports = sum(end - begin + 1 for begin, end in ranges)
+    if ports < parts:
+        return ranges
+    start = ports * index // parts
+    stop = ports * (index + 1) // parts  # exclusive
+    out: list[tuple[int, int]] = []
+    offset = 0
+    for begin, end in ranges:
+        size = end - begin + 1
+        low = max(start, offset)
+        high = min(stop, offset + size)
+        if low < high:
+            out.append((begin + low - offset, begin + high - offset - 1))
+        offset += size
+    return tuple(out)
+
+
+class LocalCluster:
+    """An embedded master plus agents in this process (see the module docstring).
+
+    Args:
+        config: the cluster's configuration (default: one agent with detected resources).
+        **overrides: fields of :class:`ClusterConfig` to change, e.g. ``agents=3``.
+
+    Thread safety: :meth:`start` and :meth:`stop` may be called from any thread; ``stop`` is
+    idempotent and also runs when the context manager exits.
+    """
+
+    def __init__(self, config: ClusterConfig | None = None, **overrides: Any) -> None:
+        base = config or ClusterConfig()
+        self.config = replace(base, **overrides) if overrides else base
+        self._lock = threading.Lock()
+        self._started = False
+        self._stopped = False
+        self._master: Master | None = None
+        self._http: HttpServer | None = None
+        self._agents: list[Agent] = []
+        self._work_dir: Path | None = None
+        self._own_work_dir = False
+
+    # -- properties ----------------------------------------------------------------------
+
+    @property
+    def master(self) -> Master:
+        """The embedded master."""
+        if self._master is None:
+            raise RuntimeError("the cluster is not started")
+        return self._master
+
+    @property
+    def agents(self) -> tuple[Agent, ...]:
+        """The agents, in the order they were added."""
+        return tuple(self._agents)
+
+    @property
+    def address(self) -> str:
+        """``host:port`` of the master, what ``MesosSchedulerDriver`` takes."""
+        if self._http is None:
+            raise RuntimeError("the cluster is not started")
+        host, port = self._http.address
+        return f"{host}:{port}"
+
+    @property
+    def port(self) -> int:
+        """The master's port."""
+        return int(self.address.rsplit(":", 1)[1])
+
+    @property
+    def url(self) -> str:
+        """``http://host:port``: the web UI page and the base of every endpoint."""
+        return f"http://{self.address}"
+
+    @property
+    def work_dir(self) -> Path:
+        """The directory holding the agents' sandboxes."""
+        if self._work_dir is None:
+            raise RuntimeError("the cluster is not started")
+        return self._work_dir
+
+    # -- lifecycle -----------------------------------------------------------------------
+
+    def start(self) -> LocalCluster:
+        """Start the master, its HTTP server and the agents; returns ``self``.
+
+        Raises:
+            OSError: when the port cannot be bound or the work dir cannot be created.
+            ValueError: for invalid agent resources.
+            RuntimeError: when the cluster was already stopped.
+        """
+        with self._lock:
+            if self._stopped:
+                raise RuntimeError("a stopped LocalCluster cannot be restarted")
+            if self._started:
+                return self
+            self._started = True
+        config = self.config
+        agent_configs = config.agent_list()  # validate before anything starts
+        try:
+            if config.work_dir is None:
+                self._work_dir = Path(tempfile.mkdtemp(prefix="localmesos-"))
+                self._own_work_dir = True
+            else:
+                self._work_dir = Path(config.work_dir)
+                self._work_dir.mkdir(parents=True, exist_ok=True)
+            self._master = Master(
+                hostname=config.host,
+                allocation_interval=config.allocation_interval,
+                heartbeat_interval=config.heartbeat_interval,
+                weights=config.weights,
+                max_completed_frameworks=config.max_completed_frameworks,
+                max_completed_tasks_per_framework=config.max_completed_tasks_per_framework,
+                max_failover_timeout=config.max_failover_timeout,
+                authenticate=config.credentials is not None,
+                flags={
+                    "work_dir": str(self._work_dir),
+                    "heartbeat_interval": format_duration(config.heartbeat_interval),
+                    "http_framework_authenticators": "basic",
+                },
+            )
+            self._http = HttpServer(
+                self._master,
+                host=config.host,
+                port=config.port,
+                credentials=config.credentials,
+                max_body_bytes=config.max_body_bytes,
+                request_timeout=config.request_timeout,
+            )
+            self._http.start()
+            host, port = self._http.address
+            self._master.set_address(host, port)
+            self._master.start()
+            for agent_config in agent_configs:
+                self.add_agent(agent_config)
+        except BaseException:
+            self.stop()
+            raise
+        logger.info(
+            "localmesos cluster at %s with %d agent(s), work dir %s",
+            self.address, len(self._agents), self._work_dir,
+        )
+        return self
+
+    def add_agent(self, config: AgentConfig | None = None) -> Agent:
+        """Start one more agent and register it (an allocation runs for it at once).
+
+        Args:
+            config: its resources; default the cluster's per-agent configuration.
+        """
+        master = self.master
+        if config is None:
+            config = replace(self.config, agents=1, split_ports=False).agent_list()[0]
+        agent = Agent(
+            master.next_agent_id(),
+            config,
+            self.work_dir,
+            master.receive_status_update,
+            retry_interval=self.config.status_update_retry_interval,
+            retry_interval_max=self.config.status_update_retry_interval_max,
+            default_kill_grace=self.config.default_kill_grace,
+            master_endpoint=self.address,
+        )
+        with self._lock:
+            self._agents.append(agent)
+        master.add_agent(agent)
+        return agent
+
+    def stop(self) -> None:
+        """Close the event streams, stop the agents (killing their tasks), the master and its
+        HTTP server, join every thread, and remove a temporary work dir. Idempotent."""
+        with self._lock:
+            if self._stopped:
+                return
+            self._stopped = True
+            agents = list(self._agents)
+        if self._master is not None:
+            self._master.close_streams()
+        if self._http is not None:
+            self._http.stop()
+        stoppers = [
+            threading.Thread(target=agent.stop, name=f"stop-{agent.id}", daemon=True)
+            for agent in agents
+        ]
+        for thread in stoppers:
+            thread.start()
+        for thread in stoppers:
+            thread.join()
+        if self._master is not None:
+            self._master.stop()
+        if self._own_work_dir and self._work_dir is not None:
+            shutil.rmtree(self._work_dir, ignore_errors=True)
+        logger.info("localmesos cluster stopped")
+
+    def __enter__(self) -> LocalCluster:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
