@@ -369,7 +369,9 @@ class JobController:
         with self._lock:
             ids = [t.task_id for t in self._trials.values()
                    if t.task_id and t.state in ("LAUNCHING", "RUNNING")]
-            if self._appcore_task_id and self._appcore_state != "WAITING":
+            # An AppCore that ended (terminal status after the job ended, or past its restarts)
+            # is no longer live: listing it made JobRunner.stop wait its whole grace period.
+            if self._appcore_task_id and self._appcore_state not in ("WAITING", "ENDED"):
                 ids.append(self._appcore_task_id)
             return ids
 
