@@ -1,0 +1,357 @@
+"""``da-cluster``: run an embedded Mesos master and N agents until interrupted.
+
+Example::
+
+    da-cluster --agents 3 --cpus 12 --mem 20GB --allocation-interval 1s
+
+prints the master address (for ``MesosSchedulerDriver``/``da-submit --master``) and the web UI
+URL, serves until SIGINT or SIGTERM, then stops every task and exits 0. Every bad flag is one
+line on stderr, ``da-cluster: error: ...``, naming the flag and what is valid (exit 2).
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+import enum
+import json
+import logging
+import math
+from pathlib import Path
+import re
+import signal
+import sys
+import threading
+from types import FrameType
+from typing import NoReturn
+
+from localmesos.cluster import ClusterConfig
+from localmesos.cluster import LocalCluster
+from localmesos.master import MESOS_VERSION
+from localmesos.resources import SIZE_HELP
+from localmesos.resources import ResourceError
+from localmesos.resources import parse_ranges
+from localmesos.resources import parse_size_mb
+
+
+PROG = "da-cluster"
+logger = logging.getLogger(__name__)
+
+
+class ExitStatus(enum.IntEnum):
+    """Exit codes of ``da-cluster``."""
+
+    SUCCESS = 0
+    ERROR = 1
+    USAGE = 2
+
+
+class UsageError(Exception):
+    """A flag value that is not valid; the message names the flag."""
+
+
+# -- value parsers ----------------------------------------------------------------------------
+
+_DURATION_RE = re.compile(r"^\s*(\d+(?:\.\d*)?|\.\d+)\s*([a-zA-Z]*)\s*$")
+_DURATION_UNITS = {
+    "": 1.0,
+    "ns": 1e-9,
+    "us": 1e-6,
+    "ms": 1e-3,
+    "s": 1.0,
+    "sec": 1.0,
+    "secs": 1.0,
+    "m": 60.0,
+    "min": 60.0,
+    "mins": 60.0,
+    "h": 3600.0,
+    "hr": 3600.0,
+    "hrs": 3600.0,
+    "d": 86400.0,
+    "day": 86400.0,
+    "days": 86400.0,
+    "w": 604800.0,
+    "weeks": 604800.0,
+}
+DURATION_HELP = "a positive number with an optional unit ns, us, ms, s/secs, m/mins, h/hrs, days"
+
+
+def parse_duration(text: str, *, flag: str) -> float:
+    """Parse ``1``, ``1s``, ``500ms``, ``1secs``, ``1.5mins`` into seconds.
+
+    Raises:
+        UsageError: naming ``flag`` and the accepted forms.
+    """
+    match = _DURATION_RE.match(text)
+    unit = match.group(2).lower() if match else ""
+    if not match or unit not in _DURATION_UNITS:
+        raise UsageError(f"{flag}: invalid duration {text!r}: expected {DURATION_HELP}")
+    seconds = float(match.group(1)) * _DURATION_UNITS[unit]
+    if not math.isfinite(seconds) or seconds <= 0:
+        raise UsageError(f"{flag}: invalid duration {text!r}: must be greater than zero")
+    return seconds
+
+
+def parse_attributes(text: str, *, flag: str = "--attributes") -> dict[str, str | float]:
+    """Parse Mesos agent attributes ``rack:r1;zone:eu;cores:8`` (text or scalar values).
+
+    Raises:
+        UsageError: naming ``flag`` and the expected form.
+    """
+    attributes: dict[str, str | float] = {}
+    for item in filter(None, (part.strip() for part in text.split(";"))):
+        name, sep, value = item.partition(":")
+        name, value = name.strip(), value.strip()
+        if not sep or not name or not value:
+            raise UsageError(
+                f"{flag}: invalid attribute {item!r}: expected NAME:VALUE pairs separated by "
+                "';' (e.g. rack:r1;zone:eu)"
+            )
+        try:
+            number = float(value)
+        except ValueError:
+            attributes[name] = value
+        else:
+            attributes[name] = number if math.isfinite(number) else value
+    return attributes
+
+
+def load_credentials(path: str, *, flag: str = "--credentials") -> dict[str, str]:
+    """Read a Mesos credentials file: JSON ``{"credentials": [{"principal", "secret"}]}`` or
+    one ``principal secret`` pair per line (``file://`` prefixes are accepted).
+
+    Raises:
+        UsageError: naming the flag, the file and, for text files, the line at fault.
+    """
+    if path.startswith("file://"):
+        path = path[len("file://"):]
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise UsageError(f"{flag}: cannot read {path}: {reason}") from None
+    credentials: dict[str, str] = {}
+    if text.lstrip().startswith("{"):
+        try:
+            data = json.loads(text)
+        except ValueError as exc:
+            raise UsageError(f"{flag}: {path} is not valid JSON: {exc}") from None
+        items = data.get("credentials") if isinstance(data, dict) else None
+        if not isinstance(items, list):
+            raise UsageError(
+                f'{flag}: {path}: expected {{"credentials": [{{"principal": ..., '
+                '"secret": ...}]}'
+            )
+        for index, item in enumerate(items):
+            if (
+                not isinstance(item, dict)
+                or not isinstance(item.get("principal"), str)
+                or not isinstance(item.get("secret"), str)
+                or not item["principal"]
+            ):
+                raise UsageError(
+                    f"{flag}: {path}: credentials[{index}] needs string 'principal' and "
+                    "'secret'"
+                )
+            credentials[item["principal"]] = item["secret"]
+    else:
+        for number, line in enumerate(text.splitlines(), start=1):
+            if not line.strip() or line.lstrip().startswith("#"):
+                continue
+            parts = line.split()
+            if len(parts) != 2:
+                raise UsageError(
+                    f"{flag}: {path} line {number}: expected 'principal secret', got {line!r}"
+                )
+            credentials[parts[0]] = parts[1]
+    if not credentials:
+        raise UsageError(f"{flag}: {path} holds no credentials")
+    return credentials
+
+
+# -- arguments --------------------------------------------------------------------------------
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that reports errors as one line and raises instead of exiting."""
+
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(message)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The ``da-cluster`` argument parser."""
+    parser = _Parser(
+        prog=PROG,
+        description="Run an embedded Mesos master with N agents on this machine (local mode).",
+    )
+    parser.add_argument("--port", default="5050", help="master port; 0 picks a free one")
+    parser.add_argument("--agents", default="1", help="number of agents (default 1)")
+    parser.add_argument("--cpus", help="CPUs per agent (default: this machine's cores)")
+    parser.add_argument("--mem", help=f"memory per agent: {SIZE_HELP} (default: total - 1GB)")
+    parser.add_argument("--disk", help=f"disk per agent: {SIZE_HELP}")
+    parser.add_argument("--gpus", default="0", help="GPUs per agent (default 0)")
+    parser.add_argument(
+        "--ports", default="[31000-32000]", help="port ranges per agent, e.g. [31000-32000]"
+    )
+    parser.add_argument("--attributes", default="", help="agent attributes, e.g. rack:r1;zone:eu")
+    parser.add_argument(
+        "--allocation-interval", default="1s", help="batch allocation interval (default 1s)"
+    )
+    parser.add_argument(
+        "--heartbeat-interval", default="15s", help="scheduler HEARTBEAT interval (default 15s)"
+    )
+    parser.add_argument("--work-dir", help="directory for sandboxes (default: a temporary one)")
+    parser.add_argument(
+        "--credentials",
+        help="Mesos credentials file; when given, frameworks must authenticate (HTTP basic)",
+    )
+    parser.add_argument("--verbose", action="store_true", help="log what the master does")
+    parser.add_argument("--debug", action="store_true", help="debug logs and tracebacks")
+    return parser
+
+
+def _int(text: str, *, flag: str, low: int, high: int | None = None) -> int:
+    what = f"a whole number >= {low}" if high is None else f"a whole number {low}..{high}"
+    try:
+        value = int(text)
+    except ValueError:
+        raise UsageError(f"{flag}: invalid value {text!r}: expected {what}") from None
+    if value < low or (high is not None and value > high):
+        raise UsageError(f"{flag}: invalid value {text!r}: expected {what}")
+    return value
+
+
+def config_from_args(args: argparse.Namespace) -> ClusterConfig:
+    """Turn parsed arguments into a :class:`ClusterConfig`.
+
+    Raises:
+        UsageError: for the first invalid flag.
+    """
+    port = _int(args.port, flag="--port", low=0, high=65535)
+    agents = _int(args.agents, flag="--agents", low=1)
+    gpus = _int(args.gpus, flag="--gpus", low=0)
+    cpus: float | None = None
+    if args.cpus is not None:
+        try:
+            cpus = float(args.cpus)
+        except ValueError:
+            cpus = -1.0
+        if not math.isfinite(cpus) or cpus <= 0:
+            raise UsageError(f"--cpus: invalid value {args.cpus!r}: expected a number > 0")
+    try:
+        mem = None if args.mem is None else parse_size_mb(args.mem, what="size")
+    except ResourceError as exc:
+        raise UsageError(f"--mem: {exc}") from None
+    try:
+        disk = None if args.disk is None else parse_size_mb(args.disk, what="size")
+    except ResourceError as exc:
+        raise UsageError(f"--disk: {exc}") from None
+    try:
+        ports = tuple(parse_ranges(args.ports))
+    except ResourceError as exc:
+        raise UsageError(f"--ports: {exc}") from None
+    if any(end > 65535 for _, end in ports):
+        raise UsageError(f"--ports: invalid value {args.ports!r}: ports must be 0..65535")
+    attributes = parse_attributes(args.attributes)
+    allocation = parse_duration(args.allocation_interval, flag="--allocation-interval")
+    heartbeat = parse_duration(args.heartbeat_interval, flag="--heartbeat-interval")
+    credentials = None if args.credentials is None else load_credentials(args.credentials)
+    work_dir = None if args.work_dir is None else Path(args.work_dir)
+    config = ClusterConfig(
+        agents=agents,
+        cpus=cpus,
+        mem_mb=mem,
+        disk_mb=disk,
+        gpus=gpus,
+        ports=ports,
+        attributes=attributes,
+        port=port,
+        allocation_interval=allocation,
+        heartbeat_interval=heartbeat,
+        work_dir=work_dir,
+        credentials=credentials,
+    )
+    try:
+        config.agent_list()
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    return config
+
+
+# -- main -------------------------------------------------------------------------------------
+
+
+def _error(message: str) -> None:
+    print(f"{PROG}: error: {message}", file=sys.stderr)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run ``da-cluster``; returns the exit status.
+
+    Args:
+        argv: the arguments (default ``sys.argv[1:]``).
+    """
+    parser = build_parser()
+    try:
+        args = parser.parse_args(list(sys.argv[1:] if argv is None else argv))
+        config = config_from_args(args)
+    except UsageError as exc:
+        _error(str(exc))
+        return ExitStatus.USAGE
+    except SystemExit as exc:  # --help
+        return int(exc.code or 0)
+
+    level = logging.DEBUG if args.debug else logging.INFO if args.verbose else logging.WARNING
+    logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+
+    stop = threading.Event()
+
+    def _on_signal(signum: int, frame: FrameType | None) -> None:
+        stop.set()
+
+    previous = {sig: signal.signal(sig, _on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
+    cluster = LocalCluster(config)
+    try:
+        try:
+            cluster.start()
+        except OSError as exc:
+            if args.debug:
+                raise
+            reason = exc.strerror or str(exc)
+            if config.work_dir is not None and exc.filename is not None:
+                _error(f"--work-dir: cannot use {exc.filename}: {reason}")
+            else:
+                _error(
+                    f"--port {config.port}: cannot listen on {config.host}:{config.port}: "
+                    f"{reason}"
+                )
+            return ExitStatus.ERROR
+        except ValueError as exc:
+            if args.debug:
+                raise
+            _error(str(exc))
+            return ExitStatus.USAGE
+        agent = cluster.agents[0].total if cluster.agents else None
+        print(
+            f"localmesos {MESOS_VERSION}: master at {cluster.address} with "
+            f"{len(cluster.agents)} agent(s) of {agent}",
+            flush=True,
+        )
+        print(f"Master: {cluster.address}", flush=True)
+        print(f"Web UI: {cluster.url}/", flush=True)
+        print(f"Work dir: {cluster.work_dir}", flush=True)
+        while not stop.wait(0.5):
+            pass
+        print("Stopping...", file=sys.stderr, flush=True)
+        return ExitStatus.SUCCESS
+    except Exception as exc:  # noqa: BLE001 - the one error funnel of the command
+        if args.debug:
+            raise
+        _error(f"{type(exc).__name__}: {exc}")
+        return ExitStatus.ERROR
+    finally:
+        cluster.stop()
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
