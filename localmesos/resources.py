@@ -9,7 +9,8 @@ Scalars use Mesos' fixed-point precision of three decimals. ``mem`` and ``disk``
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
+from collections.abc import Mapping
 import math
 import re
 from typing import Any
@@ -31,7 +32,9 @@ _SIZE_UNITS_MB = {
     "t": 1024.0 * 1024,
     "tb": 1024.0 * 1024,
 }
-SIZE_HELP = "a number with an optional unit B, KB, MB, GB or TB (e.g. 512MB, 5G, 20GB); no unit means MB"
+SIZE_HELP = (
+    "a number with an optional unit B, KB, MB, GB or TB (e.g. 512MB, 5G, 20GB); no unit means MB"
+)
 
 
 class ResourceError(ValueError):
