@@ -74,6 +74,12 @@ def make_server(servicer: AppCoreServicer, host: str, port: int) -> grpc.Server:
     """
     server = grpc.server(futures.ThreadPoolExecutor(max_workers=16))
     appcore_pb2_grpc.add_AppCoreServiceServicer_to_server(servicer, server)
-    if server.add_insecure_port(f"{host}:{port}") == 0:
+    # grpcio >= 1.5x raises RuntimeError when the bind fails (older releases returned 0);
+    # either way callers get the documented OSError.
+    try:
+        bound = server.add_insecure_port(f"{host}:{port}")
+    except RuntimeError:
+        bound = 0
+    if bound == 0:
         raise OSError(f"AppCore cannot bind {host}:{port}")
     return server

@@ -128,7 +128,12 @@ def make_server(controller: JobController, host: str = "0.0.0.0", port: int = 0)
     framework_pb2_grpc.add_FrameworkServiceServicer_to_server(
         FrameworkServicer(controller), server
     )
-    bound = server.add_insecure_port(f"{host}:{port}")
+    # grpcio >= 1.5x raises RuntimeError when the bind fails (older releases returned 0);
+    # either way callers get the documented OSError.
+    try:
+        bound = server.add_insecure_port(f"{host}:{port}")
+    except RuntimeError:
+        bound = 0
     if bound == 0:
         raise OSError(f"cannot bind the framework's gRPC server to {host}:{port}")
     return server, bound
