@@ -487,11 +487,11 @@ def _describe(status: Mapping[str, Any]) -> str:
 def sorted_trials(trials: Sequence[TrialRow], maximize: bool) -> list[TrialRow]:
     """Trials best first: completed by objective, then the rest by number."""
     sign = -1.0 if maximize else 1.0
-    return sorted(
-        trials,
-        key=lambda t: (
-            t.objective is None or t.state != "COMPLETED",
-            sign * (t.objective if t.objective is not None else 0.0),
-            t.number,
-        ),
-    )
+
+    def key(t: TrialRow) -> tuple[bool, float, int]:
+        # Only a completed trial's objective ranks it: a killed or failed trial may carry an
+        # intermediate value, which used to sort "the rest" by value instead of by number.
+        ranked = t.state == "COMPLETED" and t.objective is not None
+        return (not ranked, sign * (t.objective or 0.0) if ranked else 0.0, t.number)
+
+    return sorted(trials, key=key)
