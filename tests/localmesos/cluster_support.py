@@ -362,8 +362,11 @@ class RawFramework:
         framework_id: str | None = None,
         capabilities: list[str] | None = None,
         auth: tuple[str, str] | None = None,
+        auto_acknowledge: bool = False,
         **info: Any,
     ) -> None:
+        self.auto_acknowledge = auto_acknowledge
+        self._request_lock = threading.Lock()
         self.host, port = address.split(":")
         self.port = int(port)
         self.info: dict[str, Any] = {"user": USER, "name": name}
@@ -424,6 +427,9 @@ class RawFramework:
                 with self._cond:
                     self.events.append(event)
                     self._cond.notify_all()
+                status = event.get("update", {}).get("status", {})
+                if self.auto_acknowledge and "uuid" in status:
+                    self.acknowledge(status)
         except (OSError, ValueError, AttributeError, http.client.HTTPException):
             pass  # the stream ended (or the test closed it under the reader's feet)
         finally:
@@ -474,8 +480,6 @@ class RawFramework:
         stream_id: str | None | bool = True,
     ) -> tuple[int, dict[str, str], bytes]:
         """POST a call; returns ``(status, headers, body)``."""
-        if self._calls is None:
-            self._calls = http.client.HTTPConnection(self.host, self.port, timeout=10)
         sent = dict(self._headers())
         if stream_id is True and self.stream_id:
             sent["Mesos-Stream-Id"] = self.stream_id
@@ -483,14 +487,17 @@ class RawFramework:
             sent["Mesos-Stream-Id"] = stream_id
         sent.update(headers or {})
         data = body if isinstance(body, bytes) else json.dumps(body).encode()
-        try:
-            self._calls.request("POST", "/api/v1/scheduler", data, sent)
-            resp = self._calls.getresponse()
-            content = resp.read()
-        except (OSError, http.client.HTTPException):
-            self._calls.close()
-            self._calls = None
-            raise
+        with self._request_lock:
+            if self._calls is None:
+                self._calls = http.client.HTTPConnection(self.host, self.port, timeout=10)
+            try:
+                self._calls.request("POST", "/api/v1/scheduler", data, sent)
+                resp = self._calls.getresponse()
+                content = resp.read()
+            except (OSError, http.client.HTTPException):
+                self._calls.close()
+                self._calls = None
+                raise
         return resp.status, {k.lower(): v for k, v in resp.getheaders()}, content
 
     def call(self, kind: str, **fields: Any) -> int:
@@ -543,9 +550,10 @@ class RawFramework:
 
     def close(self) -> None:
         self.disconnect()
-        if self._calls is not None:
-            self._calls.close()
-            self._calls = None
+        with self._request_lock:
+            if self._calls is not None:
+                self._calls.close()
+                self._calls = None
 
 
 # -- pymesos ----------------------------------------------------------------------------------
