@@ -1,0 +1,206 @@
+"""``da-cluster``: flags, one-line errors, and a real run stopped by a signal."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+import http.client
+import json
+from pathlib import Path
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+import pytest
+
+from localmesos.cli import UsageError
+from localmesos.cli import load_credentials
+from localmesos.cli import main
+from localmesos.cli import parse_attributes
+from localmesos.cli import parse_duration
+
+
+def _run_main(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str]:
+    code = main(list(argv))
+    return code, capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("argv", "flag"),
+    [
+        (["--port", "99999"], "--port"),
+        (["--port", "x"], "--port"),
+        (["--agents", "0"], "--agents"),
+        (["--cpus", "-2"], "--cpus"),
+        (["--cpus", "nan"], "--cpus"),
+        (["--mem", "lots"], "--mem"),
+        (["--mem", "0GB"], "--mem"),
+        (["--disk", "5XB"], "--disk"),
+        (["--gpus", "1.5"], "--gpus"),
+        (["--ports", "[32000-31000]"], "--ports"),
+        (["--ports", "[1-70000]"], "--ports"),
+        (["--attributes", "rack"], "--attributes"),
+        (["--allocation-interval", "fast"], "--allocation-interval"),
+        (["--allocation-interval", "0s"], "--allocation-interval"),
+        (["--heartbeat-interval", "-1s"], "--heartbeat-interval"),
+        (["--credentials", "/does/not/exist"], "--credentials"),
+        (["--bogus"], "--bogus"),
+        (["--port"], "--port"),
+    ],
+)
+def test_bad_flags_are_one_line_errors_with_exit_2(
+    capsys: pytest.CaptureFixture[str], argv: list[str], flag: str
+) -> None:
+    code, err = _run_main(capsys, *argv)
+    assert code == 2
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("da-cluster: error: ")
+    assert flag in lines[0] and "Traceback" not in err
+
+
+def test_help(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["--help"]) == 0
+    out = capsys.readouterr().out
+    for flag in ("--port", "--agents", "--cpus", "--mem", "--disk", "--gpus", "--ports",
+                 "--attributes", "--allocation-interval", "--heartbeat-interval", "--work-dir",
+                 "--credentials"):
+        assert flag in out
+
+
+@pytest.mark.parametrize(
+    ("text", "seconds"),
+    [("1", 1.0), ("1s", 1.0), ("500ms", 0.5), ("1secs", 1.0), ("1.5mins", 90.0),
+     ("2m", 120.0), ("1hrs", 3600.0), ("250us", 0.00025), (".5s", 0.5)],
+)
+def test_parse_duration(text: str, seconds: float) -> None:
+    assert parse_duration(text, flag="--x") == pytest.approx(seconds)
+
+
+def test_parse_attributes() -> None:
+    assert parse_attributes("rack:r1; zone:eu ;cores:8") == {"rack": "r1", "zone": "eu",
+                                                             "cores": 8.0}
+    assert parse_attributes("") == {}
+    with pytest.raises(UsageError, match="NAME:VALUE"):
+        parse_attributes("rack:")
+
+
+def test_load_credentials(tmp_path: Path) -> None:
+    json_file = tmp_path / "creds.json"
+    json_file.write_text(json.dumps({"credentials": [{"principal": "a", "secret": "x"},
+                                                     {"principal": "b", "secret": "y"}]}))
+    assert load_credentials(str(json_file)) == {"a": "x", "b": "y"}
+    assert load_credentials(f"file://{json_file}") == {"a": "x", "b": "y"}
+    text_file = tmp_path / "creds.txt"
+    text_file.write_text("# comment\na x\n\nb y\n")
+    assert load_credentials(str(text_file)) == {"a": "x", "b": "y"}
+    text_file.write_text("a x\nb y z\n")
+    with pytest.raises(UsageError, match="line 2"):
+        load_credentials(str(text_file))
+    json_file.write_text('{"credentials": [{"principal": "a"}]}')
+    with pytest.raises(UsageError, match=r"credentials\[0\]"):
+        load_credentials(str(json_file))
+    json_file.write_text("{nope")
+    with pytest.raises(UsageError, match="not valid JSON"):
+        load_credentials(str(json_file))
+    empty = tmp_path / "empty"
+    empty.write_text("\n")
+    with pytest.raises(UsageError, match="no credentials"):
+        load_credentials(str(empty))
+
+
+# -- the real command -------------------------------------------------------------------------
+
+
+def _command() -> list[str]:
+    script = Path(sys.executable).parent / "da-cluster"
+    if script.exists():
+        return [str(script)]
+    return [sys.executable, "-c", "import sys; from localmesos.cli import main; "
+            "sys.exit(main())"]
+
+
+@pytest.fixture
+def launch() -> Iterator[object]:
+    procs: list[subprocess.Popen[str]] = []
+
+    def start(*argv: str) -> tuple[subprocess.Popen[str], str]:
+        proc = subprocess.Popen(
+            _command() + list(argv), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
+        procs.append(proc)
+        assert proc.stdout is not None
+        address = ""
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            line = proc.stdout.readline()
+            if not line:
+                break
+            if line.startswith("Master: "):
+                address = line.split()[1]
+                break
+        return proc, address
+
+    yield start
+    for proc in procs:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+def _get(address: str, path: str, headers: dict[str, str] | None = None) -> tuple[int, bytes]:
+    host, port = address.split(":")
+    conn = http.client.HTTPConnection(host, int(port), timeout=5)
+    try:
+        conn.request("GET" if not headers else "POST", path, "{}" if headers else None,
+                     headers or {})
+        resp = conn.getresponse()
+        return resp.status, resp.read()
+    finally:
+        conn.close()
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_da_cluster_boots_serves_and_stops_on_signal(launch: object, sig: int) -> None:
+    proc, address = launch(  # type: ignore[operator]
+        "--port", "0", "--agents", "3", "--cpus", "12", "--mem", "20GB", "--disk", "1GB",
+        "--allocation-interval", "500ms", "--attributes", "rack:r1",
+    )
+    assert address, proc.stderr.read() if proc.poll() is not None else "no address printed"
+    status, body = _get(address, "/master/state")
+    state = json.loads(body)
+    assert status == 200 and len(state["slaves"]) == 3
+    for slave in state["slaves"]:
+        assert slave["resources"]["cpus"] == 12.0 and slave["resources"]["mem"] == 20480.0
+        assert slave["attributes"] == {"rack": "r1"}
+    assert state["flags"]["allocation_interval"] == "500ms"
+    proc.send_signal(sig)
+    assert proc.wait(timeout=20) == 0
+    err = proc.stderr.read()
+    assert "Traceback" not in err
+
+
+def test_da_cluster_with_credentials(launch: object, tmp_path: Path) -> None:
+    creds = tmp_path / "creds"
+    creds.write_text("alice s3cret\n")
+    proc, address = launch("--port", "0", "--cpus", "1", "--mem", "512MB", "--disk", "1GB",
+                           "--credentials", str(creds))  # type: ignore[operator]
+    assert address
+    status, _ = _get(address, "/api/v1/scheduler", {"Content-Type": "application/json"})
+    assert status == 401
+    proc.send_signal(signal.SIGINT)
+    assert proc.wait(timeout=20) == 0
+
+
+def test_da_cluster_port_in_use(capsys: pytest.CaptureFixture[str]) -> None:
+    busy = socket.socket()
+    busy.bind(("127.0.0.1", 0))
+    busy.listen(1)
+    port = busy.getsockname()[1]
+    try:
+        code = main(["--port", str(port), "--cpus", "1", "--mem", "64MB", "--disk", "64MB"])
+    finally:
+        busy.close()
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 1 and len(err) == 1
+    assert err[0].startswith(f"da-cluster: error: --port {port}: cannot listen on")
