@@ -18,6 +18,8 @@ from typing import Any
 
 SCALAR_NAMES = ("cpus", "gpus", "mem", "disk")
 _PRECISION = 1000  # Mesos keeps scalars as fixed point with three decimals.
+#: Largest scalar the fixed point holds (int64 thousandths); larger values are invalid.
+MAX_SCALAR = float(2**63 // _PRECISION)
 
 _SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*$")
 _SIZE_UNITS_MB = {
@@ -171,7 +173,7 @@ class Resources:
                     value = float(res["scalar"]["value"])
                 except (KeyError, TypeError, ValueError):
                     raise ResourceError(f"scalar resource {name!r} lacks scalar.value") from None
-                if not math.isfinite(value) or value < 0:
+                if not math.isfinite(value) or value < 0 or value > MAX_SCALAR:
                     raise ResourceError(f"scalar resource {name!r} has invalid value {value}")
                 scalars[name] = scalars.get(name, 0.0) + value
             elif kind == "RANGES":

@@ -519,6 +519,13 @@ def _reject_constant(name: str) -> Any:
     raise ValueError(f"invalid literal {name}")
 
 
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"number {text} is out of range")
+    return value
+
+
 def _depth(value: Any) -> int:
     """Nesting depth of a decoded JSON value, computed without recursion."""
     deepest = 0
@@ -542,7 +549,9 @@ def decode_json(body: bytes) -> Any:
             JSON, use ``NaN``/``Infinity`` literals, or nest deeper than :data:`MAX_NESTING`.
     """
     try:
-        value = json.loads(body.decode("utf-8"), parse_constant=_reject_constant)
+        value = json.loads(
+            body.decode("utf-8"), parse_constant=_reject_constant, parse_float=_finite_float
+        )
     except (UnicodeDecodeError, ValueError, RecursionError) as exc:
         text = str(exc) if not isinstance(exc, RecursionError) else "nesting too deep"
         raise CallError(f"Failed to parse body into JSON: {text}") from None

@@ -159,8 +159,9 @@ def check_status(status: Any) -> list[str]:
     if not isinstance(status, dict):
         return [f"status is not an object: {status!r}"]
     problems = []
-    if not _is_id(status.get("task_id")):
-        problems.append("status.task_id missing")
+    task_id = status.get("task_id")
+    if not isinstance(task_id, dict) or not isinstance(task_id.get("value"), str):
+        problems.append("status.task_id missing")  # (empty values echo the framework's own)
     if status.get("state") not in TASK_STATES:
         problems.append(f"status.state invalid: {status.get('state')!r}")
     if status.get("source") not in SOURCES:

@@ -278,7 +278,8 @@ def test_task_validation_errors() -> None:
             command_task(offer, "neg", "x"),
             kill_policy={"grace_period": {"nanoseconds": -1}},
         )
-        raw.launch(offer, [both, neither, wrong_agent, bad_id, negative])
+        huge = command_task(offer, "huge", "x", cpus=1e308)
+        raw.launch(offer, [both, neither, wrong_agent, bad_id, negative, huge])
         expected = {
             "both": "Task should have at least one (but not both) of CommandInfo or "
             "ExecutorInfo present",
@@ -288,6 +289,8 @@ def test_task_validation_errors() -> None:
             " is expected",
             "a/b": "TaskID 'a/b' contains invalid characters",
             "neg": "Task's 'kill_policy.grace_period' must be non-negative",
+            "huge": "Task uses invalid resources: Invalid resources: scalar resource 'cpus' "
+            "has invalid value 1e+308",
         }
         for task_id, message in expected.items():
             error = _state_of(raw, task_id, "TASK_ERROR")

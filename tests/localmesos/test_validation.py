@@ -62,6 +62,7 @@ def test_pymesos_subscribe_body_parses() -> None:
         (b"\xff\xfe", "Failed to parse body into JSON: "),
         (b"[1, 2]", "Failed to convert JSON into Call protobuf: Expecting a JSON object"),
         (b'{"type": NaN}', "Failed to parse body into JSON: "),
+        (b'{"type": 1e999}', "Failed to parse body into JSON: "),
         ({}, "Failed to validate scheduler::Call: Expecting 'type' to be present"),
         ({"type": "BOGUS"}, "Failed to validate scheduler::Call: Expecting 'type' to be present"),
         ({"type": "TEARDOWN"}, "Expecting 'framework_id' to be present"),
