@@ -43,8 +43,13 @@ test: venv
 test-fast: venv
 	$(PY) -m pytest -m "not slow"
 
+# A real random search on the embedded cluster with the fast example (4 trials in flight).
 demo: venv
-	$(PY) -m examples.demo
+	cd examples && ../$(VENV)/bin/da-submit --app-name digits-demo \
+	  --files sklearn_digits.py --app-runner-launch-cmd "python sklearn_digits.py" \
+	  --app-runner-cpus 0.5 --app-runner-memory 256M --app-core-cpus 0.5 --app-core-memory 256M \
+	  --trail-steps 16 --parallelism 4 --tuning-type random-search \
+	  --tuning-parameters sklearn_digits_params.json --seed 7
 
 bench: venv
 	$(PY) -m bench.offer_cycle
