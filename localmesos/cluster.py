@@ -326,6 +326,8 @@ class LocalCluster:
                 return
             self._stopped = True
             agents = list(self._agents)
+        if self._http is not None:
+            self._http.stop_accepting()  # no framework can (re)subscribe from here on
         if self._master is not None:
             self._master.close_streams()
         if self._http is not None:

@@ -220,6 +220,7 @@ class HttpServer:
         self._lock = threading.Lock()
         self._connections: dict[socket.socket, threading.Thread] = {}
         self._stopping = threading.Event()
+        self._accepting = True
         self._counter = 0
 
     # -- lifecycle -----------------------------------------------------------------------
@@ -253,13 +254,18 @@ class HttpServer:
         )
         self._accept_thread.start()
 
-    def stop(self, timeout: float = 10.0) -> None:
-        """Stop accepting, close every connection and join their threads (idempotent)."""
-        self._stopping.set()
+    def stop_accepting(self, timeout: float = 10.0) -> None:
+        """Close the listening socket; connections already open are still served."""
+        self._accepting = False
         if self._accept_thread is not None and self._accept_thread.is_alive():
             self._accept_thread.join(timeout)
         if self._listener is not None:
             self._listener.close()
+
+    def stop(self, timeout: float = 10.0) -> None:
+        """Stop accepting, close every connection and join their threads (idempotent)."""
+        self.stop_accepting(timeout)
+        self._stopping.set()
         with self._lock:
             connections = dict(self._connections)
         for conn in connections:
@@ -273,13 +279,13 @@ class HttpServer:
 
     def _accept_loop(self) -> None:
         assert self._listener is not None
-        while not self._stopping.is_set():
+        while self._accepting:
             try:
                 conn, _ = self._listener.accept()
             except TimeoutError:
                 continue
             except OSError:
-                if self._stopping.is_set():
+                if not self._accepting:
                     return
                 time.sleep(0.05)
                 continue

@@ -511,6 +511,8 @@ class Master:
         self._stopped = False
         self.allocation_runs = 0
         self.last_allocation_ms = 0.0
+        #: Durations (ms) of the most recent allocation runs, for timer percentiles.
+        self.allocation_run_ms: deque[float] = deque(maxlen=1000)
 
     # -- lifecycle -----------------------------------------------------------------------
 
@@ -1734,6 +1736,7 @@ class Master:
                 fw.count("events/offers")
             self.allocation_runs += 1
             self.last_allocation_ms = (time.perf_counter() - started) * 1000.0
+            self.allocation_run_ms.append(self.last_allocation_ms)
 
     def _make_offer(self, fw: FrameworkRecord, grant: alloc.Grant) -> dict[str, Any]:
         offer_id = f"{self.master_id}-O{self._next_offer}"

@@ -352,6 +352,7 @@ def metrics_snapshot(master: Master) -> dict[str, float]:
             out.setdefault(f"master/{name}", 0.0)
         out["allocator/mesos/allocation_runs"] = float(master.allocation_runs)
         out["allocator/mesos/allocation_run_ms"] = master.last_allocation_ms
+        out.update(timer_stats("allocator/mesos/allocation_run_ms", master.allocation_run_ms))
         out["allocator/mesos/event_queue_dispatches"] = 0.0
         for role, count in master.filters.active(time.monotonic()).items():
             out[f"allocator/mesos/offer_filters/roles/{role}/active"] = float(count)
@@ -362,6 +363,22 @@ def metrics_snapshot(master: Master) -> dict[str, float]:
                 if name != "subscribed":
                     out[f"{prefix}/{name}"] = float(value)
         return out
+
+
+def timer_stats(name: str, samples: Iterable[float]) -> dict[str, float]:
+    """Mesos timer metrics over recent samples: ``<name>/count``, ``/min``, ``/p50``..."""
+    values = sorted(samples)
+    if not values:
+        return {f"{name}/count": 0.0}
+    out = {
+        f"{name}/count": float(len(values)),
+        f"{name}/min": values[0],
+        f"{name}/max": values[-1],
+    }
+    for label, quantile in (("p50", 0.5), ("p90", 0.9), ("p95", 0.95), ("p99", 0.99),
+                            ("p999", 0.999)):
+        out[f"{name}/{label}"] = values[min(len(values) - 1, int(quantile * len(values)))]
+    return out
 
 
 def _url_quote(text: str) -> str:

@@ -157,6 +157,12 @@ def test_metrics_snapshot_counts() -> None:
         assert metrics["master/valid_status_updates"] >= 6
         assert metrics["master/valid_status_update_acknowledgements"] >= 6
         assert metrics["allocator/mesos/allocation_runs"] >= 1
+        assert metrics["allocator/mesos/allocation_run_ms/count"] >= 1
+        assert (
+            metrics["allocator/mesos/allocation_run_ms/min"]
+            <= metrics["allocator/mesos/allocation_run_ms/p50"]
+            <= metrics["allocator/mesos/allocation_run_ms/max"]
+        )
         for state in ("staging", "starting", "killing", "lost", "killed", "dropped"):
             assert f"master/tasks_{state}" in metrics
         prefix = f"master/frameworks/raw/{raw.framework_id}"
