@@ -1,0 +1,143 @@
+"""Helpers to run ``da-submit`` for real (a subprocess, the embedded cluster, real tasks)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from dataclasses import field
+import json
+import os
+from pathlib import Path
+import re
+import subprocess
+import sys
+import threading
+import time
+from typing import Any
+from urllib.request import urlopen
+
+import pytest
+
+
+ROOT = Path(__file__).resolve().parents[2]
+DA_SUBMIT = [sys.executable, "-m", "submit.cli"]
+
+# A runner whose accuracy is a smooth function of the assignment, after an optional sleep.
+RUNNER = '''
+import os, time
+from apprunner_sdk import get_params, report
+p = get_params()
+time.sleep(float(os.environ.get("RUNNER_SLEEP", "0")))
+acc = 1.0 - (float(p.get("x", 0.5)) - 0.3) ** 2 - 0.01 * float(p.get("n", 0))
+report(accuracy=acc, step=0)
+report(accuracy=acc, final=True)
+'''
+
+PARAMS = {"parameters": [
+    {"name": "x", "type": "bound", "value": [0.0, 1.0]},
+    {"name": "n", "type": "number", "value": [0, 1, 2]},
+]}
+
+
+@dataclass
+class Job:
+    """A da-submit process and what it printed."""
+
+    process: subprocess.Popen[str]
+    home: Path
+    lines: list[str] = field(default_factory=list)
+    _reader: threading.Thread | None = None
+
+    def start_reading(self) -> None:
+        def read() -> None:
+            assert self.process.stdout is not None
+            for line in self.process.stdout:
+                self.lines.append(line.rstrip("\n"))
+
+        self._reader = threading.Thread(target=read, daemon=True)
+        self._reader.start()
+
+    def wait(self, timeout: float = 180.0) -> int:
+        code = self.process.wait(timeout=timeout)
+        if self._reader is not None:
+            self._reader.join(10)
+        return code
+
+    @property
+    def output(self) -> str:
+        return "\n".join(self.lines)
+
+    def wait_for_line(self, pattern: str, timeout: float = 60.0) -> re.Match[str]:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            for line in list(self.lines):
+                match = re.search(pattern, line)
+                if match:
+                    return match
+            if self.process.poll() is not None and self._reader is not None:
+                self._reader.join(5)
+                for line in self.lines:
+                    match = re.search(pattern, line)
+                    if match:
+                        return match
+                break
+            time.sleep(0.1)
+        raise AssertionError(f"no line matching {pattern!r} in:\n{self.output}")
+
+    def master_url(self) -> str:
+        return self.wait_for_line(r"embedded Mesos master at (http://[\d.:]+)/").group(1)
+
+    def job_dir(self) -> Path:
+        return Path(self.wait_for_line(r"job folder (\S+)").group(1))
+
+    def results(self) -> dict[str, Any]:
+        return json.loads((self.job_dir() / "results.json").read_text())
+
+
+@pytest.fixture
+def workdir(tmp_path: Path) -> Path:
+    (tmp_path / "runner.py").write_text(RUNNER)
+    (tmp_path / "params.json").write_text(json.dumps(PARAMS))
+    return tmp_path
+
+
+@pytest.fixture
+def submit(tmp_path: Path) -> Iterator[Any]:
+    jobs: list[Job] = []
+
+    def run(*args: str, cwd: Path | None = None, env: dict[str, str] | None = None) -> Job:
+        environ = {**os.environ, "DISAUTO_HOME": str(tmp_path / "home"), **(env or {})}
+        environ["PYTHONPATH"] = str(ROOT) + os.pathsep + environ.get("PYTHONPATH", "")
+        process = subprocess.Popen(
+            [*DA_SUBMIT, *args], cwd=cwd or tmp_path, env=environ, text=True,
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+        )
+        job = Job(process, tmp_path / "home")
+        job.start_reading()
+        jobs.append(job)
+        return job
+
+    yield run
+    for job in jobs:
+        if job.process.poll() is None:
+            job.process.kill()
+            job.process.wait(10)
+
+
+def common_flags(workdir: Path, *extra: str) -> list[str]:
+    return [
+        "--app-name", "e2e", "--files", str(workdir / "runner.py"),
+        "--app-runner-launch-cmd", "python runner.py",
+        "--app-runner-cpus", "0.5", "--app-runner-memory", "128M",
+        "--app-core-cpus", "0.5", "--app-core-memory", "128M",
+        "--tuning-parameters", str(workdir / "params.json"), "--seed", "3", *extra,
+    ]
+
+
+def master_state(url: str) -> dict[str, Any]:
+    """The master's state; empty once the job ended and da-submit stopped the cluster."""
+    try:
+        with urlopen(f"{url}/master/state", timeout=5) as response:  # noqa: S310 - loopback
+            return json.loads(response.read())
+    except OSError:
+        return {"frameworks": []}
