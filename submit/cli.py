@@ -39,8 +39,9 @@ from localmesos.resources import ResourceError
 from localmesos.resources import parse_size_mb
 from protos import common_pb2
 from protos import framework_pb2
+from submit.errors import DisAutoUsageError
 from submit.exit_status import ExitStatus
-from submit.params import ParameterFileError
+from submit.exit_status import for_outcome
 from submit.params import load_parameter_file
 
 
@@ -49,7 +50,7 @@ logger = logging.getLogger(__name__)
 PROG = "da-submit"
 
 
-class UsageError(Exception):
+class UsageError(DisAutoUsageError):
     """A flag is wrong; the message names it and what would be valid."""
 
 
@@ -391,9 +392,7 @@ def run(submission: Submission, out: IO[str], err: IO[str]) -> ExitStatus:
         runner.wait(poll=lambda: show(runner.controller.progress()))
         show.done()
         runner.stop(framework_pb2.STOPPED, "stopped")  # kills leftovers, tears down
-        outcome, message = runner.controller.outcome or (framework_pb2.ERROR, "unknown")
-        from submit.exit_status import for_outcome
-
+        outcome, _ = runner.controller.outcome or (framework_pb2.ERROR, "unknown")
         status = for_outcome(outcome)
     except KeyboardInterrupt:
         print(f"\n{PROG}: stopping the job (killing its tasks)…", file=err)
@@ -466,10 +465,11 @@ def _report(runner: Any, job_dir: Path, out: IO[str], err: IO[str], objective: s
             "trial": best.number, "objective": best.objective, "assignment": best.assignment,
         },
     }
-    json_path, csv_path = results.write(job_dir, summary, trials, maximize)
+    order = [p.name for p in runner.config.search.space.parameters]
+    json_path, csv_path = results.write(job_dir, summary, trials, maximize, order)
     if trials:
         print("", file=out)
-        print(results.table(trials, objective, maximize), file=out)
+        print(results.table(trials, objective, maximize, param_order=order), file=out)
     print("", file=out)
     print(f"{PROG}: {outcome_name.lower().replace('_', ' ')}: {message}", file=out)
     if best is not None:
@@ -493,7 +493,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"{PROG}: error: {error}", file=sys.stderr)
         print(f"Try '{PROG} --help' for help.", file=sys.stderr)
         return ExitStatus.USAGE
-    except ParameterFileError as error:
+    except DisAutoUsageError as error:  # the parameter file
         print(f"{PROG}: error: {error}", file=sys.stderr)
         return ExitStatus.USAGE
     try:

@@ -32,12 +32,21 @@ def progress_line(progress: Progress, objective: str) -> str:
     return line
 
 
-def table(trials: Sequence[TrialRow], objective: str, maximize: bool, limit: int = 20) -> str:
-    """The trials, best first, as an aligned text table (at most ``limit`` rows)."""
-    ordered = sorted_trials(trials, maximize)
-    names: list[str] = []
-    for trial in ordered:
+def _param_names(trials: Sequence[TrialRow], order: Sequence[str]) -> list[str]:
+    names = list(order)
+    for trial in trials:
         names += [n for n in trial.assignment if n not in names]
+    return names
+
+
+def table(trials: Sequence[TrialRow], objective: str, maximize: bool, limit: int = 20,
+          param_order: Sequence[str] = ()) -> str:
+    """The trials, best first, as an aligned text table (at most ``limit`` rows).
+
+    Parameters appear in ``param_order`` (the parameter file's order), then any others.
+    """
+    ordered = sorted_trials(trials, maximize)
+    names = _param_names(ordered, param_order)
     header = ["trial", "state", objective, *names, "time(s)"]
     rows = [
         [f"trial-{t.number:04d}", t.state,
@@ -57,7 +66,7 @@ def table(trials: Sequence[TrialRow], objective: str, maximize: bool, limit: int
 
 
 def write(job_dir: Path, summary: dict[str, Any], trials: Sequence[TrialRow],
-          maximize: bool) -> tuple[Path, Path]:
+          maximize: bool, param_order: Sequence[str] = ()) -> tuple[Path, Path]:
     """Write results.json and results.csv into the job folder; return their paths."""
     ordered = sorted_trials(trials, maximize)
     as_dicts = [
@@ -68,10 +77,9 @@ def write(job_dir: Path, summary: dict[str, Any], trials: Sequence[TrialRow],
     ]
     json_path = job_dir / "results.json"
     json_path.write_text(json.dumps({**summary, "trials": as_dicts}, indent=2, sort_keys=True))
-    params: list[str] = []
+    params = _param_names(ordered, param_order)
     metrics: list[str] = []
     for trial in ordered:
-        params += [n for n in trial.assignment if n not in params]
         metrics += [n for n in trial.metrics if n not in metrics]
     csv_path = job_dir / "results.csv"
     with csv_path.open("w", newline="") as handle:
