@@ -72,7 +72,11 @@ def make_server(servicer: AppCoreServicer, host: str, port: int) -> grpc.Server:
     Raises:
         OSError: the port cannot be bound.
     """
-    server = grpc.server(futures.ThreadPoolExecutor(max_workers=16))
+    # gRPC sets SO_REUSEPORT by default, so a second server could bind a port another one
+    # (e.g. a stale AppCore on the same agent) still serves, and the kernel would split the
+    # connections between them. Turn it off: a taken port is an error (OSError below).
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=16),
+                         options=[("grpc.so_reuseport", 0)])
     appcore_pb2_grpc.add_AppCoreServiceServicer_to_server(servicer, server)
     # grpcio >= 1.5x raises RuntimeError when the bind fails (older releases returned 0);
     # either way callers get the documented OSError.

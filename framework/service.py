@@ -124,7 +124,11 @@ class FrameworkServicer(framework_pb2_grpc.FrameworkServiceServicer):
 def make_server(controller: JobController, host: str = "0.0.0.0", port: int = 0) -> tuple[
         grpc.Server, int]:
     """A (not started) gRPC server for ``controller`` and the port it bound."""
-    server = grpc.server(futures.ThreadPoolExecutor(max_workers=16))
+    # gRPC sets SO_REUSEPORT by default, so a second server could bind a port another one
+    # (e.g. a stale AppCore on the same agent) still serves, and the kernel would split the
+    # connections between them. Turn it off: a taken port is an error (OSError below).
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=16),
+                         options=[("grpc.so_reuseport", 0)])
     framework_pb2_grpc.add_FrameworkServiceServicer_to_server(
         FrameworkServicer(controller), server
     )
