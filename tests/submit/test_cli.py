@@ -1,0 +1,121 @@
+"""da-submit's flags: every bad input is one line naming what is wrong, exit 2, nothing started."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from protos import common_pb2
+from submit.cli import build_parser
+from submit.cli import main
+from submit.cli import validate
+from submit.exit_status import ExitStatus
+
+
+@pytest.fixture
+def files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    (tmp_path / "train.py").write_text("print('hi')\n")
+    (tmp_path / "params.json").write_text(json.dumps({"parameters": [
+        {"name": "lr", "type": "bound", "value": [0.001, 0.1], "log": True},
+        {"name": "bs", "type": "number", "value": [32, 64]},
+    ]}))
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("DISAUTO_HOME", str(tmp_path / "home"))
+    return tmp_path
+
+
+def argv(*extra: str) -> list[str]:
+    base = {
+        "--app-name": "mnist", "--files": "train.py", "--app-runner-launch-cmd": "python train.py",
+        "--app-runner-cpus": "4", "--app-runner-memory": "5G", "--app-core-cpus": "1",
+        "--app-core-memory": "1G", "--trail-steps": "200", "--tuning-type": "random-search",
+        "--tuning-parameters": "params.json",
+    }
+    overrides = dict(zip(extra[::2], extra[1::2], strict=True))
+    merged = {**base, **overrides}
+    return [item for key, value in merged.items() if value is not None
+            for item in (key, value)]
+
+
+def test_the_issue_command_validates_into_a_job(files: Path) -> None:
+    submission = validate(build_parser().parse_args(argv("--seed", "5", "--target", "0.95")))
+    config = submission.config
+    assert config.app_name == "mnist"
+    assert config.runner.cpus == 4 and config.runner.mem_mb == 5120
+    assert config.appcore.cpus == 1 and config.appcore.mem_mb == 1024
+    assert config.search.max_trials == 200
+    assert config.search.seed == 5 and config.search.target == 0.95
+    assert config.search.direction == common_pb2.MAXIMIZE
+    assert [p.name for p in config.search.space.parameters] == ["lr", "bs"]
+    assert config.files == (str(files / "train.py"),)
+    assert submission.master == "local"
+
+
+def test_trial_steps_spelling_is_accepted(files: Path) -> None:
+    args = argv("--trail-steps", None, "--trial-steps", "7")  # type: ignore[arg-type]
+    assert validate(build_parser().parse_args(args)).config.search.max_trials == 7
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (("--app-runner-memory", "5X"), "--app-runner-memory"),
+        (("--app-core-memory", "-1G"), "--app-core-memory"),
+        (("--app-runner-cpus", "zero"), "--app-runner-cpus: invalid value 'zero'"),
+        (("--app-runner-gpus", "1.5"), "--app-runner-gpus"),
+        (("--trail-steps", "0"), "--trail-steps"),
+        (("--parallelism", "two"), "--parallelism"),
+        (("--tuning-type", "annealing"), "unknown algorithm 'annealing'; valid: grid-search"),
+        (("--files", "missing.py"), "--files: missing.py: no such file"),
+        (("--tuning-parameters", "nope.json"), "nope.json"),
+        (("--input", "/tmp/data"), "--input: invalid value '/tmp/data': expected SRC#NAME"),
+        (("--input", "/definitely/not/here#data"), "no such file or folder"),
+        (("--target", "high"), "--target"),
+        (("--seed", "1.5"), "--seed"),
+        (("--tuning-setting", "novalue"), "KEY=VALUE"),
+        (("--tuning-setting", "colour=red"), "unknown setting 'colour'"),
+        (("--offer-policy", "lottery"), "unknown policy 'lottery'"),
+        (("--direction", "up"), "--direction"),
+        (("--app-name", None), "--app-name"),
+    ],
+)
+def test_bad_flags_are_one_line_errors(files: Path, capsys: pytest.CaptureFixture[str],
+                                       extra: tuple[str, str], message: str) -> None:
+    code = main(argv(*extra))
+    captured = capsys.readouterr()
+    assert code == ExitStatus.USAGE
+    first = captured.err.splitlines()[0]
+    assert first.startswith("da-submit: error: ")
+    assert message in first, first
+    assert "Traceback" not in captured.err
+    assert not (files / "home").exists(), "nothing may be started or recorded"
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        ('{"parameters": [}', "params.json"),
+        ('{"parameters": []}', "params.json"),
+        ('{"parameters": [{"name": "lr", "type": "bound", "value": [0.3, 0.1]}]}',
+         "parameter 'lr'"),
+        ('{"parameters": [{"name": "bs", "type": "number", "value": []}]}', "parameter 'bs'"),
+    ],
+)
+def test_bad_parameter_files_name_file_and_parameter(files: Path,
+                                                     capsys: pytest.CaptureFixture[str],
+                                                     content: str, message: str) -> None:
+    (files / "params.json").write_text(content)
+    assert main(argv()) == ExitStatus.USAGE
+    err = capsys.readouterr().err
+    assert err.startswith("da-submit: error: ") and message in err
+    assert len(err.strip().splitlines()) == 1
+
+
+def test_grid_search_rejects_settings_it_does_not_know(files: Path,
+                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(argv("--tuning-type", "grid-search", "--tuning-setting",
+                     "grid_points_per_range=1"))
+    assert code == ExitStatus.USAGE
+    assert "grid_points_per_range" in capsys.readouterr().err
