@@ -321,6 +321,14 @@ def validate(args: argparse.Namespace) -> Submission:
         extra_env={"PATH": f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}"}
         if local else {},
     )
+    if local:
+        from submit.local import LocalClusterError
+        from submit.local import check_local_gpus
+
+        try:
+            check_local_gpus(config)
+        except LocalClusterError as err:
+            raise UsageError(str(err)) from None
     return Submission(config, args.master, args.principal, secret, args.offer_policy,
                       args.advertise_host, local_agents, args.quiet, args.debug)
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 import logging
 import os
 from pathlib import Path
+import shutil
+import subprocess
 
 from framework.spec import JobConfig
 from localmesos.agent import default_mem_mb
@@ -13,6 +15,34 @@ from localmesos.cluster import LocalCluster
 
 
 logger = logging.getLogger(__name__)
+
+
+def detect_gpus() -> int:
+    """The number of NVIDIA GPUs ``nvidia-smi -L`` lists (0 without the tool or a driver)."""
+    tool = shutil.which("nvidia-smi")
+    if tool is None:
+        return 0
+    try:
+        out = subprocess.run([tool, "-L"], capture_output=True, text=True, timeout=10,
+                             check=False).stdout
+    except (OSError, subprocess.SubprocessError):
+        return 0
+    return sum(1 for line in out.splitlines() if line.startswith("GPU "))
+
+
+class LocalClusterError(ValueError):
+    """The job cannot run on this machine's embedded cluster."""
+
+
+def check_local_gpus(config: JobConfig, gpus: int | None = None) -> int:
+    """The GPUs the local agent gets; raises when a trial asks for more than the machine has."""
+    available = detect_gpus() if gpus is None else gpus
+    if config.runner.gpus > available:
+        raise LocalClusterError(
+            f"--app-runner-gpus {config.runner.gpus}: this machine has {available} GPU(s) "
+            "(nvidia-smi); run with fewer GPUs or on a cluster that has them (--master host:port)"
+        )
+    return available
 
 
 def local_cluster_config(config: JobConfig, work_dir: Path, agents: int = 1) -> ClusterConfig:
@@ -40,7 +70,7 @@ def local_cluster_config(config: JobConfig, work_dir: Path, agents: int = 1) -> 
         agents=agents,
         cpus=cpus,
         mem_mb=mem,
-        gpus=int(config.runner.gpus),
+        gpus=check_local_gpus(config),
         work_dir=work_dir,
         status_update_retry_interval=2.0,
         status_update_retry_interval_max=30.0,

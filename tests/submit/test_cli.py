@@ -119,3 +119,13 @@ def test_grid_search_rejects_settings_it_does_not_know(files: Path,
                      "grid_points_per_range=1"))
     assert code == ExitStatus.USAGE
     assert "grid_points_per_range" in capsys.readouterr().err
+
+
+def test_local_gpu_jobs_need_gpus_on_this_machine(files: Path,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    from submit.local import detect_gpus
+
+    wanted = detect_gpus() + 1
+    assert main(argv("--app-runner-gpus", str(wanted))) == ExitStatus.USAGE
+    err = capsys.readouterr().err
+    assert f"--app-runner-gpus {wanted}: this machine has {wanted - 1} GPU(s)" in err
