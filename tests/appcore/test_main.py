@@ -1,0 +1,110 @@
+"""``python -m appcore`` as its Mesos task runs it: a real process against an in-process framework.
+
+The framework side is a real JobController and gRPC service; the test gives the process the
+environment the framework's TaskInfo gives it (framework/tasks.py) and plays Mesos and the runners.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+import subprocess
+import sys
+
+from appcore.tokens import trial_token
+from apprunner_sdk import _env
+from apprunner_sdk.client import AppCoreClient
+from protos import framework_pb2
+from tests.inprocess import JOB_TOKEN
+from tests.inprocess import Framework
+from tests.inprocess import free_port
+from tests.inprocess import job_config
+from tests.inprocess import wait_for
+
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def appcore_env(**variables: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("DISAUTO_")}
+    env["PYTHONPATH"] = str(ROOT)
+    env.update(variables)
+    return env
+
+
+def start(framework: Framework, port: int) -> subprocess.Popen[str]:
+    env = appcore_env(**{_env.FRAMEWORK_ADDR: framework.address, _env.JOB_TOKEN: JOB_TOKEN,
+                         _env.APPCORE_PORT: str(port), _env.APPCORE_HOST: "127.0.0.1"})
+    return subprocess.Popen([sys.executable, "-m", "appcore"], cwd=ROOT, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+
+def test_without_its_environment_it_says_what_is_missing() -> None:
+    result = subprocess.run([sys.executable, "-m", "appcore"], cwd=ROOT, env=appcore_env(),
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode == 1
+    assert result.stderr.strip().endswith(
+        "appcore: error: DISAUTO_FRAMEWORK_ADDR is not set (AppCore runs as a DisAuto task)")
+    assert "Traceback" not in result.stderr
+
+
+def test_a_whole_job(tmp_path: Path) -> None:
+    framework = Framework(tmp_path, job_config(max_trials=2, parallelism=2))
+    port = free_port()
+    process = start(framework, port)
+    try:
+        framework.launch_appcore()
+        wait_for(lambda: framework.controller.appcore_address() == f"127.0.0.1:{port}",
+                 timeout=30, what="AppCore to attach")
+        wait_for(lambda: len(framework.in_flight()) == 2, what="two trials")
+        framework.launch_trials()
+        for number in (1, 2):
+            runner = AppCoreClient(framework.controller.appcore_address(), framework.address,
+                                   number, trial_token(JOB_TOKEN, number), attempts=20,
+                                   backoff=0.05, timeout=5)
+            try:
+                assert runner.report({"accuracy": 0.5 + number / 10}, step=None, final=True,
+                                     elapsed_seconds=1.0) is False
+            finally:
+                runner.close()
+            framework.end_trial(number, "TASK_FINISHED")
+        assert process.wait(timeout=30) == 0
+        assert framework.controller.outcome == (framework_pb2.BUDGET_SPENT,
+                                                "the budget of 2 trials is spent")
+        assert [t.objective for t in framework.controller.trials()] == [0.6, 0.7]
+        output = process.stdout.read() if process.stdout else ""
+        assert "AppCore serving runners on 127.0.0.1:" in output
+    finally:
+        process.kill()
+        process.wait()
+        framework.close()
+
+
+def test_a_search_it_cannot_run_ends_the_job_in_error(tmp_path: Path) -> None:
+    framework = Framework(tmp_path, job_config(tuning_type="annealing"))
+    process = start(framework, free_port())
+    try:
+        assert process.wait(timeout=60) == 1
+        assert framework.controller.outcome == (
+            framework_pb2.ERROR,
+            "AppCore cannot run the search: unknown search algorithm 'annealing'; "
+            "valid algorithms: grid-search, random-search")
+    finally:
+        process.kill()
+        process.wait()
+        framework.close()
+
+
+def test_a_taken_port_is_a_clear_error(tmp_path: Path) -> None:
+    framework = Framework(tmp_path, job_config())
+    port = int(framework.address.rsplit(":", 1)[1])  # the framework's gRPC server holds it
+    process = start(framework, port)
+    try:
+        assert process.wait(timeout=60) != 0
+        output = process.stdout.read() if process.stdout else ""
+        assert f"AppCore cannot bind 0.0.0.0:{port}" in output
+        assert framework.controller.appcore_address() == ""  # it never attached
+    finally:
+        process.kill()
+        process.wait()
+        framework.close()

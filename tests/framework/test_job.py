@@ -1,0 +1,592 @@
+"""The JobController state machine over a real SQLite job store.
+
+The scheduler-facing calls (launch_requests, appcore_launched, trial_launched, on_status) are made
+here with Mesos-shaped TaskStatus dicts, as framework.scheduler.JobScheduler makes them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from collections.abc import Iterator
+from collections.abc import Mapping
+from pathlib import Path
+import threading
+import time
+from typing import Any
+
+import pytest
+
+from framework.errors import AlreadyExistsError
+from framework.errors import FailedPreconditionError
+from framework.errors import InvalidArgumentError
+from framework.errors import NotFoundError
+from framework.job import APPCORE_KEY
+from framework.job import JobController
+from framework.spec import JobConfig
+from framework.store import JobStore
+from framework.tasks import task_name
+from protos import common_pb2
+from protos import framework_pb2
+from tests.inprocess import AGENT
+from tests.inprocess import job_config
+from tests.inprocess import task_status
+
+
+ASSIGN = {"lr": 0.01, "layers": 2, "act": "relu"}
+
+
+def assignment(i: int) -> dict[str, Any]:
+    return {"lr": 0.001 * i, "layers": 1 + i % 4, "act": "relu" if i % 2 else "tanh"}
+
+
+class Job:
+    """A controller with its store, a pending-callback counter and a settable stderr tail."""
+
+    def __init__(self, job_dir: Path, config: JobConfig) -> None:
+        self.db_path = job_dir / "job.db"
+        self.store = JobStore(self.db_path)
+        self.pending_calls = 0
+        self.stderr: str | Exception = ""
+        self.tail_requests: list[Mapping[str, Any]] = []
+        self.controller = JobController(config, self.store, "tok", on_pending=self._pending,
+                                        log_tail=self._tail)
+
+    def _pending(self) -> None:
+        self.pending_calls += 1
+
+    def _tail(self, status: Mapping[str, Any]) -> str:
+        self.tail_requests.append(status)
+        if isinstance(self.stderr, Exception):
+            raise self.stderr
+        return self.stderr
+
+    def reopened(self) -> JobStore:
+        """A second connection to the database file: what a crash would leave."""
+        return JobStore(self.db_path)
+
+    def launch(self, number: int, running: bool = True) -> None:
+        trial = self.controller.trial_for_launch(number)
+        assert trial is not None
+        self.controller.trial_launched(number, task_name(number), AGENT)
+        if running:
+            self.status(number, "TASK_RUNNING")
+
+    def status(self, number: int, state: str, **extra: Any) -> None:
+        self.controller.on_status(task_status(task_name(number), state, **extra))
+
+    def state(self, number: int) -> str:
+        return {t.number: t for t in self.controller.trials()}[number].state
+
+    def trial(self, number: int) -> Any:
+        return {t.number: t for t in self.controller.trials()}[number]
+
+
+@pytest.fixture
+def make(tmp_path: Path) -> Iterator[Callable[..., Job]]:
+    jobs: list[Job] = []
+
+    def build(**overrides: Any) -> Job:
+        job = Job(tmp_path / f"job{len(jobs)}", job_config(**overrides))
+        jobs.append(job)
+        return job
+
+    yield build
+    for job in jobs:
+        job.store.close()
+
+
+@pytest.fixture
+def job(make: Callable[..., Job]) -> Job:
+    return make(max_trials=10)
+
+
+# -- submitting ----------------------------------------------------------------------------------
+
+
+def test_submit_records_the_trial_before_returning(job: Job) -> None:
+    proto = job.controller.submit_trial(1, ASSIGN, priority=3)
+    assert proto.number == 1 and proto.state == common_pb2.PENDING and proto.priority == 3
+    assert proto.assignment["layers"].integer == 2 and proto.assignment["lr"].real == 0.01
+    assert proto.assignment["act"].text == "relu"
+    assert job.pending_calls == 1
+    reopened = job.reopened()
+    try:
+        stored = reopened.trial(1)
+        assert stored is not None
+        assert (stored.state, stored.assignment, stored.priority) == ("PENDING", ASSIGN, 3)
+    finally:
+        reopened.close()
+
+
+def test_resubmitting_the_same_trial_is_idempotent(job: Job) -> None:
+    first = job.controller.submit_trial(1, ASSIGN, priority=0)
+    again = job.controller.submit_trial(1, dict(ASSIGN), priority=5)
+    assert again == first
+    assert len(job.controller.trials()) == 1 and len(job.store.trials()) == 1
+    events, _ = job.controller.events_after(0, timeout=0)
+    assert [e.sequence for e in events] == [1]  # no second event for the retry
+
+
+def test_same_number_with_another_assignment_is_already_exists(job: Job) -> None:
+    job.controller.submit_trial(1, ASSIGN, priority=0)
+    with pytest.raises(AlreadyExistsError, match="trial 1 already exists with another"):
+        job.controller.submit_trial(1, {**ASSIGN, "layers": 3}, priority=0)
+    assert job.controller.trials()[0].assignment == ASSIGN
+
+
+@pytest.mark.parametrize("number, assigned, message", [
+    (0, ASSIGN, "trial number must be >= 1, got 0"),
+    (-3, ASSIGN, "trial number must be >= 1"),
+    (1, {"lr": 0.1}, r"assignment names \['lr'\] do not match the space "
+                     r"\['act', 'layers', 'lr'\]"),
+    (1, {**ASSIGN, "extra": 1}, "do not match the space"),
+])
+def test_invalid_submissions(job: Job, number: int, assigned: dict[str, Any],
+                             message: str) -> None:
+    with pytest.raises(InvalidArgumentError, match=message):
+        job.controller.submit_trial(number, assigned, priority=0)
+    assert job.controller.trials() == [] and job.store.trials() == []
+
+
+def test_budget_is_enforced_but_retries_still_answer(make: Callable[..., Job]) -> None:
+    job = make(max_trials=2)
+    job.controller.submit_trial(1, assignment(1), priority=0)
+    job.controller.submit_trial(2, assignment(2), priority=0)
+    with pytest.raises(FailedPreconditionError, match="the trial budget of 2 is spent"):
+        job.controller.submit_trial(3, assignment(3), priority=0)
+    assert job.controller.submit_trial(2, assignment(2), priority=0).number == 2
+
+
+def test_nothing_is_accepted_after_the_job_ended(job: Job) -> None:
+    job.controller.finish(framework_pb2.STOPPED, "stopped by the user")
+    with pytest.raises(FailedPreconditionError, match="the job has ended"):
+        job.controller.submit_trial(1, ASSIGN, priority=0)
+    with pytest.raises(FailedPreconditionError, match="the job has ended"):
+        job.controller.attach_appcore("h:1")
+    assert job.controller.launch_requests() == []
+    assert not job.controller.has_pending()
+
+
+# -- what waits for an offer ----------------------------------------------------------------------
+
+
+def test_launch_requests_appcore_first_then_trials_by_priority(job: Job) -> None:
+    config = job.controller.config
+    for number, priority in [(1, 2), (2, 0), (3, 1), (4, 0)]:
+        job.controller.submit_trial(number, assignment(number), priority=priority)
+    requests = job.controller.launch_requests()
+    assert [r.key for r in requests] == [APPCORE_KEY, "trial-0002", "trial-0004",
+                                         "trial-0003", "trial-0001"]
+    assert requests[0].ports == 1 and requests[0].resources == config.appcore
+    assert requests[0].trial_number is None
+    assert [(r.trial_number, r.priority) for r in requests[1:]] == [(2, 0), (4, 0), (3, 1),
+                                                                    (1, 2)]
+    assert all(r.resources == config.runner and r.ports == 0 for r in requests[1:])
+
+    assert job.controller.next_appcore_task_id() == "appcore-1"
+    assert job.controller.appcore_launched("appcore-1", AGENT) is True
+    assert job.controller.appcore_launched("appcore-1", AGENT) is False  # not wanted twice
+    assert APPCORE_KEY not in [r.key for r in job.controller.launch_requests()]
+
+    job.launch(2)
+    assert [r.key for r in job.controller.launch_requests()] == ["trial-0004", "trial-0003",
+                                                                 "trial-0001"]
+    assert job.controller.trial_for_launch(2) is None  # launched already
+    assert job.controller.trial_for_launch(99) is None
+
+
+def test_launching_and_running_are_recorded(job: Job) -> None:
+    job.controller.submit_trial(1, ASSIGN, priority=0)
+    job.launch(1, running=False)
+    assert job.state(1) == "LAUNCHING"
+    assert job.trial(1).task_id == "trial-0001" and job.trial(1).agent_id == AGENT
+    before = time.time()
+    job.status(1, "TASK_STARTING")  # not a state change for a trial
+    assert job.state(1) == "LAUNCHING"
+    job.status(1, "TASK_RUNNING")
+    assert job.state(1) == "RUNNING" and job.trial(1).started_at >= before
+    assert job.controller.live_task_ids() == ["trial-0001"]
+    stored = job.store.trial(1)
+    assert stored is not None and stored.state == "RUNNING" and stored.task_id == "trial-0001"
+    assert [u["state"] for u in job.store.task_updates("trial-0001")] == [
+        "TASK_STARTING", "TASK_RUNNING"]
+
+
+# -- how trials end -------------------------------------------------------------------------------
+
+
+def test_finished_with_the_objective_completes(job: Job) -> None:
+    job.controller.submit_trial(1, ASSIGN, priority=0)
+    job.launch(1)
+    job.controller.record_report(1, {"accuracy": 0.93, "loss": 0.2}, None, True, 12.5)
+    job.status(1, "TASK_FINISHED")
+    trial = job.trial(1)
+    assert (trial.state, trial.objective, trial.message) == ("COMPLETED", 0.93, "")
+    assert trial.ended_at is not None and trial.training_seconds == 12.5
+    assert job.controller.live_task_ids() == []
+
+
+def test_finished_with_other_metrics_only_fails_naming_the_objective(job: Job) -> None:
+    job.controller.submit_trial(1, ASSIGN, priority=0)
+    job.launch(1)
+    job.controller.record_report(1, {"loss": 0.2, "val_loss": 0.3}, 0, False, 1.0)
+    job.status(1, "TASK_FINISHED")
+    trial = job.trial(1)
+    assert trial.state == "FAILED"
+    assert trial.message == ("the runner reported loss, val_loss but not the objective "
+                             "'accuracy'")
+
+
+def test_finished_without_reporting_fails_saying_how_to_report(job: Job) -> None:
+    job.controller.submit_trial(1, ASSIGN, priority=0)
+    job.launch(1)
+    job.status(1, "TASK_FINISHED")
+    trial = job.trial(1)
+    assert trial.state == "FAILED"
+    assert trial.message == ("the runner exited without reporting a result (call "
+                             "apprunner_sdk.report(accuracy=..., final=True))")
+    assert job.store.trial(1).message == trial.message  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize("state", ["TASK_FAILED", "TASK_LOST", "TASK_ERROR", "TASK_DROPPED",
+                                   "TASK_GONE", "TASK_GONE_BY_OPERATOR", "TASK_UNKNOWN"])
+def test_failure_states_fail_the_trial_with_the_status_and_stderr(job: Job, state: str) -> None:
+    job.controller.submit_trial(1, ASSIGN, priority=0)
+    job.launch(1)
+    job.stderr = "Traceback ...\nZeroDivisionError: division by zero\n"
+    job.status(1, state, reason="REASON_COMMAND_EXECUTOR_FAILED", message="Command exited 1")
+    trial = job.trial(1)
+    assert trial.state == "FAILED"
+    assert trial.message == (f"{state} REASON_COMMAND_EXECUTOR_FAILED: Command exited 1; "
+                             "stderr: Traceback ...\nZeroDivisionError: division by zero")
+    assert job.tail_requests[-1]["state"] == state
+
+
+def test_failure_without_stderr_or_with_a_broken_reader(job: Job) -> None:
+    job.controller.submit_trial(1, ASSIGN, priority=0)
+    job.controller.submit_trial(2, assignment(2), priority=0)
+    job.launch(1)
+    job.launch(2)
+    job.status(1, "TASK_LOST", message="agent removed")
+    assert job.trial(1).message == "TASK_LOST: agent removed"
+    job.stderr = OSError("agent unreachable")  # the reader is best effort: adds nothing
+    job.status(2, "TASK_FAILED")
+    assert job.trial(2).message == "TASK_FAILED"
+
+
+def test_killed_is_killed(job: Job) -> None:
+    job.controller.submit_trial(1, ASSIGN, priority=0)
+    job.launch(1)
+    job.status(1, "TASK_KILLED", message="killed by the operator")
+    assert job.state(1) == "KILLED"
+    assert job.trial(1).message == "TASK_KILLED: killed by the operator"
+
+
+def test_a_terminal_trial_ignores_later_updates(job: Job) -> None:
+    job.controller.submit_trial(1, ASSIGN, priority=0)
+    job.launch(1)
+    job.controller.record_report(1, {"accuracy": 0.5}, None, True, 1.0)
+    job.status(1, "TASK_FINISHED")
+    job.status(1, "TASK_LOST")  # a late duplicate
+    job.status(1, "TASK_RUNNING")
+    assert job.state(1) == "COMPLETED"
+    assert [u["state"] for u in job.store.task_updates("trial-0001")][-2:] == [
+        "TASK_LOST", "TASK_RUNNING"]  # still recorded as received
+
+
+def test_status_of_an_unknown_task_is_recorded_and_changes_nothing(job: Job) -> None:
+    job.controller.submit_trial(1, ASSIGN, priority=0)
+    job.controller.on_status(task_status("someone-else", "TASK_FAILED"))
+    assert job.state(1) == "PENDING"
+    assert job.store.task_updates("someone-else")[0]["state"] == "TASK_FAILED"
+
+
+# -- AppCore's life -------------------------------------------------------------------------------
+
+
+def test_appcore_attach_and_address(job: Job) -> None:
+    task_id = job.controller.next_appcore_task_id()
+    job.controller.appcore_launched(task_id, AGENT)
+    assert job.controller.appcore_address() == ""
+    job.controller.on_status(task_status(task_id, "TASK_RUNNING"))
+    assert job.controller.appcore_address() == ""  # running, not attached yet
+    job.controller.submit_trial(1, ASSIGN, priority=0)
+    reply = job.controller.attach_appcore("agent1:31000")
+    assert job.controller.appcore_address() == "agent1:31000"
+    assert reply.spec == job.controller.config.search
+    assert [t.number for t in reply.trials] == [1] and reply.sequence == 1
+    run = job.store.appcore_runs()[0]
+    assert (run["attempt"], run["task_id"], run["address"], run["state"]) == (
+        1, "appcore-1", "agent1:31000", "ATTACHED")
+    assert "appcore-1" in job.controller.live_task_ids()
+
+
+def test_appcore_failure_asks_for_a_relaunch(make: Callable[..., Job]) -> None:
+    job = make(max_appcore_restarts=2)
+    job.controller.appcore_launched("appcore-1", AGENT)
+    job.controller.attach_appcore("agent1:31000")
+    calls = job.pending_calls
+    job.controller.on_status(task_status("appcore-1", "TASK_FAILED", message="exit 1"))
+    assert job.controller.outcome is None
+    assert job.pending_calls == calls + 1  # the scheduler is woken to revive offers
+    assert job.controller.appcore_address() == ""
+    assert job.controller.launch_requests()[0].key == APPCORE_KEY
+    assert job.controller.next_appcore_task_id() == "appcore-2"
+    assert job.store.appcore_runs()[0]["state"] == "TASK_FAILED"
+    assert job.store.appcore_runs()[0]["ended_at"] is not None
+
+    job.controller.appcore_launched("appcore-2", AGENT)
+    job.controller.on_status(task_status("appcore-1", "TASK_LOST"))  # the old one: ignored
+    assert APPCORE_KEY not in [r.key for r in job.controller.launch_requests()]
+    assert [r["task_id"] for r in job.store.appcore_runs()] == ["appcore-1", "appcore-2"]
+
+
+def test_appcore_failing_beyond_its_restarts_ends_the_job_in_error(
+        make: Callable[..., Job]) -> None:
+    job = make(max_appcore_restarts=1)
+    job.controller.submit_trial(1, ASSIGN, priority=0)
+    job.controller.appcore_launched("appcore-1", AGENT)
+    job.controller.on_status(task_status("appcore-1", "TASK_FAILED"))
+    assert job.controller.outcome is None
+    job.controller.appcore_launched("appcore-2", AGENT)
+    job.stderr = "ImportError: no module named appcore"
+    job.controller.on_status(task_status("appcore-2", "TASK_ERROR",
+                                         reason="REASON_TASK_INVALID", message="bad"))
+    outcome = job.controller.outcome
+    assert outcome is not None and outcome[0] == framework_pb2.ERROR
+    assert outcome[1] == ("AppCore failed 2 times; last: TASK_ERROR REASON_TASK_INVALID: bad; "
+                          "stderr: ImportError: no module named appcore")
+    assert job.controller.wait(0)
+    assert job.controller.launch_requests() == []
+    assert job.state(1) == "KILLED"  # pending trials die with the job
+    assert job.store.get_meta("outcome") == "ERROR"
+
+
+def test_appcore_ending_after_the_job_is_not_relaunched(job: Job) -> None:
+    job.controller.appcore_launched("appcore-1", AGENT)
+    job.controller.attach_appcore("h:1")
+    job.controller.finish(framework_pb2.BUDGET_SPENT, "done")
+    calls = job.pending_calls
+    job.controller.on_status(task_status("appcore-1", "TASK_FINISHED"))
+    assert job.controller.outcome == (framework_pb2.BUDGET_SPENT, "done")
+    assert job.pending_calls == calls
+    assert job.controller.live_task_ids() == []
+
+
+# -- the end of the job ---------------------------------------------------------------------------
+
+
+def test_finish_kills_pending_trials_only_and_first_outcome_wins(job: Job) -> None:
+    for number in (1, 2, 3):
+        job.controller.submit_trial(number, assignment(number), priority=0)
+    job.controller.appcore_launched("appcore-1", AGENT)
+    job.launch(1)
+    job.controller.finish(framework_pb2.TARGET_REACHED, "trial 1 reached accuracy=0.99")
+    job.controller.finish(framework_pb2.STOPPED, "too late")
+    assert job.controller.outcome == (framework_pb2.TARGET_REACHED,
+                                      "trial 1 reached accuracy=0.99")
+    assert [job.state(n) for n in (1, 2, 3)] == ["RUNNING", "KILLED", "KILLED"]
+    assert job.trial(2).message == "the job ended before the trial ran"
+    # The running trial and AppCore are left for the runtime to kill through Mesos.
+    assert sorted(job.controller.live_task_ids()) == ["appcore-1", "trial-0001"]
+    assert job.controller.wait(timeout=0)
+    reopened = job.reopened()
+    try:
+        assert reopened.get_meta("outcome") == "TARGET_REACHED"
+        assert reopened.get_meta("outcome_message") == "trial 1 reached accuracy=0.99"
+        assert reopened.get_meta("ended_at") is not None
+        assert [t.state for t in reopened.trials()] == ["RUNNING", "KILLED", "KILLED"]
+    finally:
+        reopened.close()
+
+
+def test_wait_times_out_while_the_job_runs(job: Job) -> None:
+    started = time.monotonic()
+    assert job.controller.wait(timeout=0.05) is False
+    assert time.monotonic() - started >= 0.05
+
+
+# -- reports --------------------------------------------------------------------------------------
+
+
+def test_reports_are_recorded_before_returning(job: Job) -> None:
+    job.controller.submit_trial(1, ASSIGN, priority=0)
+    job.launch(1)
+    job.controller.record_report(1, {"loss": 0.9, "accuracy": 0.4}, 0, False, 1.0)
+    reopened = job.reopened()
+    try:
+        assert reopened.reports(1) == [{"trial": 1, "step": 0,
+                                        "metrics": {"loss": 0.9, "accuracy": 0.4},
+                                        "final": False, "elapsed_seconds": 1.0}]
+        assert reopened.trial(1).objective == 0.4  # type: ignore[union-attr]
+    finally:
+        reopened.close()
+
+    proto = job.controller.record_report(1, {"accuracy": 0.8}, None, True, 2.5)
+    assert proto.objective == 0.8 and proto.training_seconds == 2.5
+    assert {m.name: m.value for m in proto.metrics} == {"loss": 0.9, "accuracy": 0.8}
+    reopened = job.reopened()
+    try:
+        assert [r["final"] for r in reopened.reports(1)] == [False, True]
+        stored = reopened.trial(1)
+        assert stored is not None
+        assert (stored.objective, stored.final_reported, stored.training_seconds) == (
+            0.8, True, 2.5)
+        assert stored.metrics == {"loss": 0.9, "accuracy": 0.8}
+    finally:
+        reopened.close()
+
+
+@pytest.mark.parametrize("number, metrics, error, message", [
+    (9, {"accuracy": 1.0}, NotFoundError, "trial 9 does not exist"),
+    (1, {}, InvalidArgumentError, "a report needs at least one metric"),
+    (1, {"accuracy": float("nan")}, InvalidArgumentError,
+     "metric 'accuracy' must be a finite number"),
+    (1, {"loss": float("inf")}, InvalidArgumentError, "metric 'loss' must be a finite"),
+    (1, {"": 1.0}, InvalidArgumentError, "metric '' must be a finite number"),
+])
+def test_bad_reports_are_refused_and_not_recorded(job: Job, number: int,
+                                                  metrics: dict[str, float],
+                                                  error: type[Exception], message: str) -> None:
+    job.controller.submit_trial(1, ASSIGN, priority=0)
+    with pytest.raises(error, match=message):
+        job.controller.record_report(number, metrics, None, False, 0.0)
+    assert job.store.reports() == []
+
+
+def test_no_report_after_the_final_one(job: Job) -> None:
+    job.controller.submit_trial(1, ASSIGN, priority=0)
+    job.controller.record_report(1, {"accuracy": 0.5}, None, True, 1.0)
+    with pytest.raises(FailedPreconditionError, match="trial 1 already reported its final"):
+        job.controller.record_report(1, {"accuracy": 0.9}, None, False, 2.0)
+    assert job.trial(1).objective == 0.5 and len(job.store.reports(1)) == 1
+
+
+# -- events and watching --------------------------------------------------------------------------
+
+
+def test_events_follow_every_state_change_in_order(job: Job) -> None:
+    job.controller.submit_trial(1, ASSIGN, priority=0)
+    job.controller.submit_trial(2, assignment(2), priority=0)
+    job.launch(1)
+    job.controller.record_report(1, {"accuracy": 0.7}, None, True, 1.0)
+    job.status(1, "TASK_FINISHED")
+    events, ended = job.controller.events_after(0, timeout=0)
+    assert not ended
+    assert [e.sequence for e in events] == [1, 2, 3, 4, 5]
+    # submitted 1, submitted 2, 1 launching, 1 running, 1 completed; each event carries the
+    # trial as it is now, so a watcher that fell behind catches up with the latest state.
+    assert [e.trial.number for e in events] == [1, 2, 1, 1, 1]
+    assert events[-1].trial.state == common_pb2.COMPLETED
+    assert events[1].trial.state == common_pb2.PENDING
+    later, _ = job.controller.events_after(3, timeout=0)
+    assert [e.sequence for e in later] == [4, 5]
+    assert later[-1].trial.objective == 0.7
+
+
+def test_events_after_waits_for_news_then_gives_up(job: Job) -> None:
+    started = time.monotonic()
+    events, ended = job.controller.events_after(0, timeout=0.1)
+    assert (events, ended) == ([], False)
+    assert time.monotonic() - started >= 0.09
+
+    def submit_soon() -> None:
+        time.sleep(0.05)
+        job.controller.submit_trial(1, ASSIGN, priority=0)
+
+    threading.Thread(target=submit_soon).start()
+    started = time.monotonic()
+    events, _ = job.controller.events_after(0, timeout=5.0)
+    assert [e.trial.number for e in events] == [1]
+    assert time.monotonic() - started < 2.0  # woken by the event, not the timeout
+
+
+def test_watch_streams_until_the_job_ends(job: Job) -> None:
+    job.controller.submit_trial(1, ASSIGN, priority=0)
+    seen: list[tuple[int, str]] = []
+
+    def consume() -> None:
+        for event in job.controller.watch(0, lambda: True):
+            seen.append((event.sequence, common_pb2.TrialState.Name(event.trial.state)))
+
+    watcher = threading.Thread(target=consume)
+    watcher.start()
+    job.controller.submit_trial(2, assignment(2), priority=0)
+    job.controller.finish(framework_pb2.STOPPED, "stop")
+    watcher.join(5.0)
+    assert not watcher.is_alive()
+    # Both submissions, then both pending trials killed by the end of the job.
+    assert [s for s, _ in seen] == [1, 2, 3, 4]
+    assert all(state == "KILLED" for _, state in seen[2:])
+
+
+def test_watch_stops_when_the_caller_goes_away(job: Job) -> None:
+    active = threading.Event()
+    active.set()
+    out: list[int] = []
+
+    def consume() -> None:
+        out.extend(e.sequence for e in job.controller.watch(0, active.is_set))
+
+    watcher = threading.Thread(target=consume)
+    watcher.start()
+    job.controller.submit_trial(1, ASSIGN, priority=0)
+    active.clear()
+    watcher.join(5.0)
+    assert not watcher.is_alive() and job.controller.outcome is None
+
+
+# -- reading: best, progress, a restarted framework --------------------------------------------
+
+
+def complete(job: Job, number: int, value: float) -> None:
+    job.controller.submit_trial(number, assignment(number), priority=0)
+    job.launch(number)
+    job.controller.record_report(number, {"accuracy": value}, None, True, float(number))
+    job.status(number, "TASK_FINISHED")
+
+
+@pytest.mark.parametrize("direction, best", [(common_pb2.MAXIMIZE, 2),
+                                             (common_pb2.MINIMIZE, 3)])
+def test_best_trial_and_progress(make: Callable[..., Job], direction: int, best: int) -> None:
+    job = make(direction=direction, max_trials=8)
+    complete(job, 1, 0.5)
+    complete(job, 2, 0.9)
+    complete(job, 3, 0.1)
+    complete(job, 4, 0.9)  # ties go to the earlier trial
+    job.controller.submit_trial(5, assignment(5), priority=0)
+    job.launch(5)
+    job.controller.record_report(5, {"accuracy": 5.0}, 0, False, 1.0)  # not completed
+    job.status(5, "TASK_FAILED")
+    job.controller.submit_trial(6, assignment(6), priority=0)
+    job.launch(6)
+    job.controller.submit_trial(7, assignment(7), priority=0)
+    best_trial = job.controller.best_trial()
+    assert best_trial is not None and best_trial.number == best
+    progress = job.controller.progress()
+    assert (progress.done, progress.running, progress.pending, progress.failed) == (4, 1, 1, 1)
+    assert (progress.submitted, progress.budget) == (7, 8)
+    assert progress.best is not None and progress.best.number == best
+    assert progress.elapsed >= 0
+
+
+def test_no_best_before_a_trial_completes(job: Job) -> None:
+    assert job.controller.best_trial() is None
+    assert job.controller.progress().best is None
+
+
+def test_a_restarted_controller_continues_from_the_store(job: Job) -> None:
+    job.controller.submit_trial(1, ASSIGN, priority=0)
+    job.controller.submit_trial(2, assignment(2), priority=0)
+    job.launch(1)
+    job.controller.appcore_launched("appcore-1", AGENT)
+    job.controller.on_status(task_status("appcore-1", "TASK_FAILED"))
+    job.controller.appcore_launched("appcore-2", AGENT)
+
+    again = JobController(job.controller.config, job.store, "tok")
+    assert [(t.number, t.state) for t in again.trials()] == [(1, "RUNNING"), (2, "PENDING")]
+    assert again.next_appcore_task_id() == "appcore-3"
+    again.on_status(task_status("trial-0001", "TASK_FAILED", message="agent lost"))
+    assert {t.number: t.state for t in again.trials()}[1] == "FAILED"
+    with pytest.raises(AlreadyExistsError):
+        again.submit_trial(2, assignment(3), priority=0)

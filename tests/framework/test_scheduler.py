@@ -1,0 +1,256 @@
+"""The pymesos Scheduler's callbacks, over the real controller, store and FIFO policy.
+
+The driver is a recorder with pymesos' ``MesosSchedulerDriver`` method signatures: it keeps every
+call the scheduler makes (launch, decline, suppress, revive, acknowledge, kill, reconcile) so the
+tests can check them, as pymesos' own scheduler tests do (style anchors, rule 13). The real driver
+talking to a real master is exercised by the local-mode end-to-end tests.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from appcore.tokens import trial_token
+from apprunner_sdk import _env
+from framework.job import JobController
+from framework.policies import FifoPolicy
+from framework.sandbox_logs import SandboxLogs
+from framework.scheduler import IDLE_REFUSE_SECONDS
+from framework.scheduler import LEFTOVER_REFUSE_SECONDS
+from framework.scheduler import JobScheduler
+from framework.store import JobStore
+from protos import framework_pb2
+from tests.inprocess import JOB_TOKEN
+from tests.inprocess import job_config
+from tests.inprocess import task_status
+
+
+class RecordingDriver:
+    """Records the calls a JobScheduler makes on its pymesos driver."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, Any]] = []
+
+    def launchTasks(self, offer_ids: Any, tasks: list[dict[str, Any]],  # noqa: N802
+                    filters: Any = None) -> None:
+        self.calls.append(("launch", (offer_ids, tasks, filters)))
+
+    def declineOffer(self, offer_ids: Any, filters: Any = None) -> None:  # noqa: N802
+        self.calls.append(("decline", (offer_ids, filters)))
+
+    def suppressOffers(self, roles: Any = ()) -> None:  # noqa: N802
+        self.calls.append(("suppress", None))
+
+    def reviveOffers(self, roles: Any = ()) -> None:  # noqa: N802
+        self.calls.append(("revive", None))
+
+    def acknowledgeStatusUpdate(self, status: dict[str, Any]) -> None:  # noqa: N802
+        self.calls.append(("ack", status))
+
+    def killTask(self, task_id: dict[str, str]) -> None:  # noqa: N802
+        self.calls.append(("kill", task_id))
+
+    def reconcileTasks(self, tasks: list[Any]) -> None:  # noqa: N802
+        self.calls.append(("reconcile", tasks))
+
+    def kinds(self) -> list[str]:
+        return [kind for kind, _ in self.calls]
+
+    def launched(self) -> list[dict[str, Any]]:
+        return [task for kind, (_, tasks, _) in
+                ((k, a) for k, a in self.calls if k == "launch") for task in tasks]
+
+    def clear(self) -> None:
+        self.calls.clear()
+
+
+URIS = [{"value": "http://10.0.0.1:8000/s/files/0/train.py", "extract": False,
+         "output_file": "train.py"}]
+
+
+class Setup:
+    def __init__(self, job_dir: Path, **config: Any) -> None:
+        self.store = JobStore(job_dir / "job.db")
+        self.driver = RecordingDriver()
+        self.controller = JobController(job_config(**config), self.store, JOB_TOKEN,
+                                        on_pending=lambda: self.scheduler.wake())
+        self.scheduler = JobScheduler(self.controller, FifoPolicy(decline_seconds=5.0),
+                                      "10.0.0.1:5000", uris=URIS, trial_env={"T": "1"},
+                                      logs=SandboxLogs())
+        self.scheduler.registered(self.driver, {"value": "F-1"},
+                                  {"hostname": "master", "port": 5050})
+
+    def offer(self, offer_id: str, cpus: float = 4.0, mem: float = 4096.0,
+              ports: tuple[int, int] = (31000, 31010), agent: str = "S1") -> dict[str, Any]:
+        return {
+            "id": {"value": offer_id}, "framework_id": {"value": "F-1"},
+            "agent_id": {"value": agent}, "hostname": f"host-{agent}",
+            "url": {"scheme": "http", "address": {"ip": "127.0.0.1", "port": 5051},
+                    "path": "/slave(1)"},
+            "resources": [
+                {"name": "cpus", "type": "SCALAR", "scalar": {"value": cpus}, "role": "*"},
+                {"name": "mem", "type": "SCALAR", "scalar": {"value": mem}, "role": "*"},
+                {"name": "ports", "type": "RANGES", "role": "*",
+                 "ranges": {"range": [{"begin": ports[0], "end": ports[1]}]}},
+            ],
+        }
+
+    def submit(self, number: int) -> None:
+        self.controller.submit_trial(number, {"lr": 0.01 * number, "layers": 1, "act": "relu"},
+                                     priority=0)
+
+
+@pytest.fixture
+def setup(tmp_path: Path) -> Iterator[Setup]:
+    made = Setup(tmp_path, max_trials=10, parallelism=2)
+    yield made
+    made.store.close()
+
+
+def env_of(task: dict[str, Any]) -> dict[str, str]:
+    return {v["name"]: v["value"] for v in task["command"]["environment"]["variables"]}
+
+
+def test_registration_is_recorded(setup: Setup) -> None:
+    assert setup.scheduler.registered_event.is_set()
+    assert setup.scheduler.framework_id == "F-1"
+    assert setup.store.get_meta("framework_id") == "F-1"
+
+
+def test_appcore_launches_first_and_trials_wait_for_it_to_attach(setup: Setup) -> None:
+    setup.submit(1)
+    setup.scheduler.resourceOffers(setup.driver, [setup.offer("O1")])
+    (task,) = setup.driver.launched()
+    assert task["name"] == "appcore" and task["task_id"] == {"value": "appcore-1"}
+    assert env_of(task)[_env.APPCORE_PORT] == "31000"
+    assert env_of(task)[_env.FRAMEWORK_ADDR] == "10.0.0.1:5000"
+    assert env_of(task)[_env.JOB_TOKEN] == JOB_TOKEN
+    launch = setup.driver.calls[0][1]
+    assert launch[0] == [{"value": "O1"}] and launch[2] == {"refuse_seconds":
+                                                            LEFTOVER_REFUSE_SECONDS}
+    # The trial waits: AppCore has not attached, so runners would not know where to report.
+    assert [t.state for t in setup.controller.trials()] == ["PENDING"]
+    assert "suppress" not in setup.driver.kinds()
+
+    setup.driver.clear()
+    setup.scheduler.resourceOffers(setup.driver, [setup.offer("O2")])
+    assert setup.driver.kinds() == ["decline"]  # still not attached: nothing to launch
+    assert setup.driver.calls[0][1] == ([{"value": "O2"}], {"refuse_seconds": 5.0})
+
+
+def test_trials_launch_once_appcore_attached(setup: Setup) -> None:
+    setup.scheduler.resourceOffers(setup.driver, [setup.offer("O1")])
+    setup.controller.attach_appcore("host-S1:31000")
+    setup.driver.clear()
+    setup.submit(1)
+    setup.submit(2)
+    setup.scheduler.resourceOffers(setup.driver, [setup.offer("O2", cpus=1.0),
+                                                  setup.offer("O3", agent="S2")])
+    tasks = setup.driver.launched()
+    assert [t["name"] for t in tasks] == ["trial-0001", "trial-0002"]
+    first = tasks[0]
+    assert first["agent_id"] == {"value": "S1"} and tasks[1]["agent_id"] == {"value": "S2"}
+    env = env_of(first)
+    assert env[_env.APPCORE_ADDR] == "host-S1:31000"
+    assert env[_env.TRIAL_TOKEN] == trial_token(JOB_TOKEN, 1)
+    assert env["T"] == "1"
+    assert first["command"]["uris"] == URIS
+    assert [t.state for t in setup.controller.trials()] == ["LAUNCHING", "LAUNCHING"]
+    # Nothing waits any more: offers are suppressed.
+    assert setup.driver.kinds()[-1] == "suppress"
+
+
+def test_idle_offers_are_declined_long_and_suppressed_once(setup: Setup) -> None:
+    setup.scheduler.resourceOffers(setup.driver, [setup.offer("O1"), setup.offer("O2")])
+    # AppCore took O1; O2 fitted nothing (the policy's filter); now nothing waits: suppress.
+    assert setup.driver.kinds() == ["launch", "decline", "suppress"]
+    assert setup.driver.calls[1] == ("decline", ([{"value": "O2"}], {"refuse_seconds": 5.0}))
+    setup.controller.attach_appcore("h:1")
+    setup.driver.clear()
+    # Offers that were already on their way still arrive: declined, no second SUPPRESS.
+    setup.scheduler.resourceOffers(setup.driver, [setup.offer("O3"), setup.offer("O4")])
+    assert setup.driver.calls == [
+        ("decline", ([{"value": "O3"}], {"refuse_seconds": IDLE_REFUSE_SECONDS})),
+        ("decline", ([{"value": "O4"}], {"refuse_seconds": IDLE_REFUSE_SECONDS})),
+    ]
+    assert setup.scheduler.offers_seen == 4 and setup.scheduler.offers_declined == 3
+
+
+def test_a_new_trial_revives_suppressed_offers(setup: Setup) -> None:
+    setup.scheduler.resourceOffers(setup.driver, [setup.offer("O1")])
+    setup.controller.attach_appcore("h:1")
+    assert setup.driver.kinds()[-1] == "suppress"
+    setup.submit(1)  # the controller's on_pending wakes the scheduler
+    assert setup.driver.kinds()[-1] == "revive"
+    setup.submit(2)
+    assert setup.driver.kinds().count("revive") == 1  # already revived
+
+
+def test_a_failed_appcore_is_relaunched_on_the_next_offer(setup: Setup) -> None:
+    setup.scheduler.resourceOffers(setup.driver, [setup.offer("O1")])
+    setup.controller.attach_appcore("h:1")
+    setup.scheduler.resourceOffers(setup.driver, [setup.offer("O2")])  # suppresses
+    setup.driver.clear()
+    setup.scheduler.statusUpdate(setup.driver, task_status("appcore-1", "TASK_FAILED"))
+    assert setup.driver.kinds() == ["revive", "ack"]
+    setup.scheduler.resourceOffers(setup.driver, [setup.offer("O3")])
+    assert [t["task_id"]["value"] for t in setup.driver.launched()] == ["appcore-2"]
+
+
+def test_status_updates_are_acknowledged_after_they_are_recorded(setup: Setup) -> None:
+    setup.scheduler.resourceOffers(setup.driver, [setup.offer("O1")])
+    setup.controller.attach_appcore("h:1")
+    setup.submit(1)
+    setup.scheduler.resourceOffers(setup.driver, [setup.offer("O2")])
+    setup.driver.clear()
+    running = task_status("trial-0001", "TASK_RUNNING")
+    setup.scheduler.statusUpdate(setup.driver, running)
+    assert setup.driver.calls == [("ack", running)]
+    assert setup.store.task_updates("trial-0001")[-1]["state"] == "TASK_RUNNING"
+    # An update without a uuid (from reconciliation) is not acknowledged.
+    reconciled = task_status("trial-0001", "TASK_RUNNING")
+    del reconciled["uuid"]
+    setup.scheduler.statusUpdate(setup.driver, reconciled)
+    assert setup.driver.kinds() == ["ack"]
+
+
+def test_an_update_that_cannot_be_recorded_is_not_acknowledged(setup: Setup) -> None:
+    setup.store.close()  # the database is gone: Mesos must resend the update later
+    setup.scheduler.statusUpdate(setup.driver, task_status("trial-0001", "TASK_FINISHED"))
+    assert "ack" not in setup.driver.kinds()
+
+
+def test_a_bad_offer_is_declined_instead_of_killing_the_driver(setup: Setup) -> None:
+    broken = setup.offer("O1")
+    del broken["agent_id"]
+    setup.scheduler.resourceOffers(setup.driver, [broken])
+    assert setup.driver.calls == [("decline", ({"value": "O1"}, None))]
+
+
+def test_master_errors_end_the_job_except_failover(setup: Setup) -> None:
+    setup.scheduler.error(setup.driver, "Framework has been failed over")
+    assert setup.controller.outcome is None
+    setup.scheduler.error(setup.driver, "Framework has been removed")
+    assert setup.controller.outcome == (
+        framework_pb2.ERROR, "the Mesos master refused the job: Framework has been removed")
+
+
+def test_reregistration_reconciles_and_forgets_suppression(setup: Setup) -> None:
+    setup.scheduler.resourceOffers(setup.driver, [setup.offer("O1")])
+    setup.controller.attach_appcore("h:1")
+    setup.scheduler.resourceOffers(setup.driver, [setup.offer("O2")])
+    setup.driver.clear()
+    setup.scheduler.reregistered(setup.driver, {"hostname": "master2"})
+    assert setup.driver.calls == [("reconcile", [])]
+    setup.scheduler.resourceOffers(setup.driver, [setup.offer("O3")])
+    assert setup.driver.kinds()[-1] == "suppress"  # suppressed again after the re-subscribe
+
+
+def test_kill(setup: Setup) -> None:
+    setup.scheduler.kill(["trial-0001", "appcore-1"])
+    assert setup.driver.calls == [("kill", {"value": "trial-0001"}),
+                                  ("kill", {"value": "appcore-1"})]

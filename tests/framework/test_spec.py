@@ -1,0 +1,41 @@
+"""JobConfig round-trips through the JSON the job store keeps."""
+
+from __future__ import annotations
+
+from framework.spec import InputSpec
+from framework.spec import JobConfig
+from framework.spec import OutputSpec
+from framework.spec import TaskResources
+from tests.inprocess import job_config
+
+
+def test_json_round_trip_keeps_every_field() -> None:
+    base = job_config(target=0.95, tuning_type="grid-search")
+    config = JobConfig(
+        **{**base.__dict__,
+           "files": ("/data/train.py", "/data/util.py"),
+           "inputs": (InputSpec("/data/mnist", "data"), InputSpec("hdfs://nn/x", "x")),
+           "output": OutputSpec("/results", "model"),
+           "runner": TaskResources(cpus=2.0, mem_mb=1024.0, gpus=1, disk_mb=10.0),
+           "extra_env": {"A": "1"},
+           "runner_path_prefix": "/venv/bin"},
+    )
+    again = JobConfig.from_json(config.to_json())
+    assert again == config
+    assert again.search.target == 0.95 and again.search.HasField("target")
+    assert again.search.space == config.search.space
+
+
+def test_without_output_or_target() -> None:
+    config = job_config()
+    again = JobConfig.from_json(config.to_json())
+    assert again == config
+    assert again.output is None
+    assert not again.search.HasField("target")
+
+
+def test_search_spec_is_a_copy() -> None:
+    config = job_config(max_trials=4)
+    spec = config.search_spec()
+    spec.max_trials = 99
+    assert config.search.max_trials == 4

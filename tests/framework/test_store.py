@@ -1,0 +1,175 @@
+"""The job store: a real SQLite file, written through and read back from a new connection."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+import sqlite3
+import threading
+
+import pytest
+
+from framework.store import SCHEMA_VERSION
+from framework.store import JobStore
+from framework.store import StoreError
+from tests.inprocess import task_status
+
+
+@pytest.fixture
+def db_path(tmp_path: Path) -> Path:
+    return tmp_path / "jobs" / "job-1" / "job.db"
+
+
+@pytest.fixture
+def store(db_path: Path) -> Iterator[JobStore]:
+    opened = JobStore(db_path)
+    yield opened
+    opened.close()
+
+
+def test_creates_its_folder_in_wal_mode_with_a_schema_version(db_path: Path) -> None:
+    store = JobStore(db_path)
+    try:
+        assert db_path.is_file()
+        assert store.get_meta("schema_version") == str(SCHEMA_VERSION)
+        with sqlite3.connect(db_path) as other:
+            assert other.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    finally:
+        store.close()
+
+
+def test_unopenable_path_raises_store_error_naming_it(tmp_path: Path) -> None:
+    folder = tmp_path / "a-folder.db"
+    folder.mkdir()
+    with pytest.raises(StoreError, match="cannot open job store .*a-folder.db"):
+        JobStore(folder)
+
+
+def test_meta_set_overwrite_and_many(store: JobStore) -> None:
+    assert store.get_meta("missing") is None
+    store.set_meta("outcome", "BUDGET_SPENT")
+    store.set_meta("outcome", "STOPPED")
+    store.set_meta_many({"a": "1", "b": "2"})
+    assert store.get_meta("outcome") == "STOPPED"
+    assert (store.get_meta("a"), store.get_meta("b")) == ("1", "2")
+
+
+def test_trials_keep_assignment_types_and_survive_reopening(store: JobStore,
+                                                             db_path: Path) -> None:
+    row = store.add_trial(2, {"lr": 0.5, "layers": 3, "act": "relu"}, priority=1)
+    store.add_trial(1, {"lr": 2.0, "layers": 1, "act": "tanh"}, priority=0)
+    assert row.state == "PENDING" and not row.terminal
+    store.update_trial(2, state="RUNNING", task_id="trial-0002", agent_id="S1", started_at=5.0,
+                       metrics={"accuracy": 0.25}, final_reported=True)
+
+    reopened = JobStore(db_path)
+    try:
+        trials = reopened.trials()
+        assert [t.number for t in trials] == [1, 2]  # ordered by number
+        first, second = trials
+        assert first.assignment == {"lr": 2.0, "layers": 1, "act": "tanh"}
+        assert type(first.assignment["lr"]) is float and type(first.assignment["layers"]) is int
+        assert (second.state, second.task_id, second.agent_id, second.started_at) == (
+            "RUNNING", "trial-0002", "S1", 5.0)
+        assert second.metrics == {"accuracy": 0.25}
+        assert second.final_reported is True and second.priority == 1
+        assert reopened.trial(2) == second
+        assert reopened.trial(99) is None
+    finally:
+        reopened.close()
+
+
+def test_duplicate_trial_number_is_rejected_and_leaves_the_first(store: JobStore) -> None:
+    store.add_trial(1, {"x": 1}, priority=0)
+    with pytest.raises(sqlite3.IntegrityError):
+        store.add_trial(1, {"x": 2}, priority=0)
+    assert store.trial(1).assignment == {"x": 1}  # type: ignore[union-attr]
+    # The failed transaction was rolled back: the store still writes.
+    store.add_trial(2, {"x": 2}, priority=0)
+    assert [t.number for t in store.trials()] == [1, 2]
+
+
+def test_terminal_states(store: JobStore) -> None:
+    store.add_trial(1, {"x": 1}, priority=0)
+    for state, terminal in [("LAUNCHING", False), ("RUNNING", False), ("COMPLETED", True),
+                            ("FAILED", True), ("KILLED", True), ("PRUNED", True)]:
+        store.update_trial(1, state=state)
+        assert store.trial(1).terminal is terminal, state  # type: ignore[union-attr]
+
+
+def test_report_and_trial_columns_are_one_transaction(store: JobStore, db_path: Path) -> None:
+    store.add_trial(1, {"x": 1}, priority=0)
+    store.add_report(1, {"loss": 0.5}, step=0, final=False, elapsed_seconds=1.5,
+                     trial_fields={"metrics": {"loss": 0.5}, "training_seconds": 1.5})
+    store.add_report(1, {"accuracy": 0.9}, step=None, final=True, elapsed_seconds=3.0,
+                     trial_fields={"metrics": {"loss": 0.5, "accuracy": 0.9},
+                                   "objective": 0.9, "final_reported": True,
+                                   "training_seconds": 3.0})
+    with pytest.raises(sqlite3.OperationalError):
+        # A bad column aborts the whole report: neither the row nor the update is kept.
+        store.add_report(1, {"accuracy": 0.1}, step=None, final=True, elapsed_seconds=4.0,
+                         trial_fields={"no_such_column": 1})
+
+    reopened = JobStore(db_path)
+    try:
+        assert reopened.reports(1) == [
+            {"trial": 1, "step": 0, "metrics": {"loss": 0.5}, "final": False,
+             "elapsed_seconds": 1.5},
+            {"trial": 1, "step": None, "metrics": {"accuracy": 0.9}, "final": True,
+             "elapsed_seconds": 3.0},
+        ]
+        assert reopened.reports(2) == []
+        assert len(reopened.reports()) == 2
+        trial = reopened.trial(1)
+        assert trial is not None
+        assert (trial.objective, trial.final_reported, trial.training_seconds) == (0.9, True, 3.0)
+        assert trial.metrics == {"loss": 0.5, "accuracy": 0.9}
+    finally:
+        reopened.close()
+
+
+def test_task_updates_are_recorded_as_received(store: JobStore) -> None:
+    store.add_task_update(task_status("trial-0001", "TASK_RUNNING"))
+    store.add_task_update(task_status("trial-0001", "TASK_FAILED", message="exit 3",
+                                      reason="REASON_COMMAND_EXECUTOR_FAILED"))
+    store.add_task_update(task_status("appcore-1", "TASK_RUNNING", agent_id="S9"))
+    assert store.task_updates("trial-0001") == [
+        {"task_id": "trial-0001", "state": "TASK_RUNNING", "reason": "",
+         "source": "SOURCE_EXECUTOR", "message": "", "agent_id": "agent-S0"},
+        {"task_id": "trial-0001", "state": "TASK_FAILED",
+         "reason": "REASON_COMMAND_EXECUTOR_FAILED", "source": "SOURCE_EXECUTOR",
+         "message": "exit 3", "agent_id": "agent-S0"},
+    ]
+    assert [u["task_id"] for u in store.task_updates()] == ["trial-0001", "trial-0001",
+                                                            "appcore-1"]
+    assert store.task_updates("appcore-1")[0]["agent_id"] == "S9"
+
+
+def test_appcore_runs(store: JobStore) -> None:
+    store.add_appcore_run(1, "appcore-1", "S0")
+    store.update_appcore_run(1, state="TASK_FAILED", ended_at=10.0)
+    store.add_appcore_run(2, "appcore-2", "S1")
+    store.update_appcore_run(2, address="10.0.0.2:31000", state="ATTACHED")
+    runs = store.appcore_runs()
+    assert [(r["attempt"], r["task_id"], r["agent_id"], r["state"]) for r in runs] == [
+        (1, "appcore-1", "S0", "TASK_FAILED"), (2, "appcore-2", "S1", "ATTACHED")]
+    assert runs[0]["ended_at"] == 10.0 and runs[1]["address"] == "10.0.0.2:31000"
+
+
+def test_concurrent_writers_from_threads_lose_nothing(store: JobStore) -> None:
+    store.add_trial(1, {"x": 1}, priority=0)
+
+    def write(offset: int) -> None:
+        for step in range(25):
+            store.add_report(1, {"m": float(step)}, step=offset + step, final=False,
+                             elapsed_seconds=0.0, trial_fields={})
+            store.add_task_update(task_status(f"t-{offset}", "TASK_RUNNING"))
+
+    threads = [threading.Thread(target=write, args=(i * 100,)) for i in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    steps = sorted(r["step"] for r in store.reports(1))
+    assert steps == sorted(i * 100 + s for i in range(4) for s in range(25))
+    assert len(store.task_updates()) == 100

@@ -1,0 +1,103 @@
+"""TaskInfo builders: names, labels, environment, resources and fetcher URIs."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from apprunner_sdk import _env
+from framework.tasks import appcore_task
+from framework.tasks import first_port
+from framework.tasks import task_name
+from framework.tasks import trial_task
+from localmesos.resources import Resources
+
+
+CLAIM = Resources({"cpus": 1.0, "mem": 256.0}, {"ports": [(31005, 31005)]})
+
+
+def env_of(task: dict[str, Any]) -> dict[str, str]:
+    variables = task["command"]["environment"]["variables"]
+    return {v["name"]: v["value"] for v in variables}
+
+
+def labels_of(task: dict[str, Any]) -> dict[str, str]:
+    return {label["key"]: label["value"] for label in task["labels"]["labels"]}
+
+
+def test_task_names_are_zero_padded() -> None:
+    assert task_name(7) == "trial-0007"
+    assert task_name(12345) == "trial-12345"
+
+
+def test_first_port() -> None:
+    assert first_port(CLAIM) == 31005
+    with pytest.raises(ValueError, match="no port"):
+        first_port(Resources({"cpus": 1.0}))
+
+
+def test_appcore_task() -> None:
+    task = appcore_task(task_id="appcore-2", agent_id="S1", hostname="agent1", claim=CLAIM,
+                        command="python3 -m appcore", job_id="job-9",
+                        framework_address="10.0.0.1:5000", job_token="secret",
+                        extra_env={"EXTRA": "x", _env.JOB_ID: "overridden"})
+    assert task["name"] == "appcore"
+    assert task["task_id"] == {"value": "appcore-2"}
+    assert task["agent_id"] == {"value": "S1"}
+    assert Resources.from_json(task["resources"]) == CLAIM
+    assert task["command"]["shell"] is True
+    assert task["command"]["value"] == "python3 -m appcore"
+    assert env_of(task) == {
+        "EXTRA": "x",
+        _env.JOB_ID: "job-9",  # the framework's values win over extra_env
+        _env.FRAMEWORK_ADDR: "10.0.0.1:5000",
+        _env.JOB_TOKEN: "secret",
+        _env.APPCORE_PORT: "31005",
+        _env.APPCORE_HOST: "agent1",
+        "PYTHONUNBUFFERED": "1",
+    }
+    assert labels_of(task) == {"disauto.job": "job-9", "disauto.role": "appcore"}
+
+
+def test_trial_task() -> None:
+    uris = [{"value": "http://h:1/s/files/0/train.py", "extract": False,
+             "output_file": "train.py"}]
+    assignment = {"lr": 0.1, "layers": 3, "act": "relu"}
+    task = trial_task(trial_number=7, agent_id="S2", claim=CLAIM, launch_cmd="python train.py",
+                      job_id="job-9", assignment=assignment, trial_token="tok7",
+                      appcore_address="agent1:31005", framework_address="10.0.0.1:5000",
+                      uris=uris, output_dir="/out/trial-0007", output_name="model",
+                      extra_env={"EXTRA": "y"})
+    assert task["name"] == "trial-0007" and task["task_id"] == {"value": "trial-0007"}
+    assert task["agent_id"] == {"value": "S2"}
+    assert Resources.from_json(task["resources"]) == CLAIM
+    assert task["command"]["value"] == "python train.py"
+    assert task["command"]["uris"] == uris and task["command"]["uris"][0] is not uris[0]
+    env = env_of(task)
+    assert json.loads(env[_env.PARAMS]) == assignment
+    assert env == {
+        "EXTRA": "y",
+        _env.JOB_ID: "job-9",
+        _env.TRIAL_NUMBER: "7",
+        _env.TRIAL_TOKEN: "tok7",
+        _env.PARAMS: env[_env.PARAMS],
+        _env.APPCORE_ADDR: "agent1:31005",
+        _env.FRAMEWORK_ADDR: "10.0.0.1:5000",
+        _env.OUTPUT_DIR: "/out/trial-0007",
+        _env.OUTPUT_NAME: "model",
+        "PYTHONUNBUFFERED": "1",
+    }
+    labels = labels_of(task)
+    assert labels == {"disauto.job": "job-9", "disauto.role": "trial", "disauto.trial": "7",
+                      "disauto.assignment": env[_env.PARAMS]}
+
+
+def test_trial_task_without_output_has_no_output_variables() -> None:
+    task = trial_task(trial_number=1, agent_id="S", claim=CLAIM, launch_cmd="x", job_id="j",
+                      assignment={"a": "b"}, trial_token="t", appcore_address="h:1",
+                      framework_address="h:2")
+    env = env_of(task)
+    assert _env.OUTPUT_DIR not in env and _env.OUTPUT_NAME not in env
+    assert task["command"]["uris"] == []

@@ -1,0 +1,127 @@
+"""The results people see: the progress line, the table, results.json and results.csv."""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+import pytest
+
+from framework.job import Progress
+from framework.job import sorted_trials
+from framework.store import TrialRow
+from protos import framework_pb2
+from submit import results
+from submit.exit_status import ExitStatus
+from submit.exit_status import for_outcome
+
+
+def row(number: int, state: str, objective: float | None = None, **extra: object) -> TrialRow:
+    return TrialRow(number=number, assignment={"lr": 0.01 * number, "act": "relu"},
+                    state=state, objective=objective,
+                    metrics={"accuracy": objective} if objective is not None else {},
+                    training_seconds=1.25 * number, task_id=f"trial-{number:04d}",
+                    **extra)  # type: ignore[arg-type]
+
+
+TRIALS = [
+    row(1, "COMPLETED", 0.80),
+    row(2, "FAILED", message="TASK_FAILED: exit 1"),
+    row(3, "COMPLETED", 0.95),
+    row(4, "KILLED", 0.99),  # an intermediate value, but it never completed
+    row(5, "COMPLETED", 0.60),
+    row(6, "RUNNING"),
+    row(7, "COMPLETED", 0.80),
+]
+
+
+def numbers(trials: list[TrialRow]) -> list[int]:
+    return [t.number for t in trials]
+
+
+@pytest.mark.parametrize("maximize, expected", [
+    (True, [3, 1, 7, 5, 2, 4, 6]),
+    (False, [5, 1, 7, 3, 2, 4, 6]),
+])
+def test_best_first_then_the_rest_by_number(maximize: bool, expected: list[int]) -> None:
+    assert numbers(sorted_trials(TRIALS, maximize)) == expected
+
+
+def test_table_is_best_first_and_aligned() -> None:
+    text = results.table(TRIALS, "accuracy", maximize=True)
+    lines = text.splitlines()
+    assert lines[0].split() == ["trial", "state", "accuracy", "lr", "act", "time(s)"]
+    assert set(lines[1].replace(" ", "")) == {"-"}
+    body = [line.split() for line in lines[2:]]
+    assert [cells[0] for cells in body] == [f"trial-{n:04d}" for n in (3, 1, 7, 5, 2, 4, 6)]
+    assert body[0] == ["trial-0003", "COMPLETED", "0.95", "0.03", "relu", "3.8"]
+    assert body[4] == ["trial-0002", "FAILED", "-", "0.02", "relu", "2.5"]
+    # Columns line up: every row starts its third column at the header's.
+    column = lines[0].index("accuracy")
+    assert all(line[column - 2:column] == "  " and line[column] != " " for line in lines[2:])
+
+    minimized = results.table(TRIALS, "loss", maximize=False).splitlines()
+    assert minimized[0].split()[2] == "loss"
+    assert minimized[2].startswith("trial-0005")
+
+
+def test_table_limit_points_to_the_csv() -> None:
+    lines = results.table(TRIALS, "accuracy", maximize=True, limit=3).splitlines()
+    assert len(lines) == 2 + 3 + 1
+    assert lines[-1] == "... 4 more in results.csv"
+
+
+def test_written_results(tmp_path: Path) -> None:
+    summary = {"job_id": "job-1", "outcome": "BUDGET_SPENT", "best": 3}
+    json_path, csv_path = results.write(tmp_path, summary, TRIALS, maximize=True)
+    assert (json_path, csv_path) == (tmp_path / "results.json", tmp_path / "results.csv")
+
+    data = json.loads(json_path.read_text())
+    assert {k: data[k] for k in summary} == summary
+    assert [t["number"] for t in data["trials"]] == [3, 1, 7, 5, 2, 4, 6]
+    assert data["trials"][0] == {
+        "number": 3, "state": "COMPLETED", "objective": 0.95,
+        "assignment": {"lr": 0.03, "act": "relu"}, "metrics": {"accuracy": 0.95},
+        "training_seconds": 3.75, "task_id": "trial-0003", "message": ""}
+    assert data["trials"][4]["message"] == "TASK_FAILED: exit 1"
+    assert data["trials"][4]["objective"] is None
+
+    with csv_path.open(newline="") as handle:
+        rows = list(csv.reader(handle))
+    assert rows[0] == ["trial", "state", "objective", "lr", "act", "metric:accuracy",
+                       "training_seconds", "message"]
+    assert [r[0] for r in rows[1:]] == ["3", "1", "7", "5", "2", "4", "6"]
+    assert rows[1] == ["3", "COMPLETED", "0.95", "0.03", "relu", "0.95", "3.75", ""]
+    assert rows[5] == ["2", "FAILED", "", "0.02", "relu", "", "2.5", "TASK_FAILED: exit 1"]
+
+
+def test_progress_line() -> None:
+    progress = Progress(done=3, running=2, pending=1, failed=1, best=TRIALS[2], submitted=7,
+                        budget=20, elapsed=125.7)
+    assert results.progress_line(progress, "accuracy") == (
+        "[02:05] trials 3/20 done, 2 running, 1 pending, 1 failed | best accuracy=0.95 "
+        "(trial-0003)")
+    nothing = Progress(done=0, running=0, pending=0, failed=0, best=None, submitted=0,
+                       budget=5, elapsed=0.4)
+    assert results.progress_line(nothing, "accuracy") == (
+        "[00:00] trials 0/5 done, 0 running, 0 pending, 0 failed")
+
+
+@pytest.mark.parametrize("outcome, status", [
+    (framework_pb2.BUDGET_SPENT, ExitStatus.SUCCESS),
+    (framework_pb2.TARGET_REACHED, ExitStatus.SUCCESS),
+    (framework_pb2.SPACE_EXHAUSTED, ExitStatus.SUCCESS),
+    (framework_pb2.TOO_MANY_FAILURES, ExitStatus.TOO_MANY_FAILURES),
+    (framework_pb2.STOPPED, ExitStatus.STOPPED),
+    (framework_pb2.ERROR, ExitStatus.ERROR),
+    (framework_pb2.JOB_OUTCOME_UNSPECIFIED, ExitStatus.ERROR),
+])
+def test_exit_status_for_each_outcome(outcome: int, status: ExitStatus) -> None:
+    assert for_outcome(outcome) is status
+
+
+def test_exit_codes_are_distinct_and_conventional() -> None:
+    assert len({int(s) for s in ExitStatus}) == len(ExitStatus)
+    assert (ExitStatus.SUCCESS, ExitStatus.ERROR, ExitStatus.USAGE, ExitStatus.CTRL_C) == (
+        0, 1, 2, 130)
