@@ -332,6 +332,7 @@ class HttpServer:
                     request = self._read_request(conn, rfile)
                 except _BadRequest as exc:
                     self._write_response(conn, _text(exc.status, str(exc)), close=True)
+                    self._linger(conn)
                     return
                 except (TimeoutError, OSError, ValueError):
                     return
@@ -362,6 +363,22 @@ class HttpServer:
                 pass
             with self._lock:
                 self._connections.pop(conn, None)
+
+    def _linger(self, conn: socket.socket) -> None:
+        """After an early error answer, read and drop what the client still sends (bounded),
+        so that it can finish its request and read the answer instead of a reset."""
+        try:
+            conn.shutdown(socket.SHUT_WR)
+            conn.settimeout(0.5)
+            deadline = time.monotonic() + min(5.0, self.request_timeout)
+            budget = 4 * self.max_body_bytes
+            while budget > 0 and time.monotonic() < deadline:
+                data = conn.recv(65536)
+                if not data:
+                    return
+                budget -= len(data)
+        except OSError:
+            return
 
     def _read_request(self, conn: socket.socket, rfile: Any) -> Request:
         deadline = time.monotonic() + self.request_timeout
