@@ -125,3 +125,16 @@ def test_exit_codes_are_distinct_and_conventional() -> None:
     assert len({int(s) for s in ExitStatus}) == len(ExitStatus)
     assert (ExitStatus.SUCCESS, ExitStatus.ERROR, ExitStatus.USAGE, ExitStatus.CTRL_C) == (
         0, 1, 2, 130)
+
+
+def test_parameters_follow_the_parameter_files_order(tmp_path: Path) -> None:
+    # Assignments come back from the store with sorted keys; the file's order (lr, act) wins
+    # and parameters it does not name follow.
+    trials = [TrialRow(number=1, assignment={"act": "relu", "lr": 0.1, "zeta": 1},
+                       state="COMPLETED", objective=0.5)]
+    header = results.table(trials, "accuracy", maximize=True,
+                           param_order=("lr", "act")).splitlines()[0].split()
+    assert header == ["trial", "state", "accuracy", "lr", "act", "zeta", "time(s)"]
+    _, csv_path = results.write(tmp_path, {}, trials, maximize=True, param_order=("lr", "act"))
+    with csv_path.open(newline="") as handle:
+        assert next(csv.reader(handle))[3:6] == ["lr", "act", "zeta"]
