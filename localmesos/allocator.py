@@ -267,14 +267,12 @@ def allocate(
         )
         chosen: tuple[FrameworkCandidate, str] | None = None
         for role in roles:
-            members = sorted(
-                role_members[role],
-                key=lambda fw, r=role: (
-                    drf_share(fw_alloc[(fw.framework_id, r)], total, 1.0, excluded),
-                    counts[fw.framework_id],
-                    fw.framework_id,
-                ),
-            )
+
+            def order(fw: FrameworkCandidate, role: str = role) -> tuple[float, int, str]:
+                share = drf_share(fw_alloc[(fw.framework_id, role)], total, 1.0, excluded)
+                return (share, counts[fw.framework_id], fw.framework_id)
+
+            members = sorted(role_members[role], key=order)
             for fw in members:
                 if agent.has_gpus and not fw.gpu_capable:
                     continue

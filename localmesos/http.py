@@ -32,6 +32,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from dataclasses import field
 import html
+import io
 import json
 import logging
 import select
@@ -39,6 +40,7 @@ import socket
 import threading
 import time
 from typing import Any
+from typing import cast
 from urllib.parse import parse_qs
 from urllib.parse import urlsplit
 
@@ -318,7 +320,7 @@ class HttpServer:
     # -- connections ---------------------------------------------------------------------
 
     def _serve_connection(self, conn: socket.socket) -> None:
-        rfile = conn.makefile("rb", buffering=65536)
+        rfile = cast(io.BufferedReader, conn.makefile("rb", buffering=65536))
         try:
             while not self._stopping.is_set():
                 conn.settimeout(None)  # idle keep-alive: wait for the next request
@@ -380,7 +382,7 @@ class HttpServer:
         except OSError:
             return
 
-    def _read_request(self, conn: socket.socket, rfile: Any) -> Request:
+    def _read_request(self, conn: socket.socket, rfile: io.BufferedReader) -> Request:
         deadline = time.monotonic() + self.request_timeout
 
         def readline() -> bytes:
@@ -428,7 +430,7 @@ class HttpServer:
         return request
 
     def _read_body(
-        self, conn: socket.socket, rfile: Any, request: Request, deadline: float
+        self, conn: socket.socket, rfile: io.BufferedReader, request: Request, deadline: float
     ) -> bytes:
         encoding = (request.header("transfer-encoding") or "").lower()
         length_header = request.header("content-length")
@@ -452,7 +454,7 @@ class HttpServer:
             conn.sendall(b"HTTP/1.1 100 Continue\r\n\r\n")
 
     @staticmethod
-    def _read_exact(rfile: Any, length: int, deadline: float) -> bytes:
+    def _read_exact(rfile: io.BufferedReader, length: int, deadline: float) -> bytes:
         parts: list[bytes] = []
         remaining = length
         while remaining > 0:
@@ -465,7 +467,7 @@ class HttpServer:
             remaining -= len(data)
         return b"".join(parts)
 
-    def _read_chunked(self, rfile: Any, deadline: float) -> bytes:
+    def _read_chunked(self, rfile: io.BufferedReader, deadline: float) -> bytes:
         parts: list[bytes] = []
         total = 0
         while True:
@@ -532,8 +534,8 @@ class HttpServer:
                 if self._stopping.is_set():
                     conn.sendall(b"0\r\n\r\n")
                     return
-                readable, _, _ = select.select([conn, sub.wake_fd], [], [], wait)
-                if conn in readable:
+                readable, _, _ = select.select([conn.fileno(), sub.wake_fd], [], [], wait)
+                if conn.fileno() in readable:
                     data = conn.recv(4096)
                     if not data:
                         return  # the client went away

@@ -1462,9 +1462,9 @@ class Master:
         for entry in tasks:
             task_id = str(entry["task_id"]["value"])
             agent_id = _fid(entry.get("agent_id"))
-            task = fw.tasks.get(task_id)
-            if task is not None:
-                self._reconcile_known(fw, task)
+            known = fw.tasks.get(task_id)
+            if known is not None:
+                self._reconcile_known(fw, known)
             elif agent_id is not None and agent_id in self.agents:
                 self._send_master_update(
                     fw,
