@@ -1,1 +1,1 @@
-"""DisAuto's gRPC contract: the .proto files and the code tools/gen_protos.py generates from them."""
+"""DisAuto's gRPC contract: the .proto files, and the code tools/gen_protos.py generates."""

@@ -75,9 +75,9 @@ def build_wheel(sdist: Path, out_dir: Path) -> Path:
         "License: MIT\n"
     ).encode()
     files[f"{dist_info}/WHEEL"] = (
-        "Wheel-Version: 1.0\nGenerator: disauto-build-http-parser-wheel\n"
-        "Root-Is-Purelib: true\nTag: py3-none-any\n"
-    ).encode()
+        b"Wheel-Version: 1.0\nGenerator: disauto-build-http-parser-wheel\n"
+        b"Root-Is-Purelib: true\nTag: py3-none-any\n"
+    )
     files[f"{dist_info}/LICENSE"] = license_text
     files[f"{dist_info}/top_level.txt"] = f"{NAME}\n".encode()
     record = io.StringIO()

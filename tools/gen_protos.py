@@ -36,7 +36,8 @@ def generate() -> list[Path]:
     ]
     code = protoc.main(args)
     if code != 0:
-        raise SystemExit(f"protoc failed with exit code {code} for {', '.join(p.name for p in protos)}")
+        names = ", ".join(p.name for p in protos)
+        raise SystemExit(f"protoc failed with exit code {code} for {names}")
     return sorted(PROTO_DIR.glob("*_pb2*.py*"))
 
 
