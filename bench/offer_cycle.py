@@ -3,10 +3,12 @@
 Run with ``python -m bench.offer_cycle`` (``make bench``). It starts a :class:`LocalCluster`
 with the default 1 s allocation interval and measures, with pymesos's real driver:
 
-1. **Allocation run**: how long one batch allocation takes in the master (its own timer).
-2. **Offer cycle**: every framework declines every offer with ``refuse_seconds: 0``; the time
-   from a DECLINE until that agent is offered again (the batch interval bounds it), and how
-   many OFFERS events each framework receives per cycle.
+1. **Allocation run**: how long one steady-state batch allocation (100 agents offered to 10
+   frameworks by DRF) takes in the master (its own timer).
+2. **Offer cycle**: every framework declines every offer with ``refuse_seconds: 0``; after a
+   warm-up of two intervals, the time from a DECLINE until that agent is offered again (a
+   DECLINE does not trigger an allocation, so this is about one batch interval), the master's
+   allocation runs in that window, and how many OFFERS events each framework receives per run.
 3. **ACCEPT → TASK_RUNNING**: from the ``launchTasks`` call to the TASK_RUNNING callback.
 4. **Task exit → re-offered**: a task taking a whole agent exits; from the exit (the agent's
    TASK_FINISHED timestamp) until that agent's resources arrive in an OFFERS event.
@@ -155,7 +157,7 @@ class Bench:
     """Drives the phases and keeps the samples."""
 
     def __init__(self, tasks_per_framework: int, task_seconds: float) -> None:
-        self.phase = "decline"
+        self.phase = "warmup"
         self.tasks_per_framework = tasks_per_framework
         self.task_seconds = task_seconds
         self.lock = threading.Lock()
@@ -167,8 +169,8 @@ class Bench:
         self.failures = 0
 
     def declined(self, agent_id: str, when: float) -> None:
-        if self.phase == "decline":
-            with self.lock:
+        with self.lock:
+            if self.phase == "decline":
                 self.decline_times[agent_id] = when
 
     def exited(self, agent_id: str, when: float) -> None:
@@ -218,13 +220,20 @@ def run(
                 if not sched.ready.wait(30):
                     print("a framework did not register", file=sys.stderr)
                     return 1
-            # Phase 1: decline everything for a while.
-            time.sleep(decline_seconds)
-            cycles = max(1, round(decline_seconds / interval))
-            events = [s.offer_events for s in schedulers]
+            # Phase 1: decline everything; measure after a warm-up of two batch intervals, so
+            # that only the steady state counts (not the runs triggered by registrations).
+            time.sleep(2 * interval)
             master = cluster.master
             with master.lock:
-                runs = list(master.allocation_run_ms)
+                runs_before = master.allocation_runs
+            events_before = [s.offer_events for s in schedulers]
+            bench.phase = "decline"
+            time.sleep(decline_seconds)
+            with master.lock:
+                new_runs = master.allocation_runs - runs_before
+                runs = list(master.allocation_run_ms)[-new_runs:] if new_runs else []
+            events = [s.offer_events - e for s, e in zip(schedulers, events_before, strict=True)]
+            cycles = max(1, new_runs)
             # Phase 2: launch whole-agent tasks; measure launch and exit-to-offer latencies.
             bench.phase = "launch"
             deadline = time.monotonic() + 60
@@ -242,7 +251,7 @@ def run(
                 sched.driver.join()
 
     allocation = Samples("allocation run (in the master)", [r / 1000.0 for r in runs])
-    per_cycle = statistics.fmean(events) / cycles if cycles else 0.0
+    per_cycle = statistics.fmean(events) / cycles
     print()
     print(
         f"localmesos offer cycle: {frameworks} frameworks x {agents} agents, allocation "
@@ -254,8 +263,8 @@ def run(
     for samples in (allocation, bench.decline_to_offer, bench.accept_to_running,
                     bench.exit_to_offer):
         print(samples.row())
-    print(f"OFFERS events per framework per cycle: {per_cycle:.2f} "
-          f"(over {cycles} cycles of the decline phase)")
+    print(f"OFFERS events per framework per allocation run: {per_cycle:.2f} "
+          f"(over {cycles} runs of the decline phase)")
     if bench.failures:
         print(f"unexpected task failures: {bench.failures}", file=sys.stderr)
         return 1
