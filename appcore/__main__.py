@@ -46,7 +46,11 @@ def main() -> int:
 
     # Bind the port first so the address we announce is real; serve once the loop exists.
     servicer = AppCoreServicer(token)
-    server = make_server(servicer, "0.0.0.0", port)
+    try:
+        server = make_server(servicer, "0.0.0.0", port)
+    except OSError as err:
+        print(f"appcore: error: {err}", file=sys.stderr)
+        return 1
     reply = framework.attach(f"{host}:{port}")
     spec = reply.spec
     try:

@@ -23,7 +23,9 @@ import threading
 import time
 from typing import Any
 
+from appcore.errors import InvalidAssignmentError
 from appcore.space import assignment_to_proto
+from appcore.space import space_from_proto
 from framework.errors import AlreadyExistsError
 from framework.errors import FailedPreconditionError
 from framework.errors import InvalidArgumentError
@@ -87,6 +89,7 @@ class JobController:
         log_tail: Callable[[Mapping[str, Any]], str] = lambda status: "",
     ) -> None:
         self.config = config
+        self._space = space_from_proto(config.search.space)
         self.store = store
         self.job_token = job_token
         self._on_pending = on_pending
@@ -214,11 +217,10 @@ class JobController:
                 raise FailedPreconditionError(
                     f"the trial budget of {self.config.search.max_trials} is spent"
                 )
-            names = {p.name for p in self.config.search.space.parameters}
-            if set(assignment) != names:
-                raise InvalidArgumentError(
-                    f"assignment names {sorted(assignment)} do not match the space {sorted(names)}"
-                )
+            try:
+                self._space.validate_assignment(assignment)
+            except InvalidAssignmentError as err:
+                raise InvalidArgumentError(str(err)) from None
             row = self.store.add_trial(number, assignment, priority)
             self._trials[number] = row
             self._emit(number)

@@ -267,6 +267,9 @@ def validate(args: argparse.Namespace) -> Submission:
             if not path.exists():
                 raise UsageError(f"--input: {source}: no such file or folder")
             source = str(path.resolve())
+        if name in names or any(i.name == name for i in inputs):
+            raise UsageError(f"--input {item}: the sandbox already has a {name!r} (from --files "
+                             "or another --input); NAMEs must be unique")
         inputs.append(InputSpec(source, name))
     output = None
     if args.output:

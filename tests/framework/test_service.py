@@ -126,7 +126,7 @@ def test_submit_trial_and_its_errors(stub: framework_pb2_grpc.FrameworkServiceSt
         (submit_request(0), grpc.StatusCode.INVALID_ARGUMENT,
          "trial number must be >= 1, got 0"),
         (submit_request(2, {"lr": 0.1}), grpc.StatusCode.INVALID_ARGUMENT,
-         "assignment names ['lr'] do not match the space ['act', 'layers', 'lr']"),
+         "assignment is missing parameter 'layers'"),
     ]
     unset = submit_request(2)
     unset.assignment["act"].Clear()  # a ParamValue with none of its oneof set

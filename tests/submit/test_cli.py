@@ -129,3 +129,12 @@ def test_local_gpu_jobs_need_gpus_on_this_machine(files: Path,
     assert main(argv("--app-runner-gpus", str(wanted))) == ExitStatus.USAGE
     err = capsys.readouterr().err
     assert f"--app-runner-gpus {wanted}: this machine has {wanted - 1} GPU(s)" in err
+
+
+def test_input_names_must_not_clash(files: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (files / "d1").mkdir()
+    (files / "d2").mkdir()
+    code = main([*argv(), "--input", "d1#data", "--input", "d2#data"])
+    assert code == ExitStatus.USAGE
+    assert "NAMEs must be unique" in capsys.readouterr().err
+    assert main([*argv(), "--input", "d1#train.py"]) == ExitStatus.USAGE
