@@ -581,11 +581,17 @@ class Master:
             return agent_id
 
     def add_agent(self, agent: AgentLike) -> None:
-        """Register an agent and trigger an allocation for it."""
+        """Register an agent and trigger an allocation for it.
+
+        The agent is advertised (offer ``url``, ``pid`` in ``/master/state``) at the master's
+        own port, which serves the agent endpoints that exist here (``/files/*``).
+        """
         info = agent.info()
         link = _AgentLink(agent)
         link.start()
         with self.lock:
+            if self.port:
+                info["port"] = self.port
             if agent.id in self.agents:
                 raise ValueError(f"agent {agent.id} is already registered")
             self.agents[agent.id] = AgentRecord(agent, link, info, time.time(), agent.total)

@@ -42,6 +42,12 @@ def test_offer_shape_and_attributes() -> None:
         assert offer["framework_id"] == {"value": raw.framework_id}
         assert offer["agent_id"] == {"value": cluster.agents[0].id}
         assert offer["url"]["path"] == "/slave(1)"
+        # Agents are reachable at the master's port, which serves their /files endpoints.
+        assert offer["url"]["address"] == {
+            "hostname": "127.0.0.1", "ip": "127.0.0.1", "port": cluster.port,
+        }
+        slave = get_json(cluster, "/master/state")["slaves"][0]
+        assert slave["pid"] == f"slave(1)@{cluster.address}"
         assert "allocation_info" not in offer and "executor_ids" not in offer
         names = {r["name"]: r for r in offer["resources"]}
         assert names["ports"]["ranges"] == {"range": [{"begin": 31000, "end": 32000}]}
