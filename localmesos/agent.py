@@ -429,6 +429,38 @@ class Agent:
         with self._lock:
             return [key for key, task in self._tasks.items() if not task.terminal]
 
+    def state(self) -> dict[str, Any]:
+        """The agent's ``/state`` as a Mesos agent serves it (the parts tools read).
+
+        ``frameworks[].executors[]`` lists executors with a live task and
+        ``completed_executors[]`` the others, each with its sandbox ``directory`` — what the
+        web UI and DisAuto's framework use to find a task's stdout/stderr.
+        """
+        with self._lock:
+            sandboxes = dict(self._sandboxes)
+            live = {key: task.state for key, task in self._tasks.items() if not task.terminal}
+        frameworks: dict[str, dict[str, Any]] = {}
+        for (framework_id, task_id), (executor_id, path) in sorted(sandboxes.items()):
+            framework = frameworks.setdefault(
+                framework_id,
+                {"id": framework_id, "executors": [], "completed_executors": []},
+            )
+            executor = {"id": executor_id, "directory": str(path), "source": task_id,
+                        "tasks": []}
+            if (framework_id, task_id) in live:
+                executor["tasks"] = [{"id": task_id,
+                                      "state": live[(framework_id, task_id)]}]
+                framework["executors"].append(executor)
+            else:
+                framework["completed_executors"].append(executor)
+        return {
+            "id": self.id,
+            "hostname": self.config.hostname,
+            "resources": self.total.to_state(),
+            "frameworks": list(frameworks.values()),
+            "completed_frameworks": [],
+        }
+
     def latest_state(self, framework_id: str, task_id: str) -> str | None:
         """The task's current state on this agent (which may be ahead of the updates the
         framework has acknowledged), or ``None`` once forgotten."""

@@ -35,6 +35,7 @@ import html
 import io
 import json
 import logging
+import re
 import select
 import socket
 import threading
@@ -79,6 +80,7 @@ _REASONS = {
 _MAX_LINE = 16 * 1024
 _MAX_HEADERS = 100
 _SCHEDULER_PATHS = ("/api/v1/scheduler", "/master/api/v1/scheduler")
+_AGENT_STATE = re.compile(r"^/slave\((\d+)\)/state(?:\.json)?$")
 _STATE_PATHS = ("/master/state", "/state", "/state.json", "/master/state.json")
 
 
@@ -584,6 +586,12 @@ class HttpServer:
             return _json({"slaves": state.master_state(self.master)["slaves"]}, jsonp)
         if path == "/master/flags":
             return _json({"flags": state.master_state(self.master)["flags"]}, jsonp)
+        agent = _AGENT_STATE.match(path)
+        if agent is not None:
+            agent_state = self.master.agent_state(int(agent.group(1)))
+            if agent_state is None:
+                return _text(404)
+            return _json(agent_state, jsonp)
         if path in ("/files/browse", "/files/browse.json"):
             return self._files(request, browse=True)
         if path in ("/files/read", "/files/read.json"):

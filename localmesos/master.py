@@ -101,6 +101,8 @@ class AgentLike(Protocol):
 
     def acknowledge(self, framework_id: str, task_id: str, uuid_b64: str) -> bool: ...
 
+    def state(self) -> dict[str, Any]: ...
+
     def resend_unacknowledged(self, framework_id: str) -> Any: ...
 
     def shutdown_framework(self, framework_id: str) -> None: ...
@@ -1744,6 +1746,25 @@ class Master:
             self.last_allocation_ms = (time.perf_counter() - started) * 1000.0
             self.allocation_run_ms.append(self.last_allocation_ms)
 
+    def agent_path(self, agent_id: str) -> str:
+        """The agent's libprocess path, ``/slave(N)``: N counts agents in order of addition.
+
+        Every embedded agent is served on the master's port, so each gets its own N (a real
+        agent is always ``slave(1)`` on its own host:port).
+        """
+        for index, known in enumerate(self.agents, start=1):
+            if known == agent_id:
+                return f"/slave({index})"
+        return "/slave(1)"
+
+    def agent_state(self, index: int) -> dict[str, Any] | None:
+        """``/slave(N)/state`` of the N-th agent, or None."""
+        with self.lock:
+            records = list(self.agents.values())
+        if not 1 <= index <= len(records):
+            return None
+        return records[index - 1].agent.state()
+
     def _make_offer(self, fw: FrameworkRecord, grant: alloc.Grant) -> dict[str, Any]:
         offer_id = f"{self.master_id}-O{self._next_offer}"
         self._next_offer += 1
@@ -1760,7 +1781,7 @@ class Master:
             "url": {
                 "scheme": "http",
                 "address": {"hostname": hostname, "ip": hostname, "port": port},
-                "path": "/slave(1)",
+                "path": self.agent_path(grant.agent_id),
             },
             "resources": resources,
         }

@@ -200,7 +200,7 @@ def agent_json(
     port = int(info.get("port", 5051))
     return {
         "id": record.agent_id,
-        "pid": f"slave(1)@{hostname}:{port}",
+        "pid": f"{master.agent_path(record.agent_id).lstrip('/')}@{hostname}:{port}",
         "hostname": hostname,
         "port": port,
         "registered_time": record.registered_time,
