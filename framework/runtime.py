@@ -116,6 +116,7 @@ class JobRunner:
             config, self.store, new_job_token(),
             on_pending=self._wake,
             log_tail=lambda status: self._logs.tail(status, self.scheduler.framework_id),
+            on_kill=lambda task_ids: self.scheduler.kill(task_ids),
         )
         self._files = FileServer(job_dir, self._advertise)
         self._server, grpc_port = make_server(self.controller)
@@ -161,6 +162,10 @@ class JobRunner:
         )
         self._driver.start()
         if not self.scheduler.registered_event.wait(register_timeout):
+            self._driver.stop(failover=True)  # nothing was launched: no TEARDOWN needed
+            self._driver.join()
+            self._driver = None
+            self._stopped = True
             self._shutdown_services()
             raise MasterUnreachableError(
                 f"the Mesos master at {self.master.uri} did not register the framework within "

@@ -385,8 +385,8 @@ def run(submission: Submission, out: IO[str], err: IO[str]) -> ExitStatus:
         if master == "local":
             cluster = start_local_cluster(config, job_dir / "cluster", submission.local_agents)
             master = cluster.address
-            print(f"{PROG}: embedded Mesos master at http://{master}/ "
-                  f"(web UI: http://{master}/)", file=out)
+            print(f"{PROG}: embedded Mesos master at http://{master}/ (its web page lists "
+                  "the tasks; it stops with the job)", file=out)
         runner = JobRunner(
             config, job_dir,
             MasterEndpoint(master, submission.principal, submission.secret),
@@ -410,6 +410,11 @@ def run(submission: Submission, out: IO[str], err: IO[str]) -> ExitStatus:
         if runner is not None:
             runner.stop(framework_pb2.STOPPED, "stopped with Ctrl-C")
         status = ExitStatus.CTRL_C
+    except Exception as error:
+        # Whatever broke (e.g. the pymesos driver aborted), kill what runs and keep the record.
+        if runner is not None:
+            runner.stop(framework_pb2.ERROR, f"da-submit failed: {error}")
+        raise
     finally:
         signal.signal(signal.SIGTERM, previous)
         try:
