@@ -91,6 +91,13 @@ class FrameworkClient:
         return self._stub.RecordReport(request, metadata=self._metadata,
                                        timeout=self._timeout).trial
 
+    def prune(self, number: int, message: str) -> common_pb2.Trial:
+        """Tell the framework that the early-stopping rule stopped trial ``number``."""
+        return self._stub.PruneTrial(
+            framework_pb2.PruneTrialRequest(trial_number=number, message=message),
+            metadata=self._metadata, timeout=self._timeout,
+        ).trial
+
     def watch(self, after: int) -> Iterator[framework_pb2.TrialEvent]:
         return iter(self._stub.WatchTrials(
             framework_pb2.WatchTrialsRequest(after_sequence=after), metadata=self._metadata,

@@ -77,6 +77,9 @@ class JobController:
         on_pending: called (without the lock held) when something starts waiting for an offer.
         log_tail: given a terminal Mesos TaskStatus, returns the tail of the task's stderr
             (best effort; "" when it cannot be read).
+        on_kill: called (without the lock held) with task ids to kill: a pruned trial's task
+            still running ``prune_grace`` seconds after :meth:`prune_trial`.
+        prune_grace: seconds a pruned trial's runner has to exit on its own.
     """
 
     def __init__(
@@ -87,6 +90,8 @@ class JobController:
         *,
         on_pending: Callable[[], None] = lambda: None,
         log_tail: Callable[[Mapping[str, Any]], str] = lambda status: "",
+        on_kill: Callable[[list[str]], None] = lambda task_ids: None,
+        prune_grace: float = 10.0,
     ) -> None:
         self.config = config
         self._space = space_from_proto(config.search.space)
@@ -94,6 +99,10 @@ class JobController:
         self.job_token = job_token
         self._on_pending = on_pending
         self._log_tail = log_tail
+        self._on_kill = on_kill
+        self._prune_grace = prune_grace
+        # Tasks of pruned trials that have not reported a terminal Mesos state yet.
+        self._pruned_tasks: set[str] = set()
         self._lock = threading.RLock()
         self._cond = threading.Condition(self._lock)
         self._started = time.time()
@@ -187,12 +196,23 @@ class JobController:
                 self.store.update_appcore_run(self._appcore_attempt, address=address,
                                               state="ATTACHED")
             logger.info("AppCore attached from %s (attempt %d)", address, self._appcore_attempt)
+            trials = [self.trial_proto(t) for t in sorted(self._trials.values(),
+                                                           key=lambda t: t.number)]
+            self._add_intermediate_values(trials)
             return framework_pb2.AttachAppCoreReply(
-                spec=self.config.search_spec(),
-                trials=[self.trial_proto(t) for t in sorted(self._trials.values(),
-                                                              key=lambda t: t.number)],
-                sequence=self._sequence,
+                spec=self.config.search_spec(), trials=trials, sequence=self._sequence,
             )
+
+    def _add_intermediate_values(self, trials: Sequence[common_pb2.Trial]) -> None:
+        """Fill each trial's objective values by step, from the recorded reports."""
+        objective = self.config.search.objective
+        by_number = {t.number: t for t in trials}
+        for report in self.store.reports():
+            trial = by_number.get(report["trial"])
+            if (trial is not None and report["step"] is not None and not report["final"]
+                    and objective in report["metrics"]):
+                trial.intermediate_values.add(step=int(report["step"]),
+                                              value=float(report["metrics"][objective]))
 
     def appcore_address(self) -> str:
         with self._lock:
@@ -265,6 +285,41 @@ class JobController:
             if "objective" in fields:
                 trial.objective = fields["objective"]
             return self.trial_proto(trial)
+
+    def prune_trial(self, number: int, message: str) -> common_pb2.Trial:
+        """Record that AppCore's early-stopping rule stopped trial ``number``.
+
+        The trial becomes PRUNED at once (an event frees its slot); later status updates of its
+        task do not change that. A task still live after the grace period is killed through
+        ``on_kill``. A trial that already ended is returned unchanged.
+
+        Raises:
+            NotFoundError: no such trial.
+        """
+        with self._lock:
+            trial = self._trials.get(number)
+            if trial is None:
+                raise NotFoundError(f"trial {number} does not exist")
+            if trial.terminal:
+                return self.trial_proto(trial)
+            task_id = trial.task_id if trial.state in ("LAUNCHING", "RUNNING") else ""
+            self._set_state(trial, "PRUNED", message or "stopped early by the pruner")
+            if task_id:
+                self._pruned_tasks.add(task_id)
+            proto = self.trial_proto(trial)
+        if task_id:
+            timer = threading.Timer(self._prune_grace, self._kill_if_live, args=(task_id,))
+            timer.daemon = True
+            timer.start()
+        return proto
+
+    def _kill_if_live(self, task_id: str) -> None:
+        with self._lock:
+            live = task_id in self._pruned_tasks
+        if live:
+            logger.info("pruned task %s did not exit within %.0f s; killing it", task_id,
+                        self._prune_grace)
+            self._on_kill([task_id])
 
     def events_after(self, sequence: int, timeout: float) -> tuple[list[framework_pb2.TrialEvent],
                                                                    bool]:
@@ -371,6 +426,7 @@ class JobController:
         with self._lock:
             ids = [t.task_id for t in self._trials.values()
                    if t.task_id and t.state in ("LAUNCHING", "RUNNING")]
+            ids += sorted(self._pruned_tasks)
             # An AppCore that ended (terminal status after the job ended, or past its restarts)
             # is no longer live: listing it made JobRunner.stop wait its whole grace period.
             if self._appcore_task_id and self._appcore_state not in ("WAITING", "ENDED"):
@@ -420,6 +476,8 @@ class JobController:
 
     def _on_trial_status(self, trial: TrialRow, state: str, status: Mapping[str, Any]) -> None:
         if trial.terminal:
+            if state in TERMINAL_TASK_STATES:
+                self._pruned_tasks.discard(trial.task_id)
             return
         if state == "TASK_RUNNING":
             if trial.state != "RUNNING":

@@ -113,6 +113,14 @@ class FrameworkServicer(framework_pb2_grpc.FrameworkServiceServicer):
         self._job.finish(request.outcome, request.message)
         return framework_pb2.FinishJobReply()
 
+    def PruneTrial(  # noqa: N802
+        self, request: framework_pb2.PruneTrialRequest, context: grpc.ServicerContext
+    ) -> framework_pb2.PruneTrialReply:
+        self._require_job_token(context)
+        trial = handle(context, lambda: self._job.prune_trial(request.trial_number,
+                                                              request.message))
+        return framework_pb2.PruneTrialReply(trial=trial)
+
     def ResolveAppCore(  # noqa: N802
         self, request: framework_pb2.ResolveAppCoreRequest, context: grpc.ServicerContext
     ) -> framework_pb2.ResolveAppCoreReply:

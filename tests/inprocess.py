@@ -98,6 +98,9 @@ def job_config(
     seed: int = 7,
     max_appcore_restarts: int = 3,
     job_id: str = "job-test",
+    settings: Mapping[str, str] | None = None,
+    early_stopping: str = "",
+    early_stopping_settings: Mapping[str, str] | None = None,
 ) -> JobConfig:
     """A job as da-submit would build it after validation."""
     search = common_pb2.JobSpec(
@@ -111,6 +114,9 @@ def job_config(
         direction=direction,
         max_failed_trials=max_failed_trials,
         seed=seed,
+        settings=dict(settings or {}),
+        early_stopping=early_stopping,
+        early_stopping_settings=dict(early_stopping_settings or {}),
     )
     if target is not None:
         search.target = target
@@ -154,13 +160,17 @@ class Framework:
     """
 
     def __init__(self, job_dir: Path, config: JobConfig,
-                 log_tail: Callable[[Mapping[str, Any]], str] = lambda status: "") -> None:
+                 log_tail: Callable[[Mapping[str, Any]], str] = lambda status: "",
+                 prune_grace: float = 10.0) -> None:
         self.config = config
         self.db_path = job_dir / "job.db"
         self.store = JobStore(self.db_path)
         self.pending_calls = 0
+        self.kill_requests: list[str] = []
         self.controller = JobController(config, self.store, JOB_TOKEN,
-                                        on_pending=self._on_pending, log_tail=log_tail)
+                                        on_pending=self._on_pending, log_tail=log_tail,
+                                        on_kill=self.kill_requests.extend,
+                                        prune_grace=prune_grace)
         self.server, port = make_framework_server(self.controller, host="127.0.0.1", port=0)
         self.server.start()
         self.address = f"127.0.0.1:{port}"
