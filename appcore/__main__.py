@@ -60,6 +60,7 @@ def main() -> int:
             seed=spec.seed,
             direction="minimize" if spec.direction == common_pb2.MINIMIZE else "maximize",
             settings=dict(spec.settings),
+            parallelism=max(1, spec.parallelism),
         )
         algorithm.restore(TrialLoop.records(list(reply.trials)))
     except ValueError as err:

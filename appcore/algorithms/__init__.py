@@ -3,7 +3,8 @@
 Each algorithm is a :class:`SearchAlgorithm` in its own module; :data:`ALGORITHMS` maps its name
 (the ``--tuning-type``) to where it lives, and the module is imported only when the algorithm is
 first used, so an algorithm's library (Optuna, scikit-optimize) loads only for jobs that use it.
-Adding one (e.g. ``"bayesian"``) is one module and one registry line.
+Adding one is one module and one registry line; ``"bayesian"`` has its own lazy registry of
+backends (Optuna's TPE and QMC, scikit-optimize's GP) in :mod:`appcore.algorithms.bayesian`.
 
 Example::
 
@@ -49,6 +50,7 @@ ALGORITHMS: Mapping[str, str] = MappingProxyType(
     {
         "grid-search": "appcore.algorithms.grid:GridSearch",
         "random-search": "appcore.algorithms.random:RandomSearch",
+        "bayesian": "appcore.algorithms.bayesian:BayesianSearch",
     }
 )
 """Algorithm name to ``"module:Class"``, imported on first use."""
@@ -84,6 +86,7 @@ def create_algorithm(
     seed: int,
     direction: Direction,
     settings: Mapping[str, str],
+    parallelism: int = 1,
 ) -> SearchAlgorithm:
     """Create the algorithm registered as ``name``.
 
@@ -93,6 +96,7 @@ def create_algorithm(
         seed: The search's seed.
         direction: ``"maximize"`` or ``"minimize"``.
         settings: Algorithm settings by name, as strings.
+        parallelism: Trials in flight at once (sizes synchronous batches).
 
     Returns:
         A new instance, ready for :meth:`~SearchAlgorithm.restore` or
@@ -102,4 +106,5 @@ def create_algorithm(
         UnknownAlgorithmError: If no algorithm has that name.
         InvalidSettingsError: If the settings, seed or direction are invalid.
     """
-    return algorithm_class(name)(space, seed=seed, direction=direction, settings=settings)
+    return algorithm_class(name)(space, seed=seed, direction=direction, settings=settings,
+                                 parallelism=parallelism)

@@ -135,10 +135,14 @@ class SearchAlgorithm(abc.ABC):
         seed: Seeds every random choice (any int; reduced modulo ``2**64`` where needed).
         direction: ``"maximize"`` or ``"minimize"`` the objective.
         settings: Algorithm settings by name, as strings.
+        parallelism: How many trials the caller keeps in flight at once (``--parallelism``).
+            Algorithms that use feedback size synchronous batches with it and account for
+            that many pending trials; the others ignore it.
 
     Raises:
         InvalidSettingsError: If a setting is unknown or invalid, the space is unsuitable for
-            the algorithm, the seed is not an int or the direction is not one of the two.
+            the algorithm, the seed is not an int, the direction is not one of the two or the
+            parallelism is not a positive int.
     """
 
     NAME: ClassVar[str]
@@ -157,6 +161,7 @@ class SearchAlgorithm(abc.ABC):
         seed: int,
         direction: Direction,
         settings: Mapping[str, str],
+        parallelism: int = 1,
     ) -> None:
         if isinstance(seed, bool) or not isinstance(seed, int):
             raise InvalidSettingsError(
@@ -166,6 +171,12 @@ class SearchAlgorithm(abc.ABC):
             raise InvalidSettingsError(
                 f"direction must be 'maximize' or 'minimize', got {direction!r}"
             )
+        if isinstance(parallelism, bool) or not isinstance(parallelism, int) or parallelism < 1:
+            raise InvalidSettingsError(
+                f"the parallelism of algorithm {self.NAME!r} must be a positive integer, "
+                f"got {parallelism!r}"
+            )
+        self.parallelism: int = parallelism
         self.space: SearchSpace = space
         self.seed: int = operator.index(seed)
         self.direction: Direction = direction

@@ -84,8 +84,10 @@ class GridSearch(SearchAlgorithm):
         seed: int,
         direction: Direction,
         settings: Mapping[str, str],
+        parallelism: int = 1,
     ) -> None:
-        super().__init__(space, seed=seed, direction=direction, settings=settings)
+        super().__init__(space, seed=seed, direction=direction, settings=settings,
+                         parallelism=parallelism)
         points = self.settings["grid_points_per_range"]
         self._axes: tuple[Sequence[Value], ...] = tuple(param.grid_axis(points) for param in space)
         self._size = math.prod(len(axis) for axis in self._axes)

@@ -45,7 +45,7 @@ from appcore.space import SearchSpace
 from appcore.space import Value
 
 
-__all__ = ["RandomSearch", "to_optuna_distribution"]
+__all__ = ["RandomSearch", "from_optuna_value", "to_optuna_distribution"]
 
 
 def to_optuna_distribution(param: Param) -> BaseDistribution:
@@ -71,7 +71,16 @@ def to_optuna_distribution(param: Param) -> BaseDistribution:
     return CategoricalDistribution(param.choices)
 
 
-def _from_optuna(param: Param, value: object) -> Value:
+def from_optuna_value(param: Param, value: object) -> Value:
+    """Map a value Optuna drew for ``param`` back to the space's type (and step grid).
+
+    Args:
+        param: The parameter.
+        value: Optuna's value for it.
+
+    Returns:
+        A ``float`` (snapped to the step grid if any), an ``int``, or the choice itself.
+    """
     if isinstance(param, RealParam):
         number = float(value)  # type: ignore[arg-type]
         if param.step is None:
@@ -104,8 +113,10 @@ class RandomSearch(SearchAlgorithm):
         seed: int,
         direction: Direction,
         settings: Mapping[str, str],
+        parallelism: int = 1,
     ) -> None:
-        super().__init__(space, seed=seed, direction=direction, settings=settings)
+        super().__init__(space, seed=seed, direction=direction, settings=settings,
+                         parallelism=parallelism)
         # Optuna logs every create_study at INFO; keep AppCore's log about the search.
         if optuna.logging.get_verbosity() < optuna.logging.WARNING:
             optuna.logging.set_verbosity(optuna.logging.WARNING)
@@ -133,7 +144,7 @@ class RandomSearch(SearchAlgorithm):
             sampler=RandomSampler(seed=self._trial_seed(number)), direction=self.direction
         )
         drawn = study.ask(fixed_distributions=self._distributions).params
-        return {param.name: _from_optuna(param, drawn[param.name]) for param in self.space}
+        return {param.name: from_optuna_value(param, drawn[param.name]) for param in self.space}
 
     def restore(self, history: Sequence[TrialRecord]) -> None:
         """Nothing to rebuild (draws depend on the seed and number only); logs a changed space.

@@ -1,0 +1,132 @@
+"""The interface between :class:`~appcore.algorithms.bayesian.BayesianSearch` and a library.
+
+A *backend* wraps one optimization library's model (Optuna's TPE, scikit-optimize's GP, ...).
+:class:`~appcore.algorithms.bayesian.BayesianSearch` owns what is the same for all of them --
+settings, the synchronous and asynchronous modes, warm start, restarts -- and calls a backend
+through the four methods below. Each backend lives in its own module and is found by name in
+:data:`appcore.algorithms.bayesian.BACKENDS`, imported on first use.
+
+Determinism contract: a backend's suggestion for trial ``n`` is a function of the seed, ``n``,
+the known results, and the trials it was told of so far in number order (finished with their
+outcome, or still pending), never of wall time or of the order results arrived in. That is
+what lets a restarted AppCore replay the job store's trials and continue the original sequence.
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Sequence
+from typing import ClassVar
+
+import numpy as np
+
+from appcore.algorithms._base import Direction
+from appcore.algorithms._base import TrialOutcome
+from appcore.space import Assignment
+from appcore.space import SearchSpace
+
+
+__all__ = ["Backend", "trial_seed"]
+
+
+def trial_seed(seed: int, number: int) -> int:
+    """A 32-bit seed for trial ``number`` of a search seeded with ``seed`` (any int).
+
+    Uses :class:`numpy.random.SeedSequence` (entropy ``seed mod 2**64``, spawn key ``(n,)``):
+    independent, well-mixed streams per trial, the same on every machine.
+
+    Args:
+        seed: The search's seed.
+        number: The trial number.
+
+    Returns:
+        An int in ``[0, 2**32)``.
+    """
+    sequence = np.random.SeedSequence(seed % 2**64, spawn_key=(number,))
+    return int(sequence.generate_state(1, dtype=np.uint32)[0])
+
+
+class Backend(abc.ABC):
+    """One library's model behind :class:`~appcore.algorithms.bayesian.BayesianSearch`.
+
+    Call order: construction; :meth:`add_known` for each warm-start result; then any
+    interleaving of :meth:`suggest` / :meth:`replay` (each trial number once, increasing) and
+    :meth:`observe` (once per suggested number). Not thread-safe: the owning algorithm is called
+    under the trial loop's lock.
+
+    Args:
+        space: The search space.
+        seed: The search's seed.
+        direction: ``"maximize"`` or ``"minimize"``.
+        n_startup_trials: Results needed before the model is used; until then suggestions are
+            random (quasi-random for QMC).
+    """
+
+    NAME: ClassVar[str]
+    """The ``backend`` setting's value that selects this backend."""
+
+    REQUIRES: ClassVar[tuple[str, str] | None] = None
+    """``(module, how to install it)`` for a backend whose library is an optional extra."""
+
+    def __init__(
+        self, space: SearchSpace, *, seed: int, direction: Direction, n_startup_trials: int
+    ) -> None:
+        self.space = space
+        self.seed = seed
+        self.direction: Direction = direction
+        self.n_startup_trials = n_startup_trials
+
+    @abc.abstractmethod
+    def add_known(self, assignment: Assignment, value: float) -> None:
+        """Learn a result from outside this job (``--warm-start``); it gets no trial number.
+
+        Args:
+            assignment: A valid assignment of the space.
+            value: Its objective value.
+        """
+
+    @abc.abstractmethod
+    def suggest(
+        self, numbers: Sequence[int], fixed: Sequence[Assignment | None]
+    ) -> list[Assignment]:
+        """Suggest assignments for new trials ``numbers``, all pending from now on.
+
+        Trials pending from earlier calls, and earlier members of this batch, are accounted for
+        (the library's constant liar), so a batch does not collapse onto one point.
+
+        Args:
+            numbers: Consecutive new trial numbers.
+            fixed: For each number, an assignment to issue as is (a warm-start point) or
+                ``None`` to let the model choose.
+
+        Returns:
+            One assignment per number.
+        """
+
+    def replay(self, number: int, assignment: Assignment) -> Assignment:
+        """Re-register trial ``number``, issued before a restart, as pending (cheaply).
+
+        The default treats the recorded assignment as a fixed point. A backend whose state
+        advances with each suggestion (a quasi-random sequence) overrides it to draw again.
+
+        Args:
+            number: The recorded trial's number.
+            assignment: Its recorded assignment.
+
+        Returns:
+            What this backend would have issued (equal to ``assignment`` unless the space, seed
+            or settings changed; only overriding backends can tell).
+        """
+        self.suggest([number], [assignment])
+        return assignment
+
+    @abc.abstractmethod
+    def observe(self, number: int, value: float | None, state: TrialOutcome) -> None:
+        """Learn how a suggested trial ended.
+
+        Args:
+            number: A suggested (or replayed) trial's number.
+            value: The objective for ``"completed"``; for ``"pruned"`` the last intermediate
+                value if there was one; else ``None``.
+            state: How the trial ended.
+        """

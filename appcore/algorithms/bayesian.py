@@ -1,0 +1,426 @@
+"""Bayesian optimization (``bayesian``): a model of the results chooses the next assignments.
+
+The model comes from a well-kept library, chosen by the ``backend`` setting and found in
+:data:`BACKENDS` (each backend is one module, imported on first use):
+
+* ``tpe`` (default) -- Optuna's multivariate TPE with the constant liar
+  (:mod:`appcore.algorithms.optuna_tpe`);
+* ``gp`` -- scikit-optimize's Gaussian process with ``gp_hedge`` and the ``cl_min`` liar
+  (:mod:`appcore.algorithms.skopt_gp`; needs the ``skopt`` extra);
+* ``qmc`` -- Optuna's scrambled Sobol sequence, a model-free space-filling baseline
+  (:mod:`appcore.algorithms.optuna_qmc`).
+
+Settings (strings, as ``--tuning-setting KEY=VALUE`` or the dedicated flags):
+
+* ``backend`` (``tpe``): one of :data:`BACKENDS`.
+* ``mode`` (``async``): the paper's Table 1 parallel modes. ``async`` suggests as soon as a slot
+  frees, with the trials still running accounted for by the backend's constant liar. ``sync``
+  suggests a batch of ``parallelism`` assignments at once, then answers ``None`` ("nothing
+  now") until every issued member of the batch has ended, then suggests the next batch.
+* ``n_startup_trials`` (``10``): results needed before the model is used (random draws before).
+* ``warm_start`` (empty): JSON ``{"known": [{"assignment": {...}, "value": v}, ...],
+  "points": [{...}, ...]}``, built by ``da-submit --warm-start`` (:func:`warm_start_setting`).
+  Known results are told to the model before the first trial (they are not re-run and get no
+  trial number); points are issued first, in order, as trials 1, 2, ... (in sync mode, in
+  batches of at most ``parallelism``).
+
+Restarts: :meth:`BayesianSearch.restore` replays the job store's trials in number order -- each
+one re-registered with the backend as it was issued, then the finished ones told their outcome
+-- so the backend's state is the one the original AppCore had, and because every backend's
+suggestion depends only on the seed, the trial number and that state, the next ask continues
+the original sequence. In sync mode a batch that was only partly issued is suggested again from
+the state before it (the same batch) and its remaining members are issued.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from collections.abc import Sequence
+import importlib
+import importlib.util
+import json
+import logging
+import math
+from types import MappingProxyType
+from typing import Any
+
+from appcore.algorithms._backend import Backend
+from appcore.algorithms._base import Direction
+from appcore.algorithms._base import Finished
+from appcore.algorithms._base import SearchAlgorithm
+from appcore.algorithms._base import SettingSpec
+from appcore.algorithms._base import TrialOutcome
+from appcore.algorithms._base import TrialRecord
+from appcore.errors import InvalidAssignmentError
+from appcore.errors import InvalidSettingsError
+from appcore.space import Assignment
+from appcore.space import CategoricalParam
+from appcore.space import IntParam
+from appcore.space import RealParam
+from appcore.space import SearchSpace
+
+
+__all__ = ["BACKENDS", "MODES", "BayesianSearch", "WarmStart", "warm_start_setting"]
+
+_logger = logging.getLogger(__name__)
+
+BACKENDS: Mapping[str, str] = MappingProxyType(
+    {
+        "tpe": "appcore.algorithms.optuna_tpe:TPEBackend",
+        "gp": "appcore.algorithms.skopt_gp:GPBackend",
+        "qmc": "appcore.algorithms.optuna_qmc:QMCBackend",
+    }
+)
+"""Backend name to ``"module:Class"``, imported on first use."""
+
+MODES = ("async", "sync")
+"""The parallel modes (the paper's Table 1)."""
+
+
+def backend_class(name: str) -> type[Backend]:
+    """Return the backend class registered as ``name``, importing its module.
+
+    Args:
+        name: A key of :data:`BACKENDS`.
+
+    Returns:
+        The class.
+
+    Raises:
+        InvalidSettingsError: Naming the backend and the valid ones, or the missing library and
+            how to install it.
+    """
+    if name not in BACKENDS:
+        raise InvalidSettingsError(
+            f"unknown backend {name!r} for algorithm 'bayesian'; valid backends: "
+            f"{', '.join(BACKENDS)}"
+        )
+    module_name, _, class_name = BACKENDS[name].partition(":")
+    cls: type[Backend] = getattr(importlib.import_module(module_name), class_name)
+    return cls
+
+
+def _check_available(name: str) -> None:
+    cls = backend_class(name)
+    if cls.REQUIRES is not None:
+        module, how = cls.REQUIRES
+        if importlib.util.find_spec(module) is None:
+            raise InvalidSettingsError(
+                f"backend {name!r} of algorithm 'bayesian' needs the {module!r} package, which "
+                f"is not installed: {how}"
+            )
+
+
+def _parse_choice(valid: Sequence[str]) -> Any:
+    def parse(raw: str) -> str:
+        value = raw.strip()
+        if value not in valid:
+            raise ValueError(raw)
+        return value
+
+    return parse
+
+
+def _parse_startup(raw: str) -> int:
+    value = int(raw.strip())
+    if not 1 <= value <= 10_000:
+        raise ValueError(raw)
+    return value
+
+
+class WarmStart:
+    """The parsed ``warm_start`` setting: known results and points to evaluate first.
+
+    Args:
+        known: ``(assignment, value)`` pairs, as JSON gave them (checked against the space by
+            :meth:`for_space`).
+        points: Assignments to issue first, as JSON gave them.
+    """
+
+    def __init__(self, known: Sequence[tuple[Mapping[str, Any], float]],
+                 points: Sequence[Mapping[str, Any]]) -> None:
+        self.known = list(known)
+        self.points = list(points)
+
+    @classmethod
+    def parse(cls, raw: str) -> WarmStart:
+        """Parse the setting's JSON; raise ``ValueError`` if its shape is wrong."""
+        if not raw.strip():
+            return cls([], [])
+        data = json.loads(raw)
+        if not isinstance(data, dict) or set(data) - {"known", "points"}:
+            raise ValueError(raw)
+        known = data.get("known", [])
+        points = data.get("points", [])
+        if not isinstance(known, list) or not isinstance(points, list):
+            raise ValueError(raw)
+        pairs = []
+        for item in known:
+            if not isinstance(item, dict) or not isinstance(item.get("assignment"), dict):
+                raise ValueError(raw)
+            value = item.get("value")
+            if isinstance(value, bool) or not isinstance(value, int | float) \
+                    or not math.isfinite(value):
+                raise ValueError(raw)
+            pairs.append((item["assignment"], float(value)))
+        if not all(isinstance(point, dict) for point in points):
+            raise ValueError(raw)
+        return cls(pairs, points)
+
+    def for_space(self, space: SearchSpace) -> tuple[list[tuple[Assignment, float]],
+                                                     list[Assignment]]:
+        """The known results and points as valid assignments of ``space``.
+
+        JSON has one number type, so a real parameter accepts an integer (``1`` -> ``1.0``) and
+        an integer parameter an integral float (``3.0`` -> ``3``).
+
+        Raises:
+            InvalidSettingsError: Naming the entry and what is wrong with it.
+        """
+        known = [(_coerce(space, a, f"known result {i + 1}"), v)
+                 for i, (a, v) in enumerate(self.known)]
+        points = [_coerce(space, p, f"point {i + 1}") for i, p in enumerate(self.points)]
+        return known, points
+
+
+def _coerce(space: SearchSpace, raw: Mapping[str, Any], what: str) -> Assignment:
+    assignment: Assignment = {}
+    for name, value in raw.items():
+        if name not in space.names:
+            raise InvalidSettingsError(
+                f"warm start {what}: unknown parameter {name!r}; parameters: "
+                f"{', '.join(space.names)}"
+            )
+        param = space[name]
+        if isinstance(param, RealParam) and isinstance(value, int) \
+                and not isinstance(value, bool):
+            value = float(value)
+        elif isinstance(param, IntParam) and isinstance(value, float) and value.is_integer():
+            value = int(value)
+        elif isinstance(param, CategoricalParam):
+            value = next((c for c in param.choices if type(c) is type(value) and c == value)
+                         if not isinstance(value, bool) else iter(()), value)
+        assignment[name] = value
+    try:
+        space.validate_assignment(assignment)
+    except InvalidAssignmentError as err:
+        raise InvalidSettingsError(f"warm start {what}: {err}") from None
+    return {param.name: assignment[param.name] for param in space}
+
+
+def warm_start_setting(data: Any, objective: str, direction: Direction) -> str:
+    """Build the ``warm_start`` setting from a ``--warm-start`` file's JSON.
+
+    Two shapes are accepted:
+
+    * the ``results.json`` of an earlier DisAuto job: its ``COMPLETED`` trials with an objective
+      value become known results (the file's ``objective`` must be this job's; a file of the
+      opposite direction is accepted, its values are the same metric);
+    * a JSON list of assignments: points to evaluate first, in order.
+
+    Args:
+        data: The parsed file.
+        objective: This job's objective metric.
+        direction: This job's direction (for the error message only).
+
+    Returns:
+        The setting's JSON text.
+
+    Raises:
+        ValueError: Naming what is wrong with the file's shape.
+    """
+    if isinstance(data, list):
+        if not all(isinstance(point, dict) for point in data):
+            raise ValueError("a list of points must hold one object per point, e.g. "
+                             '[{"lr": 0.01, "layers": 2}]')
+        return json.dumps({"known": [], "points": data}, sort_keys=True)
+    if isinstance(data, dict) and isinstance(data.get("trials"), list):
+        earlier = data.get("objective")
+        if earlier is not None and earlier != objective:
+            raise ValueError(f"the results are of objective {earlier!r}, this job "
+                             f"{direction}s {objective!r}")
+        known = [
+            {"assignment": trial["assignment"], "value": trial["objective"]}
+            for trial in data["trials"]
+            if isinstance(trial, dict) and trial.get("state") == "COMPLETED"
+            and isinstance(trial.get("objective"), int | float)
+            and isinstance(trial.get("assignment"), dict)
+        ]
+        return json.dumps({"known": known, "points": []}, sort_keys=True)
+    raise ValueError("expected the results.json of an earlier job (an object with \"trials\") "
+                     "or a list of points to evaluate first")
+
+
+def _parse_warm_start(raw: str) -> WarmStart:
+    try:
+        return WarmStart.parse(raw)
+    except (json.JSONDecodeError, TypeError):
+        raise ValueError(raw) from None
+
+
+class BayesianSearch(SearchAlgorithm):
+    """Model-based search through a library backend, in sync or async mode (see module doc).
+
+    Never answers :data:`~appcore.algorithms.FINISHED`: the trial budget ends the job. Thread
+    safety and call order: as :class:`~appcore.algorithms.SearchAlgorithm`.
+    """
+
+    NAME = "bayesian"
+    SETTINGS: Mapping[str, SettingSpec] = {
+        "backend": SettingSpec(
+            default="tpe", parse=_parse_choice(tuple(BACKENDS)),
+            valid=f"one of {', '.join(BACKENDS)}",
+            help="the library model: Optuna TPE, scikit-optimize GP, or Optuna QMC",
+        ),
+        "mode": SettingSpec(
+            default="async", parse=_parse_choice(MODES), valid="one of async, sync",
+            help="async: suggest when a slot frees; sync: batches of --parallelism",
+        ),
+        "n_startup_trials": SettingSpec(
+            default="10", parse=_parse_startup, valid="an integer from 1 to 10000",
+            help="results before the model is used (random draws until then)",
+        ),
+        "warm_start": SettingSpec(
+            default="", parse=_parse_warm_start,
+            valid='JSON {"known": [{"assignment": {...}, "value": v}], "points": [{...}]}',
+            help="known results and points to evaluate first (da-submit --warm-start)",
+        ),
+    }
+
+    def __init__(
+        self,
+        space: SearchSpace,
+        *,
+        seed: int,
+        direction: Direction,
+        settings: Mapping[str, str],
+        parallelism: int = 1,
+    ) -> None:
+        super().__init__(space, seed=seed, direction=direction, settings=settings,
+                         parallelism=parallelism)
+        self._args = (space, seed, direction, dict(settings), parallelism)
+        self._sync = self.settings["mode"] == "sync"
+        known, self._points = self.settings["warm_start"].for_space(space)
+        self._backend = backend_class(self.settings["backend"])(
+            space, seed=self.seed, direction=direction,
+            n_startup_trials=self.settings["n_startup_trials"],
+        )
+        for assignment, value in known:
+            self._backend.add_known(assignment, value)
+        self._batch: dict[int, Assignment] = {}  # sync: suggested, not yet issued
+        self._untold: set[int] = set()  # issued, not yet told
+
+    @property
+    def backend(self) -> str:
+        """The backend's name."""
+        return str(self.settings["backend"])
+
+    def _batch_size(self, number: int) -> int:
+        """The size of the sync batch that starts at trial ``number``."""
+        remaining_points = len(self._points) - (number - 1)
+        if remaining_points > 0:
+            return min(self.parallelism, remaining_points)
+        return self.parallelism
+
+    def _fixed(self, numbers: Sequence[int]) -> list[Assignment | None]:
+        return [self._points[n - 1] if n - 1 < len(self._points) else None for n in numbers]
+
+    def ask(self, trial_number: int) -> Assignment | None | Finished:
+        """Suggest trial ``trial_number``'s assignment, or ``None`` while a sync batch runs.
+
+        Args:
+            trial_number: The trial's number (the next unused one).
+
+        Returns:
+            The assignment, or ``None`` ("nothing now").
+
+        Raises:
+            ValueError: If ``trial_number`` is not a positive int.
+        """
+        number = self._check_trial_number(trial_number)
+        if not self._sync:
+            assignment = self._backend.suggest([number], self._fixed([number]))[0]
+        elif number in self._batch:
+            assignment = self._batch.pop(number)
+        elif self._untold or self._batch:
+            return None
+        else:
+            numbers = list(range(number, number + self._batch_size(number)))
+            batch = self._backend.suggest(numbers, self._fixed(numbers))
+            self._batch = dict(zip(numbers[1:], batch[1:], strict=True))
+            assignment = batch[0]
+        self._untold.add(number)
+        return assignment
+
+    def tell(self, trial_number: int, value: float | None, state: TrialOutcome) -> None:
+        """Tell the backend how trial ``trial_number`` ended (see the backends' docs).
+
+        Args:
+            trial_number: An asked trial's number.
+            value: The objective (completed), the last intermediate value (pruned) or ``None``.
+            state: How it ended.
+        """
+        if trial_number not in self._untold:
+            _logger.debug("bayesian: ignoring a second or unknown tell for trial %d",
+                          trial_number)
+            return
+        self._untold.discard(trial_number)
+        self._backend.observe(trial_number, value, state)
+
+    def restore(self, history: Sequence[TrialRecord]) -> None:
+        """Replay the job store's trials into the backend (see the module docstring).
+
+        Args:
+            history: Every trial issued so far, sorted by number.
+        """
+        records = sorted(history, key=lambda record: record.number)
+        differing = {1} if self._first_differs(records) else set()
+        by_number = {record.number: record for record in records}
+        last = records[-1].number if records else 0
+        start = 1
+        while start <= last:
+            size = self._batch_size(start) if self._sync else 1
+            numbers = list(range(start, start + size))
+            issued = [by_number[n] for n in numbers if n in by_number]
+            if self._sync and len(issued) < size:
+                # A partly issued batch: suggest it again from the state before it.
+                batch = self._backend.suggest(numbers, self._fixed(numbers))
+                differing.update(r.number for r, a in zip(issued, batch, strict=False)
+                                 if a != r.assignment)
+                self._batch = dict(zip(numbers[len(issued):], batch[len(issued):],
+                                       strict=True))
+            else:
+                for record in issued:
+                    fixed = self._fixed([record.number])[0]
+                    if fixed is not None:
+                        self._backend.suggest([record.number], [fixed])
+                    elif self._backend.replay(record.number, record.assignment) \
+                            != record.assignment:
+                        differing.add(record.number)
+            for record in issued:
+                self._untold.add(record.number)
+                if record.state != "running":
+                    self.tell(record.number, record.value, record.state)
+            start += size
+        if differing:
+            _logger.warning(
+                "%s: %d restored trial(s) have assignments this search would not give them "
+                "(first: trial %d); was the space, seed or settings changed?",
+                self.NAME, len(differing), min(differing),
+            )
+
+    def _first_differs(self, records: Sequence[TrialRecord]) -> bool:
+        """Whether trial 1 is not what this search would issue (changed space, seed...)."""
+        if not records or records[0].number != 1:
+            return False
+        space, seed, direction, settings, parallelism = self._args
+        fresh = BayesianSearch(space, seed=seed, direction=direction, settings=settings,
+                               parallelism=parallelism)
+        return fresh.ask(1) != records[0].assignment
+
+    @classmethod
+    def _validate_space(
+        cls, space: SearchSpace, settings: Mapping[str, Any], max_trials: int | None
+    ) -> None:
+        _check_available(settings["backend"])
+        settings["warm_start"].for_space(space)
