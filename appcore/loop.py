@@ -22,6 +22,7 @@ from appcore.algorithms import FINISHED
 from appcore.algorithms import SearchAlgorithm
 from appcore.algorithms import TrialRecord
 from appcore.framework_client import FrameworkClient
+from appcore.priority import priority_for
 from appcore.space import assignment_from_proto
 from protos import common_pb2
 from protos import framework_pb2
@@ -72,6 +73,13 @@ class TrialLoop:
         self._exhausted = False
         self._finished = threading.Event()
         self._next_number = 1
+        # The paper's Algorithm 1 (appcore/priority.py): the priority each trial is submitted with.
+        self.priority = priority_for(
+            spec.dynamic_priority, spec.priority_settings,
+            maximize=spec.direction != common_pb2.MINIMIZE,
+            history=[t.objective for t in sorted(history, key=lambda t: t.number)
+                     if t.state == common_pb2.COMPLETED and t.HasField("objective")],
+        )
         for trial in history:
             self._next_number = max(self._next_number, trial.number + 1)
             self._counts.submitted += 1
@@ -132,7 +140,7 @@ class TrialLoop:
             if suggestion is None:
                 return  # nothing now (e.g. a synchronous batch is still running)
             try:
-                self._framework.submit(number, suggestion, priority=0)
+                self._framework.submit(number, suggestion, priority=self.priority.priority)
             except grpc.RpcError as err:
                 if err.code() == grpc.StatusCode.FAILED_PRECONDITION:
                     logger.info("the framework refused trial %d: %s", number, err.details())
@@ -158,6 +166,11 @@ class TrialLoop:
         value = trial.objective if (trial.state == common_pb2.COMPLETED
                                     and trial.HasField("objective")) else None
         self._algorithm.tell(trial.number, value, _TELL_STATE.get(trial.state, "failed"))
+        if value is not None and (evaluation := self.priority.tell(value)) is not None \
+                and evaluation.lowered:
+            logger.info("results converge (g=%g, g'=%s, G=%g): priority %d for the next trials",
+                        evaluation.gap, evaluation.mean_gap, evaluation.threshold,
+                        evaluation.priority)
         logger.info("trial %d ended %s%s", trial.number, common_pb2.TrialState.Name(trial.state),
                     f" with {self._spec.objective}={value:g}" if value is not None else "")
 
