@@ -19,6 +19,7 @@ from urllib.request import urlopen
 
 from pymesos import MesosSchedulerDriver
 
+from appcore.priority import SETTINGS as PRIORITY_SETTINGS
 from appcore.tokens import new_job_token
 from framework.fileserver import FileServer
 from framework.job import JobController
@@ -123,7 +124,8 @@ class JobRunner:
         self.framework_address = f"{self._advertise}:{grpc_port}"
         self.scheduler = JobScheduler(
             self.controller,
-            create_policy(offer_policy),
+            create_policy(offer_policy, dict(config.search.priority_settings),
+                          runner=config.runner, others=frozenset(PRIORITY_SETTINGS)),
             self.framework_address,
             uris=self._files.uris(config.files, config.inputs),
             logs=self._logs,
@@ -201,7 +203,15 @@ class JobRunner:
             self._driver.stop()  # TEARDOWN: the master kills whatever is left
             self._driver.join()
         self._shutdown_services()
+        self._record_offer_counts()
         self.store.set_meta("state", "ENDED")
+
+    def _record_offer_counts(self) -> None:
+        """Keep the offer policy's counters in the job's record (offers seen, declined, ...)."""
+        counts = {"offers_seen": self.scheduler.offers_seen,
+                  "offers_declined": self.scheduler.offers_declined,
+                  **self.scheduler.policy_stats()}
+        self.store.set_meta("offer_counts", json.dumps(counts, sort_keys=True))
 
     def _shutdown_services(self) -> None:
         self._server.stop(grace=2).wait()

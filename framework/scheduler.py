@@ -189,6 +189,10 @@ class JobScheduler(Scheduler):
         self._job.trial_launched(trial.number, task["task_id"]["value"], view.agent_id)
         return task
 
+    def policy_stats(self) -> dict[str, float]:
+        """The offer policy's counters (priority declines, idle raises...), for the job record."""
+        return self._policy.stats()
+
     def offerRescinded(self, driver: Any, offer_id: Mapping[str, Any]) -> None:  # noqa: N802
         logger.debug("offer %s rescinded", offer_id.get("value"))
 

@@ -1,18 +1,28 @@
 """The offer-policy interface: the framework's second-level scheduling.
 
 A policy receives the offers of one ``resourceOffers`` callback and the tasks waiting to launch,
-and answers which tasks to launch on which offer and how long to refuse the rest. It must be a
-pure decision: it neither calls the driver nor mutates the requests.
+and answers which tasks to launch on which offer and how long to refuse the rest. It neither calls
+the driver nor mutates the requests or offers.
 
-Thread safety: the scheduler calls a policy from the pymesos IO thread only.
+One policy instance serves one job for the job's whole life, so a policy may keep state across
+calls: the dynamic priority policy counts the offers it declined and remembers what each agent
+offered, to notice an idle cluster. Its decisions are counted in events (offers), not in time:
+the master's allocation interval and decline filters set the pace.
+
+Thread safety: the scheduler calls a policy from the pymesos IO thread only; :meth:`stats` may be
+read from another thread (it returns a copy).
 """
 
 from __future__ import annotations
 
 import abc
+from collections.abc import Callable
+from collections.abc import Mapping
 from collections.abc import Sequence
 from dataclasses import dataclass
 from dataclasses import field
+from typing import Any
+from typing import ClassVar
 
 from framework.offers import OfferView
 from framework.spec import TaskResources
@@ -41,18 +51,95 @@ class Plan:
     """Offer id → the decline filter for offers not launched on (default: ``decline_seconds``)."""
 
 
+@dataclass(frozen=True)
+class PolicySetting:
+    """One setting a policy accepts (``--priority-setting NAME=VALUE``; values are strings).
+
+    Attributes:
+        default: the value used when the setting is not given, as a string.
+        parse: turns the string into the typed value; raises ``ValueError`` if it is invalid.
+        valid: what a valid value is, for error messages ("a number >= 0").
+        help: one line for the docs.
+    """
+
+    default: str
+    parse: Callable[[str], Any]
+    valid: str
+    help: str = ""
+
+
+class PolicySettingsError(ValueError):
+    """A policy setting is unknown or invalid; the message names it and what would be valid."""
+
+
 class OfferPolicy(abc.ABC):
     """Decides which offers to accept for which waiting tasks.
 
     Args:
         decline_seconds: the decline filter for an offer that no waiting task fits.
+        settings: the policy's settings by name, as strings (see :attr:`SETTINGS`).
+        runner: the resources of one trial of the job (policies that plan placement use it).
+
+    Raises:
+        PolicySettingsError: for a setting the policy does not have or an invalid value.
     """
 
     name: str = ""
+    uses_priority: ClassVar[bool] = False
+    """Whether the policy reads trial priorities (AppCore then runs Algorithm 1)."""
+    SETTINGS: ClassVar[Mapping[str, PolicySetting]] = {}
+    """Every setting the policy accepts, with its default."""
 
-    def __init__(self, decline_seconds: float = 5.0) -> None:
+    def __init__(
+        self,
+        decline_seconds: float = 5.0,
+        *,
+        settings: Mapping[str, str] | None = None,
+        runner: TaskResources | None = None,
+    ) -> None:
         self.decline_seconds = decline_seconds
+        self.settings = self.parse_settings(settings or {})
+        self.runner = runner
+
+    @classmethod
+    def parse_settings(cls, settings: Mapping[str, str], *,
+                       others: frozenset[str] = frozenset()) -> dict[str, Any]:
+        """Typed values of every setting (defaults filled in).
+
+        Args:
+            settings: name → value, as strings.
+            others: names that are valid but belong to someone else (AppCore's half of the
+                strategy); they are skipped.
+
+        Raises:
+            PolicySettingsError: naming the setting and what would be valid.
+        """
+        values: dict[str, Any] = {}
+        for name, spec in cls.SETTINGS.items():
+            values[name] = spec.parse(spec.default)
+        for name, text in settings.items():
+            spec = cls.SETTINGS.get(name)
+            if spec is None:
+                if name in others:
+                    continue
+                valid = sorted({*cls.SETTINGS, *others})
+                raise PolicySettingsError(
+                    f"unknown setting {name!r} for offer policy {cls.name!r}; valid settings: "
+                    f"{', '.join(valid) if valid else 'none'}"
+                )
+            try:
+                values[name] = spec.parse(text)
+            except ValueError:
+                raise PolicySettingsError(
+                    f"setting {name}={text!r} of offer policy {cls.name!r} is invalid: "
+                    f"expected {spec.valid}"
+                ) from None
+        return values
 
     @abc.abstractmethod
     def plan(self, offers: Sequence[OfferView], requests: Sequence[LaunchRequest]) -> Plan:
         """Assign waiting requests (in priority order) to offers."""
+
+    def stats(self) -> dict[str, float]:
+        """Counters of the policy's decisions, for the job's record (a copy; default none)."""
+        return {}

@@ -42,8 +42,10 @@ def launched(launches: Launches) -> dict[str, list[str]]:
 def test_registry_creates_by_name_and_lists_valid_names() -> None:
     policy = create_policy("fifo")
     assert isinstance(policy, FifoPolicy) and isinstance(policy, OfferPolicy)
-    assert POLICIES == {"fifo": FifoPolicy}
-    with pytest.raises(ValueError, match=r"unknown offer policy 'drf'; valid policies: fifo"):
+    assert POLICIES["fifo"] is FifoPolicy and set(POLICIES) == {"fifo", "dynamic",
+                                                                 "dynamic-plus"}
+    with pytest.raises(ValueError, match=r"unknown offer policy 'drf'; valid policies: "
+                                         r"dynamic, dynamic-plus, fifo"):
         create_policy("drf")
 
 
