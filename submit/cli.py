@@ -116,6 +116,10 @@ def build_parser() -> argparse.ArgumentParser:
     cluster.add_argument("--secret-file", metavar="FILE",
                          help="file holding the principal's secret")
     cluster.add_argument("--offer-policy", default="fifo", help=f"one of {', '.join(POLICIES)}")
+    cluster.add_argument("--priority-setting", action="append", default=[], metavar="KEY=VALUE",
+                         help="a setting of the dynamic priority strategy (--offer-policy "
+                              "dynamic or dynamic-plus), e.g. thresholds=0.01,0.005 or "
+                              "declines_per_level=2; repeatable (docs/dynamic-priority.md)")
     cluster.add_argument("--advertise-host", metavar="HOST",
                          help="how tasks reach this machine (default: derived from --master)")
     cluster.add_argument("--app-core-command", metavar="CMD",
@@ -176,6 +180,35 @@ def _existing_file(flag: str, text: str) -> str:
     return str(path.resolve())
 
 
+def _priority_settings(policy: str, items: Sequence[str]) -> dict[str, str]:
+    """``--priority-setting`` items, checked against AppCore's and the offer policy's names."""
+    from appcore.priority import SETTINGS as APPCORE_SETTINGS
+    from appcore.priority import parse_priority_settings
+
+    settings: dict[str, str] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise UsageError(f"--priority-setting: invalid value {item!r}: expected KEY=VALUE")
+        settings[key.strip()] = value.strip()
+    cls = POLICIES[policy]
+    if settings and not cls.uses_priority:
+        raise UsageError(f"--priority-setting: offer policy {policy!r} uses no priorities; "
+                         "use --offer-policy dynamic or dynamic-plus")
+    try:
+        parse_priority_settings(settings)
+        cls.parse_settings(settings, others=frozenset(APPCORE_SETTINGS))
+    except ValueError as err:
+        raise UsageError(f"--priority-setting: {err}") from None
+    return settings
+
+
+def _on_this_host(master: str) -> bool:
+    """Whether the master's agents run on this machine: ``local``, or a loopback ``da-cluster``."""
+    host = master.split("://", 1)[-1].split("/", 1)[0].split(",", 1)[0].rpartition(":")[0]
+    return master == "local" or host in ("127.0.0.1", "localhost", "[::1]")
+
+
 def _job_id(app_name: str) -> str:
     slug = re.sub(r"[^A-Za-z0-9_.-]+", "-", app_name).strip("-")[:40] or "job"
     return f"{slug}-{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(2)}"
@@ -227,6 +260,7 @@ def validate(args: argparse.Namespace) -> Submission:
     if args.offer_policy not in POLICIES:
         raise UsageError(f"--offer-policy: unknown policy {args.offer_policy!r}; valid: "
                          f"{', '.join(sorted(POLICIES))}")
+    priority_settings = _priority_settings(args.offer_policy, args.priority_setting)
     if not args.objective.strip():
         raise UsageError("--objective: must name a metric, e.g. accuracy")
     target: float | None = None
@@ -300,9 +334,13 @@ def validate(args: argparse.Namespace) -> Submission:
     )
     if target is not None:
         search.target = target
+    search.dynamic_priority = POLICIES[args.offer_policy].uses_priority
+    search.priority_settings.update(priority_settings)
     local = args.master == "local"
+    # A loopback master (da-cluster on this machine) runs tasks here: use this Python for them.
+    same_host = _on_this_host(args.master)
     appcore_command = args.app_core_command or (
-        f"{sys.executable} -m appcore" if local else "python3 -m appcore")
+        f"{sys.executable} -m appcore" if same_host else "python3 -m appcore")
     job_id = _job_id(args.app_name)
     search.job_id = job_id
     secret = None
@@ -322,7 +360,7 @@ def validate(args: argparse.Namespace) -> Submission:
         output=output,
         appcore_command=appcore_command,
         extra_env={"PATH": f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}"}
-        if local else {},
+        if same_host else {},
     )
     if local:
         from submit.local import LocalClusterError

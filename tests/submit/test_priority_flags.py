@@ -1,0 +1,82 @@
+"""da-submit's flags for the dynamic priority strategy, and jobs aimed at a loopback da-cluster."""
+
+from __future__ import annotations
+
+from pathlib import Path
+import sys
+
+import pytest
+
+from protos import common_pb2
+from submit.cli import build_parser
+from submit.cli import main
+from submit.cli import validate
+from submit.exit_status import ExitStatus
+from tests.submit.test_cli import argv
+from tests.submit.test_cli import files  # noqa: F401 - the fixture
+
+
+def submission(*extra: str) -> common_pb2.JobSpec:
+    return validate(build_parser().parse_args(argv(*extra))).config.search
+
+
+@pytest.mark.usefixtures("files")
+def test_dynamic_policies_turn_priorities_on_and_carry_the_settings() -> None:
+    assert not submission().dynamic_priority and dict(submission().priority_settings) == {}
+    for policy in ("dynamic", "dynamic-plus"):
+        search = submission("--offer-policy", policy)
+        assert search.dynamic_priority and dict(search.priority_settings) == {}
+    args = ["--offer-policy", "dynamic-plus", "--priority-setting", "k=3",
+            "--priority-setting", " thresholds = 0.02,0.01", "--priority-setting",
+            "declines_per_level=2", "--priority-setting", "pack_patience=0"]
+    search = validate(build_parser().parse_args(argv() + args)).config.search
+    assert dict(search.priority_settings) == {"k": "3", "thresholds": "0.02,0.01",
+                                              "declines_per_level": "2", "pack_patience": "0"}
+
+
+@pytest.mark.usefixtures("files")
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (["--priority-setting", "k=2"],
+         "--priority-setting: offer policy 'fifo' uses no priorities; use --offer-policy "
+         "dynamic or dynamic-plus"),
+        (["--offer-policy", "dynamic", "--priority-setting", "k"],
+         "--priority-setting: invalid value 'k': expected KEY=VALUE"),
+        (["--offer-policy", "dynamic", "--priority-setting", "colour=red"],
+         "--priority-setting: unknown setting 'colour' for offer policy 'dynamic'; valid "
+         "settings: decline_filter_seconds, declines_per_level, idle_repeats, k, m, thresholds, "
+         "tolerance"),
+        (["--offer-policy", "dynamic", "--priority-setting", "pack_patience=2"],
+         "unknown setting 'pack_patience' for offer policy 'dynamic'"),
+        (["--offer-policy", "dynamic", "--priority-setting", "m=1"],
+         "--priority-setting: priority setting m='1' is invalid: expected an integer >= 2"),
+        (["--offer-policy", "dynamic", "--priority-setting", "thresholds=0.1,x"],
+         "expected comma-separated numbers > 0"),
+        (["--offer-policy", "dynamic-plus", "--priority-setting", "idle_repeats=0"],
+         "setting idle_repeats='0' of offer policy 'dynamic-plus' is invalid: expected an "
+         "integer >= 1"),
+    ],
+)
+def test_bad_priority_settings_are_one_line_usage_errors(capsys: pytest.CaptureFixture[str],
+                                                         extra: list[str], message: str) -> None:
+    assert main(argv() + extra) == ExitStatus.USAGE
+    err = capsys.readouterr().err.splitlines()
+    assert err[0].startswith("da-submit: error: --priority-setting: ") and message in err[0], \
+        err[0]
+
+
+@pytest.mark.usefixtures("files")
+@pytest.mark.parametrize("master", ["127.0.0.1:5050", "localhost:5050", "local"])
+def test_a_master_on_this_machine_runs_tasks_with_this_python(master: str) -> None:
+    config = validate(build_parser().parse_args(argv("--master", master))).config
+    assert config.appcore_command == f"{sys.executable} -m appcore"
+    assert config.extra_env["PATH"].startswith(str(Path(sys.executable).parent))
+
+
+@pytest.mark.usefixtures("files")
+def test_a_remote_master_runs_tasks_with_the_agents_python() -> None:
+    config = validate(build_parser().parse_args(argv("--master", "10.1.2.3:5050"))).config
+    assert config.appcore_command == "python3 -m appcore" and config.extra_env == {}
+    zk = validate(build_parser().parse_args(argv("--master", "zk://10.1.2.3:2181/mesos"))).config
+    assert zk.appcore_command == "python3 -m appcore"
