@@ -63,10 +63,10 @@ def main() -> int:
             parallelism=max(1, spec.parallelism),
         )
         algorithm.restore(TrialLoop.records(list(reply.trials)))
+        loop = TrialLoop(framework, spec, algorithm, list(reply.trials))
     except ValueError as err:
         framework.finish(framework_pb2.ERROR, f"AppCore cannot run the search: {err}")
         return 1
-    loop = TrialLoop(framework, spec, algorithm, list(reply.trials))
     servicer.set_loop(loop)
     server.start()
     logger.info("AppCore serving runners on %s:%d; %d trials recorded", host, port,

@@ -23,6 +23,8 @@ from appcore.algorithms import SearchAlgorithm
 from appcore.algorithms import TrialRecord
 from appcore.framework_client import FrameworkClient
 from appcore.priority import priority_for
+from appcore.pruners import PrunerRecord
+from appcore.pruners import create_pruner
 from appcore.space import assignment_from_proto
 from protos import common_pb2
 from protos import framework_pb2
@@ -44,6 +46,7 @@ class _Counts:
     submitted: int = 0
     completed: int = 0
     failed: int = 0
+    pruned: int = 0
     last_failure: str = ""
 
 
@@ -73,6 +76,13 @@ class TrialLoop:
         self._exhausted = False
         self._finished = threading.Event()
         self._next_number = 1
+        # Early stopping (--early-stopping): rebuilt from the recorded intermediate values.
+        self._pruner = create_pruner(
+            spec.early_stopping,
+            direction="minimize" if spec.direction == common_pb2.MINIMIZE else "maximize",
+            settings=dict(spec.early_stopping_settings),
+        )
+        self._pruner.restore(self.pruner_records(history))
         # The paper's Algorithm 1 (appcore/priority.py): the priority each trial is submitted with.
         self.priority = priority_for(
             spec.dynamic_priority, spec.priority_settings,
@@ -94,11 +104,29 @@ class TrialLoop:
         records = []
         for trial in sorted(history, key=lambda t: t.number):
             state = _TELL_STATE.get(trial.state, "running")
-            value = trial.objective if trial.HasField("objective") and state == "completed" \
-                else None
+            value = trial.objective if trial.HasField("objective") \
+                and state in ("completed", "pruned") else None
             records.append(TrialRecord(trial.number, assignment_from_proto(trial.assignment),
                                        value, state))
         return records
+
+    @staticmethod
+    def pruner_records(history: list[common_pb2.Trial]) -> list[PrunerRecord]:
+        """The early-stopping rule's view of recorded trials (for ``restore``)."""
+        records = []
+        for trial in sorted(history, key=lambda t: t.number):
+            state = _TELL_STATE.get(trial.state, "running")
+            value = trial.objective if trial.HasField("objective") and state == "completed" \
+                else None
+            intermediate = tuple((v.step, v.value) for v in trial.intermediate_values)
+            records.append(PrunerRecord(trial.number, state, intermediate, value))
+        return records
+
+    @property
+    def counts(self) -> tuple[int, int, int]:
+        """Trials completed, failed and pruned so far."""
+        with self._lock:
+            return self._counts.completed, self._counts.failed, self._counts.pruned
 
     @property
     def finished(self) -> bool:
@@ -157,6 +185,8 @@ class TrialLoop:
         elif trial.state == common_pb2.FAILED:
             self._counts.failed += 1
             self._counts.last_failure = f"trial-{trial.number:04d}: {trial.message}"
+        elif trial.state == common_pb2.PRUNED:
+            self._counts.pruned += 1
 
     def _on_trial(self, trial: common_pb2.Trial) -> None:
         if trial.state in IN_FLIGHT or trial.number not in self._in_flight:
@@ -165,7 +195,12 @@ class TrialLoop:
         self._count_terminal(trial)
         value = trial.objective if (trial.state == common_pb2.COMPLETED
                                     and trial.HasField("objective")) else None
-        self._algorithm.tell(trial.number, value, _TELL_STATE.get(trial.state, "failed"))
+        outcome = _TELL_STATE.get(trial.state, "failed")
+        # A pruned trial is told its last intermediate value, where the algorithm can use it.
+        told = trial.objective if (trial.state == common_pb2.PRUNED
+                                   and trial.HasField("objective")) else value
+        self._algorithm.tell(trial.number, told, outcome)
+        self._pruner.finish(trial.number, outcome, value)
         if value is not None and (evaluation := self.priority.tell(value)) is not None \
                 and evaluation.lowered:
             logger.info("results converge (g=%g, g'=%s, G=%g): priority %d for the next trials",
@@ -206,14 +241,31 @@ class TrialLoop:
         final: bool,
         elapsed_seconds: float,
     ) -> bool:
-        """Record a runner's report through the framework; True when the runner should stop."""
+        """Record a runner's report through the framework; True when the runner should stop.
+
+        An intermediate report of the objective (with a step) goes to the early-stopping rule;
+        when it prunes the trial, the framework records it PRUNED (freeing its slot at once)
+        and the runner is told to stop.
+        """
         trial = self._framework.record(number, metrics, step, final, elapsed_seconds)
+        objective = self._spec.objective
         with self._lock:
+            if trial.state == common_pb2.PRUNED:
+                return True
             if final and trial.HasField("objective") and self._reaches_target(trial.objective):
                 self._finish(framework_pb2.TARGET_REACHED,
-                             f"trial {number} reached {self._spec.objective}="
+                             f"trial {number} reached {objective}="
                              f"{trial.objective:g} (target {self._spec.target:g})")
-            return self.finished
+            prune = (not final and step is not None and objective in metrics
+                     and not self.finished
+                     and self._pruner.report(number, step, metrics[objective]))
+            if not prune:
+                return self.finished
+            message = (f"stopped early by {self._pruner.describe()} at step {step} "
+                       f"({objective}={metrics[objective]:g})")
+        logger.info("trial %d: %s", number, message)
+        self._framework.prune(number, message)
+        return True
 
     def _reaches_target(self, value: float) -> bool:
         if not self._spec.HasField("target"):

@@ -28,6 +28,7 @@ from appcore.algorithms._base import TrialOutcome
 from appcore.algorithms.random import from_optuna_value
 from appcore.algorithms.random import to_optuna_distribution
 from appcore.space import Assignment
+from appcore.space import RealParam
 from appcore.space import SearchSpace
 
 
@@ -57,7 +58,21 @@ class OptunaBackend(Backend):
         """The sampler that suggests trial ``number`` (0: the study's initial sampler)."""
 
     def _params(self, assignment: Assignment) -> dict[str, Any]:
-        return {param.name: assignment[param.name] for param in self.space}
+        """Optuna's values for an assignment, exactly as its samplers store them.
+
+        A stepped real is kept by Optuna as ``k * step + low`` in binary floating point
+        (``0.30000000000000004``) where the assignment has the decimal grid point (``0.3``);
+        replaying the decimal one would feed the model a slightly different study.
+        """
+        params: dict[str, Any] = {}
+        for param in self.space:
+            value = assignment[param.name]
+            if isinstance(param, RealParam) and param.step is not None:
+                steps = round((float(value) - param.low) / param.step)
+                last = param.step_points()[-1]  # the distribution's high (Optuna clips to it)
+                value = min(max(float(steps * param.step + param.low), param.low), last)
+            params[param.name] = value
+        return params
 
     def add_known(self, assignment: Assignment, value: float) -> None:
         self._study.add_trial(optuna.trial.create_trial(

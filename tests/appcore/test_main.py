@@ -88,7 +88,7 @@ def test_a_search_it_cannot_run_ends_the_job_in_error(tmp_path: Path) -> None:
         assert framework.controller.outcome == (
             framework_pb2.ERROR,
             "AppCore cannot run the search: unknown search algorithm 'annealing'; "
-            "valid algorithms: grid-search, random-search")
+            "valid algorithms: grid-search, random-search, bayesian")
     finally:
         process.kill()
         process.wait()

@@ -67,7 +67,7 @@ def test_trial_steps_spelling_is_accepted(files: Path) -> None:
         (("--app-runner-gpus", "1.5"), "--app-runner-gpus"),
         (("--trail-steps", "0"), "--trail-steps"),
         (("--parallelism", "two"), "--parallelism"),
-        (("--tuning-type", "annealing"), "unknown algorithm 'annealing'; valid: grid-search"),
+        (("--tuning-type", "annealing"), "unknown algorithm 'annealing'; valid: bayesian, grid-search"),
         (("--files", "missing.py"), "--files: missing.py: no such file"),
         (("--tuning-parameters", "nope.json"), "nope.json"),
         (("--input", "/tmp/data"), "--input: invalid value '/tmp/data': expected SRC#NAME"),

@@ -1,0 +1,148 @@
+"""The early-stopping interface every rule implements."""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Mapping
+from collections.abc import Sequence
+from dataclasses import dataclass
+from dataclasses import field
+from typing import Any
+from typing import ClassVar
+
+from appcore.algorithms._base import Direction
+from appcore.algorithms._base import RecordState
+from appcore.algorithms._base import SettingSpec
+from appcore.algorithms._base import TrialOutcome
+from appcore.errors import InvalidSettingsError
+
+
+__all__ = ["Pruner", "PrunerRecord"]
+
+
+@dataclass(frozen=True)
+class PrunerRecord:
+    """One trial as the job store holds it, for :meth:`Pruner.restore`.
+
+    Attributes:
+        number: The trial number.
+        state: ``"running"`` or how it ended.
+        intermediate: ``(step, value)`` of each intermediate report of the objective, in order.
+        value: The final objective of a completed trial, else ``None``.
+    """
+
+    number: int
+    state: RecordState
+    intermediate: Sequence[tuple[int, float]] = field(default_factory=tuple)
+    value: float | None = None
+
+
+class Pruner(abc.ABC):
+    """Decides from a trial's intermediate values whether to stop it early.
+
+    Call order: construction; :meth:`restore` once if AppCore is restarting; then any
+    interleaving of :meth:`report` (a trial's steps in increasing order) and :meth:`finish`
+    (once per trial that reported, when it ends).
+
+    Thread safety: not thread-safe; the trial loop calls it under its lock.
+
+    Settings: :data:`SETTINGS` declares every accepted setting (strings); anything else is
+    rejected with :class:`~appcore.errors.InvalidSettingsError` naming the valid ones.
+
+    Args:
+        direction: ``"maximize"`` or ``"minimize"`` the objective.
+        settings: The rule's settings by name, as strings.
+
+    Raises:
+        InvalidSettingsError: If a setting is unknown or invalid.
+    """
+
+    NAME: ClassVar[str]
+    """The registry name, e.g. ``"median"``."""
+
+    SETTINGS: ClassVar[Mapping[str, SettingSpec]] = {}
+    """The accepted settings by name."""
+
+    def __init__(self, *, direction: Direction, settings: Mapping[str, str]) -> None:
+        self.direction: Direction = direction
+        self.settings: Mapping[str, Any] = self.parse_settings(settings)
+
+    @classmethod
+    def parse_settings(cls, settings: Mapping[str, str]) -> dict[str, Any]:
+        """Check settings against :data:`SETTINGS` and parse them, filling in defaults.
+
+        Args:
+            settings: Setting name to string value.
+
+        Returns:
+            Every declared setting, parsed.
+
+        Raises:
+            InvalidSettingsError: Naming an unknown setting (and the valid ones) or a value
+                that does not parse (and what is valid).
+        """
+        for name in settings:
+            if name not in cls.SETTINGS:
+                valid = ", ".join(sorted(cls.SETTINGS)) or "none"
+                raise InvalidSettingsError(
+                    f"unknown setting {name!r} for early-stopping rule {cls.NAME!r}; "
+                    f"valid settings: {valid}"
+                )
+        parsed: dict[str, Any] = {}
+        for name, spec in cls.SETTINGS.items():
+            raw = settings.get(name, spec.default)
+            try:
+                parsed[name] = spec.parse(raw)
+            except (ValueError, TypeError, AttributeError):
+                raise InvalidSettingsError(
+                    f"setting {name!r} for early-stopping rule {cls.NAME!r} must be "
+                    f"{spec.valid}, got {raw!r}"
+                ) from None
+        cls._check(parsed)
+        return parsed
+
+    @classmethod  # noqa: B027 -- an optional hook: the default accepts every combination
+    def _check(cls, settings: Mapping[str, Any]) -> None:
+        """Hook for checks across settings; raises InvalidSettingsError."""
+
+    @abc.abstractmethod
+    def report(self, trial: int, step: int, value: float) -> bool:
+        """Learn trial ``trial``'s objective at ``step``; True if the trial should stop now.
+
+        Args:
+            trial: The trial number.
+            step: The training step (epoch...), from 0, increasing per trial.
+            value: The objective's value at that step.
+
+        Returns:
+            Whether to prune the trial.
+        """
+
+    @abc.abstractmethod
+    def finish(self, trial: int, state: TrialOutcome, value: float | None) -> None:
+        """Learn how trial ``trial`` ended (its final objective if completed).
+
+        Args:
+            trial: The trial number.
+            state: How it ended.
+            value: The final objective of a completed trial, else ``None``.
+        """
+
+    def restore(self, history: Sequence[PrunerRecord]) -> None:
+        """Rebuild the rule's state from the job store after AppCore restarts.
+
+        The default replays every record: its intermediate values through :meth:`report`
+        (decisions ignored: they were taken), then :meth:`finish` if it ended.
+
+        Args:
+            history: Every trial so far, sorted by number.
+        """
+        for record in history:
+            for step, value in record.intermediate:
+                self.report(record.number, step, value)
+            if record.state != "running":
+                self.finish(record.number, record.state, record.value)
+
+    def describe(self) -> str:
+        """A short description for messages, e.g. ``"the median rule"``."""
+        return f"the {self.NAME} rule"

@@ -1,0 +1,63 @@
+"""What the Optuna-based rules share: an in-memory study whose pruner decides.
+
+Each trial of the job that reports becomes one Optuna trial (created on its first report); its
+reports are Optuna intermediate values and its end is told to the study (completed ->
+``COMPLETE`` with its final value, pruned -> ``PRUNED``, failed and killed -> ``FAIL``), which
+is all Optuna's pruners look at.
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Mapping
+import math
+
+import optuna
+from optuna.pruners import BasePruner
+from optuna.trial import Trial
+from optuna.trial import TrialState
+
+from appcore.algorithms._base import Direction
+from appcore.algorithms._base import TrialOutcome
+from appcore.pruners._base import Pruner
+
+
+__all__ = ["OptunaPruner"]
+
+
+class OptunaPruner(Pruner):
+    """A rule that delegates to an Optuna pruner; subclasses build it in :meth:`_pruner`."""
+
+    def __init__(self, *, direction: Direction, settings: Mapping[str, str]) -> None:
+        super().__init__(direction=direction, settings=settings)
+        if optuna.logging.get_verbosity() < optuna.logging.WARNING:
+            optuna.logging.set_verbosity(optuna.logging.WARNING)
+        self._study = optuna.create_study(direction=direction, pruner=self._pruner())
+        self._trials: dict[int, Trial] = {}
+        self._last_step: dict[int, int] = {}
+
+    @abc.abstractmethod
+    def _pruner(self) -> BasePruner:
+        """The Optuna pruner built from :attr:`settings`."""
+
+    def report(self, trial: int, step: int, value: float) -> bool:
+        if step < 0 or not math.isfinite(value) or step <= self._last_step.get(trial, -1):
+            return False  # Optuna's steps start at 0 and each is reported once
+        optuna_trial = self._trials.get(trial)
+        if optuna_trial is None:
+            optuna_trial = self._trials[trial] = self._study.ask()
+        self._last_step[trial] = step
+        optuna_trial.report(value, step)
+        return bool(optuna_trial.should_prune())
+
+    def finish(self, trial: int, state: TrialOutcome, value: float | None) -> None:
+        optuna_trial = self._trials.pop(trial, None)
+        self._last_step.pop(trial, None)
+        if optuna_trial is None:
+            return
+        if state == "completed" and value is not None and math.isfinite(value):
+            self._study.tell(optuna_trial, value)
+        elif state == "pruned":
+            self._study.tell(optuna_trial, state=TrialState.PRUNED)
+        else:
+            self._study.tell(optuna_trial, state=TrialState.FAIL)

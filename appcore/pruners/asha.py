@@ -1,0 +1,85 @@
+"""Early-stopping rule ``asha``: Optuna's ``SuccessiveHalvingPruner`` (asynchronous successive
+halving, Li et al., "A System for Massively Parallel Hyperparameter Tuning", MLSys 2020).
+
+Rungs sit at steps ``min_resource * reduction_factor ** (min_early_stopping_rate + k)``. A trial
+reaching a rung is stopped unless its value there is in the top ``1 / reduction_factor`` of
+all trials that reached that rung so far -- decided at once, without waiting for a full bracket,
+which is what makes it asynchronous. Settings:
+
+* ``min_resource`` (``auto``): the first rung's step; ``auto`` estimates it from the first
+  completed trial's number of steps (nothing is stopped before a trial completes);
+* ``reduction_factor`` (3): keep the top 1/3 at each rung;
+* ``min_early_stopping_rate`` (0): skip this many rungs;
+* ``bootstrap_count`` (0): trials that must reach a rung before it stops any (needs an explicit
+  ``min_resource``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from optuna.pruners import BasePruner
+from optuna.pruners import SuccessiveHalvingPruner
+
+from appcore.algorithms._base import SettingSpec
+from appcore.errors import InvalidSettingsError
+from appcore.pruners._optuna import OptunaPruner
+
+
+__all__ = ["AsynchronousSuccessiveHalving"]
+
+
+def _min_resource(raw: str) -> str | int:
+    text = raw.strip()
+    if text == "auto":
+        return text
+    value = int(text)
+    if value < 1:
+        raise ValueError(raw)
+    return value
+
+
+def _at_least(minimum: int) -> Any:
+    def parse(raw: str) -> int:
+        value = int(raw.strip())
+        if value < minimum:
+            raise ValueError(raw)
+        return value
+
+    return parse
+
+
+class AsynchronousSuccessiveHalving(OptunaPruner):
+    """Optuna's asynchronous successive halving (see the module docstring)."""
+
+    NAME = "asha"
+    SETTINGS: Mapping[str, SettingSpec] = {
+        "min_resource": SettingSpec("auto", _min_resource, "'auto' or an integer >= 1",
+                                    "the first rung's step"),
+        "reduction_factor": SettingSpec("3", _at_least(2), "an integer >= 2",
+                                        "keep the top 1/reduction_factor at each rung"),
+        "min_early_stopping_rate": SettingSpec("0", _at_least(0), "an integer >= 0",
+                                               "rungs skipped"),
+        "bootstrap_count": SettingSpec("0", _at_least(0), "an integer >= 0",
+                                       "trials at a rung before it stops any"),
+    }
+
+    @classmethod
+    def _check(cls, settings: Mapping[str, Any]) -> None:
+        if settings["bootstrap_count"] > 0 and settings["min_resource"] == "auto":
+            raise InvalidSettingsError(
+                "early-stopping rule 'asha': bootstrap_count > 0 needs an explicit "
+                "min_resource (an integer >= 1), not 'auto'"
+            )
+
+    def describe(self) -> str:
+        return "asynchronous successive halving"
+
+    def _pruner(self) -> BasePruner:
+        return SuccessiveHalvingPruner(
+            min_resource=self.settings["min_resource"],
+            reduction_factor=self.settings["reduction_factor"],
+            min_early_stopping_rate=self.settings["min_early_stopping_rate"],
+            bootstrap_count=self.settings["bootstrap_count"],
+        )

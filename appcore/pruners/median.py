@@ -1,0 +1,58 @@
+"""Early-stopping rule ``median``: Optuna's ``MedianPruner`` (the median stopping rule).
+
+A trial is stopped at a step when its best intermediate value so far is worse than the median
+of the completed trials' values at that step (Golovin et al., "Google Vizier", 2017). Settings:
+
+* ``n_startup_trials`` (5): completed trials needed before any trial is stopped;
+* ``n_warmup_steps`` (0): steps of each trial never judged;
+* ``interval_steps`` (1): judge every this many steps (after the warm-up);
+* ``n_min_trials`` (1): completed trials that must have reported the step being judged.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from optuna.pruners import BasePruner
+from optuna.pruners import MedianPruner
+
+from appcore.algorithms._base import SettingSpec
+from appcore.pruners._optuna import OptunaPruner
+
+
+__all__ = ["MedianRule"]
+
+
+def _count(minimum: int) -> Any:
+    def parse(raw: str) -> int:
+        value = int(raw.strip())
+        if value < minimum:
+            raise ValueError(raw)
+        return value
+
+    return parse
+
+
+class MedianRule(OptunaPruner):
+    """Optuna's median stopping rule (see the module docstring)."""
+
+    NAME = "median"
+    SETTINGS: Mapping[str, SettingSpec] = {
+        "n_startup_trials": SettingSpec("5", _count(0), "an integer >= 0",
+                                        "completed trials before any is stopped"),
+        "n_warmup_steps": SettingSpec("0", _count(0), "an integer >= 0",
+                                      "steps of each trial never judged"),
+        "interval_steps": SettingSpec("1", _count(1), "an integer >= 1",
+                                      "judge every this many steps"),
+        "n_min_trials": SettingSpec("1", _count(1), "an integer >= 1",
+                                    "completed trials that reported the step judged"),
+    }
+
+    def _pruner(self) -> BasePruner:
+        return MedianPruner(
+            n_startup_trials=self.settings["n_startup_trials"],
+            n_warmup_steps=self.settings["n_warmup_steps"],
+            interval_steps=self.settings["interval_steps"],
+            n_min_trials=self.settings["n_min_trials"],
+        )
