@@ -107,6 +107,22 @@ def build_parser() -> argparse.ArgumentParser:
                         help="stop the job when more than N trials fail (default 3)")
     search.add_argument("--seed", metavar="N",
                         help="seed of the search (default: random, printed)")
+    search.add_argument("--bayes-backend", metavar="NAME",
+                        help="with --tuning-type bayesian: tpe (Optuna, default), gp "
+                             "(scikit-optimize), qmc (Optuna)")
+    search.add_argument("--bayes-mode", metavar="MODE",
+                        help="with --tuning-type bayesian: async (default: suggest when a slot "
+                             "frees) or sync (batches of --parallelism)")
+    search.add_argument("--warm-start", metavar="FILE",
+                        help="with --tuning-type bayesian: an earlier job's results.json (its "
+                             "results teach the model) or a JSON list of points to run first")
+    search.add_argument("--early-stopping", default="none", metavar="RULE",
+                        help="stop unpromising trials on their step reports: none (default), "
+                             "median, asha")
+    search.add_argument("--early-stopping-setting", action="append", default=[],
+                        metavar="KEY=VALUE",
+                        help="a setting of the early-stopping rule, e.g. min_resource=1; "
+                             "repeatable (README)")
 
     cluster = parser.add_argument_group("the cluster")
     cluster.add_argument("--master", default="local",
@@ -233,6 +249,62 @@ class Submission:
     debug: bool
 
 
+def _bayesian_settings(args: argparse.Namespace) -> dict[str, str]:
+    """``--bayes-backend``, ``--bayes-mode`` and ``--warm-start`` as algorithm settings."""
+    import json
+
+    from appcore.algorithms.bayesian import BACKENDS
+    from appcore.algorithms.bayesian import MODES
+    from appcore.algorithms.bayesian import warm_start_setting
+
+    given = [flag for flag, value in (("--bayes-backend", args.bayes_backend),
+                                      ("--bayes-mode", args.bayes_mode),
+                                      ("--warm-start", args.warm_start)) if value is not None]
+    if given and args.tuning_type != "bayesian":
+        raise UsageError(f"{given[0]}: needs --tuning-type bayesian "
+                         f"(got --tuning-type {args.tuning_type})")
+    settings: dict[str, str] = {}
+    if args.bayes_backend is not None:
+        if args.bayes_backend not in BACKENDS:
+            raise UsageError(f"--bayes-backend: unknown backend {args.bayes_backend!r}; valid: "
+                             f"{', '.join(BACKENDS)}")
+        settings["backend"] = args.bayes_backend
+    if args.bayes_mode is not None:
+        if args.bayes_mode not in MODES:
+            raise UsageError(f"--bayes-mode: unknown mode {args.bayes_mode!r}; valid: "
+                             f"{', '.join(MODES)}")
+        settings["mode"] = args.bayes_mode
+    if args.warm_start is not None:
+        path = _existing_file("--warm-start", args.warm_start)
+        try:
+            data = json.loads(Path(path).read_text())
+            settings["warm_start"] = warm_start_setting(data, args.objective.strip(),
+                                                        args.direction)
+        except (ValueError, UnicodeDecodeError) as err:
+            raise UsageError(f"--warm-start: {args.warm_start}: {err}") from None
+    return settings
+
+
+def _early_stopping(args: argparse.Namespace) -> tuple[str, dict[str, str]]:
+    """``--early-stopping`` and its ``--early-stopping-setting`` items, checked."""
+    from appcore.pruners import pruner_class
+
+    settings: dict[str, str] = {}
+    for item in args.early_stopping_setting:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise UsageError(
+                f"--early-stopping-setting: invalid value {item!r}: expected KEY=VALUE")
+        settings[key.strip()] = value.strip()
+    try:
+        pruner_class(args.early_stopping).parse_settings(settings)
+    except SearchInputError as err:
+        flag = "--early-stopping-setting" if settings and "unknown early" not in str(err) \
+            else "--early-stopping"
+        raise UsageError(f"{flag}: {err}") from None
+    return args.early_stopping, settings
+
+
 def validate(args: argparse.Namespace) -> Submission:
     """Turn parsed flags into a Submission, or raise UsageError/ParameterFileError."""
     if not args.app_name.strip():
@@ -315,6 +387,8 @@ def validate(args: argparse.Namespace) -> Submission:
 
     params_file = Path(args.tuning_parameters).expanduser()
     space = load_parameter_file(params_file)
+    settings.update(_bayesian_settings(args))
+    early_stopping, early_stopping_settings = _early_stopping(args)
     try:
         algorithm_class(args.tuning_type).validate(space, settings, trial_steps)
     except SearchInputError as err:
@@ -331,6 +405,8 @@ def validate(args: argparse.Namespace) -> Submission:
         max_failed_trials=max_failed,
         seed=seed,
         settings=settings,
+        early_stopping=early_stopping,
+        early_stopping_settings=early_stopping_settings,
     )
     if target is not None:
         search.target = target

@@ -67,7 +67,8 @@ def test_trial_steps_spelling_is_accepted(files: Path) -> None:
         (("--app-runner-gpus", "1.5"), "--app-runner-gpus"),
         (("--trail-steps", "0"), "--trail-steps"),
         (("--parallelism", "two"), "--parallelism"),
-        (("--tuning-type", "annealing"), "unknown algorithm 'annealing'; valid: bayesian, grid-search"),
+        (("--tuning-type", "annealing"),
+         "unknown algorithm 'annealing'; valid: bayesian, grid-search"),
         (("--files", "missing.py"), "--files: missing.py: no such file"),
         (("--tuning-parameters", "nope.json"), "nope.json"),
         (("--input", "/tmp/data"), "--input: invalid value '/tmp/data': expected SRC#NAME"),
@@ -138,3 +139,48 @@ def test_input_names_must_not_clash(files: Path, capsys: pytest.CaptureFixture[s
     assert code == ExitStatus.USAGE
     assert "NAMEs must be unique" in capsys.readouterr().err
     assert main([*argv(), "--input", "d1#train.py"]) == ExitStatus.USAGE
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (("--bayes-backend", "hyperopt"), "--bayes-backend: unknown backend 'hyperopt'; valid: "
+                                          "tpe, gp, qmc"),
+        (("--bayes-mode", "batch"), "--bayes-mode: unknown mode 'batch'; valid: async, sync"),
+        (("--warm-start", "missing.json"), "--warm-start: missing.json: no such file"),
+        (("--warm-start", "params.json"), "--warm-start: params.json: expected the results.json"),
+        (("--early-stopping", "hyperband"), "--early-stopping: unknown early-stopping rule "
+                                            "'hyperband'; valid rules: none, median, asha"),
+        (("--early-stopping", "asha", "--early-stopping-setting", "reduction_factor=1"),
+         "--early-stopping-setting: setting 'reduction_factor' for early-stopping rule 'asha' "
+         "must be an integer >= 2, got '1'"),
+        (("--early-stopping-setting", "min_resource=2"),
+         "unknown setting 'min_resource' for early-stopping rule 'none'"),
+        (("--tuning-type", "random-search", "--bayes-mode", "sync"),
+         "--bayes-mode: needs --tuning-type bayesian (got --tuning-type random-search)"),
+    ],
+)
+def test_bayesian_and_early_stopping_flags_are_checked_before_anything_starts(
+        files: Path, capsys: pytest.CaptureFixture[str], extra: tuple[str, ...],
+        message: str) -> None:
+    code = main(argv("--tuning-type", "bayesian", *extra))
+    first = capsys.readouterr().err.splitlines()[0]
+    assert code == ExitStatus.USAGE
+    assert message in first, first
+    assert not (files / "home").exists(), "nothing may be started or recorded"
+
+
+def test_bayesian_flags_become_settings_and_the_job_spec(files: Path) -> None:
+    (files / "earlier.json").write_text(json.dumps({"objective": "accuracy", "trials": [
+        {"state": "COMPLETED", "objective": 0.8, "assignment": {"lr": 0.01, "bs": 64}},
+        {"state": "PRUNED", "objective": 0.2, "assignment": {"lr": 0.02, "bs": 32}},
+    ]}))
+    args = argv("--tuning-type", "bayesian", "--bayes-backend", "gp", "--bayes-mode", "sync",
+                "--warm-start", "earlier.json", "--early-stopping", "asha",
+                "--early-stopping-setting", "min_resource=2")
+    search = validate(build_parser().parse_args(args)).config.search
+    assert search.settings["backend"] == "gp" and search.settings["mode"] == "sync"
+    assert json.loads(search.settings["warm_start"]) == {
+        "known": [{"assignment": {"lr": 0.01, "bs": 64}, "value": 0.8}], "points": []}
+    assert search.early_stopping == "asha"
+    assert dict(search.early_stopping_settings) == {"min_resource": "2"}
