@@ -6,7 +6,7 @@ WHEELS := build/wheels
 STAMP := $(VENV)/.installed
 PROTO_STAMP := protos/.generated
 
-.PHONY: all venv protos lint test test-fast demo bench clean
+.PHONY: all venv protos lint test test-fast demo bench clean bench-suggest bench-quality bench-early-stopping
 
 all: test
 
@@ -51,8 +51,18 @@ demo: venv
 	  --trail-steps 16 --parallelism 4 --tuning-type random-search \
 	  --tuning-parameters sklearn_digits_params.json --seed 7
 
-bench: venv
+bench: venv bench-suggest bench-quality bench-early-stopping
 	$(PY) -m bench.offer_cycle
+
+# Issue 4's benchmarks (docs/benchmarks.md): each one command, a few minutes on 2 cores.
+bench-suggest: venv
+	$(PY) -m bench.suggest_latency
+
+bench-quality: venv
+	$(PY) -m bench.search_quality
+
+bench-early-stopping: venv
+	$(PY) -m bench.early_stopping
 
 clean:
 	rm -rf $(VENV) build protos/*_pb2*.py* $(PROTO_STAMP)

@@ -1,0 +1,164 @@
+"""Search quality: trials needed to reach a target on standard test functions.
+
+Run with ``python -m bench.search_quality`` (``make bench-quality``). Each search algorithm
+(AppCore's own classes, created through the registry exactly as AppCore creates them) minimizes
+Branin (2-D), Hartmann-6 (6-D) and Rosenbrock-10 (10-D) until the best value found reaches the
+target or the budget is spent, over several seeds. Two executors:
+
+* **sequential**: ask one trial, tell its result, ask the next;
+* **parallel 8 async**: a simulated cluster of 8 slots; each trial takes a random duration
+  (uniform 0.5-1.5 time units, seeded), and whenever the earliest running trial ends its
+  result is told and a new trial is asked (the algorithm sees the other 7 as pending, as in
+  AppCore's async mode). Trials are counted in the order they end.
+
+The figure is the median, over the seeds, of the number of finished trials when the best value
+first reached the target (a search that never does counts as the budget, marked ``>``). No
+cluster is involved: this measures the algorithms, not the system.
+"""
+
+from __future__ import annotations
+
+import argparse
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
+import heapq
+import logging
+import math
+import statistics
+import sys
+from typing import Any
+
+import numpy as np
+
+from appcore.algorithms import SearchAlgorithm
+from appcore.algorithms import create_algorithm
+from appcore.space import RealParam
+from appcore.space import SearchSpace
+
+
+def branin(x: list[float]) -> float:
+    x1, x2 = x
+    a, b, c = 1.0, 5.1 / (4 * math.pi ** 2), 5 / math.pi
+    r, s, t = 6.0, 10.0, 1 / (8 * math.pi)
+    return a * (x2 - b * x1 ** 2 + c * x1 - r) ** 2 + s * (1 - t) * math.cos(x1) + s
+
+
+_H_A = np.array([[10, 3, 17, 3.5, 1.7, 8], [0.05, 10, 17, 0.1, 8, 14],
+                 [3, 3.5, 1.7, 10, 17, 8], [17, 8, 0.05, 10, 0.1, 14]])
+_H_P = 1e-4 * np.array([[1312, 1696, 5569, 124, 8283, 5886], [2329, 4135, 8307, 3736, 1004, 9991],
+                        [2348, 1451, 3522, 2883, 3047, 6650], [4047, 8828, 8732, 5743, 1091, 381]])
+_H_ALPHA = np.array([1.0, 1.2, 3.0, 3.2])
+
+
+def hartmann6(x: list[float]) -> float:
+    v = np.asarray(x)
+    return float(-np.sum(_H_ALPHA * np.exp(-np.sum(_H_A * (v - _H_P) ** 2, axis=1))))
+
+
+def rosenbrock(x: list[float]) -> float:
+    v = np.asarray(x)
+    return float(np.sum(100 * (v[1:] - v[:-1] ** 2) ** 2 + (1 - v[:-1]) ** 2))
+
+
+@dataclass(frozen=True)
+class Problem:
+    name: str
+    fn: Any
+    bounds: list[tuple[float, float]]
+    optimum: float
+    target: float
+
+
+PROBLEMS = {
+    "branin": Problem("Branin (2-D)", branin, [(-5, 10), (0, 15)], 0.397887, 0.5),
+    "hartmann6": Problem("Hartmann-6", hartmann6, [(0, 1)] * 6, -3.32237, -2.5),
+    "rosenbrock10": Problem("Rosenbrock-10", rosenbrock, [(-2, 2)] * 10, 0.0, 200.0),
+}
+
+ALGORITHMS: dict[str, tuple[str, dict[str, str]]] = {
+    "random": ("random-search", {}),
+    "tpe": ("bayesian", {"backend": "tpe"}),
+    "gp": ("bayesian", {"backend": "gp"}),
+}
+
+
+def _space(problem: Problem) -> SearchSpace:
+    return SearchSpace(tuple(RealParam(f"x{i}", lo, hi)
+                             for i, (lo, hi) in enumerate(problem.bounds)))
+
+
+def _make(algorithm: str, problem: Problem, seed: int, parallelism: int) -> SearchAlgorithm:
+    name, settings = ALGORITHMS[algorithm]
+    return create_algorithm(name, _space(problem), seed=seed, direction="minimize",
+                            settings=settings, parallelism=parallelism)
+
+
+def run(args: tuple[str, str, int, int, int]) -> int | None:
+    """Trials to reach the problem's target (None if the budget ran out)."""
+    algorithm_name, problem_key, seed, parallelism, budget = args
+    logging.disable(logging.WARNING)
+    problem = PROBLEMS[problem_key]
+    algorithm = _make(algorithm_name, problem, seed, parallelism)
+    rng = np.random.default_rng(seed)
+    running: list[tuple[float, int, float]] = []  # (end time, number, value)
+    clock, asked, finished, best = 0.0, 0, 0, math.inf
+    while finished < budget:
+        while len(running) < parallelism and asked < budget:
+            asked += 1
+            suggestion = algorithm.ask(asked)
+            if not isinstance(suggestion, dict):
+                asked -= 1
+                break
+            value = problem.fn([suggestion[f"x{i}"] for i in range(len(problem.bounds))])
+            duration = 1.0 if parallelism == 1 else float(rng.uniform(0.5, 1.5))
+            heapq.heappush(running, (clock + duration, asked, value))
+        clock, number, value = heapq.heappop(running)
+        algorithm.tell(number, value, "completed")
+        finished += 1
+        best = min(best, value)
+        if best <= problem.target:
+            return finished
+    return None
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seeds", type=int, default=10)
+    parser.add_argument("--budget", type=int, default=200)
+    parser.add_argument("--gp-budget", type=int, default=40,
+                        help="budget of the GP backend (one GP fit per trial; ~0.2-1 s each)")
+    parser.add_argument("--problems", nargs="*", default=list(PROBLEMS))
+    parser.add_argument("--algorithms", nargs="*", default=list(ALGORITHMS))
+    parser.add_argument("--workers", type=int, default=2)
+    args = parser.parse_args(argv)
+    cells = []
+    for problem in args.problems:
+        for algorithm in args.algorithms:
+            budget = args.gp_budget if algorithm == "gp" else args.budget
+            for parallelism in (1, 8):
+                cells.append((problem, algorithm, parallelism, budget))
+    jobs = [(a, p, seed, par, budget) for p, a, par, budget in cells
+            for seed in range(args.seeds)]
+    with ProcessPoolExecutor(max_workers=args.workers) as pool:
+        results = list(pool.map(run, jobs))
+    rows = [["problem (target)", "algorithm", "executor", "median trials", "reached"]]
+    for index, (problem, algorithm, parallelism, budget) in enumerate(cells):
+        outcome = results[index * args.seeds:(index + 1) * args.seeds]
+        counts = [budget + 1 if r is None else r for r in outcome]
+        median = statistics.median(counts)
+        text = f">{budget}" if median > budget else f"{median:g}"
+        spec = PROBLEMS[problem]
+        rows.append([f"{spec.name} (<= {spec.target:g})", algorithm,
+                     "sequential" if parallelism == 1 else "parallel 8 async", text,
+                     f"{sum(r is not None for r in outcome)}/{len(outcome)}"])
+        print(" ".join(rows[-1]), file=sys.stderr, flush=True)
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    lines = ["| " + " | ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)) + " |"
+             for r in rows]
+    lines.insert(1, "|" + "|".join("-" * (w + 2) for w in widths) + "|")
+    print("\n".join(lines))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,168 @@
+"""Suggestion latency per search algorithm through AppCore's real gRPC path, as history grows.
+
+Run with ``python -m bench.suggest_latency`` (``make bench-suggest``). For each algorithm and
+each history size (10, 100, 1000 finished trials) it builds, in this process, the real
+framework side of a job (:class:`~framework.job.JobController`, SQLite :class:`JobStore`, the
+framework's gRPC server on loopback) whose store already holds that many COMPLETED trials, and
+attaches a real AppCore (gRPC client, algorithm restored from the store, trial loop) -- the
+wiring of ``tests/inprocess.py``, which is the code ``python -m appcore`` runs. Then, ``reps``
+times, it ends the ``batch`` running trials (their final report, then Mesos TASK_FINISHED
+statuses through the controller, as the scheduler would) and measures the time until the
+framework has recorded ``batch`` new trials: the WatchTrials event reaching AppCore, the
+algorithm's tell and ask, and the SubmitTrial round trips with their SQLite writes. A batch of
+8 runs with ``--parallelism 8`` (async mode: the 8 freed slots are refilled as the events
+arrive). Latencies are reported as p50 / p99 in milliseconds.
+"""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import dataclass
+import logging
+from pathlib import Path
+import statistics
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+from appcore.space import CategoricalParam
+from appcore.space import IntParam
+from appcore.space import RealParam
+from appcore.space import SearchSpace
+from protos import common_pb2
+from protos import framework_pb2
+from tests.inprocess import AppCore
+from tests.inprocess import Framework
+from tests.inprocess import job_config
+from tests.inprocess import wait_for
+
+
+SPACE = SearchSpace((
+    RealParam("lr", 1e-4, 1e-1, log=True),
+    RealParam("momentum", 0.0, 0.99),
+    RealParam("dropout", 0.0, 0.5, step=0.05),
+    IntParam("units", 16, 1024, log=True),
+    IntParam("layers", 1, 8),
+    CategoricalParam("act", ("relu", "tanh", "gelu")),
+))
+
+ALGORITHMS: dict[str, tuple[str, dict[str, str]]] = {
+    "grid-search": ("grid-search", {}),
+    "random-search": ("random-search", {}),
+    "bayesian tpe": ("bayesian", {"backend": "tpe"}),
+    "bayesian qmc": ("bayesian", {"backend": "qmc"}),
+    "bayesian gp": ("bayesian", {"backend": "gp"}),
+}
+
+
+@dataclass
+class Row:
+    algorithm: str
+    history: int
+    batch: int
+    samples: list[float]
+
+    def cells(self) -> list[str]:
+        values = sorted(self.samples)
+        p50 = statistics.median(values)
+        p99 = float(np.percentile(values, 99))
+        return [self.algorithm, str(self.history), str(self.batch), str(len(values)),
+                f"{p50 * 1000:.1f}", f"{p99 * 1000:.1f}"]
+
+
+def _prefill(framework: Framework, count: int, seed: int) -> None:
+    """Record ``count`` completed trials with random valid assignments."""
+    rng = np.random.default_rng(seed)
+    for number in range(1, count + 1):
+        assignment = {
+            "lr": float(10 ** rng.uniform(-4, -1)), "momentum": float(rng.uniform(0, 0.99)),
+            "dropout": round(0.05 * int(rng.integers(0, 11)), 2),
+            "units": int(2 ** rng.uniform(4, 10)), "layers": int(rng.integers(1, 9)),
+            "act": ("relu", "tanh", "gelu")[int(rng.integers(0, 3))],
+        }
+        framework.store.add_trial(number, assignment, 0)
+        framework.store.update_trial(number, state="COMPLETED", objective=float(rng.uniform()),
+                                     final_reported=True)
+
+
+def measure(name: str, history: int, batch: int, reps: int) -> Row:
+    tuning_type, settings = ALGORITHMS[name]
+    with tempfile.TemporaryDirectory() as tmp:
+        config = job_config(space=SPACE, tuning_type=tuning_type, settings=settings,
+                            max_trials=history + batch * (reps + 2), parallelism=batch,
+                            direction=common_pb2.MAXIMIZE, seed=1)
+        seeding = Framework(Path(tmp), config)
+        _prefill(seeding, history, seed=history)
+        seeding.close()
+        framework = Framework(Path(tmp), config)  # reads the prefilled store
+        framework.launch_appcore()
+        appcore = AppCore(framework.address).run()
+        samples = []
+        try:
+            expected = history + batch
+            wait_for(lambda: len(framework.states()) == expected, timeout=120,
+                     what="the first batch")
+            rng = np.random.default_rng(0)
+            for _ in range(reps):
+                running = framework.launch_trials()
+                for number in running:
+                    framework.controller.record_report(number, {"accuracy": rng.uniform()},
+                                                       None, True, 1.0)
+                expected += batch
+                sequence = framework.controller.events_after(0, 0)[0][-1].sequence
+                started = time.perf_counter()
+                for number in running:
+                    framework.end_trial(number, "TASK_FINISHED")
+                newest = 0
+                while newest < expected:  # new trials arrive as PENDING events
+                    events, _ = framework.controller.events_after(sequence, timeout=60)
+                    if events:
+                        sequence = events[-1].sequence
+                        newest = max(newest, *(e.trial.number for e in events))
+                samples.append(time.perf_counter() - started)
+        finally:
+            framework.controller.finish(framework_pb2.STOPPED, "benchmark done")
+            appcore.close()
+            framework.close()
+    return Row(name, history, batch, samples)
+
+
+def table(rows: list[Row]) -> str:
+    header = ["algorithm", "finished trials", "batch", "n", "p50 ms", "p99 ms"]
+    lines = [header] + [row.cells() for row in rows]
+    widths = [max(len(line[i]) for line in lines) for i in range(len(header))]
+    out = ["| " + " | ".join(c.ljust(w) for c, w in zip(line, widths, strict=True)) + " |"
+           for line in lines]
+    out.insert(1, "|" + "|".join("-" * (w + 2) for w in widths) + "|")
+    return "\n".join(out)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--reps", type=int, default=30, help="measured suggestions per cell")
+    parser.add_argument("--gp-max-history", type=int, default=100,
+                        help="largest history the GP backend is measured at (its fit is "
+                             "cubic in the history)")
+    parser.add_argument("--algorithms", nargs="*", default=list(ALGORITHMS))
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.ERROR)
+    rows = []
+    for name in args.algorithms:
+        for history in (10, 100, 1000):
+            if name == "bayesian gp" and history > args.gp_max_history:
+                continue
+            for batch in (1, 8):
+                reps = args.reps if batch == 1 else max(5, args.reps // 3)
+                if name == "bayesian gp":
+                    reps = max(3, reps // 5)
+                row = measure(name, history, batch, reps)
+                rows.append(row)
+                print(" ".join(row.cells()), file=sys.stderr, flush=True)
+    print(table(rows))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
