@@ -15,9 +15,14 @@ REASON_TASK_KILLED_DURING_LAUNCH. Updates the agent itself generates carry ``SOU
 of the (built-in) command executor ``SOURCE_EXECUTOR``; every update carries ``uuid``,
 ``agent_id``, ``executor_id`` and, for the master's routing only, ``framework_id``.
 
+A container task (``ContainerInfo`` of type DOCKER, or MESOS with a Docker image) runs through
+the Docker Engine API (:mod:`localmesos.containerizer`): same sandbox, fetch, GPUs, kill and
+status updates, with the command in a container of its image. A task with
+``max_completion_time`` that outlives it is killed and ends TASK_FAILED with
+REASON_MAX_COMPLETION_TIME_REACHED.
+
 Not supported (each fails the task with TASK_FAILED and a message saying so):
 
-* container tasks (``ContainerInfo`` of type DOCKER, or MESOS with an image);
 * the v1 executor API. A task with a custom ``ExecutorInfo`` has the executor's command run the
   way a command task is run (with the executor environment, ``MESOS_EXECUTOR_ID`` = its executor
   id) and its states reported by the agent; an executor that tries to subscribe to
@@ -45,8 +50,12 @@ import time
 from typing import Any
 import uuid
 
+from localmesos import containerizer as containerizer_mod
 from localmesos import executor as executor_mod
 from localmesos import sandbox as sandbox_mod
+from localmesos.containerizer import ContainerError
+from localmesos.containerizer import ContainerProcess
+from localmesos.containerizer import DockerContainerizer
 from localmesos.executor import CommandProcess
 from localmesos.executor import LaunchError
 from localmesos.fetcher import FetchCancelled
@@ -61,10 +70,6 @@ from localmesos.status_updates import StatusUpdateManager
 logger = logging.getLogger(__name__)
 
 AGENT_PORT = 5051  # AgentInfo.port default
-CONTAINER_UNSUPPORTED = (
-    "container tasks are not supported by the embedded agent yet "
-    "(Docker support is its own feature)"
-)
 _MB = 1024 * 1024
 
 
@@ -166,12 +171,14 @@ class _Task:
     framework_info: dict[str, Any]
     sandbox: Path | None = None
     state: str = "TASK_STAGING"
-    process: CommandProcess | None = None
+    process: CommandProcess | ContainerProcess | None = None
     kill_requested: bool = False
     kill_grace: float = 3.0
     cancel: threading.Event = field(default_factory=threading.Event)
     gpus: tuple[int, ...] = ()
     terminal: bool = False
+    timed_out: bool = False
+    done: threading.Event = field(default_factory=threading.Event)
 
     @property
     def key(self) -> tuple[str, str]:
@@ -215,6 +222,9 @@ class Agent:
         fetch_timeout: socket timeout in seconds of HTTP fetches.
         environment: the environment tasks inherit (default: this process' ``os.environ``,
             read at each launch).
+        containerizer: runs container tasks (default: a :class:`DockerContainerizer` on the
+            engine of ``DOCKER_HOST``); when the engine is reachable, containers left by dead
+            agents are removed as the agent starts.
     """
 
     def __init__(
@@ -230,6 +240,7 @@ class Agent:
         master_endpoint: str = "",
         fetch_timeout: float = 60.0,
         environment: Mapping[str, str] | None = None,
+        containerizer: DockerContainerizer | None = None,
     ) -> None:
         sandbox_mod.check_id(agent_id, what="agent id")
         self.id = agent_id
@@ -258,6 +269,11 @@ class Agent:
             on_terminal_acknowledged=self._forget_task,
             name=f"status-updates-{agent_id}",
         )
+        self._containers = containerizer or DockerContainerizer(agent_id)
+        self._ran_containers = False
+        if containerizer_mod.engine_available():
+            with self._lock:
+                self._start_thread(self._containers.reap_orphans, name=f"reap-{agent_id}")
 
     # -- description ---------------------------------------------------------------------
 
@@ -512,6 +528,10 @@ class Agent:
             if any(t.is_alive() for t in alive):
                 logger.warning("Agent %s: threads still running after stop", self.id)
                 break
+        with self._lock:
+            ran_containers, self._ran_containers = self._ran_containers, False
+        if ran_containers:
+            self._containers.remove_own()
 
     # -- internals -----------------------------------------------------------------------
 
@@ -626,6 +646,7 @@ class Agent:
                     "REASON_EXECUTOR_TERMINATED",
                 )
         finally:
+            task.done.set()
             with self._lock:
                 if task.gpus:  # Never leak GPUs, whatever happened.
                     self._free_gpus.extend(task.gpus)
@@ -655,11 +676,7 @@ class Agent:
             task.sandbox = sandbox
             self._sandboxes[task.key] = (task.executor_id, sandbox)
 
-        if container and (
-            container.get("type") == "DOCKER" or (container.get("mesos") or {}).get("image")
-        ):
-            self._fail(task, CONTAINER_UNSUPPORTED, "REASON_CONTAINER_LAUNCH_FAILED")
-            return
+        in_container = containerizer_mod.is_container_task(container)
         if executor_info and not command:
             self._fail(
                 task,
@@ -703,6 +720,9 @@ class Agent:
             killed = task.kill_requested
         if killed:
             self._killed_during_launch(task)
+            return
+        if in_container:
+            self._run_container(task, container, command, sandbox, resources)
             return
 
         shutdown_grace = _duration_seconds((executor_info or {}).get("shutdown_grace_period"))
@@ -749,19 +769,120 @@ class Agent:
             if task.kill_requested:
                 self._start_killer(task)
         self._emit(task, "TASK_RUNNING", pid=process.pid)
+        self._watch_deadline(task)
 
         returncode = process.wait()
-        message = executor_mod.describe_exit(returncode)
+        self._finish(task, returncode == 0, executor_mod.describe_exit(returncode),
+                     "REASON_COMMAND_EXECUTOR_FAILED")
+
+    def _finish(self, task: _Task, succeeded: bool, message: str, failure_reason: str) -> None:
+        """Report how a started task ended: KILLED when killed, FAILED past its
+        ``max_completion_time``, else FINISHED or FAILED with ``failure_reason``."""
+        with self._lock:
+            killed, timed_out = task.kill_requested, task.timed_out
+        if timed_out:
+            limit = _duration_seconds(task.info.get("max_completion_time")) or 0.0
+            self._emit(
+                task,
+                "TASK_FAILED",
+                message=f"Task exceeded its max_completion_time of {limit:g}s ({message})",
+                reason="REASON_MAX_COMPLETION_TIME_REACHED",
+            )
+        elif killed:
+            self._emit(task, "TASK_KILLED", message=message)
+        elif succeeded:
+            self._emit(task, "TASK_FINISHED", message=message)
+        else:
+            self._emit(task, "TASK_FAILED", message=message, reason=failure_reason)
+
+    def _watch_deadline(self, task: _Task) -> None:
+        """Kill the task if it runs past its ``max_completion_time``."""
+        limit = _duration_seconds(task.info.get("max_completion_time"))
+        if limit is None:
+            return
+        with self._lock:
+            self._start_thread(self._deadline, task, limit, name=f"deadline-{task.task_id}")
+
+    def _deadline(self, task: _Task, limit: float) -> None:
+        if task.done.wait(limit):
+            return
+        with self._lock:
+            if task.terminal or task.kill_requested:
+                return
+            task.timed_out = True
+            logger.info("Task %s exceeded its max_completion_time of %gs", task.task_id, limit)
+            self._request_kill(task, None)
+
+    def _run_container(
+        self,
+        task: _Task,
+        container: Mapping[str, Any],
+        command: Mapping[str, Any],
+        sandbox: Path,
+        resources: Resources,
+    ) -> None:
+        """Run a container task through the Docker engine (:mod:`localmesos.containerizer`)."""
+        try:
+            run_as = executor_mod.resolve_user(
+                command.get("user") or task.framework_info.get("user")
+            )
+            request = containerizer_mod.build_request(
+                info=task.info,
+                container=container,
+                command=command,
+                sandbox=sandbox,
+                framework_id=task.framework_id,
+                executor_id=task.executor_id,
+                task_id=task.task_id,
+                agent_id=self.id,
+                container_id=task.container_id,
+                resources=resources,
+                gpus=task.gpus,
+                run_as=run_as,
+                stop_grace=task.kill_grace,
+                extra_labels=self._containers.labels,
+            )
+        except (ContainerError, LaunchError) as exc:
+            self._fail(task, str(exc), "REASON_CONTAINER_LAUNCH_FAILED")
+            return
+        self._emit(task, "TASK_STARTING")
+        with self._lock:
+            self._ran_containers = True
+        try:
+            process = self._containers.launch(request, sandbox / "stdout", sandbox / "stderr")
+        except ContainerError as exc:
+            self._fail(task, str(exc), "REASON_CONTAINER_LAUNCH_FAILED")
+            return
         with self._lock:
             killed = task.kill_requested
         if killed:
-            self._emit(task, "TASK_KILLED", message=message)
-        elif returncode == 0:
-            self._emit(task, "TASK_FINISHED", message=message)
-        else:
-            self._emit(
-                task, "TASK_FAILED", message=message, reason="REASON_COMMAND_EXECUTOR_FAILED"
-            )
+            process.remove()
+            self._killed_during_launch(task)
+            return
+        try:
+            process.start()
+        except ContainerError as exc:
+            process.remove()
+            self._fail(task, str(exc), "REASON_CONTAINER_LAUNCH_FAILED", "SOURCE_EXECUTOR")
+            return
+        with self._lock:
+            task.process = process
+            if task.kill_requested:
+                self._start_killer(task)
+        self._emit(task, "TASK_RUNNING", pid=process.pid)
+        self._watch_deadline(task)
+        try:
+            result = process.wait()
+        except ContainerError as exc:
+            process.remove()
+            self._fail(task, str(exc), "REASON_EXECUTOR_TERMINATED", "SOURCE_EXECUTOR")
+            return
+        process.remove()  # the output is in the sandbox by now
+        reason = (
+            "REASON_CONTAINER_LIMITATION_MEMORY" if result.oom_killed
+            else "REASON_COMMAND_EXECUTOR_FAILED"
+        )
+        self._finish(task, result.status == 0, containerizer_mod.describe_exit(result), reason)
 
     def _assign_gpus(self, task: _Task, wanted: float) -> bool:
         """Give the task ``wanted`` GPUs from the free pool; fail it (``False``) if impossible."""

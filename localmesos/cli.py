@@ -190,7 +190,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--cpus", help="CPUs per agent (default: this machine's cores)")
     parser.add_argument("--mem", help=f"memory per agent: {SIZE_HELP} (default: total - 1GB)")
     parser.add_argument("--disk", help=f"disk per agent: {SIZE_HELP}")
-    parser.add_argument("--gpus", default="0", help="GPUs per agent (default 0)")
+    parser.add_argument(
+        "--gpus", default="auto",
+        help="GPUs per agent: auto (default: this machine's NVIDIA GPUs, found with NVML or "
+             "nvidia-smi and split between the agents) or a number N (indices 0..N-1)",
+    )
     parser.add_argument(
         "--ports", default="[31000-32000]", help="port ranges per agent, e.g. [31000-32000]"
     )
@@ -230,7 +234,18 @@ def config_from_args(args: argparse.Namespace) -> ClusterConfig:
     """
     port = _int(args.port, flag="--port", low=0, high=65535)
     agents = _int(args.agents, flag="--agents", low=1)
-    gpus = _int(args.gpus, flag="--gpus", low=0)
+    gpu_devices: tuple[int, ...] | None = None
+    if args.gpus.strip().lower() == "auto":
+        from localmesos.gpus import discover_gpus
+
+        gpus, gpu_devices = 0, discover_gpus()
+    else:
+        try:
+            gpus = _int(args.gpus, flag="--gpus", low=0)
+        except UsageError:
+            raise UsageError(
+                f"--gpus: invalid value {args.gpus!r}: expected auto or a whole number >= 0"
+            ) from None
     cpus: float | None = None
     if args.cpus is not None:
         try:
@@ -264,6 +279,7 @@ def config_from_args(args: argparse.Namespace) -> ClusterConfig:
         mem_mb=mem,
         disk_mb=disk,
         gpus=gpus,
+        gpu_devices=gpu_devices,
         ports=ports,
         attributes=attributes,
         port=port,

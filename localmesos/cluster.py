@@ -33,6 +33,7 @@ from typing import Any
 
 from localmesos.agent import Agent
 from localmesos.agent import AgentConfig
+from localmesos.gpus import split_devices
 from localmesos.http import HttpServer
 from localmesos.master import Master
 from localmesos.state import format_duration
@@ -50,7 +51,9 @@ class ClusterConfig:
         cpus: CPUs of each agent (default: the machine's cores, as a Mesos agent detects).
         mem_mb: memory of each agent in MB (default: Mesos' detection).
         disk_mb: disk of each agent in MB (default: Mesos' detection).
-        gpus: GPUs of each agent.
+        gpus: GPUs of each agent (indices ``0..gpus-1``).
+        gpu_devices: the machine's GPU indices (see :func:`localmesos.gpus.discover_gpus`),
+            split into disjoint slices between the agents; when set, ``gpus`` is not used.
         ports: port ranges of each agent (before ``split_ports``).
         attributes: attributes of each agent (text or scalar values).
         agent_configs: one :class:`AgentConfig` per agent, for heterogeneous clusters; when
@@ -80,6 +83,7 @@ class ClusterConfig:
     mem_mb: float | None = None
     disk_mb: float | None = None
     gpus: int = 0
+    gpu_devices: tuple[int, ...] | None = None
     ports: tuple[tuple[int, int], ...] = ((31000, 32000),)
     attributes: Mapping[str, str | float] = field(default_factory=dict)
     agent_configs: tuple[AgentConfig, ...] = ()
@@ -137,12 +141,19 @@ class ClusterConfig:
             if getattr(self, name) is not None:
                 kwargs[name] = getattr(self, name)
         base = AgentConfig(**kwargs)
-        if not self.split_ports or self.agents <= 1:
-            return [base] * self.agents
-        return [
-            replace(base, ports=split_ranges(base.ports, self.agents, index))
-            for index in range(self.agents)
-        ]
+        configs = [base] * self.agents
+        if self.split_ports and self.agents > 1:
+            configs = [
+                replace(config, ports=split_ranges(base.ports, self.agents, index))
+                for index, config in enumerate(configs)
+            ]
+        if self.gpu_devices is not None:
+            slices = [split_devices(self.gpu_devices, self.agents, i) for i in range(self.agents)]
+            configs = [
+                replace(config, gpus=len(devices), gpu_indices=devices)
+                for config, devices in zip(configs, slices, strict=True)
+            ]
+        return configs
 
 
 def split_ranges(

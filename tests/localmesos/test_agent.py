@@ -25,7 +25,6 @@ from typing import Any
 import pytest
 
 from localmesos import sandbox as files
-from localmesos.agent import CONTAINER_UNSUPPORTED
 from localmesos.agent import Agent
 from localmesos.agent import AgentConfig
 from localmesos.agent import default_disk_mb
@@ -433,14 +432,6 @@ def test_fetch_failure_fails_the_launch(
     sandbox = agent.task_sandbox(FID, "nofetch")
     assert sandbox is not None
     assert (sandbox / "stderr").read_text() == failed["message"] + "\n"
-
-
-def test_container_tasks_are_refused_clearly(agent: Agent, master: Master) -> None:
-    container = {"type": "DOCKER", "docker": {"image": "python:3.11"}}
-    agent.launch_task(FW, task("docker", "true", container=container))
-    failed = master.wait("docker", "TASK_FAILED")
-    assert failed["message"] == CONTAINER_UNSUPPORTED
-    assert failed["reason"] == "REASON_CONTAINER_LAUNCH_FAILED"
 
 
 def test_custom_executor_command_runs_with_executor_env(agent: Agent, master: Master) -> None:

@@ -1,0 +1,58 @@
+"""Session fixtures for the container tests: a real Docker engine and the small runner image.
+
+Nothing is skipped for a missing engine: ``tools/ensure_docker.sh`` installs ``docker.io`` (and
+``mmdebstrap``) with apt-get when they are missing, starts ``dockerd`` when no engine answers and
+waits for it; ``tools/docker_images.py`` builds the Debian base and the small AppRunner image,
+or reuses them when their content hash is unchanged. Either failing fails the tests that need
+them, with the script's own error.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+import subprocess
+import sys
+import time
+from typing import Any
+
+import pytest
+
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="session")
+def docker_engine() -> Iterator[Any]:
+    """A low-level client of a running Docker engine (installed and started if needed)."""
+    started = time.monotonic()
+    result = subprocess.run(
+        ["bash", str(ROOT / "tools" / "ensure_docker.sh")],
+        capture_output=True, text=True, timeout=900, check=False,
+    )
+    if result.returncode != 0:
+        pytest.fail(f"no Docker engine: {result.stderr.strip()}", pytrace=False)
+    import docker
+
+    client = docker.APIClient(**docker.utils.kwargs_from_env(), version="auto", timeout=120)
+    client.ping()
+    print(f"\n[docker engine ready in {time.monotonic() - started:.1f} s]", file=sys.stderr)
+    yield client
+    client.close()
+
+
+@pytest.fixture(scope="session")
+def runner_image(docker_engine: Any) -> str:
+    """The tag of the small AppRunner image (Python, grpcio, protobuf, apprunner_sdk)."""
+    started = time.monotonic()
+    sys.path.insert(0, str(ROOT / "tools"))
+    try:
+        import docker_images
+    finally:
+        sys.path.pop(0)
+    try:
+        tag = docker_images.ensure_image("apprunner-small")
+    except docker_images.ImageBuildError as exc:
+        pytest.fail(f"cannot build the runner image: {exc}", pytrace=False)
+    print(f"[runner image {tag} ready in {time.monotonic() - started:.1f} s]", file=sys.stderr)
+    return tag
