@@ -16,6 +16,8 @@ from typing import Any
 from pymesos import Scheduler
 
 from appcore.tokens import trial_token
+from framework.containers import container_info
+from framework.containers import task_environment
 from framework.job import APPCORE_KEY
 from framework.job import JobController
 from framework.offers import OfferView
@@ -149,6 +151,10 @@ class JobScheduler(Scheduler):
                   claim: Resources) -> dict[str, Any] | None:
         config = self._job.config
         if request.key == APPCORE_KEY:
+            appcore_container = (
+                container_info(config.appcore_docker_image, config.containerizer)
+                if config.appcore_docker_image else None
+            )
             task_id = self._job.next_appcore_task_id()
             task = appcore_task(
                 task_id=task_id,
@@ -159,7 +165,8 @@ class JobScheduler(Scheduler):
                 job_id=config.job_id,
                 framework_address=self._framework_address,
                 job_token=self._job.job_token,
-                extra_env=config.extra_env,
+                extra_env=task_environment(config.extra_env, appcore_container),
+                container=appcore_container,
             )
             return task if self._job.appcore_launched(task_id, view.agent_id) else None
         if request.trial_number is None:
@@ -171,6 +178,10 @@ class JobScheduler(Scheduler):
         output_dir = ""
         if config.output is not None:
             output_dir = f"{config.output.destination}/trial-{trial.number:04d}"
+        runner_container = container_info(
+            config.docker_image, config.containerizer,
+            host_paths=[config.output.destination] if config.output is not None else [],
+        ) if config.docker_image else None
         task = trial_task(
             trial_number=trial.number,
             agent_id=view.agent_id,
@@ -184,7 +195,9 @@ class JobScheduler(Scheduler):
             uris=self._uris,
             output_dir=output_dir,
             output_name=config.output.name if config.output else "",
-            extra_env={**config.extra_env, **self._trial_env},
+            extra_env=task_environment({**config.extra_env, **self._trial_env},
+                                       runner_container),
+            container=runner_container,
         )
         self._job.trial_launched(trial.number, task["task_id"]["value"], view.agent_id)
         return task

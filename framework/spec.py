@@ -65,6 +65,12 @@ class JobConfig:
     failover_timeout: float = 7 * 24 * 3600.0
     user: str = ""
     extra_env: dict[str, str] = field(default_factory=dict)
+    docker_image: str = ""
+    """Run the trials in this Docker image (``--docker-image``); empty: on the agents' hosts."""
+    appcore_docker_image: str = ""
+    """Run AppCore in this Docker image (``--app-core-docker-image``); empty: on the host."""
+    containerizer: str = "mesos"
+    """How Mesos runs the images: ``mesos`` (MESOS + Docker image, GPUs) or ``docker``."""
 
     def search_spec(self) -> common_pb2.JobSpec:
         spec = common_pb2.JobSpec()

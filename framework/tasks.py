@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from collections.abc import Sequence
+import copy
 import json
 from typing import Any
 
@@ -42,8 +43,12 @@ def appcore_task(
     framework_address: str,
     job_token: str,
     extra_env: Mapping[str, str] = {},  # noqa: B006 - read-only
+    container: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """The AppCore task: its command serves gRPC on the offered port."""
+    """The AppCore task: its command serves gRPC on the offered port.
+
+    ``container`` (a ContainerInfo, see :mod:`framework.containers`) runs it in an image.
+    """
     env = {
         **extra_env,
         _env.JOB_ID: job_id,
@@ -53,7 +58,7 @@ def appcore_task(
         _env.APPCORE_HOST: hostname,
         "PYTHONUNBUFFERED": "1",
     }
-    return {
+    task: dict[str, Any] = {
         "name": "appcore",
         "task_id": {"value": task_id},
         "agent_id": {"value": agent_id},
@@ -61,6 +66,9 @@ def appcore_task(
         "command": {"shell": True, "value": command, "environment": _environment(env)},
         "labels": _labels({"disauto.job": job_id, "disauto.role": "appcore"}),
     }
+    if container:
+        task["container"] = copy.deepcopy(dict(container))
+    return task
 
 
 def trial_task(
@@ -78,8 +86,13 @@ def trial_task(
     output_dir: str = "",
     output_name: str = "",
     extra_env: Mapping[str, str] = {},  # noqa: B006 - read-only
+    container: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """An AppRunner task: the user's launch command with one assignment."""
+    """An AppRunner task: the user's launch command with one assignment.
+
+    ``container`` (a ContainerInfo, see :mod:`framework.containers`) runs it in an image; a
+    ``gpus`` scalar in ``claim`` asks Mesos for GPUs.
+    """
     name = task_name(trial_number)
     params = json.dumps(dict(assignment), sort_keys=True)
     env = {
@@ -95,7 +108,7 @@ def trial_task(
     if output_dir:
         env[_env.OUTPUT_DIR] = output_dir
         env[_env.OUTPUT_NAME] = output_name
-    return {
+    task: dict[str, Any] = {
         "name": name,
         "task_id": {"value": name},
         "agent_id": {"value": agent_id},
@@ -113,3 +126,6 @@ def trial_task(
             "disauto.assignment": params,
         }),
     }
+    if container:
+        task["container"] = copy.deepcopy(dict(container))
+    return task

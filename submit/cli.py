@@ -144,6 +144,18 @@ def build_parser() -> argparse.ArgumentParser:
     cluster.add_argument("--local-agents", default="1", metavar="N",
                          help="agents of the embedded cluster with --master local (default 1)")
 
+    containers = parser.add_argument_group("containers (README: Docker)")
+    containers.add_argument("--docker-image", metavar="IMAGE",
+                            help="run every trial in a container of IMAGE (it needs Python and "
+                                 "apprunner_sdk; deploy/mesos builds one)")
+    containers.add_argument("--app-core-docker-image", metavar="IMAGE",
+                            help="run AppCore in a container of IMAGE (it needs all of DisAuto; "
+                                 "the deploy/mesos apprunner image has it)")
+    containers.add_argument("--containerizer", metavar="mesos|docker",
+                            help="how Mesos runs the images: mesos (default; the Mesos "
+                                 "containerizer with a Docker image, the only one with GPUs) or "
+                                 "docker (the Docker containerizer)")
+
     out = parser.add_argument_group("output")
     out.add_argument("--quiet", action="store_true", help="no progress line")
     out.add_argument("--debug", action="store_true", help="debug logs and full tracebacks")
@@ -228,6 +240,31 @@ def _on_this_host(master: str) -> bool:
 def _job_id(app_name: str) -> str:
     slug = re.sub(r"[^A-Za-z0-9_.-]+", "-", app_name).strip("-")[:40] or "job"
     return f"{slug}-{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(2)}"
+
+
+def _containers(args: argparse.Namespace, gpus: int) -> tuple[str, str, str]:
+    """``(--docker-image, --app-core-docker-image, --containerizer)``, checked together."""
+    from framework.containers import DEFAULT_CONTAINERIZER
+    from framework.containers import ContainerConfigError
+    from framework.containers import check_container_flags
+
+    docker_image = args.docker_image if args.docker_image is not None else ""
+    appcore_image = args.app_core_docker_image if args.app_core_docker_image is not None else ""
+    for flag, value in (("--docker-image", args.docker_image),
+                        ("--app-core-docker-image", args.app_core_docker_image)):
+        if value is not None and not value.strip():
+            raise UsageError(f"{flag}: must name an image, e.g. disauto/apprunner:latest")
+    if args.containerizer is not None and not (docker_image or appcore_image):
+        raise UsageError("--containerizer: only means something with --docker-image or "
+                         "--app-core-docker-image")
+    containerizer = args.containerizer or DEFAULT_CONTAINERIZER
+    try:
+        check_container_flags(docker_image, containerizer, gpus)
+        check_container_flags(appcore_image, containerizer, 0,
+                              image_flag="--app-core-docker-image")
+    except ContainerConfigError as err:
+        raise UsageError(str(err)) from None
+    return docker_image, appcore_image, containerizer
 
 
 def disauto_home() -> Path:
@@ -415,8 +452,10 @@ def validate(args: argparse.Namespace) -> Submission:
     local = args.master == "local"
     # A loopback master (da-cluster on this machine) runs tasks here: use this Python for them.
     same_host = _on_this_host(args.master)
+    docker_image, appcore_image, containerizer = _containers(args, runner.gpus)
     appcore_command = args.app_core_command or (
-        f"{sys.executable} -m appcore" if same_host else "python3 -m appcore")
+        f"{sys.executable} -m appcore" if same_host and not appcore_image
+        else "python3 -m appcore")
     job_id = _job_id(args.app_name)
     search.job_id = job_id
     secret = None
@@ -437,13 +476,18 @@ def validate(args: argparse.Namespace) -> Submission:
         appcore_command=appcore_command,
         extra_env={"PATH": f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}"}
         if same_host else {},
+        docker_image=docker_image,
+        appcore_docker_image=appcore_image,
+        containerizer=containerizer,
     )
     if local:
         from submit.local import LocalClusterError
+        from submit.local import check_local_docker
         from submit.local import check_local_gpus
 
         try:
             check_local_gpus(config)
+            check_local_docker(config)
         except LocalClusterError as err:
             raise UsageError(str(err)) from None
     return Submission(config, args.master, args.principal, secret, args.offer_policy,

@@ -5,29 +5,21 @@ from __future__ import annotations
 import logging
 import os
 from pathlib import Path
-import shutil
-import subprocess
 
 from framework.spec import JobConfig
+from localmesos import containerizer as containerizer_mod
 from localmesos.agent import default_mem_mb
 from localmesos.cluster import ClusterConfig
 from localmesos.cluster import LocalCluster
+from localmesos.gpus import discover_gpus
 
 
 logger = logging.getLogger(__name__)
 
 
 def detect_gpus() -> int:
-    """The number of NVIDIA GPUs ``nvidia-smi -L`` lists (0 without the tool or a driver)."""
-    tool = shutil.which("nvidia-smi")
-    if tool is None:
-        return 0
-    try:
-        out = subprocess.run([tool, "-L"], capture_output=True, text=True, timeout=10,
-                             check=False).stdout
-    except (OSError, subprocess.SubprocessError):
-        return 0
-    return sum(1 for line in out.splitlines() if line.startswith("GPU "))
+    """The number of NVIDIA GPUs of this machine (NVML or ``nvidia-smi``; 0 without a driver)."""
+    return len(discover_gpus())
 
 
 class LocalClusterError(ValueError):
@@ -43,6 +35,28 @@ def check_local_gpus(config: JobConfig, gpus: int | None = None) -> int:
             "(nvidia-smi); run with fewer GPUs or on a cluster that has them (--master host:port)"
         )
     return available
+
+
+def check_local_docker(config: JobConfig) -> None:
+    """With ``--docker-image``/``--app-core-docker-image``, the embedded agents need a Docker
+    engine: raise when none answers (the image itself is pulled by the agent if missing)."""
+    if not (config.docker_image or config.appcore_docker_image):
+        return
+    flag = "--docker-image" if config.docker_image else "--app-core-docker-image"
+    try:
+        client = containerizer_mod.engine_client(timeout=10.0)
+    except containerizer_mod.ContainerError as err:
+        raise LocalClusterError(
+            f"{flag}: the embedded cluster runs containers through the Docker engine: {err}"
+        ) from None
+    client.close()
+
+
+def _local_gpu_devices(config: JobConfig) -> tuple[int, ...]:
+    """This machine's GPU indices, after checking that the job's trials fit on them."""
+    devices = discover_gpus()
+    check_local_gpus(config, len(devices))
+    return devices
 
 
 def local_cluster_config(config: JobConfig, work_dir: Path, agents: int = 1) -> ClusterConfig:
@@ -70,7 +84,7 @@ def local_cluster_config(config: JobConfig, work_dir: Path, agents: int = 1) -> 
         agents=agents,
         cpus=cpus,
         mem_mb=mem,
-        gpus=check_local_gpus(config),
+        gpu_devices=_local_gpu_devices(config),
         work_dir=work_dir,
         status_update_retry_interval=2.0,
         status_update_retry_interval_max=30.0,
