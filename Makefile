@@ -66,3 +66,18 @@ bench-early-stopping: venv
 
 clean:
 	rm -rf $(VENV) build protos/*_pb2*.py* $(PROTO_STAMP)
+
+# Containers (issue 6): a Docker engine (installed and started if missing, as root), and the
+# images built from Debian packages and PyPI wheels on this machine (reused while unchanged).
+.PHONY: docker image-small image-apprunner
+docker:
+	bash tools/ensure_docker.sh
+
+image-small: venv docker
+	$(PY) tools/docker_images.py apprunner-small
+
+# The AppRunner image for a real cluster (TensorFlow with CUDA: several GB; TENSORFLOW=
+# tensorflow-cpu==2.21.0 for CPU-only agents).
+TENSORFLOW ?= tensorflow[and-cuda]==2.21.0
+image-apprunner: venv docker
+	$(PY) tools/docker_images.py apprunner --tensorflow "$(TENSORFLOW)"

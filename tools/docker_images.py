@@ -22,7 +22,7 @@ with no network. Builds are serialized by a lock file, so concurrent test sessio
 Usage::
 
     python tools/docker_images.py base|apprunner-small|apprunner [--force] [--base IMAGE]
-        [--tensorflow SPEC] [--tag TAG] [--sources FILE]
+        [--tensorflow SPEC] [--with REQUIREMENT ...] [--tag TAG] [--sources FILE]
 
 prints the tag of the image on its last line. Needs the ``docker`` Python package, a running
 Docker engine (``tools/ensure_docker.sh`` provides one) and, for the base, ``mmdebstrap`` (root,
@@ -326,8 +326,10 @@ def build_small(client: Any, *, tag: str = SMALL_TAG, base: str = BASE_TAG,
 
 
 def build_full(client: Any, *, tag: str = FULL_TAG, base: str = BASE_TAG,
-               tensorflow: str = DEFAULT_TENSORFLOW, force: bool = False) -> str:
-    """The AppRunner image with all of DisAuto and TensorFlow on ``base``; returns its tag."""
+               tensorflow: str = DEFAULT_TENSORFLOW, extra: Sequence[str] = (),
+               force: bool = False) -> str:
+    """The AppRunner image with all of DisAuto, TensorFlow and the ``extra`` requirements
+    (what the users' scripts import) on ``base``; returns its tag."""
     base_id = client.images.get(base).id
     python, site = _python_of(client, base)
     dockerfile = DEPLOY / "Dockerfile.apprunner"
@@ -336,7 +338,7 @@ def build_full(client: Any, *, tag: str = FULL_TAG, base: str = BASE_TAG,
                          "submit")
         for p in (ROOT / folder).rglob("*.py") if "__pycache__" not in p.parts
     )
-    content_hash = _digest(RECIPE_VERSION, base_id, python, tensorflow, _platforms(),
+    content_hash = _digest(RECIPE_VERSION, base_id, python, tensorflow, list(extra), _platforms(),
                            dockerfile.read_bytes(), (ROOT / "setup.cfg").read_bytes(),
                            [(str(p.relative_to(ROOT)), p.read_bytes()) for p in sources])
     if not force and _cached(client, tag, content_hash):
@@ -357,7 +359,7 @@ def build_full(client: Any, *, tag: str = FULL_TAG, base: str = BASE_TAG,
                 tail = " ".join(result.stderr.strip().splitlines()[-3:])
                 raise ImageBuildError(f"pip wheel {spec} failed: {tail}")
         local_wheels = ROOT / "build" / "wheels"
-        _pip_install(context / "site", ["disauto", tensorflow], python,
+        _pip_install(context / "site", ["disauto", tensorflow, *extra], python,
                      find_links=[wheels, local_wheels])
         shutil.rmtree(wheels)
         _build(client, context, dockerfile, tag, content_hash, {"BASE": base, "SITE": site})
@@ -366,8 +368,8 @@ def build_full(client: Any, *, tag: str = FULL_TAG, base: str = BASE_TAG,
 
 
 def ensure_image(which: str, *, force: bool = False, base: str | None = None,
-                 tensorflow: str = DEFAULT_TENSORFLOW, tag: str | None = None,
-                 sources: Sequence[Path] | None = None) -> str:
+                 tensorflow: str = DEFAULT_TENSORFLOW, extra: Sequence[str] = (),
+                 tag: str | None = None, sources: Sequence[Path] | None = None) -> str:
     """Build ``which`` (``base``, ``apprunner-small`` or ``apprunner``) and what it stands on,
     each only if changed; returns its tag.
 
@@ -384,7 +386,7 @@ def ensure_image(which: str, *, force: bool = False, base: str | None = None,
         if which == "apprunner-small":
             return build_small(client, tag=tag or SMALL_TAG, base=base_tag, force=force)
         return build_full(client, tag=tag or FULL_TAG, base=base_tag, tensorflow=tensorflow,
-                          force=force)
+                          extra=extra, force=force)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -396,13 +398,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--tensorflow", default=DEFAULT_TENSORFLOW,
                         help=f"the TensorFlow requirement of apprunner ({DEFAULT_TENSORFLOW}; "
                              "tensorflow-cpu==2.21.0 for CPU-only agents)")
+    parser.add_argument("--with", dest="extra", action="append", default=[], metavar="REQ",
+                        help="another pip requirement of apprunner (what your scripts import, "
+                             "e.g. scikit-learn==1.9.1); repeatable")
     parser.add_argument("--tag", help="the tag to build (default per image)")
     parser.add_argument("--sources", action="append", type=Path,
                         help="apt sources file(s) for the base (default: this machine's)")
     args = parser.parse_args(argv)
     try:
         tag = ensure_image(args.image, force=args.force, base=args.base,
-                           tensorflow=args.tensorflow, tag=args.tag, sources=args.sources)
+                           tensorflow=args.tensorflow, extra=args.extra, tag=args.tag,
+                           sources=args.sources)
     except ImageBuildError as exc:
         print(f"docker_images: error: {exc}", file=sys.stderr)
         return 1
