@@ -7,6 +7,7 @@ STAMP := $(VENV)/.installed
 PROTO_STAMP := protos/.generated
 
 .PHONY: all venv protos lint test test-fast demo bench clean bench-suggest bench-quality bench-early-stopping
+.PHONY: bench-paper bench-paper-full
 
 all: test
 
@@ -51,7 +52,7 @@ demo: venv
 	  --trail-steps 16 --parallelism 4 --tuning-type random-search \
 	  --tuning-parameters sklearn_digits_params.json --seed 7
 
-bench: venv bench-suggest bench-quality bench-early-stopping
+bench: venv bench-suggest bench-quality bench-early-stopping bench-paper
 	$(PY) -m bench.offer_cycle
 
 # Issue 4's benchmarks (docs/benchmarks.md): each one command, a few minutes on 2 cores.
@@ -63,6 +64,20 @@ bench-quality: venv
 
 bench-early-stopping: venv
 	$(PY) -m bench.early_stopping
+
+# Issue 5: the paper's Tables 2-4 (FIFO, dynamic, dynamic-plus) and the plots in docs/.
+# bench-paper is the reduced matrix (3 runs per cell, about 1.5 h on 2 cores); bench-paper-full
+# is the paper's method (10 runs per cell, drop the highest and lowest; about 5 h). Both resume
+# an interrupted run from bench/results/paper/runs.jsonl.
+BENCH_EXTRA = $(PY) -c "import matplotlib" 2>/dev/null || \
+	$(PY) -m pip install --quiet --find-links $(WHEELS) -e ".[bench]"
+bench-paper: venv
+	$(BENCH_EXTRA)
+	$(PY) -m bench.paper --runs 3
+
+bench-paper-full: venv
+	$(BENCH_EXTRA)
+	$(PY) -m bench.paper --runs 10
 
 clean:
 	rm -rf $(VENV) build protos/*_pb2*.py* $(PROTO_STAMP)

@@ -1,0 +1,656 @@
+"""The paper's experiments (Li, Lu, Sun 2019, §3, Tables 2-4) on the embedded cluster.
+
+Run with ``python -m bench.paper`` (``make bench-paper``). Each run of a cell starts a fresh
+:class:`~localmesos.cluster.LocalCluster` shaped like the paper's (3 agents x 12 CPUs x 20 GB)
+and one ``da-submit`` *process* per job against it (``--master 127.0.0.1:PORT``): separate
+frameworks, job stores and pymesos drivers, AppCore 1 CPU / 1 GB, AppRunner 4 CPUs / 5 GB,
+random search, at most 200 trials, ``--target 0.95``. The runner is
+``examples/synthetic_cnn.py`` (a documented model of a CNN on MNIST, time-scaled), so each trial
+is a real process that reports through the SDK to a real AppCore.
+
+Cells (jobs x parallelism x offer policy):
+
+* Table 2: 1-4 jobs at parallelism 1 (no contention);
+* Table 3: one job at parallelism 1, 2, 4, 8;
+* Table 4: 1-4 jobs at parallelism 4 (contention: 16 trials wanted, at most 8 fit).
+
+Method (the paper's): ``--runs`` runs per cell (the paper: 10), drop the highest and the lowest,
+average the rest. A run's value is the mean job time of its jobs; a job's time is from its
+framework's start (``JobRunner``, recorded ``started_at``) to the end of the job (``ended_at``:
+the trial that reached 95 % reported, or the budget was spent). Run ``r`` gives job ``j`` the
+seed ``1000 * (r + 1) + j`` in *every* cell, so FIFO and the dynamic policies search the same
+sequences (paired comparisons); the synthetic runner is deterministic per assignment.
+
+While a run goes, ``/metrics/snapshot`` is polled for CPU use and each framework's declined
+offers. Records go to ``<out>/runs.jsonl`` one line per run (an interrupted bench resumes where
+it stopped); ``--report`` rebuilds ``<out>/tables.md`` and the plots from them.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Iterable
+from collections.abc import Mapping
+from collections.abc import Sequence
+from dataclasses import asdict
+from dataclasses import dataclass
+from dataclasses import field
+import json
+import logging
+import os
+from pathlib import Path
+import random
+import shutil
+import socket
+import sqlite3
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from typing import Any
+from urllib.request import urlopen
+
+from localmesos.cluster import ClusterConfig
+from localmesos.cluster import LocalCluster
+
+
+ROOT = Path(__file__).resolve().parents[1]
+RUNNER = ROOT / "examples" / "synthetic_cnn.py"
+PARAMS = ROOT / "examples" / "synthetic_cnn_params.json"
+POLICIES = ("fifo", "dynamic", "dynamic-plus")
+logger = logging.getLogger("bench.paper")
+
+#: The paper's figures (seconds), Tables 2-4: {policy: {column: value}}.
+PAPER = {
+    "2": {"fifo": {1: 213.776, 2: 215.258, 3: 216.328, 4: 217.251},
+          "dynamic": {1: 220.523, 2: 223.26, 3: 224.14, 4: 225.516}},
+    "3": {"fifo": {1: 213.776, 2: 112.445, 4: 75.42, 8: 42.457},
+          "dynamic": {1: 220.523, 2: 120.189, 4: 80.786, 8: 50.98}},
+    "4": {"fifo": {1: 75.42, 2: 80.15, 3: 121.239, 4: 156.67},
+          "dynamic": {1: 80.786, 2: 82.414, 3: 104.45, 4: 124.725}},
+}
+
+
+@dataclass(frozen=True)
+class Setup:
+    """The experiment's fixed settings (the paper's, plus the time scale)."""
+
+    time_scale: float = 0.05
+    """Real seconds per modelled second of training (a modelled trial takes ~32 s)."""
+    allocation_interval: float = 0.1
+    """The master's batch allocation interval, scaled like the trials (Mesos: 1 s)."""
+    agents: int = 3
+    agent_cpus: float = 12.0
+    agent_mem_mb: float = 20480.0
+    runner_cpus: str = "4"
+    runner_memory: str = "5G"
+    appcore_cpus: str = "1"
+    appcore_memory: str = "1G"
+    max_trials: int = 200
+    target: float = 0.95
+    priority_settings: tuple[tuple[str, str], ...] = ()
+    """Extra ``--priority-setting`` items for the dynamic policies."""
+    run_timeout: float = 1200.0
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One configuration: ``jobs`` jobs at ``parallelism`` under ``policy``."""
+
+    jobs: int
+    parallelism: int
+    policy: str
+
+    @property
+    def key(self) -> str:
+        return f"j{self.jobs}-p{self.parallelism}-{self.policy}"
+
+
+def cells_for(tables: Iterable[str], policies: Sequence[str]) -> list[Cell]:
+    """The distinct cells of the tables (Table 2's one job is Table 3's parallelism 1, ...)."""
+    shapes: list[tuple[int, int]] = []
+    for table in tables:
+        if table == "2":
+            shapes += [(jobs, 1) for jobs in (1, 2, 3, 4)]
+        elif table == "3":
+            shapes += [(1, p) for p in (1, 2, 4, 8)]
+        elif table == "4":
+            shapes += [(jobs, 4) for jobs in (1, 2, 3, 4)]
+        else:
+            raise ValueError(f"unknown table {table!r}; valid tables: 2, 3, 4")
+    unique = list(dict.fromkeys(shapes))
+    return [Cell(jobs, p, policy) for jobs, p in unique for policy in policies]
+
+
+# -- one run ------------------------------------------------------------------------------------
+
+
+@dataclass
+class Sample:
+    """One poll of /metrics/snapshot."""
+
+    t: float
+    cpus_percent: float
+    mem_percent: float
+    declined: dict[str, float] = field(default_factory=dict)
+    """Framework name -> offers it declined so far."""
+
+
+class MetricsPoller(threading.Thread):
+    """Polls the master's ``/metrics/snapshot`` every ``interval`` seconds."""
+
+    def __init__(self, address: str, interval: float = 0.5) -> None:
+        super().__init__(name="bench-metrics", daemon=True)
+        self.address = address
+        self.interval = interval
+        self.samples: list[Sample] = []
+        self._halt = threading.Event()
+        self._t0 = time.time()
+
+    def run(self) -> None:
+        while not self._halt.is_set():
+            try:
+                with urlopen(f"http://{self.address}/metrics/snapshot",  # noqa: S310 - loopback
+                             timeout=5) as response:
+                    metrics = json.loads(response.read())
+            except OSError:
+                metrics = None
+            if metrics is not None:
+                declined: dict[str, float] = {}
+                for key, value in metrics.items():
+                    if key.startswith("master/frameworks/") and key.endswith("/offers/declined"):
+                        name = key.split("/")[2]
+                        declined[name] = declined.get(name, 0.0) + float(value)
+                self.samples.append(Sample(time.time() - self._t0,
+                                           float(metrics.get("master/cpus_percent", 0.0)),
+                                           float(metrics.get("master/mem_percent", 0.0)),
+                                           declined))
+            self._halt.wait(self.interval)
+
+    def stop(self) -> None:
+        self._halt.set()
+        self.join(10)
+
+
+def free_port_base(span: int = 1000) -> int:
+    """A base port whose ``span`` ports are very likely unused (not the 31000 others take)."""
+    rng = random.Random()
+    for _ in range(50):
+        base = rng.randrange(40000, 60000 - span, 100)
+        ok = True
+        for port in range(base, base + span, 300):
+            with socket.socket() as probe:
+                try:
+                    probe.bind(("0.0.0.0", port))
+                except OSError:
+                    ok = False
+                    break
+        if ok:
+            return base
+    raise RuntimeError("no free port range found between 40000 and 60000")
+
+
+def _read_job(db: Path) -> dict[str, Any]:
+    with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as conn:
+        meta = dict(conn.execute("SELECT key, value FROM meta").fetchall())
+        rows = conn.execute("SELECT state, priority, objective FROM trials").fetchall()
+        appcores = [r[0] for r in conn.execute(
+            "SELECT agent_id FROM appcore_runs ORDER BY attempt").fetchall()]
+    config = json.loads(meta.get("config", "{}"))
+    started = float(meta.get("started_at", "nan"))
+    ended = float(meta.get("ended_at", "nan"))
+    return {
+        "job_id": meta.get("job_id", ""),
+        "app_name": config.get("app_name", ""),
+        "seed": int(config.get("search", {}).get("seed", 0)),
+        "outcome": meta.get("outcome", "UNKNOWN"),
+        "started_at": started,
+        "ended_at": ended,
+        "seconds": ended - started,
+        "trials": len(rows),
+        "completed": sum(1 for r in rows if r[0] == "COMPLETED"),
+        "max_priority": max((int(r[1]) for r in rows), default=0),
+        "best": max((float(r[2]) for r in rows if r[2] is not None), default=None),
+        "framework_id": meta.get("framework_id", ""),
+        "appcore_agents": appcores,
+        "offer_counts": json.loads(meta.get("offer_counts", "{}")),
+    }
+
+
+def run_once(cell: Cell, run: int, setup: Setup, work: Path,
+             port_base: int | None = None) -> dict[str, Any]:
+    """One run of ``cell``: a fresh cluster, ``cell.jobs`` da-submit processes; its record.
+
+    The cluster's agents share the ports ``port_base`` to ``port_base + 899`` (default: a free
+    range), so runs side by side on this machine never clash.
+    """
+    base = free_port_base() if port_base is None else port_base
+    cluster = LocalCluster(ClusterConfig(
+        agents=setup.agents, cpus=setup.agent_cpus, mem_mb=setup.agent_mem_mb,
+        ports=((base, base + 899),), allocation_interval=setup.allocation_interval,
+        work_dir=work / "cluster", status_update_retry_interval=2.0,
+        status_update_retry_interval_max=10.0,
+    ))
+    cluster.start()
+    home = work / "home"
+    env = {**os.environ, "DISAUTO_HOME": str(home),
+           "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    poller = MetricsPoller(cluster.address)
+    poller.start()
+    processes: list[subprocess.Popen[bytes]] = []
+    started = time.time()
+    try:
+        for job in range(cell.jobs):
+            args = [
+                sys.executable, "-m", "submit.cli", "--master", cluster.address,
+                "--app-name", f"paper-job{job}", "--files", str(RUNNER),
+                "--app-runner-launch-cmd",
+                f"python {RUNNER.name} --time-scale {setup.time_scale:g}",
+                "--app-runner-cpus", setup.runner_cpus, "--app-runner-memory",
+                setup.runner_memory, "--app-core-cpus", setup.appcore_cpus,
+                "--app-core-memory", setup.appcore_memory,
+                "--trail-steps", str(setup.max_trials), "--tuning-type", "random-search",
+                "--tuning-parameters", str(PARAMS), "--parallelism", str(cell.parallelism),
+                "--target", f"{setup.target:g}", "--seed", str(1000 * (run + 1) + job),
+                "--offer-policy", cell.policy, "--quiet",
+            ]
+            if cell.policy != "fifo":
+                for name, value in setup.priority_settings:
+                    args += ["--priority-setting", f"{name}={value}"]
+            log = (work / f"job{job}.log").open("wb")
+            processes.append(subprocess.Popen(args, cwd=work, env=env, stdout=log,
+                                              stderr=subprocess.STDOUT))
+        deadline = time.monotonic() + setup.run_timeout
+        for process in processes:
+            try:
+                process.wait(max(1.0, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait(10)
+    finally:
+        for process in processes:
+            if process.poll() is None:
+                process.kill()
+                process.wait(10)
+        poller.stop()
+        cluster.stop()
+    jobs = [_read_job(db) for db in sorted(home.glob("jobs/*/job.db"))]
+    jobs.sort(key=lambda j: j["app_name"])
+    for job in jobs:
+        job["relative_start"] = job["started_at"] - started
+    samples = [asdict(s) for s in poller.samples]
+    return {
+        "cell": cell.key, "jobs": cell.jobs, "parallelism": cell.parallelism,
+        "policy": cell.policy, "run": run, "setup": asdict(setup),
+        "job_records": jobs, "exit_codes": [p.returncode for p in processes],
+        "samples": samples, "wall_seconds": time.time() - started,
+        "mean_job_seconds": statistics.fmean(j["seconds"] for j in jobs) if jobs else None,
+    }
+
+
+# -- aggregation ------------------------------------------------------------------------------
+
+
+def trimmed_mean(values: Sequence[float]) -> float:
+    """The paper's average: drop the highest and the lowest (with 3 or more), mean the rest."""
+    ordered = sorted(values)
+    if len(ordered) >= 3:
+        ordered = ordered[1:-1]
+    return statistics.fmean(ordered) if ordered else float("nan")
+
+
+def load_records(path: Path) -> list[dict[str, Any]]:
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def cell_values(records: Sequence[Mapping[str, Any]]) -> dict[tuple[int, int, str], list[float]]:
+    """(jobs, parallelism, policy) -> the run values (mean job time of each run)."""
+    out: dict[tuple[int, int, str], list[float]] = {}
+    for record in records:
+        if record.get("mean_job_seconds") is None:
+            continue
+        key = (int(record["jobs"]), int(record["parallelism"]), str(record["policy"]))
+        out.setdefault(key, []).append(float(record["mean_job_seconds"]))
+    return out
+
+
+def _fmt(value: float | None, digits: int = 1) -> str:
+    if value is None or value != value:
+        return "-"
+    return f"{value:.{digits}f}"
+
+
+def tables_markdown(records: Sequence[Mapping[str, Any]], policies: Sequence[str]) -> str:
+    """Tables 2-4 in Markdown, ours beside the paper's, with ratios and speed-ups."""
+    values = cell_values(records)
+
+    def value(jobs: int, p: int, policy: str) -> float | None:
+        runs = values.get((jobs, p, policy))
+        return trimmed_mean(runs) if runs else None
+
+    def runs_of(jobs: int, p: int, policy: str) -> int:
+        return len(values.get((jobs, p, policy), []))
+
+    lines: list[str] = []
+    specs = [
+        ("2", "Table 2: 1-4 jobs at parallelism 1 (no contention), seconds", "jobs",
+         [(j, 1) for j in (1, 2, 3, 4)], lambda c: c[0]),
+        ("3", "Table 3: one job at parallelism 1, 2, 4, 8, seconds", "parallelism",
+         [(1, p) for p in (1, 2, 4, 8)], lambda c: c[1]),
+        ("4", "Table 4: 1-4 jobs at parallelism 4 (contention), seconds", "jobs",
+         [(j, 4) for j in (1, 2, 3, 4)], lambda c: c[0]),
+    ]
+    for table, title, column, shapes, label in specs:
+        if not any(value(j, p, pol) is not None for j, p in shapes for pol in policies):
+            continue
+        lines += [f"### {title}", ""]
+        lines.append(f"| {column} | " + " | ".join(str(label(s)) for s in shapes) + " |")
+        lines.append("|---|" + "---|" * len(shapes))
+        for policy in policies:
+            row = [_fmt(value(j, p, policy)) for j, p in shapes]
+            lines.append(f"| {policy} (ours) | " + " | ".join(row) + " |")
+        for policy in policies:
+            if policy == "fifo":
+                continue
+            ratios = []
+            for j, p in shapes:
+                ours, fifo = value(j, p, policy), value(j, p, "fifo")
+                ratios.append(_fmt(ours / fifo, 3) if ours and fifo else "-")
+            lines.append(f"| {policy} / fifo (ours) | " + " | ".join(ratios) + " |")
+        if table == "3":
+            for policy in policies:
+                one = value(1, 1, policy)
+                speed = [_fmt(one / v, 2) if one and (v := value(j, p, policy)) else "-"
+                         for j, p in shapes]
+                lines.append(f"| speed-up, {policy} (ours) | " + " | ".join(speed) + " |")
+        for policy, row in PAPER[table].items():
+            lines.append(f"| {policy} (paper) | " + " | ".join(
+                _fmt(row.get(label(s))) for s in shapes) + " |")
+        paper = PAPER[table]
+        if table == "3":
+            lines.append("| speed-up, fifo (paper) | " + " | ".join(
+                _fmt(paper["fifo"][1] / paper["fifo"][label(s)], 2) for s in shapes) + " |")
+        else:
+            lines.append("| dynamic / fifo (paper) | " + " | ".join(
+                _fmt(paper["dynamic"][label(s)] / paper["fifo"][label(s)], 3)
+                for s in shapes) + " |")
+        counts = sorted({runs_of(j, p, pol) for j, p in shapes for pol in policies})
+        lines += ["", f"Runs per cell: {', '.join(map(str, counts))} (highest and lowest "
+                      "dropped from 3 or more).", ""]
+    outcomes = [j["outcome"] for r in records for j in r["job_records"]]
+    missed = sum(1 for o in outcomes if o != "TARGET_REACHED")
+    lines.append(f"Jobs that ended without reaching 95 % (budget of 200 trials spent, or "
+                 f"failed): {missed} of {len(outcomes)}.")
+    return "\n".join(lines) + "\n"
+
+
+# -- plots --------------------------------------------------------------------------------------
+
+
+def plot_all(records: Sequence[Mapping[str, Any]], policies: Sequence[str],
+             out_dir: Path) -> list[Path]:
+    """Per-job completion times, cluster CPU use over time, offers declined; the PNG paths."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    colors = {"fifo": "tab:blue", "dynamic": "tab:orange", "dynamic-plus": "tab:green"}
+    written: list[Path] = []
+    out_dir.mkdir(parents=True, exist_ok=True)
+
+    # 1. Per-job completion times, Tables 2 and 4 (every job of every run, one dot each).
+    fig, axes = plt.subplots(1, 2, figsize=(12, 4.5), sharey=False)
+    for ax, parallelism, title in ((axes[0], 1, "parallelism 1 (Table 2)"),
+                                   (axes[1], 4, "parallelism 4 (Table 4)")):
+        width = 0.8 / max(1, len(policies))
+        for index, policy in enumerate(policies):
+            for jobs in (1, 2, 3, 4):
+                times = [j["seconds"] for r in records
+                         if r["jobs"] == jobs and r["parallelism"] == parallelism
+                         and r["policy"] == policy for j in r["job_records"]]
+                if not times:
+                    continue
+                x = jobs + (index - (len(policies) - 1) / 2) * width
+                jitter = random.Random(jobs * 7 + index)
+                ax.scatter([x + jitter.uniform(-width / 4, width / 4) for _ in times], times,
+                           s=10, alpha=0.6, color=colors.get(policy, "gray"),
+                           label=policy if jobs == 1 else None)
+                ax.hlines(statistics.fmean(times), x - width / 2, x + width / 2,
+                          color=colors.get(policy, "gray"), linewidth=2)
+        ax.set_title(f"Per-job completion time, {title}")
+        ax.set_xlabel("jobs on the cluster")
+        ax.set_ylabel("job time (s): start to 95 % accuracy")
+        ax.set_xticks([1, 2, 3, 4])
+        ax.legend(title="offer policy (bar: mean)")
+        ax.grid(alpha=0.3)
+    fig.tight_layout()
+    path = out_dir / "bench-paper-job-times.png"
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    written.append(path)
+
+    # 2. Cluster CPU use over time: 4 jobs at parallelism 4, run 0 of each policy.
+    fig, axes = plt.subplots(len(policies), 1, figsize=(11, 2.6 * len(policies)), sharex=True,
+                             squeeze=False)
+    for ax, policy in zip(axes[:, 0], policies, strict=True):
+        chosen = [r for r in records if r["jobs"] == 4 and r["parallelism"] == 4
+                  and r["policy"] == policy]
+        if not chosen:
+            ax.set_visible(False)
+            continue
+        record = min(chosen, key=lambda r: r["run"])
+        samples = record["samples"]
+        ax.plot([s["t"] for s in samples], [100 * s["cpus_percent"] for s in samples],
+                color=colors.get(policy, "gray"), label="CPUs allocated to tasks")
+        for job in record["job_records"]:
+            end = job["relative_start"] + job["seconds"]
+            ax.axvline(end, color="black", linestyle=":", linewidth=1)
+        ax.set_ylim(0, 105)
+        ax.set_ylabel("% of 36 CPUs")
+        ax.set_title(f"{policy}: 4 jobs x parallelism 4, run {record['run']} "
+                     f"(dotted: a job ends)")
+        ax.grid(alpha=0.3)
+    axes[-1, 0].set_xlabel("seconds since the jobs were submitted")
+    fig.tight_layout()
+    path = out_dir / "bench-paper-utilisation.png"
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    written.append(path)
+
+    # 3. Offers declined per job (mean over runs): all declines vs declines for priority.
+    fig, axes = plt.subplots(1, 2, figsize=(12, 4.5))
+    for ax, parallelism, title in ((axes[0], 1, "parallelism 1 (Table 2)"),
+                                   (axes[1], 4, "parallelism 4 (Table 4)")):
+        width = 0.8 / max(1, len(policies))
+        for index, policy in enumerate(policies):
+            xs, total, priority, packing = [], [], [], []
+            for jobs in (1, 2, 3, 4):
+                counts = [j["offer_counts"] for r in records
+                          if r["jobs"] == jobs and r["parallelism"] == parallelism
+                          and r["policy"] == policy for j in r["job_records"]]
+                if not counts:
+                    continue
+                xs.append(jobs + (index - (len(policies) - 1) / 2) * width)
+                total.append(statistics.fmean(c.get("offers_declined", 0) for c in counts))
+                priority.append(statistics.fmean(c.get("priority_declines", 0) for c in counts))
+                packing.append(statistics.fmean(c.get("pack_declines", 0) for c in counts))
+            color = colors.get(policy, "gray")
+            ax.bar(xs, total, width, color=color, alpha=0.35,
+                   label=f"{policy}: all declines")
+            ax.bar(xs, priority, width, color=color, hatch="//", edgecolor="black",
+                   label=f"{policy}: for priority" if any(priority) else None)
+            if any(packing):
+                ax.bar(xs, packing, width, bottom=priority, color="white", hatch="..",
+                       edgecolor=color, label=f"{policy}: placing AppCore")
+        ax.set_title(f"Offers declined per job, {title}")
+        ax.set_xlabel("jobs on the cluster")
+        ax.set_ylabel("offers declined (mean per job)")
+        ax.set_xticks([1, 2, 3, 4])
+        ax.legend(fontsize=8)
+        ax.grid(alpha=0.3, axis="y")
+    fig.tight_layout()
+    path = out_dir / "bench-paper-declines.png"
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    written.append(path)
+
+    # 4. Table 3 as a speed-up curve.
+    values = cell_values(records)
+    fig, ax = plt.subplots(figsize=(6, 4.5))
+    ax.plot([1, 8], [1, 8], color="gray", linestyle="--", label="linear")
+    paper = PAPER["3"]["fifo"]
+    ax.plot([1, 2, 4, 8], [paper[1] / paper[p] for p in (1, 2, 4, 8)], marker="s",
+            color="black", label="paper, FIFO")
+    for policy in policies:
+        one = values.get((1, 1, policy))
+        points = [(p, trimmed_mean(one) / trimmed_mean(v)) for p in (1, 2, 4, 8)
+                  if one and (v := values.get((1, p, policy)))]
+        if points:
+            ax.plot([p for p, _ in points], [s for _, s in points], marker="o",
+                    color=colors.get(policy, "gray"), label=f"ours, {policy}")
+    ax.set_xlabel("parallelism")
+    ax.set_ylabel("speed-up of the job time over parallelism 1")
+    ax.set_title("Table 3: one job, speed-up")
+    ax.set_xticks([1, 2, 4, 8])
+    ax.legend()
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    path = out_dir / "bench-paper-speedup.png"
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    written.append(path)
+    return written
+
+
+# -- the command --------------------------------------------------------------------------------
+
+
+def run_groups(todo: Sequence[tuple[int, Cell]], setup: Setup, runs_path: Path,
+               side_by_side: int) -> None:
+    """Run ``todo`` in order, appending each record to ``runs_path`` as it completes.
+
+    The policies of one parallelism-1 cell and run go side by side (up to ``side_by_side``, each
+    on its own cluster and ports); everything else runs alone on the machine.
+    """
+    groups: list[list[tuple[int, Cell]]] = []
+    for run, cell in todo:
+        last = groups[-1] if groups else None
+        if (last is not None and cell.parallelism == 1 and len(last) < side_by_side
+                and all(r == run and (c.jobs, c.parallelism) == (cell.jobs, 1)
+                        for r, c in last)):
+            last.append((run, cell))
+        else:
+            groups.append([(run, cell)])
+    lock = threading.Lock()
+    finished = 0
+
+    def one(run: int, cell: Cell, base: int) -> None:
+        nonlocal finished
+        work = Path(tempfile.mkdtemp(prefix=f"bench-paper-{cell.key}-r{run}-"))
+        try:
+            record = run_once(cell, run, setup, work, port_base=base)
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+        with lock:
+            with runs_path.open("a") as out:
+                out.write(json.dumps(record) + "\n")
+            finished += 1
+            logger.info("[%d/%d] %s run %d: mean job %.1f s (%s), wall %.0f s", finished,
+                        len(todo), cell.key, run, record["mean_job_seconds"] or float("nan"),
+                        ", ".join(f"{j['seconds']:.1f}" for j in record["job_records"]),
+                        record["wall_seconds"])
+
+    for group in groups:
+        base = free_port_base(1000 * len(group))
+        threads = [threading.Thread(target=one, args=(run, cell, base + 1000 * index),
+                                    name=f"bench-{cell.key}-r{run}")
+                   for index, (run, cell) in enumerate(group)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+
+
+def _settings(items: Sequence[str]) -> tuple[tuple[str, str], ...]:
+    out = []
+    for item in items:
+        name, sep, value = item.partition("=")
+        if not sep or not name:
+            raise SystemExit(f"bench.paper: error: --priority-setting: invalid value {item!r}: "
+                             "expected KEY=VALUE")
+        out.append((name.strip(), value.strip()))
+    return tuple(out)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.paper", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--tables", default="2,3,4", help="which tables (default 2,3,4)")
+    parser.add_argument("--runs", type=int, default=3,
+                        help="runs per cell (default 3, a reduced matrix; the paper: 10)")
+    parser.add_argument("--policies", default=",".join(POLICIES),
+                        help=f"offer policies (default {','.join(POLICIES)})")
+    parser.add_argument("--time-scale", type=float, default=Setup.time_scale,
+                        help="real seconds per modelled training second (default 0.05)")
+    parser.add_argument("--allocation-interval", type=float,
+                        default=Setup.allocation_interval,
+                        help="the master's allocation interval, seconds (default 0.1)")
+    parser.add_argument("--priority-setting", action="append", default=[],
+                        metavar="KEY=VALUE", help="passed to the dynamic policies' jobs")
+    parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "paper",
+                        help="where runs.jsonl and tables.md go")
+    parser.add_argument("--plots", type=Path, default=ROOT / "docs",
+                        help="where the PNG plots go (default docs/)")
+    parser.add_argument("--side-by-side", type=int, default=3, metavar="N",
+                        help="run up to N policies of one parallelism-1 cell at once, each on "
+                             "its own cluster (they use little CPU; default 3, 1 = never)")
+    parser.add_argument("--fresh", action="store_true",
+                        help="discard earlier runs in --out instead of resuming")
+    parser.add_argument("--report", action="store_true",
+                        help="only rebuild tables and plots from --out/runs.jsonl")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s: %(message)s")
+    logger.setLevel(logging.INFO)
+    policies = [p.strip() for p in args.policies.split(",") if p.strip()]
+    unknown = [p for p in policies if p not in POLICIES]
+    if unknown:
+        parser.error(f"--policies: unknown policy {unknown[0]!r}; valid: {', '.join(POLICIES)}")
+    if args.runs < 1:
+        parser.error(f"--runs: invalid value {args.runs}: expected an integer >= 1")
+    try:
+        cells = cells_for([t.strip() for t in args.tables.split(",") if t.strip()], policies)
+    except ValueError as err:
+        parser.error(f"--tables: {err}")
+    default_settings = (("decline_filter_seconds", f"{args.allocation_interval:g}"),)
+    setup = Setup(time_scale=args.time_scale, allocation_interval=args.allocation_interval,
+                  priority_settings=default_settings + _settings(args.priority_setting))
+    setup_key = json.loads(json.dumps(asdict(setup)))  # as the records hold it
+    args.out.mkdir(parents=True, exist_ok=True)
+    runs_path = args.out / "runs.jsonl"
+    if args.fresh and runs_path.exists():
+        runs_path.unlink()
+    if not args.report:
+        done = {(r["cell"], r["run"]) for r in load_records(runs_path)
+                if r["setup"] == setup_key}
+        todo = [(run, cell) for run in range(args.runs) for cell in cells
+                if (cell.key, run) not in done]
+        logger.info("%d runs to do (%d cells x %d runs; %d already recorded)", len(todo),
+                    len(cells), args.runs, len(done))
+        run_groups(todo, setup, runs_path, max(1, args.side_by_side))
+    records = [r for r in load_records(runs_path) if r["setup"] == setup_key
+               and r["policy"] in policies]
+    text = tables_markdown(records, policies)
+    (args.out / "tables.md").write_text(text)
+    print(text)
+    for path in plot_all(records, policies, args.plots):
+        print(f"wrote {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
