@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import os
 from pathlib import Path
+import socket
 
 from framework.spec import JobConfig
 from localmesos import containerizer as containerizer_mod
@@ -20,6 +21,27 @@ logger = logging.getLogger(__name__)
 def detect_gpus() -> int:
     """The number of NVIDIA GPUs of this machine (NVML or ``nvidia-smi``; 0 without a driver)."""
     return len(discover_gpus())
+
+
+def free_port_range(span: int = 1000, low: int = 31000, high: int = 41000) -> tuple[int, int]:
+    """The first ``span`` ports from ``low`` up (in steps of ``span``) that none listens on now.
+
+    Mesos agents offer ``31000-32000`` by default; two embedded clusters on one machine (two
+    ``--master local`` jobs) would offer the same ports, and the second job's AppCore could not
+    bind its port. Falls back to ``low`` when every range below ``high`` is busy.
+    """
+    for begin in range(low, high - span + 1, span):
+        free = True
+        for port in range(begin, begin + span):
+            with socket.socket() as probe:
+                try:
+                    probe.bind(("0.0.0.0", port))
+                except OSError:
+                    free = False
+                    break
+        if free:
+            return begin, begin + span - 1
+    return low, low + span - 1
 
 
 class LocalClusterError(ValueError):
@@ -85,6 +107,7 @@ def local_cluster_config(config: JobConfig, work_dir: Path, agents: int = 1) -> 
         cpus=cpus,
         mem_mb=mem,
         gpu_devices=_local_gpu_devices(config),
+        ports=(free_port_range(),),
         work_dir=work_dir,
         status_update_retry_interval=2.0,
         status_update_retry_interval_max=30.0,
