@@ -361,6 +361,17 @@ def tables_markdown(records: Sequence[Mapping[str, Any]], policies: Sequence[str
                 ours, fifo = value(j, p, policy), value(j, p, "fifo")
                 ratios.append(_fmt(ours / fifo, 3) if ours and fifo else "-")
             lines.append(f"| {policy} / fifo (ours) | " + " | ".join(ratios) + " |")
+        if table == "4":
+            for policy in policies:
+                spread = []
+                for j, p in shapes:
+                    agents = [len({job["appcore_agents"][0] for job in r["job_records"]
+                                   if job["appcore_agents"]})
+                              for r in records if (r["jobs"], r["parallelism"], r["policy"])
+                              == (j, p, policy)]
+                    spread.append(_fmt(statistics.fmean(agents), 2) if agents else "-")
+                lines.append(f"| agents holding AppCores, {policy} (mean) | "
+                             + " | ".join(spread) + " |")
         if table == "3":
             for policy in policies:
                 one = value(1, 1, policy)

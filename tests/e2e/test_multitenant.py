@@ -16,9 +16,9 @@ from typing import Any
 
 import pytest
 
-from bench.paper import free_port_base
 from localmesos.cluster import ClusterConfig
 from localmesos.cluster import LocalCluster
+from submit.local import free_port_range
 from tests.e2e.conftest import common_flags
 from tests.e2e.conftest import master_state
 
@@ -28,9 +28,8 @@ pytestmark = pytest.mark.slow
 
 @pytest.fixture
 def cluster(tmp_path: Path) -> Iterator[LocalCluster]:
-    base = free_port_base()
     made = LocalCluster(ClusterConfig(
-        agents=2, cpus=4.0, mem_mb=4096.0, ports=((base, base + 599),),
+        agents=2, cpus=4.0, mem_mb=4096.0, ports=(free_port_range(600, low=42000, high=60000),),
         allocation_interval=0.2, work_dir=tmp_path / "cluster",
         status_update_retry_interval=1.0, status_update_retry_interval_max=2.0,
     ))
