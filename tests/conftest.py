@@ -10,7 +10,10 @@ them, with the script's own error.
 from __future__ import annotations
 
 from collections.abc import Iterator
+import os
 from pathlib import Path
+import re
+import signal
 import subprocess
 import sys
 import time
@@ -24,7 +27,11 @@ ROOT = Path(__file__).resolve().parents[1]
 
 @pytest.fixture(scope="session")
 def docker_engine() -> Iterator[Any]:
-    """A low-level client of a running Docker engine (installed and started if needed)."""
+    """A low-level client of a running Docker engine (installed and started if needed).
+
+    An engine this fixture started is stopped (by its pid) when the session ends; its images
+    stay on disk for the next run.
+    """
     started = time.monotonic()
     result = subprocess.run(
         ["bash", str(ROOT / "tools" / "ensure_docker.sh")],
@@ -32,6 +39,9 @@ def docker_engine() -> Iterator[Any]:
     )
     if result.returncode != 0:
         pytest.fail(f"no Docker engine: {result.stderr.strip()}", pytrace=False)
+    last = (result.stdout.strip().splitlines() or [""])[-1]
+    match = re.fullmatch(r"started dockerd (\d+)", last)
+    our_engine = int(match.group(1)) if match else None
     import docker
 
     client = docker.APIClient(**docker.utils.kwargs_from_env(), version="auto", timeout=120)
@@ -39,6 +49,23 @@ def docker_engine() -> Iterator[Any]:
     print(f"\n[docker engine ready in {time.monotonic() - started:.1f} s]", file=sys.stderr)
     yield client
     client.close()
+    if our_engine is not None:
+        _stop_engine(our_engine)
+
+
+def _stop_engine(pid: int, timeout: float = 30.0) -> None:
+    """SIGTERM the dockerd this session started and wait for it to exit."""
+    try:
+        os.kill(pid, signal.SIGTERM)
+    except ProcessLookupError:
+        return
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return
+        time.sleep(0.2)
 
 
 @pytest.fixture(scope="session")

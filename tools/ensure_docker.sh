@@ -4,7 +4,8 @@
 #      when they are missing (root only);
 #   2. start dockerd in the background when no engine answers, and wait until it does.
 # Idempotent: with an engine already answering it only checks. The engine's log goes to
-# $DISAUTO_DOCKERD_LOG (default /var/log/disauto-dockerd.log).
+# $DISAUTO_DOCKERD_LOG (default /var/log/disauto-dockerd.log). When it started dockerd, its last
+# line on stdout is "started dockerd <pid>", so a caller can stop the engine it caused to run.
 #
 # dockerd is tried with its defaults (overlay2, a bridge network) first; if it does not come up,
 # once more with the settings that work in restricted kernels and containers
@@ -78,6 +79,7 @@ start() {
 }
 
 if start || start --storage-driver=vfs --iptables=false --bridge=none; then
+  echo "started dockerd $(cat /var/run/docker.pid 2>/dev/null || echo unknown)"
   exit 0
 fi
 say "dockerd did not start; the end of ${log_file}:"
