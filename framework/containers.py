@@ -79,6 +79,7 @@ def container_info(
         ContainerConfigError: for an unknown containerizer.
     """
     check_container_flags(image, containerizer, 0)
+    volumes: list[dict[str, Any]]
     if containerizer == "docker":
         volumes = [{"container_path": path, "host_path": path, "mode": "RW"}
                    for path in host_paths]

@@ -721,7 +721,7 @@ class Agent:
         if killed:
             self._killed_during_launch(task)
             return
-        if in_container:
+        if in_container and container is not None:
             self._run_container(task, container, command, sandbox, resources)
             return
 

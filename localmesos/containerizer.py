@@ -636,9 +636,10 @@ class ContainerProcess:
                     f"Failed to start container {self.name}: {_reason(exc)}"
                 ) from None
             self._started = True
+        unreadable: tuple[type[BaseException], ...] = (*errors, KeyError, TypeError, ValueError)
         try:
             self.pid = int(self._client.inspect_container(self.id)["State"]["Pid"]) or None
-        except (*errors, KeyError, TypeError, ValueError):
+        except unreadable:
             self.pid = None
 
     def _copy_output(self, stream: Any) -> None:
