@@ -73,6 +73,7 @@ BENCH_EXTRA = $(PY) -c "import matplotlib" 2>/dev/null || \
 	$(PY) -m pip install --quiet --find-links $(WHEELS) -e ".[bench]"
 bench-paper: venv
 	$(BENCH_EXTRA)
+	$(PY) -m bench.priority_sim
 	$(PY) -m bench.paper --runs 3
 
 bench-paper-full: venv
