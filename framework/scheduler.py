@@ -21,6 +21,7 @@ from framework.containers import task_environment
 from framework.job import APPCORE_KEY
 from framework.job import JobController
 from framework.offers import OfferView
+from framework.offers import fit
 from framework.policies import LaunchRequest
 from framework.policies import OfferPolicy
 from framework.sandbox_logs import SandboxLogs
@@ -36,6 +37,10 @@ IDLE_REFUSE_SECONDS = 3600.0
 """Decline filter while nothing waits (REVIVE clears it when something does)."""
 LEFTOVER_REFUSE_SECONDS = 0.0
 """Filter on the unused part of an accepted offer: none, so the rest is re-offered next round."""
+SPARE_REFUSE_SECONDS = 0.0
+"""Filter on an offer declined while a task that fits it waits (it arrived during the callback,
+or could not launch yet): none, so the offer comes back at the next allocation run instead of
+after the policy's filter."""
 
 
 class JobScheduler(Scheduler):
@@ -138,9 +143,22 @@ class JobScheduler(Scheduler):
                 )
             else:
                 refuse = plan.refuse_seconds.get(view.id, self._policy.decline_seconds)
+                if refuse > 0 and view.id not in plan.deliberate and self._fits_waiting(view):
+                    refuse = SPARE_REFUSE_SECONDS
                 self._decline(driver, [view], refuse)
         if not self._job.has_pending():
             self._suppress(driver)
+
+    def _fits_waiting(self, view: OfferView) -> bool:
+        """Whether a task that could launch now fits ``view`` (AppCore submits trials while
+        offers are handled; trials cannot launch before AppCore has attached)."""
+        attached = bool(self._job.appcore_address())
+        return any(
+            (r.trial_number is None or attached)
+            and fit(view.available, r.resources, r.ports) is not None
+            and (r.resources.gpus == 0 or view.has_gpus)
+            for r in self._job.launch_requests()
+        )
 
     def _decline(self, driver: Any, views: Sequence[OfferView], refuse: float) -> None:
         for view in views:
@@ -218,6 +236,8 @@ class JobScheduler(Scheduler):
             self._suppressed = True
         logger.debug("nothing waits: suppressing offers")
         driver.suppressOffers()
+        if self._job.has_pending():  # a task arrived after we looked: its wake() saw no suppress
+            self.wake()
 
     def wake(self) -> None:
         """Something waits for an offer: revive if offers are suppressed."""

@@ -49,6 +49,10 @@ class Plan:
     """Offer id → the requests to launch on it with the resources each claims."""
     refuse_seconds: dict[str, float] = field(default_factory=dict)
     """Offer id → the decline filter for offers not launched on (default: ``decline_seconds``)."""
+    deliberate: set[str] = field(default_factory=set)
+    """Offers declined on purpose although a waiting task fits them (priority, placement): the
+    scheduler keeps their filter. Any other offer that a waiting task fits is declined without a
+    filter, so it comes back at the next allocation run."""
 
 
 @dataclass(frozen=True)

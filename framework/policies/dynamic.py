@@ -164,6 +164,7 @@ class DynamicPriorityPolicy(OfferPolicy):
                 continue
             if self._decline_for(fitting[0], offer):
                 result.refuse_seconds[offer.id] = float(self.settings["decline_filter_seconds"])
+                result.deliberate.add(offer.id)
                 self._declined[offer.agent_id] = offer.available
                 continue
             left = offer.available
