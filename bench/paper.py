@@ -524,7 +524,50 @@ def plot_all(records: Sequence[Mapping[str, Any]], policies: Sequence[str],
     plt.close(fig)
     written.append(path)
 
-    # 4. Table 3 as a speed-up curve.
+    # 4. The same job (seed) under each dynamic policy and under FIFO: paired ratios.
+    fig, axes = plt.subplots(1, 2, figsize=(12, 4.5), sharey=True)
+    by_key = {(r["jobs"], r["parallelism"], r["policy"], r["run"]): r for r in records}
+    for ax, parallelism, title in ((axes[0], 1, "parallelism 1 (Table 2)"),
+                                   (axes[1], 4, "parallelism 4 (Table 4)")):
+        others = [p for p in policies if p != "fifo"]
+        width = 0.8 / max(1, len(others))
+        for index, policy in enumerate(others):
+            data, xs = [], []
+            for jobs in (1, 2, 3, 4):
+                ratios = []
+                for (j, par, pol, run), record in by_key.items():
+                    base = by_key.get((j, par, "fifo", run))
+                    if (j, par, pol) != (jobs, parallelism, policy) or base is None:
+                        continue
+                    fifo_times = {x["seed"]: x["seconds"] for x in base["job_records"]}
+                    ratios += [x["seconds"] / fifo_times[x["seed"]]
+                               for x in record["job_records"] if x["seed"] in fifo_times]
+                if ratios:
+                    data.append(ratios)
+                    xs.append(jobs + (index - (len(others) - 1) / 2) * width)
+            if data:
+                parts = ax.boxplot(data, positions=xs, widths=width * 0.9, patch_artist=True,
+                                   showfliers=True)
+                for box in parts["boxes"]:
+                    box.set_facecolor(colors.get(policy, "gray"))
+                    box.set_alpha(0.6)
+                ax.plot([], [], color=colors.get(policy, "gray"), linewidth=8, alpha=0.6,
+                        label=policy)
+        ax.axhline(1.0, color="black", linewidth=1)
+        ax.set_title(f"Each job's time / the same job under FIFO, {title}")
+        ax.set_xlabel("jobs on the cluster")
+        ax.set_ylabel("job time ratio (same seed, same run)")
+        ax.set_xticks([1, 2, 3, 4])
+        ax.set_xticklabels(["1", "2", "3", "4"])
+        ax.legend()
+        ax.grid(alpha=0.3, axis="y")
+    fig.tight_layout()
+    path = out_dir / "bench-paper-paired.png"
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    written.append(path)
+
+    # 5. Table 3 as a speed-up curve.
     values = cell_values(records)
     fig, ax = plt.subplots(figsize=(6, 4.5))
     ax.plot([1, 8], [1, 8], color="gray", linestyle="--", label="linear")
