@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from collections.abc import Iterator
 from collections.abc import Mapping
+from collections.abc import Sequence
 import logging
 import time
+from typing import Any
+from typing import TypeVar
 
 import grpc
 
@@ -18,6 +22,7 @@ from protos import framework_pb2_grpc
 
 
 logger = logging.getLogger(__name__)
+R = TypeVar("R")
 
 
 class FrameworkClient:
@@ -56,16 +61,25 @@ class FrameworkClient:
         )
 
     def submit(self, number: int, assignment: Assignment, priority: int) -> common_pb2.Trial:
-        request = framework_pb2.SubmitTrialRequest(number=number, priority=priority)
-        for name, value in assignment_to_proto(assignment).items():
-            request.assignment[name].CopyFrom(value)
+        return self._retrying(self._stub.SubmitTrial, _submit_request(number, assignment,
+                                                                      priority)).trial
+
+    def submit_many(
+        self, trials: Sequence[tuple[int, Assignment]], priority: int
+    ) -> list[common_pb2.Trial]:
+        """Submit several trials in one call (one transaction: all are recorded or none)."""
+        request = framework_pb2.SubmitTrialsRequest(
+            trials=[_submit_request(number, assignment, priority)
+                    for number, assignment in trials])
+        return list(self._retrying(self._stub.SubmitTrials, request).trials)
+
+    def _retrying(self, method: Callable[..., R], request: Any) -> R:
+        """Call an idempotent method, retrying while the framework is unavailable."""
         delay, attempt = 0.2, 0
         while True:
             try:
-                return self._stub.SubmitTrial(request, metadata=self._metadata,
-                                              timeout=self._timeout).trial
+                return method(request, metadata=self._metadata, timeout=self._timeout)
             except grpc.RpcError as err:
-                # SubmitTrial is idempotent per number, so an unavailable framework is retried.
                 attempt += 1
                 if err.code() != grpc.StatusCode.UNAVAILABLE or attempt >= 5:
                     raise
@@ -108,3 +122,12 @@ class FrameworkClient:
             framework_pb2.FinishJobRequest(outcome=outcome, message=message),
             metadata=self._metadata, timeout=self._timeout,
         )
+
+
+def _submit_request(
+    number: int, assignment: Assignment, priority: int
+) -> framework_pb2.SubmitTrialRequest:
+    request = framework_pb2.SubmitTrialRequest(number=number, priority=priority)
+    for name, value in assignment_to_proto(assignment).items():
+        request.assignment[name].CopyFrom(value)
+    return request

@@ -11,9 +11,11 @@ state, and the algorithm is only called under it.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from collections.abc import Mapping
 from dataclasses import dataclass
 import logging
+import queue
 import threading
 
 import grpc
@@ -25,6 +27,7 @@ from appcore.framework_client import FrameworkClient
 from appcore.priority import priority_for
 from appcore.pruners import PrunerRecord
 from appcore.pruners import create_pruner
+from appcore.space import Assignment
 from appcore.space import assignment_from_proto
 from protos import common_pb2
 from protos import framework_pb2
@@ -135,49 +138,77 @@ class TrialLoop:
     # -- the loop ------------------------------------------------------------------------------
 
     def run(self, after_sequence: int) -> None:
-        """Fill the slots, then follow trial events until the job ends."""
+        """Fill the slots, then follow trial events until the job ends.
+
+        Events that arrived together (several trials ending at once) are handled as one batch:
+        each is told to the algorithm, then the freed slots are filled with one submission.
+        """
         with self._lock:
             self._check_end()
             self._fill()
         if self.finished:
             return
+        stream = self._framework.watch(after_sequence)
+        events: queue.SimpleQueue[framework_pb2.TrialEvent | BaseException | None] = \
+            queue.SimpleQueue()
+        reader = threading.Thread(target=_read_stream, args=(stream, events),
+                                  name="appcore-watch", daemon=True)
+        reader.start()
         try:
-            for event in self._framework.watch(after_sequence):
+            while not self.finished:
+                batch = [events.get()]
+                while not events.empty():
+                    batch.append(events.get())
                 with self._lock:
-                    self._on_trial(event.trial)
+                    for item in batch:
+                        if item is None:  # the framework closed the stream
+                            self._finished.set()
+                            break
+                        if isinstance(item, BaseException):
+                            if isinstance(item, grpc.RpcError) and (
+                                    self.finished or item.code() == grpc.StatusCode.CANCELLED):
+                                self._finished.set()
+                                break
+                            raise item
+                        self._on_trial(item.trial)
                     self._check_end()
                     self._fill()
-                if self.finished:
-                    break
-        except grpc.RpcError as err:
-            if not self.finished and err.code() != grpc.StatusCode.CANCELLED:
-                raise
+        finally:
+            cancel = getattr(stream, "cancel", None)
+            if cancel is not None:
+                cancel()
         self._finished.set()
 
     def _fill(self) -> None:
+        """Ask for as many trials as there are free slots, and submit them in one call."""
+        batch: list[tuple[int, Assignment]] = []
         while (not self.finished and not self._exhausted
-               and len(self._in_flight) < self._spec.parallelism
-               and self._counts.submitted < self._spec.max_trials):
-            number = self._next_number
+               and len(self._in_flight) + len(batch) < self._spec.parallelism
+               and self._counts.submitted + len(batch) < self._spec.max_trials):
+            number = self._next_number + len(batch)
             suggestion = self._algorithm.ask(number)
             if suggestion is FINISHED:
                 logger.info("the search space is exhausted after %d trials", number - 1)
                 self._exhausted = True
-                self._check_end()
-                return
+                break
             if suggestion is None:
-                return  # nothing now (e.g. a synchronous batch is still running)
+                break  # nothing now (e.g. a synchronous batch is still running)
+            batch.append((number, suggestion))
+        if batch:
             try:
-                self._framework.submit(number, suggestion, priority=self.priority.priority)
+                self._framework.submit_many(batch, priority=self.priority.priority)
             except grpc.RpcError as err:
                 if err.code() == grpc.StatusCode.FAILED_PRECONDITION:
-                    logger.info("the framework refused trial %d: %s", number, err.details())
+                    logger.info("the framework refused trials %d-%d: %s", batch[0][0],
+                                batch[-1][0], err.details())
                     self._finished.set()
                     return
                 raise
-            self._next_number += 1
-            self._counts.submitted += 1
-            self._in_flight.add(number)
+            self._next_number += len(batch)
+            self._counts.submitted += len(batch)
+            self._in_flight.update(number for number, _ in batch)
+        if self._exhausted:
+            self._check_end()
 
     def _count_terminal(self, trial: common_pb2.Trial) -> None:
         if trial.state == common_pb2.COMPLETED:
@@ -273,3 +304,17 @@ class TrialLoop:
         if self._spec.direction == common_pb2.MINIMIZE:
             return value <= self._spec.target
         return value >= self._spec.target
+
+
+def _read_stream(
+    stream: Iterator[framework_pb2.TrialEvent],
+    events: queue.SimpleQueue[framework_pb2.TrialEvent | BaseException | None],
+) -> None:
+    """Move the events of a WatchTrials stream to ``events``; then None, or the error."""
+    try:
+        for event in stream:
+            events.put(event)
+    except BaseException as err:  # noqa: BLE001 -- handed to the loop's thread
+        events.put(err)
+    else:
+        events.put(None)

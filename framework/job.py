@@ -221,32 +221,57 @@ class JobController:
     def submit_trial(
         self, number: int, assignment: Mapping[str, Any], priority: int
     ) -> common_pb2.Trial:
+        return self.submit_trials([(number, assignment, priority)])[0]
+
+    def submit_trials(
+        self, trials: Sequence[tuple[int, Mapping[str, Any], int]]
+    ) -> list[common_pb2.Trial]:
+        """Record new trials ``(number, assignment, priority)``: all of them, or none.
+
+        Idempotent per number: a number already recorded with the same assignment answers the
+        recorded trial (a retried call), with another assignment it is refused. Every trial is
+        checked before any is written, and the new ones are written in one transaction.
+        """
+        if not trials:
+            raise InvalidArgumentError("no trials to submit")
         with self._lock:
             if self._outcome is not None:
                 raise FailedPreconditionError("the job has ended; no trial can be submitted")
-            if number < 1:
-                raise InvalidArgumentError(f"trial number must be >= 1, got {number}")
-            existing = self._trials.get(number)
-            if existing is not None:
-                if existing.assignment != dict(assignment):
-                    raise AlreadyExistsError(
-                        f"trial {number} already exists with another assignment"
-                    )
-                return self.trial_proto(existing)
-            if len(self._trials) >= self.config.search.max_trials:
+            fresh: list[tuple[int, Mapping[str, Any], int]] = []
+            seen: set[int] = set()
+            for number, assignment, priority in trials:
+                if number < 1:
+                    raise InvalidArgumentError(f"trial number must be >= 1, got {number}")
+                if number in seen:
+                    raise InvalidArgumentError(f"trial {number} appears twice in one submission")
+                seen.add(number)
+                existing = self._trials.get(number)
+                if existing is not None:
+                    if existing.assignment != dict(assignment):
+                        raise AlreadyExistsError(
+                            f"trial {number} already exists with another assignment"
+                        )
+                    continue
+                try:
+                    self._space.validate_assignment(assignment)
+                except InvalidAssignmentError as err:
+                    which = f"trial {number}: " if len(trials) > 1 else ""
+                    raise InvalidArgumentError(f"{which}{err}") from None
+                fresh.append((number, assignment, priority))
+            budget = self.config.search.max_trials
+            if fresh and len(self._trials) + len(fresh) > budget:
                 raise FailedPreconditionError(
-                    f"the trial budget of {self.config.search.max_trials} is spent"
+                    f"the trial budget of {budget} is spent" if len(self._trials) >= budget
+                    else f"{len(fresh)} new trials would exceed the trial budget of {budget} "
+                         f"({len(self._trials)} recorded)"
                 )
-            try:
-                self._space.validate_assignment(assignment)
-            except InvalidAssignmentError as err:
-                raise InvalidArgumentError(str(err)) from None
-            row = self.store.add_trial(number, assignment, priority)
-            self._trials[number] = row
-            self._emit(number)
-            proto = self.trial_proto(row)
-        self._on_pending()
-        return proto
+            for row in self.store.add_trials(fresh):
+                self._trials[row.number] = row
+                self._emit(row.number)
+            protos = [self.trial_proto(self._trials[number]) for number, _, _ in trials]
+        if fresh:
+            self._on_pending()
+        return protos
 
     def record_report(
         self,

@@ -88,6 +88,20 @@ class FrameworkServicer(framework_pb2_grpc.FrameworkServiceServicer):
 
         return handle(context, submit)
 
+    def SubmitTrials(  # noqa: N802
+        self, request: framework_pb2.SubmitTrialsRequest, context: grpc.ServicerContext
+    ) -> framework_pb2.SubmitTrialsReply:
+        self._require_job_token(context)
+
+        def submit() -> framework_pb2.SubmitTrialsReply:
+            trials = self._job.submit_trials([
+                (item.number, assignment_from_proto(item.assignment), item.priority)
+                for item in request.trials
+            ])
+            return framework_pb2.SubmitTrialsReply(trials=trials)
+
+        return handle(context, submit)
+
     def RecordReport(  # noqa: N802
         self, request: framework_pb2.RecordReportRequest, context: grpc.ServicerContext
     ) -> framework_pb2.RecordReportReply:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from collections.abc import Mapping
+from collections.abc import Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from dataclasses import field
@@ -173,14 +174,22 @@ class JobStore:
     # -- trials ------------------------------------------------------------------------------
 
     def add_trial(self, number: int, assignment: Mapping[str, Any], priority: int) -> TrialRow:
+        return self.add_trials([(number, assignment, priority)])[0]
+
+    def add_trials(
+        self, trials: Sequence[tuple[int, Mapping[str, Any], int]]
+    ) -> list[TrialRow]:
+        """Record new PENDING trials ``(number, assignment, priority)`` in one transaction."""
         now = time.time()
         with self._tx() as db:
-            db.execute(
+            db.executemany(
                 "INSERT INTO trials(number, assignment, state, priority, created_at) "
                 "VALUES(?, ?, 'PENDING', ?, ?)",
-                (number, json.dumps(dict(assignment), sort_keys=True), priority, now),
+                [(number, json.dumps(dict(assignment), sort_keys=True), priority, now)
+                 for number, assignment, priority in trials],
             )
-        return TrialRow(number, dict(assignment), "PENDING", priority, created_at=now)
+        return [TrialRow(number, dict(assignment), "PENDING", priority, created_at=now)
+                for number, assignment, priority in trials]
 
     def update_trial(self, number: int, **fields: Any) -> None:
         """Set columns of a trial (``metrics``/``assignment`` are JSON-encoded)."""

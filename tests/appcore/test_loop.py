@@ -124,6 +124,52 @@ def test_parallelism_slots_stay_full_until_the_budget_is_spent(stack: Any) -> No
         DEFAULT_SPACE.validate_assignment(trial.assignment)
 
 
+def test_free_slots_are_filled_with_one_submission(stack: Any) -> None:
+    framework, appcore = stack(max_trials=10, parallelism=4, seed=5)
+    assert wait_in_flight(framework, 4) == [1, 2, 3, 4]
+    assert framework.pending_calls == 1  # one SubmitTrials call, one transaction
+    assert len({row.created_at for row in framework.store.trials()}) == 1
+    framework.launch_trials()
+    for number in (1, 2, 3, 4):  # four slots free at about the same time
+        complete(framework, appcore, number, 0.1 * number)
+    assert wait_in_flight(framework, 4) == [5, 6, 7, 8]
+    assert 2 <= framework.pending_calls <= 5  # one per batch of events AppCore saw together
+    framework.launch_trials()
+    for number in (5, 6, 7, 8):
+        complete(framework, appcore, number, 0.1)
+    assert wait_in_flight(framework, 2) == [9, 10]  # the budget caps the last batch
+    framework.launch_trials()
+    for number in (9, 10):
+        complete(framework, appcore, number, 0.1)
+    assert wait_outcome(framework)[0] == framework_pb2.BUDGET_SPENT
+    appcore.join()
+    again = create_algorithm("random-search", DEFAULT_SPACE, seed=5, direction="maximize",
+                             settings={})
+    assert [t.assignment for t in framework.controller.trials()] == [
+        again.ask(n) for n in range(1, 11)]
+
+
+def test_a_restarted_appcore_fills_every_free_slot_in_one_submission(tmp_path: Path) -> None:
+    framework = Framework(tmp_path, job_config(max_trials=20, parallelism=3, seed=2))
+    first = AppCore(framework.address).run()
+    try:
+        wait_in_flight(framework, 3)
+        framework.launch_trials()
+        first.crash()
+        for number in (1, 2, 3):
+            framework.end_trial(number, "TASK_FAILED", message="lost")
+        calls = framework.pending_calls
+        second = AppCore(framework.address).run()
+        try:
+            assert wait_in_flight(framework, 3) == [4, 5, 6]
+            assert framework.pending_calls == calls + 1
+        finally:
+            framework.controller.finish(framework_pb2.STOPPED, "test teardown")
+            second.close()
+    finally:
+        framework.close()
+
+
 def test_grid_exhausted_ends_the_job_after_exactly_the_cartesian_product(stack: Any) -> None:
     framework, appcore = stack(space=GRID, tuning_type="grid-search", max_trials=50,
                                parallelism=4)

@@ -148,6 +148,47 @@ def test_invalid_submissions(job: Job, number: int, assigned: dict[str, Any],
     assert job.controller.trials() == [] and job.store.trials() == []
 
 
+def test_a_batch_is_recorded_in_one_transaction_and_wakes_the_scheduler_once(
+        make: Callable[..., Job]) -> None:
+    job = make(max_trials=5)
+    trials = job.controller.submit_trials([(n, assignment(n), 1) for n in (1, 2, 3)])
+    assert [(t.number, t.state, t.priority) for t in trials] == [
+        (1, common_pb2.PENDING, 1), (2, common_pb2.PENDING, 1), (3, common_pb2.PENDING, 1)]
+    assert job.pending_calls == 1
+    rows = job.reopened().trials()
+    assert [r.number for r in rows] == [1, 2, 3] and len({r.created_at for r in rows}) == 1
+    events, _ = job.controller.events_after(0, timeout=0)
+    assert [e.trial.number for e in events] == [1, 2, 3]
+    # A retry of the same call answers the recorded trials and records nothing new.
+    again = job.controller.submit_trials([(n, assignment(n), 1) for n in (1, 2, 3)])
+    assert again == trials and job.pending_calls == 1
+    assert len(job.controller.events_after(0, timeout=0)[0]) == 3
+
+
+@pytest.mark.parametrize("batch, error, message", [
+    ([(4, "ok"), (5, "bad")], InvalidArgumentError,
+     r"trial 5: assignment is missing parameter '(act|layers)'"),
+    ([(4, "ok"), (4, "ok")], InvalidArgumentError, "trial 4 appears twice in one submission"),
+    ([(1, "other"), (4, "ok")], AlreadyExistsError,
+     "trial 1 already exists with another assignment"),
+    ([(4, "ok"), (5, "ok"), (6, "ok")], FailedPreconditionError,
+     r"3 new trials would exceed the trial budget of 5 \(3 recorded\)"),
+    ([], InvalidArgumentError, "no trials to submit"),
+])
+def test_a_batch_with_one_bad_trial_records_none_of_them(
+        make: Callable[..., Job], batch: list[tuple[int, str]], error: type[Exception],
+        message: str) -> None:
+    job = make(max_trials=5)
+    job.controller.submit_trials([(n, assignment(n), 0) for n in (1, 2, 3)])
+    chosen = {"ok": assignment, "bad": lambda n: {"lr": 0.1},
+              "other": lambda n: {**assignment(n), "lr": 2 * assignment(n)["lr"]}}
+    with pytest.raises(error, match=message):
+        job.controller.submit_trials([(n, chosen[kind](n), 0) for n, kind in batch])
+    assert [t.number for t in job.controller.trials()] == [1, 2, 3]
+    assert [r.number for r in job.reopened().trials()] == [1, 2, 3]
+    assert job.pending_calls == 1
+
+
 def test_budget_is_enforced_but_retries_still_answer(make: Callable[..., Job]) -> None:
     job = make(max_trials=2)
     job.controller.submit_trial(1, assignment(1), priority=0)

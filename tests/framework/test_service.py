@@ -143,6 +143,30 @@ def test_submit_trial_and_its_errors(stub: framework_pb2_grpc.FrameworkServiceSt
     assert [t.number for t in framework.controller.trials()] == [1, 2, 3]
 
 
+def test_submit_trials_records_all_or_none(stub: framework_pb2_grpc.FrameworkServiceStub,
+                                           framework: Framework) -> None:
+    good = framework_pb2.SubmitTrialsRequest(trials=[submit_request(1), submit_request(2)])
+    reply = stub.SubmitTrials(good, metadata=GOOD, timeout=5)
+    assert [(t.number, t.state) for t in reply.trials] == [(1, common_pb2.PENDING),
+                                                           (2, common_pb2.PENDING)]
+    assert framework.pending_calls == 1
+    assert stub.SubmitTrials(good, metadata=GOOD, timeout=5) == reply  # a retry
+    bad = framework_pb2.SubmitTrialsRequest(trials=[submit_request(3), submit_request(4)])
+    assert code_of(stub.SubmitTrials, bad) == (
+        grpc.StatusCode.FAILED_PRECONDITION,
+        "2 new trials would exceed the trial budget of 3 (2 recorded)")
+    unset = submit_request(3)
+    unset.assignment["act"].Clear()
+    assert code_of(stub.SubmitTrials, framework_pb2.SubmitTrialsRequest(trials=[unset])) == (
+        grpc.StatusCode.INVALID_ARGUMENT,
+        "parameter 'act': a ParamValue must set one of real, integer or text; none is set")
+    assert code_of(stub.SubmitTrials, framework_pb2.SubmitTrialsRequest()) == (
+        grpc.StatusCode.INVALID_ARGUMENT, "no trials to submit")
+    assert code_of(stub.SubmitTrials, good, metadata=()) == (
+        grpc.StatusCode.UNAUTHENTICATED, "missing or wrong job token")
+    assert [t.number for t in framework.controller.trials()] == [1, 2]
+
+
 def test_record_report_and_its_errors(stub: framework_pb2_grpc.FrameworkServiceStub,
                                       framework: Framework) -> None:
     stub.SubmitTrial(submit_request(1), metadata=GOOD, timeout=5)
