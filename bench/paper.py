@@ -292,6 +292,40 @@ def run_once(cell: Cell, run: int, setup: Setup, work: Path,
     }
 
 
+def ideal_job_seconds(seed: int, parallelism: int, setup: Setup) -> float:
+    """The search time of one job on a cluster with no overhead at all: the bound on Table 3.
+
+    AppCore's own random search (same seed, so the same assignments in the same order as the
+    real job) and the synthetic runner's model of each trial's duration (scaled as the
+    benchmark scales it); ``parallelism`` slots, each refilled the instant a trial ends, no
+    offer cycle, no process start, no report round trip. The job ends when a trial that
+    reaches the target ends. With ``N`` trials to the target, a job at parallelism ``p`` still
+    waits for about ``ceil(N / p)`` trial durations, so the speed-up is below ``p`` even here.
+    """
+    import heapq
+
+    from appcore.algorithms import create_algorithm
+    from examples.synthetic_cnn import model
+    from submit.params import load_parameter_file
+
+    algorithm = create_algorithm("random-search", load_parameter_file(PARAMS), seed=seed,
+                                 direction="maximize", settings={}, parallelism=parallelism)
+    running: list[tuple[float, int, float]] = []
+    clock, asked = 0.0, 0
+    while True:
+        while len(running) < parallelism and asked < setup.max_trials:
+            asked += 1
+            suggestion = algorithm.ask(asked)
+            assert isinstance(suggestion, dict)
+            accuracy, seconds = model(suggestion)
+            heapq.heappush(running, (clock + seconds * setup.time_scale, asked, accuracy))
+        if not running:
+            return clock
+        clock, _, accuracy = heapq.heappop(running)
+        if accuracy >= setup.target:
+            return clock
+
+
 # -- aggregation ------------------------------------------------------------------------------
 
 
@@ -309,14 +343,16 @@ def load_records(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
-def cell_values(records: Sequence[Mapping[str, Any]]) -> dict[tuple[int, int, str], list[float]]:
-    """(jobs, parallelism, policy) -> the run values (mean job time of each run)."""
-    out: dict[tuple[int, int, str], list[float]] = {}
+def cell_values(
+    records: Sequence[Mapping[str, Any]]
+) -> dict[tuple[int, int, str], dict[int, float]]:
+    """(jobs, parallelism, policy) -> {run: the run's value (the mean time of its jobs)}."""
+    out: dict[tuple[int, int, str], dict[int, float]] = {}
     for record in records:
         if record.get("mean_job_seconds") is None:
             continue
         key = (int(record["jobs"]), int(record["parallelism"]), str(record["policy"]))
-        out.setdefault(key, []).append(float(record["mean_job_seconds"]))
+        out.setdefault(key, {})[int(record["run"])] = float(record["mean_job_seconds"])
     return out
 
 
@@ -330,9 +366,16 @@ def tables_markdown(records: Sequence[Mapping[str, Any]], policies: Sequence[str
     """Tables 2-4 in Markdown, ours beside the paper's, with ratios and speed-ups."""
     values = cell_values(records)
 
-    def value(jobs: int, p: int, policy: str) -> float | None:
-        runs = values.get((jobs, p, policy))
-        return trimmed_mean(runs) if runs else None
+    def value(jobs: int, p: int, policy: str, runs: set[int] | None = None) -> float | None:
+        cell = values.get((jobs, p, policy), {})
+        chosen = [v for r, v in cell.items() if runs is None or r in runs]
+        return trimmed_mean(chosen) if chosen else None
+
+    def paired(a: tuple[int, int, str], b: tuple[int, int, str]) -> float | None:
+        """value(a) / value(b) over the runs both cells have (the same seeds)."""
+        common = set(values.get(a, {})) & set(values.get(b, {}))
+        top, bottom = value(*a, runs=common), value(*b, runs=common)
+        return top / bottom if common and top and bottom else None
 
     def runs_of(jobs: int, p: int, policy: str) -> int:
         return len(values.get((jobs, p, policy), []))
@@ -360,8 +403,7 @@ def tables_markdown(records: Sequence[Mapping[str, Any]], policies: Sequence[str
                 continue
             ratios = []
             for j, p in shapes:
-                ours, fifo = value(j, p, policy), value(j, p, "fifo")
-                ratios.append(_fmt(ours / fifo, 3) if ours and fifo else "-")
+                ratios.append(_fmt(paired((j, p, policy), (j, p, "fifo")), 3))
             lines.append(f"| {policy} / fifo (ours) | " + " | ".join(ratios) + " |")
         if table == "4":
             for policy in policies:
@@ -376,20 +418,33 @@ def tables_markdown(records: Sequence[Mapping[str, Any]], policies: Sequence[str
                              + " | ".join(spread) + " |")
         if table == "3":
             for policy in policies:
-                one = value(1, 1, policy)
-                speed = [_fmt(one / v, 2) if one and (v := value(j, p, policy)) else "-"
-                         for j, p in shapes]
+                speed = [_fmt(paired((1, 1, policy), (j, p, policy)), 2) for j, p in shapes]
                 lines.append(f"| speed-up, {policy} (ours) | " + " | ".join(speed) + " |")
+            runs_p1 = sorted({int(r["run"]) for r in records
+                              if (r["jobs"], r["parallelism"]) == (1, 1)})
+            if runs_p1:
+                setup = Setup(**{k: v for k, v in records[0]["setup"].items()
+                                 if k != "priority_settings"})
+                bound = {p: trimmed_mean([ideal_job_seconds(1000 * (r + 1), p, setup)
+                                          for r in runs_p1]) for _, p in shapes}
+                lines.append("| speed-up with no overhead at all (the bound: same seeds, the "
+                             "model's trial times) | " + " | ".join(
+                                 _fmt(bound[1] / bound[p], 2) for _, p in shapes) + " |")
             for policy in policies:
-                search = {}
+                search: dict[int, dict[int, float]] = {}
                 for j, p in shapes:
-                    runs = [statistics.fmean(job["search_seconds"] for job in r["job_records"])
-                            for r in records if (r["jobs"], r["parallelism"], r["policy"])
-                            == (j, p, policy) and all(job.get("search_seconds") is not None
-                                                      for job in r["job_records"])]
-                    search[p] = trimmed_mean(runs) if runs else None
-                speed = [_fmt(search[1] / search[p], 2) if search[1] and search[p] else "-"
-                         for _, p in shapes]
+                    search[p] = {
+                        int(r["run"]): statistics.fmean(job["search_seconds"]
+                                                        for job in r["job_records"])
+                        for r in records if (r["jobs"], r["parallelism"], r["policy"])
+                        == (j, p, policy) and all(job.get("search_seconds") is not None
+                                                  for job in r["job_records"])}
+                speed = []
+                for _, p in shapes:
+                    common = sorted(set(search[1]) & set(search[p]))
+                    speed.append(_fmt(trimmed_mean([search[1][r] for r in common])
+                                      / trimmed_mean([search[p][r] for r in common]), 2)
+                                 if common else "-")
                 lines.append(f"| speed-up of the search alone (first trial submitted to the "
                              f"end), {policy} | " + " | ".join(speed) + " |")
         for policy, row in PAPER[table].items():
@@ -405,7 +460,8 @@ def tables_markdown(records: Sequence[Mapping[str, Any]], policies: Sequence[str
                 for s in shapes) + " |")
         counts = sorted({runs_of(j, p, pol) for j, p in shapes for pol in policies})
         lines += ["", f"Runs per cell: {', '.join(map(str, counts))} (highest and lowest "
-                      "dropped from 3 or more).", ""]
+                      "dropped from 3 or more). Ratios and speed-ups are taken over the runs "
+                      "both cells have (the same seeds).", ""]
     outcomes = [j["outcome"] for r in records for j in r["job_records"]]
     missed = sum(1 for o in outcomes if o != "TARGET_REACHED")
     lines.append(f"Jobs that ended without reaching 95 % (budget of 200 trials spent, or "
@@ -575,9 +631,14 @@ def plot_all(records: Sequence[Mapping[str, Any]], policies: Sequence[str],
     ax.plot([1, 2, 4, 8], [paper[1] / paper[p] for p in (1, 2, 4, 8)], marker="s",
             color="black", label="paper, FIFO")
     for policy in policies:
-        one = values.get((1, 1, policy))
-        points = [(p, trimmed_mean(one) / trimmed_mean(v)) for p in (1, 2, 4, 8)
-                  if one and (v := values.get((1, p, policy)))]
+        one = values.get((1, 1, policy), {})
+        points = []
+        for p in (1, 2, 4, 8):
+            cell = values.get((1, p, policy), {})
+            common = sorted(set(one) & set(cell))  # the same seeds
+            if common:
+                points.append((p, trimmed_mean([one[r] for r in common])
+                               / trimmed_mean([cell[r] for r in common])))
         if points:
             ax.plot([p for p, _ in points], [s for _, s in points], marker="o",
                     color=colors.get(policy, "gray"), label=f"ours, {policy}")

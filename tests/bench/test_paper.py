@@ -1,0 +1,61 @@
+"""bench.paper's arithmetic: the paper's trimmed mean, paired ratios, and the no-overhead bound."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from appcore.algorithms import create_algorithm
+from bench.paper import PARAMS
+from bench.paper import Setup
+from bench.paper import ideal_job_seconds
+from bench.paper import tables_markdown
+from bench.paper import trimmed_mean
+from examples.synthetic_cnn import model
+from submit.params import load_parameter_file
+
+
+def test_trimmed_mean_drops_the_highest_and_lowest_from_three_runs_on() -> None:
+    assert trimmed_mean([10.0, 1.0, 4.0, 6.0]) == 5.0
+    assert trimmed_mean([3.0, 5.0]) == 4.0
+
+
+@pytest.mark.parametrize("seed", [1000, 2000, 3000])
+def test_the_bound_at_parallelism_1_is_the_sum_of_the_trials_up_to_the_first_hit(
+        seed: int) -> None:
+    setup = Setup()
+    algorithm = create_algorithm("random-search", load_parameter_file(PARAMS), seed=seed,
+                                 direction="maximize", settings={})
+    total, number = 0.0, 0
+    while True:
+        number += 1
+        suggestion = algorithm.ask(number)
+        assert isinstance(suggestion, dict)
+        accuracy, seconds = model(suggestion)
+        total += seconds * setup.time_scale
+        if accuracy >= setup.target:
+            break
+    assert ideal_job_seconds(seed, 1, setup) == pytest.approx(total)
+    for parallelism in (2, 4, 8):
+        ideal = ideal_job_seconds(seed, parallelism, setup)
+        # More slots never hurt, and never help more than the number of slots.
+        assert total / parallelism <= ideal + 1e-9 and ideal <= total + 1e-9
+
+
+def _record(jobs: int, parallelism: int, policy: str, run: int, seconds: float) -> dict[str, Any]:
+    from dataclasses import asdict
+    return {"cell": f"j{jobs}-p{parallelism}-{policy}", "jobs": jobs,
+            "parallelism": parallelism, "policy": policy, "run": run,
+            "setup": asdict(Setup()), "mean_job_seconds": seconds,
+            "job_records": [{"seconds": seconds, "search_seconds": seconds, "outcome":
+                             "TARGET_REACHED", "appcore_agents": ["S0"]}] * jobs}
+
+
+def test_ratios_pair_the_runs_both_cells_have() -> None:
+    records = [_record(1, 1, "fifo", r, 100.0 + r) for r in range(4)]
+    records += [_record(1, 1, "dynamic", r, 200.0 + r) for r in range(3)]  # run 3 missing
+    text = tables_markdown(records, ["fifo", "dynamic"])
+    # Over runs 0-2 (the ones both have): (200+201+202)/3 trimmed = 201 over 101.
+    assert f"| dynamic / fifo (ours) | {201 / 101:.3f} |" in text
+    assert "| fifo (ours) | 101.5 |" in text  # the cell itself keeps all its runs
