@@ -40,6 +40,9 @@ import statistics
 from typing import Any
 
 from appcore.errors import InvalidSettingsError
+from appcore.setting_values import int_at_least
+from appcore.setting_values import non_negative_number
+from appcore.setting_values import positive_numbers
 
 
 __all__ = [
@@ -53,30 +56,6 @@ __all__ = [
 ]
 
 
-def _thresholds(text: str) -> tuple[float, ...]:
-    values = tuple(float(part) for part in text.split(","))
-    if not values or not all(math.isfinite(v) and v > 0 for v in values):
-        raise ValueError(text)
-    return values
-
-
-def _positive_int(low: int) -> Callable[[str], int]:
-    def parse(text: str) -> int:
-        value = int(text)
-        if value < low:
-            raise ValueError(text)
-        return value
-
-    return parse
-
-
-def _non_negative(text: str) -> float:
-    value = float(text)
-    if not math.isfinite(value) or value < 0:
-        raise ValueError(text)
-    return value
-
-
 @dataclass(frozen=True)
 class _Setting:
     default: str
@@ -87,15 +66,15 @@ class _Setting:
 
 #: AppCore's settings of the strategy (``--priority-setting NAME=VALUE``), with their defaults.
 SETTINGS: Mapping[str, _Setting] = {
-    "k": _Setting("2", _positive_int(1), "an integer >= 1",
+    "k": _Setting("2", int_at_least(1), "an integer >= 1",
                   "Algorithm 1 waits for more than k*m results before it evaluates"),
-    "m": _Setting("5", _positive_int(2), "an integer >= 2",
+    "m": _Setting("5", int_at_least(2), "an integer >= 2",
                   "how many of the best results are compared (their smallest gap is g)"),
     "thresholds": _Setting(
-        "0.01,0.005,0.0025", _thresholds, "comma-separated numbers > 0, e.g. 0.01,0.005",
+        "0.01,0.005,0.0025", positive_numbers, "comma-separated numbers > 0, e.g. 0.01,0.005",
         "the threshold sequence G_0,G_1,... in objective units; its length is the lowest "
         "priority a job reaches"),
-    "tolerance": _Setting("0.1", _non_negative, "a number >= 0",
+    "tolerance": _Setting("0.1", non_negative_number, "a number >= 0",
                           "g ~ g' when |g - g'| <= tolerance * |g'| (relative)"),
 }
 

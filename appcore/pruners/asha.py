@@ -25,6 +25,7 @@ from optuna.pruners import SuccessiveHalvingPruner
 from appcore.algorithms._base import SettingSpec
 from appcore.errors import InvalidSettingsError
 from appcore.pruners._optuna import OptunaPruner
+from appcore.setting_values import int_at_least
 
 
 __all__ = ["AsynchronousSuccessiveHalving"]
@@ -40,16 +41,6 @@ def _min_resource(raw: str) -> str | int:
     return value
 
 
-def _at_least(minimum: int) -> Any:
-    def parse(raw: str) -> int:
-        value = int(raw.strip())
-        if value < minimum:
-            raise ValueError(raw)
-        return value
-
-    return parse
-
-
 class AsynchronousSuccessiveHalving(OptunaPruner):
     """Optuna's asynchronous successive halving (see the module docstring)."""
 
@@ -57,11 +48,11 @@ class AsynchronousSuccessiveHalving(OptunaPruner):
     SETTINGS: Mapping[str, SettingSpec] = {
         "min_resource": SettingSpec("auto", _min_resource, "'auto' or an integer >= 1",
                                     "the first rung's step"),
-        "reduction_factor": SettingSpec("3", _at_least(2), "an integer >= 2",
+        "reduction_factor": SettingSpec("3", int_at_least(2), "an integer >= 2",
                                         "keep the top 1/reduction_factor at each rung"),
-        "min_early_stopping_rate": SettingSpec("0", _at_least(0), "an integer >= 0",
+        "min_early_stopping_rate": SettingSpec("0", int_at_least(0), "an integer >= 0",
                                                "rungs skipped"),
-        "bootstrap_count": SettingSpec("0", _at_least(0), "an integer >= 0",
+        "bootstrap_count": SettingSpec("0", int_at_least(0), "an integer >= 0",
                                        "trials at a rung before it stops any"),
     }
 

@@ -12,26 +12,16 @@ of the completed trials' values at that step (Golovin et al., "Google Vizier", 2
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
 from optuna.pruners import BasePruner
 from optuna.pruners import MedianPruner
 
 from appcore.algorithms._base import SettingSpec
 from appcore.pruners._optuna import OptunaPruner
+from appcore.setting_values import int_at_least
 
 
 __all__ = ["MedianRule"]
-
-
-def _count(minimum: int) -> Any:
-    def parse(raw: str) -> int:
-        value = int(raw.strip())
-        if value < minimum:
-            raise ValueError(raw)
-        return value
-
-    return parse
 
 
 class MedianRule(OptunaPruner):
@@ -39,13 +29,13 @@ class MedianRule(OptunaPruner):
 
     NAME = "median"
     SETTINGS: Mapping[str, SettingSpec] = {
-        "n_startup_trials": SettingSpec("5", _count(0), "an integer >= 0",
+        "n_startup_trials": SettingSpec("5", int_at_least(0), "an integer >= 0",
                                         "completed trials before any is stopped"),
-        "n_warmup_steps": SettingSpec("0", _count(0), "an integer >= 0",
+        "n_warmup_steps": SettingSpec("0", int_at_least(0), "an integer >= 0",
                                       "steps of each trial never judged"),
-        "interval_steps": SettingSpec("1", _count(1), "an integer >= 1",
+        "interval_steps": SettingSpec("1", int_at_least(1), "an integer >= 1",
                                       "judge every this many steps"),
-        "n_min_trials": SettingSpec("1", _count(1), "an integer >= 1",
+        "n_min_trials": SettingSpec("1", int_at_least(1), "an integer >= 1",
                                     "completed trials that reported the step judged"),
     }
 

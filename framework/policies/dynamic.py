@@ -46,9 +46,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from collections.abc import Sequence
 import math
-from typing import Any
 from typing import ClassVar
 
+from appcore.setting_values import int_at_least
+from appcore.setting_values import non_negative_number
 from framework.offers import OfferView
 from framework.offers import fit
 from framework.policies._base import LaunchRequest
@@ -60,23 +61,6 @@ from localmesos.resources import Resources
 
 
 __all__ = ["DynamicPriorityPlusPolicy", "DynamicPriorityPolicy", "trial_slots"]
-
-
-def _int_at_least(low: int) -> Any:
-    def parse(text: str) -> int:
-        value = int(text)
-        if value < low:
-            raise ValueError(text)
-        return value
-
-    return parse
-
-
-def _seconds(text: str) -> float:
-    value = float(text)
-    if not math.isfinite(value) or value < 0:
-        raise ValueError(text)
-    return value
 
 
 def trial_slots(available: Resources, need: TaskResources) -> int:
@@ -102,14 +86,14 @@ class DynamicPriorityPolicy(OfferPolicy):
     uses_priority = True
     SETTINGS: ClassVar[Mapping[str, PolicySetting]] = {
         "declines_per_level": PolicySetting(
-            "1", _int_at_least(0), "an integer >= 0",
+            "1", int_at_least(0), "an integer >= 0",
             "fitting offers declined per priority level before one is accepted (d = this * P)"),
         "decline_filter_seconds": PolicySetting(
-            "1", _seconds, "a number of seconds >= 0",
+            "1", non_negative_number, "a number of seconds >= 0",
             "refuse_seconds of a priority decline (Mesos keeps the filter at least one "
             "allocation interval)"),
         "idle_repeats": PolicySetting(
-            "2", _int_at_least(1), "an integer >= 1",
+            "2", int_at_least(1), "an integer >= 1",
             "declined resources re-offered undiminished this many times in a row = idle "
             "cluster: the priority goes up by one"),
     }
@@ -236,7 +220,7 @@ class DynamicPriorityPlusPolicy(DynamicPriorityPolicy):
     SETTINGS: ClassVar[Mapping[str, PolicySetting]] = {
         **DynamicPriorityPolicy.SETTINGS,
         "pack_patience": PolicySetting(
-            "2", _int_at_least(0), "an integer >= 0",
+            "2", int_at_least(0), "an integer >= 0",
             "offers declined while looking for a place where AppCore costs no trial slot"),
     }
     forget_raises_on_contention = True
