@@ -11,12 +11,25 @@ Determinism: a fresh ``TPESampler`` seeded with :func:`~appcore.algorithms._back
 of the trial's number suggests each trial, so the suggestion depends on the study's trials and
 the number only -- the property :meth:`~appcore.algorithms.bayesian.BayesianSearch.restore`
 relies on. Building the sampler costs microseconds; the model is rebuilt on every ask anyway.
+
+Speed: the job's search space is fixed and every trial has all of its parameters, so the sampler
+is told the space instead of inferring it: Optuna's ``TPESampler`` otherwise intersects the
+distributions of every finished trial on each ask (its cache of that intersection lives in the
+sampler, which is fresh for each trial here) -- about a quarter of an ask at 1000 trials. Once
+the model is used (``n_startup_trials >= 1`` results in) that intersection *is* the space, so
+the suggestions are the same.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
+from optuna.distributions import BaseDistribution
 from optuna.samplers import BaseSampler
 from optuna.samplers import TPESampler
+from optuna.study import Study
+from optuna.trial import FrozenTrial
 
 from appcore.algorithms._backend import trial_seed
 from appcore.algorithms._optuna_study import OptunaBackend
@@ -25,13 +38,28 @@ from appcore.algorithms._optuna_study import OptunaBackend
 __all__ = ["TPEBackend"]
 
 
+class _KnownSpaceTPESampler(TPESampler):
+    """Optuna's TPE, told the (fixed) search space rather than inferring it on every ask."""
+
+    def __init__(self, space: Mapping[str, BaseDistribution], **options: Any) -> None:
+        super().__init__(**options)
+        # As Optuna's intersection search space returns it: sorted by name, single values out.
+        self._known = {name: space[name] for name in sorted(space) if not space[name].single()}
+
+    def infer_relative_search_space(
+        self, study: Study, trial: FrozenTrial
+    ) -> dict[str, BaseDistribution]:
+        return dict(self._known)
+
+
 class TPEBackend(OptunaBackend):
     """Optuna's multivariate TPE with the constant liar (see the module docstring)."""
 
     NAME = "tpe"
 
     def _sampler_for(self, number: int) -> BaseSampler:
-        return TPESampler(
+        return _KnownSpaceTPESampler(
+            self._distributions,
             seed=trial_seed(self.seed, number),
             n_startup_trials=self.n_startup_trials,
             multivariate=True,
