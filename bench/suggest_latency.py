@@ -4,12 +4,13 @@ Run with ``python -m bench.suggest_latency`` (``make bench-suggest``). For each 
 each history size (10, 100, 1000 finished trials) it builds, in this process, the real
 framework side of a job (:class:`~framework.job.JobController`, SQLite :class:`JobStore`, the
 framework's gRPC server on loopback) whose store already holds that many COMPLETED trials, and
-attaches a real AppCore (gRPC client, algorithm restored from the store, trial loop) -- the
-wiring of ``tests/inprocess.py``, which is the code ``python -m appcore`` runs. Then, ``reps``
+starts a real AppCore for it: ``python -m appcore`` in its own process with the environment the
+framework gives its task (``--appcore thread`` runs the same code on a thread of this process
+instead, the wiring of ``tests/inprocess.py``). Then, ``reps``
 times, it ends the ``batch`` running trials (their final report, then Mesos TASK_FINISHED
 statuses through the controller, as the scheduler would) and measures the time until the
 framework has recorded ``batch`` new trials: the WatchTrials event reaching AppCore, the
-algorithm's tell and ask, and the SubmitTrial round trips with their SQLite writes. A batch of
+algorithm's tell and ask, and the SubmitTrials round trips with their SQLite writes. A batch of
 8 runs with ``--parallelism 8`` (async mode: the 8 freed slots are refilled as the events
 arrive). Latencies are reported as p50 / p99 in milliseconds.
 """
@@ -19,8 +20,10 @@ from __future__ import annotations
 import argparse
 from dataclasses import dataclass
 import logging
+import os
 from pathlib import Path
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -31,14 +34,18 @@ from appcore.space import CategoricalParam
 from appcore.space import IntParam
 from appcore.space import RealParam
 from appcore.space import SearchSpace
+from apprunner_sdk import _env
 from protos import common_pb2
 from protos import framework_pb2
+from tests.inprocess import JOB_TOKEN
 from tests.inprocess import AppCore
 from tests.inprocess import Framework
+from tests.inprocess import free_port
 from tests.inprocess import job_config
 from tests.inprocess import wait_for
 
 
+ROOT = Path(__file__).resolve().parents[1]
 SPACE = SearchSpace((
     RealParam("lr", 1e-4, 1e-1, log=True),
     RealParam("momentum", 0.0, 0.99),
@@ -87,7 +94,25 @@ def _prefill(framework: Framework, count: int, seed: int) -> None:
                                      final_reported=True)
 
 
-def measure(name: str, history: int, batch: int, reps: int) -> Row:
+class _AppCoreProcess:
+    """``python -m appcore`` in its own process, configured as the framework configures it."""
+
+    def __init__(self, framework: Framework) -> None:
+        env = {**os.environ, _env.FRAMEWORK_ADDR: framework.address, _env.JOB_TOKEN: JOB_TOKEN,
+               _env.APPCORE_PORT: str(free_port()), _env.APPCORE_HOST: "127.0.0.1",
+               "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
+        self.process = subprocess.Popen([sys.executable, "-m", "appcore"], cwd=ROOT, env=env,
+                                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+    def close(self) -> None:
+        try:
+            self.process.wait(10)  # the job has ended: AppCore's loop returns
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait(10)
+
+
+def measure(name: str, history: int, batch: int, reps: int, mode: str = "process") -> Row:
     tuning_type, settings = ALGORITHMS[name]
     with tempfile.TemporaryDirectory() as tmp:
         config = job_config(space=SPACE, tuning_type=tuning_type, settings=settings,
@@ -98,7 +123,8 @@ def measure(name: str, history: int, batch: int, reps: int) -> Row:
         seeding.close()
         framework = Framework(Path(tmp), config)  # reads the prefilled store
         framework.launch_appcore()
-        appcore = AppCore(framework.address).run()
+        appcore: AppCore | _AppCoreProcess = (
+            _AppCoreProcess(framework) if mode == "process" else AppCore(framework.address).run())
         samples = []
         try:
             expected = history + batch
@@ -146,6 +172,10 @@ def main(argv: list[str] | None = None) -> int:
                         help="largest history the GP backend is measured at (its fit is "
                              "cubic in the history)")
     parser.add_argument("--algorithms", nargs="*", default=list(ALGORITHMS))
+    parser.add_argument("--appcore", choices=("process", "thread"), default="process",
+                        help="AppCore as its own `python -m appcore` process, as in a job "
+                             "(default), or on a thread of this process (sharing its GIL with "
+                             "the framework side)")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.ERROR)
     rows = []
@@ -157,7 +187,7 @@ def main(argv: list[str] | None = None) -> int:
                 reps = args.reps if batch == 1 else max(5, args.reps // 3)
                 if name == "bayesian gp":
                     reps = max(3, reps // 5)
-                row = measure(name, history, batch, reps)
+                row = measure(name, history, batch, reps, args.appcore)
                 rows.append(row)
                 print(" ".join(row.cells()), file=sys.stderr, flush=True)
     print(table(rows))
