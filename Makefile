@@ -55,20 +55,21 @@ demo: venv
 bench: venv bench-suggest bench-quality bench-early-stopping bench-paper
 	$(PY) -m bench.offer_cycle
 
-# Issue 4's benchmarks (docs/benchmarks.md): each one command, a few minutes on 2 cores.
+# Issue 4's benchmarks (docs/benchmarks.md): each one command; bench-quality about 25 minutes on
+# 2 cores, the others a few.
 bench-suggest: venv
 	$(PY) -m bench.suggest_latency
 
 bench-quality: venv
-	$(PY) -m bench.search_quality
+	$(PY) -m bench.search_quality --seeds 10 --budget 200 --gp-budget 25
 
 bench-early-stopping: venv
 	$(PY) -m bench.early_stopping
 
 # Issue 5: the paper's Tables 2-4 (FIFO, dynamic, dynamic-plus) and the plots in docs/.
-# bench-paper is the reduced matrix (3 runs per cell, about 1.5 h on 2 cores); bench-paper-full
-# is the paper's method (10 runs per cell, drop the highest and lowest; about 5 h). Both resume
-# an interrupted run from bench/results/paper/runs.jsonl.
+# bench-paper is the reduced matrix (3 runs per cell, about 1.2 h on 2 cores); bench-paper-full
+# is the paper's method (10 runs per cell, drop the highest and lowest; about 4 h, 25 minutes a
+# run of all 30 cells). Both resume an interrupted run from bench/results/paper/runs.jsonl.
 BENCH_EXTRA = $(PY) -c "import matplotlib" 2>/dev/null || \
 	$(PY) -m pip install --quiet --find-links $(WHEELS) -e ".[bench]"
 bench-paper: venv
