@@ -478,6 +478,15 @@ def tables_markdown(records: Sequence[Mapping[str, Any]], policies: Sequence[str
 # -- plots --------------------------------------------------------------------------------------
 
 
+def _save(fig: Any, path: Path) -> Path:
+    import matplotlib.pyplot as plt
+
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
 def plot_all(records: Sequence[Mapping[str, Any]], policies: Sequence[str],
              out_dir: Path) -> list[Path]:
     """Per-job completion times, cluster CPU use over time, offers declined; the PNG paths."""
@@ -515,11 +524,7 @@ def plot_all(records: Sequence[Mapping[str, Any]], policies: Sequence[str],
         ax.set_xticks([1, 2, 3, 4])
         ax.legend(title="offer policy (bar: mean)")
         ax.grid(alpha=0.3)
-    fig.tight_layout()
-    path = out_dir / "bench-paper-job-times.png"
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    written.append(path)
+    written.append(_save(fig, out_dir / "bench-paper-job-times.png"))
 
     # 2. Cluster CPU use over time: 4 jobs at parallelism 4, run 0 of each policy.
     fig, axes = plt.subplots(len(policies), 1, figsize=(11, 2.6 * len(policies)), sharex=True,
@@ -543,11 +548,7 @@ def plot_all(records: Sequence[Mapping[str, Any]], policies: Sequence[str],
                      f"(dotted: a job ends)")
         ax.grid(alpha=0.3)
     axes[-1, 0].set_xlabel("seconds since the jobs were submitted")
-    fig.tight_layout()
-    path = out_dir / "bench-paper-utilisation.png"
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    written.append(path)
+    written.append(_save(fig, out_dir / "bench-paper-utilisation.png"))
 
     # 3. Offers declined per job (mean over runs): all declines vs declines for priority.
     fig, axes = plt.subplots(1, 2, figsize=(12, 4.5))
@@ -580,11 +581,7 @@ def plot_all(records: Sequence[Mapping[str, Any]], policies: Sequence[str],
         ax.set_xticks([1, 2, 3, 4])
         ax.legend(fontsize=8)
         ax.grid(alpha=0.3, axis="y")
-    fig.tight_layout()
-    path = out_dir / "bench-paper-declines.png"
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    written.append(path)
+    written.append(_save(fig, out_dir / "bench-paper-declines.png"))
 
     # 4. The same job (seed) under each dynamic policy and under FIFO: paired ratios.
     fig, axes = plt.subplots(1, 2, figsize=(12, 4.5), sharey=True)
@@ -623,11 +620,7 @@ def plot_all(records: Sequence[Mapping[str, Any]], policies: Sequence[str],
         ax.set_xticklabels(["1", "2", "3", "4"])
         ax.legend()
         ax.grid(alpha=0.3, axis="y")
-    fig.tight_layout()
-    path = out_dir / "bench-paper-paired.png"
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    written.append(path)
+    written.append(_save(fig, out_dir / "bench-paper-paired.png"))
 
     # 5. Table 3 as a speed-up curve.
     values = cell_values(records)
@@ -658,11 +651,7 @@ def plot_all(records: Sequence[Mapping[str, Any]], policies: Sequence[str],
     ax.set_xticks([1, 2, 4, 8])
     ax.legend()
     ax.grid(alpha=0.3)
-    fig.tight_layout()
-    path = out_dir / "bench-paper-speedup.png"
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    written.append(path)
+    written.append(_save(fig, out_dir / "bench-paper-speedup.png"))
     return written
 
 
