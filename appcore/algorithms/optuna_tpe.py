@@ -15,7 +15,7 @@ relies on. Building the sampler costs microseconds; the model is rebuilt on ever
 Speed: the job's search space is fixed and every trial has all of its parameters, so the sampler
 is told the space instead of inferring it: Optuna's ``TPESampler`` otherwise intersects the
 distributions of every finished trial on each ask (its cache of that intersection lives in the
-sampler, which is fresh for each trial here) -- about a quarter of an ask at 1000 trials. Once
+sampler, which is fresh for each trial here) -- about a fifth of an ask at 1000 trials. Once
 the model is used (``n_startup_trials >= 1`` results in) that intersection *is* the space, so
 the suggestions are the same.
 """
