@@ -18,6 +18,18 @@ distributions of every finished trial on each ask (its cache of that intersectio
 sampler, which is fresh for each trial here) -- about a fifth of an ask at 1000 trials. Once
 the model is used (``n_startup_trials >= 1`` results in) that intersection *is* the space, so
 the suggestions are the same.
+
+Speed, the normal log-CDF: Optuna's TPE scores each candidate against every trial's truncated
+normal kernel, and for that it needs ``log Phi(x)`` -- which Optuna, having no SciPy dependency,
+computes by its own scalar port of SciPy's ``log_ndtr`` called element by element from Python
+(``optuna.samplers._tpe._truncnorm._log_ndtr``; about 24,000 calls, three quarters of an ask at
+1000 trials). Importing this module points that one function at SciPy's vectorized
+``scipy.special.log_ndtr``, the function it ports: everything else, the search math included,
+stays Optuna's. The two agree to 6e-8 relative (Optuna's branch for ``x > 6`` uses
+``log(1 - q) ~ -q``; SciPy is the exact one), and a whole search suggests the same assignments:
+the same integers and choices, reals equal to the last few bits (``tests/appcore/
+test_optuna_tpe.py``). A TPE ask at 1000 trials goes from about 100 ms to 25 ms
+on the project's machine (``docs/benchmarks.md``).
 """
 
 from __future__ import annotations
@@ -25,17 +37,31 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+import numpy as np
+from numpy.typing import ArrayLike
 from optuna.distributions import BaseDistribution
 from optuna.samplers import BaseSampler
 from optuna.samplers import TPESampler
+from optuna.samplers._tpe import _truncnorm
 from optuna.study import Study
 from optuna.trial import FrozenTrial
+from scipy.special import log_ndtr
 
 from appcore.algorithms._backend import trial_seed
 from appcore.algorithms._optuna_study import OptunaBackend
 
 
 __all__ = ["TPEBackend"]
+
+
+def _vectorized_log_ndtr(a: ArrayLike) -> np.ndarray:
+    """``log Phi(a)`` element-wise, by SciPy (what Optuna's scalar loop ports)."""
+    return np.asarray(log_ndtr(np.asarray(a, dtype=float)), dtype=float)
+
+
+_OPTUNAS_LOG_NDTR = _truncnorm._log_ndtr
+"""Optuna's own element-by-element function, kept for the test that compares the two."""
+_truncnorm._log_ndtr = _vectorized_log_ndtr
 
 
 class _KnownSpaceTPESampler(TPESampler):
