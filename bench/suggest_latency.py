@@ -6,11 +6,13 @@ framework side of a job (:class:`~framework.job.JobController`, SQLite :class:`J
 framework's gRPC server on loopback) whose store already holds that many COMPLETED trials, and
 starts a real AppCore for it: ``python -m appcore`` in its own process with the environment the
 framework gives its task (``--appcore thread`` runs the same code on a thread of this process
-instead, the wiring of ``tests/inprocess.py``). Then, ``reps``
-times, it ends the ``batch`` running trials (their final report, then Mesos TASK_FINISHED
-statuses through the controller, as the scheduler would) and measures the time until the
-framework has recorded ``batch`` new trials: the WatchTrials event reaching AppCore, the
-algorithm's tell and ask, and the SubmitTrials round trips with their SQLite writes. A batch of
+instead, the wiring of ``tests/inprocess.py``). Then, ``reps`` times,
+it launches ``batch`` trials and records their final reports, lets them run for
+:data:`SETTLE_SECONDS` (AppCore handles the events of their launch meanwhile, as in a job whose
+trials run for minutes), ends them with Mesos TASK_FINISHED statuses through the controller (as
+the scheduler would), and measures the time until the framework has recorded ``batch`` new
+trials: the WatchTrials events reaching AppCore, the algorithm's tell and ask, and the
+SubmitTrials round trips with their SQLite writes. A batch of
 8 runs with ``--parallelism 8``: in async mode the 8 freed slots are refilled as the events
 arrive; the ``... sync`` rows run Bayesian's synchronous mode (the paper's Table 1 has it for
 Bayesian optimization only), where AppCore suggests the next batch when its last member has
@@ -56,6 +58,9 @@ SPACE = SearchSpace((
     IntParam("layers", 1, 8),
     CategoricalParam("act", ("relu", "tanh", "gelu")),
 ))
+
+SETTLE_SECONDS = 0.1
+"""How long the measured trials run before they end (AppCore catches up with their events)."""
 
 ALGORITHMS: dict[str, tuple[str, dict[str, str]]] = {
     "grid-search": ("grid-search", {}),
@@ -144,6 +149,9 @@ def measure(name: str, history: int, batch: int, reps: int, mode: str = "process
                     framework.controller.record_report(number, {"accuracy": rng.uniform()},
                                                        None, True, 1.0)
                 expected += batch
+                # The trials "run" a moment, so AppCore has handled the events of their launch
+                # and reports (as in a job, where trials run for minutes) before they end.
+                time.sleep(SETTLE_SECONDS)
                 sequence = framework.controller.events_after(0, 0)[0][-1].sequence
                 started = time.perf_counter()
                 for number in running:
