@@ -231,35 +231,3 @@ def test_a_restarted_appcore_loses_nothing_and_continues_the_same_sequence(
                 item.controller.finish(framework_pb2.STOPPED, "test teardown")
         for item in reversed(opened):
             item.close()
-
-
-@pytest.mark.parametrize("parallelism", [1, 4])
-def test_tpe_told_the_space_suggests_what_optunas_own_inference_would(
-        monkeypatch: pytest.MonkeyPatch, parallelism: int) -> None:
-    """The known-space sampler (a speed-up) changes no suggestion, pruned trials included."""
-    from optuna.samplers import TPESampler
-
-    from appcore.algorithms import optuna_tpe
-    from appcore.algorithms._backend import trial_seed
-
-    def run() -> list[Assignment]:
-        algorithm = create_algorithm("bayesian", SPACE, seed=7, direction="maximize",
-                                     settings={"backend": "tpe", "n_startup_trials": "5"},
-                                     parallelism=parallelism)
-        asked: list[Assignment] = []
-        pending: list[int] = []
-        for number in range(1, 31):
-            suggestion = algorithm.ask(number)
-            assert isinstance(suggestion, dict)
-            asked.append(suggestion)
-            pending.append(number)
-            if len(pending) >= parallelism:
-                done = pending.pop(0)
-                algorithm.tell(done, math.sin(done), "pruned" if done % 7 == 0 else "completed")
-        return asked
-
-    told = run()
-    monkeypatch.setattr(optuna_tpe.TPEBackend, "_sampler_for", lambda self, number: TPESampler(
-        seed=trial_seed(self.seed, number), n_startup_trials=self.n_startup_trials,
-        multivariate=True, constant_liar=True))
-    assert run() == told
