@@ -1,22 +1,22 @@
 """Suggestion latency per search algorithm through AppCore's real gRPC path, as history grows.
 
 Run with ``python -m bench.suggest_latency`` (``make bench-suggest``). For each algorithm and
-each history size (10, 100, 1000 finished trials) it builds, in this process, the real
-framework side of a job (:class:`~framework.job.JobController`, SQLite :class:`JobStore`, the
-framework's gRPC server on loopback) whose store already holds that many COMPLETED trials, and
-starts a real AppCore for it: ``python -m appcore`` in its own process with the environment the
-framework gives its task (``--appcore thread`` runs the same code on a thread of this process
-instead, the wiring of ``tests/inprocess.py``). Then, ``reps`` times,
-it launches ``batch`` trials and records their final reports, lets them run for
-:data:`SETTLE_SECONDS` (AppCore handles the events of their launch meanwhile, as in a job whose
-trials run for minutes), ends them with Mesos TASK_FINISHED statuses through the controller (as
-the scheduler would), and measures the time until the framework has recorded ``batch`` new
-trials: the WatchTrials events reaching AppCore, the algorithm's tell and ask, and the
-SubmitTrials round trips with their SQLite writes. A batch of
-8 runs with ``--parallelism 8``: in async mode the 8 freed slots are refilled as the events
-arrive; the ``... sync`` rows run Bayesian's synchronous mode (the paper's Table 1 has it for
-Bayesian optimization only), where AppCore suggests the next batch when its last member has
-ended and submits it in one call. Latencies are reported as p50 / p99 in milliseconds.
+each history size (10, 100, 1000 finished trials) it builds, in this process, the real framework
+side of a job (:class:`~framework.job.JobController`, SQLite :class:`JobStore`, the framework's
+gRPC server on loopback) whose store already holds that many COMPLETED trials, and starts a real
+AppCore for it: ``python -m appcore`` in its own process with the environment the framework
+gives its task (``--appcore thread`` runs the same code on a thread of this process instead, the
+wiring of ``tests/inprocess.py``). Then, ``reps`` times, it launches ``batch`` trials and
+records their final reports, lets them run for :data:`SETTLE_SECONDS` (AppCore handles the
+events of their launch meanwhile, as in a job whose trials run for minutes), ends them with
+Mesos TASK_FINISHED statuses through the controller (as the scheduler would), and measures the
+time until the framework has recorded ``batch`` new trials: the WatchTrials events reaching
+AppCore, the algorithm's tell and ask, and the SubmitTrials round trips with their SQLite
+writes. A batch of 8 runs with ``--parallelism 8``: in async mode the 8 freed slots are refilled
+as the events arrive; the ``... sync`` rows run Bayesian's synchronous mode (the paper's Table 1
+has it for Bayesian optimization only), where AppCore suggests the next batch when its last
+member has ended and submits it in one call. Latencies are reported as p50 / p99 in
+milliseconds.
 """
 
 from __future__ import annotations
@@ -183,7 +183,8 @@ def table(rows: list[Row]) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--reps", type=int, default=100,
-                        help="measured batch-1 suggestions per cell (a third as many batches of 8)")
+                        help="measured batch-1 suggestions per cell (a third as many "
+                             "batches of 8)")
     parser.add_argument("--gp-max-history", type=int, default=100,
                         help="largest history the GP backend is measured at (its fit is "
                              "cubic in the history)")
