@@ -367,6 +367,24 @@ def cell_values(
     return out
 
 
+def busy_cpus_under_contention(record: Mapping[str, Any]) -> float | None:
+    """Mean CPUs in use while at least three of a run's jobs were running (None: never).
+
+    The window opens when the last job has started and closes when the third-to-last ends; the
+    CPUs are the master's ``cpus_percent`` samples times the cluster's CPUs.
+    """
+    jobs = record["job_records"]
+    if len(jobs) < 3:
+        return None
+    opens = max(job["relative_start"] for job in jobs)
+    closes = sorted(job["relative_start"] + job["seconds"] for job in jobs)[len(jobs) - 3]
+    setup = record["setup"]
+    total = float(setup["agents"]) * float(setup["agent_cpus"])
+    busy = [sample["cpus_percent"] * total for sample in record["samples"]
+            if opens <= sample["t"] <= closes]
+    return statistics.fmean(busy) if busy else None
+
+
 def _fmt(value: float | None, digits: int = 1) -> str:
     if value is None or value != value:
         return "-"
@@ -427,6 +445,15 @@ def tables_markdown(records: Sequence[Mapping[str, Any]], policies: Sequence[str
                     spread.append(_fmt(statistics.fmean(agents), 2) if agents else "-")
                 lines.append(f"| agents holding AppCores, {policy} (mean) | "
                              + " | ".join(spread) + " |")
+            for policy in policies:
+                busy = []
+                for j, p in shapes:
+                    cpus = [c for r in records
+                            if (r["jobs"], r["parallelism"], r["policy"]) == (j, p, policy)
+                            and (c := busy_cpus_under_contention(r)) is not None]
+                    busy.append(_fmt(statistics.fmean(cpus)) if cpus else "-")
+                lines.append(f"| CPUs busy while 3 or more jobs run, {policy} (mean) | "
+                             + " | ".join(busy) + " |")
         if table == "3":
             for policy in policies:
                 speed = [_fmt(paired((1, 1, policy), (j, p, policy)), 2) for j, p in shapes]

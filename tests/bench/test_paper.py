@@ -9,6 +9,7 @@ import pytest
 from appcore.algorithms import create_algorithm
 from bench.paper import PARAMS
 from bench.paper import Setup
+from bench.paper import busy_cpus_under_contention
 from bench.paper import ideal_job_seconds
 from bench.paper import tables_markdown
 from bench.paper import trimmed_mean
@@ -59,3 +60,19 @@ def test_ratios_pair_the_runs_both_cells_have() -> None:
     # Over runs 0-2 (the ones both have): (200+201+202)/3 trimmed = 201 over 101.
     assert f"| dynamic / fifo (ours) | {201 / 101:.3f} |" in text
     assert "| fifo (ours) | 101.5 |" in text  # the cell itself keeps all its runs
+
+
+def test_busy_cpus_are_averaged_while_three_or_more_jobs_run() -> None:
+    record = _record(4, 4, "fifo", 0, 10.0)
+    starts, lengths = [0.5, 1.0, 1.0, 2.0], [10.0, 3.0, 6.0, 12.0]  # ends 10.5, 4, 7, 14
+    record["job_records"] = [{**job, "relative_start": start, "seconds": length}
+                             for job, start, length in zip(record["job_records"], starts,
+                                                           lengths, strict=True)]
+    # 36 CPUs; the window is [2.0 (the last start), 7.0 (the third-to-last end)].
+    record["samples"] = [{"t": t, "cpus_percent": share, "mem_percent": 0.0, "declined": {}}
+                         for t, share in [(1.0, 0.0), (2.0, 0.5), (4.0, 1.0), (7.0, 0.75),
+                                          (9.0, 0.1)]]
+    assert busy_cpus_under_contention(record) == pytest.approx((18 + 36 + 27) / 3)
+    assert busy_cpus_under_contention(_record(2, 4, "fifo", 0, 10.0)) is None
+    text = tables_markdown([record], ["fifo"])
+    assert "| CPUs busy while 3 or more jobs run, fifo (mean) | - | - | - | 27.0 |" in text
