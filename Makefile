@@ -55,8 +55,8 @@ demo: venv
 bench: venv bench-suggest bench-quality bench-early-stopping bench-paper
 	$(PY) -m bench.offer_cycle
 
-# Issue 4's benchmarks (docs/benchmarks.md): each one command; bench-quality about 25 minutes on
-# 2 cores, the others a few.
+# Issue 4's benchmarks (docs/benchmarks.md): each one command; on 2 cores bench-suggest takes
+# about 10 minutes (4 of them the GP backend), bench-quality 25, bench-early-stopping 2.
 bench-suggest: venv
 	$(PY) -m bench.suggest_latency
 
