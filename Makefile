@@ -56,7 +56,7 @@ bench: venv bench-suggest bench-quality bench-early-stopping bench-paper
 	$(PY) -m bench.offer_cycle
 
 # Issue 4's benchmarks (docs/benchmarks.md): each one command; on 2 cores bench-suggest takes
-# about 10 minutes (4 of them the GP backend), bench-quality 25, bench-early-stopping 2.
+# about 10 minutes (4 of them the GP backend), bench-quality 45, bench-early-stopping 2.
 bench-suggest: venv
 	$(PY) -m bench.suggest_latency
 

@@ -5,13 +5,16 @@ Run with ``python -m bench.search_quality`` (``make bench-quality``). Each searc
 Branin (2-D), Hartmann-6 (6-D), Rosenbrock-10 (10-D) and the digits model (an RBF SVM's C and
 gamma on scikit-learn's handwritten digits, log scales; the validation error is the objective)
 until the best value found reaches the target or the budget is spent, over several seeds.
-Two executors:
+Three executors:
 
 * **sequential**: ask one trial, tell its result, ask the next;
 * **parallel 8 async**: a simulated cluster of 8 slots; each trial takes a random duration
   (uniform 0.5-1.5 time units, seeded), and whenever the earliest running trial ends its
   result is told and a new trial is asked (the algorithm sees the other 7 as pending, as in
-  AppCore's async mode). Trials are counted in the order they end.
+  AppCore's async mode). Trials are counted in the order they end;
+* **parallel 8 sync** (Bayesian backends only; random search has no modes): the same cluster
+  with Bayesian's ``mode=sync``: a batch of 8 is suggested at once and the next one when all 8
+  have ended.
 
 The figure is the median, over the seeds, of the number of finished trials when the best value
 first reached the target (a search that never does counts as the budget, marked ``>``). No
@@ -116,18 +119,36 @@ def _space(problem: Problem) -> SearchSpace:
                              for i, (lo, hi) in enumerate(problem.bounds)))
 
 
-def _make(algorithm: str, problem: Problem, seed: int, parallelism: int) -> SearchAlgorithm:
+EXECUTORS: dict[str, tuple[int, str]] = {
+    "sequential": (1, "async"),
+    "parallel 8 async": (8, "async"),
+    "parallel 8 sync": (8, "sync"),
+}
+"""Executor name to (parallelism, Bayesian mode)."""
+
+
+def _make(algorithm: str, problem: Problem, seed: int, parallelism: int,
+          mode: str) -> SearchAlgorithm:
     name, settings = ALGORITHMS[algorithm]
+    if mode == "sync":
+        settings = {**settings, "mode": "sync"}
     return create_algorithm(name, _space(problem), seed=seed, direction="minimize",
                             settings=settings, parallelism=parallelism)
 
 
-def run(args: tuple[str, str, int, int, int]) -> int | None:
+def executors_for(algorithm: str, chosen: list[str]) -> list[str]:
+    """The chosen executors that apply to ``algorithm`` (sync needs a Bayesian backend)."""
+    bayesian = ALGORITHMS[algorithm][0] == "bayesian"
+    return [name for name in chosen if bayesian or EXECUTORS[name][1] != "sync"]
+
+
+def run(args: tuple[str, str, int, str, int]) -> int | None:
     """Trials to reach the problem's target (None if the budget ran out)."""
-    algorithm_name, problem_key, seed, parallelism, budget = args
+    algorithm_name, problem_key, seed, executor, budget = args
+    parallelism, mode = EXECUTORS[executor]
     logging.disable(logging.WARNING)
     problem = PROBLEMS[problem_key]
-    algorithm = _make(algorithm_name, problem, seed, parallelism)
+    algorithm = _make(algorithm_name, problem, seed, parallelism, mode)
     rng = np.random.default_rng(seed)
     running: list[tuple[float, int, float]] = []  # (end time, number, value)
     clock, asked, finished, best = 0.0, 0, 0, math.inf
@@ -150,14 +171,13 @@ def run(args: tuple[str, str, int, int, int]) -> int | None:
     return None
 
 
-def _row(problem: str, algorithm: str, parallelism: int, budget: int,
+def _row(problem: str, algorithm: str, executor: str, budget: int,
          outcome: list[int | None]) -> list[str]:
     counts = [budget + 1 if r is None else r for r in outcome]
     median = statistics.median(counts)
     text = f">{budget}" if median > budget else f"{median:g}"
     spec = PROBLEMS[problem]
-    return [f"{spec.name} (<= {spec.target:g})", algorithm,
-            "sequential" if parallelism == 1 else "parallel 8 async", text,
+    return [f"{spec.name} (<= {spec.target:g})", algorithm, executor, text,
             f"{sum(r is not None for r in outcome)}/{len(outcome)}"]
 
 
@@ -169,22 +189,25 @@ def main(argv: list[str] | None = None) -> int:
                         help="budget of the GP backend (one GP fit per trial; ~0.2-1 s each)")
     parser.add_argument("--problems", nargs="*", default=list(PROBLEMS))
     parser.add_argument("--algorithms", nargs="*", default=list(ALGORITHMS))
+    parser.add_argument("--executors", nargs="*", default=list(EXECUTORS),
+                        choices=list(EXECUTORS), metavar="EXECUTOR",
+                        help=f"which executors (default all: {', '.join(EXECUTORS)})")
     parser.add_argument("--workers", type=int, default=2)
     args = parser.parse_args(argv)
     cells = []
     for problem in args.problems:
         for algorithm in args.algorithms:
             budget = args.gp_budget if algorithm == "gp" else args.budget
-            for parallelism in (1, 8):
-                cells.append((problem, algorithm, parallelism, budget))
-    jobs = [(a, p, seed, par, budget) for p, a, par, budget in cells
+            for executor in executors_for(algorithm, args.executors):
+                cells.append((problem, algorithm, executor, budget))
+    jobs = [(a, p, seed, executor, budget) for p, a, executor, budget in cells
             for seed in range(args.seeds)]
     rows = [["problem (target)", "algorithm", "executor", "median trials", "reached"]]
     with ProcessPoolExecutor(max_workers=args.workers) as pool:
         results = pool.map(run, jobs)  # in order, each as soon as it (and those before) ended
-        for problem, algorithm, parallelism, budget in cells:
+        for problem, algorithm, executor, budget in cells:
             outcome = [next(results) for _ in range(args.seeds)]
-            rows.append(_row(problem, algorithm, parallelism, budget, outcome))
+            rows.append(_row(problem, algorithm, executor, budget, outcome))
             print(f"[{len(rows) - 1}/{len(cells)}]", " ".join(rows[-1]), file=sys.stderr,
                   flush=True)
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
