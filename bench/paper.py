@@ -406,6 +406,10 @@ def tables_markdown(records: Sequence[Mapping[str, Any]], policies: Sequence[str
         top, bottom = value(*a, runs=common), value(*b, runs=common)
         return top / bottom if common and top and bottom else None
 
+    def records_of(jobs: int, p: int, policy: str) -> list[Mapping[str, Any]]:
+        return [r for r in records
+                if (r["jobs"], r["parallelism"], r["policy"]) == (jobs, p, policy)]
+
     def runs_of(jobs: int, p: int, policy: str) -> int:
         return len(values.get((jobs, p, policy), []))
 
@@ -440,17 +444,15 @@ def tables_markdown(records: Sequence[Mapping[str, Any]], policies: Sequence[str
                 for j, p in shapes:
                     agents = [len({job["appcore_agents"][0] for job in r["job_records"]
                                    if job["appcore_agents"]})
-                              for r in records if (r["jobs"], r["parallelism"], r["policy"])
-                              == (j, p, policy)]
+                              for r in records_of(j, p, policy)]
                     spread.append(_fmt(statistics.fmean(agents), 2) if agents else "-")
                 lines.append(f"| agents holding AppCores, {policy} (mean) | "
                              + " | ".join(spread) + " |")
             for policy in policies:
                 busy = []
                 for j, p in shapes:
-                    cpus = [c for r in records
-                            if (r["jobs"], r["parallelism"], r["policy"]) == (j, p, policy)
-                            and (c := busy_cpus_under_contention(r)) is not None]
+                    cpus = [c for r in records_of(j, p, policy)
+                            if (c := busy_cpus_under_contention(r)) is not None]
                     busy.append(_fmt(statistics.fmean(cpus)) if cpus else "-")
                 lines.append(f"| CPUs busy while 3 or more jobs run, {policy} (mean) | "
                              + " | ".join(busy) + " |")
@@ -469,9 +471,9 @@ def tables_markdown(records: Sequence[Mapping[str, Any]], policies: Sequence[str
                     search[p] = {
                         int(r["run"]): statistics.fmean(job["search_seconds"]
                                                         for job in r["job_records"])
-                        for r in records if (r["jobs"], r["parallelism"], r["policy"])
-                        == (j, p, policy) and all(job.get("search_seconds") is not None
-                                                  for job in r["job_records"])}
+                        for r in records_of(j, p, policy)
+                        if all(job.get("search_seconds") is not None
+                               for job in r["job_records"])}
                 speed = []
                 for _, p in shapes:
                     common = sorted(set(search[1]) & set(search[p]))
