@@ -10,7 +10,9 @@ from appcore.algorithms import create_algorithm
 from bench.paper import PARAMS
 from bench.paper import Setup
 from bench.paper import busy_cpus_under_contention
+from bench.paper import expected_ideal_speedups
 from bench.paper import ideal_job_seconds
+from bench.paper import run_seed
 from bench.paper import tables_markdown
 from bench.paper import trimmed_mean
 from examples.synthetic_cnn import model
@@ -42,6 +44,28 @@ def test_the_bound_at_parallelism_1_is_the_sum_of_the_trials_up_to_the_first_hit
         ideal = ideal_job_seconds(seed, parallelism, setup)
         # More slots never hurt, and never help more than the number of slots.
         assert total / parallelism <= ideal + 1e-9 and ideal <= total + 1e-9
+
+
+def test_the_expected_bound_is_the_ratio_of_plain_means_over_the_runs_seeds() -> None:
+    setup = Setup()
+    seeds = [run_seed(r) for r in range(3)]
+    assert seeds == [1000, 2000, 3000]
+    expected = expected_ideal_speedups(setup, 3)
+    sequential = sum(ideal_job_seconds(s, 1, setup) for s in seeds)
+    assert expected[1] == 1.0
+    for parallelism in (2, 4, 8):
+        parallel = sum(ideal_job_seconds(s, parallelism, setup) for s in seeds)
+        assert expected[parallelism] == pytest.approx(sequential / parallel)
+        assert 1.0 < expected[parallelism] <= parallelism
+
+
+def test_table_3_shows_the_expected_bound_only_when_asked() -> None:
+    records = [_record(1, p, "fifo", r, 100.0 / p) for p in (1, 2, 4, 8) for r in range(2)]
+    row = "| speed-up with no overhead at all, expected (the bound over 2 seeds, plain means) |"
+    assert row not in tables_markdown(records, ["fifo"])
+    text = tables_markdown(records, ["fifo"], bound_runs=2)
+    expected = expected_ideal_speedups(Setup(), 2)
+    assert row + " " + " | ".join(f"{expected[p]:.2f}" for p in (1, 2, 4, 8)) + " |" in text
 
 
 def _record(jobs: int, parallelism: int, policy: str, run: int, seconds: float) -> dict[str, Any]:
