@@ -278,7 +278,15 @@ class TrialLoop:
         when it prunes the trial, the framework records it PRUNED (freeing its slot at once)
         and the runner is told to stop.
         """
-        trial = self._framework.record(number, metrics, step, final, elapsed_seconds)
+        try:
+            trial = self._framework.record(number, metrics, step, final, elapsed_seconds)
+        except grpc.RpcError as err:
+            if err.code() != grpc.StatusCode.ABORTED:
+                raise
+            # The job has ended (the framework's record is closed): the runner stops.
+            logger.info("trial %d reported after the job ended: %s", number, err.details())
+            self._finished.set()
+            return True
         objective = self._spec.objective
         with self._lock:
             if trial.state == common_pb2.PRUNED:

@@ -23,5 +23,9 @@ class FailedPreconditionError(JobError):
     """The request is valid but not now (report after final, job over)."""
 
 
+class JobEndedError(FailedPreconditionError):
+    """The job has ended: the record is closed (a report that arrives now is not recorded)."""
+
+
 class UnauthenticatedError(JobError, PermissionError):
     """The token is missing or wrong."""

@@ -29,6 +29,7 @@ from appcore.space import space_from_proto
 from framework.errors import AlreadyExistsError
 from framework.errors import FailedPreconditionError
 from framework.errors import InvalidArgumentError
+from framework.errors import JobEndedError
 from framework.errors import NotFoundError
 from framework.policies import LaunchRequest
 from framework.spec import JobConfig
@@ -65,6 +66,8 @@ class Progress:
     submitted: int
     budget: int
     elapsed: float
+    waiting: float = 0.0
+    """Seconds the oldest pending trial has waited for an offer (0: none waits)."""
 
 
 class JobController:
@@ -152,6 +155,9 @@ class JobController:
     def progress(self) -> Progress:
         with self._lock:
             states = [t.state for t in self._trials.values()]
+            now = time.time()
+            waiting = max((now - t.created_at for t in self._trials.values()
+                           if t.state == "PENDING" and t.created_at), default=0.0)
             return Progress(
                 done=states.count("COMPLETED") + states.count("PRUNED"),
                 running=states.count("RUNNING") + states.count("LAUNCHING"),
@@ -160,7 +166,8 @@ class JobController:
                 best=self._best(),
                 submitted=len(states),
                 budget=int(self.config.search.max_trials),
-                elapsed=time.time() - self._started,
+                elapsed=now - self._started,
+                waiting=waiting,
             )
 
     @staticmethod
@@ -285,6 +292,10 @@ class JobController:
             trial = self._trials.get(number)
             if trial is None:
                 raise NotFoundError(f"trial {number} does not exist")
+            if self._outcome is not None:
+                # The job's answer is fixed when it ends: a result that arrives after the end
+                # (a trial still running when another reached the target) is not recorded.
+                raise JobEndedError(f"the job has ended; trial {number}'s report is not recorded")
             if trial.final_reported:
                 raise FailedPreconditionError(
                     f"trial {number} already reported its final result"
@@ -386,6 +397,10 @@ class JobController:
             for trial in self._trials.values():
                 if trial.state == "PENDING":
                     self._set_state(trial, "KILLED", "the job ended before the trial ran")
+                elif self._has_result(trial) and not trial.terminal:
+                    # Its final report is in the record: the trial is done, whatever happens
+                    # to its task when the job's tasks are killed.
+                    self._set_state(trial, "COMPLETED", "")
             logger.info("job ends: %s: %s", framework_pb2.JobOutcome.Name(outcome), message)
             self._cond.notify_all()
         self._done.set()
@@ -458,6 +473,17 @@ class JobController:
                 ids.append(self._appcore_task_id)
             return ids
 
+    def task_locations(self) -> list[tuple[str, str, bool]]:
+        """``(task_id, agent_id, live)`` of every task launched for this job, AppCore's too."""
+        with self._lock:
+            live = set(self.live_task_ids())
+            out = [(t.task_id, t.agent_id, t.task_id in live)
+                   for t in sorted(self._trials.values(), key=lambda t: t.number)
+                   if t.task_id and t.agent_id]
+        out += [(str(run["task_id"]), str(run["agent_id"]), str(run["task_id"]) in live)
+                for run in self.store.appcore_runs() if run["agent_id"]]
+        return out
+
     def on_status(self, status: Mapping[str, Any]) -> None:
         """Record a Mesos status update (before the scheduler acknowledges it)."""
         task_id = str(status.get("task_id", {}).get("value", ""))
@@ -499,6 +525,11 @@ class JobController:
         self._appcore_state = "WAITING"
         return True
 
+    @staticmethod
+    def _has_result(trial: TrialRow) -> bool:
+        """Whether the trial's final report, with the objective, is recorded."""
+        return trial.final_reported and trial.objective is not None
+
     def _on_trial_status(self, trial: TrialRow, state: str, status: Mapping[str, Any]) -> None:
         if trial.terminal:
             if state in TERMINAL_TASK_STATES:
@@ -512,7 +543,12 @@ class JobController:
             return
         if state not in TERMINAL_TASK_STATES:
             return
-        if state == "TASK_FINISHED":
+        if self._has_result(trial):
+            # A recorded final result is the trial's result whatever Mesos later says of its
+            # task (killed at the job's end, lost with its agent, failed after reporting).
+            note = "" if state == "TASK_FINISHED" else f"completed; then {_describe(status)}"
+            self._set_state(trial, "COMPLETED", note)
+        elif state == "TASK_FINISHED":
             if trial.objective is not None:
                 self._set_state(trial, "COMPLETED", "")
             elif trial.metrics:

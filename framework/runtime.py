@@ -21,8 +21,12 @@ from pymesos import MesosSchedulerDriver
 
 from appcore.priority import SETTINGS as PRIORITY_SETTINGS
 from appcore.tokens import new_job_token
+from framework.capacity import agent_totals
+from framework.capacity import unfit
 from framework.fileserver import FileServer
+from framework.job import APPCORE_KEY
 from framework.job import JobController
+from framework.log_collector import LogCollector
 from framework.policies import create_policy
 from framework.sandbox_logs import SandboxLogs
 from framework.scheduler import JobScheduler
@@ -130,6 +134,8 @@ class JobRunner:
             uris=self._files.uris(config.files, config.inputs),
             logs=self._logs,
         )
+        self.logs = LogCollector(self._logs, lambda: self.scheduler.framework_id,
+                                 self.controller.task_locations, job_dir / "logs")
         self._driver: MesosSchedulerDriver | None = None
         self._stopped = False
 
@@ -173,14 +179,65 @@ class JobRunner:
                 f"the Mesos master at {self.master.uri} did not register the framework within "
                 f"{register_timeout:.0f} s"
             )
+        self.logs.start()
+        self.check_capacity(every_task=True)
 
-    def wait(self, poll: Callable[[], None] | None = None, interval: float = 0.5) -> None:
-        """Block until the job ends, calling ``poll`` every ``interval`` seconds."""
+    def wait(self, poll: Callable[[], None] | None = None, interval: float = 0.5,
+             capacity_interval: float = 15.0) -> None:
+        """Block until the job ends, calling ``poll`` every ``interval`` seconds.
+
+        Meanwhile the job ends itself when its time budget (``max_duration``) is spent, and
+        when a task waiting for an offer could never fit any agent (checked every
+        ``capacity_interval`` seconds while something waits: agents can leave).
+        """
+        started = time.monotonic()
+        next_capacity_check = started + capacity_interval
         while not self.controller.wait(interval):
+            now = time.monotonic()
+            budget = self.config.max_duration
+            if budget and now - started >= budget:
+                done = self.controller.progress().done
+                self.controller.finish(
+                    framework_pb2.TIME_LIMIT_REACHED,
+                    f"the time budget of {format_duration(budget)} (--max-duration) is spent "
+                    f"after {done} finished trials",
+                )
+            elif now >= next_capacity_check:
+                next_capacity_check = now + capacity_interval
+                self.check_capacity()
             if poll is not None:
                 poll()
         if poll is not None:
             poll()
+
+    def check_capacity(self, *, every_task: bool = False) -> None:
+        """End the job (UNSCHEDULABLE) if a task that waits for an offer fits no agent.
+
+        With ``every_task`` (at the start) AppCore and the trials are judged whether or not
+        they wait yet. Best effort: a master that cannot be asked leaves the job as it was.
+        """
+        waiting = {request.key for request in self.controller.launch_requests()}
+        if every_task:
+            waiting |= {APPCORE_KEY, "trial"}
+        tasks = {}
+        if any(key != APPCORE_KEY for key in waiting):
+            tasks["--app-runner"] = self.config.runner
+        if APPCORE_KEY in waiting:
+            tasks["--app-core"] = self.config.appcore
+        address = self.scheduler.master_address or (
+            "" if "://" in self.master.uri else self.master.uri)
+        if not tasks or not address:
+            return
+        auth = (self.master.principal, self.master.secret or "") if self.master.principal \
+            else None
+        try:
+            agents = agent_totals(address, auth=auth)
+        except (OSError, ValueError) as err:
+            logger.debug("cannot ask the master for its agents: %s", err)
+            return
+        why = unfit(tasks, agents)
+        if why:
+            self.controller.finish(framework_pb2.UNSCHEDULABLE, why)
 
     def stop(self, outcome: int = framework_pb2.STOPPED, message: str = "stopped by the user",
              grace: float = 15.0) -> None:
@@ -198,6 +255,7 @@ class JobRunner:
             live = self.controller.live_task_ids()
         if live:
             logger.warning("tasks still running at teardown: %s", ", ".join(live))
+        self.logs.stop()
         self._collect_best_output()
         if self._driver is not None:
             self._driver.stop()  # TEARDOWN: the master kills whatever is left
@@ -237,3 +295,13 @@ class JobRunner:
             logger.warning("cannot copy the best output %s to %s: %s", source, target, err)
             return
         self.store.set_meta("best_output", str(target))
+
+
+def format_duration(seconds: float) -> str:
+    """``2h``, ``1h30m``, ``45s``: a duration as ``--max-duration`` takes it."""
+    total = int(round(seconds))
+    hours, rest = divmod(total, 3600)
+    minutes, secs = divmod(rest, 60)
+    parts = [f"{hours}h" if hours else "", f"{minutes}m" if minutes else "",
+             f"{secs}s" if secs or not total else ""]
+    return "".join(parts)

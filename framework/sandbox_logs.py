@@ -47,7 +47,8 @@ class SandboxLogs:
             with self._lock:
                 self._agents[str(offer["agent_id"]["value"])] = base + str(url.get("path", ""))
 
-    def _get(self, url: str) -> Any:
+    def get_json(self, url: str) -> Any:
+        """GET an agent URL and parse its JSON answer."""
         with urlopen(url, timeout=self._timeout) as response:  # noqa: S310 - agent URL
             return json.loads(response.read().decode("utf-8", "replace"))
 
@@ -57,7 +58,7 @@ class SandboxLogs:
             endpoint = self._agents.get(agent_id, "")
         if not endpoint:
             return "", ""
-        state = self._get(endpoint + "/state")
+        state = self.get_json(endpoint + "/state")
         for key in ("frameworks", "completed_frameworks"):
             for framework in state.get(key, []):
                 if framework.get("id") != framework_id:
@@ -79,10 +80,10 @@ class SandboxLogs:
             if not directory:
                 return ""
             path = f"{directory}/{name}"
-            size = int(self._get(f"{root}/files/read?" + urlencode(
+            size = int(self.get_json(f"{root}/files/read?" + urlencode(
                 {"path": path, "offset": -1}))["offset"])
             offset = max(0, size - self._max_bytes)
-            data = self._get(f"{root}/files/read?" + urlencode(
+            data = self.get_json(f"{root}/files/read?" + urlencode(
                 {"path": path, "offset": offset, "length": self._max_bytes}))["data"]
         except Exception as err:  # noqa: BLE001 - best effort
             logger.debug("cannot read %s of %s: %s", name, executor_id, err)

@@ -75,6 +75,8 @@ class JobScheduler(Scheduler):
         self._lock = threading.Lock()
         self.registered_event = threading.Event()
         self.framework_id = ""
+        self.master_address = ""
+        """host:port of the master's HTTP API (from its MasterInfo at registration)."""
         self.offers_seen = 0
         self.offers_declined = 0
 
@@ -84,6 +86,7 @@ class JobScheduler(Scheduler):
                    master_info: Mapping[str, Any]) -> None:
         self._driver = driver
         self.framework_id = str(framework_id.get("value", ""))
+        self.master_address = _http_address(master_info)
         try:
             self._job.store.set_meta("framework_id", self.framework_id)
         except Exception:  # noqa: BLE001 - never raise out of a callback
@@ -94,6 +97,7 @@ class JobScheduler(Scheduler):
 
     def reregistered(self, driver: Any, master_info: Mapping[str, Any]) -> None:
         self._driver = driver
+        self.master_address = _http_address(master_info) or self.master_address
         with self._lock:
             self._suppressed = False  # a re-subscribe un-suppresses (Mesos allocator semantics)
         logger.info("re-registered with master %s; reconciling tasks", master_info.get("hostname"))
@@ -265,3 +269,11 @@ class JobScheduler(Scheduler):
             return
         for task_id in task_ids:
             self._driver.killTask({"value": task_id})
+
+
+def _http_address(master_info: Mapping[str, Any]) -> str:
+    """``ip:port`` (or ``hostname:port``) of a MasterInfo; "" when it names neither."""
+    address = master_info.get("address") or {}
+    host = address.get("ip") or address.get("hostname") or master_info.get("hostname")
+    port = address.get("port") or master_info.get("port")
+    return f"{host}:{port}" if host and port else ""

@@ -31,6 +31,7 @@ _CODES: list[tuple[type[Exception], grpc.StatusCode]] = [
     (InvalidAssignmentError, grpc.StatusCode.INVALID_ARGUMENT),
     (errors.NotFoundError, grpc.StatusCode.NOT_FOUND),
     (errors.AlreadyExistsError, grpc.StatusCode.ALREADY_EXISTS),
+    (errors.JobEndedError, grpc.StatusCode.ABORTED),
     (errors.FailedPreconditionError, grpc.StatusCode.FAILED_PRECONDITION),
     (errors.UnauthenticatedError, grpc.StatusCode.UNAUTHENTICATED),
 ]

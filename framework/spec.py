@@ -71,6 +71,8 @@ class JobConfig:
     """Run AppCore in this Docker image (``--app-core-docker-image``); empty: on the host."""
     containerizer: str = "mesos"
     """How Mesos runs the images: ``mesos`` (MESOS + Docker image, GPUs) or ``docker``."""
+    max_duration: float = 0.0
+    """Seconds after which the job ends with TIME_LIMIT_REACHED (``--max-duration``); 0: none."""
 
     def search_spec(self) -> common_pb2.JobSpec:
         spec = common_pb2.JobSpec()

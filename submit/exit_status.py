@@ -13,11 +13,13 @@ class ExitStatus(IntEnum):
     """Program exit status codes."""
 
     SUCCESS = 0
-    """The job ended normally: budget spent, target reached or space exhausted."""
+    """The job ended normally: budget spent, target reached, space exhausted or time budget
+    (``--max-duration``) spent."""
     ERROR = 1
     """DisAuto failed (AppCore could not run, an internal error)."""
     USAGE = 2
-    """Bad flags or a bad parameter file; nothing was started."""
+    """Bad flags or a bad parameter file (nothing was started), or a task that no agent of the
+    cluster can ever run (the job ended at once)."""
     MASTER_UNREACHABLE = 3
     """The Mesos master could not be reached or refused the job."""
     TOO_MANY_FAILURES = 4
@@ -34,6 +36,8 @@ def for_outcome(outcome: int) -> ExitStatus:
         framework_pb2.BUDGET_SPENT: ExitStatus.SUCCESS,
         framework_pb2.TARGET_REACHED: ExitStatus.SUCCESS,
         framework_pb2.SPACE_EXHAUSTED: ExitStatus.SUCCESS,
+        framework_pb2.TIME_LIMIT_REACHED: ExitStatus.SUCCESS,
+        framework_pb2.UNSCHEDULABLE: ExitStatus.USAGE,
         framework_pb2.TOO_MANY_FAILURES: ExitStatus.TOO_MANY_FAILURES,
         framework_pb2.STOPPED: ExitStatus.STOPPED,
     }.get(outcome, ExitStatus.ERROR)

@@ -198,13 +198,21 @@ def test_target_reached_ends_the_job_and_later_reports_are_told_to_stop(stack: A
     assert outcome == (framework_pb2.TARGET_REACHED,
                        "trial 1 reached accuracy=0.96 (target 0.95)")
     assert appcore.loop.finished
-    # Trial 3 still runs: its next report is recorded and answered "stop".
-    assert appcore.loop.report(3, {"accuracy": 0.4}, 1, False, 1.0) is True
-    assert framework.store.reports(3)[-1]["metrics"] == {"accuracy": 0.4}
-    framework.end_trial(2, "TASK_FINISHED")
-    framework.end_trial(1, "TASK_FINISHED")
+    # The winner is COMPLETED at once (its task has not exited yet), and so is trial 2.
+    states = {t.number: (t.state, t.objective) for t in framework.controller.trials()}
+    assert states[1] == ("COMPLETED", 0.96) and states[2] == ("COMPLETED", 0.5)
+    assert framework.controller.best_trial().number == 1
+    # Trial 3 still runs: even a better final result is not recorded now, and it is told to
+    # stop: the job's answer is what it knew when it ended.
+    assert appcore.loop.report(3, {"accuracy": 0.99}, None, True, 1.0) is True
+    assert framework.store.reports(3) == []
+    framework.end_trial(1, "TASK_KILLED")  # killed at the job's end: still the result
+    framework.end_trial(3, "TASK_KILLED")
     appcore.join()
-    assert len(framework.controller.trials()) == 3  # nothing was submitted after the end
+    trials = {t.number: t for t in framework.controller.trials()}
+    assert len(trials) == 3  # nothing was submitted after the end
+    assert trials[1].state == "COMPLETED" and trials[3].state == "KILLED"
+    assert framework.controller.best_trial().number == 1
     assert [r["metrics"]["accuracy"] for r in framework.store.reports(1)] == [0.97, 0.96]
 
 

@@ -267,6 +267,65 @@ def test_finished_with_the_objective_completes(job: Job) -> None:
     assert job.controller.live_task_ids() == []
 
 
+@pytest.mark.parametrize("state", ["TASK_KILLED", "TASK_FAILED", "TASK_LOST", "TASK_GONE"])
+def test_a_recorded_final_result_completes_the_trial_whatever_its_task_does(
+        job: Job, state: str) -> None:
+    job.controller.submit_trial(1, ASSIGN, priority=0)
+    job.launch(1)
+    job.controller.record_report(1, {"accuracy": 0.91}, None, True, 3.0)
+    job.status(1, state, message="after the report")
+    trial = job.trial(1)
+    assert (trial.state, trial.objective) == ("COMPLETED", 0.91)
+    assert trial.message.startswith(f"completed; then {state}")
+    assert job.controller.best_trial().number == 1
+    assert job.reopened().trials()[0].state == "COMPLETED"
+
+
+def test_an_intermediate_value_alone_does_not_survive_a_kill(job: Job) -> None:
+    job.controller.submit_trial(1, ASSIGN, priority=0)
+    job.launch(1)
+    job.controller.record_report(1, {"accuracy": 0.91}, 2, False, 3.0)
+    job.status(1, "TASK_KILLED")
+    assert job.state(1) == "KILLED"
+    assert job.controller.best_trial() is None
+
+
+def test_the_end_completes_running_trials_with_a_final_result(job: Job) -> None:
+    for number in (1, 2, 3):
+        job.controller.submit_trial(number, assignment(number), priority=0)
+        job.launch(number)
+    job.controller.record_report(1, {"accuracy": 0.97}, None, True, 2.0)  # reached the target
+    job.controller.record_report(2, {"accuracy": 0.5}, 1, False, 2.0)  # still training
+    job.controller.finish(framework_pb2.TARGET_REACHED, "trial 1 reached accuracy=0.97")
+    assert [job.state(n) for n in (1, 2, 3)] == ["COMPLETED", "RUNNING", "RUNNING"]
+    assert sorted(job.controller.live_task_ids()) == [task_name(2), task_name(3)]
+    for number in (1, 2, 3):  # the job's tasks are killed
+        job.status(number, "TASK_KILLED")
+    assert [job.state(n) for n in (1, 2, 3)] == ["COMPLETED", "KILLED", "KILLED"]
+    assert job.controller.best_trial().number == 1
+
+
+def test_a_report_after_the_end_is_not_recorded(job: Job) -> None:
+    from framework.errors import JobEndedError
+
+    job.controller.submit_trial(1, ASSIGN, priority=0)
+    job.launch(1)
+    job.controller.finish(framework_pb2.STOPPED, "stopped")
+    with pytest.raises(JobEndedError, match="the job has ended"):
+        job.controller.record_report(1, {"accuracy": 0.99}, None, True, 1.0)
+    assert job.store.reports(1) == []
+    assert job.trial(1).objective is None
+
+
+def test_progress_says_how_long_the_oldest_pending_trial_waits(job: Job) -> None:
+    assert job.controller.progress().waiting == 0.0
+    job.controller.submit_trial(1, ASSIGN, priority=0)
+    time.sleep(0.2)
+    assert job.controller.progress().waiting >= 0.2
+    job.launch(1)
+    assert job.controller.progress().waiting == 0.0
+
+
 def test_finished_with_other_metrics_only_fails_naming_the_objective(job: Job) -> None:
     job.controller.submit_trial(1, ASSIGN, priority=0)
     job.launch(1)

@@ -199,13 +199,19 @@ def test_finish_job(stub: framework_pb2_grpc.FrameworkServiceStub, framework: Fr
     assert code_of(stub.FinishJob, framework_pb2.FinishJobRequest(message="x")) == (
         grpc.StatusCode.INVALID_ARGUMENT, "outcome must be set")
     assert framework.controller.outcome is None
+    stub.SubmitTrial(submit_request(1), metadata=GOOD, timeout=5)
     stub.FinishJob(framework_pb2.FinishJobRequest(outcome=framework_pb2.SPACE_EXHAUSTED,
                                                   message="the grid is done"),
                    metadata=GOOD, timeout=5)
     assert framework.controller.outcome == (framework_pb2.SPACE_EXHAUSTED, "the grid is done")
     assert framework.store.get_meta("outcome") == "SPACE_EXHAUSTED"
-    assert code_of(stub.SubmitTrial, submit_request(1)) == (
+    assert code_of(stub.SubmitTrial, submit_request(2)) == (
         grpc.StatusCode.FAILED_PRECONDITION, "the job has ended; no trial can be submitted")
+    # A report after the end is ABORTED (AppCore tells its runner to stop), not recorded.
+    assert code_of(stub.RecordReport, framework_pb2.RecordReportRequest(
+        trial_number=1, metrics=[common_pb2.Metric(name="accuracy", value=0.9)], final=True,
+    )) == (grpc.StatusCode.ABORTED, "the job has ended; trial 1's report is not recorded")
+    assert framework.store.reports(1) == []
     assert code_of(stub.AttachAppCore, framework_pb2.AttachAppCoreRequest(address="h:1")) == (
         grpc.StatusCode.FAILED_PRECONDITION, "the job has ended")
 

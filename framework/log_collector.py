@@ -1,0 +1,137 @@
+"""Copies each task's stdout and stderr into the job folder while the task writes them.
+
+A task's files live in its agent's sandbox, which goes when the agent (or an embedded cluster)
+goes. The collector follows every task of the job through the agent's ``/files`` API, the same
+calls the Mesos web UI makes, so it works against real Mesos agents and the embedded ones, and
+appends what is new to ``<job folder>/logs/<task id>.stdout`` / ``.stderr``. A task that ended
+is read once more, then left alone; :meth:`LogCollector.stop` reads every task a last time.
+
+Bounded: one poll copies at most ``max_poll_bytes`` of a file; a task that writes faster has
+the middle of its output replaced by one ``[disauto: N bytes skipped]`` line, so the copy keeps
+the newest output and the job folder cannot grow without limit.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+import logging
+from pathlib import Path
+import threading
+from typing import Any
+from urllib.parse import urlencode
+
+from framework.sandbox_logs import SandboxLogs
+
+
+logger = logging.getLogger(__name__)
+
+STREAMS = ("stdout", "stderr")
+Locations = Callable[[], list[tuple[str, str, bool]]]
+
+
+class LogCollector:
+    """Follows the job's tasks' stdout/stderr into ``folder``.
+
+    Args:
+        logs: the agents' endpoints (filled from offers).
+        framework_id: returns the job's framework id (known once registered).
+        tasks: returns ``(task_id, agent_id, live)`` for every task launched so far.
+        folder: where the copies go (``<job folder>/logs``).
+        interval: seconds between polls.
+        max_poll_bytes: the most one poll copies of one file.
+    """
+
+    def __init__(self, logs: SandboxLogs, framework_id: Callable[[], str], tasks: Locations,
+                 folder: Path, *, interval: float = 1.0, max_poll_bytes: int = 4 << 20) -> None:
+        self._logs = logs
+        self._framework_id = framework_id
+        self._tasks = tasks
+        self.folder = folder
+        self._interval = interval
+        self._max = max_poll_bytes
+        self._offsets: dict[tuple[str, str], int] = {}
+        self._sandboxes: dict[str, tuple[str, str]] = {}
+        self._done: set[str] = set()
+        self._stop = threading.Event()
+        self._poll_lock = threading.Lock()
+        self._thread = threading.Thread(target=self._run, name="log-collector", daemon=True)
+
+    def path(self, task_id: str, stream: str) -> Path:
+        return self.folder / f"{task_id}.{stream}"
+
+    def start(self) -> None:
+        self.folder.mkdir(parents=True, exist_ok=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        """Stop following and copy what every task wrote since the last poll."""
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join(10)
+        self.poll(final=True)
+
+    def _run(self) -> None:
+        while not self._stop.wait(self._interval):
+            try:
+                self.poll()
+            except Exception:  # noqa: BLE001 - the collector must outlive one bad poll
+                logger.exception("log collection failed; trying again")
+
+    def poll(self, final: bool = False) -> None:
+        """Copy what is new of each task not yet done (every task when ``final``)."""
+        with self._poll_lock:
+            framework_id = self._framework_id()
+            if not framework_id:
+                return
+            for task_id, agent_id, live in self._tasks():
+                if task_id in self._done:
+                    continue
+                copied = self._copy_task(framework_id, task_id, agent_id)
+                if copied and not live:
+                    self._done.add(task_id)  # its last output is in; sandboxes stay put
+
+    def _copy_task(self, framework_id: str, task_id: str, agent_id: str) -> bool:
+        """Copy both streams of a task; False when its sandbox cannot be read (yet)."""
+        try:
+            root, directory = self._sandboxes.get(task_id) or self._logs.sandbox(
+                agent_id, framework_id, task_id)
+        except Exception as err:  # noqa: BLE001 - an agent that is gone or not ready
+            logger.debug("no sandbox for %s yet: %s", task_id, err)
+            return False
+        if not directory:
+            return False
+        self._sandboxes[task_id] = (root, directory)
+        try:
+            for stream in STREAMS:
+                self._copy_stream(root, f"{directory}/{stream}", task_id, stream)
+        except Exception as err:  # noqa: BLE001 - best effort; the next poll resumes
+            logger.debug("cannot copy the output of %s: %s", task_id, err)
+            return False
+        return True
+
+    def _read(self, root: str, path: str, offset: int, length: int | None = None) -> Any:
+        query: dict[str, Any] = {"path": path, "offset": offset}
+        if length is not None:
+            query["length"] = length
+        return self._logs.get_json(f"{root}/files/read?" + urlencode(query))
+
+    def _copy_stream(self, root: str, path: str, task_id: str, stream: str) -> None:
+        key = (task_id, stream)
+        offset = self._offsets.get(key, 0)
+        size = int(self._read(root, path, -1)["offset"])
+        if size <= offset:
+            return
+        target = self.path(task_id, stream)
+        with target.open("ab") as out:
+            if size - offset > self._max:
+                skipped = size - offset - self._max
+                out.write(f"\n[disauto: {skipped} bytes skipped]\n".encode())
+                offset = size - self._max
+            while offset < size:
+                # The agent returns exactly `length` bytes below the size read above, so the
+                # offset advances by what was asked, not by the decoded text's length.
+                length = min(1 << 20, size - offset)
+                data = str(self._read(root, path, offset, length)["data"])
+                out.write(data.encode("utf-8", "replace"))
+                offset += length
+        self._offsets[key] = offset
