@@ -156,8 +156,11 @@ def report(*, step: int | None = None, final: bool = False, **metrics: Any) -> b
         RuntimeError: the final result was already reported.
         AppCoreUnreachableError: AppCore could not be reached after bounded retries.
     """
-    if step is not None and (isinstance(step, bool) or not isinstance(step, int) or step < 0):
-        raise TypeError(f"report(): step must be a non-negative int, got {step!r}")
+    if step is not None:
+        # Any integral number is a step: a training loop's counter is often a NumPy integer.
+        if isinstance(step, bool) or not isinstance(step, numbers.Integral) or step < 0:
+            raise TypeError(f"report(): step must be a non-negative int, got {step!r}")
+        step = int(step)
     checked = _check_metrics(metrics)
     trial = _current()
     elapsed = time.monotonic() - _START

@@ -56,9 +56,10 @@ def main() -> None:
             accuracy = float(model.score(x_val, y_val))
             if report(accuracy=accuracy, step=epoch):
                 break
-    report(accuracy=accuracy, train_seconds=time.perf_counter() - started, final=True)
+    # The model first, then the final result: a result that reaches --target ends the job.
     with output_path("model").open("wb") as handle:
         pickle.dump(model, handle)
+    report(accuracy=accuracy, train_seconds=time.perf_counter() - started, final=True)
     print(f"accuracy={accuracy:.4f} with {params}")
 
 

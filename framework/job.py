@@ -106,6 +106,9 @@ class JobController:
         self._prune_grace = prune_grace
         # Tasks of pruned trials that have not reported a terminal Mesos state yet.
         self._pruned_tasks: set[str] = set()
+        # Tasks of trials COMPLETED by their final report at the job's end, still running
+        # (writing their --output, say): they get a grace period before they are killed.
+        self._finishing_tasks: set[str] = set()
         self._lock = threading.RLock()
         self._cond = threading.Condition(self._lock)
         self._started = time.time()
@@ -400,6 +403,8 @@ class JobController:
                 elif self._has_result(trial) and not trial.terminal:
                     # Its final report is in the record: the trial is done, whatever happens
                     # to its task when the job's tasks are killed.
+                    if trial.state in ("LAUNCHING", "RUNNING") and trial.task_id:
+                        self._finishing_tasks.add(trial.task_id)
                     self._set_state(trial, "COMPLETED", "")
             logger.info("job ends: %s: %s", framework_pb2.JobOutcome.Name(outcome), message)
             self._cond.notify_all()
@@ -466,12 +471,17 @@ class JobController:
         with self._lock:
             ids = [t.task_id for t in self._trials.values()
                    if t.task_id and t.state in ("LAUNCHING", "RUNNING")]
-            ids += sorted(self._pruned_tasks)
+            ids += sorted(self._pruned_tasks | self._finishing_tasks)
             # An AppCore that ended (terminal status after the job ended, or past its restarts)
             # is no longer live: listing it made JobRunner.stop wait its whole grace period.
             if self._appcore_task_id and self._appcore_state not in ("WAITING", "ENDED"):
                 ids.append(self._appcore_task_id)
             return ids
+
+    def finishing_task_ids(self) -> list[str]:
+        """Live tasks of trials whose final result is recorded (given time to exit)."""
+        with self._lock:
+            return sorted(self._finishing_tasks)
 
     def task_locations(self) -> list[tuple[str, str, bool]]:
         """``(task_id, agent_id, live)`` of every task launched for this job, AppCore's too."""
@@ -534,6 +544,7 @@ class JobController:
         if trial.terminal:
             if state in TERMINAL_TASK_STATES:
                 self._pruned_tasks.discard(trial.task_id)
+                self._finishing_tasks.discard(trial.task_id)
             return
         if state == "TASK_RUNNING":
             if trial.state != "RUNNING":

@@ -240,16 +240,27 @@ class JobRunner:
             self.controller.finish(framework_pb2.UNSCHEDULABLE, why)
 
     def stop(self, outcome: int = framework_pb2.STOPPED, message: str = "stopped by the user",
-             grace: float = 15.0) -> None:
-        """End the job: kill its tasks, wait for them (up to ``grace`` s), tear down."""
+             grace: float = 15.0, finishing_grace: float = 10.0) -> None:
+        """End the job: kill its tasks, wait for them (up to ``grace`` s), tear down.
+
+        A task whose trial already sent its final result (the trial that reached the target,
+        writing its ``--output``) has ``finishing_grace`` seconds to exit on its own first.
+        """
         if self._stopped:
             return
         self._stopped = True
         self.controller.finish(outcome, message)
-        deadline = time.monotonic() + grace
+        finishing = set(self.controller.finishing_task_ids())
         live = self.controller.live_task_ids()
-        if live:
-            self.scheduler.kill(live)
+        if [t for t in live if t not in finishing]:
+            self.scheduler.kill([t for t in live if t not in finishing])
+        deadline = time.monotonic() + finishing_grace
+        while finishing & set(live) and time.monotonic() < deadline:
+            time.sleep(0.2)
+            live = self.controller.live_task_ids()
+        if finishing & set(live):
+            self.scheduler.kill(sorted(finishing & set(live)))
+        deadline = time.monotonic() + grace
         while live and time.monotonic() < deadline:
             time.sleep(0.2)
             live = self.controller.live_task_ids()

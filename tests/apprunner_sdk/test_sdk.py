@@ -119,9 +119,17 @@ def test_numbers_of_other_types_are_accepted(capsys: pytest.CaptureFixture[str])
 def test_reports_need_a_metric_and_a_valid_step() -> None:
     with pytest.raises(ValueError, match=r"report\(\) needs at least one metric"):
         apprunner_sdk.report(step=1)
-    for step in (-1, True, 1.5, "2"):
+    for step in (-1, True, 1.5, "2", np.float64(2.0), np.int64(-1)):
         with pytest.raises(TypeError, match="step must be a non-negative int"):
             apprunner_sdk.report(accuracy=0.5, step=step)
+
+
+def test_a_numpy_integer_is_a_step(capsys: pytest.CaptureFixture[str]) -> None:
+    apprunner_sdk.report(accuracy=0.5, step=np.int64(3))
+    apprunner_sdk.report(accuracy=0.6, step=np.uint8(4))
+    lines = printed(capsys.readouterr().out)
+    assert [line["step"] for line in lines] == [3, 4]
+    assert all(type(line["step"]) is int for line in lines)
 
 
 def test_output_path(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
@@ -186,8 +194,9 @@ def test_should_stop_when_appcore_says_so(job: RunningJob,
     job.appcore.loop.report(1, {"accuracy": 0.995}, None, True, 1.0)  # another runner wins
     assert apprunner_sdk.report(accuracy=0.3, step=1) is True
     assert apprunner_sdk.should_stop() is True
-    apprunner_sdk.report(accuracy=0.3, final=True)  # the final result is still recorded
-    assert job.framework.store.reports(2)[-1]["final"] is True
+    # After the job's end a report is not recorded (step 1 neither); the call still succeeds.
+    assert apprunner_sdk.report(accuracy=0.3, final=True) is True
+    assert [r["final"] for r in job.framework.store.reports(2)] == [False]
 
 
 def test_errors_from_appcore_map_to_python_exceptions(job: RunningJob) -> None:

@@ -298,11 +298,14 @@ def test_the_end_completes_running_trials_with_a_final_result(job: Job) -> None:
     job.controller.record_report(2, {"accuracy": 0.5}, 1, False, 2.0)  # still training
     job.controller.finish(framework_pb2.TARGET_REACHED, "trial 1 reached accuracy=0.97")
     assert [job.state(n) for n in (1, 2, 3)] == ["COMPLETED", "RUNNING", "RUNNING"]
-    assert sorted(job.controller.live_task_ids()) == [task_name(2), task_name(3)]
+    # Trial 1's task still runs (writing its output): it is live, and given time to finish.
+    assert sorted(job.controller.live_task_ids()) == [task_name(n) for n in (1, 2, 3)]
+    assert job.controller.finishing_task_ids() == [task_name(1)]
     for number in (1, 2, 3):  # the job's tasks are killed
         job.status(number, "TASK_KILLED")
     assert [job.state(n) for n in (1, 2, 3)] == ["COMPLETED", "KILLED", "KILLED"]
     assert job.controller.best_trial().number == 1
+    assert job.controller.live_task_ids() == job.controller.finishing_task_ids() == []
 
 
 def test_a_report_after_the_end_is_not_recorded(job: Job) -> None:
