@@ -119,9 +119,10 @@ class LogCollector:
         key = (task_id, stream)
         offset = self._offsets.get(key, 0)
         size = int(self._read(root, path, -1)["offset"])
+        target = self.path(task_id, stream)
+        target.touch()  # an empty stream is still a stream the task had
         if size <= offset:
             return
-        target = self.path(task_id, stream)
         with target.open("ab") as out:
             if size - offset > self._max:
                 skipped = size - offset - self._max
