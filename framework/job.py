@@ -48,6 +48,13 @@ TERMINAL_TASK_STATES = frozenset({
     "TASK_GONE", "TASK_GONE_BY_OPERATOR", "TASK_UNKNOWN",
 })
 _FAILED_TASK_STATES = TERMINAL_TASK_STATES - {"TASK_FINISHED", "TASK_KILLED"}
+# The task, not the user's script, was lost: the trial is launched again (max_task_retries).
+LOST_TASK_STATES = frozenset({"TASK_LOST", "TASK_GONE", "TASK_DROPPED", "TASK_UNKNOWN",
+                              "TASK_GONE_BY_OPERATOR"})
+LOST_TASK_REASONS = frozenset({"REASON_AGENT_REMOVED", "REASON_AGENT_RESTARTED",
+                               "REASON_AGENT_DISCONNECTED", "REASON_AGENT_REREGISTERED",
+                               "REASON_SLAVE_REMOVED", "REASON_SLAVE_RESTARTED",
+                               "REASON_SLAVE_DISCONNECTED"})
 
 APPCORE_KEY = "appcore"
 
@@ -124,6 +131,7 @@ class JobController:
         self._appcore_state = "WAITING"  # WAITING → LAUNCHING → RUNNING → (ATTACHED)
         self._appcore_address = ""
         self._appcore_failures = 0
+        self._retry_wake = False  # set when a status update queued a lost trial again
         self._outcome: int | None = None
         self._outcome_message = ""
         self._done = threading.Event()
@@ -478,6 +486,12 @@ class JobController:
                 ids.append(self._appcore_task_id)
             return ids
 
+    def live_tasks(self) -> list[tuple[str, str]]:
+        """``(task_id, agent_id)`` of the tasks launched and not yet ended (to reconcile)."""
+        live = set(self.live_task_ids())
+        return [(task_id, agent) for task_id, agent, _ in self.task_locations()
+                if task_id in live and agent]
+
     def finishing_task_ids(self) -> list[str]:
         """Live tasks of trials whose final result is recorded (given time to exit)."""
         with self._lock:
@@ -504,7 +518,14 @@ class JobController:
             if task_id == self._appcore_task_id or task_id.startswith("appcore-"):
                 pending = self._on_appcore_status(task_id, state, status)
             elif task_id in self._task_to_trial:
-                self._on_trial_status(self._trials[self._task_to_trial[task_id]], state, status)
+                trial = self._trials[self._task_to_trial[task_id]]
+                if trial.task_id == task_id:
+                    self._retry_wake = False
+                    self._on_trial_status(trial, state, status)
+                    pending = self._retry_wake
+                else:
+                    logger.info("status %s of %s, an earlier launch of trial %d", state,
+                                task_id, trial.number)
             else:
                 logger.warning("status %s for unknown task %s", state, task_id)
         if pending:
@@ -554,6 +575,8 @@ class JobController:
             return
         if state not in TERMINAL_TASK_STATES:
             return
+        if self._retry_lost(trial, state, status):
+            return
         if self._has_result(trial):
             # A recorded final result is the trial's result whatever Mesos later says of its
             # task (killed at the job's end, lost with its agent, failed after reporting).
@@ -576,6 +599,22 @@ class JobController:
             self._set_state(trial, "KILLED", _describe(status))
         else:
             self._set_state(trial, "FAILED", _describe(status) + self._tail(status))
+
+    def _retry_lost(self, trial: TrialRow, state: str, status: Mapping[str, Any]) -> bool:
+        """Queue a trial again when its task was lost (not failed by its script)."""
+        lost = state in LOST_TASK_STATES or str(status.get("reason", "")) in LOST_TASK_REASONS
+        if (not lost or self._has_result(trial) or self._outcome is not None
+                or trial.retries >= self.config.max_task_retries):
+            return False
+        trial.retries += 1
+        trial.task_id = ""
+        trial.agent_id = ""
+        self.store.update_trial(trial.number, retries=trial.retries, task_id="", agent_id="")
+        logger.warning("trial %d: %s; launching it again (retry %d of %d)", trial.number,
+                       _describe(status), trial.retries, self.config.max_task_retries)
+        self._set_state(trial, "PENDING", f"launched again after {_describe(status)}")
+        self._retry_wake = True
+        return True
 
     def _tail(self, status: Mapping[str, Any]) -> str:
         try:

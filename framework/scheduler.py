@@ -101,6 +101,12 @@ class JobScheduler(Scheduler):
         with self._lock:
             self._suppressed = False  # a re-subscribe un-suppresses (Mesos allocator semantics)
         logger.info("re-registered with master %s; reconciling tasks", master_info.get("hostname"))
+        # By id, so that the master answers for tasks it does not know (a restarted master):
+        # TASK_GONE / TASK_UNKNOWN / TASK_LOST, after which the trial is launched again.
+        live = self._job.live_tasks()
+        if live:
+            driver.reconcileTasks([{"task_id": {"value": task_id}, "agent_id": {"value": agent}}
+                                   for task_id, agent in live])
         driver.reconcileTasks([])
         self.registered_event.set()
 
@@ -220,6 +226,7 @@ class JobScheduler(Scheduler):
             extra_env=task_environment({**config.extra_env, **self._trial_env},
                                        runner_container),
             container=runner_container,
+            retries=trial.retries,
         )
         self._job.trial_launched(trial.number, task["task_id"]["value"], view.agent_id)
         return task

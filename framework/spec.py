@@ -62,6 +62,9 @@ class JobConfig:
     runner_path_prefix: str = ""
     """A folder prepended to the runner's PATH (local mode: this interpreter's bin folder)."""
     max_appcore_restarts: int = 3
+    max_task_retries: int = 2
+    """Launches of a trial again after its task was lost (agent gone, TASK_LOST/GONE/DROPPED/
+    UNKNOWN): the trial keeps its number and assignment and counts once toward the budget."""
     failover_timeout: float = 7 * 24 * 3600.0
     user: str = ""
     extra_env: dict[str, str] = field(default_factory=dict)

@@ -42,6 +42,7 @@ CREATE TABLE IF NOT EXISTS trials (
     message TEXT NOT NULL DEFAULT '',
     training_seconds REAL NOT NULL DEFAULT 0,
     final_reported INTEGER NOT NULL DEFAULT 0,
+    retries INTEGER NOT NULL DEFAULT 0,
     created_at REAL NOT NULL,
     started_at REAL,
     ended_at REAL
@@ -98,6 +99,8 @@ class TrialRow:
     message: str = ""
     training_seconds: float = 0.0
     final_reported: bool = False
+    retries: int = 0
+    """How many times the trial's task was lost and the trial launched again."""
     created_at: float = 0.0
     started_at: float | None = None
     ended_at: float | None = None
@@ -126,6 +129,7 @@ class JobStore:
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=NORMAL")
             self._db.executescript(_SCHEMA)
+            _add_missing_columns(self._db)
         except sqlite3.Error as err:
             raise StoreError(f"cannot open job store {path}: {err}") from None
         self._lock = threading.RLock()
@@ -333,7 +337,20 @@ def _trial_from_row(row: dict[str, Any]) -> TrialRow:
         message=str(row["message"]),
         training_seconds=float(row["training_seconds"]),
         final_reported=bool(row["final_reported"]),
+        retries=int(row.get("retries") or 0),
         created_at=float(row["created_at"]),
         started_at=row["started_at"],
         ended_at=row["ended_at"],
     )
+
+
+# Columns added after a job store's first version: (table, column, definition).
+_ADDED_COLUMNS = (("trials", "retries", "INTEGER NOT NULL DEFAULT 0"),)
+
+
+def _add_missing_columns(db: sqlite3.Connection) -> None:
+    """Bring a job store written by an earlier DisAuto up to the current columns."""
+    for table, column, definition in _ADDED_COLUMNS:
+        have = {row[1] for row in db.execute(f"PRAGMA table_info({table})")}
+        if column not in have:
+            db.execute(f"ALTER TABLE {table} ADD COLUMN {column} {definition}")

@@ -13,8 +13,18 @@ from localmesos.resources import Resources
 
 
 def task_name(trial_number: int) -> str:
-    """The name (and id) of a trial's task: ``trial-0007``."""
+    """The name of a trial's task (and the id of its first launch): ``trial-0007``."""
     return f"trial-{trial_number:04d}"
+
+
+def trial_task_id(trial_number: int, retries: int = 0) -> str:
+    """The task id of a trial's launch: ``trial-0007``, then ``trial-0007.1`` after a loss.
+
+    Mesos task ids must be unique within a framework, so a trial launched again after its task
+    was lost gets a new one; the name stays ``trial-0007``.
+    """
+    name = task_name(trial_number)
+    return f"{name}.{retries}" if retries else name
 
 
 def _labels(items: Mapping[str, str]) -> dict[str, Any]:
@@ -87,6 +97,7 @@ def trial_task(
     output_name: str = "",
     extra_env: Mapping[str, str] = {},  # noqa: B006 - read-only
     container: Mapping[str, Any] | None = None,
+    retries: int = 0,
 ) -> dict[str, Any]:
     """An AppRunner task: the user's launch command with one assignment.
 
@@ -110,7 +121,7 @@ def trial_task(
         env[_env.OUTPUT_NAME] = output_name
     task: dict[str, Any] = {
         "name": name,
-        "task_id": {"value": name},
+        "task_id": {"value": trial_task_id(trial_number, retries)},
         "agent_id": {"value": agent_id},
         "resources": claim.to_json(),
         "command": {

@@ -97,6 +97,7 @@ def job_config(
     max_failed_trials: int = 3,
     seed: int = 7,
     max_appcore_restarts: int = 3,
+    max_task_retries: int = 2,
     job_id: str = "job-test",
     settings: Mapping[str, str] | None = None,
     early_stopping: str = "",
@@ -129,6 +130,7 @@ def job_config(
         search=search,
         appcore_command="python -m appcore",
         max_appcore_restarts=max_appcore_restarts,
+        max_task_retries=max_task_retries,
     )
 
 

@@ -237,12 +237,12 @@ def test_too_many_failures_ends_the_job_with_the_last_failure(stack: Any) -> Non
     framework.end_trial(1, "TASK_FAILED", message="Command exited with status 1")
     wait_for(lambda: framework.in_flight() == [2], what="trial 2 after one failure")
     framework.launch_trials()
-    framework.end_trial(2, "TASK_LOST", reason="REASON_AGENT_REMOVED", message="agent gone")
+    framework.end_trial(2, "TASK_ERROR", reason="REASON_TASK_INVALID", message="bad task")
     outcome = wait_outcome(framework)
     assert outcome == (
         framework_pb2.TOO_MANY_FAILURES,
-        "2 trials failed (--max-failed-trials 1); last: trial-0002: TASK_LOST "
-        "REASON_AGENT_REMOVED: agent gone")
+        "2 trials failed (--max-failed-trials 1); last: trial-0002: TASK_ERROR "
+        "REASON_TASK_INVALID: bad task")
     appcore.join()
     assert len(framework.controller.trials()) == 2
 

@@ -25,6 +25,7 @@ from framework.job import JobController
 from framework.spec import JobConfig
 from framework.store import JobStore
 from framework.tasks import task_name
+from framework.tasks import trial_task_id
 from protos import common_pb2
 from protos import framework_pb2
 from tests.inprocess import AGENT
@@ -67,12 +68,13 @@ class Job:
     def launch(self, number: int, running: bool = True) -> None:
         trial = self.controller.trial_for_launch(number)
         assert trial is not None
-        self.controller.trial_launched(number, task_name(number), AGENT)
+        self.controller.trial_launched(number, trial_task_id(number, trial.retries), AGENT)
         if running:
             self.status(number, "TASK_RUNNING")
 
     def status(self, number: int, state: str, **extra: Any) -> None:
-        self.controller.on_status(task_status(task_name(number), state, **extra))
+        task_id = self.trial(number).task_id or task_name(number)
+        self.controller.on_status(task_status(task_id, state, **extra))
 
     def state(self, number: int) -> str:
         return {t.number: t for t in self.controller.trials()}[number].state
@@ -329,6 +331,56 @@ def test_progress_says_how_long_the_oldest_pending_trial_waits(job: Job) -> None
     assert job.controller.progress().waiting == 0.0
 
 
+@pytest.mark.parametrize(("state", "reason"), [
+    ("TASK_LOST", ""), ("TASK_GONE", "REASON_RECONCILIATION"), ("TASK_DROPPED", ""),
+    ("TASK_UNKNOWN", "REASON_RECONCILIATION"), ("TASK_FAILED", "REASON_AGENT_REMOVED"),
+])
+def test_a_lost_task_launches_the_trial_again_with_the_same_assignment(
+        job: Job, state: str, reason: str) -> None:
+    job.controller.submit_trial(1, ASSIGN, priority=0)
+    job.launch(1)
+    job.status(1, state, reason=reason, message="agent went away")
+    trial = job.trial(1)
+    assert (trial.state, trial.retries, trial.task_id) == ("PENDING", 1, "")
+    assert trial.message.startswith(f"launched again after {state}")
+    assert job.pending_calls == 2  # the scheduler is woken for it
+    assert [r.trial_number for r in job.controller.launch_requests()
+            if r.trial_number is not None] == [1]
+    job.launch(1)
+    assert job.trial(1).task_id == "trial-0001.1"
+    # A late update of the first launch changes nothing.
+    job.controller.on_status(task_status("trial-0001", "TASK_FAILED"))
+    assert job.state(1) == "RUNNING"
+    job.controller.record_report(1, {"accuracy": 0.8}, None, True, 1.0)
+    job.status(1, "TASK_FINISHED")
+    assert job.state(1) == "COMPLETED"
+    assert len(job.controller.trials()) == 1  # counted once toward the budget
+    reopened = job.reopened()
+    try:
+        assert reopened.trial(1).retries == 1
+    finally:
+        reopened.close()
+
+
+def test_a_trial_lost_too_often_fails(make: Callable[..., Job]) -> None:
+    job = make(max_trials=10, max_task_retries=1)
+    job.controller.submit_trial(1, ASSIGN, priority=0)
+    job.launch(1)
+    job.status(1, "TASK_LOST")
+    job.launch(1)
+    job.status(1, "TASK_LOST", message="again")
+    trial = job.trial(1)
+    assert (trial.state, trial.retries) == ("FAILED", 1)
+    assert trial.message.startswith("TASK_LOST: again")
+
+
+def test_a_script_that_fails_is_not_retried(job: Job) -> None:
+    job.controller.submit_trial(1, ASSIGN, priority=0)
+    job.launch(1)
+    job.status(1, "TASK_FAILED", reason="REASON_COMMAND_EXECUTOR_FAILED")
+    assert (job.state(1), job.trial(1).retries) == ("FAILED", 0)
+
+
 def test_finished_with_other_metrics_only_fails_naming_the_objective(job: Job) -> None:
     job.controller.submit_trial(1, ASSIGN, priority=0)
     job.launch(1)
@@ -353,7 +405,9 @@ def test_finished_without_reporting_fails_saying_how_to_report(job: Job) -> None
 
 @pytest.mark.parametrize("state", ["TASK_FAILED", "TASK_LOST", "TASK_ERROR", "TASK_DROPPED",
                                    "TASK_GONE", "TASK_GONE_BY_OPERATOR", "TASK_UNKNOWN"])
-def test_failure_states_fail_the_trial_with_the_status_and_stderr(job: Job, state: str) -> None:
+def test_failure_states_fail_the_trial_with_the_status_and_stderr(
+        make: Callable[..., Job], state: str) -> None:
+    job = make(max_trials=10, max_task_retries=0)  # a lost task is not launched again
     job.controller.submit_trial(1, ASSIGN, priority=0)
     job.launch(1)
     job.stderr = "Traceback ...\nZeroDivisionError: division by zero\n"
@@ -365,7 +419,8 @@ def test_failure_states_fail_the_trial_with_the_status_and_stderr(job: Job, stat
     assert job.tail_requests[-1]["state"] == state
 
 
-def test_failure_without_stderr_or_with_a_broken_reader(job: Job) -> None:
+def test_failure_without_stderr_or_with_a_broken_reader(make: Callable[..., Job]) -> None:
+    job = make(max_trials=10, max_task_retries=0)
     job.controller.submit_trial(1, ASSIGN, priority=0)
     job.controller.submit_trial(2, assignment(2), priority=0)
     job.launch(1)

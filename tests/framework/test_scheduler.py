@@ -244,8 +244,15 @@ def test_reregistration_reconciles_and_forgets_suppression(setup: Setup) -> None
     setup.controller.attach_appcore("h:1")
     setup.scheduler.resourceOffers(setup.driver, [setup.offer("O2")])
     setup.driver.clear()
+    live = setup.controller.live_tasks()
+    assert live  # AppCore and the trials launched on O1 and O2
     setup.scheduler.reregistered(setup.driver, {"hostname": "master2"})
-    assert setup.driver.calls == [("reconcile", [])]
+    # By id first (a restarted master answers for tasks it does not know), then implicitly.
+    assert setup.driver.calls == [
+        ("reconcile", [{"task_id": {"value": task}, "agent_id": {"value": agent}}
+                       for task, agent in live]),
+        ("reconcile", []),
+    ]
     setup.scheduler.resourceOffers(setup.driver, [setup.offer("O3")])
     assert setup.driver.kinds()[-1] == "suppress"  # suppressed again after the re-subscribe
 
