@@ -22,6 +22,8 @@ import sys
 import tempfile
 import time
 
+from common.trial_state import TrialState
+
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -53,7 +55,8 @@ def run_job(home: Path, rule: str, trials: int, parallelism: int, seed: int) -> 
         epochs = db.execute("SELECT count(*) FROM reports WHERE final = 0").fetchone()[0]
     states = [t["state"] for t in results["trials"]]
     return {"rule": rule, "wall": wall, "best": results["best"]["objective"],
-            "pruned": states.count("PRUNED"), "completed": states.count("COMPLETED"),
+            "pruned": states.count(TrialState.PRUNED),
+            "completed": states.count(TrialState.COMPLETED),
             "epochs": epochs}
 
 

@@ -53,6 +53,7 @@ import time
 from typing import Any
 from urllib.request import urlopen
 
+from common.trial_state import TrialState
 from localmesos.cluster import ClusterConfig
 from localmesos.cluster import LocalCluster
 
@@ -213,7 +214,7 @@ def _read_job(db: Path) -> dict[str, Any]:
         "seconds": ended - started,
         "search_seconds": ended - float(first) if first is not None else None,
         "trials": len(rows),
-        "completed": sum(1 for r in rows if r[0] == "COMPLETED"),
+        "completed": sum(1 for r in rows if r[0] == TrialState.COMPLETED),
         "max_priority": max((int(r[1]) for r in rows), default=0),
         "best": max((float(r[2]) for r in rows if r[2] is not None), default=None),
         "framework_id": meta.get("framework_id", ""),

@@ -39,6 +39,7 @@ from appcore.space import IntParam
 from appcore.space import RealParam
 from appcore.space import SearchSpace
 from apprunner_sdk import _env
+from common.trial_state import TrialState
 from protos import common_pb2
 from protos import framework_pb2
 from tests.inprocess import JOB_TOKEN
@@ -99,8 +100,8 @@ def _prefill(framework: Framework, count: int, seed: int) -> None:
             "act": ("relu", "tanh", "gelu")[int(rng.integers(0, 3))],
         }
         framework.store.add_trial(number, assignment, 0)
-        framework.store.update_trial(number, state="COMPLETED", objective=float(rng.uniform()),
-                                     final_reported=True)
+        framework.store.update_trial(number, state=TrialState.COMPLETED,
+                                     objective=float(rng.uniform()), final_reported=True)
 
 
 class _AppCoreProcess:

@@ -26,6 +26,9 @@ from typing import Any
 from appcore.errors import InvalidAssignmentError
 from appcore.space import assignment_to_proto
 from appcore.space import space_from_proto
+from common.task_states import has_ended_for_framework
+from common.task_states import was_lost
+from common.trial_state import TrialState
 from framework.errors import AlreadyExistsError
 from framework.errors import FailedPreconditionError
 from framework.errors import InvalidArgumentError
@@ -42,21 +45,9 @@ from protos import framework_pb2
 
 logger = logging.getLogger(__name__)
 
-# Mesos task states, grouped by what they mean for a trial.
-TERMINAL_TASK_STATES = frozenset({
-    "TASK_FINISHED", "TASK_FAILED", "TASK_KILLED", "TASK_ERROR", "TASK_LOST", "TASK_DROPPED",
-    "TASK_GONE", "TASK_GONE_BY_OPERATOR", "TASK_UNKNOWN",
-})
-_FAILED_TASK_STATES = TERMINAL_TASK_STATES - {"TASK_FINISHED", "TASK_KILLED"}
-# The task, not the user's script, was lost: the trial is launched again (max_task_retries).
-LOST_TASK_STATES = frozenset({"TASK_LOST", "TASK_GONE", "TASK_DROPPED", "TASK_UNKNOWN",
-                              "TASK_GONE_BY_OPERATOR"})
-LOST_TASK_REASONS = frozenset({"REASON_AGENT_REMOVED", "REASON_AGENT_RESTARTED",
-                               "REASON_AGENT_DISCONNECTED", "REASON_AGENT_REREGISTERED",
-                               "REASON_SLAVE_REMOVED", "REASON_SLAVE_RESTARTED",
-                               "REASON_SLAVE_DISCONNECTED"})
-
 APPCORE_KEY = "appcore"
+# A trial whose task was launched and has not ended.
+_ON_AN_AGENT = frozenset({TrialState.LAUNCHING, TrialState.RUNNING})
 
 Outcome = int  # framework_pb2.JobOutcome value
 
@@ -156,7 +147,7 @@ class JobController:
             return self._best()
 
     def _best(self) -> TrialRow | None:
-        done = [t for t in self._trials.values() if t.state == "COMPLETED"
+        done = [t for t in self._trials.values() if t.state == TrialState.COMPLETED
                 and t.objective is not None]
         if not done:
             return None
@@ -168,12 +159,12 @@ class JobController:
             states = [t.state for t in self._trials.values()]
             now = time.time()
             waiting = max((now - t.created_at for t in self._trials.values()
-                           if t.state == "PENDING" and t.created_at), default=0.0)
+                           if t.state == TrialState.PENDING and t.created_at), default=0.0)
             return Progress(
-                done=states.count("COMPLETED") + states.count("PRUNED"),
-                running=states.count("RUNNING") + states.count("LAUNCHING"),
-                pending=states.count("PENDING"),
-                failed=states.count("FAILED"),
+                done=states.count(TrialState.COMPLETED) + states.count(TrialState.PRUNED),
+                running=states.count(TrialState.RUNNING) + states.count(TrialState.LAUNCHING),
+                pending=states.count(TrialState.PENDING),
+                failed=states.count(TrialState.FAILED),
                 best=self._best(),
                 submitted=len(states),
                 budget=int(self.config.search.max_trials),
@@ -189,7 +180,7 @@ class JobController:
     def trial_proto(self, trial: TrialRow) -> common_pb2.Trial:
         proto = common_pb2.Trial(
             number=trial.number,
-            state=common_pb2.TrialState.Value(trial.state),
+            state=trial.state.to_proto(),
             message=trial.message,
             priority=trial.priority,
             task_id=trial.task_id,
@@ -349,8 +340,8 @@ class JobController:
                 raise NotFoundError(f"trial {number} does not exist")
             if trial.terminal:
                 return self.trial_proto(trial)
-            task_id = trial.task_id if trial.state in ("LAUNCHING", "RUNNING") else ""
-            self._set_state(trial, "PRUNED", message or "stopped early by the pruner")
+            task_id = trial.task_id if trial.state in _ON_AN_AGENT else ""
+            self._set_state(trial, TrialState.PRUNED, message or "stopped early by the pruner")
             if task_id:
                 self._pruned_tasks.add(task_id)
             proto = self.trial_proto(trial)
@@ -406,14 +397,14 @@ class JobController:
                 "ended_at": str(time.time()),
             })
             for trial in self._trials.values():
-                if trial.state == "PENDING":
-                    self._set_state(trial, "KILLED", "the job ended before the trial ran")
+                if trial.state == TrialState.PENDING:
+                    self._set_state(trial, TrialState.KILLED, "the job ended before the trial ran")
                 elif self._has_result(trial) and not trial.terminal:
                     # Its final report is in the record: the trial is done, whatever happens
                     # to its task when the job's tasks are killed.
-                    if trial.state in ("LAUNCHING", "RUNNING") and trial.task_id:
+                    if trial.state in _ON_AN_AGENT and trial.task_id:
                         self._finishing_tasks.add(trial.task_id)
-                    self._set_state(trial, "COMPLETED", "")
+                    self._set_state(trial, TrialState.COMPLETED, "")
             logger.info("job ends: %s: %s", framework_pb2.JobOutcome.Name(outcome), message)
             self._cond.notify_all()
         self._done.set()
@@ -429,7 +420,7 @@ class JobController:
             if self._appcore_state == "WAITING":
                 requests.append(LaunchRequest(APPCORE_KEY, self.config.appcore, ports=1))
             pending = sorted(
-                (t for t in self._trials.values() if t.state == "PENDING"),
+                (t for t in self._trials.values() if t.state == TrialState.PENDING),
                 key=lambda t: (t.priority, t.number),
             )
             requests += [
@@ -461,7 +452,7 @@ class JobController:
     def trial_for_launch(self, number: int) -> TrialRow | None:
         with self._lock:
             trial = self._trials.get(number)
-            if trial is None or trial.state != "PENDING" or self._outcome is not None:
+            if trial is None or trial.state != TrialState.PENDING or self._outcome is not None:
                 return None
             return self._copy(trial)
 
@@ -472,13 +463,13 @@ class JobController:
             trial.agent_id = agent_id
             self._task_to_trial[task_id] = number
             self.store.update_trial(number, task_id=task_id, agent_id=agent_id)
-            self._set_state(trial, "LAUNCHING", "")
+            self._set_state(trial, TrialState.LAUNCHING, "")
 
     def live_task_ids(self) -> list[str]:
         """Tasks launched and not yet terminal (to kill when the job ends)."""
         with self._lock:
             ids = [t.task_id for t in self._trials.values()
-                   if t.task_id and t.state in ("LAUNCHING", "RUNNING")]
+                   if t.task_id and t.state in _ON_AN_AGENT]
             ids += sorted(self._pruned_tasks | self._finishing_tasks)
             # An AppCore that ended (terminal status after the job ended, or past its restarts)
             # is no longer live: listing it made JobRunner.stop wait its whole grace period.
@@ -538,7 +529,7 @@ class JobController:
             self._appcore_state = "RUNNING"
             self.store.update_appcore_run(self._appcore_attempt, state="RUNNING")
             return False
-        if state not in TERMINAL_TASK_STATES:
+        if not has_ended_for_framework(state):
             return False
         self.store.update_appcore_run(self._appcore_attempt, state=state, ended_at=time.time())
         self._appcore_address = ""
@@ -563,17 +554,17 @@ class JobController:
 
     def _on_trial_status(self, trial: TrialRow, state: str, status: Mapping[str, Any]) -> None:
         if trial.terminal:
-            if state in TERMINAL_TASK_STATES:
+            if has_ended_for_framework(state):
                 self._pruned_tasks.discard(trial.task_id)
                 self._finishing_tasks.discard(trial.task_id)
             return
         if state == "TASK_RUNNING":
-            if trial.state != "RUNNING":
+            if trial.state != TrialState.RUNNING:
                 trial.started_at = time.time()
                 self.store.update_trial(trial.number, started_at=trial.started_at)
-                self._set_state(trial, "RUNNING", "")
+                self._set_state(trial, TrialState.RUNNING, "")
             return
-        if state not in TERMINAL_TASK_STATES:
+        if not has_ended_for_framework(state):
             return
         if self._retry_lost(trial, state, status):
             return
@@ -581,28 +572,28 @@ class JobController:
             # A recorded final result is the trial's result whatever Mesos later says of its
             # task (killed at the job's end, lost with its agent, failed after reporting).
             note = "" if state == "TASK_FINISHED" else f"completed; then {_describe(status)}"
-            self._set_state(trial, "COMPLETED", note)
+            self._set_state(trial, TrialState.COMPLETED, note)
         elif state == "TASK_FINISHED":
             if trial.objective is not None:
-                self._set_state(trial, "COMPLETED", "")
+                self._set_state(trial, TrialState.COMPLETED, "")
             elif trial.metrics:
-                self._set_state(trial, "FAILED", (
+                self._set_state(trial, TrialState.FAILED, (
                     f"the runner reported {', '.join(sorted(trial.metrics))} but not the "
                     f"objective {self.config.search.objective!r}"
                 ))
             else:
-                self._set_state(trial, "FAILED", (
+                self._set_state(trial, TrialState.FAILED, (
                     "the runner exited without reporting a result (call "
                     f"apprunner_sdk.report({self.config.search.objective}=..., final=True))"
                 ))
         elif state == "TASK_KILLED":
-            self._set_state(trial, "KILLED", _describe(status))
+            self._set_state(trial, TrialState.KILLED, _describe(status))
         else:
-            self._set_state(trial, "FAILED", _describe(status) + self._tail(status))
+            self._set_state(trial, TrialState.FAILED, _describe(status) + self._tail(status))
 
     def _retry_lost(self, trial: TrialRow, state: str, status: Mapping[str, Any]) -> bool:
         """Queue a trial again when its task was lost (not failed by its script)."""
-        lost = state in LOST_TASK_STATES or str(status.get("reason", "")) in LOST_TASK_REASONS
+        lost = was_lost(state, str(status.get("reason", "")))
         if (not lost or self._has_result(trial) or self._outcome is not None
                 or trial.retries >= self.config.max_task_retries):
             return False
@@ -612,7 +603,7 @@ class JobController:
         self.store.update_trial(trial.number, retries=trial.retries, task_id="", agent_id="")
         logger.warning("trial %d: %s; launching it again (retry %d of %d)", trial.number,
                        _describe(status), trial.retries, self.config.max_task_retries)
-        self._set_state(trial, "PENDING", f"launched again after {_describe(status)}")
+        self._set_state(trial, TrialState.PENDING, f"launched again after {_describe(status)}")
         self._retry_wake = True
         return True
 
@@ -624,11 +615,11 @@ class JobController:
             return ""
         return f"; stderr: {tail}" if tail else ""
 
-    def _set_state(self, trial: TrialRow, state: str, message: str) -> None:
+    def _set_state(self, trial: TrialRow, state: TrialState, message: str) -> None:
         fields: dict[str, Any] = {"state": state}
         if message:
             fields["message"] = message
-        if state in ("COMPLETED", "FAILED", "KILLED", "PRUNED"):
+        if state.is_finished():
             fields["ended_at"] = time.time()
         self.store.update_trial(trial.number, **fields)
         trial.state = state
@@ -662,7 +653,7 @@ def sorted_trials(trials: Sequence[TrialRow], maximize: bool) -> list[TrialRow]:
     def key(t: TrialRow) -> tuple[bool, float, int]:
         # Only a completed trial's objective ranks it: a killed or failed trial may carry an
         # intermediate value, which used to sort "the rest" by value instead of by number.
-        ranked = t.state == "COMPLETED" and t.objective is not None
+        ranked = t.state == TrialState.COMPLETED and t.objective is not None
         return (not ranked, sign * (t.objective or 0.0) if ranked else 0.0, t.number)
 
     return sorted(trials, key=key)

@@ -22,6 +22,8 @@ import threading
 import time
 from typing import Any
 
+from common.trial_state import TrialState
+
 
 SCHEMA_VERSION = 1
 
@@ -81,7 +83,6 @@ CREATE INDEX IF NOT EXISTS reports_by_trial ON reports(trial_number);
 CREATE INDEX IF NOT EXISTS updates_by_task ON task_updates(task_id);
 """
 
-TERMINAL_TRIAL_STATES = frozenset({"COMPLETED", "FAILED", "KILLED", "PRUNED"})
 
 
 @dataclass
@@ -90,7 +91,7 @@ class TrialRow:
 
     number: int
     assignment: dict[str, Any]
-    state: str
+    state: TrialState
     priority: int = 0
     task_id: str = ""
     agent_id: str = ""
@@ -107,7 +108,7 @@ class TrialRow:
 
     @property
     def terminal(self) -> bool:
-        return self.state in TERMINAL_TRIAL_STATES
+        return self.state.is_finished()
 
 
 class StoreError(RuntimeError):
@@ -192,7 +193,7 @@ class JobStore:
                 [(number, json.dumps(dict(assignment), sort_keys=True), priority, now)
                  for number, assignment, priority in trials],
             )
-        return [TrialRow(number, dict(assignment), "PENDING", priority, created_at=now)
+        return [TrialRow(number, dict(assignment), TrialState.PENDING, priority, created_at=now)
                 for number, assignment, priority in trials]
 
     def update_trial(self, number: int, **fields: Any) -> None:
@@ -328,7 +329,7 @@ def _trial_from_row(row: dict[str, Any]) -> TrialRow:
     return TrialRow(
         number=int(row["number"]),
         assignment=json.loads(row["assignment"]),
-        state=str(row["state"]),
+        state=TrialState(row["state"]),
         priority=int(row["priority"]),
         task_id=str(row["task_id"]),
         agent_id=str(row["agent_id"]),
