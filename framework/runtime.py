@@ -21,6 +21,7 @@ from pymesos import MesosSchedulerDriver
 
 from appcore.priority import SETTINGS as PRIORITY_SETTINGS
 from appcore.tokens import new_job_token
+from common.durations import format_duration
 from framework.capacity import agent_totals
 from framework.capacity import unfit
 from framework.fileserver import FileServer
@@ -307,12 +308,3 @@ class JobRunner:
             return
         self.store.set_meta("best_output", str(target))
 
-
-def format_duration(seconds: float) -> str:
-    """``2h``, ``1h30m``, ``45s``: a duration as ``--max-duration`` takes it."""
-    total = int(round(seconds))
-    hours, rest = divmod(total, 3600)
-    minutes, secs = divmod(rest, 60)
-    parts = [f"{hours}h" if hours else "", f"{minutes}m" if minutes else "",
-             f"{secs}s" if secs or not total else ""]
-    return "".join(parts)

@@ -18,13 +18,13 @@ import json
 import logging
 import math
 from pathlib import Path
-import re
 import signal
 import sys
 import threading
 from types import FrameType
 from typing import NoReturn
 
+from common import durations
 from localmesos.cluster import ClusterConfig
 from localmesos.cluster import LocalCluster
 from localmesos.master import MESOS_VERSION
@@ -52,44 +52,19 @@ class UsageError(Exception):
 
 # -- value parsers ----------------------------------------------------------------------------
 
-_DURATION_RE = re.compile(r"^\s*(\d+(?:\.\d*)?|\.\d+)\s*([a-zA-Z]*)\s*$")
-_DURATION_UNITS = {
-    "": 1.0,
-    "ns": 1e-9,
-    "us": 1e-6,
-    "ms": 1e-3,
-    "s": 1.0,
-    "sec": 1.0,
-    "secs": 1.0,
-    "m": 60.0,
-    "min": 60.0,
-    "mins": 60.0,
-    "h": 3600.0,
-    "hr": 3600.0,
-    "hrs": 3600.0,
-    "d": 86400.0,
-    "day": 86400.0,
-    "days": 86400.0,
-    "w": 604800.0,
-    "weeks": 604800.0,
-}
-DURATION_HELP = "a positive number with an optional unit ns, us, ms, s/secs, m/mins, h/hrs, days"
+DURATION_HELP = durations.HELP
 
 
 def parse_duration(text: str, *, flag: str) -> float:
-    """Parse ``1``, ``1s``, ``500ms``, ``1secs``, ``1.5mins`` into seconds.
+    """Seconds of ``1``, ``1s``, ``500ms``, ``1secs``, ``1.5mins`` (:mod:`common.durations`).
 
     Raises:
         UsageError: naming ``flag`` and the accepted forms.
     """
-    match = _DURATION_RE.match(text)
-    unit = match.group(2).lower() if match else ""
-    if not match or unit not in _DURATION_UNITS:
-        raise UsageError(f"{flag}: invalid duration {text!r}: expected {DURATION_HELP}")
-    seconds = float(match.group(1)) * _DURATION_UNITS[unit]
-    if not math.isfinite(seconds) or seconds <= 0:
-        raise UsageError(f"{flag}: invalid duration {text!r}: must be greater than zero")
-    return seconds
+    try:
+        return durations.parse_duration(text)
+    except durations.DurationError as err:
+        raise UsageError(f"{flag}: {err}") from None
 
 
 def parse_attributes(text: str, *, flag: str = "--attributes") -> dict[str, str | float]:

@@ -15,6 +15,7 @@ import argparse
 from collections.abc import Sequence
 from dataclasses import dataclass
 import logging
+import math
 import os
 from pathlib import Path
 import re
@@ -30,6 +31,9 @@ from appcore.algorithms import ALGORITHMS
 from appcore.algorithms import algorithm_class
 from appcore.errors import SearchInputError
 from appcore.space import space_to_proto
+from common.durations import DurationError
+from common.durations import parse_duration
+from framework.capacity import describe
 from framework.policies import POLICIES
 from framework.spec import InputSpec
 from framework.spec import JobConfig
@@ -48,6 +52,8 @@ from submit.params import load_parameter_file
 logger = logging.getLogger(__name__)
 
 PROG = "da-submit"
+MAX_SEED = 2**32 - 1
+"""The largest --seed: the search libraries seed NumPy generators, which take 32 bits."""
 
 
 class UsageError(DisAutoUsageError):
@@ -103,6 +109,9 @@ def build_parser() -> argparse.ArgumentParser:
     search.add_argument("--direction", default="maximize", choices=("maximize", "minimize"))
     search.add_argument("--target", metavar="VALUE",
                         help="stop as soon as a trial's final objective reaches VALUE")
+    search.add_argument("--max-duration", metavar="DURATION",
+                        help="end the job after this long (e.g. 2h, 90m, 1h30m): running trials "
+                             "are killed, the record kept")
     search.add_argument("--max-failed-trials", default="3", metavar="N",
                         help="stop the job when more than N trials fail (default 3)")
     search.add_argument("--seed", metavar="N",
@@ -284,6 +293,8 @@ class Submission:
     local_agents: int
     quiet: bool
     debug: bool
+    notes: tuple[str, ...] = ()
+    """Lines for the user about what was made of the flags (printed when the job starts)."""
 
 
 def _bayesian_settings(args: argparse.Namespace) -> dict[str, str]:
@@ -379,6 +390,9 @@ def validate(args: argparse.Namespace) -> Submission:
         except ValueError:
             raise UsageError(
                 f"--target: invalid value {args.target!r}: expected a number") from None
+        if not math.isfinite(target):
+            raise UsageError(f"--target: invalid value {args.target!r}: expected a finite "
+                             "number (a trial can never reach it)")
     if args.seed is None:
         seed = secrets.randbelow(2**31)
     else:
@@ -386,6 +400,15 @@ def validate(args: argparse.Namespace) -> Submission:
             seed = int(args.seed)
         except ValueError:
             raise UsageError(f"--seed: invalid value {args.seed!r}: expected an integer") from None
+        if not 0 <= seed <= MAX_SEED:
+            raise UsageError(f"--seed: invalid value {args.seed!r}: expected an integer from 0 "
+                             f"to {MAX_SEED}")
+    max_duration = 0.0
+    if args.max_duration is not None:
+        try:
+            max_duration = parse_duration(args.max_duration)
+        except DurationError as err:
+            raise UsageError(f"--max-duration: {err}") from None
     settings: dict[str, str] = {}
     for item in args.tuning_setting:
         key, sep, value = item.partition("=")
@@ -478,6 +501,7 @@ def validate(args: argparse.Namespace) -> Submission:
         if same_host else {},
         docker_image=docker_image,
         appcore_docker_image=appcore_image,
+        max_duration=max_duration,
         containerizer=containerizer,
     )
     if local:
@@ -491,7 +515,25 @@ def validate(args: argparse.Namespace) -> Submission:
         except LocalClusterError as err:
             raise UsageError(str(err)) from None
     return Submission(config, args.master, args.principal, secret, args.offer_policy,
-                      args.advertise_host, local_agents, args.quiet, args.debug)
+                      args.advertise_host, local_agents, args.quiet, args.debug,
+                      notes=_warm_start_notes(args.warm_start, settings, search.objective))
+
+
+def _warm_start_notes(path: str | None, settings: dict[str, str],
+                      objective: str) -> tuple[str, ...]:
+    """What ``--warm-start`` gives the search, in one line."""
+    import json
+
+    if path is None or "warm_start" not in settings:
+        return ()
+    data = json.loads(settings["warm_start"])
+    known, points = len(data["known"]), len(data["points"])
+    if points:
+        return (f"--warm-start {path}: {points} points are evaluated first",)
+    if known:
+        return (f"--warm-start {path}: {known} completed trials are told to the model",)
+    return (f"--warm-start {path}: no completed trial with a {objective!r} value, so the "
+            "search starts from nothing",)
 
 
 # -- running ----------------------------------------------------------------------------------
@@ -521,6 +563,7 @@ def run(submission: Submission, out: IO[str], err: IO[str]) -> ExitStatus:
     from framework.runtime import JobRunner  # imports pymesos (main thread)
     from framework.runtime import MasterEndpoint
     from framework.runtime import MasterUnreachableError
+    from submit.local import oversubscription_note
     from submit.local import start_local_cluster
 
     config = submission.config
@@ -533,6 +576,8 @@ def run(submission: Submission, out: IO[str], err: IO[str]) -> ExitStatus:
           f"{config.search.max_trials} trials, parallelism {config.search.parallelism}, "
           f"seed {config.search.seed})", file=out)
     print(f"{PROG}: job folder {job_dir}", file=out)
+    for note in submission.notes:
+        print(f"{PROG}: note: {note}", file=err)
 
     cluster = None
     runner: JobRunner | None = None
@@ -541,6 +586,9 @@ def run(submission: Submission, out: IO[str], err: IO[str]) -> ExitStatus:
     try:
         master = submission.master
         if master == "local":
+            note = oversubscription_note(config, submission.local_agents)
+            if note:
+                print(f"{PROG}: note: {note}", file=err)
             cluster = start_local_cluster(config, job_dir / "cluster", submission.local_agents)
             master = cluster.address
             print(f"{PROG}: embedded Mesos master at http://{master}/ (its web page lists "
@@ -557,7 +605,8 @@ def run(submission: Submission, out: IO[str], err: IO[str]) -> ExitStatus:
             print(f"{PROG}: error: {error}", file=err)
             return ExitStatus.MASTER_UNREACHABLE
         print(f"{PROG}: framework {runner.scheduler.framework_id} registered", file=out)
-        show = _ProgressPrinter(out, objective, quiet=submission.quiet)
+        show = _ProgressPrinter(out, objective, quiet=submission.quiet,
+                                wants=describe(config.runner))
         runner.wait(poll=lambda: show(runner.controller.progress()))
         show.done()
         runner.stop(framework_pb2.STOPPED, "stopped")  # kills leftovers, tears down
@@ -587,9 +636,10 @@ def run(submission: Submission, out: IO[str], err: IO[str]) -> ExitStatus:
 class _ProgressPrinter:
     """A live progress line: rewritten in place on a terminal, a line per change otherwise."""
 
-    def __init__(self, out: IO[str], objective: str, quiet: bool) -> None:
+    def __init__(self, out: IO[str], objective: str, quiet: bool, wants: str = "") -> None:
         self._out = out
         self._objective = objective
+        self._wants = wants
         self._quiet = quiet
         self._tty = bool(getattr(out, "isatty", lambda: False)())
         self._last = ""
@@ -600,7 +650,7 @@ class _ProgressPrinter:
             return
         from submit.results import progress_line
 
-        line = progress_line(progress, self._objective)
+        line = progress_line(progress, self._objective, self._wants)
         core = line.split("] ", 1)[-1]
         if self._tty:
             self._out.write("\r" + line.ljust(len(self._last)))
@@ -641,6 +691,9 @@ def _report(runner: Any, job_dir: Path, out: IO[str], err: IO[str], objective: s
     }
     order = [p.name for p in runner.config.search.space.parameters]
     json_path, csv_path = results.write(job_dir, summary, trials, maximize, order)
+    if outcome_name == "UNSCHEDULABLE":  # a request error: one line, as a bad flag gets
+        print(f"{PROG}: error: {message}", file=err)
+        return
     if trials:
         print("", file=out)
         print(results.table(trials, objective, maximize, param_order=order), file=out)

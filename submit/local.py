@@ -81,6 +81,26 @@ def _local_gpu_devices(config: JobConfig) -> tuple[int, ...]:
     return devices
 
 
+def agent_size(config: JobConfig, agents: int = 1) -> tuple[float, float]:
+    """(cpus, MB) each local agent advertises: the machine's, or what the job needs if more."""
+    parallelism = max(1, int(config.search.parallelism))
+    per_agent = -(-parallelism // agents)  # ceil
+    need_cpus = config.appcore.cpus + per_agent * config.runner.cpus
+    need_mem = config.appcore.mem_mb + per_agent * config.runner.mem_mb
+    return max(float(os.cpu_count() or 1), need_cpus), max(default_mem_mb(), need_mem)
+
+
+def oversubscription_note(config: JobConfig, agents: int = 1) -> str:
+    """One line for the user when the local agents advertise more than this machine has."""
+    cpus, mem = agent_size(config, agents)
+    machine_cpus, machine_mem = float(os.cpu_count() or 1), default_mem_mb()
+    if cpus <= machine_cpus and mem <= machine_mem:
+        return ""
+    return (f"this machine has {machine_cpus:.0f} CPUs and {machine_mem:.0f} MB; the local "
+            f"cluster advertises {cpus:g} CPUs and {mem:.0f} MB per agent so that AppCore and "
+            f"{config.search.parallelism} trials fit: they share the machine (cpus are shares)")
+
+
 def local_cluster_config(config: JobConfig, work_dir: Path, agents: int = 1) -> ClusterConfig:
     """One or more agents with this machine's resources, never smaller than the job needs.
 
@@ -88,20 +108,10 @@ def local_cluster_config(config: JobConfig, work_dir: Path, agents: int = 1) -> 
     ``--app-runner-cpus 3`` would otherwise never fit, so each agent advertises at least AppCore
     plus ``parallelism`` runners' worth (spread over the agents), and says so in the log.
     """
-    parallelism = max(1, int(config.search.parallelism))
-    per_agent = -(-parallelism // agents)  # ceil
-    need_cpus = config.appcore.cpus + per_agent * config.runner.cpus
-    need_mem = config.appcore.mem_mb + per_agent * config.runner.mem_mb
-    machine_cpus = float(os.cpu_count() or 1)
-    machine_mem = default_mem_mb()
-    cpus = max(machine_cpus, need_cpus)
-    mem = max(machine_mem, need_mem)
-    if cpus > machine_cpus or mem > machine_mem:
-        logger.warning(
-            "local cluster oversubscribes this machine: each agent advertises %.1f cpus and "
-            "%.0f MB (the machine has %.0f cpus and %.0f MB) so the job's tasks fit",
-            cpus, mem, machine_cpus, machine_mem,
-        )
+    cpus, mem = agent_size(config, agents)
+    note = oversubscription_note(config, agents)
+    if note:
+        logger.warning("%s", note)
     return ClusterConfig(
         agents=agents,
         cpus=cpus,

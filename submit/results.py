@@ -19,8 +19,18 @@ def _fmt(value: Any) -> str:
     return str(value)
 
 
-def progress_line(progress: Progress, objective: str) -> str:
-    """One line: trials done / running / failed, best so far, elapsed."""
+WAITING_NOTE_SECONDS = 10.0
+"""A trial pending longer than this is named on the progress line (the cluster is busy)."""
+
+
+def progress_line(progress: Progress, objective: str, wants: str = "") -> str:
+    """One line: trials done / running / failed, best so far, elapsed; and a trial that waits.
+
+    Args:
+        progress: the job's progress.
+        objective: the objective's name.
+        wants: what one trial asks for (``cpus=4, mem=5120 MB``), named while one waits.
+    """
     minutes, seconds = divmod(int(progress.elapsed), 60)
     line = (
         f"[{minutes:02d}:{seconds:02d}] trials {progress.done}/{progress.budget} done, "
@@ -29,6 +39,12 @@ def progress_line(progress: Progress, objective: str) -> str:
     best = progress.best
     if best is not None and best.objective is not None:
         line += f" | best {objective}={best.objective:.6g} (trial-{best.number:04d})"
+    if progress.waiting >= WAITING_NOTE_SECONDS:
+        # The time it started waiting, not for how long: the line changes only when that does.
+        since_minutes, since_seconds = divmod(int(progress.elapsed - progress.waiting), 60)
+        line += (f" | a trial waits for free resources since [{since_minutes:02d}:"
+                 f"{since_seconds:02d}]" + (f" ({wants} per trial)" if wants else "")
+                 + ": the cluster is busy")
     return line
 
 

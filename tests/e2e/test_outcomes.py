@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 import json
+import os
 from pathlib import Path
 import shlex
 import shutil
@@ -211,4 +212,6 @@ def test_the_readme_fig3_command_ends_with_the_trial_that_reached_the_target(
                         output=tmp_path / "testAutoML_model")
     assert results["message"].startswith(f"trial {winner} reached accuracy=")
     assert results["best"]["objective"] >= 0.95
+    if (os.cpu_count() or 1) < 4 * 3 + 2:  # four 3-CPU trials and a 2-CPU AppCore
+        assert job.output.count("da-submit: note: this machine has") == 1
     assert {s for n, s in ended.states().items() if n != winner} <= {"COMPLETED", "KILLED"}

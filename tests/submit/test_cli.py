@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -40,13 +41,15 @@ def argv(*extra: str) -> list[str]:
 
 
 def test_the_issue_command_validates_into_a_job(files: Path) -> None:
-    submission = validate(build_parser().parse_args(argv("--seed", "5", "--target", "0.95")))
+    submission = validate(build_parser().parse_args(argv("--seed", "5", "--target", "0.95",
+                                                         "--max-duration", "1h30m")))
     config = submission.config
     assert config.app_name == "mnist"
     assert config.runner.cpus == 4 and config.runner.mem_mb == 5120
     assert config.appcore.cpus == 1 and config.appcore.mem_mb == 1024
     assert config.search.max_trials == 200
     assert config.search.seed == 5 and config.search.target == 0.95
+    assert config.max_duration == 5400.0
     assert config.search.direction == common_pb2.MAXIMIZE
     assert [p.name for p in config.search.space.parameters] == ["lr", "bs"]
     assert config.files == (str(files / "train.py"),)
@@ -75,6 +78,13 @@ def test_trial_steps_spelling_is_accepted(files: Path) -> None:
         (("--input", "/definitely/not/here#data"), "no such file or folder"),
         (("--target", "high"), "--target"),
         (("--seed", "1.5"), "--seed"),
+        (("--seed", str(2**70)), "--seed: invalid value '1180591620717411303424': expected an "
+                                 "integer from 0 to 4294967295"),
+        (("--seed", "-3"), "--seed: invalid value '-3'"),
+        (("--target", "nan"), "--target: invalid value 'nan': expected a finite number"),
+        (("--target", "inf"), "--target: invalid value 'inf'"),
+        (("--max-duration", "soon"), "--max-duration: invalid duration 'soon': expected"),
+        (("--max-duration", "0s"), "--max-duration: invalid duration '0s': must be greater"),
         (("--tuning-setting", "novalue"), "KEY=VALUE"),
         (("--tuning-setting", "colour=red"), "unknown setting 'colour'"),
         (("--offer-policy", "lottery"), "unknown policy 'lottery'"),
@@ -178,9 +188,26 @@ def test_bayesian_flags_become_settings_and_the_job_spec(files: Path) -> None:
     args = argv("--tuning-type", "bayesian", "--bayes-backend", "gp", "--bayes-mode", "sync",
                 "--warm-start", "earlier.json", "--early-stopping", "asha",
                 "--early-stopping-setting", "min_resource=2")
-    search = validate(build_parser().parse_args(args)).config.search
+    submission = validate(build_parser().parse_args(args))
+    search = submission.config.search
+    assert submission.notes == (
+        "--warm-start earlier.json: 1 completed trials are told to the model",)
     assert search.settings["backend"] == "gp" and search.settings["mode"] == "sync"
     assert json.loads(search.settings["warm_start"]) == {
         "known": [{"assignment": {"lr": 0.01, "bs": 64}, "value": 0.8}], "points": []}
     assert search.early_stopping == "asha"
     assert dict(search.early_stopping_settings) == {"min_resource": "2"}
+
+
+@pytest.mark.parametrize(("content", "note"), [
+    ({"objective": "accuracy", "trials": [{"state": "FAILED", "assignment": {"lr": 0.1}}]},
+     "--warm-start earlier.json: no completed trial with a 'accuracy' value, so the search "
+     "starts from nothing"),
+    ([{"lr": 0.01, "bs": 64}, {"lr": 0.02, "bs": 32}],
+     "--warm-start earlier.json: 2 points are evaluated first"),
+])
+def test_warm_start_says_what_it_used(files: Path, capsys: pytest.CaptureFixture[str],
+                                      content: Any, note: str) -> None:
+    (files / "earlier.json").write_text(json.dumps(content))
+    args = argv("--tuning-type", "bayesian", "--warm-start", "earlier.json")
+    assert validate(build_parser().parse_args(args)).notes == (note,)

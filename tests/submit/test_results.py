@@ -108,10 +108,26 @@ def test_progress_line() -> None:
         "[00:00] trials 0/5 done, 0 running, 0 pending, 0 failed")
 
 
+def test_progress_line_says_when_a_trial_waits_for_resources() -> None:
+    def line(waiting: float, elapsed: float) -> str:
+        progress = Progress(done=1, running=1, pending=1, failed=0, best=None, submitted=3,
+                            budget=9, elapsed=elapsed, waiting=waiting)
+        return results.progress_line(progress, "accuracy", "cpus=3, mem=5120 MB")
+
+    assert "waits" not in line(waiting=5.0, elapsed=60.0)  # a moment in the queue is normal
+    assert line(waiting=12.0, elapsed=70.0) == (
+        "[01:10] trials 1/9 done, 1 running, 1 pending, 0 failed | a trial waits for free "
+        "resources since [00:58] (cpus=3, mem=5120 MB per trial): the cluster is busy")
+    # The note does not change while the same trial waits (a line per change off a terminal).
+    assert line(12.0, 70.0).split("] ", 1)[1] == line(42.0, 100.0).split("] ", 1)[1]
+
+
 @pytest.mark.parametrize("outcome, status", [
     (framework_pb2.BUDGET_SPENT, ExitStatus.SUCCESS),
     (framework_pb2.TARGET_REACHED, ExitStatus.SUCCESS),
     (framework_pb2.SPACE_EXHAUSTED, ExitStatus.SUCCESS),
+    (framework_pb2.TIME_LIMIT_REACHED, ExitStatus.SUCCESS),
+    (framework_pb2.UNSCHEDULABLE, ExitStatus.USAGE),
     (framework_pb2.TOO_MANY_FAILURES, ExitStatus.TOO_MANY_FAILURES),
     (framework_pb2.STOPPED, ExitStatus.STOPPED),
     (framework_pb2.ERROR, ExitStatus.ERROR),

@@ -1,0 +1,35 @@
+"""The embedded cluster's size for a job, and the note when it oversubscribes this machine."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+import os
+
+from framework.spec import JobConfig
+from framework.spec import TaskResources
+from localmesos.agent import default_mem_mb
+from submit.local import agent_size
+from submit.local import oversubscription_note
+from tests.inprocess import job_config
+
+
+def _config(cpus: float, mem_mb: float, parallelism: int = 4) -> JobConfig:
+    return replace(job_config(parallelism=parallelism),
+                   runner=TaskResources(cpus=cpus, mem_mb=mem_mb))
+
+
+def test_a_job_that_fits_the_machine_gets_the_machine_and_no_note() -> None:
+    config = _config(cpus=0.1, mem_mb=16, parallelism=2)
+    assert agent_size(config) == (float(os.cpu_count() or 1), default_mem_mb())
+    assert oversubscription_note(config) == ""
+
+
+def test_a_larger_job_gets_what_it_needs_and_a_note_that_says_so() -> None:
+    config = _config(cpus=1000, mem_mb=16, parallelism=4)
+    cpus, _ = agent_size(config)
+    assert cpus == 0.5 + 4 * 1000  # AppCore and four runners
+    note = oversubscription_note(config)
+    assert note.startswith(f"this machine has {os.cpu_count()} CPUs")
+    assert "advertises 4000.5 CPUs" in note and "AppCore and 4 trials fit" in note
+    # Spread over two agents, each needs AppCore and half the runners.
+    assert agent_size(config, agents=2)[0] == 0.5 + 2 * 1000
