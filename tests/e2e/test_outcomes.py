@@ -25,6 +25,7 @@ from submit.local import free_port_range
 from tests.e2e.conftest import ROOT
 from tests.e2e.conftest import common_flags
 from tests.e2e.outcomes import check_ended
+from tests.inprocess import wait_for
 
 
 pytestmark = pytest.mark.slow
@@ -137,6 +138,10 @@ def test_ctrl_c(submit: Any, job_flags: Any) -> None:
     job = submit(*job_flags("--trail-steps", "20", "--parallelism", "2"),
                  env={"SLOW_AFTER": "2"})
     job.wait_for_line(r"trials 2/20 done, 2 running", timeout=90)
+    # Trial 3 sleeps: what it printed is already in the job folder while it runs.
+    log = job.job_dir() / "logs" / "trial-0003.stdout"
+    wait_for(lambda: log.exists() and "trial 3 starts" in log.read_text(), timeout=30,
+             what="trial 3's stdout in the job folder")
     job.process.send_signal(signal.SIGINT)
     job.wait(60)
     best = int(job.results()["best"]["trial"])
