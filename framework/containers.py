@@ -2,7 +2,7 @@
 
 ``--docker-image IMAGE`` runs every trial in a container of IMAGE (``--app-core-docker-image``
 does the same for AppCore). Mesos has two ways to run a Docker image, and they differ in what
-they support (``shared/reference/mesos-v1-api.md`` §2.4, §4):
+they support (Mesos' containerizer and GPU documentation):
 
 * ``--containerizer mesos`` (the default): ``type: MESOS`` with ``mesos.image`` of type DOCKER,
   run by the Mesos (unified) containerizer. The only way Mesos gives a task GPUs in a container:

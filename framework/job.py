@@ -472,7 +472,7 @@ class JobController:
                    if t.task_id and t.state in _ON_AN_AGENT]
             ids += sorted(self._pruned_tasks | self._finishing_tasks)
             # An AppCore that ended (terminal status after the job ended, or past its restarts)
-            # is no longer live: listing it made JobRunner.stop wait its whole grace period.
+            # is not live: JobRunner.stop waits for live tasks until its grace period ends.
             if self._appcore_task_id and self._appcore_state not in ("WAITING", "ENDED"):
                 ids.append(self._appcore_task_id)
             return ids
@@ -652,7 +652,7 @@ def sorted_trials(trials: Sequence[TrialRow], maximize: bool) -> list[TrialRow]:
 
     def key(t: TrialRow) -> tuple[bool, float, int]:
         # Only a completed trial's objective ranks it: a killed or failed trial may carry an
-        # intermediate value, which used to sort "the rest" by value instead of by number.
+        # intermediate value, and "the rest" sort by number, not by that value.
         ranked = t.state == TrialState.COMPLETED and t.objective is not None
         return (not ranked, sign * (t.objective or 0.0) if ranked else 0.0, t.number)
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import asdict
 from dataclasses import dataclass
 from dataclasses import field
+from dataclasses import fields
 import json
 from typing import Any
 
@@ -59,8 +60,6 @@ class JobConfig:
     output: OutputSpec | None = None
     appcore_command: str = ""
     """The command that starts AppCore on an agent (default: ``python3 -m appcore``)."""
-    runner_path_prefix: str = ""
-    """A folder prepended to the runner's PATH (local mode: this interpreter's bin folder)."""
     max_appcore_restarts: int = 3
     max_task_retries: int = 2
     """Launches of a trial again after its task was lost (agent gone, TASK_LOST/GONE/DROPPED/
@@ -92,6 +91,9 @@ class JobConfig:
     @classmethod
     def from_json(cls, text: str) -> JobConfig:
         data = json.loads(text)
+        # A record written by another version may have fields this one does not know.
+        known = {f.name for f in fields(cls)}
+        data = {key: value for key, value in data.items() if key in known}
         search = json_format.ParseDict(data.pop("search"), common_pb2.JobSpec())
         output = data.pop("output")
         return cls(

@@ -11,7 +11,7 @@ Routes (all on one loopback port, as ``libprocess`` serves a master):
   ``length``, ``jsonp``) over every agent's sandboxes.
 * ``GET /``: a small HTML page listing frameworks and tasks.
 
-Transport rules are a Mesos master's (``shared/reference/mesos-v1-api.md`` §2.2): SUBSCRIBE is
+Transport rules are a Mesos master's (Mesos' scheduler HTTP API documentation): SUBSCRIBE is
 answered ``200`` with ``Transfer-Encoding: chunked``, ``Mesos-Stream-Id`` and no
 ``Content-Length``, and the connection then carries RecordIO events; every other call gets a
 complete response on the keep-alive connection (``202`` with ``Content-Length: 0``), or

@@ -1,8 +1,8 @@
 """The embedded Mesos master: frameworks, offers and tasks, driven by scheduler calls.
 
 :class:`Master` is the state machine behind ``/api/v1/scheduler``. It follows the behaviour of
-apache/mesos ``src/master/master.cpp`` that a v1 HTTP framework can observe (see
-``shared/reference/mesos-v1-api.md`` §2.7):
+apache/mesos ``src/master/master.cpp`` that a v1 HTTP framework can observe (Mesos'
+scheduler HTTP API documentation):
 
 * SUBSCRIBE mints a FrameworkID (``<master id>-0000``), answers SUBSCRIBED and an immediate
   HEARTBEAT on a new :class:`Subscription`, then a HEARTBEAT every heartbeat interval. A

@@ -2,7 +2,7 @@
 
 The shapes follow apache/mesos ``src/master/readonly_handler.cpp`` (``FullFrameworkWriter``,
 ``SlaveWriter``, ``json(Task)``, ``json(Offer)``) and ``src/master/metrics.cpp``, as summarized
-in ``shared/reference/mesos-v1-api.md`` §5, so the Mesos web UI and tools written against a real
+in Mesos' endpoint documentation, so the Mesos web UI and tools written against a real
 master read them unchanged. Resources appear in the object form
 (``{"cpus": 4, "gpus": 0, "mem": 1024, "disk": 0, "ports": "[31000-32000]"}``).
 

@@ -4,7 +4,7 @@ pymesos 0.3.15 declares ``http-parser`` as a dependency. PyPI has only an sdist 
 http-parser 0.9.0, and its C extension does not build on CPython 3.11 (``longintrepr.h``) nor
 its ``setup.py`` run on 3.12+ (``imp``). pymesos does not need the extension:
 ``http_parser/http.py`` falls back to the pure-Python ``http_parser.pyparser`` when the compiled
-parser cannot be imported (see ``shared/reference/mesos-v1-api.md`` §1.1).
+parser cannot be imported.
 
 This script downloads the pinned sdist through pip (so pip's index configuration and proxies
 apply), checks its SHA-256, and packs only the pure-Python modules, unmodified, into

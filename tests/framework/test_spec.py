@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 from framework.spec import InputSpec
 from framework.spec import JobConfig
 from framework.spec import OutputSpec
@@ -18,12 +20,21 @@ def test_json_round_trip_keeps_every_field() -> None:
            "output": OutputSpec("/results", "model"),
            "runner": TaskResources(cpus=2.0, mem_mb=1024.0, gpus=1, disk_mb=10.0),
            "extra_env": {"A": "1"},
-           "runner_path_prefix": "/venv/bin"},
+           "max_duration": 5400.0, "max_task_retries": 1},
     )
     again = JobConfig.from_json(config.to_json())
     assert again == config
     assert again.search.target == 0.95 and again.search.HasField("target")
     assert again.search.space == config.search.space
+
+
+def test_a_record_of_an_older_version_still_reads() -> None:
+    data = json.loads(job_config().to_json())
+    data["runner_path_prefix"] = "/venv/bin"  # a field this version no longer has
+    del data["max_task_retries"]  # a field it did not have yet
+    again = JobConfig.from_json(json.dumps(data))
+    assert again.max_task_retries == JobConfig.max_task_retries
+    assert again.search == job_config().search
 
 
 def test_without_output_or_target() -> None:
