@@ -18,8 +18,8 @@ from appcore.framework_client import FrameworkClient
 from appcore.loop import TrialLoop
 from appcore.servicer import AppCoreServicer
 from appcore.servicer import make_server
-from appcore.space import space_from_proto
-from apprunner_sdk import _env
+from common import task_env
+from common.space import space_from_proto
 from protos import common_pb2
 from protos import framework_pb2
 
@@ -37,10 +37,10 @@ def _require(name: str) -> str:
 def main() -> int:
     logging.basicConfig(level=logging.INFO, stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    framework_address = _require(_env.FRAMEWORK_ADDR)
-    token = _require(_env.JOB_TOKEN)
-    port = int(_require(_env.APPCORE_PORT))
-    host = os.environ.get(_env.APPCORE_HOST) or "127.0.0.1"
+    framework_address = _require(task_env.FRAMEWORK_ADDR)
+    token = _require(task_env.JOB_TOKEN)
+    port = int(_require(task_env.APPCORE_PORT))
+    host = os.environ.get(task_env.APPCORE_HOST) or "127.0.0.1"
     framework = FrameworkClient(framework_address, token)
     framework.wait_ready()
 

@@ -13,9 +13,9 @@ from typing import TypeVar
 
 import grpc
 
-from appcore.space import Assignment
-from appcore.space import assignment_to_proto
-from apprunner_sdk._env import TOKEN_METADATA
+from common.space import Assignment
+from common.space import assignment_to_proto
+from common.task_env import TOKEN_METADATA
 from protos import common_pb2
 from protos import framework_pb2
 from protos import framework_pb2_grpc

@@ -27,8 +27,8 @@ from appcore.framework_client import FrameworkClient
 from appcore.priority import priority_for
 from appcore.pruners import PrunerRecord
 from appcore.pruners import create_pruner
-from appcore.space import Assignment
-from appcore.space import assignment_from_proto
+from common.space import Assignment
+from common.space import assignment_from_proto
 from protos import common_pb2
 from protos import framework_pb2
 

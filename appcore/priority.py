@@ -39,10 +39,10 @@ import math
 import statistics
 from typing import Any
 
-from appcore.errors import InvalidSettingsError
-from appcore.setting_values import int_at_least
-from appcore.setting_values import non_negative_number
-from appcore.setting_values import positive_numbers
+from common.errors import InvalidSettingsError
+from common.setting_values import int_at_least
+from common.setting_values import non_negative_number
+from common.setting_values import positive_numbers
 
 
 __all__ = [

@@ -8,8 +8,8 @@ import math
 import grpc
 
 from appcore.loop import TrialLoop
-from appcore.tokens import check_trial_token
-from apprunner_sdk._env import TOKEN_METADATA
+from common.task_env import TOKEN_METADATA
+from common.tokens import check_trial_token
 from protos import appcore_pb2
 from protos import appcore_pb2_grpc
 

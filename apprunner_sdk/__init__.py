@@ -28,10 +28,10 @@ import threading
 import time
 from typing import Any
 
-from apprunner_sdk import _env
 from apprunner_sdk.client import AppCoreClient
 from apprunner_sdk.client import AppCoreUnreachableError
 from apprunner_sdk.client import ReportRejectedError
+from common import task_env
 
 
 __all__ = [
@@ -51,22 +51,22 @@ class _Trial:
     """This process's trial: its assignment, its connection, whether it ended."""
 
     def __init__(self, environ: Mapping[str, str]) -> None:
-        self.params = _parse_params(environ.get(_env.PARAMS, ""))
-        number = environ.get(_env.TRIAL_NUMBER, "")
+        self.params = _parse_params(environ.get(task_env.PARAMS, ""))
+        number = environ.get(task_env.TRIAL_NUMBER, "")
         self.number: int | None = int(number) if number.isdigit() else None
-        self.output_dir = environ.get(_env.OUTPUT_DIR, "")
-        self.output_name = environ.get(_env.OUTPUT_NAME, "")
+        self.output_dir = environ.get(task_env.OUTPUT_DIR, "")
+        self.output_name = environ.get(task_env.OUTPUT_NAME, "")
         self.final_sent = False
         self.stop = False
         self.lock = threading.Lock()
-        address = environ.get(_env.APPCORE_ADDR, "")
+        address = environ.get(task_env.APPCORE_ADDR, "")
         self.client: AppCoreClient | None = None
         if address and self.number is not None:
             self.client = AppCoreClient(
                 address,
-                environ.get(_env.FRAMEWORK_ADDR, ""),
+                environ.get(task_env.FRAMEWORK_ADDR, ""),
                 self.number,
-                environ.get(_env.TRIAL_TOKEN, ""),
+                environ.get(task_env.TRIAL_TOKEN, ""),
             )
 
 
@@ -97,9 +97,9 @@ def _parse_params(text: str) -> dict[str, Any]:
     try:
         value = json.loads(text)
     except json.JSONDecodeError as err:
-        raise ValueError(f"{_env.PARAMS} is not valid JSON: {err}") from None
+        raise ValueError(f"{task_env.PARAMS} is not valid JSON: {err}") from None
     if not isinstance(value, dict):
-        raise ValueError(f"{_env.PARAMS} must be a JSON object, got {type(value).__name__}")
+        raise ValueError(f"{task_env.PARAMS} must be a JSON object, got {type(value).__name__}")
     return value
 
 

@@ -14,7 +14,7 @@ from typing import TypeVar
 
 import grpc
 
-from apprunner_sdk._env import TOKEN_METADATA
+from common.task_env import TOKEN_METADATA
 from protos import appcore_pb2
 from protos import appcore_pb2_grpc
 from protos import common_pb2

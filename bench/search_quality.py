@@ -37,8 +37,8 @@ import numpy as np
 
 from appcore.algorithms import SearchAlgorithm
 from appcore.algorithms import create_algorithm
-from appcore.space import RealParam
-from appcore.space import SearchSpace
+from common.space import RealParam
+from common.space import SearchSpace
 
 
 def branin(x: list[float]) -> float:

@@ -34,11 +34,11 @@ import time
 
 import numpy as np
 
-from appcore.space import CategoricalParam
-from appcore.space import IntParam
-from appcore.space import RealParam
-from appcore.space import SearchSpace
-from apprunner_sdk import _env
+from common import task_env
+from common.space import CategoricalParam
+from common.space import IntParam
+from common.space import RealParam
+from common.space import SearchSpace
 from common.trial_state import TrialState
 from protos import common_pb2
 from protos import framework_pb2
@@ -108,8 +108,9 @@ class _AppCoreProcess:
     """``python -m appcore`` in its own process, configured as the framework configures it."""
 
     def __init__(self, framework: Framework) -> None:
-        env = {**os.environ, _env.FRAMEWORK_ADDR: framework.address, _env.JOB_TOKEN: JOB_TOKEN,
-               _env.APPCORE_PORT: str(free_port()), _env.APPCORE_HOST: "127.0.0.1",
+        env = {**os.environ, task_env.FRAMEWORK_ADDR: framework.address,
+               task_env.JOB_TOKEN: JOB_TOKEN, task_env.APPCORE_PORT: str(free_port()),
+               task_env.APPCORE_HOST: "127.0.0.1",
                "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
         self.process = subprocess.Popen([sys.executable, "-m", "appcore"], cwd=ROOT, env=env,
                                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

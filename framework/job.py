@@ -23,9 +23,9 @@ import threading
 import time
 from typing import Any
 
-from appcore.errors import InvalidAssignmentError
-from appcore.space import assignment_to_proto
-from appcore.space import space_from_proto
+from common.errors import InvalidAssignmentError
+from common.space import assignment_to_proto
+from common.space import space_from_proto
 from common.task_states import has_ended_for_framework
 from common.task_states import was_lost
 from common.trial_state import TrialState

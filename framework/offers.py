@@ -6,9 +6,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from common.resources import ResourceError
+from common.resources import Resources
 from framework.spec import TaskResources
-from localmesos.resources import ResourceError
-from localmesos.resources import Resources
 
 
 @dataclass(frozen=True)

@@ -20,8 +20,8 @@ from urllib.request import urlopen
 from pymesos import MesosSchedulerDriver
 
 from appcore.priority import SETTINGS as PRIORITY_SETTINGS
-from appcore.tokens import new_job_token
 from common.durations import format_duration
+from common.tokens import new_job_token
 from framework.capacity import agent_totals
 from framework.capacity import unfit
 from framework.fileserver import FileServer

@@ -15,7 +15,8 @@ from typing import Any
 
 from pymesos import Scheduler
 
-from appcore.tokens import trial_token
+from common.resources import Resources
+from common.tokens import trial_token
 from framework.containers import container_info
 from framework.containers import task_environment
 from framework.job import APPCORE_KEY
@@ -27,7 +28,6 @@ from framework.policies import OfferPolicy
 from framework.sandbox_logs import SandboxLogs
 from framework.tasks import appcore_task
 from framework.tasks import trial_task
-from localmesos.resources import Resources
 from protos import framework_pb2
 
 

@@ -11,11 +11,11 @@ from typing import TypeVar
 
 import grpc
 
-from appcore.errors import InvalidAssignmentError
-from appcore.space import assignment_from_proto
-from appcore.tokens import check_job_token
-from appcore.tokens import check_trial_token
-from apprunner_sdk._env import TOKEN_METADATA
+from common.errors import InvalidAssignmentError
+from common.space import assignment_from_proto
+from common.task_env import TOKEN_METADATA
+from common.tokens import check_job_token
+from common.tokens import check_trial_token
 from framework import errors
 from framework.job import JobController
 from protos import framework_pb2

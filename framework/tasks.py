@@ -8,8 +8,8 @@ import copy
 import json
 from typing import Any
 
-from apprunner_sdk import _env
-from localmesos.resources import Resources
+from common import task_env
+from common.resources import Resources
 
 
 def task_name(trial_number: int) -> str:
@@ -61,11 +61,11 @@ def appcore_task(
     """
     env = {
         **extra_env,
-        _env.JOB_ID: job_id,
-        _env.FRAMEWORK_ADDR: framework_address,
-        _env.JOB_TOKEN: job_token,
-        _env.APPCORE_PORT: str(first_port(claim)),
-        _env.APPCORE_HOST: hostname,
+        task_env.JOB_ID: job_id,
+        task_env.FRAMEWORK_ADDR: framework_address,
+        task_env.JOB_TOKEN: job_token,
+        task_env.APPCORE_PORT: str(first_port(claim)),
+        task_env.APPCORE_HOST: hostname,
         "PYTHONUNBUFFERED": "1",
     }
     task: dict[str, Any] = {
@@ -108,17 +108,17 @@ def trial_task(
     params = json.dumps(dict(assignment), sort_keys=True)
     env = {
         **extra_env,
-        _env.JOB_ID: job_id,
-        _env.TRIAL_NUMBER: str(trial_number),
-        _env.TRIAL_TOKEN: trial_token,
-        _env.PARAMS: params,
-        _env.APPCORE_ADDR: appcore_address,
-        _env.FRAMEWORK_ADDR: framework_address,
+        task_env.JOB_ID: job_id,
+        task_env.TRIAL_NUMBER: str(trial_number),
+        task_env.TRIAL_TOKEN: trial_token,
+        task_env.PARAMS: params,
+        task_env.APPCORE_ADDR: appcore_address,
+        task_env.FRAMEWORK_ADDR: framework_address,
         "PYTHONUNBUFFERED": "1",
     }
     if output_dir:
-        env[_env.OUTPUT_DIR] = output_dir
-        env[_env.OUTPUT_NAME] = output_name
+        env[task_env.OUTPUT_DIR] = output_dir
+        env[task_env.OUTPUT_NAME] = output_name
     task: dict[str, Any] = {
         "name": name,
         "task_id": {"value": trial_task_id(trial_number, retries)},

@@ -50,6 +50,8 @@ import time
 from typing import Any
 import uuid
 
+from common.resources import ResourceError
+from common.resources import Resources
 from localmesos import containerizer as containerizer_mod
 from localmesos import executor as executor_mod
 from localmesos import sandbox as sandbox_mod
@@ -61,8 +63,6 @@ from localmesos.executor import LaunchError
 from localmesos.fetcher import FetchCancelled
 from localmesos.fetcher import FetchError
 from localmesos.fetcher import fetch_uris
-from localmesos.resources import ResourceError
-from localmesos.resources import Resources
 from localmesos.status_updates import TERMINAL_STATES
 from localmesos.status_updates import StatusUpdateManager
 

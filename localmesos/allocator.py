@@ -33,7 +33,7 @@ import random
 import threading
 import time
 
-from localmesos.resources import Resources
+from common.resources import Resources
 
 
 logger = logging.getLogger(__name__)

@@ -25,13 +25,13 @@ from types import FrameType
 from typing import NoReturn
 
 from common import durations
+from common.resources import SIZE_HELP
+from common.resources import ResourceError
+from common.resources import parse_ranges
+from common.resources import parse_size_mb
 from localmesos.cluster import ClusterConfig
 from localmesos.cluster import LocalCluster
 from localmesos.master import MESOS_VERSION
-from localmesos.resources import SIZE_HELP
-from localmesos.resources import ResourceError
-from localmesos.resources import parse_ranges
-from localmesos.resources import parse_size_mb
 
 
 PROG = "da-cluster"

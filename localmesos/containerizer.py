@@ -68,10 +68,10 @@ import threading
 from typing import Any
 import uuid
 
+from common.resources import Resources
 from localmesos import executor as executor_mod
 from localmesos.executor import LaunchError
 from localmesos.executor import RunAs
-from localmesos.resources import Resources
 
 
 logger = logging.getLogger(__name__)

@@ -52,10 +52,10 @@ from typing import Any
 from typing import Protocol
 import uuid
 
+from common.resources import ResourceError
+from common.resources import Resources
 from localmesos import allocator as alloc
 from localmesos import validation
-from localmesos.resources import ResourceError
-from localmesos.resources import Resources
 from localmesos.validation import CallError
 
 

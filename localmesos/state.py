@@ -18,7 +18,7 @@ import time
 from typing import TYPE_CHECKING
 from typing import Any
 
-from localmesos.resources import Resources
+from common.resources import Resources
 
 
 if TYPE_CHECKING:

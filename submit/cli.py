@@ -29,18 +29,18 @@ from typing import Any
 
 from appcore.algorithms import ALGORITHMS
 from appcore.algorithms import algorithm_class
-from appcore.errors import SearchInputError
-from appcore.space import space_to_proto
 from common.durations import DurationError
 from common.durations import parse_duration
+from common.errors import SearchInputError
+from common.resources import ResourceError
+from common.resources import parse_size_mb
+from common.space import space_to_proto
 from framework.capacity import describe
 from framework.policies import POLICIES
 from framework.spec import InputSpec
 from framework.spec import JobConfig
 from framework.spec import OutputSpec
 from framework.spec import TaskResources
-from localmesos.resources import ResourceError
-from localmesos.resources import parse_size_mb
 from protos import common_pb2
 from protos import framework_pb2
 from submit.errors import DisAutoUsageError

@@ -12,12 +12,12 @@ The format is the paper's (Fig. 3)::
 with these types (every parameter has ``"name"``, ``"type"`` and ``"value"``; ``"description"``
 is allowed and ignored):
 
-* ``"bound"``: ``[low, high]``, numbers with low < high -> :class:`~appcore.space.RealParam`;
+* ``"bound"``: ``[low, high]``, numbers with low < high -> :class:`~common.space.RealParam`;
 * ``"int"`` or ``"integer"``: ``[low, high]``, whole numbers with low <= high ->
-  :class:`~appcore.space.IntParam`;
-* ``"number"``: a non-empty list of distinct numbers -> :class:`~appcore.space.CategoricalParam`;
+  :class:`~common.space.IntParam`;
+* ``"number"``: a non-empty list of distinct numbers -> :class:`~common.space.CategoricalParam`;
 * ``"choice"`` or ``"categorical"``: a non-empty list of distinct strings or numbers ->
-  :class:`~appcore.space.CategoricalParam`.
+  :class:`~common.space.CategoricalParam`.
 
 Ranges also take ``"log": true`` (needs low > 0) and ``"step": x`` (0 < x <= high - low; a whole
 number for integers), but not both. Numbers keep their JSON type: in ``"number"`` and ``"choice"``
@@ -41,14 +41,14 @@ import os
 from pathlib import Path
 from typing import Any
 
-from appcore.errors import SearchSpaceError
-from appcore.space import MAX_EXACT_INT
-from appcore.space import CategoricalParam
-from appcore.space import IntParam
-from appcore.space import Param
-from appcore.space import RealParam
-from appcore.space import SearchSpace
-from appcore.space import Value
+from common.errors import SearchSpaceError
+from common.space import MAX_EXACT_INT
+from common.space import CategoricalParam
+from common.space import IntParam
+from common.space import Param
+from common.space import RealParam
+from common.space import SearchSpace
+from common.space import Value
 from submit.errors import ParameterFileError
 
 

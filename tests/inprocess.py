@@ -32,16 +32,16 @@ from appcore.framework_client import FrameworkClient
 from appcore.loop import TrialLoop
 from appcore.servicer import AppCoreServicer
 from appcore.servicer import make_server as make_appcore_server
-from appcore.space import CategoricalParam
-from appcore.space import IntParam
-from appcore.space import RealParam
-from appcore.space import SearchSpace
-from appcore.space import space_from_proto
-from appcore.space import space_to_proto
-from appcore.tokens import trial_token
 import apprunner_sdk
-from apprunner_sdk import _env
-from apprunner_sdk._env import TOKEN_METADATA
+from common import task_env
+from common.space import CategoricalParam
+from common.space import IntParam
+from common.space import RealParam
+from common.space import SearchSpace
+from common.space import space_from_proto
+from common.space import space_to_proto
+from common.task_env import TOKEN_METADATA
+from common.tokens import trial_token
 from framework.job import APPCORE_KEY
 from framework.job import JobController
 from framework.service import make_server as make_framework_server
@@ -311,11 +311,11 @@ class RunningJob:
                     token: str | None = None) -> None:
         """Set the environment the framework gives trial ``number``'s task; reset the SDK."""
         trial = {t.number: t for t in self.framework.controller.trials()}[number]
-        monkeypatch.setenv(_env.TRIAL_NUMBER, str(number))
-        monkeypatch.setenv(_env.TRIAL_TOKEN, token or trial_token(JOB_TOKEN, number))
-        monkeypatch.setenv(_env.PARAMS, json.dumps(trial.assignment))
-        monkeypatch.setenv(_env.APPCORE_ADDR, appcore or self.appcore.address)
-        monkeypatch.setenv(_env.FRAMEWORK_ADDR, self.framework.address)
+        monkeypatch.setenv(task_env.TRIAL_NUMBER, str(number))
+        monkeypatch.setenv(task_env.TRIAL_TOKEN, token or trial_token(JOB_TOKEN, number))
+        monkeypatch.setenv(task_env.PARAMS, json.dumps(trial.assignment))
+        monkeypatch.setenv(task_env.APPCORE_ADDR, appcore or self.appcore.address)
+        monkeypatch.setenv(task_env.FRAMEWORK_ADDR, self.framework.address)
         apprunner_sdk._reset_for_tests()
 
     def close(self) -> None:

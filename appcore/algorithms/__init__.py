@@ -28,8 +28,8 @@ from appcore.algorithms._base import SearchAlgorithm
 from appcore.algorithms._base import SettingSpec
 from appcore.algorithms._base import TrialOutcome
 from appcore.algorithms._base import TrialRecord
-from appcore.errors import UnknownAlgorithmError
-from appcore.space import SearchSpace
+from common.errors import UnknownAlgorithmError
+from common.space import SearchSpace
 
 
 __all__ = [

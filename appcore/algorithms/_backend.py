@@ -22,8 +22,8 @@ import numpy as np
 
 from appcore.algorithms._base import Direction
 from appcore.algorithms._base import TrialOutcome
-from appcore.space import Assignment
-from appcore.space import SearchSpace
+from common.space import Assignment
+from common.space import SearchSpace
 
 
 __all__ = ["Backend", "trial_seed"]

@@ -16,9 +16,9 @@ from typing import Final
 from typing import Literal
 from typing import TypeAlias
 
-from appcore.errors import InvalidSettingsError
-from appcore.space import Assignment
-from appcore.space import SearchSpace
+from common.errors import InvalidSettingsError
+from common.space import Assignment
+from common.space import SearchSpace
 
 
 __all__ = [
@@ -128,7 +128,7 @@ class SearchAlgorithm(abc.ABC):
 
     Settings:
         :data:`SETTINGS` declares every accepted setting; anything else is rejected by
-        :meth:`validate` and the constructor with :class:`~appcore.errors.InvalidSettingsError`.
+        :meth:`validate` and the constructor with :class:`~common.errors.InvalidSettingsError`.
 
     Args:
         space: The search space.

@@ -27,9 +27,9 @@ from appcore.algorithms._base import Direction
 from appcore.algorithms._base import TrialOutcome
 from appcore.algorithms.random import from_optuna_value
 from appcore.algorithms.random import to_optuna_distribution
-from appcore.space import Assignment
-from appcore.space import RealParam
-from appcore.space import SearchSpace
+from common.space import Assignment
+from common.space import RealParam
+from common.space import SearchSpace
 
 
 __all__ = ["OptunaBackend"]

@@ -51,13 +51,13 @@ from appcore.algorithms._base import SearchAlgorithm
 from appcore.algorithms._base import SettingSpec
 from appcore.algorithms._base import TrialOutcome
 from appcore.algorithms._base import TrialRecord
-from appcore.errors import InvalidAssignmentError
-from appcore.errors import InvalidSettingsError
-from appcore.space import Assignment
-from appcore.space import CategoricalParam
-from appcore.space import IntParam
-from appcore.space import RealParam
-from appcore.space import SearchSpace
+from common.errors import InvalidAssignmentError
+from common.errors import InvalidSettingsError
+from common.space import Assignment
+from common.space import CategoricalParam
+from common.space import IntParam
+from common.space import RealParam
+from common.space import SearchSpace
 
 
 __all__ = ["BACKENDS", "MODES", "BayesianSearch", "WarmStart", "warm_start_setting"]

@@ -1,7 +1,7 @@
 """Grid search (``grid-search``): every point of the space's Cartesian product, once.
 
 The grid is the product of one *axis* per parameter (the rules live with the parameters, in
-:mod:`appcore.space`, so that :meth:`~appcore.space.SearchSpace.grid_size` agrees):
+:mod:`common.space`, so that :meth:`~common.space.SearchSpace.grid_size` agrees):
 
 * categorical (``"number"``, ``"choice"``): every value, in the file's order;
 * real with a step: ``low, low + step, ... <= high``, computed in decimal so float error neither
@@ -35,10 +35,10 @@ from appcore.algorithms._base import Finished
 from appcore.algorithms._base import SearchAlgorithm
 from appcore.algorithms._base import SettingSpec
 from appcore.algorithms._base import TrialRecord
-from appcore.errors import InvalidSettingsError
-from appcore.space import Assignment
-from appcore.space import SearchSpace
-from appcore.space import Value
+from common.errors import InvalidSettingsError
+from common.space import Assignment
+from common.space import SearchSpace
+from common.space import Value
 
 
 __all__ = ["GridSearch", "MAX_POINTS_PER_RANGE"]

@@ -21,7 +21,7 @@ from optuna.samplers import RandomSampler
 
 from appcore.algorithms._backend import trial_seed
 from appcore.algorithms._optuna_study import OptunaBackend
-from appcore.space import Assignment
+from common.space import Assignment
 
 
 __all__ = ["QMCBackend"]

@@ -1,9 +1,9 @@
 """Random search (``random-search``): independent draws through Optuna's ``RandomSampler``.
 
 The sampling math is Optuna's: each parameter maps to an Optuna distribution
-(:class:`~appcore.space.RealParam` to ``FloatDistribution(low, high, log, step)``,
-:class:`~appcore.space.IntParam` to ``IntDistribution(low, high, log, step)``,
-:class:`~appcore.space.CategoricalParam` to ``CategoricalDistribution(choices)``) and a
+(:class:`~common.space.RealParam` to ``FloatDistribution(low, high, log, step)``,
+:class:`~common.space.IntParam` to ``IntDistribution(low, high, log, step)``,
+:class:`~common.space.CategoricalParam` to ``CategoricalDistribution(choices)``) and a
 ``RandomSampler`` draws the assignment through an in-memory study's ask.
 
 Reproducibility and restarts: trial ``n``'s assignment depends only on ``(seed, n)``. Each ask
@@ -37,12 +37,12 @@ from appcore.algorithms._base import Finished
 from appcore.algorithms._base import SearchAlgorithm
 from appcore.algorithms._base import SettingSpec
 from appcore.algorithms._base import TrialRecord
-from appcore.space import Assignment
-from appcore.space import IntParam
-from appcore.space import Param
-from appcore.space import RealParam
-from appcore.space import SearchSpace
-from appcore.space import Value
+from common.space import Assignment
+from common.space import IntParam
+from common.space import Param
+from common.space import RealParam
+from common.space import SearchSpace
+from common.space import Value
 
 
 __all__ = ["RandomSearch", "from_optuna_value", "to_optuna_distribution"]

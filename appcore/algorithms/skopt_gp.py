@@ -41,12 +41,12 @@ from appcore.algorithms._backend import Backend
 from appcore.algorithms._backend import trial_seed
 from appcore.algorithms._base import Direction
 from appcore.algorithms._base import TrialOutcome
-from appcore.space import Assignment
-from appcore.space import IntParam
-from appcore.space import Param
-from appcore.space import RealParam
-from appcore.space import SearchSpace
-from appcore.space import Value
+from common.space import Assignment
+from common.space import IntParam
+from common.space import Param
+from common.space import RealParam
+from common.space import SearchSpace
+from common.space import Value
 
 
 __all__ = ["GPBackend"]

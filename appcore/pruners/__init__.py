@@ -19,9 +19,9 @@ import importlib
 from types import MappingProxyType
 
 from appcore.algorithms._base import Direction
-from appcore.errors import UnknownAlgorithmError
 from appcore.pruners._base import Pruner
 from appcore.pruners._base import PrunerRecord
+from common.errors import UnknownAlgorithmError
 
 
 __all__ = ["PRUNERS", "Pruner", "PrunerRecord", "create_pruner", "pruner_class"]

@@ -14,7 +14,7 @@ from appcore.algorithms._base import Direction
 from appcore.algorithms._base import RecordState
 from appcore.algorithms._base import SettingSpec
 from appcore.algorithms._base import TrialOutcome
-from appcore.errors import InvalidSettingsError
+from common.errors import InvalidSettingsError
 
 
 __all__ = ["Pruner", "PrunerRecord"]
@@ -47,7 +47,7 @@ class Pruner(abc.ABC):
     Thread safety: not thread-safe; the trial loop calls it under its lock.
 
     Settings: :data:`SETTINGS` declares every accepted setting (strings); anything else is
-    rejected with :class:`~appcore.errors.InvalidSettingsError` naming the valid ones.
+    rejected with :class:`~common.errors.InvalidSettingsError` naming the valid ones.
 
     Args:
         direction: ``"maximize"`` or ``"minimize"`` the objective.

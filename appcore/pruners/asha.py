@@ -23,9 +23,9 @@ from optuna.pruners import BasePruner
 from optuna.pruners import SuccessiveHalvingPruner
 
 from appcore.algorithms._base import SettingSpec
-from appcore.errors import InvalidSettingsError
 from appcore.pruners._optuna import OptunaPruner
-from appcore.setting_values import int_at_least
+from common.errors import InvalidSettingsError
+from common.setting_values import int_at_least
 
 
 __all__ = ["AsynchronousSuccessiveHalving"]

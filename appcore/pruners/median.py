@@ -18,7 +18,7 @@ from optuna.pruners import MedianPruner
 
 from appcore.algorithms._base import SettingSpec
 from appcore.pruners._optuna import OptunaPruner
-from appcore.setting_values import int_at_least
+from common.setting_values import int_at_least
 
 
 __all__ = ["MedianRule"]

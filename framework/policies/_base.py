@@ -24,9 +24,9 @@ from dataclasses import field
 from typing import Any
 from typing import ClassVar
 
+from common.resources import Resources
 from framework.offers import OfferView
 from framework.spec import TaskResources
-from localmesos.resources import Resources
 
 
 @dataclass(frozen=True)

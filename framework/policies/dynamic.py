@@ -48,8 +48,9 @@ from collections.abc import Sequence
 import math
 from typing import ClassVar
 
-from appcore.setting_values import int_at_least
-from appcore.setting_values import non_negative_number
+from common.resources import Resources
+from common.setting_values import int_at_least
+from common.setting_values import non_negative_number
 from framework.offers import OfferView
 from framework.offers import fit
 from framework.policies._base import LaunchRequest
@@ -57,7 +58,6 @@ from framework.policies._base import OfferPolicy
 from framework.policies._base import Plan
 from framework.policies._base import PolicySetting
 from framework.spec import TaskResources
-from localmesos.resources import Resources
 
 
 __all__ = ["DynamicPriorityPlusPolicy", "DynamicPriorityPolicy", "trial_slots"]

@@ -18,14 +18,14 @@ from appcore.algorithms import algorithm_class
 from appcore.algorithms import create_algorithm
 from appcore.algorithms.bayesian import BACKENDS
 from appcore.algorithms.bayesian import MODES
-from appcore.errors import InvalidSettingsError
-from appcore.errors import SearchInputError
-from appcore.errors import UnknownAlgorithmError
-from appcore.space import Assignment
-from appcore.space import CategoricalParam
-from appcore.space import IntParam
-from appcore.space import RealParam
-from appcore.space import SearchSpace
+from common.errors import InvalidSettingsError
+from common.errors import SearchInputError
+from common.errors import UnknownAlgorithmError
+from common.space import Assignment
+from common.space import CategoricalParam
+from common.space import IntParam
+from common.space import RealParam
+from common.space import SearchSpace
 
 
 SPACE = SearchSpace(

@@ -9,12 +9,12 @@ import pytest
 
 from appcore.algorithms import FINISHED
 from appcore.algorithms.grid import GridSearch
-from appcore.errors import InvalidSettingsError
-from appcore.space import CategoricalParam
-from appcore.space import IntParam
-from appcore.space import Param
-from appcore.space import RealParam
-from appcore.space import SearchSpace
+from common.errors import InvalidSettingsError
+from common.space import CategoricalParam
+from common.space import IntParam
+from common.space import Param
+from common.space import RealParam
+from common.space import SearchSpace
 
 
 def _grid(space: SearchSpace, **settings: str) -> GridSearch:

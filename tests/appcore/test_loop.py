@@ -19,10 +19,10 @@ import pytest
 
 from appcore.algorithms import create_algorithm
 from appcore.loop import TrialLoop
-from appcore.space import CategoricalParam
-from appcore.space import IntParam
-from appcore.space import SearchSpace
-from appcore.space import assignment_from_proto
+from common.space import CategoricalParam
+from common.space import IntParam
+from common.space import SearchSpace
+from common.space import assignment_from_proto
 from framework.job import APPCORE_KEY
 from protos import common_pb2
 from protos import framework_pb2

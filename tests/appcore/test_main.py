@@ -11,9 +11,9 @@ from pathlib import Path
 import subprocess
 import sys
 
-from appcore.tokens import trial_token
-from apprunner_sdk import _env
 from apprunner_sdk.client import AppCoreClient
+from common import task_env
+from common.tokens import trial_token
 from protos import framework_pb2
 from tests.inprocess import JOB_TOKEN
 from tests.inprocess import Framework
@@ -33,8 +33,8 @@ def appcore_env(**variables: str) -> dict[str, str]:
 
 
 def start(framework: Framework, port: int) -> subprocess.Popen[str]:
-    env = appcore_env(**{_env.FRAMEWORK_ADDR: framework.address, _env.JOB_TOKEN: JOB_TOKEN,
-                         _env.APPCORE_PORT: str(port), _env.APPCORE_HOST: "127.0.0.1"})
+    env = appcore_env(**{task_env.FRAMEWORK_ADDR: framework.address, task_env.JOB_TOKEN: JOB_TOKEN,
+                         task_env.APPCORE_PORT: str(port), task_env.APPCORE_HOST: "127.0.0.1"})
     return subprocess.Popen([sys.executable, "-m", "appcore"], cwd=ROOT, env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
 

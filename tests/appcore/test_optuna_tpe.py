@@ -12,7 +12,7 @@ import pytest
 from appcore.algorithms import create_algorithm
 from appcore.algorithms import optuna_tpe
 from appcore.algorithms._backend import trial_seed
-from appcore.space import Assignment
+from common.space import Assignment
 from tests.appcore.test_bayesian import SPACE
 from tests.appcore.test_bayesian import score
 

@@ -8,13 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from appcore.errors import InvalidSettingsError
 from appcore.priority import SETTINGS
 from appcore.priority import ConvergencePriority
 from appcore.priority import FixedPriority
 from appcore.priority import PrioritySettings
 from appcore.priority import parse_priority_settings
 from appcore.priority import priority_for
+from common.errors import InvalidSettingsError
 from protos import framework_pb2
 from tests.inprocess import AppCore
 from tests.inprocess import Framework

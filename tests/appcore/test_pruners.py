@@ -9,14 +9,14 @@ import sys
 
 import pytest
 
-from appcore.errors import InvalidSettingsError
-from appcore.errors import UnknownAlgorithmError
 from appcore.pruners import PRUNERS
 from appcore.pruners import Pruner
 from appcore.pruners import PrunerRecord
 from appcore.pruners import create_pruner
 from appcore.pruners import pruner_class
 import apprunner_sdk
+from common.errors import InvalidSettingsError
+from common.errors import UnknownAlgorithmError
 from tests.inprocess import RunningJob
 from tests.inprocess import wait_for
 

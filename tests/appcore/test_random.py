@@ -14,11 +14,11 @@ import pytest
 
 from appcore.algorithms.random import RandomSearch
 from appcore.algorithms.random import to_optuna_distribution
-from appcore.space import CategoricalParam
-from appcore.space import IntParam
-from appcore.space import Param
-from appcore.space import RealParam
-from appcore.space import SearchSpace
+from common.space import CategoricalParam
+from common.space import IntParam
+from common.space import Param
+from common.space import RealParam
+from common.space import SearchSpace
 
 
 def _search(*params: Param, seed: int = 0) -> RandomSearch:

@@ -17,7 +17,7 @@ import pytest
 
 from appcore.servicer import AppCoreServicer
 from appcore.servicer import make_server
-from appcore.tokens import trial_token
+from common.tokens import trial_token
 from protos import appcore_pb2
 from protos import appcore_pb2_grpc
 from protos import common_pb2

@@ -20,12 +20,12 @@ from typing import Any
 import numpy as np
 import pytest
 
-from appcore.tokens import trial_token
 import apprunner_sdk
-from apprunner_sdk import _env
 from apprunner_sdk.client import AppCoreClient
 from apprunner_sdk.client import AppCoreUnreachableError
 from apprunner_sdk.client import ReportRejectedError
+from common import task_env
+from common.tokens import trial_token
 from tests.inprocess import JOB_TOKEN
 from tests.inprocess import RunningJob
 from tests.inprocess import free_port
@@ -53,7 +53,7 @@ def printed(out: str) -> list[dict[str, Any]]:
 
 def test_standalone_reads_params_and_prints_reports(monkeypatch: pytest.MonkeyPatch,
                                                     capsys: pytest.CaptureFixture[str]) -> None:
-    monkeypatch.setenv(_env.PARAMS, '{"lr": 0.1, "layers": 3, "act": "relu"}')
+    monkeypatch.setenv(task_env.PARAMS, '{"lr": 0.1, "layers": 3, "act": "relu"}')
     params = apprunner_sdk.get_params()
     assert params == {"lr": 0.1, "layers": 3, "act": "relu"}
     params["lr"] = 99  # a copy
@@ -83,7 +83,7 @@ def test_no_params_is_an_empty_assignment() -> None:
 ])
 def test_bad_params_are_a_clear_error(monkeypatch: pytest.MonkeyPatch, text: str,
                                       message: str) -> None:
-    monkeypatch.setenv(_env.PARAMS, text)
+    monkeypatch.setenv(task_env.PARAMS, text)
     with pytest.raises(ValueError, match=message):
         apprunner_sdk.get_params()
 
@@ -137,8 +137,8 @@ def test_output_path(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     assert apprunner_sdk.output_path() == tmp_path / "output"
     assert apprunner_sdk.output_path("model.h5") == tmp_path / "model.h5"
     apprunner_sdk._reset_for_tests()
-    monkeypatch.setenv(_env.OUTPUT_DIR, str(tmp_path / "out" / "trial-0004"))
-    monkeypatch.setenv(_env.OUTPUT_NAME, "model")
+    monkeypatch.setenv(task_env.OUTPUT_DIR, str(tmp_path / "out" / "trial-0004"))
+    monkeypatch.setenv(task_env.OUTPUT_NAME, "model")
     path = apprunner_sdk.output_path()
     assert path == tmp_path / "out" / "trial-0004" / "model"
     assert path.parent.is_dir()
@@ -235,7 +235,7 @@ def test_report_surfaces_unreachable_and_can_be_retried(job: RunningJob,
     """report() raises AppCoreUnreachableError; the failed final report can be sent again."""
     dead = f"127.0.0.1:{free_port()}"
     job.enter_trial(monkeypatch, 1, appcore=dead)
-    monkeypatch.delenv(_env.FRAMEWORK_ADDR)  # nobody to ask where AppCore went
+    monkeypatch.delenv(task_env.FRAMEWORK_ADDR)  # nobody to ask where AppCore went
     apprunner_sdk._reset_for_tests()
     trial = apprunner_sdk._current()
     assert trial.client is not None

@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from common.resources import Resources
 from framework.containers import SANDBOX_PATH
 from framework.containers import ContainerConfigError
 from framework.containers import check_container_flags
@@ -29,7 +30,6 @@ from framework.store import JobStore
 from framework.tasks import appcore_task
 from framework.tasks import trial_task
 from localmesos.containerizer import container_image
-from localmesos.resources import Resources
 from tests.framework.test_scheduler import RecordingDriver
 from tests.framework.test_scheduler import env_of
 from tests.inprocess import JOB_TOKEN

@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from common.resources import Resources
 from framework.job import JobController
 from framework.offers import OfferView
 from framework.policies import DynamicPriorityPlusPolicy
@@ -31,7 +32,6 @@ from framework.scheduler import JobScheduler
 from framework.spec import TaskResources
 from framework.store import JobStore
 from localmesos.cluster import LocalCluster
-from localmesos.resources import Resources
 from tests.inprocess import JOB_TOKEN
 from tests.inprocess import job_config
 from tests.localmesos.cluster_support import DRIVER_LOCK

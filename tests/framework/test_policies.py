@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from common.resources import Resources
 from framework.offers import OfferView
 from framework.policies import POLICIES
 from framework.policies import FifoPolicy
@@ -11,7 +12,6 @@ from framework.policies import LaunchRequest
 from framework.policies import OfferPolicy
 from framework.policies import create_policy
 from framework.spec import TaskResources
-from localmesos.resources import Resources
 
 
 CPU_TASK = TaskResources(cpus=1.0, mem_mb=256.0)

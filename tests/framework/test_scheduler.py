@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
-from appcore.tokens import trial_token
-from apprunner_sdk import _env
+from common import task_env
+from common.tokens import trial_token
 from framework.job import JobController
 from framework.policies import FifoPolicy
 from framework.sandbox_logs import SandboxLogs
@@ -126,9 +126,9 @@ def test_appcore_launches_first_and_trials_wait_for_it_to_attach(setup: Setup) -
     setup.scheduler.resourceOffers(setup.driver, [setup.offer("O1")])
     (task,) = setup.driver.launched()
     assert task["name"] == "appcore" and task["task_id"] == {"value": "appcore-1"}
-    assert env_of(task)[_env.APPCORE_PORT] == "31000"
-    assert env_of(task)[_env.FRAMEWORK_ADDR] == "10.0.0.1:5000"
-    assert env_of(task)[_env.JOB_TOKEN] == JOB_TOKEN
+    assert env_of(task)[task_env.APPCORE_PORT] == "31000"
+    assert env_of(task)[task_env.FRAMEWORK_ADDR] == "10.0.0.1:5000"
+    assert env_of(task)[task_env.JOB_TOKEN] == JOB_TOKEN
     launch = setup.driver.calls[0][1]
     assert launch[0] == [{"value": "O1"}] and launch[2] == {"refuse_seconds":
                                                             LEFTOVER_REFUSE_SECONDS}
@@ -155,8 +155,8 @@ def test_trials_launch_once_appcore_attached(setup: Setup) -> None:
     first = tasks[0]
     assert first["agent_id"] == {"value": "S1"} and tasks[1]["agent_id"] == {"value": "S2"}
     env = env_of(first)
-    assert env[_env.APPCORE_ADDR] == "host-S1:31000"
-    assert env[_env.TRIAL_TOKEN] == trial_token(JOB_TOKEN, 1)
+    assert env[task_env.APPCORE_ADDR] == "host-S1:31000"
+    assert env[task_env.TRIAL_TOKEN] == trial_token(JOB_TOKEN, 1)
     assert env["T"] == "1"
     assert first["command"]["uris"] == URIS
     assert [t.state for t in setup.controller.trials()] == ["LAUNCHING", "LAUNCHING"]

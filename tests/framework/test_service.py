@@ -11,8 +11,8 @@ from typing import Any
 import grpc
 import pytest
 
-from appcore.space import assignment_to_proto
-from appcore.tokens import trial_token
+from common.space import assignment_to_proto
+from common.tokens import trial_token
 from framework.job import JobController
 from framework.service import make_server
 from protos import common_pb2

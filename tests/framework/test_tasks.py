@@ -7,12 +7,12 @@ from typing import Any
 
 import pytest
 
-from apprunner_sdk import _env
+from common import task_env
+from common.resources import Resources
 from framework.tasks import appcore_task
 from framework.tasks import first_port
 from framework.tasks import task_name
 from framework.tasks import trial_task
-from localmesos.resources import Resources
 
 
 CLAIM = Resources({"cpus": 1.0, "mem": 256.0}, {"ports": [(31005, 31005)]})
@@ -42,7 +42,7 @@ def test_appcore_task() -> None:
     task = appcore_task(task_id="appcore-2", agent_id="S1", hostname="agent1", claim=CLAIM,
                         command="python3 -m appcore", job_id="job-9",
                         framework_address="10.0.0.1:5000", job_token="secret",
-                        extra_env={"EXTRA": "x", _env.JOB_ID: "overridden"})
+                        extra_env={"EXTRA": "x", task_env.JOB_ID: "overridden"})
     assert task["name"] == "appcore"
     assert task["task_id"] == {"value": "appcore-2"}
     assert task["agent_id"] == {"value": "S1"}
@@ -51,11 +51,11 @@ def test_appcore_task() -> None:
     assert task["command"]["value"] == "python3 -m appcore"
     assert env_of(task) == {
         "EXTRA": "x",
-        _env.JOB_ID: "job-9",  # the framework's values win over extra_env
-        _env.FRAMEWORK_ADDR: "10.0.0.1:5000",
-        _env.JOB_TOKEN: "secret",
-        _env.APPCORE_PORT: "31005",
-        _env.APPCORE_HOST: "agent1",
+        task_env.JOB_ID: "job-9",  # the framework's values win over extra_env
+        task_env.FRAMEWORK_ADDR: "10.0.0.1:5000",
+        task_env.JOB_TOKEN: "secret",
+        task_env.APPCORE_PORT: "31005",
+        task_env.APPCORE_HOST: "agent1",
         "PYTHONUNBUFFERED": "1",
     }
     assert labels_of(task) == {"disauto.job": "job-9", "disauto.role": "appcore"}
@@ -76,22 +76,22 @@ def test_trial_task() -> None:
     assert task["command"]["value"] == "python train.py"
     assert task["command"]["uris"] == uris and task["command"]["uris"][0] is not uris[0]
     env = env_of(task)
-    assert json.loads(env[_env.PARAMS]) == assignment
+    assert json.loads(env[task_env.PARAMS]) == assignment
     assert env == {
         "EXTRA": "y",
-        _env.JOB_ID: "job-9",
-        _env.TRIAL_NUMBER: "7",
-        _env.TRIAL_TOKEN: "tok7",
-        _env.PARAMS: env[_env.PARAMS],
-        _env.APPCORE_ADDR: "agent1:31005",
-        _env.FRAMEWORK_ADDR: "10.0.0.1:5000",
-        _env.OUTPUT_DIR: "/out/trial-0007",
-        _env.OUTPUT_NAME: "model",
+        task_env.JOB_ID: "job-9",
+        task_env.TRIAL_NUMBER: "7",
+        task_env.TRIAL_TOKEN: "tok7",
+        task_env.PARAMS: env[task_env.PARAMS],
+        task_env.APPCORE_ADDR: "agent1:31005",
+        task_env.FRAMEWORK_ADDR: "10.0.0.1:5000",
+        task_env.OUTPUT_DIR: "/out/trial-0007",
+        task_env.OUTPUT_NAME: "model",
         "PYTHONUNBUFFERED": "1",
     }
     labels = labels_of(task)
     assert labels == {"disauto.job": "job-9", "disauto.role": "trial", "disauto.trial": "7",
-                      "disauto.assignment": env[_env.PARAMS]}
+                      "disauto.assignment": env[task_env.PARAMS]}
 
 
 def test_trial_task_without_output_has_no_output_variables() -> None:
@@ -99,5 +99,5 @@ def test_trial_task_without_output_has_no_output_variables() -> None:
                       assignment={"a": "b"}, trial_token="t", appcore_address="h:1",
                       framework_address="h:2")
     env = env_of(task)
-    assert _env.OUTPUT_DIR not in env and _env.OUTPUT_NAME not in env
+    assert task_env.OUTPUT_DIR not in env and task_env.OUTPUT_NAME not in env
     assert task["command"]["uris"] == []

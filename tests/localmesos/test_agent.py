@@ -24,11 +24,11 @@ from typing import Any
 
 import pytest
 
+from common.resources import Resources
 from localmesos import sandbox as files
 from localmesos.agent import Agent
 from localmesos.agent import AgentConfig
 from localmesos.agent import default_disk_mb
-from localmesos.resources import Resources
 from localmesos.sandbox import latest_virtual_path
 
 

@@ -8,6 +8,7 @@ import time
 
 import pytest
 
+from common.resources import Resources
 from localmesos.allocator import DEFAULT_MIN_ALLOCATABLE
 from localmesos.allocator import MAX_REFUSE_SECONDS
 from localmesos.allocator import AgentCandidate
@@ -18,7 +19,6 @@ from localmesos.allocator import allocate
 from localmesos.allocator import drf_share
 from localmesos.allocator import is_allocatable
 from localmesos.allocator import refuse_timeout
-from localmesos.resources import Resources
 
 
 def res(**scalars: float) -> Resources:

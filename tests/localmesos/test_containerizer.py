@@ -18,7 +18,8 @@ from typing import Any
 
 import pytest
 
-from apprunner_sdk import _env
+from common import task_env
+from common.resources import Resources
 from framework.containers import container_info
 from framework.tasks import trial_task
 from localmesos import containerizer as containerizer_mod
@@ -27,7 +28,6 @@ from localmesos.agent import AgentConfig
 from localmesos.containerizer import SANDBOX_PATH
 from localmesos.containerizer import DockerContainerizer
 from localmesos.containerizer import build_request
-from localmesos.resources import Resources
 from tests.localmesos.test_agent import FID
 from tests.localmesos.test_agent import FW
 from tests.localmesos.test_agent import Master
@@ -405,9 +405,9 @@ def test_the_container_a_gpu_trial_gets_created_not_started(
     assert env["NVIDIA_VISIBLE_DEVICES"] == "1,3"
     assert "CUDA_VISIBLE_DEVICES" not in env  # inside, its two GPUs are numbered 0 and 1
     assert env["MESOS_SANDBOX"] == SANDBOX_PATH and env["MESOS_TASK_ID"] == "trial-0007"
-    assert env[_env.TRIAL_NUMBER] == "7" and json.loads(env[_env.PARAMS]) == {"lr": 0.1}
-    assert env[_env.APPCORE_ADDR] == "127.0.0.1:31001"
-    assert env[_env.OUTPUT_DIR] == f"{output}/trial-0007"
+    assert env[task_env.TRIAL_NUMBER] == "7" and json.loads(env[task_env.PARAMS]) == {"lr": 0.1}
+    assert env[task_env.APPCORE_ADDR] == "127.0.0.1:31001"
+    assert env[task_env.OUTPUT_DIR] == f"{output}/trial-0007"
     labels = config["Labels"]
     assert labels["disauto.trial"] == "7" and labels["localmesos.task_id"] == "trial-0007"
     assert labels[containerizer_mod.LABEL_OWNER] == containerizer_mod.process_owner()
@@ -441,7 +441,7 @@ AGENT_PROCESS = r"""
 import sys, time
 from pathlib import Path
 from localmesos.agent import Agent, AgentConfig
-from localmesos.resources import Resources
+from common.resources import Resources
 
 def send(status):
     print(status["state"], flush=True)

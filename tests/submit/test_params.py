@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from appcore.space import CategoricalParam
-from appcore.space import IntParam
-from appcore.space import RealParam
-from appcore.space import SearchSpace
+from common.space import CategoricalParam
+from common.space import IntParam
+from common.space import RealParam
+from common.space import SearchSpace
 from submit.errors import DisAutoUsageError
 from submit.params import ParameterFileError
 from submit.params import load_parameter_file

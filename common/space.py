@@ -7,7 +7,7 @@ A :class:`SearchSpace` is an ordered tuple of parameters, in the parameter file'
 * :class:`IntParam` -- an integer range ``[low, high]``, optionally log-scaled or stepped;
 * :class:`CategoricalParam` -- a finite list of numbers or strings (the paper's ``"number"``).
 
-Every class validates itself on construction and raises :class:`~appcore.errors.SearchSpaceError`
+Every class validates itself on construction and raises :class:`~common.errors.SearchSpaceError`
 naming the parameter, so an invalid space cannot exist. Assignments (one value per parameter) keep
 their Python types end to end: a real parameter's value is a ``float``, an integer parameter's an
 ``int``, a categorical parameter's the choice itself (``int``, ``float`` or ``str``). The
@@ -35,8 +35,8 @@ from typing import overload
 
 import numpy as np
 
-from appcore.errors import InvalidAssignmentError
-from appcore.errors import SearchSpaceError
+from common.errors import InvalidAssignmentError
+from common.errors import SearchSpaceError
 from protos import common_pb2
 
 

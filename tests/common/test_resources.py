@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from localmesos.resources import ResourceError
-from localmesos.resources import Resources
-from localmesos.resources import parse_ranges
-from localmesos.resources import parse_size_mb
+from common.resources import ResourceError
+from common.resources import Resources
+from common.resources import parse_ranges
+from common.resources import parse_size_mb
 
 
 @pytest.mark.parametrize(

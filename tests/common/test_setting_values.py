@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from appcore.setting_values import int_at_least
-from appcore.setting_values import non_negative_number
-from appcore.setting_values import positive_numbers
+from common.setting_values import int_at_least
+from common.setting_values import non_negative_number
+from common.setting_values import positive_numbers
 
 
 def test_int_at_least() -> None:

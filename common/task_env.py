@@ -1,7 +1,9 @@
-"""The task environment: how the framework tells a task everything (DESIGN.md, "Task environment").
+"""The task environment: how the framework tells a task everything it needs.
 
 The framework sets these variables in ``CommandInfo.environment``; the SDK and AppCore read them.
-One module holds the names so the two sides cannot drift apart.
+One module holds the names so the two sides cannot drift apart. Nothing here depends on a
+variable a Mesos agent sets (a real agent sets no ``PORT0``, and sets no GPU variable for a
+command task): everything a task needs comes from these.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Tests for appcore.space: parameters, search space, assignments, proto conversions."""
+"""Tests for common.space: parameters, search space, assignments, proto conversions."""
 
 from __future__ import annotations
 
@@ -6,18 +6,18 @@ import math
 
 import pytest
 
-from appcore.errors import InvalidAssignmentError
-from appcore.errors import SearchSpaceError
-from appcore.space import CategoricalParam
-from appcore.space import IntParam
-from appcore.space import RealParam
-from appcore.space import SearchSpace
-from appcore.space import assignment_from_proto
-from appcore.space import assignment_to_proto
-from appcore.space import space_from_proto
-from appcore.space import space_to_proto
-from appcore.space import value_from_proto
-from appcore.space import value_to_proto
+from common.errors import InvalidAssignmentError
+from common.errors import SearchSpaceError
+from common.space import CategoricalParam
+from common.space import IntParam
+from common.space import RealParam
+from common.space import SearchSpace
+from common.space import assignment_from_proto
+from common.space import assignment_to_proto
+from common.space import space_from_proto
+from common.space import space_to_proto
+from common.space import value_from_proto
+from common.space import value_to_proto
 from protos import common_pb2
 
 
