@@ -19,7 +19,6 @@ from urllib.request import urlopen
 
 from pymesos import MesosSchedulerDriver
 
-from appcore.priority import SETTINGS as PRIORITY_SETTINGS
 from common.durations import format_duration
 from common.tokens import new_job_token
 from framework.capacity import agent_totals
@@ -129,8 +128,7 @@ class JobRunner:
         self.framework_address = f"{self._advertise}:{grpc_port}"
         self.scheduler = JobScheduler(
             self.controller,
-            create_policy(offer_policy, dict(config.search.priority_settings),
-                          runner=config.runner, others=frozenset(PRIORITY_SETTINGS)),
+            create_policy(offer_policy, config.offer_policy_settings, runner=config.runner),
             self.framework_address,
             uris=self._files.uris(config.files, config.inputs),
             logs=self._logs,

@@ -73,6 +73,9 @@ class JobConfig:
     """Run AppCore in this Docker image (``--app-core-docker-image``); empty: on the host."""
     containerizer: str = "mesos"
     """How Mesos runs the images: ``mesos`` (MESOS + Docker image, GPUs) or ``docker``."""
+    offer_policy_settings: dict[str, str] = field(default_factory=dict)
+    """The offer policy's own ``--priority-setting`` items (Algorithm 1's go to AppCore in
+    ``search.priority_settings``)."""
     max_duration: float = 0.0
     """Seconds after which the job ends with TIME_LIMIT_REACHED (``--max-duration``); 0: none."""
 

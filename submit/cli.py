@@ -502,6 +502,8 @@ def validate(args: argparse.Namespace) -> Submission:
         docker_image=docker_image,
         appcore_docker_image=appcore_image,
         max_duration=max_duration,
+        offer_policy_settings={key: value for key, value in priority_settings.items()
+                               if key in POLICIES[args.offer_policy].SETTINGS},
         containerizer=containerizer,
     )
     if local:

@@ -45,7 +45,6 @@ def create_policy(
     settings: Mapping[str, str] | None = None,
     *,
     runner: TaskResources | None = None,
-    others: frozenset[str] = frozenset(),
 ) -> OfferPolicy:
     """The policy called ``name``; the error lists the valid names.
 
@@ -53,7 +52,6 @@ def create_policy(
         name: a key of :data:`POLICIES`.
         settings: the policy's settings (``--priority-setting``), as strings.
         runner: the job's trial resources.
-        others: setting names that belong to AppCore's half of the strategy (skipped here).
 
     Raises:
         ValueError: an unknown name (listing the valid ones), or a :class:`PolicySettingsError`.
@@ -64,5 +62,4 @@ def create_policy(
         raise ValueError(
             f"unknown offer policy {name!r}; valid policies: {', '.join(sorted(POLICIES))}"
         ) from None
-    own = {k: v for k, v in (settings or {}).items() if k not in others or k in cls.SETTINGS}
-    return cls(settings=own, runner=runner)
+    return cls(settings=dict(settings or {}), runner=runner)

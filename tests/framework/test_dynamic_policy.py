@@ -165,8 +165,7 @@ def test_settings_are_validated_with_one_line_errors() -> None:
         DynamicPriorityPolicy(settings={"idle_repeats": "0"})
     with pytest.raises(PolicySettingsError, match=r"expected a number of seconds >= 0"):
         create_policy("dynamic-plus", {"decline_filter_seconds": "-1"})
-    # AppCore's names pass through create_policy when declared as the other half's.
-    policy = create_policy("dynamic", {"k": "3", "idle_repeats": "4"}, others=frozenset({"k"}))
+    policy = create_policy("dynamic", {"idle_repeats": "4"})
     assert isinstance(policy, DynamicPriorityPolicy) and policy.settings["idle_repeats"] == 4
     with pytest.raises(PolicySettingsError, match="unknown setting 'k' for offer policy 'fifo'"):
         create_policy("fifo", {"k": "3"})

@@ -29,9 +29,11 @@ def test_dynamic_policies_turn_priorities_on_and_carry_the_settings() -> None:
     args = ["--offer-policy", "dynamic-plus", "--priority-setting", "k=3",
             "--priority-setting", " thresholds = 0.02,0.01", "--priority-setting",
             "declines_per_level=2", "--priority-setting", "pack_patience=0"]
-    search = validate(build_parser().parse_args(argv() + args)).config.search
-    assert dict(search.priority_settings) == {"k": "3", "thresholds": "0.02,0.01",
-                                              "declines_per_level": "2", "pack_patience": "0"}
+    config = validate(build_parser().parse_args(argv() + args)).config
+    assert dict(config.search.priority_settings) == {
+        "k": "3", "thresholds": "0.02,0.01", "declines_per_level": "2", "pack_patience": "0"}
+    # The framework's offer policy gets its own half; AppCore reads Algorithm 1's from the spec.
+    assert config.offer_policy_settings == {"declines_per_level": "2", "pack_patience": "0"}
 
 
 @pytest.mark.usefixtures("files")
