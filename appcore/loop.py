@@ -29,19 +29,21 @@ from appcore.pruners import PrunerRecord
 from appcore.pruners import create_pruner
 from common.space import Assignment
 from common.space import assignment_from_proto
+from common.trial_state import IN_FLIGHT as TRIAL_IN_FLIGHT
+from common.trial_state import TrialState
 from protos import common_pb2
 from protos import framework_pb2
 
 
 logger = logging.getLogger(__name__)
 
-IN_FLIGHT = frozenset({common_pb2.PENDING, common_pb2.LAUNCHING, common_pb2.RUNNING})
-_TELL_STATE = {
-    common_pb2.COMPLETED: "completed",
-    common_pb2.FAILED: "failed",
-    common_pb2.KILLED: "killed",
-    common_pb2.PRUNED: "pruned",
-}
+IN_FLIGHT = frozenset(state.to_proto() for state in TRIAL_IN_FLIGHT)
+
+
+def _told_state(trial: common_pb2.Trial) -> TrialState:
+    """A recorded trial's state as the search and the pruner see it (in flight: RUNNING)."""
+    state = TrialState.from_proto(trial.state)
+    return TrialState.RUNNING if state.is_in_flight() else state
 
 
 @dataclass
@@ -106,9 +108,9 @@ class TrialLoop:
         """The algorithm's view of recorded trials (for ``restore``)."""
         records = []
         for trial in sorted(history, key=lambda t: t.number):
-            state = _TELL_STATE.get(trial.state, "running")
+            state = _told_state(trial)
             value = trial.objective if trial.HasField("objective") \
-                and state in ("completed", "pruned") else None
+                and state in (TrialState.COMPLETED, TrialState.PRUNED) else None
             records.append(TrialRecord(trial.number, assignment_from_proto(trial.assignment),
                                        value, state))
         return records
@@ -118,8 +120,9 @@ class TrialLoop:
         """The early-stopping rule's view of recorded trials (for ``restore``)."""
         records = []
         for trial in sorted(history, key=lambda t: t.number):
-            state = _TELL_STATE.get(trial.state, "running")
-            value = trial.objective if trial.HasField("objective") and state == "completed" \
+            state = _told_state(trial)
+            value = trial.objective if trial.HasField("objective") \
+                and state == TrialState.COMPLETED \
                 else None
             intermediate = tuple((v.step, v.value) for v in trial.intermediate_values)
             records.append(PrunerRecord(trial.number, state, intermediate, value))
@@ -226,7 +229,7 @@ class TrialLoop:
         self._count_terminal(trial)
         value = trial.objective if (trial.state == common_pb2.COMPLETED
                                     and trial.HasField("objective")) else None
-        outcome = _TELL_STATE.get(trial.state, "failed")
+        outcome = _told_state(trial)
         # A pruned trial is told its last intermediate value, where the algorithm can use it.
         told = trial.objective if (trial.state == common_pb2.PRUNED
                                    and trial.HasField("objective")) else value

@@ -31,17 +31,17 @@ Thread safety: not thread-safe; AppCore's trial loop calls it under its lock.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from collections.abc import Iterable
 from collections.abc import Mapping
 from dataclasses import dataclass
 import math
 import statistics
-from typing import Any
 
 from common.errors import InvalidSettingsError
+from common.setting_values import SettingSpec
 from common.setting_values import int_at_least
 from common.setting_values import non_negative_number
+from common.setting_values import parse_settings
 from common.setting_values import positive_numbers
 
 
@@ -56,25 +56,17 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True)
-class _Setting:
-    default: str
-    parse: Callable[[str], Any]
-    valid: str
-    help: str
-
-
 #: AppCore's settings of the strategy (``--priority-setting NAME=VALUE``), with their defaults.
-SETTINGS: Mapping[str, _Setting] = {
-    "k": _Setting("2", int_at_least(1), "an integer >= 1",
+SETTINGS: Mapping[str, SettingSpec] = {
+    "k": SettingSpec("2", int_at_least(1), "an integer >= 1",
                   "Algorithm 1 waits for more than k*m results before it evaluates"),
-    "m": _Setting("5", int_at_least(2), "an integer >= 2",
+    "m": SettingSpec("5", int_at_least(2), "an integer >= 2",
                   "how many of the best results are compared (their smallest gap is g)"),
-    "thresholds": _Setting(
+    "thresholds": SettingSpec(
         "0.01,0.005,0.0025", positive_numbers, "comma-separated numbers > 0, e.g. 0.01,0.005",
         "the threshold sequence G_0,G_1,... in objective units; its length is the lowest "
         "priority a job reaches"),
-    "tolerance": _Setting("0.1", non_negative_number, "a number >= 0",
+    "tolerance": SettingSpec("0.1", non_negative_number, "a number >= 0",
                           "g ~ g' when |g - g'| <= tolerance * |g'| (relative)"),
 }
 
@@ -116,17 +108,9 @@ def parse_priority_settings(settings: Mapping[str, str]) -> PrioritySettings:
     Raises:
         InvalidSettingsError: naming the setting, its value and what would be valid.
     """
-    values: dict[str, Any] = {}
-    for name, text in settings.items():
-        spec = SETTINGS.get(name)
-        if spec is None:
-            continue
-        try:
-            values[name] = spec.parse(text)
-        except ValueError:
-            raise InvalidSettingsError(
-                f"priority setting {name}={text!r} is invalid: expected {spec.valid}"
-            ) from None
+    own = {name: text for name, text in settings.items() if name in SETTINGS}
+    values = parse_settings(SETTINGS, own, owner="the dynamic priority strategy",
+                            error=InvalidSettingsError)
     return PrioritySettings(**values)
 
 

@@ -39,6 +39,7 @@ from appcore.algorithms import SearchAlgorithm
 from appcore.algorithms import create_algorithm
 from common.space import RealParam
 from common.space import SearchSpace
+from common.trial_state import TrialState
 
 
 def branin(x: list[float]) -> float:
@@ -163,7 +164,7 @@ def run(args: tuple[str, str, int, str, int]) -> int | None:
             duration = 1.0 if parallelism == 1 else float(rng.uniform(0.5, 1.5))
             heapq.heappush(running, (clock + duration, asked, value))
         clock, number, value = heapq.heappop(running)
-        algorithm.tell(number, value, "completed")
+        algorithm.tell(number, value, TrialState.COMPLETED)
         finished += 1
         best = min(best, value)
         if best <= problem.target:

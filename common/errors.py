@@ -15,6 +15,8 @@ __all__ = [
     "SearchInputError",
     "SearchSpaceError",
     "UnknownAlgorithmError",
+    "UnknownNameError",
+    "UnknownRuleError",
 ]
 
 
@@ -34,5 +36,14 @@ class InvalidSettingsError(SearchInputError):
     """An algorithm setting (or seed, direction, budget) is unknown or has an invalid value."""
 
 
-class UnknownAlgorithmError(SearchInputError):
+class UnknownNameError(SearchInputError, LookupError):
+    """No implementation is registered under the requested name (the message lists the valid
+    ones)."""
+
+
+class UnknownAlgorithmError(UnknownNameError):
     """No search algorithm is registered under the requested name."""
+
+
+class UnknownRuleError(UnknownNameError):
+    """No early-stopping rule is registered under the requested name."""

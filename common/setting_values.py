@@ -1,16 +1,73 @@
-"""Parsers of setting values (``--tuning-setting``, ``--early-stopping-setting``,
-``--priority-setting``): text in, a typed value out, ``ValueError`` for anything else.
+"""Settings of named implementations (``--tuning-setting``, ``--early-stopping-setting``,
+``--priority-setting``): their declarations, the value parsers, and one way to check them.
 
-Each caller turns the ``ValueError`` into its one-line error naming the setting and what is valid.
+Settings arrive as text. Each implementation declares what it accepts as :class:`SettingSpec`
+entries; :func:`parse_settings` rejects unknown names, parses every value (defaults filled in)
+and raises the caller's error with one line that names the setting, its owner and what is
+valid. The parsers below take text and raise ``ValueError`` for anything invalid.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from collections.abc import Mapping
+from dataclasses import dataclass
 import math
+from typing import Any
 
 
-__all__ = ["int_at_least", "non_negative_number", "positive_numbers"]
+__all__ = ["SettingSpec", "int_at_least", "non_negative_number", "parse_settings",
+           "positive_numbers"]
+
+
+@dataclass(frozen=True)
+class SettingSpec:
+    """One setting an implementation accepts.
+
+    Attributes:
+        default: The value used when the setting is not given, as text.
+        parse: Turns the text into the typed value; raises ``ValueError`` if it is invalid.
+        valid: What a valid value is, for error messages ("an integer from 2 to 10000").
+        help: One line for ``--help`` and docs.
+    """
+
+    default: str
+    parse: Callable[[str], Any]
+    valid: str
+    help: str = ""
+
+
+def parse_settings(specs: Mapping[str, SettingSpec], settings: Mapping[str, str], *,
+                   owner: str, error: type[Exception] = ValueError,
+                   skip: frozenset[str] = frozenset()) -> dict[str, Any]:
+    """Every declared setting, parsed from ``settings`` or its default.
+
+    Args:
+        specs: The accepted settings by name.
+        settings: Name → text, as given.
+        owner: Whose settings, for messages: ``"algorithm 'grid-search'"``.
+        error: The exception to raise.
+        skip: Names that are valid but belong to someone else: left out, not rejected.
+
+    Raises:
+        error: ``unknown setting 'x' for <owner>; valid settings: a, b`` or
+            ``setting 'a' for <owner> must be <valid>, got '<text>'``.
+    """
+    for name in settings:
+        if name not in specs and name not in skip:
+            valid = ", ".join(sorted({*specs, *skip})) or "none"
+            raise error(f"unknown setting {name!r} for {owner}; valid settings: {valid}")
+    parsed: dict[str, Any] = {}
+    for name, spec in specs.items():
+        raw = settings.get(name, spec.default)
+        try:
+            if not isinstance(raw, str):
+                raise ValueError(raw)
+            parsed[name] = spec.parse(raw)
+        except (ValueError, TypeError, AttributeError):
+            raise error(f"setting {name!r} for {owner} must be {spec.valid}, got {raw!r}") \
+                from None
+    return parsed
 
 
 def int_at_least(low: int) -> Callable[[str], int]:

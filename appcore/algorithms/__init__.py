@@ -17,18 +17,16 @@ Example::
 from __future__ import annotations
 
 from collections.abc import Mapping
-import importlib
-from types import MappingProxyType
 
 from appcore.algorithms._base import FINISHED
 from appcore.algorithms._base import Direction
 from appcore.algorithms._base import Finished
 from appcore.algorithms._base import RecordState
 from appcore.algorithms._base import SearchAlgorithm
-from appcore.algorithms._base import SettingSpec
 from appcore.algorithms._base import TrialOutcome
 from appcore.algorithms._base import TrialRecord
 from common.errors import UnknownAlgorithmError
+from common.registry import Registry
 from common.space import SearchSpace
 
 
@@ -39,44 +37,31 @@ __all__ = [
     "Finished",
     "RecordState",
     "SearchAlgorithm",
-    "SettingSpec",
     "TrialOutcome",
     "TrialRecord",
     "algorithm_class",
     "create_algorithm",
 ]
 
-ALGORITHMS: Mapping[str, str] = MappingProxyType(
+ALGORITHMS: Registry[SearchAlgorithm] = Registry(
+    "search algorithm", "algorithms",
     {
         "grid-search": "appcore.algorithms.grid:GridSearch",
         "random-search": "appcore.algorithms.random:RandomSearch",
         "bayesian": "appcore.algorithms.bayesian:BayesianSearch",
-    }
+    },
+    error=UnknownAlgorithmError,
 )
-"""Algorithm name to ``"module:Class"``, imported on first use."""
+"""Algorithm name to its class, imported on first use."""
 
 
 def algorithm_class(name: str) -> type[SearchAlgorithm]:
-    """Return the class registered as ``name``, importing its module if needed.
-
-    Args:
-        name: A registered name, e.g. ``"random-search"``.
-
-    Returns:
-        The :class:`SearchAlgorithm` subclass.
+    """The class registered as ``name``, importing its module if needed.
 
     Raises:
         UnknownAlgorithmError: If no algorithm has that name; the message lists the valid ones.
     """
-    try:
-        target = ALGORITHMS[name]
-    except (KeyError, TypeError):
-        raise UnknownAlgorithmError(
-            f"unknown search algorithm {name!r}; valid algorithms: {', '.join(ALGORITHMS)}"
-        ) from None
-    module_name, _, class_name = target.partition(":")
-    cls: type[SearchAlgorithm] = getattr(importlib.import_module(module_name), class_name)
-    return cls
+    return ALGORITHMS[name]
 
 
 def create_algorithm(

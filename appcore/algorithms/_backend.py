@@ -21,9 +21,9 @@ from typing import ClassVar
 import numpy as np
 
 from appcore.algorithms._base import Direction
-from appcore.algorithms._base import TrialOutcome
 from common.space import Assignment
 from common.space import SearchSpace
+from common.trial_state import TrialState
 
 
 __all__ = ["Backend", "trial_seed"]
@@ -121,12 +121,12 @@ class Backend(abc.ABC):
         return assignment
 
     @abc.abstractmethod
-    def observe(self, number: int, value: float | None, state: TrialOutcome) -> None:
+    def observe(self, number: int, value: float | None, state: TrialState) -> None:
         """Learn how a suggested trial ended.
 
         Args:
             number: A suggested (or replayed) trial's number.
-            value: The objective for ``"completed"``; for ``"pruned"`` the last intermediate
+            value: The objective for ``COMPLETED``; for ``PRUNED`` the last intermediate
                 value if there was one; else ``None``.
             state: How the trial ended.
         """

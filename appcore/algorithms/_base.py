@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import abc
-from collections.abc import Callable
 from collections.abc import Mapping
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -17,8 +16,11 @@ from typing import Literal
 from typing import TypeAlias
 
 from common.errors import InvalidSettingsError
+from common.setting_values import SettingSpec
+from common.setting_values import parse_settings
 from common.space import Assignment
 from common.space import SearchSpace
+from common.trial_state import TrialState
 
 
 __all__ = [
@@ -37,11 +39,12 @@ _logger = logging.getLogger(__name__)
 Direction: TypeAlias = Literal["maximize", "minimize"]
 """Whether larger (accuracy) or smaller (loss) objective values are better."""
 
-TrialOutcome: TypeAlias = Literal["completed", "failed", "pruned", "killed"]
-"""How a trial ended, as told to :meth:`SearchAlgorithm.tell`."""
+TrialOutcome: TypeAlias = TrialState
+"""How a trial ended, as told to :meth:`SearchAlgorithm.tell`: a finished :class:`TrialState`."""
 
-RecordState: TypeAlias = Literal["completed", "failed", "pruned", "killed", "running"]
-"""A trial's state in the job store as replayed by :meth:`SearchAlgorithm.restore`."""
+RecordState: TypeAlias = TrialState
+"""A trial's state as replayed by :meth:`SearchAlgorithm.restore`: ``RUNNING`` for one in flight,
+else how it ended."""
 
 _DIRECTIONS: Final = ("maximize", "minimize")
 
@@ -67,30 +70,13 @@ class TrialRecord:
         number: The trial number (from 1, unique within the job).
         assignment: The assignment the trial ran (or runs) with.
         value: The objective's value, if the trial reported one.
-        state: ``"running"`` for a trial still in flight, else how it ended.
+        state: ``TrialState.RUNNING`` for a trial still in flight, else how it ended.
     """
 
     number: int
     assignment: Assignment
     value: float | None
     state: RecordState
-
-
-@dataclass(frozen=True)
-class SettingSpec:
-    """One setting an algorithm accepts (settings arrive as strings, e.g. from ``JobSpec``).
-
-    Attributes:
-        default: The value used when the setting is not given, as a string.
-        parse: Turns the string into the typed value; raises ``ValueError`` if it is invalid.
-        valid: What a valid value is, for error messages ("an integer from 2 to 10000").
-        help: One line for ``--help`` and docs.
-    """
-
-    default: str
-    parse: Callable[[str], Any]
-    valid: str
-    help: str = ""
 
 
 class SearchAlgorithm(abc.ABC):
@@ -201,7 +187,7 @@ class SearchAlgorithm(abc.ABC):
 
         Args:
             trial_number: An asked trial's number.
-            value: The objective's value (``None`` unless ``state`` is ``"completed"``, or for a
+            value: The objective's value (``None`` unless ``state`` is ``COMPLETED``, or for a
                 pruned trial its last intermediate value if there is one).
             state: How the trial ended.
         """
@@ -217,7 +203,7 @@ class SearchAlgorithm(abc.ABC):
 
         Args:
             history: Every trial issued so far, sorted by number; still-running trials have
-                state ``"running"`` and no value.
+                state ``RUNNING`` and no value.
         """
 
     @classmethod
@@ -234,25 +220,8 @@ class SearchAlgorithm(abc.ABC):
             InvalidSettingsError: Naming an unknown setting (and the valid ones) or a value that
                 does not parse (and what is valid).
         """
-        for name in settings:
-            if name not in cls.SETTINGS:
-                valid = ", ".join(sorted(cls.SETTINGS)) or "none"
-                raise InvalidSettingsError(
-                    f"unknown setting {name!r} for algorithm {cls.NAME!r}; valid settings: {valid}"
-                )
-        parsed: dict[str, Any] = {}
-        for name, spec in cls.SETTINGS.items():
-            raw = settings.get(name, spec.default)
-            try:
-                if not isinstance(raw, str):
-                    raise ValueError("not a string")
-                parsed[name] = spec.parse(raw)
-            except ValueError:
-                raise InvalidSettingsError(
-                    f"setting {name!r} for algorithm {cls.NAME!r} must be {spec.valid}, "
-                    f"got {raw!r}"
-                ) from None
-        return parsed
+        return parse_settings(cls.SETTINGS, settings, owner=f"algorithm {cls.NAME!r}",
+                              error=InvalidSettingsError)
 
     @classmethod
     def validate(

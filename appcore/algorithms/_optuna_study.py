@@ -20,16 +20,16 @@ import warnings
 import optuna
 from optuna.samplers import BaseSampler
 from optuna.trial import Trial
-from optuna.trial import TrialState
+from optuna.trial import TrialState as OptunaState
 
 from appcore.algorithms._backend import Backend
 from appcore.algorithms._base import Direction
-from appcore.algorithms._base import TrialOutcome
 from appcore.algorithms.random import from_optuna_value
 from appcore.algorithms.random import to_optuna_distribution
 from common.space import Assignment
 from common.space import RealParam
 from common.space import SearchSpace
+from common.trial_state import TrialState
 
 
 __all__ = ["OptunaBackend"]
@@ -97,15 +97,15 @@ class OptunaBackend(Backend):
     ) -> list[Assignment]:
         return [self._ask(number, point) for number, point in zip(numbers, fixed, strict=True)]
 
-    def observe(self, number: int, value: float | None, state: TrialOutcome) -> None:
+    def observe(self, number: int, value: float | None, state: TrialState) -> None:
         trial = self._trials.pop(number, None)
         if trial is None:
             return
-        if state == "completed" and value is not None:
+        if state == TrialState.COMPLETED and value is not None:
             self._study.tell(trial, value)
-        elif state == "pruned":
+        elif state == TrialState.PRUNED:
             if value is not None:
                 trial.report(value, step=0)
-            self._study.tell(trial, state=TrialState.PRUNED)
+            self._study.tell(trial, state=OptunaState.PRUNED)
         else:
-            self._study.tell(trial, state=TrialState.FAIL)
+            self._study.tell(trial, state=OptunaState.FAIL)

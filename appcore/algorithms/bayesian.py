@@ -41,7 +41,6 @@ import importlib.util
 import json
 import logging
 import math
-from types import MappingProxyType
 from typing import Any
 
 from appcore.algorithms._backend import Backend
@@ -49,29 +48,32 @@ from appcore.algorithms._base import Direction
 from appcore.algorithms._base import Finished
 from appcore.algorithms._base import SearchAlgorithm
 from appcore.algorithms._base import SettingSpec
-from appcore.algorithms._base import TrialOutcome
 from appcore.algorithms._base import TrialRecord
 from common.errors import InvalidAssignmentError
 from common.errors import InvalidSettingsError
+from common.registry import Registry
 from common.space import Assignment
 from common.space import CategoricalParam
 from common.space import IntParam
 from common.space import RealParam
 from common.space import SearchSpace
+from common.trial_state import TrialState
 
 
 __all__ = ["BACKENDS", "MODES", "BayesianSearch", "WarmStart", "warm_start_setting"]
 
 _logger = logging.getLogger(__name__)
 
-BACKENDS: Mapping[str, str] = MappingProxyType(
+BACKENDS: Registry[Backend] = Registry(
+    "Bayesian backend", "backends",
     {
         "tpe": "appcore.algorithms.optuna_tpe:TPEBackend",
         "gp": "appcore.algorithms.skopt_gp:GPBackend",
         "qmc": "appcore.algorithms.optuna_qmc:QMCBackend",
-    }
+    },
+    error=InvalidSettingsError,
 )
-"""Backend name to ``"module:Class"``, imported on first use."""
+"""Backend name to its class, imported on first use."""
 
 MODES = ("async", "sync")
 """The parallel modes (the paper's Table 1)."""
@@ -90,14 +92,7 @@ def backend_class(name: str) -> type[Backend]:
         InvalidSettingsError: Naming the backend and the valid ones, or the missing library and
             how to install it.
     """
-    if name not in BACKENDS:
-        raise InvalidSettingsError(
-            f"unknown backend {name!r} for algorithm 'bayesian'; valid backends: "
-            f"{', '.join(BACKENDS)}"
-        )
-    module_name, _, class_name = BACKENDS[name].partition(":")
-    cls: type[Backend] = getattr(importlib.import_module(module_name), class_name)
-    return cls
+    return BACKENDS[name]
 
 
 def _check_available(name: str) -> None:
@@ -352,7 +347,7 @@ class BayesianSearch(SearchAlgorithm):
         self._untold.add(number)
         return assignment
 
-    def tell(self, trial_number: int, value: float | None, state: TrialOutcome) -> None:
+    def tell(self, trial_number: int, value: float | None, state: TrialState) -> None:
         """Tell the backend how trial ``trial_number`` ended (see the backends' docs).
 
         Args:
@@ -399,7 +394,7 @@ class BayesianSearch(SearchAlgorithm):
                         differing.add(record.number)
             for record in issued:
                 self._untold.add(record.number)
-                if record.state != "running":
+                if record.state.is_finished():
                     self.tell(record.number, record.value, record.state)
             start += size
         if differing:

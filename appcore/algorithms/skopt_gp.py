@@ -40,13 +40,13 @@ import warnings
 from appcore.algorithms._backend import Backend
 from appcore.algorithms._backend import trial_seed
 from appcore.algorithms._base import Direction
-from appcore.algorithms._base import TrialOutcome
 from common.space import Assignment
 from common.space import IntParam
 from common.space import Param
 from common.space import RealParam
 from common.space import SearchSpace
 from common.space import Value
+from common.trial_state import TrialState
 
 
 __all__ = ["GPBackend"]
@@ -168,9 +168,10 @@ class GPBackend(Backend):
             _logger.debug("scikit-optimize: %s", warning.message)
         return [list(point) for point in asked]
 
-    def observe(self, number: int, value: float | None, state: TrialOutcome) -> None:
+    def observe(self, number: int, value: float | None, state: TrialState) -> None:
         point = self._pending.pop(number, None)
         if point is None:
             return
-        if state in ("completed", "pruned") and value is not None and math.isfinite(value):
+        if (state in (TrialState.COMPLETED, TrialState.PRUNED) and value is not None
+                and math.isfinite(value)):
             self._told[number] = (point, self._sign * value)

@@ -15,48 +15,36 @@ Example::
 from __future__ import annotations
 
 from collections.abc import Mapping
-import importlib
-from types import MappingProxyType
 
-from appcore.algorithms._base import Direction
+from appcore.algorithms import Direction
 from appcore.pruners._base import Pruner
 from appcore.pruners._base import PrunerRecord
-from common.errors import UnknownAlgorithmError
+from common.errors import UnknownRuleError
+from common.registry import Registry
 
 
 __all__ = ["PRUNERS", "Pruner", "PrunerRecord", "create_pruner", "pruner_class"]
 
-PRUNERS: Mapping[str, str] = MappingProxyType(
+PRUNERS: Registry[Pruner] = Registry(
+    "early-stopping rule", "rules",
     {
         "none": "appcore.pruners.none:NoPruner",
         "median": "appcore.pruners.median:MedianRule",
         "asha": "appcore.pruners.asha:AsynchronousSuccessiveHalving",
-    }
+    },
+    error=UnknownRuleError,
+    aliases={"": "none"},
 )
-"""Rule name to ``"module:Class"``, imported on first use. ``""`` means ``"none"``."""
+"""Rule name to its class, imported on first use. ``""`` means ``"none"``."""
 
 
 def pruner_class(name: str) -> type[Pruner]:
-    """Return the rule registered as ``name`` (``""`` is ``"none"``), importing its module.
-
-    Args:
-        name: A registered name.
-
-    Returns:
-        The :class:`Pruner` subclass.
+    """The rule registered as ``name`` (``""`` is ``"none"``), importing its module.
 
     Raises:
-        UnknownAlgorithmError: If no rule has that name; the message lists the valid ones.
+        UnknownRuleError: If no rule has that name; the message lists the valid ones.
     """
-    try:
-        target = PRUNERS[name or "none"]
-    except (KeyError, TypeError):
-        raise UnknownAlgorithmError(
-            f"unknown early-stopping rule {name!r}; valid rules: {', '.join(PRUNERS)}"
-        ) from None
-    module_name, _, class_name = target.partition(":")
-    cls: type[Pruner] = getattr(importlib.import_module(module_name), class_name)
-    return cls
+    return PRUNERS[name]
 
 
 def create_pruner(name: str, *, direction: Direction, settings: Mapping[str, str]) -> Pruner:
@@ -71,7 +59,7 @@ def create_pruner(name: str, *, direction: Direction, settings: Mapping[str, str
         A new pruner.
 
     Raises:
-        UnknownAlgorithmError: If no rule has that name.
+        UnknownRuleError: If no rule has that name.
         InvalidSettingsError: If a setting is unknown or invalid.
     """
     return pruner_class(name)(direction=direction, settings=settings)

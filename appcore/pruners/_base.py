@@ -10,11 +10,11 @@ from dataclasses import field
 from typing import Any
 from typing import ClassVar
 
-from appcore.algorithms._base import Direction
-from appcore.algorithms._base import RecordState
-from appcore.algorithms._base import SettingSpec
-from appcore.algorithms._base import TrialOutcome
+from appcore.algorithms import Direction
 from common.errors import InvalidSettingsError
+from common.setting_values import SettingSpec
+from common.setting_values import parse_settings
+from common.trial_state import TrialState
 
 
 __all__ = ["Pruner", "PrunerRecord"]
@@ -26,13 +26,13 @@ class PrunerRecord:
 
     Attributes:
         number: The trial number.
-        state: ``"running"`` or how it ended.
+        state: ``TrialState.RUNNING``, or how it ended.
         intermediate: ``(step, value)`` of each intermediate report of the objective, in order.
         value: The final objective of a completed trial, else ``None``.
     """
 
     number: int
-    state: RecordState
+    state: TrialState
     intermediate: Sequence[tuple[int, float]] = field(default_factory=tuple)
     value: float | None = None
 
@@ -81,23 +81,9 @@ class Pruner(abc.ABC):
             InvalidSettingsError: Naming an unknown setting (and the valid ones) or a value
                 that does not parse (and what is valid).
         """
-        for name in settings:
-            if name not in cls.SETTINGS:
-                valid = ", ".join(sorted(cls.SETTINGS)) or "none"
-                raise InvalidSettingsError(
-                    f"unknown setting {name!r} for early-stopping rule {cls.NAME!r}; "
-                    f"valid settings: {valid}"
-                )
-        parsed: dict[str, Any] = {}
-        for name, spec in cls.SETTINGS.items():
-            raw = settings.get(name, spec.default)
-            try:
-                parsed[name] = spec.parse(raw)
-            except (ValueError, TypeError, AttributeError):
-                raise InvalidSettingsError(
-                    f"setting {name!r} for early-stopping rule {cls.NAME!r} must be "
-                    f"{spec.valid}, got {raw!r}"
-                ) from None
+        parsed = parse_settings(cls.SETTINGS, settings,
+                                owner=f"early-stopping rule {cls.NAME!r}",
+                                error=InvalidSettingsError)
         cls._check(parsed)
         return parsed
 
@@ -119,7 +105,7 @@ class Pruner(abc.ABC):
         """
 
     @abc.abstractmethod
-    def finish(self, trial: int, state: TrialOutcome, value: float | None) -> None:
+    def finish(self, trial: int, state: TrialState, value: float | None) -> None:
         """Learn how trial ``trial`` ended (its final objective if completed).
 
         Args:
@@ -140,7 +126,7 @@ class Pruner(abc.ABC):
         for record in history:
             for step, value in record.intermediate:
                 self.report(record.number, step, value)
-            if record.state != "running":
+            if record.state.is_finished():
                 self.finish(record.number, record.state, record.value)
 
     def describe(self) -> str:

@@ -15,11 +15,11 @@ import math
 import optuna
 from optuna.pruners import BasePruner
 from optuna.trial import Trial
-from optuna.trial import TrialState
+from optuna.trial import TrialState as OptunaState
 
-from appcore.algorithms._base import Direction
-from appcore.algorithms._base import TrialOutcome
+from appcore.algorithms import Direction
 from appcore.pruners._base import Pruner
+from common.trial_state import TrialState
 
 
 __all__ = ["OptunaPruner"]
@@ -50,14 +50,14 @@ class OptunaPruner(Pruner):
         optuna_trial.report(value, step)
         return bool(optuna_trial.should_prune())
 
-    def finish(self, trial: int, state: TrialOutcome, value: float | None) -> None:
+    def finish(self, trial: int, state: TrialState, value: float | None) -> None:
         optuna_trial = self._trials.pop(trial, None)
         self._last_step.pop(trial, None)
         if optuna_trial is None:
             return
-        if state == "completed" and value is not None and math.isfinite(value):
+        if state == TrialState.COMPLETED and value is not None and math.isfinite(value):
             self._study.tell(optuna_trial, value)
-        elif state == "pruned":
-            self._study.tell(optuna_trial, state=TrialState.PRUNED)
+        elif state == TrialState.PRUNED:
+            self._study.tell(optuna_trial, state=OptunaState.PRUNED)
         else:
-            self._study.tell(optuna_trial, state=TrialState.FAIL)
+            self._study.tell(optuna_trial, state=OptunaState.FAIL)

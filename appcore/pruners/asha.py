@@ -22,9 +22,9 @@ from typing import Any
 from optuna.pruners import BasePruner
 from optuna.pruners import SuccessiveHalvingPruner
 
-from appcore.algorithms._base import SettingSpec
 from appcore.pruners._optuna import OptunaPruner
 from common.errors import InvalidSettingsError
+from common.setting_values import SettingSpec
 from common.setting_values import int_at_least
 
 

@@ -16,8 +16,8 @@ from collections.abc import Mapping
 from optuna.pruners import BasePruner
 from optuna.pruners import MedianPruner
 
-from appcore.algorithms._base import SettingSpec
 from appcore.pruners._optuna import OptunaPruner
+from common.setting_values import SettingSpec
 from common.setting_values import int_at_least
 
 

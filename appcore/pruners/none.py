@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from appcore.algorithms._base import TrialOutcome
 from appcore.pruners._base import Pruner
+from common.trial_state import TrialState
 
 
 __all__ = ["NoPruner"]
@@ -17,5 +17,5 @@ class NoPruner(Pruner):
     def report(self, trial: int, step: int, value: float) -> bool:
         return False
 
-    def finish(self, trial: int, state: TrialOutcome, value: float | None) -> None:
+    def finish(self, trial: int, state: TrialState, value: float | None) -> None:
         pass

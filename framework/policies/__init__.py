@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from common.registry import Registry
 from framework.policies._base import LaunchRequest
 from framework.policies._base import OfferPolicy
 from framework.policies._base import Plan
@@ -30,14 +31,21 @@ __all__ = [
     "Plan",
     "PolicySetting",
     "PolicySettingsError",
+    "UnknownPolicyError",
     "create_policy",
 ]
 
-POLICIES: dict[str, type[OfferPolicy]] = {
-    FifoPolicy.name: FifoPolicy,
-    DynamicPriorityPolicy.name: DynamicPriorityPolicy,
-    DynamicPriorityPlusPolicy.name: DynamicPriorityPlusPolicy,
-}
+class UnknownPolicyError(ValueError):
+    """No offer policy has the requested name (the message lists the valid ones)."""
+
+
+POLICIES: Registry[OfferPolicy] = Registry(
+    "offer policy", "policies",
+    {policy.name: policy
+     for policy in (FifoPolicy, DynamicPriorityPolicy, DynamicPriorityPlusPolicy)},
+    error=UnknownPolicyError,
+)
+"""Policy name to its class."""
 
 
 def create_policy(
@@ -54,12 +62,7 @@ def create_policy(
         runner: the job's trial resources.
 
     Raises:
-        ValueError: an unknown name (listing the valid ones), or a :class:`PolicySettingsError`.
+        UnknownPolicyError: an unknown name (listing the valid ones).
+        PolicySettingsError: an unknown or invalid setting.
     """
-    try:
-        cls = POLICIES[name]
-    except KeyError:
-        raise ValueError(
-            f"unknown offer policy {name!r}; valid policies: {', '.join(sorted(POLICIES))}"
-        ) from None
-    return cls(settings=dict(settings or {}), runner=runner)
+    return POLICIES[name](settings=dict(settings or {}), runner=runner)

@@ -16,7 +16,6 @@ read from another thread (it returns a copy).
 from __future__ import annotations
 
 import abc
-from collections.abc import Callable
 from collections.abc import Mapping
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -25,6 +24,8 @@ from typing import Any
 from typing import ClassVar
 
 from common.resources import Resources
+from common.setting_values import SettingSpec
+from common.setting_values import parse_settings
 from framework.offers import OfferView
 from framework.spec import TaskResources
 
@@ -55,21 +56,8 @@ class Plan:
     filter, so it comes back at the next allocation run."""
 
 
-@dataclass(frozen=True)
-class PolicySetting:
-    """One setting a policy accepts (``--priority-setting NAME=VALUE``; values are strings).
-
-    Attributes:
-        default: the value used when the setting is not given, as a string.
-        parse: turns the string into the typed value; raises ``ValueError`` if it is invalid.
-        valid: what a valid value is, for error messages ("a number >= 0").
-        help: one line for the docs.
-    """
-
-    default: str
-    parse: Callable[[str], Any]
-    valid: str
-    help: str = ""
+PolicySetting = SettingSpec
+"""One setting a policy accepts (``--priority-setting NAME=VALUE``)."""
 
 
 class PolicySettingsError(ValueError):
@@ -118,27 +106,8 @@ class OfferPolicy(abc.ABC):
         Raises:
             PolicySettingsError: naming the setting and what would be valid.
         """
-        values: dict[str, Any] = {}
-        for name, spec in cls.SETTINGS.items():
-            values[name] = spec.parse(spec.default)
-        for name, text in settings.items():
-            spec = cls.SETTINGS.get(name)
-            if spec is None:
-                if name in others:
-                    continue
-                valid = sorted({*cls.SETTINGS, *others})
-                raise PolicySettingsError(
-                    f"unknown setting {name!r} for offer policy {cls.name!r}; valid settings: "
-                    f"{', '.join(valid) if valid else 'none'}"
-                )
-            try:
-                values[name] = spec.parse(text)
-            except ValueError:
-                raise PolicySettingsError(
-                    f"setting {name}={text!r} of offer policy {cls.name!r} is invalid: "
-                    f"expected {spec.valid}"
-                ) from None
-        return values
+        return parse_settings(cls.SETTINGS, settings, owner=f"offer policy {cls.name!r}",
+                              error=PolicySettingsError, skip=others)
 
     @abc.abstractmethod
     def plan(self, offers: Sequence[OfferView], requests: Sequence[LaunchRequest]) -> Plan:

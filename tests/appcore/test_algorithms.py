@@ -26,6 +26,7 @@ from common.space import CategoricalParam
 from common.space import IntParam
 from common.space import RealParam
 from common.space import SearchSpace
+from common.trial_state import TrialState
 
 
 SPACE = SearchSpace(
@@ -90,7 +91,7 @@ def _run(algorithm: SearchAlgorithm, numbers: range) -> Iterator[tuple[int, Assi
             return
         assert suggestion is not None  # grid and random never answer "nothing now"
         yield number, suggestion
-        algorithm.tell(number, float(len(str(suggestion))), "completed")
+        algorithm.tell(number, float(len(str(suggestion))), TrialState.COMPLETED)
 
 
 def test_registry_names_match_classes(name: str) -> None:
@@ -141,9 +142,9 @@ def test_restore_continues_the_original_sequence(variant: str, done: int) -> Non
 
     def outcome(number: int) -> tuple[float | None, RecordState]:
         if number > done - running:
-            return None, "running"
-        state = ("completed", "failed", "pruned")[number % 3]
-        return (None if state == "failed" else float(number % 7)), state  # type: ignore[return-value]
+            return None, TrialState.RUNNING
+        state = (TrialState.COMPLETED, TrialState.FAILED, TrialState.PRUNED)[number % 3]
+        return (None if state == TrialState.FAILED else float(number % 7)), state
 
     more = 3 if "-gp-" in variant else 15  # trials asked after the restart
     original = _make(variant)
@@ -153,15 +154,15 @@ def test_restore_continues_the_original_sequence(variant: str, done: int) -> Non
         assert isinstance(assignment, dict)
         value, state = outcome(number)
         history.append(TrialRecord(number, assignment, value, state))
-        if state != "running":
+        if state != TrialState.RUNNING:
             original.tell(number, value, state)
     restored = _make(variant)
     restored.restore(history)
     # The trials that were running end after the restart (a sync batch waits for them).
     for record in history:
-        if record.state == "running":
+        if record.state == TrialState.RUNNING:
             for algorithm in (original, restored):
-                algorithm.tell(record.number, 0.5, "completed")
+                algorithm.tell(record.number, 0.5, TrialState.COMPLETED)
     continued = list(_run(original, range(done + 1, done + 1 + more)))
     after_restart = list(_run(restored, range(done + 1, done + 1 + more)))
 
@@ -173,15 +174,16 @@ def test_restore_continues_the_original_sequence(variant: str, done: int) -> Non
 
 def test_tell_accepts_every_outcome(variant: str) -> None:
     algorithm = _make(variant)
-    for number, state in enumerate(("completed", "failed", "pruned", "killed"), start=1):
+    finished = (TrialState.COMPLETED, TrialState.FAILED, TrialState.PRUNED, TrialState.KILLED)
+    for number, state in enumerate(finished, start=1):
         algorithm.ask(number)
-        algorithm.tell(number, 1.0 if state == "completed" else None, state)  # type: ignore[arg-type]
+        algorithm.tell(number, 1.0 if state == TrialState.COMPLETED else None, state)
 
 
 @pytest.mark.parametrize("number", [0, -1, 1.0, True])
 def test_trial_numbers_start_at_one(variant: str, number: object) -> None:
     with pytest.raises(ValueError, match="start at 1"):
-        _make(variant).ask(number)  # type: ignore[arg-type]
+        _make(variant).ask(number)
 
 
 def test_defaults_of_every_setting_parse(name: str) -> None:
@@ -216,14 +218,14 @@ def test_bad_setting_values_are_rejected(name: str) -> None:
 @pytest.mark.parametrize("budget", [0, -5, 2.5, True])
 def test_bad_budgets_are_rejected(name: str, budget: object) -> None:
     with pytest.raises(InvalidSettingsError, match="trial budget must be a positive integer"):
-        algorithm_class(name).validate(SPACE, {}, max_trials=budget)  # type: ignore[arg-type]
+        algorithm_class(name).validate(SPACE, {}, max_trials=budget)
 
 
 def test_direction_and_seed_are_checked(name: str) -> None:
     with pytest.raises(InvalidSettingsError, match="direction must be 'maximize' or 'minimize'"):
-        create_algorithm(name, SPACE, seed=0, direction="max", settings={})  # type: ignore[arg-type]
+        create_algorithm(name, SPACE, seed=0, direction="max", settings={})
     with pytest.raises(InvalidSettingsError, match="seed .* must be an integer"):
-        create_algorithm(name, SPACE, seed="1", direction="minimize", settings={})  # type: ignore[arg-type]
+        create_algorithm(name, SPACE, seed="1", direction="minimize", settings={})
 
 
 def test_any_int_seed_works(variant: str) -> None:
@@ -250,7 +252,7 @@ def test_restore_logs_a_history_it_would_not_have_issued(
     assert isinstance(first, dict)
     changed = {**first, "act": "relu" if first["act"] == "tanh" else "tanh"}
     with caplog.at_level(logging.WARNING, logger="appcore.algorithms"):
-        _make(variant).restore([TrialRecord(1, changed, None, "running")])
+        _make(variant).restore([TrialRecord(1, changed, None, TrialState.RUNNING)])
     assert "would not give them (first: trial 1)" in caplog.text
 
 

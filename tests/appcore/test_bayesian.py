@@ -22,6 +22,7 @@ from common.space import CategoricalParam
 from common.space import IntParam
 from common.space import RealParam
 from common.space import SearchSpace
+from common.trial_state import TrialState
 from protos import framework_pb2
 from tests.inprocess import AppCore
 from tests.inprocess import Framework
@@ -75,10 +76,10 @@ def test_sync_mode_issues_batches_and_waits_for_them(backend: str) -> None:
     batch = [algorithm.ask(n) for n in (1, 2, 3)]
     assert all(isinstance(a, dict) for a in batch)
     assert algorithm.ask(4) is None
-    algorithm.tell(1, 0.5, "completed")
-    algorithm.tell(2, None, "failed")
+    algorithm.tell(1, 0.5, TrialState.COMPLETED)
+    algorithm.tell(2, None, TrialState.FAILED)
     assert algorithm.ask(4) is None  # trial 3 still runs
-    algorithm.tell(3, 0.1, "pruned")
+    algorithm.tell(3, 0.1, TrialState.PRUNED)
     second = [algorithm.ask(n) for n in (4, 5, 6)]
     assert all(isinstance(a, dict) for a in second) and algorithm.ask(7) is None
     assert len({json.dumps(a, sort_keys=True) for a in batch + second}) == 6
@@ -90,7 +91,7 @@ def test_pending_trials_spread_suggestions_out(backend: str) -> None:
     for number in range(1, 9):
         suggestion = algorithm.ask(number)
         assert isinstance(suggestion, dict)
-        algorithm.tell(number, score(suggestion), "completed")
+        algorithm.tell(number, score(suggestion), TrialState.COMPLETED)
     pending = [algorithm.ask(n) for n in range(9, 13)]
     assert len({json.dumps(a, sort_keys=True) for a in pending}) == 4
 
@@ -103,7 +104,7 @@ def test_log_scales_stay_log_in_the_startup_draws(backend: str, mode: str) -> No
         suggestion = algorithm.ask(number)
         assert isinstance(suggestion, dict)
         draws.append(suggestion)
-        algorithm.tell(number, 0.0, "completed")
+        algorithm.tell(number, 0.0, TrialState.COMPLETED)
     # Log-uniform on [1e-4, 1]: half the draws are below 1e-2 (uniform: 1 %).
     assert sum(d["lr"] < 1e-2 for d in draws) / len(draws) > 0.3
     assert sum(d["units"] < 32 for d in draws) / len(draws) > 0.3
@@ -152,12 +153,12 @@ def test_sync_restore_finishes_a_partly_issued_batch() -> None:
     original = make("tpe", "sync", parallelism=3, n_startup_trials="3")
     issued = [original.ask(n) for n in (1, 2, 3)]
     for number, assignment in enumerate(issued, 1):
-        original.tell(number, score(assignment), "completed")  # type: ignore[arg-type]
+        original.tell(number, score(assignment), TrialState.COMPLETED)
     fourth = original.ask(4)
     rest = [original.ask(5), original.ask(6)]
-    history = [TrialRecord(n, a, score(a), "completed")  # type: ignore[arg-type]
+    history = [TrialRecord(n, a, score(a), TrialState.COMPLETED)
                for n, a in enumerate(issued, 1)]
-    history.append(TrialRecord(4, fourth, None, "running"))  # type: ignore[arg-type]
+    history.append(TrialRecord(4, fourth, None, TrialState.RUNNING))
     restored = make("tpe", "sync", parallelism=3, n_startup_trials="3")
     restored.restore(history)
     assert [restored.ask(5), restored.ask(6)] == rest

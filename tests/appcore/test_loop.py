@@ -23,6 +23,7 @@ from common.space import CategoricalParam
 from common.space import IntParam
 from common.space import SearchSpace
 from common.space import assignment_from_proto
+from common.trial_state import TrialState
 from framework.job import APPCORE_KEY
 from protos import common_pb2
 from protos import framework_pb2
@@ -323,6 +324,6 @@ def test_records_for_restore() -> None:
     trials[0].assignment["x"].integer = 3
     records = TrialLoop.records(trials)
     assert [(r.number, r.state, r.value) for r in records] == [
-        (1, "running", None), (2, "completed", 0.5), (3, "failed", None),
-        (4, "running", None), (5, "killed", None)]
+        (1, TrialState.RUNNING, None), (2, TrialState.COMPLETED, 0.5),
+        (3, TrialState.FAILED, None), (4, TrialState.RUNNING, None), (5, TrialState.KILLED, None)]
     assert records[1].assignment == assignment_from_proto(trials[0].assignment) == {"x": 3}

@@ -13,6 +13,7 @@ from appcore.algorithms import create_algorithm
 from appcore.algorithms import optuna_tpe
 from appcore.algorithms._backend import trial_seed
 from common.space import Assignment
+from common.trial_state import TrialState
 from tests.appcore.test_bayesian import SPACE
 from tests.appcore.test_bayesian import score
 
@@ -32,7 +33,7 @@ def _search(parallelism: int, trials: int = 40) -> list[Assignment]:
         if len(pending) >= parallelism:
             done = pending.pop(0)
             algorithm.tell(done, score(asked[done - 1]) + math.sin(done) / 10,
-                           "pruned" if done % 7 == 0 else "completed")
+                           TrialState.PRUNED if done % 7 == 0 else TrialState.COMPLETED)
     return asked
 
 

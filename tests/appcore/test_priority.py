@@ -132,8 +132,9 @@ def test_settings_parse_with_defaults_and_one_line_errors() -> None:
                                ("thresholds", "0.1,-1", "comma-separated numbers > 0"),
                                ("thresholds", "", "comma-separated numbers > 0"),
                                ("tolerance", "nan", "a number >= 0")]:
-        with pytest.raises(InvalidSettingsError, match=rf"priority setting {name}=.*: expected "
-                                                         rf"{valid}"):
+        with pytest.raises(InvalidSettingsError,
+                           match=rf"setting '{name}' for the dynamic priority strategy must be "
+                                 rf"{valid}(, e.g. [\d.,]+)?, got '{value}'"):
             parse_priority_settings({name: value})
 
 

@@ -16,7 +16,8 @@ from appcore.pruners import create_pruner
 from appcore.pruners import pruner_class
 import apprunner_sdk
 from common.errors import InvalidSettingsError
-from common.errors import UnknownAlgorithmError
+from common.errors import UnknownRuleError
+from common.trial_state import TrialState
 from tests.inprocess import RunningJob
 from tests.inprocess import wait_for
 
@@ -30,9 +31,9 @@ def _run_trial(pruner: Pruner, number: int, final: float, steps: int = 9) -> int
     """Report the curve until pruned; the step it was pruned at, or None if it completed."""
     for step, value in _curve(final, steps):
         if pruner.report(number, step, value):
-            pruner.finish(number, "pruned", value)
+            pruner.finish(number, TrialState.PRUNED, value)
             return step
-    pruner.finish(number, "completed", final)
+    pruner.finish(number, TrialState.COMPLETED, final)
     return None
 
 
@@ -43,7 +44,7 @@ def name(request: pytest.FixtureRequest) -> str:
 
 def _make(name: str, settings: Mapping[str, str] | None = None,
           direction: str = "maximize") -> Pruner:
-    return create_pruner(name, direction=direction, settings=settings or {})  # type: ignore[arg-type]
+    return create_pruner(name, direction=direction, settings=settings or {})
 
 
 def test_registry_names_match_classes(name: str) -> None:
@@ -52,7 +53,7 @@ def test_registry_names_match_classes(name: str) -> None:
 
 
 def test_unknown_rules_and_settings_are_rejected_with_the_valid_ones(name: str) -> None:
-    with pytest.raises(UnknownAlgorithmError) as caught:
+    with pytest.raises(UnknownRuleError) as caught:
         pruner_class("hyperband")
     assert str(caught.value) == (
         "unknown early-stopping rule 'hyperband'; valid rules: none, median, asha")
@@ -122,13 +123,14 @@ def test_restore_rebuilds_the_decisions(name: str) -> None:
     for number, final in enumerate([0.9, 0.7, 0.8], start=1):
         stopped = _run_trial(original, number, final)
         curve = _curve(final)[: None if stopped is None else stopped + 1]
-        history.append(PrunerRecord(number, "completed" if stopped is None else "pruned",
-                                    tuple(curve), final if stopped is None else None))
+        state = TrialState.COMPLETED if stopped is None else TrialState.PRUNED
+        history.append(PrunerRecord(number, state, tuple(curve),
+                                    final if stopped is None else None))
     # Trial 4 was running with two reports when AppCore restarted.
     running = _curve(0.2)[:2]
     for step, value in running:
         original.report(4, step, value)
-    history.append(PrunerRecord(4, "running", tuple(running)))
+    history.append(PrunerRecord(4, TrialState.RUNNING, tuple(running)))
 
     restored = _make(name, settings)
     restored.restore(history)

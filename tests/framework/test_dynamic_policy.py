@@ -160,10 +160,10 @@ def test_settings_are_validated_with_one_line_errors() -> None:
                                                   r"'dynamic'; valid settings: "
                                                   r"decline_filter_seconds, declines_per_level"):
         DynamicPriorityPolicy(settings={"x": "1"})
-    with pytest.raises(PolicySettingsError, match=r"setting idle_repeats='0' of offer policy "
-                                                  r"'dynamic' is invalid: expected an integer"):
+    with pytest.raises(PolicySettingsError, match=r"setting 'idle_repeats' for offer policy "
+                                                  r"'dynamic' must be an integer"):
         DynamicPriorityPolicy(settings={"idle_repeats": "0"})
-    with pytest.raises(PolicySettingsError, match=r"expected a number of seconds >= 0"):
+    with pytest.raises(PolicySettingsError, match=r"must be a number of seconds >= 0, got '-1'"):
         create_policy("dynamic-plus", {"decline_filter_seconds": "-1"})
     policy = create_policy("dynamic", {"idle_repeats": "4"})
     assert isinstance(policy, DynamicPriorityPolicy) and policy.settings["idle_repeats"] == 4

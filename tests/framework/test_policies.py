@@ -10,6 +10,7 @@ from framework.policies import POLICIES
 from framework.policies import FifoPolicy
 from framework.policies import LaunchRequest
 from framework.policies import OfferPolicy
+from framework.policies import UnknownPolicyError
 from framework.policies import create_policy
 from framework.spec import TaskResources
 
@@ -44,8 +45,8 @@ def test_registry_creates_by_name_and_lists_valid_names() -> None:
     assert isinstance(policy, FifoPolicy) and isinstance(policy, OfferPolicy)
     assert POLICIES["fifo"] is FifoPolicy and set(POLICIES) == {"fifo", "dynamic",
                                                                  "dynamic-plus"}
-    with pytest.raises(ValueError, match=r"unknown offer policy 'drf'; valid policies: "
-                                         r"dynamic, dynamic-plus, fifo"):
+    with pytest.raises(UnknownPolicyError, match=r"unknown offer policy 'drf'; valid policies: "
+                                                 r"fifo, dynamic, dynamic-plus"):
         create_policy("drf")
 
 

@@ -52,12 +52,13 @@ def test_dynamic_policies_turn_priorities_on_and_carry_the_settings() -> None:
         (["--offer-policy", "dynamic", "--priority-setting", "pack_patience=2"],
          "unknown setting 'pack_patience' for offer policy 'dynamic'"),
         (["--offer-policy", "dynamic", "--priority-setting", "m=1"],
-         "--priority-setting: priority setting m='1' is invalid: expected an integer >= 2"),
+         "--priority-setting: setting 'm' for the dynamic priority strategy must be an integer "
+         ">= 2, got '1'"),
         (["--offer-policy", "dynamic", "--priority-setting", "thresholds=0.1,x"],
-         "expected comma-separated numbers > 0"),
+         "must be comma-separated numbers > 0"),
         (["--offer-policy", "dynamic-plus", "--priority-setting", "idle_repeats=0"],
-         "setting idle_repeats='0' of offer policy 'dynamic-plus' is invalid: expected an "
-         "integer >= 1"),
+         "setting 'idle_repeats' for offer policy 'dynamic-plus' must be an integer >= 1, "
+         "got '0'"),
     ],
 )
 def test_bad_priority_settings_are_one_line_usage_errors(capsys: pytest.CaptureFixture[str],

@@ -1,0 +1,53 @@
+"""Declared settings checked in one way for every owner: defaults, unknown names, bad values."""
+
+from __future__ import annotations
+
+import pytest
+
+from common.setting_values import SettingSpec
+from common.setting_values import int_at_least
+from common.setting_values import non_negative_number
+from common.setting_values import parse_settings
+
+
+SPECS = {
+    "rounds": SettingSpec("3", int_at_least(1), "an integer >= 1"),
+    "wait": SettingSpec("0.5", non_negative_number, "a number >= 0"),
+}
+
+
+class Bad(ValueError):
+    pass
+
+
+def test_defaults_are_filled_in_and_values_parsed() -> None:
+    assert parse_settings(SPECS, {}, owner="rule 'x'") == {"rounds": 3, "wait": 0.5}
+    assert parse_settings(SPECS, {"rounds": " 7 "}, owner="rule 'x'") == {"rounds": 7,
+                                                                           "wait": 0.5}
+
+
+def test_an_unknown_name_lists_the_valid_ones_and_the_skipped_ones_pass() -> None:
+    with pytest.raises(Bad) as caught:
+        parse_settings(SPECS, {"speed": "1"}, owner="rule 'x'", error=Bad)
+    assert str(caught.value) == ("unknown setting 'speed' for rule 'x'; valid settings: rounds, "
+                                 "wait")
+    assert parse_settings(SPECS, {"speed": "1"}, owner="rule 'x'",
+                          skip=frozenset({"speed"})) == {"rounds": 3, "wait": 0.5}
+    with pytest.raises(Bad, match="valid settings: none"):
+        parse_settings({}, {"a": "1"}, owner="rule 'y'", error=Bad)
+
+
+@pytest.mark.parametrize(("name", "text", "valid"), [
+    ("rounds", "0", "an integer >= 1"), ("rounds", "two", "an integer >= 1"),
+    ("wait", "-1", "a number >= 0"), ("wait", "nan", "a number >= 0"),
+])
+def test_a_bad_value_names_the_setting_its_owner_and_what_is_valid(name: str, text: str,
+                                                                    valid: str) -> None:
+    with pytest.raises(Bad) as caught:
+        parse_settings(SPECS, {name: text}, owner="rule 'x'", error=Bad)
+    assert str(caught.value) == f"setting {name!r} for rule 'x' must be {valid}, got {text!r}"
+
+
+def test_a_value_that_is_not_text_is_refused() -> None:
+    with pytest.raises(Bad, match="got 3"):
+        parse_settings(SPECS, {"rounds": 3}, owner="rule 'x'", error=Bad)  # type: ignore[dict-item]
