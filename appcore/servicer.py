@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from concurrent import futures
-import math
-
 import grpc
 
 from appcore.loop import TrialLoop
+from common import grpc_server
+from common.metrics import MetricError
+from common.metrics import check_metrics
 from common.task_env import TOKEN_METADATA
 from common.tokens import check_trial_token
 from protos import appcore_pb2
@@ -44,14 +44,10 @@ class AppCoreServicer(appcore_pb2_grpc.AppCoreServiceServicer):
         if not check_trial_token(self._job_token, request.trial_number, str(token)):
             context.abort(grpc.StatusCode.UNAUTHENTICATED,
                           f"missing or wrong token for trial {request.trial_number}")
-        if not request.metrics:
-            context.abort(grpc.StatusCode.INVALID_ARGUMENT, "a report needs at least one metric")
-        metrics: dict[str, float] = {}
-        for metric in request.metrics:
-            if not metric.name or not math.isfinite(metric.value):
-                context.abort(grpc.StatusCode.INVALID_ARGUMENT,
-                              f"metric {metric.name!r} must have a name and a finite value")
-            metrics[metric.name] = metric.value
+        try:
+            metrics = check_metrics({metric.name: metric.value for metric in request.metrics})
+        except MetricError as err:
+            context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(err))
         step = request.step if request.HasField("step") else None
         if self._loop is None:
             context.abort(grpc.StatusCode.UNAVAILABLE, "AppCore is starting")
@@ -72,18 +68,7 @@ def make_server(servicer: AppCoreServicer, host: str, port: int) -> grpc.Server:
     Raises:
         OSError: the port cannot be bound.
     """
-    # gRPC sets SO_REUSEPORT by default, so a second server could bind a port another one
-    # (e.g. a stale AppCore on the same agent) still serves, and the kernel would split the
-    # connections between them. Turn it off: a taken port is an error (OSError below).
-    server = grpc.server(futures.ThreadPoolExecutor(max_workers=16),
-                         options=[("grpc.so_reuseport", 0)])
-    appcore_pb2_grpc.add_AppCoreServiceServicer_to_server(servicer, server)
-    # grpcio >= 1.5x raises RuntimeError when the bind fails (older releases returned 0);
-    # either way callers get the documented OSError.
-    try:
-        bound = server.add_insecure_port(f"{host}:{port}")
-    except RuntimeError:
-        bound = 0
-    if bound == 0:
-        raise OSError(f"AppCore cannot bind {host}:{port}")
+    server, _ = grpc_server.make_server(
+        lambda server: appcore_pb2_grpc.add_AppCoreServiceServicer_to_server(servicer, server),
+        host, port, what="AppCore")
     return server

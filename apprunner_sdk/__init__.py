@@ -19,7 +19,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 import json
-import math
 import numbers
 import os
 from pathlib import Path
@@ -32,6 +31,8 @@ from apprunner_sdk.client import AppCoreClient
 from apprunner_sdk.client import AppCoreUnreachableError
 from apprunner_sdk.client import ReportRejectedError
 from common import task_env
+from common.metrics import MetricError
+from common.metrics import check_metrics
 
 
 __all__ = [
@@ -125,21 +126,14 @@ def output_path(name: str | None = None) -> Path:
 
 
 def _check_metrics(metrics: Mapping[str, Any]) -> dict[str, float]:
-    if not metrics:
-        raise ValueError("report() needs at least one metric, e.g. report(accuracy=0.93)")
-    checked: dict[str, float] = {}
-    for name, value in metrics.items():
-        if isinstance(value, bool) or not isinstance(value, numbers.Real):
-            if isinstance(value, str | bytes | bool) or not hasattr(value, "__float__"):
-                raise TypeError(
-                    f"report(): metric {name!r} must be a number (int or float), got "
-                    f"{type(value).__name__} {value!r}"
-                )
-        number = float(value)
-        if not math.isfinite(number):
-            raise ValueError(f"report(): metric {name!r} must be finite, got {number}")
-        checked[name] = number
-    return checked
+    try:
+        return check_metrics(metrics, what="report()")
+    except MetricError as err:
+        message = str(err)
+        raise ValueError(message if message.startswith("report()") else f"report(): {message}") \
+            from None
+    except TypeError as err:
+        raise TypeError(f"report(): {err}") from None
 
 
 def report(*, step: int | None = None, final: bool = False, **metrics: Any) -> bool:

@@ -18,12 +18,13 @@ from collections.abc import Mapping
 from collections.abc import Sequence
 from dataclasses import dataclass
 import logging
-import math
 import threading
 import time
 from typing import Any
 
 from common.errors import InvalidAssignmentError
+from common.metrics import MetricError
+from common.metrics import check_metrics
 from common.space import assignment_to_proto
 from common.space import space_from_proto
 from common.task_states import has_ended_for_framework
@@ -302,11 +303,10 @@ class JobController:
                 raise FailedPreconditionError(
                     f"trial {number} already reported its final result"
                 )
-            if not metrics:
-                raise InvalidArgumentError("a report needs at least one metric")
-            for name, value in metrics.items():
-                if not name or not math.isfinite(value):
-                    raise InvalidArgumentError(f"metric {name!r} must be a finite number")
+            try:
+                metrics = check_metrics(metrics)
+            except (MetricError, TypeError) as err:
+                raise InvalidArgumentError(str(err)) from None
             merged = {**trial.metrics, **metrics}
             fields: dict[str, Any] = {
                 "metrics": merged,

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from collections.abc import Iterator
-from concurrent import futures
 import logging
 from typing import NoReturn
 from typing import TypeVar
 
 import grpc
 
+from common import grpc_server
 from common.errors import InvalidAssignmentError
 from common.space import assignment_from_proto
 from common.task_env import TOKEN_METADATA
@@ -146,21 +146,12 @@ class FrameworkServicer(framework_pb2_grpc.FrameworkServiceServicer):
 
 def make_server(controller: JobController, host: str = "0.0.0.0", port: int = 0) -> tuple[
         grpc.Server, int]:
-    """A (not started) gRPC server for ``controller`` and the port it bound."""
-    # gRPC sets SO_REUSEPORT by default, so a second server could bind a port another one
-    # (e.g. a stale AppCore on the same agent) still serves, and the kernel would split the
-    # connections between them. Turn it off: a taken port is an error (OSError below).
-    server = grpc.server(futures.ThreadPoolExecutor(max_workers=16),
-                         options=[("grpc.so_reuseport", 0)])
-    framework_pb2_grpc.add_FrameworkServiceServicer_to_server(
-        FrameworkServicer(controller), server
-    )
-    # grpcio >= 1.5x raises RuntimeError when the bind fails (older releases returned 0);
-    # either way callers get the documented OSError.
-    try:
-        bound = server.add_insecure_port(f"{host}:{port}")
-    except RuntimeError:
-        bound = 0
-    if bound == 0:
-        raise OSError(f"cannot bind the framework's gRPC server to {host}:{port}")
-    return server, bound
+    """A (not started) gRPC server for ``controller`` and the port it bound.
+
+    Raises:
+        OSError: the port cannot be bound.
+    """
+    servicer = FrameworkServicer(controller)
+    return grpc_server.make_server(
+        lambda server: framework_pb2_grpc.add_FrameworkServiceServicer_to_server(servicer, server),
+        host, port, what="the framework's gRPC server")

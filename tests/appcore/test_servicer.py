@@ -103,10 +103,10 @@ def test_a_report_needs_its_own_trial_token(stack: Stack, token: str) -> None:
 
 
 @pytest.mark.parametrize("metrics, details", [
-    ({}, "a report needs at least one metric"),
-    ({"accuracy": float("nan")}, "metric 'accuracy' must have a name and a finite value"),
-    ({"loss": float("-inf")}, "metric 'loss' must have a name and a finite value"),
-    ({"": 1.0}, "metric '' must have a name and a finite value"),
+    ({}, "a report needs at least one metric, e.g. accuracy=0.93"),
+    ({"accuracy": float("nan")}, "metric 'accuracy' must be finite, got nan"),
+    ({"loss": float("-inf")}, "metric 'loss' must be finite, got -inf"),
+    ({"": 1.0}, "a metric needs a name, got ''"),
 ])
 def test_bad_metrics_are_invalid_argument(stack: Stack, metrics: dict[str, float],
                                           details: str) -> None:
@@ -165,7 +165,7 @@ def test_make_server_on_a_taken_port_is_an_os_error(tmp_path: Path) -> None:
             plain.bind(("127.0.0.1", 0))
             plain.listen()
             for port in (int(framework.address.rsplit(":", 1)[1]), plain.getsockname()[1]):
-                with pytest.raises(OSError, match=f"AppCore cannot bind 127.0.0.1:{port}"):
+                with pytest.raises(OSError, match=f"cannot bind AppCore to 127.0.0.1:{port}"):
                     make_server(AppCoreServicer(JOB_TOKEN), "127.0.0.1", port)
     finally:
         framework.close()

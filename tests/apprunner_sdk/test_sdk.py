@@ -206,8 +206,8 @@ def test_errors_from_appcore_map_to_python_exceptions(job: RunningJob) -> None:
     try:
         with pytest.raises(LookupError, match="report: trial 99 does not exist"):
             unknown.report({"accuracy": 0.5}, step=None, final=False, elapsed_seconds=0.0)
-        with pytest.raises(ReportRejectedError, match="metric 'accuracy' must have a name and "
-                                                      "a finite value"):
+        with pytest.raises(ReportRejectedError, match="report: metric 'accuracy' must be "
+                                                      "finite, got inf"):
             rejected.report({"accuracy": float("inf")}, step=None, final=False,
                             elapsed_seconds=0.0)
     finally:

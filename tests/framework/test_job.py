@@ -599,9 +599,9 @@ def test_reports_are_recorded_before_returning(job: Job) -> None:
     (9, {"accuracy": 1.0}, NotFoundError, "trial 9 does not exist"),
     (1, {}, InvalidArgumentError, "a report needs at least one metric"),
     (1, {"accuracy": float("nan")}, InvalidArgumentError,
-     "metric 'accuracy' must be a finite number"),
-    (1, {"loss": float("inf")}, InvalidArgumentError, "metric 'loss' must be a finite"),
-    (1, {"": 1.0}, InvalidArgumentError, "metric '' must be a finite number"),
+     "metric 'accuracy' must be finite, got nan"),
+    (1, {"loss": float("inf")}, InvalidArgumentError, "metric 'loss' must be finite"),
+    (1, {"": 1.0}, InvalidArgumentError, "a metric needs a name, got ''"),
 ])
 def test_bad_reports_are_refused_and_not_recorded(job: Job, number: int,
                                                   metrics: dict[str, float],

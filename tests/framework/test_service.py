@@ -186,9 +186,9 @@ def test_record_report_and_its_errors(stub: framework_pb2_grpc.FrameworkServiceS
     assert code_of(stub.RecordReport, report(7, accuracy=0.5)) == (
         grpc.StatusCode.NOT_FOUND, "trial 7 does not exist")
     assert code_of(stub.RecordReport, report(1)) == (
-        grpc.StatusCode.INVALID_ARGUMENT, "a report needs at least one metric")
+        grpc.StatusCode.INVALID_ARGUMENT, "a report needs at least one metric, e.g. accuracy=0.93")
     assert code_of(stub.RecordReport, report(1, accuracy=float("nan"))) == (
-        grpc.StatusCode.INVALID_ARGUMENT, "metric 'accuracy' must be a finite number")
+        grpc.StatusCode.INVALID_ARGUMENT, "metric 'accuracy' must be finite, got nan")
     stub.RecordReport(report(1, final=True, accuracy=0.75), metadata=GOOD, timeout=5)
     assert framework.store.reports(1)[-1]["step"] is None  # no step sent: none recorded
     assert code_of(stub.RecordReport, report(1, accuracy=0.9)) == (
