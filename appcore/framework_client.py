@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from collections.abc import Iterator
-from collections.abc import Mapping
 from collections.abc import Sequence
 import logging
 import time
@@ -13,6 +12,7 @@ from typing import TypeVar
 
 import grpc
 
+from common.report import Report
 from common.space import Assignment
 from common.space import assignment_to_proto
 from common.task_env import TOKEN_METADATA
@@ -86,23 +86,9 @@ class FrameworkClient:
                 time.sleep(delay)
                 delay *= 2
 
-    def record(
-        self,
-        number: int,
-        metrics: Mapping[str, float],
-        step: int | None,
-        final: bool,
-        elapsed_seconds: float,
-    ) -> common_pb2.Trial:
-        request = framework_pb2.RecordReportRequest(
-            trial_number=number,
-            metrics=[common_pb2.Metric(name=k, value=v) for k, v in metrics.items()],
-            final=final,
-            elapsed_seconds=elapsed_seconds,
-        )
-        if step is not None:
-            request.step = step
-        return self._stub.RecordReport(request, metadata=self._metadata,
+    def record(self, report: Report) -> common_pb2.Trial:
+        """Have the framework record a runner's report; the trial as it is then."""
+        return self._stub.RecordReport(report.to_proto(), metadata=self._metadata,
                                        timeout=self._timeout).trial
 
     def prune(self, number: int, message: str) -> common_pb2.Trial:

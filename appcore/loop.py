@@ -12,7 +12,6 @@ state, and the algorithm is only called under it.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from collections.abc import Mapping
 from dataclasses import dataclass
 import logging
 import queue
@@ -27,6 +26,7 @@ from appcore.framework_client import FrameworkClient
 from appcore.priority import priority_for
 from appcore.pruners import PrunerRecord
 from appcore.pruners import create_pruner
+from common.report import Report
 from common.space import Assignment
 from common.space import assignment_from_proto
 from common.trial_state import IN_FLIGHT as TRIAL_IN_FLIGHT
@@ -267,22 +267,16 @@ class TrialLoop:
 
     # -- reports from runners --------------------------------------------------------------------
 
-    def report(
-        self,
-        number: int,
-        metrics: Mapping[str, float],
-        step: int | None,
-        final: bool,
-        elapsed_seconds: float,
-    ) -> bool:
+    def report(self, report: Report) -> bool:
         """Record a runner's report through the framework; True when the runner should stop.
 
         An intermediate report of the objective (with a step) goes to the early-stopping rule;
         when it prunes the trial, the framework records it PRUNED (freeing its slot at once)
         and the runner is told to stop.
         """
+        number, metrics, step = report.trial, report.metrics, report.step
         try:
-            trial = self._framework.record(number, metrics, step, final, elapsed_seconds)
+            trial = self._framework.record(report)
         except grpc.RpcError as err:
             if err.code() != grpc.StatusCode.ABORTED:
                 raise
@@ -294,11 +288,12 @@ class TrialLoop:
         with self._lock:
             if trial.state == common_pb2.PRUNED:
                 return True
-            if final and trial.HasField("objective") and self._reaches_target(trial.objective):
+            if report.final and trial.HasField("objective") \
+                    and self._reaches_target(trial.objective):
                 self._finish(framework_pb2.TARGET_REACHED,
                              f"trial {number} reached {objective}="
                              f"{trial.objective:g} (target {self._spec.target:g})")
-            prune = (not final and step is not None and objective in metrics
+            prune = (not report.final and step is not None and objective in metrics
                      and not self.finished
                      and self._pruner.report(number, step, metrics[objective]))
             if not prune:

@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import grpc
 
 from appcore.loop import TrialLoop
 from common import grpc_server
 from common.metrics import MetricError
 from common.metrics import check_metrics
+from common.report import Report
 from common.task_env import TOKEN_METADATA
 from common.tokens import check_trial_token
 from protos import appcore_pb2
 from protos import appcore_pb2_grpc
+from protos import common_pb2
 
 
 _PASSED_THROUGH = {
@@ -38,22 +42,21 @@ class AppCoreServicer(appcore_pb2_grpc.AppCoreServiceServicer):
         self._loop = loop
 
     def ReportMetrics(  # noqa: N802 - gRPC method name
-        self, request: appcore_pb2.ReportMetricsRequest, context: grpc.ServicerContext
+        self, request: common_pb2.Report, context: grpc.ServicerContext
     ) -> appcore_pb2.ReportMetricsReply:
         token = dict(context.invocation_metadata()).get(TOKEN_METADATA, "")
         if not check_trial_token(self._job_token, request.trial_number, str(token)):
             context.abort(grpc.StatusCode.UNAUTHENTICATED,
                           f"missing or wrong token for trial {request.trial_number}")
+        report = Report.from_proto(request)
         try:
-            metrics = check_metrics({metric.name: metric.value for metric in request.metrics})
+            report = replace(report, metrics=check_metrics(report.metrics))
         except MetricError as err:
             context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(err))
-        step = request.step if request.HasField("step") else None
         if self._loop is None:
             context.abort(grpc.StatusCode.UNAVAILABLE, "AppCore is starting")
         try:
-            stop = self._loop.report(request.trial_number, metrics, step, request.final,
-                                     request.elapsed_seconds)
+            stop = self._loop.report(report)
         except grpc.RpcError as err:
             if err.code() in _PASSED_THROUGH:
                 context.abort(err.code(), err.details() or err.code().name)

@@ -14,10 +14,9 @@ from typing import TypeVar
 
 import grpc
 
+from common.report import Report
 from common.task_env import TOKEN_METADATA
-from protos import appcore_pb2
 from protos import appcore_pb2_grpc
-from protos import common_pb2
 from protos import framework_pb2
 from protos import framework_pb2_grpc
 
@@ -151,14 +150,7 @@ class AppCoreClient:
         elapsed_seconds: float,
     ) -> bool:
         """Send one report; return True when the trial should stop."""
-        request = appcore_pb2.ReportMetricsRequest(
-            trial_number=self._trial_number,
-            metrics=[common_pb2.Metric(name=k, value=v) for k, v in metrics.items()],
-            final=final,
-            elapsed_seconds=elapsed_seconds,
-        )
-        if step is not None:
-            request.step = step
+        request = Report(self._trial_number, metrics, step, final, elapsed_seconds).to_proto()
         reply = self._call(
             "report",
             lambda stub: stub.ReportMetrics(

@@ -35,6 +35,7 @@ import time
 import numpy as np
 
 from common import task_env
+from common.report import Report
 from common.space import CategoricalParam
 from common.space import IntParam
 from common.space import RealParam
@@ -148,8 +149,8 @@ def measure(name: str, history: int, batch: int, reps: int, mode: str = "process
             for _ in range(reps):
                 running = framework.launch_trials()
                 for number in running:
-                    framework.controller.record_report(number, {"accuracy": rng.uniform()},
-                                                       None, True, 1.0)
+                    framework.controller.record_report(Report(number, {"accuracy": rng.uniform()},
+                                                       None, True, 1.0))
                 expected += batch
                 # The trials "run" a moment, so AppCore has handled the events of their launch
                 # and reports (as in a job, where trials run for minutes) before they end.

@@ -25,6 +25,7 @@ from typing import Any
 from common.errors import InvalidAssignmentError
 from common.metrics import MetricError
 from common.metrics import check_metrics
+from common.report import Report
 from common.space import assignment_to_proto
 from common.space import space_from_proto
 from common.task_states import has_ended_for_framework
@@ -283,14 +284,17 @@ class JobController:
             self._on_pending()
         return protos
 
-    def record_report(
-        self,
-        number: int,
-        metrics: Mapping[str, float],
-        step: int | None,
-        final: bool,
-        elapsed_seconds: float,
-    ) -> common_pb2.Trial:
+    def record_report(self, report: Report) -> common_pb2.Trial:
+        """Record a runner's report (before anyone is told); the trial after it.
+
+        Raises:
+            NotFoundError: no such trial.
+            JobEndedError: the job has ended (the record is closed).
+            FailedPreconditionError: the trial already sent its final result.
+            InvalidArgumentError: a metric that is not a named, finite number.
+        """
+        number, step, final = report.trial, report.step, report.final
+        metrics, elapsed_seconds = report.metrics, report.elapsed_seconds
         with self._lock:
             trial = self._trials.get(number)
             if trial is None:

@@ -12,12 +12,14 @@ import grpc
 
 from common import grpc_server
 from common.errors import InvalidAssignmentError
+from common.report import Report
 from common.space import assignment_from_proto
 from common.task_env import TOKEN_METADATA
 from common.tokens import check_job_token
 from common.tokens import check_trial_token
 from framework import errors
 from framework.job import JobController
+from protos import common_pb2
 from protos import framework_pb2
 from protos import framework_pb2_grpc
 
@@ -104,13 +106,10 @@ class FrameworkServicer(framework_pb2_grpc.FrameworkServiceServicer):
         return handle(context, submit)
 
     def RecordReport(  # noqa: N802
-        self, request: framework_pb2.RecordReportRequest, context: grpc.ServicerContext
+        self, request: common_pb2.Report, context: grpc.ServicerContext
     ) -> framework_pb2.RecordReportReply:
         self._require_job_token(context)
-        metrics = {m.name: m.value for m in request.metrics}
-        step = request.step if request.HasField("step") else None
-        trial = handle(context, lambda: self._job.record_report(
-            request.trial_number, metrics, step, request.final, request.elapsed_seconds))
+        trial = handle(context, lambda: self._job.record_report(Report.from_proto(request)))
         return framework_pb2.RecordReportReply(trial=trial)
 
     def WatchTrials(  # noqa: N802

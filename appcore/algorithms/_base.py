@@ -168,6 +168,16 @@ class SearchAlgorithm(abc.ABC):
         self.direction: Direction = direction
         self.settings: Mapping[str, Any] = self.parse_settings(settings)
         self._validate_space(space, self.settings, None)
+        self._settings_given: dict[str, str] = dict(settings)
+        self._setup()
+
+    def _setup(self) -> None:  # noqa: B027 -- an optional hook: most algorithms need none
+        """Build the algorithm's own state once the common fields are set and checked.
+
+        Subclasses set up here rather than override ``__init__``, so every algorithm is
+        constructed with the same checked arguments (``space``, ``seed``, ``direction``,
+        ``settings``, ``parallelism``).
+        """
 
     @abc.abstractmethod
     def ask(self, trial_number: int) -> Assignment | None | Finished:

@@ -282,22 +282,11 @@ class BayesianSearch(SearchAlgorithm):
         ),
     }
 
-    def __init__(
-        self,
-        space: SearchSpace,
-        *,
-        seed: int,
-        direction: Direction,
-        settings: Mapping[str, str],
-        parallelism: int = 1,
-    ) -> None:
-        super().__init__(space, seed=seed, direction=direction, settings=settings,
-                         parallelism=parallelism)
-        self._args = (space, seed, direction, dict(settings), parallelism)
+    def _setup(self) -> None:
         self._sync = self.settings["mode"] == "sync"
-        known, self._points = self.settings["warm_start"].for_space(space)
+        known, self._points = self.settings["warm_start"].for_space(self.space)
         self._backend = backend_class(self.settings["backend"])(
-            space, seed=self.seed, direction=direction,
+            self.space, seed=self.seed, direction=self.direction,
             n_startup_trials=self.settings["n_startup_trials"],
         )
         for assignment, value in known:
@@ -408,9 +397,8 @@ class BayesianSearch(SearchAlgorithm):
         """Whether trial 1 is not what this search would issue (changed space, seed...)."""
         if not records or records[0].number != 1:
             return False
-        space, seed, direction, settings, parallelism = self._args
-        fresh = BayesianSearch(space, seed=seed, direction=direction, settings=settings,
-                               parallelism=parallelism)
+        fresh = BayesianSearch(self.space, seed=self.seed, direction=self.direction,
+                               settings=self._settings_given, parallelism=self.parallelism)
         return fresh.ask(1) != records[0].assignment
 
     @classmethod

@@ -30,7 +30,6 @@ import math
 from typing import Any
 
 from appcore.algorithms._base import FINISHED
-from appcore.algorithms._base import Direction
 from appcore.algorithms._base import Finished
 from appcore.algorithms._base import SearchAlgorithm
 from appcore.algorithms._base import SettingSpec
@@ -77,19 +76,10 @@ class GridSearch(SearchAlgorithm):
         ),
     }
 
-    def __init__(
-        self,
-        space: SearchSpace,
-        *,
-        seed: int,
-        direction: Direction,
-        settings: Mapping[str, str],
-        parallelism: int = 1,
-    ) -> None:
-        super().__init__(space, seed=seed, direction=direction, settings=settings,
-                         parallelism=parallelism)
+    def _setup(self) -> None:
         points = self.settings["grid_points_per_range"]
-        self._axes: tuple[Sequence[Value], ...] = tuple(param.grid_axis(points) for param in space)
+        self._axes: tuple[Sequence[Value], ...] = tuple(param.grid_axis(points)
+                                                        for param in self.space)
         self._size = math.prod(len(axis) for axis in self._axes)
 
     @property

@@ -32,7 +32,6 @@ from optuna.distributions import FloatDistribution
 from optuna.distributions import IntDistribution
 from optuna.samplers import RandomSampler
 
-from appcore.algorithms._base import Direction
 from appcore.algorithms._base import Finished
 from appcore.algorithms._base import SearchAlgorithm
 from appcore.algorithms._base import SettingSpec
@@ -41,7 +40,6 @@ from common.space import Assignment
 from common.space import IntParam
 from common.space import Param
 from common.space import RealParam
-from common.space import SearchSpace
 from common.space import Value
 
 
@@ -106,21 +104,12 @@ class RandomSearch(SearchAlgorithm):
     NAME = "random-search"
     SETTINGS: Mapping[str, SettingSpec] = {}
 
-    def __init__(
-        self,
-        space: SearchSpace,
-        *,
-        seed: int,
-        direction: Direction,
-        settings: Mapping[str, str],
-        parallelism: int = 1,
-    ) -> None:
-        super().__init__(space, seed=seed, direction=direction, settings=settings,
-                         parallelism=parallelism)
+    def _setup(self) -> None:
         # Optuna logs every create_study at INFO; keep AppCore's log about the search.
         if optuna.logging.get_verbosity() < optuna.logging.WARNING:
             optuna.logging.set_verbosity(optuna.logging.WARNING)
-        self._distributions = {param.name: to_optuna_distribution(param) for param in space}
+        self._distributions = {param.name: to_optuna_distribution(param)
+                               for param in self.space}
         self._entropy = self.seed % 2**64
 
     def _trial_seed(self, trial_number: int) -> int:

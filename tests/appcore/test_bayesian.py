@@ -17,6 +17,7 @@ from appcore.algorithms import create_algorithm
 from appcore.algorithms.bayesian import BACKENDS
 from appcore.algorithms.bayesian import warm_start_setting
 from common.errors import InvalidSettingsError
+from common.report import Report
 from common.space import Assignment
 from common.space import CategoricalParam
 from common.space import IntParam
@@ -176,8 +177,8 @@ def _drive(framework: Framework, appcore: AppCore, until: int, done: int) -> int
         running = sorted(n for n, s in framework.states().items() if s == "RUNNING")
         number = running[0]
         assignment = {t.number: t.assignment for t in framework.controller.trials()}[number]
-        assert appcore.loop.report(number, {"accuracy": score(assignment)}, None, True, 1.0) \
-            is False
+        final = Report(number, {"accuracy": score(assignment)}, None, True, 1.0)
+        assert appcore.loop.report(final) is False
         framework.end_trial(number, "TASK_FINISHED")
         done += 1
         # The loop handles the event and fills the free slots under one lock.

@@ -19,6 +19,7 @@ import pytest
 
 from appcore.algorithms import create_algorithm
 from appcore.loop import TrialLoop
+from common.report import Report
 from common.space import CategoricalParam
 from common.space import IntParam
 from common.space import SearchSpace
@@ -64,7 +65,7 @@ def stack(tmp_path: Path) -> Iterator[Callable[..., tuple[Framework, AppCore]]]:
 
 def complete(framework: Framework, appcore: AppCore, number: int, value: float) -> None:
     """A runner reports its final result and its task finishes."""
-    assert appcore.loop.report(number, {"accuracy": value}, None, True, 1.0) is False
+    assert appcore.loop.report(Report(number, {"accuracy": value}, None, True, 1.0)) is False
     framework.end_trial(number, "TASK_FINISHED")
 
 
@@ -192,9 +193,9 @@ def test_target_reached_ends_the_job_and_later_reports_are_told_to_stop(stack: A
     wait_in_flight(framework, 3)
     framework.launch_trials()
     # Only a final result counts: an intermediate value above the target does not end the job.
-    assert appcore.loop.report(1, {"accuracy": 0.97}, 3, False, 1.0) is False
-    assert appcore.loop.report(2, {"accuracy": 0.5}, None, True, 1.0) is False
-    assert appcore.loop.report(1, {"accuracy": 0.96}, None, True, 2.0) is True
+    assert appcore.loop.report(Report(1, {"accuracy": 0.97}, 3, False, 1.0)) is False
+    assert appcore.loop.report(Report(2, {"accuracy": 0.5}, None, True, 1.0)) is False
+    assert appcore.loop.report(Report(1, {"accuracy": 0.96}, None, True, 2.0)) is True
     outcome = wait_outcome(framework)
     assert outcome == (framework_pb2.TARGET_REACHED,
                        "trial 1 reached accuracy=0.96 (target 0.95)")
@@ -205,7 +206,7 @@ def test_target_reached_ends_the_job_and_later_reports_are_told_to_stop(stack: A
     assert framework.controller.best_trial().number == 1
     # Trial 3 still runs: even a better final result is not recorded now, and it is told to
     # stop: the job's answer is what it knew when it ended.
-    assert appcore.loop.report(3, {"accuracy": 0.99}, None, True, 1.0) is True
+    assert appcore.loop.report(Report(3, {"accuracy": 0.99}, None, True, 1.0)) is True
     assert framework.store.reports(3) == []
     framework.end_trial(1, "TASK_KILLED")  # killed at the job's end: still the result
     framework.end_trial(3, "TASK_KILLED")
@@ -222,11 +223,11 @@ def test_target_for_a_minimized_objective(stack: Any) -> None:
                                direction=common_pb2.MINIMIZE)
     wait_in_flight(framework, 1)
     framework.launch_trials()
-    assert appcore.loop.report(1, {"loss": 0.2}, None, True, 1.0) is False
+    assert appcore.loop.report(Report(1, {"loss": 0.2}, None, True, 1.0)) is False
     framework.end_trial(1, "TASK_FINISHED")
     wait_in_flight(framework, 1)
     framework.launch_trials()
-    assert appcore.loop.report(2, {"loss": 0.05}, None, True, 1.0) is True
+    assert appcore.loop.report(Report(2, {"loss": 0.05}, None, True, 1.0)) is True
     assert wait_outcome(framework)[0] == framework_pb2.TARGET_REACHED
     assert "trial 2 reached loss=0.05 (target 0.1)" in wait_outcome(framework)[1]
 
@@ -275,7 +276,7 @@ def test_a_restarted_appcore_resumes_without_reissuing_anything(tmp_path: Path) 
         wait_in_flight(framework, 3)
         framework.launch_trials()
         complete(framework, first, 1, 0.4)
-        assert first.loop.report(2, {"accuracy": 0.1}, 0, False, 1.0) is False
+        assert first.loop.report(Report(2, {"accuracy": 0.1}, 0, False, 1.0)) is False
         wait_for(lambda: len(framework.states()) == 4, what="trial 4")
         first.crash()
         framework.controller.on_status(task_status("appcore-1", "TASK_FAILED",
@@ -283,12 +284,12 @@ def test_a_restarted_appcore_resumes_without_reissuing_anything(tmp_path: Path) 
         # Meanwhile trial 3 finishes without anybody watching.
         assert framework.controller.launch_requests()[0].key == APPCORE_KEY
         framework.launch_appcore()  # appcore-2
-        framework.controller.record_report(3, {"accuracy": 0.8}, None, True, 1.0)
+        framework.controller.record_report(Report(3, {"accuracy": 0.8}, None, True, 1.0))
         framework.end_trial(3, "TASK_FINISHED")
 
         second = AppCore(framework.address)
         assert [t.number for t in second.history] == [1, 2, 3, 4]
-        assert second.loop.report(2, {"accuracy": 0.6}, None, True, 2.0) is False
+        assert second.loop.report(Report(2, {"accuracy": 0.6}, None, True, 2.0)) is False
         second.run()
         # Trials 2 and 4 are still in flight: exactly one new trial, number 5, fills the slot.
         wait_for(lambda: len(framework.states()) == 5, what="trial 5")

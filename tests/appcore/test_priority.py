@@ -15,6 +15,7 @@ from appcore.priority import PrioritySettings
 from appcore.priority import parse_priority_settings
 from appcore.priority import priority_for
 from common.errors import InvalidSettingsError
+from common.report import Report
 from protos import framework_pb2
 from tests.inprocess import AppCore
 from tests.inprocess import Framework
@@ -150,7 +151,7 @@ def _complete_next(framework: Framework, appcore: AppCore, value: float) -> int:
     """Launch the pending trial, let its runner report ``value`` and finish; its number."""
     wait_for(lambda: framework.controller.launch_requests(), what="a pending trial")
     (number,) = framework.launch_trials()
-    assert appcore.loop.report(number, {"accuracy": value}, None, True, 1.0) is False
+    assert appcore.loop.report(Report(number, {"accuracy": value}, None, True, 1.0)) is False
     framework.end_trial(number, "TASK_FINISHED")
     return number
 

@@ -56,8 +56,8 @@ class Stack:
 
 
 def request_for(number: int, *, step: int | None = None, final: bool = False,
-                **metrics: float) -> appcore_pb2.ReportMetricsRequest:
-    request = appcore_pb2.ReportMetricsRequest(
+                **metrics: float) -> common_pb2.Report:
+    request = common_pb2.Report(
         trial_number=number, final=final, elapsed_seconds=4.5,
         metrics=[common_pb2.Metric(name=k, value=v) for k, v in metrics.items()])
     if step is not None:

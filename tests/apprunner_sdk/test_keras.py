@@ -21,6 +21,7 @@ import numpy as np
 import pytest
 
 import apprunner_sdk
+from common.report import Report
 from tests.inprocess import RunningJob
 
 
@@ -128,7 +129,7 @@ def test_appcore_saying_stop_stops_training(job: RunningJob,
                                            monkeypatch: pytest.MonkeyPatch) -> None:
     keras, callback_class = require_keras()
     # Another runner reaches the target: the job ends and AppCore answers "stop" from now on.
-    job.appcore.loop.report(1, {"val_accuracy": 1.0}, None, True, 1.0)
+    job.appcore.loop.report(Report(1, {"val_accuracy": 1.0}, None, True, 1.0))
     job.enter_trial(monkeypatch, 2)
     model, history = fit(keras, callback_class(), epochs=5)
     assert model.stop_training is True

@@ -25,6 +25,7 @@ from apprunner_sdk.client import AppCoreClient
 from apprunner_sdk.client import AppCoreUnreachableError
 from apprunner_sdk.client import ReportRejectedError
 from common import task_env
+from common.report import Report
 from common.tokens import trial_token
 from tests.inprocess import JOB_TOKEN
 from tests.inprocess import RunningJob
@@ -191,7 +192,7 @@ def test_should_stop_when_appcore_says_so(job: RunningJob,
     job.enter_trial(monkeypatch, 2)
     assert apprunner_sdk.report(accuracy=0.2, step=0) is False
     assert apprunner_sdk.should_stop() is False
-    job.appcore.loop.report(1, {"accuracy": 0.995}, None, True, 1.0)  # another runner wins
+    job.appcore.loop.report(Report(1, {"accuracy": 0.995}, None, True, 1.0))  # another runner wins
     assert apprunner_sdk.report(accuracy=0.3, step=1) is True
     assert apprunner_sdk.should_stop() is True
     # After the job's end a report is not recorded (step 1 neither); the call still succeeds.

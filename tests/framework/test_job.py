@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from common.report import Report
 from framework.errors import AlreadyExistsError
 from framework.errors import FailedPreconditionError
 from framework.errors import InvalidArgumentError
@@ -261,7 +262,7 @@ def test_launching_and_running_are_recorded(job: Job) -> None:
 def test_finished_with_the_objective_completes(job: Job) -> None:
     job.controller.submit_trial(1, ASSIGN, priority=0)
     job.launch(1)
-    job.controller.record_report(1, {"accuracy": 0.93, "loss": 0.2}, None, True, 12.5)
+    job.controller.record_report(Report(1, {"accuracy": 0.93, "loss": 0.2}, None, True, 12.5))
     job.status(1, "TASK_FINISHED")
     trial = job.trial(1)
     assert (trial.state, trial.objective, trial.message) == ("COMPLETED", 0.93, "")
@@ -274,7 +275,7 @@ def test_a_recorded_final_result_completes_the_trial_whatever_its_task_does(
         job: Job, state: str) -> None:
     job.controller.submit_trial(1, ASSIGN, priority=0)
     job.launch(1)
-    job.controller.record_report(1, {"accuracy": 0.91}, None, True, 3.0)
+    job.controller.record_report(Report(1, {"accuracy": 0.91}, None, True, 3.0))
     job.status(1, state, message="after the report")
     trial = job.trial(1)
     assert (trial.state, trial.objective) == ("COMPLETED", 0.91)
@@ -286,7 +287,7 @@ def test_a_recorded_final_result_completes_the_trial_whatever_its_task_does(
 def test_an_intermediate_value_alone_does_not_survive_a_kill(job: Job) -> None:
     job.controller.submit_trial(1, ASSIGN, priority=0)
     job.launch(1)
-    job.controller.record_report(1, {"accuracy": 0.91}, 2, False, 3.0)
+    job.controller.record_report(Report(1, {"accuracy": 0.91}, 2, False, 3.0))
     job.status(1, "TASK_KILLED")
     assert job.state(1) == "KILLED"
     assert job.controller.best_trial() is None
@@ -296,8 +297,8 @@ def test_the_end_completes_running_trials_with_a_final_result(job: Job) -> None:
     for number in (1, 2, 3):
         job.controller.submit_trial(number, assignment(number), priority=0)
         job.launch(number)
-    job.controller.record_report(1, {"accuracy": 0.97}, None, True, 2.0)  # reached the target
-    job.controller.record_report(2, {"accuracy": 0.5}, 1, False, 2.0)  # still training
+    job.controller.record_report(Report(1, {"accuracy": 0.97}, None, True, 2.0))  # the target
+    job.controller.record_report(Report(2, {"accuracy": 0.5}, 1, False, 2.0))  # still training
     job.controller.finish(framework_pb2.TARGET_REACHED, "trial 1 reached accuracy=0.97")
     assert [job.state(n) for n in (1, 2, 3)] == ["COMPLETED", "RUNNING", "RUNNING"]
     # Trial 1's task still runs (writing its output): it is live, and given time to finish.
@@ -317,7 +318,7 @@ def test_a_report_after_the_end_is_not_recorded(job: Job) -> None:
     job.launch(1)
     job.controller.finish(framework_pb2.STOPPED, "stopped")
     with pytest.raises(JobEndedError, match="the job has ended"):
-        job.controller.record_report(1, {"accuracy": 0.99}, None, True, 1.0)
+        job.controller.record_report(Report(1, {"accuracy": 0.99}, None, True, 1.0))
     assert job.store.reports(1) == []
     assert job.trial(1).objective is None
 
@@ -351,7 +352,7 @@ def test_a_lost_task_launches_the_trial_again_with_the_same_assignment(
     # A late update of the first launch changes nothing.
     job.controller.on_status(task_status("trial-0001", "TASK_FAILED"))
     assert job.state(1) == "RUNNING"
-    job.controller.record_report(1, {"accuracy": 0.8}, None, True, 1.0)
+    job.controller.record_report(Report(1, {"accuracy": 0.8}, None, True, 1.0))
     job.status(1, "TASK_FINISHED")
     assert job.state(1) == "COMPLETED"
     assert len(job.controller.trials()) == 1  # counted once toward the budget
@@ -384,7 +385,7 @@ def test_a_script_that_fails_is_not_retried(job: Job) -> None:
 def test_finished_with_other_metrics_only_fails_naming_the_objective(job: Job) -> None:
     job.controller.submit_trial(1, ASSIGN, priority=0)
     job.launch(1)
-    job.controller.record_report(1, {"loss": 0.2, "val_loss": 0.3}, 0, False, 1.0)
+    job.controller.record_report(Report(1, {"loss": 0.2, "val_loss": 0.3}, 0, False, 1.0))
     job.status(1, "TASK_FINISHED")
     trial = job.trial(1)
     assert trial.state == "FAILED"
@@ -443,7 +444,7 @@ def test_killed_is_killed(job: Job) -> None:
 def test_a_terminal_trial_ignores_later_updates(job: Job) -> None:
     job.controller.submit_trial(1, ASSIGN, priority=0)
     job.launch(1)
-    job.controller.record_report(1, {"accuracy": 0.5}, None, True, 1.0)
+    job.controller.record_report(Report(1, {"accuracy": 0.5}, None, True, 1.0))
     job.status(1, "TASK_FINISHED")
     job.status(1, "TASK_LOST")  # a late duplicate
     job.status(1, "TASK_RUNNING")
@@ -570,7 +571,7 @@ def test_wait_times_out_while_the_job_runs(job: Job) -> None:
 def test_reports_are_recorded_before_returning(job: Job) -> None:
     job.controller.submit_trial(1, ASSIGN, priority=0)
     job.launch(1)
-    job.controller.record_report(1, {"loss": 0.9, "accuracy": 0.4}, 0, False, 1.0)
+    job.controller.record_report(Report(1, {"loss": 0.9, "accuracy": 0.4}, 0, False, 1.0))
     reopened = job.reopened()
     try:
         assert reopened.reports(1) == [{"trial": 1, "step": 0,
@@ -580,7 +581,7 @@ def test_reports_are_recorded_before_returning(job: Job) -> None:
     finally:
         reopened.close()
 
-    proto = job.controller.record_report(1, {"accuracy": 0.8}, None, True, 2.5)
+    proto = job.controller.record_report(Report(1, {"accuracy": 0.8}, None, True, 2.5))
     assert proto.objective == 0.8 and proto.training_seconds == 2.5
     assert {m.name: m.value for m in proto.metrics} == {"loss": 0.9, "accuracy": 0.8}
     reopened = job.reopened()
@@ -608,15 +609,15 @@ def test_bad_reports_are_refused_and_not_recorded(job: Job, number: int,
                                                   error: type[Exception], message: str) -> None:
     job.controller.submit_trial(1, ASSIGN, priority=0)
     with pytest.raises(error, match=message):
-        job.controller.record_report(number, metrics, None, False, 0.0)
+        job.controller.record_report(Report(number, metrics, None, False, 0.0))
     assert job.store.reports() == []
 
 
 def test_no_report_after_the_final_one(job: Job) -> None:
     job.controller.submit_trial(1, ASSIGN, priority=0)
-    job.controller.record_report(1, {"accuracy": 0.5}, None, True, 1.0)
+    job.controller.record_report(Report(1, {"accuracy": 0.5}, None, True, 1.0))
     with pytest.raises(FailedPreconditionError, match="trial 1 already reported its final"):
-        job.controller.record_report(1, {"accuracy": 0.9}, None, False, 2.0)
+        job.controller.record_report(Report(1, {"accuracy": 0.9}, None, False, 2.0))
     assert job.trial(1).objective == 0.5 and len(job.store.reports(1)) == 1
 
 
@@ -627,7 +628,7 @@ def test_events_follow_every_state_change_in_order(job: Job) -> None:
     job.controller.submit_trial(1, ASSIGN, priority=0)
     job.controller.submit_trial(2, assignment(2), priority=0)
     job.launch(1)
-    job.controller.record_report(1, {"accuracy": 0.7}, None, True, 1.0)
+    job.controller.record_report(Report(1, {"accuracy": 0.7}, None, True, 1.0))
     job.status(1, "TASK_FINISHED")
     events, ended = job.controller.events_after(0, timeout=0)
     assert not ended
@@ -700,7 +701,7 @@ def test_watch_stops_when_the_caller_goes_away(job: Job) -> None:
 def complete(job: Job, number: int, value: float) -> None:
     job.controller.submit_trial(number, assignment(number), priority=0)
     job.launch(number)
-    job.controller.record_report(number, {"accuracy": value}, None, True, float(number))
+    job.controller.record_report(Report(number, {"accuracy": value}, None, True, float(number)))
     job.status(number, "TASK_FINISHED")
 
 
@@ -714,7 +715,7 @@ def test_best_trial_and_progress(make: Callable[..., Job], direction: int, best:
     complete(job, 4, 0.9)  # ties go to the earlier trial
     job.controller.submit_trial(5, assignment(5), priority=0)
     job.launch(5)
-    job.controller.record_report(5, {"accuracy": 5.0}, 0, False, 1.0)  # not completed
+    job.controller.record_report(Report(5, {"accuracy": 5.0}, 0, False, 1.0))  # not completed
     job.status(5, "TASK_FAILED")
     job.controller.submit_trial(6, assignment(6), priority=0)
     job.launch(6)

@@ -10,6 +10,7 @@ import grpc
 import pytest
 
 from appcore.framework_client import FrameworkClient
+from common.report import Report
 from framework.tasks import task_name
 from protos import common_pb2
 from tests.inprocess import JOB_TOKEN
@@ -44,7 +45,7 @@ def _running_trial(framework: Framework, client: FrameworkClient, number: int = 
 def test_a_pruned_trial_is_recorded_at_once_with_an_event(
         framework: Framework, client: FrameworkClient) -> None:
     _running_trial(framework, client)
-    client.record(1, {"accuracy": 0.4}, step=2, final=False, elapsed_seconds=1.0)
+    client.record(Report(1, {"accuracy": 0.4}, step=2, final=False, elapsed_seconds=1.0))
     before = framework.controller.events_after(0, timeout=0)[0][-1].sequence
 
     trial = client.prune(1, "median rule at step 2")
@@ -103,7 +104,7 @@ def test_pruning_a_pending_trial_needs_no_kill_and_never_launches_it(
 def test_pruning_an_ended_trial_leaves_it_as_it_was(
         framework: Framework, client: FrameworkClient) -> None:
     _running_trial(framework, client)
-    client.record(1, {"accuracy": 0.9}, step=None, final=True, elapsed_seconds=1.0)
+    client.record(Report(1, {"accuracy": 0.9}, step=None, final=True, elapsed_seconds=1.0))
     framework.end_trial(1, "TASK_FINISHED")
     assert client.prune(1, "too late").state == common_pb2.COMPLETED
 
@@ -119,9 +120,9 @@ def test_attach_carries_the_objectives_intermediate_values(
         framework: Framework, client: FrameworkClient) -> None:
     _running_trial(framework, client)
     for step, value in ((1, 0.2), (2, 0.5)):
-        client.record(1, {"accuracy": value, "loss": 1 - value}, step=step, final=False,
-                      elapsed_seconds=step)
-    client.record(1, {"loss": 0.1}, step=3, final=False, elapsed_seconds=3)  # no objective
+        client.record(Report(1, {"accuracy": value, "loss": 1 - value}, step=step, final=False,
+                      elapsed_seconds=step))
+    client.record(Report(1, {"loss": 0.1}, step=3, final=False, elapsed_seconds=3))  # no objective
     reply = client.attach("127.0.0.1:1")
     assert [(v.step, v.value) for v in reply.trials[0].intermediate_values] == [
         (1, pytest.approx(0.2)), (2, pytest.approx(0.5))]

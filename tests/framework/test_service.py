@@ -81,7 +81,7 @@ def test_every_appcore_call_needs_the_job_token(stub: framework_pb2_grpc.Framewo
     calls = [
         (stub.AttachAppCore, framework_pb2.AttachAppCoreRequest(address="h:1")),
         (stub.SubmitTrial, submit_request(1)),
-        (stub.RecordReport, framework_pb2.RecordReportRequest(trial_number=1)),
+        (stub.RecordReport, common_pb2.Report(trial_number=1)),
         (stub.WatchTrials, framework_pb2.WatchTrialsRequest()),
         (stub.FinishJob, framework_pb2.FinishJobRequest(outcome=framework_pb2.STOPPED)),
     ]
@@ -172,8 +172,8 @@ def test_record_report_and_its_errors(stub: framework_pb2_grpc.FrameworkServiceS
     stub.SubmitTrial(submit_request(1), metadata=GOOD, timeout=5)
 
     def report(number: int, final: bool = False, step: int | None = None,
-               **metrics: float) -> framework_pb2.RecordReportRequest:
-        request = framework_pb2.RecordReportRequest(
+               **metrics: float) -> common_pb2.Report:
+        request = common_pb2.Report(
             trial_number=number, final=final, elapsed_seconds=2.0,
             metrics=[common_pb2.Metric(name=k, value=v) for k, v in metrics.items()])
         if step is not None:
@@ -208,7 +208,7 @@ def test_finish_job(stub: framework_pb2_grpc.FrameworkServiceStub, framework: Fr
     assert code_of(stub.SubmitTrial, submit_request(2)) == (
         grpc.StatusCode.FAILED_PRECONDITION, "the job has ended; no trial can be submitted")
     # A report after the end is ABORTED (AppCore tells its runner to stop), not recorded.
-    assert code_of(stub.RecordReport, framework_pb2.RecordReportRequest(
+    assert code_of(stub.RecordReport, common_pb2.Report(
         trial_number=1, metrics=[common_pb2.Metric(name="accuracy", value=0.9)], final=True,
     )) == (grpc.StatusCode.ABORTED, "the job has ended; trial 1's report is not recorded")
     assert framework.store.reports(1) == []
@@ -277,7 +277,7 @@ def test_an_unexpected_error_is_internal_not_a_crash(tmp_path: Path) -> None:
         server.start()
         with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
             stub = framework_pb2_grpc.FrameworkServiceStub(channel)
-            code, _ = code_of(stub.RecordReport, framework_pb2.RecordReportRequest(
+            code, _ = code_of(stub.RecordReport, common_pb2.Report(
                 trial_number=1, metrics=[common_pb2.Metric(name="a", value=1.0)]))
             assert code == grpc.StatusCode.UNKNOWN
             assert stub.ResolveAppCore(framework_pb2.ResolveAppCoreRequest(trial_number=1),
