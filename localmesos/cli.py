@@ -31,7 +31,7 @@ from common.resources import parse_ranges
 from common.resources import parse_size_mb
 from localmesos.cluster import ClusterConfig
 from localmesos.cluster import LocalCluster
-from localmesos.master import MESOS_VERSION
+from localmesos.records import MESOS_VERSION
 
 
 PROG = "da-cluster"

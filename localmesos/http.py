@@ -48,7 +48,7 @@ from urllib.parse import urlsplit
 from localmesos import sandbox
 from localmesos import state
 from localmesos.master import Master
-from localmesos.master import Subscription
+from localmesos.streams import Subscription
 from localmesos.validation import CallError
 from localmesos.validation import parse_call
 

@@ -230,7 +230,8 @@ def _python_of(client: Any, image: str) -> tuple[str, str]:
 
 
 def _sdk_files() -> list[tuple[Path, str]]:
-    """``(file, path in site-packages)`` of the runner SDK and the generated gRPC code."""
+    """``(file, path in site-packages)`` of the runner SDK, the ground floor it stands on and
+    the generated gRPC code."""
     files = [(path, f"apprunner_sdk/{path.name}")
              for path in sorted((ROOT / "apprunner_sdk").iterdir())
              if path.suffix == ".py" or path.name == "py.typed"]
@@ -238,6 +239,7 @@ def _sdk_files() -> list[tuple[Path, str]]:
     if not any(p.name.endswith("_pb2_grpc.py") for p in protos):
         raise ImageBuildError("protos/ has no generated code; run `make protos` first")
     files += [(path, f"protos/{path.name}") for path in protos]
+    files += [(path, f"common/{path.name}") for path in sorted((ROOT / "common").glob("*.py"))]
     return files
 
 
@@ -334,8 +336,8 @@ def build_full(client: Any, *, tag: str = FULL_TAG, base: str = BASE_TAG,
     python, site = _python_of(client, base)
     dockerfile = DEPLOY / "Dockerfile.apprunner"
     sources = sorted(
-        p for folder in ("appcore", "apprunner_sdk", "framework", "localmesos", "protos",
-                         "submit")
+        p for folder in ("appcore", "apprunner_sdk", "common", "framework", "localmesos",
+                         "protos", "submit")
         for p in (ROOT / folder).rglob("*.py") if "__pycache__" not in p.parts
     )
     content_hash = _digest(RECIPE_VERSION, base_id, python, tensorflow, list(extra), _platforms(),

@@ -1,0 +1,289 @@
+"""The embedded master's scheduler calls other than ACCEPT and SUBSCRIBE, and its own
+status updates.
+
+A mixin of :class:`localmesos.master.Master`; it runs under the master's lock.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+import copy
+import logging
+import time
+from typing import Any
+
+from localmesos import allocator as alloc
+from localmesos import validation
+from localmesos.records import PARTITION_AWARE_STATES
+from localmesos.records import TERMINAL_STATES
+from localmesos.records import FrameworkRecord
+from localmesos.records import TaskRecord
+from localmesos.records import duration_seconds
+from localmesos.records import id_value
+from localmesos.records import uuid_bytes
+from localmesos.validation import CallError
+
+
+logger = logging.getLogger("localmesos.master")
+
+
+class SchedulerCalls:
+    """DECLINE, REVIVE, SUPPRESS, UPDATE_FRAMEWORK, KILL, SHUTDOWN, MESSAGE, ACKNOWLEDGE and
+    RECONCILE (part of :class:`Master`)."""
+
+    def _send_master_update(
+        self,
+        fw: FrameworkRecord,
+        *,
+        task_id: str,
+        state: str,
+        reason: str,
+        message: str,
+        agent_id: str | None = None,
+        executor_id: str | None = None,
+        extra: Mapping[str, Any] | None = None,
+    ) -> None:
+        """Forward a master-generated update (no uuid, ``SOURCE_MASTER``)."""
+        if state in PARTITION_AWARE_STATES and not fw.partition_aware:
+            state = "TASK_LOST"
+        status: dict[str, Any] = {
+            "task_id": {"value": task_id},
+            "state": state,
+            "message": message,
+            "source": "SOURCE_MASTER",
+            "reason": reason,
+            "timestamp": time.time(),
+        }
+        if agent_id:
+            status["agent_id"] = {"value": agent_id}
+        if executor_id:
+            status["executor_id"] = {"value": executor_id}
+        if extra:
+            status.update(extra)
+        if fw.subscription is not None:
+            fw.subscription.send({"type": "UPDATE", "update": {"status": status}})
+            fw.count("events/update")
+
+    # -- DECLINE / REVIVE / SUPPRESS -----------------------------------------------------
+
+    def _decline(self, fw: FrameworkRecord, decline: Mapping[str, Any]) -> None:
+        self._count("messages_decline_offers")
+        refuse = decline.get("filters", {}).get("refuse_seconds", alloc.DEFAULT_REFUSE_SECONDS)
+        for oid in (str(o["value"]) for o in decline.get("offer_ids", [])):
+            offer = self.offers.get(oid)
+            if offer is None or offer.framework_id != fw.framework_id:
+                continue  # unknown offers are ignored
+            self._remove_offer(offer)
+            fw.count("offers/declined")
+            self._recover_with_filter(fw, offer.role, offer.agent_id, offer.resources, refuse)
+
+    def _valid_roles(self, fw: FrameworkRecord, roles: list[str]) -> set[str] | None:
+        if not roles:
+            return set(fw.roles)
+        for role in roles:
+            if validation.validate_role(role) is not None or role not in fw.roles:
+                return None
+        return set(roles)
+
+    def _revive(self, fw: FrameworkRecord, roles: list[str]) -> bool:
+        self._count("messages_revive_offers")
+        wanted = self._valid_roles(fw, roles)
+        if wanted is None:
+            logger.warning("Dropping REVIVE of framework %s: invalid roles %s", fw.framework_id,
+                           roles)
+            return False
+        fw.suppressed_roles -= wanted
+        self.filters.clear(fw.framework_id, wanted)
+        return True
+
+    def _suppress(self, fw: FrameworkRecord, roles: list[str]) -> None:
+        self._count("messages_suppress_offers")
+        wanted = self._valid_roles(fw, roles)
+        if wanted is None:
+            logger.warning(
+                "Dropping SUPPRESS of framework %s: invalid roles %s", fw.framework_id, roles
+            )
+            return
+        fw.suppressed_roles |= wanted
+
+    def _update_framework(self, fw: FrameworkRecord, update: Mapping[str, Any]) -> None:
+        info = copy.deepcopy(dict(update["framework_info"]))
+        error = validation.validate_framework_info(info)
+        if error is None:
+            for key in ("user", "principal", "checkpoint"):
+                if info.get(key) != fw.info.get(key):
+                    error = f"Updating 'FrameworkInfo.{key}' is unsupported"
+                    break
+        if error is not None:
+            raise CallError(f"Failed to update framework: {error}")
+        suppressed = set(update.get("suppressed_roles", []))
+        self._apply_framework_info(fw, info)
+        revived = fw.suppressed_roles - suppressed
+        fw.suppressed_roles = suppressed & set(fw.roles)
+        if revived:
+            self.filters.clear(fw.framework_id, revived)
+        self._count("messages_update_framework")
+
+    # -- KILL / SHUTDOWN / MESSAGE -------------------------------------------------------
+
+    def _kill(self, fw: FrameworkRecord, kill: Mapping[str, Any]) -> None:
+        self._count("messages_kill_task")
+        task_id = str(kill["task_id"]["value"])
+        agent_id = id_value(kill.get("agent_id"))
+        task = fw.tasks.get(task_id)
+        if task is None:
+            logger.warning(
+                "Cannot kill task %s of framework %s: it is unknown; performing reconciliation",
+                task_id, fw.framework_id,
+            )
+            entry: dict[str, Any] = {"task_id": {"value": task_id}}
+            if agent_id is not None:
+                entry["agent_id"] = {"value": agent_id}
+            self._reconcile(fw, [entry], count=False)
+            return
+        if agent_id is not None and agent_id != task.agent_id:
+            logger.warning(
+                "Ignoring kill of task %s: agent %s does not match %s",
+                task_id, agent_id, task.agent_id,
+            )
+            return
+        if task.state in TERMINAL_STATES:
+            return
+        grace = duration_seconds(kill.get("kill_policy", {}).get("grace_period"))
+        self.agents[task.agent_id].link.post("kill_task", fw.framework_id, task_id, grace)
+
+    def _shutdown_executor(self, fw: FrameworkRecord, shutdown: Mapping[str, Any]) -> None:
+        self._count("messages_shutdown_executor")
+        agent_id = str(shutdown["agent_id"]["value"])
+        executor_id = str(shutdown["executor_id"]["value"])
+        record = self.agents.get(agent_id)
+        if record is None:
+            logger.warning("Ignoring SHUTDOWN on unknown agent %s", agent_id)
+            return
+        if hasattr(record.agent, "shutdown_executor"):
+            record.link.post("shutdown_executor", fw.framework_id, executor_id)
+            return
+        # The embedded agent has no executor processes of its own: shutting the executor
+        # down is killing its tasks.
+        for task in fw.tasks.values():
+            if (
+                task.agent_id == agent_id
+                and task.executor_id == executor_id
+                and task.state not in TERMINAL_STATES
+            ):
+                record.link.post("kill_task", fw.framework_id, task.task_id, None)
+
+    def _message(self, fw: FrameworkRecord, message: Mapping[str, Any]) -> None:
+        self._count("messages_framework_to_executor")
+        agent_id = str(message["agent_id"]["value"])
+        record = self.agents.get(agent_id)
+        if record is not None and hasattr(record.agent, "framework_message"):
+            record.link.post(
+                "framework_message",
+                fw.framework_id,
+                str(message["executor_id"]["value"]),
+                message["data"],
+            )
+        else:
+            logger.info(
+                "Dropping framework message of %s to executor %s (best effort)",
+                fw.framework_id, message["executor_id"]["value"],
+            )
+
+    # -- ACKNOWLEDGE ---------------------------------------------------------------------
+
+    def _acknowledge(self, fw: FrameworkRecord, ack: Mapping[str, Any]) -> None:
+        self._count("messages_status_update_acknowledgement")
+        agent_id = str(ack["agent_id"]["value"])
+        task_id = str(ack["task_id"]["value"])
+        uuid_b64 = str(ack["uuid"])
+        record = self.agents.get(agent_id)
+        if record is None:
+            logger.warning(
+                "Cannot send status update acknowledgement for task %s of framework %s to "
+                "unknown agent %s", task_id, fw.framework_id, agent_id,
+            )
+            self._count("invalid_status_update_acknowledgements")
+            return
+        task = fw.tasks.get(task_id)
+        if task is not None:
+            if task.status_update_state is None:
+                self._count("invalid_status_update_acknowledgements")
+                return
+            if (
+                task.status_update_state in TERMINAL_STATES
+                and task.status_update_uuid == uuid_bytes(uuid_b64)
+            ):
+                self._remove_task(fw, task)
+        self._count("valid_status_update_acknowledgements")
+        record.link.post("acknowledge", fw.framework_id, task_id, uuid_b64)
+
+    # -- RECONCILE -----------------------------------------------------------------------
+
+    def _reconcile(
+        self, fw: FrameworkRecord, tasks: list[Mapping[str, Any]], *, count: bool = True
+    ) -> None:
+        if count:
+            self._count("messages_reconcile_tasks")
+        if not tasks:
+            for task in fw.tasks.values():
+                self._reconcile_known(fw, task)
+            return
+        for entry in tasks:
+            task_id = str(entry["task_id"]["value"])
+            agent_id = id_value(entry.get("agent_id"))
+            known = fw.tasks.get(task_id)
+            if known is not None:
+                self._reconcile_known(fw, known)
+            elif agent_id is not None and agent_id in self.agents:
+                self._send_master_update(
+                    fw,
+                    task_id=task_id,
+                    agent_id=agent_id,
+                    state="TASK_GONE",
+                    reason="REASON_RECONCILIATION",
+                    message="Reconciliation: Task is unknown to the agent",
+                )
+            else:
+                self._send_master_update(
+                    fw,
+                    task_id=task_id,
+                    agent_id=agent_id,
+                    state="TASK_UNKNOWN",
+                    reason="REASON_RECONCILIATION",
+                    message="Reconciliation: Task is unknown",
+                )
+
+    def _reconcile_known(self, fw: FrameworkRecord, task: TaskRecord) -> None:
+        state = task.status_update_state or task.state
+        extra: dict[str, Any] = {}
+        if task.statuses and "healthy" in task.statuses[-1]:
+            extra["healthy"] = task.statuses[-1]["healthy"]
+        self._send_master_update(
+            fw,
+            task_id=task.task_id,
+            agent_id=task.agent_id,
+            executor_id=task.executor_id or None,
+            state=state,
+            reason="REASON_RECONCILIATION",
+            message="Reconciliation: Latest task state",
+            extra=extra,
+        )
+
+    def _reconcile_operations(self, operations: list[Mapping[str, Any]]) -> dict[str, Any]:
+        self._count("messages_reconcile_operations")
+        statuses = []
+        for op in operations:
+            status: dict[str, Any] = {
+                "operation_id": op["operation_id"],
+                "state": "OPERATION_UNKNOWN",
+            }
+            if "agent_id" in op:
+                status["agent_id"] = op["agent_id"]
+            statuses.append(status)
+        return {
+            "type": "RECONCILE_OPERATIONS",
+            "reconcile_operations": {"operation_statuses": statuses},
+        }
+
+    # -- status updates from agents ------------------------------------------------------
