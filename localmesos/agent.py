@@ -50,19 +50,13 @@ import time
 from typing import Any
 import uuid
 
-from common.resources import ResourceError
 from common.resources import Resources
 from localmesos import containerizer as containerizer_mod
-from localmesos import executor as executor_mod
 from localmesos import sandbox as sandbox_mod
-from localmesos.containerizer import ContainerError
-from localmesos.containerizer import ContainerProcess
+from localmesos.agent_launch import AgentTask
+from localmesos.agent_launch import TaskLauncher
 from localmesos.containerizer import DockerContainerizer
-from localmesos.executor import CommandProcess
-from localmesos.executor import LaunchError
-from localmesos.fetcher import FetchCancelled
-from localmesos.fetcher import FetchError
-from localmesos.fetcher import fetch_uris
+from localmesos.records import duration_seconds
 from localmesos.status_updates import TERMINAL_STATES
 from localmesos.status_updates import StatusUpdateManager
 
@@ -161,52 +155,18 @@ class AgentConfig:
 # -- tasks ------------------------------------------------------------------------------------
 
 
-@dataclass
-class _Task:
-    framework_id: str
-    task_id: str
-    executor_id: str
-    container_id: str
-    info: dict[str, Any]
-    framework_info: dict[str, Any]
-    sandbox: Path | None = None
-    state: str = "TASK_STAGING"
-    process: CommandProcess | ContainerProcess | None = None
-    kill_requested: bool = False
-    kill_grace: float = 3.0
-    cancel: threading.Event = field(default_factory=threading.Event)
-    gpus: tuple[int, ...] = ()
-    terminal: bool = False
-    timed_out: bool = False
-    done: threading.Event = field(default_factory=threading.Event)
-
-    @property
-    def key(self) -> tuple[str, str]:
-        return (self.framework_id, self.task_id)
-
-
-def _duration_seconds(duration: Any) -> float | None:
-    """A Mesos ``DurationInfo`` (``{"nanoseconds": N}``) in seconds, if well formed."""
-    if not isinstance(duration, Mapping) or duration.get("nanoseconds") is None:
-        return None
-    try:
-        return max(0.0, float(duration["nanoseconds"]) / 1e9)
-    except (TypeError, ValueError):
-        return None
-
-
 def _grace_seconds(kill_policy: Any) -> float | None:
     """``KillPolicy.grace_period`` in seconds, if set."""
     if not isinstance(kill_policy, Mapping):
         return None
-    return _duration_seconds(kill_policy.get("grace_period"))
+    return duration_seconds(kill_policy.get("grace_period"))
 
 
 def _new_uuid() -> str:
     return base64.b64encode(uuid.uuid4().bytes).decode("ascii")
 
 
-class Agent:
+class Agent(TaskLauncher):
     """One embedded Mesos agent (see the module docstring).
 
     Args:
@@ -256,7 +216,7 @@ class Agent:
         self.total = Resources(scalars, {"ports": config.ports})
 
         self._lock = threading.Lock()
-        self._tasks: dict[tuple[str, str], _Task] = {}
+        self._tasks: dict[tuple[str, str], AgentTask] = {}
         self._sandboxes: dict[tuple[str, str], tuple[str, Path]] = {}  # -> (executor id, dir)
         self._removed_frameworks: set[str] = set()
         self._free_gpus: list[int] = list(config.gpu_devices)
@@ -314,7 +274,7 @@ class Agent:
             executor_id = str((executor_info.get("executor_id") or {}).get("value") or "")
         else:
             executor_id = task_id
-        record = _Task(
+        record = AgentTask(
             framework_id=framework_id,
             task_id=task_id,
             executor_id=executor_id,
@@ -354,7 +314,7 @@ class Agent:
             self._request_kill(task, grace_period)
 
     def _request_kill(
-        self, task: _Task, grace_period: float | None, *, override: bool = False
+        self, task: AgentTask, grace_period: float | None, *, override: bool = False
     ) -> None:
         """Under the lock: mark the task killed and start killing its process if it has one.
 
@@ -375,7 +335,7 @@ class Agent:
         if task.process is not None:
             self._start_killer(task)
 
-    def _start_killer(self, task: _Task) -> None:
+    def _start_killer(self, task: AgentTask) -> None:
         """Under the lock: kill ``task.process`` on a thread of its own."""
         process = task.process
         if process is None:
@@ -551,7 +511,7 @@ class Agent:
 
     def _status(
         self,
-        task: _Task,
+        task: AgentTask,
         state: str,
         *,
         source: str,
@@ -581,7 +541,7 @@ class Agent:
 
     def _emit(
         self,
-        task: _Task,
+        task: AgentTask,
         state: str,
         *,
         source: str = "SOURCE_EXECUTOR",
@@ -612,7 +572,8 @@ class Agent:
         )
         self._updates.update(task.framework_id, task.task_id, status)
 
-    def _fail(self, task: _Task, message: str, reason: str, source: str = "SOURCE_AGENT") -> None:
+    def _fail(self, task: AgentTask, message: str, reason: str,
+              source: str = "SOURCE_AGENT") -> None:
         """Fail a launch; the reason also goes to the sandbox's stderr, as Mesos' fetcher does."""
         if task.sandbox is not None:
             try:
@@ -622,7 +583,7 @@ class Agent:
                 pass
         self._emit(task, "TASK_FAILED", source=source, message=message, reason=reason)
 
-    def _killed_during_launch(self, task: _Task) -> None:
+    def _killed_during_launch(self, task: AgentTask) -> None:
         self._emit(
             task,
             "TASK_KILLED",
@@ -631,7 +592,7 @@ class Agent:
             reason="REASON_TASK_KILLED_DURING_LAUNCH",
         )
 
-    def _run_task(self, task: _Task) -> None:
+    def _run_task(self, task: AgentTask) -> None:
         """The thread of one task: prepare, fetch, run, wait, report."""
         try:
             self._run_task_steps(task)
@@ -651,262 +612,3 @@ class Agent:
                 if task.gpus:  # Never leak GPUs, whatever happened.
                     self._free_gpus.extend(task.gpus)
                     task.gpus = ()
-
-    def _run_task_steps(self, task: _Task) -> None:
-        info = task.info
-        executor_info = info.get("executor") or None
-        command = (executor_info or {}).get("command") if executor_info else info.get("command")
-        container = info.get("container") or (executor_info or {}).get("container")
-
-        # The sandbox first, so that even a failed launch leaves its stdout/stderr to read.
-        try:
-            sandbox_mod.check_id(task.framework_id, what="framework id")
-            sandbox_mod.check_id(task.task_id, what="task id")
-            sandbox = sandbox_mod.create_sandbox(
-                self.work_dir, self.id, task.framework_id, task.executor_id, task.container_id
-            )
-            for name in ("stdout", "stderr"):
-                (sandbox / name).touch()
-        except (ValueError, OSError) as exc:
-            self._fail(
-                task, f"Failed to create the sandbox: {exc}", "REASON_CONTAINER_LAUNCH_FAILED"
-            )
-            return
-        with self._lock:
-            task.sandbox = sandbox
-            self._sandboxes[task.key] = (task.executor_id, sandbox)
-
-        in_container = containerizer_mod.is_container_task(container)
-        if executor_info and not command:
-            self._fail(
-                task,
-                "The custom executor has no 'command'; the embedded agent only runs command "
-                "executors",
-                "REASON_CONTAINER_LAUNCH_FAILED",
-            )
-            return
-        if not command:
-            self._fail(
-                task, "The task has neither 'command' nor 'executor'", "REASON_TASK_INVALID"
-            )
-            return
-
-        try:
-            resources = Resources.from_json(
-                list(info.get("resources") or [])
-                + list((executor_info or {}).get("resources") or [])
-            )
-        except ResourceError as exc:
-            self._fail(task, f"Invalid task resources: {exc}", "REASON_TASK_INVALID")
-            return
-        if not self._assign_gpus(task, resources.scalar("gpus")):
-            return
-
-        try:
-            fetch_uris(
-                command.get("uris") or [],
-                sandbox,
-                cancel=task.cancel,
-                timeout=self._fetch_timeout,
-            )
-        except FetchCancelled:
-            self._killed_during_launch(task)
-            return
-        except FetchError as exc:
-            self._fail(task, str(exc), "REASON_CONTAINER_LAUNCH_FAILED")
-            return
-
-        with self._lock:
-            killed = task.kill_requested
-        if killed:
-            self._killed_during_launch(task)
-            return
-        if in_container and container is not None:
-            self._run_container(task, container, command, sandbox, resources)
-            return
-
-        shutdown_grace = _duration_seconds((executor_info or {}).get("shutdown_grace_period"))
-        try:
-            requested_user = command.get("user") or task.framework_info.get("user")
-            run_as = executor_mod.resolve_user(requested_user)
-            executable, argv = executor_mod.command_line(command)
-            env = executor_mod.task_environment(
-                base=os.environ if self._environment is None else self._environment,
-                command=command,
-                sandbox=sandbox,
-                framework_id=task.framework_id,
-                executor_id=task.executor_id,
-                task_id=task.task_id,
-                agent_id=self.id,
-                agent_endpoint=self._master_endpoint,
-                ports=resources.ranges("ports"),
-                gpus=task.gpus if self.config.gpus > 0 else None,
-                shutdown_grace_period=5.0 if shutdown_grace is None else shutdown_grace,
-                run_as=run_as,
-            )
-            if run_as is not None:
-                executor_mod.chown_tree(sandbox, run_as)
-        except (LaunchError, OSError) as exc:
-            self._fail(task, str(exc), "REASON_CONTAINER_LAUNCH_FAILED")
-            return
-
-        self._emit(task, "TASK_STARTING")
-        try:
-            process = CommandProcess.spawn(
-                executable,
-                argv,
-                env=env,
-                cwd=sandbox,
-                stdout=sandbox / "stdout",
-                stderr=sandbox / "stderr",
-                run_as=run_as,
-            )
-        except LaunchError as exc:
-            self._fail(task, str(exc), "REASON_COMMAND_EXECUTOR_FAILED", "SOURCE_EXECUTOR")
-            return
-        with self._lock:
-            task.process = process
-            if task.kill_requested:
-                self._start_killer(task)
-        self._emit(task, "TASK_RUNNING", pid=process.pid)
-        self._watch_deadline(task)
-
-        returncode = process.wait()
-        self._finish(task, returncode == 0, executor_mod.describe_exit(returncode),
-                     "REASON_COMMAND_EXECUTOR_FAILED")
-
-    def _finish(self, task: _Task, succeeded: bool, message: str, failure_reason: str) -> None:
-        """Report how a started task ended: KILLED when killed, FAILED past its
-        ``max_completion_time``, else FINISHED or FAILED with ``failure_reason``."""
-        with self._lock:
-            killed, timed_out = task.kill_requested, task.timed_out
-        if timed_out:
-            limit = _duration_seconds(task.info.get("max_completion_time")) or 0.0
-            self._emit(
-                task,
-                "TASK_FAILED",
-                message=f"Task exceeded its max_completion_time of {limit:g}s ({message})",
-                reason="REASON_MAX_COMPLETION_TIME_REACHED",
-            )
-        elif killed:
-            self._emit(task, "TASK_KILLED", message=message)
-        elif succeeded:
-            self._emit(task, "TASK_FINISHED", message=message)
-        else:
-            self._emit(task, "TASK_FAILED", message=message, reason=failure_reason)
-
-    def _watch_deadline(self, task: _Task) -> None:
-        """Kill the task if it runs past its ``max_completion_time``."""
-        limit = _duration_seconds(task.info.get("max_completion_time"))
-        if limit is None:
-            return
-        with self._lock:
-            self._start_thread(self._deadline, task, limit, name=f"deadline-{task.task_id}")
-
-    def _deadline(self, task: _Task, limit: float) -> None:
-        if task.done.wait(limit):
-            return
-        with self._lock:
-            if task.terminal or task.kill_requested:
-                return
-            task.timed_out = True
-            logger.info("Task %s exceeded its max_completion_time of %gs", task.task_id, limit)
-            self._request_kill(task, None)
-
-    def _run_container(
-        self,
-        task: _Task,
-        container: Mapping[str, Any],
-        command: Mapping[str, Any],
-        sandbox: Path,
-        resources: Resources,
-    ) -> None:
-        """Run a container task through the Docker engine (:mod:`localmesos.containerizer`)."""
-        try:
-            run_as = executor_mod.resolve_user(
-                command.get("user") or task.framework_info.get("user")
-            )
-            request = containerizer_mod.build_request(
-                info=task.info,
-                container=container,
-                command=command,
-                sandbox=sandbox,
-                framework_id=task.framework_id,
-                executor_id=task.executor_id,
-                task_id=task.task_id,
-                agent_id=self.id,
-                container_id=task.container_id,
-                resources=resources,
-                gpus=task.gpus,
-                run_as=run_as,
-                stop_grace=task.kill_grace,
-                extra_labels=self._containers.labels,
-            )
-        except (ContainerError, LaunchError) as exc:
-            self._fail(task, str(exc), "REASON_CONTAINER_LAUNCH_FAILED")
-            return
-        self._emit(task, "TASK_STARTING")
-        with self._lock:
-            self._ran_containers = True
-        try:
-            process = self._containers.launch(request, sandbox / "stdout", sandbox / "stderr")
-        except ContainerError as exc:
-            self._fail(task, str(exc), "REASON_CONTAINER_LAUNCH_FAILED")
-            return
-        with self._lock:
-            killed = task.kill_requested
-        if killed:
-            process.remove()
-            self._killed_during_launch(task)
-            return
-        try:
-            process.start()
-        except ContainerError as exc:
-            process.remove()
-            self._fail(task, str(exc), "REASON_CONTAINER_LAUNCH_FAILED", "SOURCE_EXECUTOR")
-            return
-        with self._lock:
-            task.process = process
-            if task.kill_requested:
-                self._start_killer(task)
-        self._emit(task, "TASK_RUNNING", pid=process.pid)
-        self._watch_deadline(task)
-        try:
-            result = process.wait()
-        except ContainerError as exc:
-            process.remove()
-            self._fail(task, str(exc), "REASON_EXECUTOR_TERMINATED", "SOURCE_EXECUTOR")
-            return
-        process.remove()  # the output is in the sandbox by now
-        reason = (
-            "REASON_CONTAINER_LIMITATION_MEMORY" if result.oom_killed
-            else "REASON_COMMAND_EXECUTOR_FAILED"
-        )
-        self._finish(task, result.status == 0, containerizer_mod.describe_exit(result), reason)
-
-    def _assign_gpus(self, task: _Task, wanted: float) -> bool:
-        """Give the task ``wanted`` GPUs from the free pool; fail it (``False``) if impossible."""
-        if wanted <= 0:
-            return True
-        if wanted != int(wanted):
-            self._fail(
-                task,
-                f"The 'gpus' resource must be a whole number, got {wanted:g}",
-                "REASON_TASK_INVALID",
-            )
-            return False
-        count = int(wanted)
-        with self._lock:
-            if count <= len(self._free_gpus):
-                self._free_gpus.sort()
-                task.gpus = tuple(self._free_gpus[:count])
-                del self._free_gpus[:count]
-                return True
-            free = len(self._free_gpus)
-        self._fail(
-            task,
-            f"The task needs {count} GPUs but only {free} of agent {self.id}'s "
-            f"{self.config.gpus} are free",
-            "REASON_CONTAINER_LAUNCH_FAILED",
-        )
-        return False

@@ -72,6 +72,7 @@ from common.resources import Resources
 from localmesos import executor as executor_mod
 from localmesos.executor import LaunchError
 from localmesos.executor import RunAs
+from localmesos.executor import TaskIds
 
 
 logger = logging.getLogger(__name__)
@@ -326,10 +327,7 @@ def build_request(
     container: Mapping[str, Any],
     command: Mapping[str, Any],
     sandbox: Path,
-    framework_id: str,
-    executor_id: str,
-    task_id: str,
-    agent_id: str,
+    ids: TaskIds,
     container_id: str,
     resources: Resources,
     gpus: Sequence[int] = (),
@@ -346,10 +344,7 @@ def build_request(
         container: its ``ContainerInfo`` (DOCKER, or MESOS with an image).
         command: its ``CommandInfo`` (of the task, or of its executor).
         sandbox: the sandbox directory on the host.
-        framework_id: the framework's id.
-        executor_id: the executor id (the task id for a command task).
-        task_id: the task's id.
-        agent_id: the agent's id.
+        ids: the task's framework, executor, task and agent ids.
         container_id: the agent's id for this run (the sandbox's ``runs/<id>``).
         resources: the task's (and executor's) resources.
         gpus: the host GPU indices the agent assigned.
@@ -409,11 +404,7 @@ def build_request(
         raise ContainerError(str(exc)) from None
     environment = {
         "MESOS_SANDBOX": SANDBOX_PATH,
-        "MESOS_TASK_ID": task_id,
-        "MESOS_FRAMEWORK_ID": framework_id,
-        "MESOS_EXECUTOR_ID": executor_id,
-        "MESOS_AGENT_ID": agent_id,
-        "MESOS_SLAVE_ID": agent_id,
+        **ids.environment(),
         "MESOS_CONTAINER_NAME": name,
         **task_env,
         # The engine's init forwards SIGTERM to the command's whole process group.
@@ -437,10 +428,10 @@ def build_request(
     }
     labels.update(extra_labels or {})
     labels.update({
-        LABEL_FRAMEWORK: framework_id,
-        LABEL_TASK: task_id,
-        LABEL_EXECUTOR: executor_id,
-        LABEL_AGENT: agent_id,
+        LABEL_FRAMEWORK: ids.framework_id,
+        LABEL_TASK: ids.task_id,
+        LABEL_EXECUTOR: ids.executor_id,
+        LABEL_AGENT: ids.agent_id,
         LABEL_CONTAINER: container_id,
     })
 

@@ -175,15 +175,29 @@ def format_duration(seconds: float) -> str:
     return f"{seconds:g}secs"
 
 
+@dataclass(frozen=True)
+class TaskIds:
+    """Who a task is to Mesos: its framework, executor (the task's own id for a command task),
+    id and agent; what its environment and its container's labels name."""
+
+    framework_id: str
+    executor_id: str
+    task_id: str
+    agent_id: str
+
+    def environment(self) -> dict[str, str]:
+        """The ``MESOS_*`` variables that name the task."""
+        return {"MESOS_TASK_ID": self.task_id, "MESOS_FRAMEWORK_ID": self.framework_id,
+                "MESOS_EXECUTOR_ID": self.executor_id, "MESOS_SLAVE_ID": self.agent_id,
+                "MESOS_AGENT_ID": self.agent_id}
+
+
 def task_environment(
     *,
     base: Mapping[str, str],
     command: Mapping[str, Any],
     sandbox: Path,
-    framework_id: str,
-    executor_id: str,
-    task_id: str,
-    agent_id: str,
+    ids: TaskIds,
     agent_endpoint: str,
     ports: Sequence[tuple[int, int]] = (),
     gpus: Sequence[int] | None = None,
@@ -196,10 +210,8 @@ def task_environment(
         base: the inherited environment (normally ``os.environ``).
         command: the ``CommandInfo`` (its ``environment`` is applied).
         sandbox: the sandbox directory.
-        framework_id: ``MESOS_FRAMEWORK_ID``.
-        executor_id: ``MESOS_EXECUTOR_ID``.
-        task_id: ``MESOS_TASK_ID``.
-        agent_id: ``MESOS_SLAVE_ID`` (and ``MESOS_AGENT_ID``).
+        ids: the task's ``MESOS_TASK_ID``, ``MESOS_FRAMEWORK_ID``, ``MESOS_EXECUTOR_ID`` and
+            ``MESOS_SLAVE_ID`` (and ``MESOS_AGENT_ID``).
         agent_endpoint: ``MESOS_AGENT_ENDPOINT`` (``host:port``).
         ports: the task's ``ports`` ranges (for ``PORT*``).
         gpus: ``None`` when the agent has no GPUs (nothing set); otherwise the GPU indices
@@ -220,11 +232,7 @@ def task_environment(
         {
             "MESOS_SANDBOX": str(sandbox),
             "MESOS_DIRECTORY": str(sandbox),
-            "MESOS_TASK_ID": task_id,
-            "MESOS_FRAMEWORK_ID": framework_id,
-            "MESOS_EXECUTOR_ID": executor_id,
-            "MESOS_SLAVE_ID": agent_id,
-            "MESOS_AGENT_ID": agent_id,
+            **ids.environment(),
             "MESOS_AGENT_ENDPOINT": agent_endpoint,
             "MESOS_CHECKPOINT": "0",
             "MESOS_EXECUTOR_SHUTDOWN_GRACE_PERIOD": format_duration(shutdown_grace_period),

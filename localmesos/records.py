@@ -176,7 +176,11 @@ def resources_of(items: Iterable[Mapping[str, Any]]) -> Resources:
     return Resources.from_json(items)
 
 
-def duration_seconds(duration: Mapping[str, Any] | None) -> float | None:
-    if not duration:
+def duration_seconds(duration: Any) -> float | None:
+    """A Mesos ``DurationInfo`` (``{"nanoseconds": N}``) in seconds, if well formed."""
+    if not isinstance(duration, Mapping) or duration.get("nanoseconds") is None:
         return None
-    return float(duration["nanoseconds"]) / 1e9
+    try:
+        return float(duration["nanoseconds"]) / 1e9
+    except (TypeError, ValueError):
+        return None

@@ -28,6 +28,7 @@ from localmesos.agent import AgentConfig
 from localmesos.containerizer import SANDBOX_PATH
 from localmesos.containerizer import DockerContainerizer
 from localmesos.containerizer import build_request
+from localmesos.executor import TaskIds
 from tests.localmesos.test_agent import FID
 from tests.localmesos.test_agent import FW
 from tests.localmesos.test_agent import Master
@@ -380,7 +381,7 @@ def test_the_container_a_gpu_trial_gets_created_not_started(
     containers = DockerContainerizer("M-S0")
     request = build_request(
         info=info, container=info["container"], command=info["command"], sandbox=sandbox,
-        framework_id=FID, executor_id="trial-0007", task_id="trial-0007", agent_id="M-S0",
+        ids=TaskIds(FID, "trial-0007", "trial-0007", "M-S0"),
         container_id="c0ffee", resources=Resources.from_json(info["resources"]), gpus=(1, 3),
         stop_grace=3.0, host_cpus=cores, extra_labels=containers.labels,
     )

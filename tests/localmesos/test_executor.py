@@ -126,10 +126,7 @@ def test_task_environment_order(tmp_path: Path) -> None:
         base=base,
         command=command,
         sandbox=tmp_path,
-        framework_id="F",
-        executor_id="E",
-        task_id="T",
-        agent_id="A",
+        ids=executor.TaskIds("F", "E", "T", "A"),
         agent_endpoint="127.0.0.1:5050",
         ports=[(31000, 31001)],
         gpus=[2],
@@ -152,10 +149,7 @@ def test_task_environment_order(tmp_path: Path) -> None:
     common = dict(
         command={},
         sandbox=tmp_path,
-        framework_id="F",
-        executor_id="E",
-        task_id="T",
-        agent_id="A",
+        ids=executor.TaskIds("F", "E", "T", "A"),
         agent_endpoint="",
     )
     hidden = executor.task_environment(base=base, gpus=[], **common)  # type: ignore[arg-type]
