@@ -667,21 +667,13 @@ class HttpServer:
         try:
             if browse:
                 return _json(sandbox.browse(roots, path), jsonp)
-            offset = -1
-            length: int | None = None
-            raw_offset = request.param("offset")
-            if raw_offset is not None:
-                try:
-                    offset = int(raw_offset)
-                except ValueError:
-                    return _text(400, f"Failed to parse offset: Failed to convert '{raw_offset}'")
-            raw_length = request.param("length")
-            if raw_length is not None:
-                try:
-                    length = int(raw_length)
-                except ValueError:
-                    return _text(400, f"Failed to parse length: Failed to convert '{raw_length}'")
-            return _json(sandbox.read(roots, path, offset, length), jsonp)
+            try:
+                offset = _int_param(request, "offset")
+                length = _int_param(request, "length")
+            except ValueError as exc:
+                return _text(400, str(exc))
+            return _json(sandbox.read(roots, path, -1 if offset is None else offset, length),
+                         jsonp)
         except sandbox.SandboxError as exc:
             return _text(exc.http_status, str(exc))
 
@@ -726,3 +718,14 @@ class HttpServer:
             f"{esc(snapshot['pid'])}</h1><h2>Agents</h2><ul>{agents}</ul>"
             f"{''.join(rows) or '<p>No frameworks.</p>'}</body></html>"
         )
+
+
+def _int_param(request: Any, name: str) -> int | None:
+    """An integer query parameter, or None; Mesos' message for one that is not an integer."""
+    raw = request.param(name)
+    if raw is None:
+        return None
+    try:
+        return int(raw)
+    except ValueError:
+        raise ValueError(f"Failed to parse {name}: Failed to convert '{raw}'") from None

@@ -34,6 +34,8 @@ import json
 import math
 from typing import Any
 
+from common.json_kind import json_kind
+
 
 #: Deepest JSON nesting accepted in a body. No Mesos message is nested anywhere near this deep,
 #: so a deeper body can only be garbage; refusing it keeps every later ``json.dumps`` safe.
@@ -365,22 +367,8 @@ _SCHEMA: dict[str, dict[str, _Field]] = {
 }
 
 
-def _json_kind(value: Any) -> str:
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int | float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, list):
-        return "array"
-    if isinstance(value, dict):
-        return "object"
-    return "null"
-
-
 def _not_expecting(value: Any, name: str) -> _ConvertError:
-    return _ConvertError(f"Not expecting a JSON {_json_kind(value)} for field '{name}'")
+    return _ConvertError(f"Not expecting a JSON {json_kind(value)} for field '{name}'")
 
 
 def _convert_scalar(field: _Field, value: Any, name: str) -> Any:

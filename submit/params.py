@@ -42,6 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from common.errors import SearchSpaceError
+from common.json_kind import json_kind_with_article as _kind
 from common.space import MAX_EXACT_INT
 from common.space import CategoricalParam
 from common.space import IntParam
@@ -94,20 +95,6 @@ def _show(value: object) -> str:
     except (TypeError, ValueError):
         text = repr(value)
     return text if len(text) <= _MAX_SHOWN else text[: _MAX_SHOWN - 3] + "..."
-
-
-def _json_type(value: object) -> str:
-    if isinstance(value, dict):
-        return "an object"
-    if isinstance(value, list):
-        return "a list"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, bool):
-        return "a boolean"
-    if value is None:
-        return "null"
-    return "a number"
 
 
 def _quoted(names: tuple[str, ...] | list[str]) -> str:
@@ -222,7 +209,7 @@ def parse_parameter_document(document: object, source: str = "<parameters>") -> 
     if not isinstance(document, dict):
         raise ParameterFileError(
             source,
-            f'the top level must be an object {{"parameters": [...]}}, got {_json_type(document)}',
+            f'the top level must be an object {{"parameters": [...]}}, got {_kind(document)}',
         )
     _check_keys(document, _TOP_LEVEL_KEYS, source, None, "top-level key")
     if "parameters" not in document:
@@ -232,7 +219,7 @@ def parse_parameter_document(document: object, source: str = "<parameters>") -> 
     entries = document["parameters"]
     if not isinstance(entries, list):
         raise ParameterFileError(
-            source, f'"parameters" must be a list of objects, got {_json_type(entries)}'
+            source, f'"parameters" must be a list of objects, got {_kind(entries)}'
         )
     if not entries:
         raise ParameterFileError(source, '"parameters" is empty; give at least one parameter')
@@ -274,7 +261,7 @@ def _parse_parameter(entry: object, position: int, source: str) -> Param:
     if not isinstance(entry, dict):
         raise ParameterFileError(
             source,
-            f'must be an object with "name", "type" and "value", got {_json_type(entry)}',
+            f'must be an object with "name", "type" and "value", got {_kind(entry)}',
             position,
         )
     if "name" not in entry:
