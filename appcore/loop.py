@@ -40,6 +40,17 @@ logger = logging.getLogger(__name__)
 IN_FLIGHT = frozenset(state.to_proto() for state in TRIAL_IN_FLIGHT)
 
 
+def _replayed(history: list[common_pb2.Trial]) -> list[tuple[common_pb2.Trial, TrialState]]:
+    """Recorded trials by number, each with its state as the search sees it."""
+    return [(trial, _told_state(trial)) for trial in sorted(history, key=lambda t: t.number)]
+
+
+def _value_if(trial: common_pb2.Trial, state: TrialState,
+              states: tuple[TrialState, ...]) -> float | None:
+    """The trial's objective when its state is one of ``states``."""
+    return trial.objective if trial.HasField("objective") and state in states else None
+
+
 def _told_state(trial: common_pb2.Trial) -> TrialState:
     """A recorded trial's state as the search and the pruner see it (in flight: RUNNING)."""
     state = TrialState.from_proto(trial.state)
@@ -105,28 +116,20 @@ class TrialLoop:
 
     @staticmethod
     def records(history: list[common_pb2.Trial]) -> list[TrialRecord]:
-        """The algorithm's view of recorded trials (for ``restore``)."""
-        records = []
-        for trial in sorted(history, key=lambda t: t.number):
-            state = _told_state(trial)
-            value = trial.objective if trial.HasField("objective") \
-                and state in (TrialState.COMPLETED, TrialState.PRUNED) else None
-            records.append(TrialRecord(trial.number, assignment_from_proto(trial.assignment),
-                                       value, state))
-        return records
+        """The algorithm's view of recorded trials (for ``restore``): a pruned trial keeps its
+        last intermediate value."""
+        return [TrialRecord(trial.number, assignment_from_proto(trial.assignment),
+                            _value_if(trial, state, (TrialState.COMPLETED, TrialState.PRUNED)),
+                            state)
+                for trial, state in _replayed(history)]
 
     @staticmethod
     def pruner_records(history: list[common_pb2.Trial]) -> list[PrunerRecord]:
         """The early-stopping rule's view of recorded trials (for ``restore``)."""
-        records = []
-        for trial in sorted(history, key=lambda t: t.number):
-            state = _told_state(trial)
-            value = trial.objective if trial.HasField("objective") \
-                and state == TrialState.COMPLETED \
-                else None
-            intermediate = tuple((v.step, v.value) for v in trial.intermediate_values)
-            records.append(PrunerRecord(trial.number, state, intermediate, value))
-        return records
+        return [PrunerRecord(trial.number, state,
+                             tuple((v.step, v.value) for v in trial.intermediate_values),
+                             _value_if(trial, state, (TrialState.COMPLETED,)))
+                for trial, state in _replayed(history)]
 
     @property
     def counts(self) -> tuple[int, int, int]:

@@ -92,6 +92,11 @@ class OfferPolicy(abc.ABC):
         self.decline_seconds = decline_seconds
         self.settings = self.parse_settings(settings or {})
         self.runner = runner
+        self._setup()
+
+    def _setup(self) -> None:  # noqa: B027 -- an optional hook: most policies need none
+        """Build the policy's own state once the common fields are set (instead of overriding
+        ``__init__``)."""
 
     @classmethod
     def parse_settings(cls, settings: Mapping[str, str], *,

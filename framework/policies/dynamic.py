@@ -100,14 +100,7 @@ class DynamicPriorityPolicy(OfferPolicy):
     #: Whether a re-offer showing contention drops the priority won on an idle cluster.
     forget_raises_on_contention: ClassVar[bool] = False
 
-    def __init__(
-        self,
-        decline_seconds: float = 5.0,
-        *,
-        settings: Mapping[str, str] | None = None,
-        runner: TaskResources | None = None,
-    ) -> None:
-        super().__init__(decline_seconds, settings=settings, runner=runner)
+    def _setup(self) -> None:
         self._since_accept = 0  # fitting offers declined for priority since the last accept
         self._declined: dict[str, Resources] = {}  # agent → what it offered when declined
         self._repeats = 0  # declined resources re-offered undiminished, in a row
@@ -225,14 +218,8 @@ class DynamicPriorityPlusPolicy(DynamicPriorityPolicy):
     }
     forget_raises_on_contention = True
 
-    def __init__(
-        self,
-        decline_seconds: float = 5.0,
-        *,
-        settings: Mapping[str, str] | None = None,
-        runner: TaskResources | None = None,
-    ) -> None:
-        super().__init__(decline_seconds, settings=settings, runner=runner)
+    def _setup(self) -> None:
+        super()._setup()
         self._pack_declines = 0
         self._counts["pack_declines"] = 0
 
