@@ -37,6 +37,11 @@ class SettingSpec:
     help: str = ""
 
 
+def int_setting(default: int, low: int, help: str) -> SettingSpec:  # noqa: A002 - a field
+    """An integer setting ``>= low`` (its ``valid`` text follows from ``low``)."""
+    return SettingSpec(str(default), int_at_least(low), f"an integer >= {low}", help)
+
+
 def parse_settings(specs: Mapping[str, SettingSpec], settings: Mapping[str, str], *,
                    owner: str, error: type[Exception] = ValueError,
                    skip: frozenset[str] = frozenset()) -> dict[str, Any]:

@@ -13,6 +13,7 @@ import grpc
 from common import grpc_server
 from common.errors import InvalidAssignmentError
 from common.report import Report
+from common.space import Assignment
 from common.space import assignment_from_proto
 from common.task_env import TOKEN_METADATA
 from common.tokens import check_job_token
@@ -83,27 +84,16 @@ class FrameworkServicer(framework_pb2_grpc.FrameworkServiceServicer):
         self, request: framework_pb2.SubmitTrialRequest, context: grpc.ServicerContext
     ) -> framework_pb2.SubmitTrialReply:
         self._require_job_token(context)
-
-        def submit() -> framework_pb2.SubmitTrialReply:
-            assignment = assignment_from_proto(request.assignment)
-            trial = self._job.submit_trial(request.number, assignment, request.priority)
-            return framework_pb2.SubmitTrialReply(trial=trial)
-
-        return handle(context, submit)
+        trials = handle(context, lambda: self._job.submit_trials([_submission(request)]))
+        return framework_pb2.SubmitTrialReply(trial=trials[0])
 
     def SubmitTrials(  # noqa: N802
         self, request: framework_pb2.SubmitTrialsRequest, context: grpc.ServicerContext
     ) -> framework_pb2.SubmitTrialsReply:
         self._require_job_token(context)
-
-        def submit() -> framework_pb2.SubmitTrialsReply:
-            trials = self._job.submit_trials([
-                (item.number, assignment_from_proto(item.assignment), item.priority)
-                for item in request.trials
-            ])
-            return framework_pb2.SubmitTrialsReply(trials=trials)
-
-        return handle(context, submit)
+        trials = handle(context, lambda: self._job.submit_trials(
+            [_submission(item) for item in request.trials]))
+        return framework_pb2.SubmitTrialsReply(trials=trials)
 
     def RecordReport(  # noqa: N802
         self, request: common_pb2.Report, context: grpc.ServicerContext
@@ -154,3 +144,8 @@ def make_server(controller: JobController, host: str = "0.0.0.0", port: int = 0)
     return grpc_server.make_server(
         lambda server: framework_pb2_grpc.add_FrameworkServiceServicer_to_server(servicer, server),
         host, port, what="the framework's gRPC server")
+
+
+def _submission(request: framework_pb2.SubmitTrialRequest) -> tuple[int, Assignment, int]:
+    """``(number, assignment, priority)`` of a submitted trial (assignment checked later)."""
+    return request.number, assignment_from_proto(request.assignment), request.priority

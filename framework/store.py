@@ -258,18 +258,22 @@ class JobStore:
                 )
 
     def reports(self, trial_number: int | None = None) -> list[dict[str, Any]]:
-        query = "SELECT trial_number, step, metrics, final, elapsed_seconds FROM reports"
-        params: tuple[Any, ...] = ()
-        if trial_number is not None:
-            query += " WHERE trial_number = ?"
-            params = (trial_number,)
-        with self._lock:
-            rows = self._db.execute(query + " ORDER BY id", params).fetchall()
+        rows = self._select("SELECT trial_number, step, metrics, final, elapsed_seconds "
+                            "FROM reports", "trial_number", trial_number)
         return [
             {"trial": r[0], "step": r[1], "metrics": json.loads(r[2]), "final": bool(r[3]),
              "elapsed_seconds": r[4]}
             for r in rows
         ]
+
+    def _select(self, query: str, column: str, value: Any) -> list[tuple[Any, ...]]:
+        """Rows of ``query`` in the order recorded, those where ``column = value`` if given."""
+        params: tuple[Any, ...] = ()
+        if value is not None:
+            query += f" WHERE {column} = ?"
+            params = (value,)
+        with self._lock:
+            return list(self._db.execute(query + " ORDER BY id", params).fetchall())
 
     def add_task_update(self, status: Mapping[str, Any]) -> None:
         """Record a Mesos TaskStatus (JSON form) as received."""
@@ -291,13 +295,8 @@ class JobStore:
             )
 
     def task_updates(self, task_id: str | None = None) -> list[dict[str, Any]]:
-        query = "SELECT task_id, state, reason, source, message, agent_id FROM task_updates"
-        params: tuple[Any, ...] = ()
-        if task_id is not None:
-            query += " WHERE task_id = ?"
-            params = (task_id,)
-        with self._lock:
-            rows = self._db.execute(query + " ORDER BY id", params).fetchall()
+        rows = self._select("SELECT task_id, state, reason, source, message, agent_id "
+                            "FROM task_updates", "task_id", task_id)
         keys = ("task_id", "state", "reason", "source", "message", "agent_id")
         return [dict(zip(keys, row, strict=True)) for row in rows]
 

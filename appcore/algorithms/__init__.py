@@ -43,15 +43,11 @@ __all__ = [
     "create_algorithm",
 ]
 
-ALGORITHMS: Registry[SearchAlgorithm] = Registry(
-    "search algorithm", "algorithms",
-    {
-        "grid-search": "appcore.algorithms.grid:GridSearch",
-        "random-search": "appcore.algorithms.random:RandomSearch",
-        "bayesian": "appcore.algorithms.bayesian:BayesianSearch",
-    },
-    error=UnknownAlgorithmError,
-)
+ALGORITHMS: Registry[SearchAlgorithm] = Registry("search algorithm", "algorithms", {
+    "grid-search": "appcore.algorithms.grid:GridSearch",
+    "random-search": "appcore.algorithms.random:RandomSearch",
+    "bayesian": "appcore.algorithms.bayesian:BayesianSearch",
+}, error=UnknownAlgorithmError)
 """Algorithm name to its class, imported on first use."""
 
 

@@ -64,15 +64,11 @@ __all__ = ["BACKENDS", "MODES", "BayesianSearch", "WarmStart", "warm_start_setti
 
 _logger = logging.getLogger(__name__)
 
-BACKENDS: Registry[Backend] = Registry(
-    "Bayesian backend", "backends",
-    {
-        "tpe": "appcore.algorithms.optuna_tpe:TPEBackend",
-        "gp": "appcore.algorithms.skopt_gp:GPBackend",
-        "qmc": "appcore.algorithms.optuna_qmc:QMCBackend",
-    },
-    error=InvalidSettingsError,
-)
+BACKENDS: Registry[Backend] = Registry("Bayesian backend", "backends", {
+    "tpe": "appcore.algorithms.optuna_tpe:TPEBackend",
+    "gp": "appcore.algorithms.skopt_gp:GPBackend",
+    "qmc": "appcore.algorithms.optuna_qmc:QMCBackend",
+}, error=InvalidSettingsError)
 """Backend name to its class, imported on first use."""
 
 MODES = ("async", "sync")

@@ -25,16 +25,11 @@ from common.registry import Registry
 
 __all__ = ["PRUNERS", "Pruner", "PrunerRecord", "create_pruner", "pruner_class"]
 
-PRUNERS: Registry[Pruner] = Registry(
-    "early-stopping rule", "rules",
-    {
-        "none": "appcore.pruners.none:NoPruner",
-        "median": "appcore.pruners.median:MedianRule",
-        "asha": "appcore.pruners.asha:AsynchronousSuccessiveHalving",
-    },
-    error=UnknownRuleError,
-    aliases={"": "none"},
-)
+PRUNERS: Registry[Pruner] = Registry("early-stopping rule", "rules", {
+    "none": "appcore.pruners.none:NoPruner",
+    "median": "appcore.pruners.median:MedianRule",
+    "asha": "appcore.pruners.asha:AsynchronousSuccessiveHalving",
+}, error=UnknownRuleError, aliases={"": "none"})
 """Rule name to its class, imported on first use. ``""`` means ``"none"``."""
 
 

@@ -25,7 +25,7 @@ from optuna.pruners import SuccessiveHalvingPruner
 from appcore.pruners._optuna import OptunaPruner
 from common.errors import InvalidSettingsError
 from common.setting_values import SettingSpec
-from common.setting_values import int_at_least
+from common.setting_values import int_setting
 
 
 __all__ = ["AsynchronousSuccessiveHalving"]
@@ -48,12 +48,9 @@ class AsynchronousSuccessiveHalving(OptunaPruner):
     SETTINGS: Mapping[str, SettingSpec] = {
         "min_resource": SettingSpec("auto", _min_resource, "'auto' or an integer >= 1",
                                     "the first rung's step"),
-        "reduction_factor": SettingSpec("3", int_at_least(2), "an integer >= 2",
-                                        "keep the top 1/reduction_factor at each rung"),
-        "min_early_stopping_rate": SettingSpec("0", int_at_least(0), "an integer >= 0",
-                                               "rungs skipped"),
-        "bootstrap_count": SettingSpec("0", int_at_least(0), "an integer >= 0",
-                                       "trials at a rung before it stops any"),
+        "reduction_factor": int_setting(3, 2, "keep the top 1/reduction_factor at each rung"),
+        "min_early_stopping_rate": int_setting(0, 0, "rungs skipped"),
+        "bootstrap_count": int_setting(0, 0, "trials at a rung before it stops any"),
     }
 
     @classmethod

@@ -18,7 +18,7 @@ from optuna.pruners import MedianPruner
 
 from appcore.pruners._optuna import OptunaPruner
 from common.setting_values import SettingSpec
-from common.setting_values import int_at_least
+from common.setting_values import int_setting
 
 
 __all__ = ["MedianRule"]
@@ -29,14 +29,10 @@ class MedianRule(OptunaPruner):
 
     NAME = "median"
     SETTINGS: Mapping[str, SettingSpec] = {
-        "n_startup_trials": SettingSpec("5", int_at_least(0), "an integer >= 0",
-                                        "completed trials before any is stopped"),
-        "n_warmup_steps": SettingSpec("0", int_at_least(0), "an integer >= 0",
-                                      "steps of each trial never judged"),
-        "interval_steps": SettingSpec("1", int_at_least(1), "an integer >= 1",
-                                      "judge every this many steps"),
-        "n_min_trials": SettingSpec("1", int_at_least(1), "an integer >= 1",
-                                    "completed trials that reported the step judged"),
+        "n_startup_trials": int_setting(5, 0, "completed trials before any is stopped"),
+        "n_warmup_steps": int_setting(0, 0, "steps of each trial never judged"),
+        "interval_steps": int_setting(1, 1, "judge every this many steps"),
+        "n_min_trials": int_setting(1, 1, "completed trials that reported the step judged"),
     }
 
     def _pruner(self) -> BasePruner:
