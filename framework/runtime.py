@@ -19,6 +19,7 @@ from urllib.request import urlopen
 
 from pymesos import MesosSchedulerDriver
 
+from common import paths
 from common.durations import format_duration
 from common.tokens import new_job_token
 from framework.capacity import agent_totals
@@ -108,7 +109,7 @@ class JobRunner:
         self.config = config
         self.job_dir = job_dir
         self.master = master
-        self.store = JobStore(job_dir / "job.db")
+        self.store = JobStore(job_dir / paths.JOB_DB)
         self.store.set_meta_many({
             "job_id": config.job_id,
             "config": config.to_json(),
@@ -134,7 +135,7 @@ class JobRunner:
             logs=self._logs,
         )
         self.logs = LogCollector(self._logs, lambda: self.scheduler.framework_id,
-                                 self.controller.task_locations, job_dir / "logs")
+                                 self.controller.task_locations, job_dir / paths.TASK_LOGS)
         self._driver: MesosSchedulerDriver | None = None
         self._stopped = False
 

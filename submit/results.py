@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from common import paths
 from framework.job import Progress
 from framework.job import sorted_trials
 from framework.store import TrialRow
@@ -91,13 +92,13 @@ def write(job_dir: Path, summary: dict[str, Any], trials: Sequence[TrialRow],
          "training_seconds": t.training_seconds, "task_id": t.task_id, "message": t.message}
         for t in ordered
     ]
-    json_path = job_dir / "results.json"
+    json_path = job_dir / paths.RESULTS_JSON
     json_path.write_text(json.dumps({**summary, "trials": as_dicts}, indent=2, sort_keys=True))
     params = _param_names(ordered, param_order)
     metrics: list[str] = []
     for trial in ordered:
         metrics += [n for n in trial.metrics if n not in metrics]
-    csv_path = job_dir / "results.csv"
+    csv_path = job_dir / paths.RESULTS_CSV
     with csv_path.open("w", newline="") as handle:
         writer = csv.writer(handle)
         writer.writerow(["trial", "state", "objective", *params,

@@ -9,10 +9,10 @@ from typing import Any
 import pytest
 
 from protos import common_pb2
-from submit.cli import build_parser
 from submit.cli import main
-from submit.cli import validate
 from submit.exit_status import ExitStatus
+from submit.parser import build_parser
+from submit.validate import validate
 
 
 @pytest.fixture

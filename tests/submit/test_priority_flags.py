@@ -8,10 +8,10 @@ import sys
 import pytest
 
 from protos import common_pb2
-from submit.cli import build_parser
 from submit.cli import main
-from submit.cli import validate
 from submit.exit_status import ExitStatus
+from submit.parser import build_parser
+from submit.validate import validate
 from tests.submit.test_cli import argv
 from tests.submit.test_cli import files  # noqa: F401 - the fixture
 

@@ -1,0 +1,37 @@
+"""Where DisAuto keeps its jobs: ``$DISAUTO_HOME`` (default ``~/.disauto``), one folder a job.
+
+``da-submit`` writes a job's folder and every command that reads jobs finds it here; the names
+of the files in it are defined once.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+
+JOB_DB = "job.db"
+"""The job's SQLite record (:mod:`framework.store`)."""
+LOG = "da-submit.log"
+"""The log of the process that ran the job."""
+RESULTS_JSON = "results.json"
+RESULTS_CSV = "results.csv"
+TASK_LOGS = "logs"
+"""Each task's stdout and stderr, copied while it runs (:mod:`framework.log_collector`)."""
+CLUSTER = "cluster"
+"""The embedded cluster's sandboxes, for ``--master local``."""
+
+
+def disauto_home() -> Path:
+    """``$DISAUTO_HOME``, or ``~/.disauto``."""
+    return Path(os.environ.get("DISAUTO_HOME") or Path.home() / ".disauto").expanduser()
+
+
+def jobs_dir() -> Path:
+    """The folder of every job's folder."""
+    return disauto_home() / "jobs"
+
+
+def job_dir(job_id: str) -> Path:
+    """One job's folder (not created here)."""
+    return jobs_dir() / job_id

@@ -1,0 +1,155 @@
+"""``da-submit``'s flags: the argument parser, one group of flags at a time.
+
+Nothing here checks a value; :mod:`submit.validate` does, after parsing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+from typing import Any
+
+from appcore.algorithms import ALGORITHMS
+from framework.policies import POLICIES
+from submit.errors import DisAutoUsageError
+
+
+PROG = "da-submit"
+
+logger = logging.getLogger(__name__)
+
+
+class UsageError(DisAutoUsageError):
+    """A flag is wrong; the message names it and what would be valid."""
+
+
+class ArgumentParser(argparse.ArgumentParser):
+    def error(self, message: str) -> Any:  # argparse's own errors become UsageError
+        raise UsageError(message)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = ArgumentParser(
+        prog=PROG,
+        description="Run a hyperparameter search of a training script on Mesos.",
+        epilog="Docs: README.md. Results: $DISAUTO_HOME/jobs/<job-id>/ (default ~/.disauto).",
+    )
+    _job_flags(parser)
+    _search_flags(parser)
+    _cluster_flags(parser)
+    _container_flags(parser)
+    _output_flags(parser)
+    return parser
+
+
+def _job_flags(parser: argparse.ArgumentParser) -> None:
+    """The paper's Fig. 3 flags: the job, its files and its tasks' resources."""
+    job = parser.add_argument_group("the job (the paper's Fig. 3 flags)")
+    job.add_argument("--app-name", required=True, help="the job's name (the Mesos framework name)")
+    job.add_argument("--input", action="append", default=[], metavar="SRC#NAME",
+                     help="data at SRC (file, folder or URL) appears as NAME in each sandbox; "
+                          "repeatable")
+    job.add_argument("--output", metavar="DST#NAME",
+                     help="trials write NAME under DST/trial-NNNN (apprunner_sdk.output_path()); "
+                          "the best trial's NAME is copied to DST/NAME. DST must be reachable by "
+                          "the agents (a shared file system on a real cluster)")
+    job.add_argument("--files", action="append", default=[], metavar="FILE[,FILE...]",
+                     help="the user's files, shipped to every task; repeatable")
+    job.add_argument("--app-runner-launch-cmd", required=True, metavar="CMD",
+                     help='the command each trial runs in its sandbox, e.g. "python train.py"')
+    job.add_argument("--app-runner-memory", default="1G", metavar="SIZE",
+                     help="memory per trial (e.g. 512M, 5G; default 1G)")
+    job.add_argument("--app-runner-cpus", default="1", metavar="N", help="CPUs per trial")
+    job.add_argument("--app-runner-gpus", default="0", metavar="N", help="GPUs per trial")
+    job.add_argument("--app-core-memory", default="512M", metavar="SIZE",
+                     help="memory of the AppCore task (default 512M)")
+    job.add_argument("--app-core-cpus", default="0.5", metavar="N",
+                     help="CPUs of the AppCore task (default 0.5)")
+    job.add_argument("--trail-steps", "--trial-steps", dest="trial_steps", default="20",
+                     metavar="N", help="the trial budget (default 20)")
+    job.add_argument("--tuning-type", default="random-search",
+                     help=f"the search algorithm: {', '.join(sorted(ALGORITHMS))}")
+    job.add_argument("--tuning-parameters", required=True, metavar="FILE",
+                     help='the parameter file ({"parameters": [{"name", "type", "value"}]})')
+    job.add_argument("--tuning-setting", action="append", default=[], metavar="KEY=VALUE",
+                     help="an algorithm setting, e.g. grid_points_per_range=4; repeatable")
+
+
+def _search_flags(parser: argparse.ArgumentParser) -> None:
+    """The search: algorithm, budget, objective, early stopping."""
+    search = parser.add_argument_group("the search")
+    search.add_argument("--parallelism", default="1", metavar="N",
+                        help="trials in flight at once (default 1)")
+    search.add_argument("--objective", default="accuracy", metavar="METRIC",
+                        help="the reported metric to optimize (default accuracy)")
+    search.add_argument("--direction", default="maximize", choices=("maximize", "minimize"))
+    search.add_argument("--target", metavar="VALUE",
+                        help="stop as soon as a trial's final objective reaches VALUE")
+    search.add_argument("--max-duration", metavar="DURATION",
+                        help="end the job after this long (e.g. 2h, 90m, 1h30m): running trials "
+                             "are killed, the record kept")
+    search.add_argument("--max-failed-trials", default="3", metavar="N",
+                        help="stop the job when more than N trials fail (default 3)")
+    search.add_argument("--seed", metavar="N",
+                        help="seed of the search (default: random, printed)")
+    search.add_argument("--bayes-backend", metavar="NAME",
+                        help="with --tuning-type bayesian: tpe (Optuna, default), gp "
+                             "(scikit-optimize), qmc (Optuna)")
+    search.add_argument("--bayes-mode", metavar="MODE",
+                        help="with --tuning-type bayesian: async (default: suggest when a slot "
+                             "frees) or sync (batches of --parallelism)")
+    search.add_argument("--warm-start", metavar="FILE",
+                        help="with --tuning-type bayesian: an earlier job's results.json (its "
+                             "results teach the model) or a JSON list of points to run first")
+    search.add_argument("--early-stopping", default="none", metavar="RULE",
+                        help="stop unpromising trials on their step reports: none (default), "
+                             "median, asha")
+    search.add_argument("--early-stopping-setting", action="append", default=[],
+                        metavar="KEY=VALUE",
+                        help="a setting of the early-stopping rule, e.g. min_resource=1; "
+                             "repeatable (README)")
+
+
+def _cluster_flags(parser: argparse.ArgumentParser) -> None:
+    """The cluster: master, authentication, offer policy, the embedded cluster."""
+    cluster = parser.add_argument_group("the cluster")
+    cluster.add_argument("--master", default="local",
+                         help="local (boot the embedded cluster, default), host:port, or "
+                              "zk://host:port/mesos")
+    cluster.add_argument("--principal", help="Mesos principal (HTTP basic auth)")
+    cluster.add_argument("--secret-file", metavar="FILE",
+                         help="file holding the principal's secret")
+    cluster.add_argument("--offer-policy", default="fifo", help=f"one of {', '.join(POLICIES)}")
+    cluster.add_argument("--priority-setting", action="append", default=[], metavar="KEY=VALUE",
+                         help="a setting of the dynamic priority strategy (--offer-policy "
+                              "dynamic or dynamic-plus), e.g. thresholds=0.01,0.005 or "
+                              "declines_per_level=2; repeatable (docs/dynamic-priority.md)")
+    cluster.add_argument("--advertise-host", metavar="HOST",
+                         help="how tasks reach this machine (default: derived from --master)")
+    cluster.add_argument("--app-core-command", metavar="CMD",
+                         help="how agents start AppCore (default: this Python's "
+                              "`-m appcore` locally, `python3 -m appcore` on a real cluster)")
+    cluster.add_argument("--local-agents", default="1", metavar="N",
+                         help="agents of the embedded cluster with --master local (default 1)")
+
+
+def _container_flags(parser: argparse.ArgumentParser) -> None:
+    """Containers: the images of trials and AppCore, the containerizer."""
+    containers = parser.add_argument_group("containers (README: Docker)")
+    containers.add_argument("--docker-image", metavar="IMAGE",
+                            help="run every trial in a container of IMAGE (it needs Python and "
+                                 "apprunner_sdk; deploy/mesos builds one)")
+    containers.add_argument("--app-core-docker-image", metavar="IMAGE",
+                            help="run AppCore in a container of IMAGE (it needs all of DisAuto; "
+                                 "the deploy/mesos apprunner image has it)")
+    containers.add_argument("--containerizer", metavar="mesos|docker",
+                            help="how Mesos runs the images: mesos (default; the Mesos "
+                                 "containerizer with a Docker image, the only one with GPUs) or "
+                                 "docker (the Docker containerizer)")
+
+
+def _output_flags(parser: argparse.ArgumentParser) -> None:
+    """What da-submit prints."""
+    out = parser.add_argument_group("output")
+    out.add_argument("--quiet", action="store_true", help="no progress line")
+    out.add_argument("--debug", action="store_true", help="debug logs and full tracebacks")

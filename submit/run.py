@@ -1,0 +1,195 @@
+"""Running a validated job to its end: the job folder, the embedded cluster if asked, the
+framework, a progress line while it runs, and the results at the end.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+import signal
+import sys
+import time
+from types import FrameType
+from typing import IO
+from typing import Any
+
+from common import paths
+from framework.capacity import describe
+from protos import common_pb2
+from protos import framework_pb2
+from submit.exit_status import ExitStatus
+from submit.exit_status import for_outcome
+from submit.parser import PROG
+from submit.validate import Submission
+
+
+logger = logging.getLogger(__name__)
+
+
+def _configure_logging(debug: bool, log_file: Path | None) -> None:
+    root = logging.getLogger()
+    root.setLevel(logging.DEBUG if debug else logging.INFO)
+    for handler in list(root.handlers):
+        root.removeHandler(handler)
+    if log_file is not None:
+        handler = logging.FileHandler(log_file)
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+        root.addHandler(handler)
+    if debug:
+        console = logging.StreamHandler(sys.stderr)
+        console.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+        root.addHandler(console)
+
+
+def _raise_interrupt(signum: int, frame: FrameType | None) -> None:
+    raise KeyboardInterrupt
+
+
+def run(submission: Submission, out: IO[str], err: IO[str]) -> ExitStatus:
+    """Run a validated job to its end and report it."""
+    from framework.runtime import JobRunner  # imports pymesos (main thread)
+    from framework.runtime import MasterEndpoint
+    from framework.runtime import MasterUnreachableError
+    from submit.local import oversubscription_note
+    from submit.local import start_local_cluster
+
+    config = submission.config
+    job_dir = paths.job_dir(config.job_id)
+    job_dir.mkdir(parents=True, exist_ok=True)
+    _configure_logging(submission.debug, job_dir / paths.LOG)
+    maximize = config.search.direction != common_pb2.MINIMIZE
+    objective = config.search.objective
+    print(f"{PROG}: job {config.job_id} ({config.search.tuning_type}, "
+          f"{config.search.max_trials} trials, parallelism {config.search.parallelism}, "
+          f"seed {config.search.seed})", file=out)
+    print(f"{PROG}: job folder {job_dir}", file=out)
+    for note in submission.notes:
+        print(f"{PROG}: note: {note}", file=err)
+
+    cluster = None
+    runner: JobRunner | None = None
+    status = ExitStatus.ERROR
+    previous = signal.signal(signal.SIGTERM, _raise_interrupt)
+    try:
+        master = submission.master
+        if master == "local":
+            note = oversubscription_note(config, submission.local_agents)
+            if note:
+                print(f"{PROG}: note: {note}", file=err)
+            cluster = start_local_cluster(config, job_dir / paths.CLUSTER, submission.local_agents)
+            master = cluster.address
+            print(f"{PROG}: embedded Mesos master at http://{master}/ (its web page lists "
+                  "the tasks; it stops with the job)", file=out)
+        runner = JobRunner(
+            config, job_dir,
+            MasterEndpoint(master, submission.principal, submission.secret),
+            offer_policy=submission.offer_policy,
+            advertise_host=submission.advertise_host,
+        )
+        try:
+            runner.start()
+        except MasterUnreachableError as error:
+            print(f"{PROG}: error: {error}", file=err)
+            return ExitStatus.MASTER_UNREACHABLE
+        print(f"{PROG}: framework {runner.scheduler.framework_id} registered", file=out)
+        show = _ProgressPrinter(out, objective, quiet=submission.quiet,
+                                wants=describe(config.runner))
+        runner.wait(poll=lambda: show(runner.controller.progress()))
+        show.done()
+        runner.stop(framework_pb2.STOPPED, "stopped")  # kills leftovers, tears down
+        outcome, _ = runner.controller.outcome or (framework_pb2.ERROR, "unknown")
+        status = for_outcome(outcome)
+    except KeyboardInterrupt:
+        print(f"\n{PROG}: stopping the job (killing its tasks)…", file=err)
+        if runner is not None:
+            runner.stop(framework_pb2.STOPPED, "stopped with Ctrl-C")
+        status = ExitStatus.CTRL_C
+    except Exception as error:
+        # Whatever broke (e.g. the pymesos driver aborted), kill what runs and keep the record.
+        if runner is not None:
+            runner.stop(framework_pb2.ERROR, f"da-submit failed: {error}")
+        raise
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+        try:
+            if runner is not None:
+                _report(runner, job_dir, out, err, objective, maximize, status)
+        finally:
+            if cluster is not None:
+                cluster.stop()
+    return status
+
+
+class _ProgressPrinter:
+    """A live progress line: rewritten in place on a terminal, a line per change otherwise."""
+
+    def __init__(self, out: IO[str], objective: str, quiet: bool, wants: str = "") -> None:
+        self._out = out
+        self._objective = objective
+        self._wants = wants
+        self._quiet = quiet
+        self._tty = bool(getattr(out, "isatty", lambda: False)())
+        self._last = ""
+        self._last_time = 0.0
+
+    def __call__(self, progress: Any) -> None:
+        if self._quiet:
+            return
+        from submit.results import progress_line
+
+        line = progress_line(progress, self._objective, self._wants)
+        core = line.split("] ", 1)[-1]
+        if self._tty:
+            self._out.write("\r" + line.ljust(len(self._last)))
+            self._out.flush()
+            self._last = line
+        elif core != self._last or time.monotonic() - self._last_time > 30:
+            print(line, file=self._out, flush=True)
+            self._last = core
+            self._last_time = time.monotonic()
+
+    def done(self) -> None:
+        if self._tty and not self._quiet and self._last:
+            self._out.write("\n")
+
+
+def _report(runner: Any, job_dir: Path, out: IO[str], err: IO[str], objective: str,
+            maximize: bool, status: ExitStatus) -> None:
+    from submit import results
+
+    controller = runner.controller
+    outcome = controller.outcome
+    outcome_name = framework_pb2.JobOutcome.Name(outcome[0]) if outcome else "UNKNOWN"
+    message = outcome[1] if outcome else ""
+    trials = controller.trials()
+    best = controller.best_trial()
+    summary = {
+        "job_id": runner.config.job_id,
+        "app_name": runner.config.app_name,
+        "outcome": outcome_name,
+        "message": message,
+        "exit_status": int(status),
+        "objective": objective,
+        "direction": "maximize" if maximize else "minimize",
+        "seed": runner.config.search.seed,
+        "best": None if best is None else {
+            "trial": best.number, "objective": best.objective, "assignment": best.assignment,
+        },
+    }
+    order = [p.name for p in runner.config.search.space.parameters]
+    json_path, csv_path = results.write(job_dir, summary, trials, maximize, order)
+    if outcome_name == "UNSCHEDULABLE":  # a request error: one line, as a bad flag gets
+        print(f"{PROG}: error: {message}", file=err)
+        return
+    if trials:
+        print("", file=out)
+        print(results.table(trials, objective, maximize, param_order=order), file=out)
+    print("", file=out)
+    print(f"{PROG}: {outcome_name.lower().replace('_', ' ')}: {message}", file=out)
+    if best is not None:
+        params = ", ".join(f"{k}={v!r}" for k, v in best.assignment.items())
+        print(f"{PROG}: best trial-{best.number:04d}: {objective}={best.objective:.6g} "
+              f"with {params}", file=out)
+    elif status != ExitStatus.CTRL_C:
+        print(f"{PROG}: no trial produced a result", file=err)
+    print(f"{PROG}: results in {json_path} and {csv_path}", file=out)

@@ -1,0 +1,380 @@
+"""From parsed flags to a :class:`Submission`: every flag and file checked before the cluster is
+touched, one area at a time (resources, the search, files, the offer policy, containers, the
+cluster). Errors are one line (:class:`~submit.parser.UsageError`, or a parameter file's
+:class:`~submit.errors.ParameterFileError`) and nothing is started or recorded.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+from dataclasses import dataclass
+import logging
+import math
+import os
+from pathlib import Path
+import re
+import secrets
+import sys
+import time
+
+from appcore.algorithms import ALGORITHMS
+from appcore.algorithms import algorithm_class
+from common.durations import DurationError
+from common.durations import parse_duration
+from common.errors import SearchInputError
+from common.space import space_to_proto
+from framework.policies import POLICIES
+from framework.spec import InputSpec
+from framework.spec import JobConfig
+from framework.spec import OutputSpec
+from framework.spec import TaskResources
+from protos import common_pb2
+from submit.params import load_parameter_file
+from submit.parser import UsageError
+from submit.values import existing_file
+from submit.values import key_values
+from submit.values import pair
+from submit.values import positive_number
+from submit.values import size_mb
+
+
+MAX_SEED = 2**32 - 1
+"""The largest --seed: the search libraries seed NumPy generators, which take 32 bits."""
+
+logger = logging.getLogger(__name__)
+
+
+def _priority_settings(policy: str, items: Sequence[str]) -> dict[str, str]:
+    """``--priority-setting`` items, checked against AppCore's and the offer policy's names."""
+    from appcore.priority import SETTINGS as APPCORE_SETTINGS
+    from appcore.priority import parse_priority_settings
+
+    settings = key_values("--priority-setting", items)
+    cls = POLICIES[policy]
+    if settings and not cls.uses_priority:
+        raise UsageError(f"--priority-setting: offer policy {policy!r} uses no priorities; "
+                         "use --offer-policy dynamic or dynamic-plus")
+    try:
+        parse_priority_settings(settings)
+        cls.parse_settings(settings, others=frozenset(APPCORE_SETTINGS))
+    except ValueError as err:
+        raise UsageError(f"--priority-setting: {err}") from None
+    return settings
+
+
+def _on_this_host(master: str) -> bool:
+    """Whether the master's agents run on this machine: ``local``, or a loopback ``da-cluster``."""
+    host = master.split("://", 1)[-1].split("/", 1)[0].split(",", 1)[0].rpartition(":")[0]
+    return master == "local" or host in ("127.0.0.1", "localhost", "[::1]")
+
+
+def _job_id(app_name: str) -> str:
+    slug = re.sub(r"[^A-Za-z0-9_.-]+", "-", app_name).strip("-")[:40] or "job"
+    return f"{slug}-{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(2)}"
+
+
+def _containers(args: argparse.Namespace, gpus: int) -> tuple[str, str, str]:
+    """``(--docker-image, --app-core-docker-image, --containerizer)``, checked together."""
+    from framework.containers import DEFAULT_CONTAINERIZER
+    from framework.containers import ContainerConfigError
+    from framework.containers import check_container_flags
+
+    docker_image = args.docker_image if args.docker_image is not None else ""
+    appcore_image = args.app_core_docker_image if args.app_core_docker_image is not None else ""
+    for flag, value in (("--docker-image", args.docker_image),
+                        ("--app-core-docker-image", args.app_core_docker_image)):
+        if value is not None and not value.strip():
+            raise UsageError(f"{flag}: must name an image, e.g. disauto/apprunner:latest")
+    if args.containerizer is not None and not (docker_image or appcore_image):
+        raise UsageError("--containerizer: only means something with --docker-image or "
+                         "--app-core-docker-image")
+    containerizer = args.containerizer or DEFAULT_CONTAINERIZER
+    try:
+        check_container_flags(docker_image, containerizer, gpus)
+        check_container_flags(appcore_image, containerizer, 0,
+                              image_flag="--app-core-docker-image")
+    except ContainerConfigError as err:
+        raise UsageError(str(err)) from None
+    return docker_image, appcore_image, containerizer
+
+
+@dataclass(frozen=True)
+class Submission:
+    """A validated job and how to run it."""
+
+    config: JobConfig
+    master: str
+    principal: str | None
+    secret: str | None
+    offer_policy: str
+    advertise_host: str | None
+    local_agents: int
+    quiet: bool
+    debug: bool
+    notes: tuple[str, ...] = ()
+    """Lines for the user about what was made of the flags (printed when the job starts)."""
+
+
+def _bayesian_settings(args: argparse.Namespace) -> dict[str, str]:
+    """``--bayes-backend``, ``--bayes-mode`` and ``--warm-start`` as algorithm settings."""
+    import json
+
+    from appcore.algorithms.bayesian import BACKENDS
+    from appcore.algorithms.bayesian import MODES
+    from appcore.algorithms.bayesian import warm_start_setting
+
+    given = [flag for flag, value in (("--bayes-backend", args.bayes_backend),
+                                      ("--bayes-mode", args.bayes_mode),
+                                      ("--warm-start", args.warm_start)) if value is not None]
+    if given and args.tuning_type != "bayesian":
+        raise UsageError(f"{given[0]}: needs --tuning-type bayesian "
+                         f"(got --tuning-type {args.tuning_type})")
+    settings: dict[str, str] = {}
+    if args.bayes_backend is not None:
+        if args.bayes_backend not in BACKENDS:
+            raise UsageError(f"--bayes-backend: unknown backend {args.bayes_backend!r}; valid: "
+                             f"{', '.join(BACKENDS)}")
+        settings["backend"] = args.bayes_backend
+    if args.bayes_mode is not None:
+        if args.bayes_mode not in MODES:
+            raise UsageError(f"--bayes-mode: unknown mode {args.bayes_mode!r}; valid: "
+                             f"{', '.join(MODES)}")
+        settings["mode"] = args.bayes_mode
+    if args.warm_start is not None:
+        path = existing_file("--warm-start", args.warm_start)
+        try:
+            data = json.loads(Path(path).read_text())
+            settings["warm_start"] = warm_start_setting(data, args.objective.strip(),
+                                                        args.direction)
+        except (ValueError, UnicodeDecodeError) as err:
+            raise UsageError(f"--warm-start: {args.warm_start}: {err}") from None
+    return settings
+
+
+def _early_stopping(args: argparse.Namespace) -> tuple[str, dict[str, str]]:
+    """``--early-stopping`` and its ``--early-stopping-setting`` items, checked."""
+    from appcore.pruners import pruner_class
+
+    settings = key_values("--early-stopping-setting", args.early_stopping_setting)
+    try:
+        pruner_class(args.early_stopping).parse_settings(settings)
+    except SearchInputError as err:
+        flag = "--early-stopping-setting" if settings and "unknown early" not in str(err) \
+            else "--early-stopping"
+        raise UsageError(f"{flag}: {err}") from None
+    return args.early_stopping, settings
+
+
+def validate(args: argparse.Namespace) -> Submission:
+    """Turn parsed flags into a Submission, or raise UsageError/ParameterFileError."""
+    if not args.app_name.strip():
+        raise UsageError("--app-name: must not be empty")
+    if not args.app_runner_launch_cmd.strip():
+        raise UsageError("--app-runner-launch-cmd: must not be empty")
+    runner, appcore = _resources(args)
+    local_agents = int(positive_number("--local-agents", args.local_agents, integer=True))
+    if args.offer_policy not in POLICIES:
+        raise UsageError(f"--offer-policy: unknown policy {args.offer_policy!r}; valid: "
+                         f"{', '.join(sorted(POLICIES))}")
+    priority_settings = _priority_settings(args.offer_policy, args.priority_setting)
+    max_duration = _max_duration(args.max_duration)
+    files, inputs = _files_and_inputs(args)
+    output = _output(args.output)
+    search = _search(args)
+    search.dynamic_priority = POLICIES[args.offer_policy].uses_priority
+    search.priority_settings.update(priority_settings)
+    # A loopback master (da-cluster on this machine) runs tasks here: use this Python for them.
+    same_host = _on_this_host(args.master)
+    docker_image, appcore_image, containerizer = _containers(args, runner.gpus)
+    appcore_command = args.app_core_command or (
+        f"{sys.executable} -m appcore" if same_host and not appcore_image
+        else "python3 -m appcore")
+    search.job_id = _job_id(args.app_name)
+    secret = None
+    if args.secret_file:
+        secret = Path(existing_file("--secret-file", args.secret_file)).read_text().strip()
+    if args.principal and secret is None:
+        raise UsageError("--principal needs --secret-file")
+    config = JobConfig(
+        job_id=search.job_id,
+        app_name=args.app_name,
+        launch_cmd=args.app_runner_launch_cmd,
+        runner=runner,
+        appcore=appcore,
+        search=search,
+        files=files,
+        inputs=inputs,
+        output=output,
+        appcore_command=appcore_command,
+        extra_env={"PATH": f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}"}
+        if same_host else {},
+        docker_image=docker_image,
+        appcore_docker_image=appcore_image,
+        max_duration=max_duration,
+        offer_policy_settings={key: value for key, value in priority_settings.items()
+                               if key in POLICIES[args.offer_policy].SETTINGS},
+        containerizer=containerizer,
+    )
+    if args.master == "local":
+        _check_local(config)
+    return Submission(config, args.master, args.principal, secret, args.offer_policy,
+                      args.advertise_host, local_agents, args.quiet, args.debug,
+                      notes=_warm_start_notes(args.warm_start, dict(search.settings),
+                                              search.objective))
+
+
+def _resources(args: argparse.Namespace) -> tuple[TaskResources, TaskResources]:
+    """What a trial and AppCore ask of an offer."""
+    runner = TaskResources(
+        cpus=positive_number("--app-runner-cpus", args.app_runner_cpus),
+        mem_mb=size_mb("--app-runner-memory", args.app_runner_memory),
+        gpus=int(positive_number("--app-runner-gpus", args.app_runner_gpus, integer=True,
+                                 zero=True)),
+    )
+    appcore = TaskResources(
+        cpus=positive_number("--app-core-cpus", args.app_core_cpus),
+        mem_mb=size_mb("--app-core-memory", args.app_core_memory),
+    )
+    return runner, appcore
+
+
+def _search(args: argparse.Namespace) -> common_pb2.JobSpec:
+    """The search AppCore runs: space, algorithm and its settings, budget, objective, seed."""
+    trial_steps = int(positive_number("--trail-steps", args.trial_steps, integer=True))
+    parallelism = int(positive_number("--parallelism", args.parallelism, integer=True))
+    max_failed = int(positive_number("--max-failed-trials", args.max_failed_trials,
+                                     integer=True, zero=True))
+    if args.tuning_type not in ALGORITHMS:
+        raise UsageError(f"--tuning-type: unknown algorithm {args.tuning_type!r}; valid: "
+                         f"{', '.join(sorted(ALGORITHMS))}")
+    if not args.objective.strip():
+        raise UsageError("--objective: must name a metric, e.g. accuracy")
+    target = _target(args.target)
+    seed = _seed(args.seed)
+    settings = key_values("--tuning-setting", args.tuning_setting)
+    space = load_parameter_file(Path(args.tuning_parameters).expanduser())
+    settings.update(_bayesian_settings(args))
+    early_stopping, early_stopping_settings = _early_stopping(args)
+    try:
+        algorithm_class(args.tuning_type).validate(space, settings, trial_steps)
+    except SearchInputError as err:
+        raise UsageError(f"--tuning-type {args.tuning_type}: {err}") from None
+    search = common_pb2.JobSpec(
+        app_name=args.app_name,
+        space=space_to_proto(space),
+        tuning_type=args.tuning_type,
+        max_trials=trial_steps,
+        parallelism=parallelism,
+        objective=args.objective.strip(),
+        direction=common_pb2.MINIMIZE if args.direction == "minimize" else common_pb2.MAXIMIZE,
+        max_failed_trials=max_failed,
+        seed=seed,
+        settings=settings,
+        early_stopping=early_stopping,
+        early_stopping_settings=early_stopping_settings,
+    )
+    if target is not None:
+        search.target = target
+    return search
+
+
+def _target(text: str | None) -> float | None:
+    if text is None:
+        return None
+    try:
+        target = float(text)
+    except ValueError:
+        raise UsageError(f"--target: invalid value {text!r}: expected a number") from None
+    if not math.isfinite(target):
+        raise UsageError(f"--target: invalid value {text!r}: expected a finite number (a trial "
+                         "can never reach it)")
+    return target
+
+
+def _seed(text: str | None) -> int:
+    """The given seed, or a random one (printed and recorded)."""
+    if text is None:
+        return secrets.randbelow(2**31)
+    try:
+        seed = int(text)
+    except ValueError:
+        raise UsageError(f"--seed: invalid value {text!r}: expected an integer") from None
+    if not 0 <= seed <= MAX_SEED:
+        raise UsageError(f"--seed: invalid value {text!r}: expected an integer from 0 to "
+                         f"{MAX_SEED}")
+    return seed
+
+
+def _max_duration(text: str | None) -> float:
+    if text is None:
+        return 0.0
+    try:
+        return parse_duration(text)
+    except DurationError as err:
+        raise UsageError(f"--max-duration: {err}") from None
+
+
+def _files_and_inputs(args: argparse.Namespace) -> tuple[tuple[str, ...],
+                                                         tuple[InputSpec, ...]]:
+    """``--files`` and ``--input``: each exists, and sandbox names are unique."""
+    files = [existing_file("--files", item) for group in args.files
+             for item in filter(None, (p.strip() for p in group.split(",")))]
+    names = [Path(f).name for f in files]
+    duplicates = sorted({n for n in names if names.count(n) > 1})
+    if duplicates:
+        raise UsageError(f"--files: two files are named {duplicates[0]!r}; sandbox names must "
+                         "be unique")
+    inputs: list[InputSpec] = []
+    for item in args.input:
+        source, name = pair("--input", item)
+        if "://" not in source:
+            path = Path(source).expanduser()
+            if not path.exists():
+                raise UsageError(f"--input: {source}: no such file or folder")
+            source = str(path.resolve())
+        if name in names or any(i.name == name for i in inputs):
+            raise UsageError(f"--input {item}: the sandbox already has a {name!r} (from --files "
+                             "or another --input); NAMEs must be unique")
+        inputs.append(InputSpec(source, name))
+    return tuple(files), tuple(inputs)
+
+
+def _output(text: str | None) -> OutputSpec | None:
+    if not text:
+        return None
+    destination, name = pair("--output", text)
+    dest = Path(destination).expanduser()
+    if dest.exists() and not dest.is_dir():
+        raise UsageError(f"--output: {destination}: exists and is not a folder")
+    return OutputSpec(str(dest.resolve()), name)
+
+
+def _check_local(config: JobConfig) -> None:
+    """With ``--master local``: the machine has the GPUs and the Docker engine the job needs."""
+    from submit.local import LocalClusterError
+    from submit.local import check_local_docker
+    from submit.local import check_local_gpus
+
+    try:
+        check_local_gpus(config)
+        check_local_docker(config)
+    except LocalClusterError as err:
+        raise UsageError(str(err)) from None
+
+
+def _warm_start_notes(path: str | None, settings: dict[str, str],
+                      objective: str) -> tuple[str, ...]:
+    """What ``--warm-start`` gives the search, in one line."""
+    import json
+
+    if path is None or "warm_start" not in settings:
+        return ()
+    data = json.loads(settings["warm_start"])
+    known, points = len(data["known"]), len(data["points"])
+    if points:
+        return (f"--warm-start {path}: {points} points are evaluated first",)
+    if known:
+        return (f"--warm-start {path}: {known} completed trials are told to the model",)
+    return (f"--warm-start {path}: no completed trial with a {objective!r} value, so the "
+            "search starts from nothing",)

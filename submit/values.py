@@ -1,0 +1,71 @@
+"""Parsers of single flag values: numbers, sizes, ``SRC#NAME`` pairs, ``KEY=VALUE`` items and
+files. Each raises :class:`~submit.parser.UsageError` naming the flag and what would be valid.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+import logging
+import os
+from pathlib import Path
+
+from common.resources import ResourceError
+from common.resources import parse_size_mb
+from submit.parser import UsageError
+
+
+logger = logging.getLogger(__name__)
+
+
+def positive_number(flag: str, text: str, *, integer: bool = False, zero: bool = False) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    ok = value == value and value != float("inf") and (value >= 0 if zero else value > 0)
+    if ok and integer and value != int(value):
+        ok = False
+    if not ok:
+        kind = "an integer" if integer else "a number"
+        bound = ">= 0" if zero else "> 0"
+        raise UsageError(f"{flag}: invalid value {text!r}: expected {kind} {bound}")
+    return value
+
+
+def size_mb(flag: str, text: str) -> float:
+    try:
+        return parse_size_mb(text, what=flag)
+    except ResourceError as err:
+        raise UsageError(str(err)) from None
+
+
+def pair(flag: str, text: str) -> tuple[str, str]:
+    source, sep, name = text.rpartition("#")
+    if not sep or not source or not name:
+        raise UsageError(
+            f"{flag}: invalid value {text!r}: expected SRC#NAME, e.g. /data/mnist#data")
+    if "/" in name or name in (".", ".."):
+        raise UsageError(f"{flag}: invalid NAME {name!r} in {text!r}: must be a plain file name")
+    return source, name
+
+
+def existing_file(flag: str, text: str) -> str:
+    path = Path(text).expanduser()
+    if not path.exists():
+        raise UsageError(f"{flag}: {text}: no such file")
+    if not path.is_file():
+        raise UsageError(f"{flag}: {text}: not a regular file")
+    if not os.access(path, os.R_OK):
+        raise UsageError(f"{flag}: {text}: not readable")
+    return str(path.resolve())
+
+
+def key_values(flag: str, items: Sequence[str]) -> dict[str, str]:
+    """Repeated ``KEY=VALUE`` items (blanks around each side trimmed)."""
+    settings: dict[str, str] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise UsageError(f"{flag}: invalid value {item!r}: expected KEY=VALUE")
+        settings[key.strip()] = value.strip()
+    return settings
