@@ -41,8 +41,9 @@ test: venv
 	$(VENV)/bin/ruff check .
 	$(PY) -m pytest
 
+# The unit tests alone: nothing starts a process or a server (tests/conftest.py enforces it).
 test-fast: venv
-	$(PY) -m pytest -m "not slow"
+	$(PY) -m pytest -m "not integration and not slow"
 
 # A real random search on the embedded cluster with the fast example (4 trials in flight).
 demo: venv

@@ -1,4 +1,8 @@
-"""Shim so setuptools runs the proto generator when building wheels (see setup.cfg)."""
+"""The package layout, and the proto generator run when building wheels (see setup.cfg).
+
+Each of DisAuto's top-level folders is installed as ``disauto.<folder>`` (one namespace in
+site-packages, no generic top-level names); the user SDK ``apprunner_sdk`` stays top-level.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +10,7 @@ from pathlib import Path
 import subprocess
 import sys
 
+from setuptools import find_packages
 from setuptools import setup
 from setuptools.command.build_py import build_py
 
@@ -19,4 +24,20 @@ class BuildPyWithProtos(build_py):
         super().run()
 
 
-setup(cmdclass={"build_py": BuildPyWithProtos})
+ROOT = Path(__file__).resolve().parent
+NAMESPACED = ("common", "framework", "appcore", "submit", "protos", "localmesos")
+
+
+def layout() -> tuple[list[str], dict[str, str]]:
+    """(packages, package_dir): ``disauto.<folder>...`` from each folder, ``apprunner_sdk``."""
+    packages = ["disauto", "apprunner_sdk"]
+    package_dir = {"disauto": "disauto", "apprunner_sdk": "apprunner_sdk"}
+    for folder in NAMESPACED:
+        for package in [folder, *(f"{folder}.{sub}" for sub in find_packages(str(ROOT / folder)))]:
+            packages.append(f"disauto.{package}")
+            package_dir[f"disauto.{package}"] = package.replace(".", "/")
+    return packages, package_dir
+
+
+PACKAGES, PACKAGE_DIR = layout()
+setup(packages=PACKAGES, package_dir=PACKAGE_DIR, cmdclass={"build_py": BuildPyWithProtos})

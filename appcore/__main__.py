@@ -1,4 +1,4 @@
-"""AppCore's entry point: ``python -m appcore`` inside its Mesos task.
+"""AppCore's entry point: ``python -m disauto.appcore`` inside its Mesos task.
 
 It reads the framework's address, the job token and its port from the environment the framework
 set, serves runners on that port, attaches to the framework, rebuilds its search from the
@@ -13,15 +13,15 @@ import sys
 
 import grpc
 
-from appcore.algorithms import create_algorithm
-from appcore.framework_client import FrameworkClient
-from appcore.loop import TrialLoop
-from appcore.servicer import AppCoreServicer
-from appcore.servicer import make_server
-from common import task_env
-from common.space import space_from_proto
-from protos import common_pb2
-from protos import framework_pb2
+from disauto.appcore.algorithms import create_algorithm
+from disauto.appcore.framework_client import FrameworkClient
+from disauto.appcore.loop import TrialLoop
+from disauto.appcore.servicer import AppCoreServicer
+from disauto.appcore.servicer import make_server
+from disauto.common import task_env
+from disauto.common.space import space_from_proto
+from disauto.protos import common_pb2
+from disauto.protos import framework_pb2
 
 
 logger = logging.getLogger("appcore")

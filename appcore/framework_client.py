@@ -12,13 +12,13 @@ from typing import TypeVar
 
 import grpc
 
-from common.report import Report
-from common.space import Assignment
-from common.space import assignment_to_proto
-from common.task_env import TOKEN_METADATA
-from protos import common_pb2
-from protos import framework_pb2
-from protos import framework_pb2_grpc
+from disauto.common.report import Report
+from disauto.common.space import Assignment
+from disauto.common.space import assignment_to_proto
+from disauto.common.task_env import TOKEN_METADATA
+from disauto.protos import common_pb2
+from disauto.protos import framework_pb2
+from disauto.protos import framework_pb2_grpc
 
 
 logger = logging.getLogger(__name__)

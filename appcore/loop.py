@@ -19,20 +19,20 @@ import threading
 
 import grpc
 
-from appcore.algorithms import FINISHED
-from appcore.algorithms import SearchAlgorithm
-from appcore.algorithms import TrialRecord
-from appcore.framework_client import FrameworkClient
-from appcore.priority import priority_for
-from appcore.pruners import PrunerRecord
-from appcore.pruners import create_pruner
-from common.report import Report
-from common.space import Assignment
-from common.space import assignment_from_proto
-from common.trial_state import IN_FLIGHT as TRIAL_IN_FLIGHT
-from common.trial_state import TrialState
-from protos import common_pb2
-from protos import framework_pb2
+from disauto.appcore.algorithms import FINISHED
+from disauto.appcore.algorithms import SearchAlgorithm
+from disauto.appcore.algorithms import TrialRecord
+from disauto.appcore.framework_client import FrameworkClient
+from disauto.appcore.priority import priority_for
+from disauto.appcore.pruners import PrunerRecord
+from disauto.appcore.pruners import create_pruner
+from disauto.common.report import Report
+from disauto.common.space import Assignment
+from disauto.common.space import assignment_from_proto
+from disauto.common.trial_state import IN_FLIGHT as TRIAL_IN_FLIGHT
+from disauto.common.trial_state import TrialState
+from disauto.protos import common_pb2
+from disauto.protos import framework_pb2
 
 
 logger = logging.getLogger(__name__)

@@ -37,12 +37,12 @@ from dataclasses import dataclass
 import math
 import statistics
 
-from common.errors import InvalidSettingsError
-from common.setting_values import SettingSpec
-from common.setting_values import int_at_least
-from common.setting_values import non_negative_number
-from common.setting_values import parse_settings
-from common.setting_values import positive_numbers
+from disauto.common.errors import InvalidSettingsError
+from disauto.common.setting_values import SettingSpec
+from disauto.common.setting_values import int_at_least
+from disauto.common.setting_values import non_negative_number
+from disauto.common.setting_values import parse_settings
+from disauto.common.setting_values import positive_numbers
 
 
 __all__ = [

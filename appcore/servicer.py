@@ -6,16 +6,16 @@ from dataclasses import replace
 
 import grpc
 
-from appcore.loop import TrialLoop
-from common import grpc_server
-from common.metrics import MetricError
-from common.metrics import check_metrics
-from common.report import Report
-from common.task_env import TOKEN_METADATA
-from common.tokens import check_trial_token
-from protos import appcore_pb2
-from protos import appcore_pb2_grpc
-from protos import common_pb2
+from disauto.appcore.loop import TrialLoop
+from disauto.common import grpc_server
+from disauto.common.metrics import MetricError
+from disauto.common.metrics import check_metrics
+from disauto.common.report import Report
+from disauto.common.task_env import TOKEN_METADATA
+from disauto.common.tokens import check_trial_token
+from disauto.protos import appcore_pb2
+from disauto.protos import appcore_pb2_grpc
+from disauto.protos import common_pb2
 
 
 _PASSED_THROUGH = {

@@ -30,9 +30,9 @@ from typing import Any
 from apprunner_sdk.client import AppCoreClient
 from apprunner_sdk.client import AppCoreUnreachableError
 from apprunner_sdk.client import ReportRejectedError
-from common import task_env
-from common.metrics import MetricError
-from common.metrics import check_metrics
+from disauto.common import task_env
+from disauto.common.metrics import MetricError
+from disauto.common.metrics import check_metrics
 
 
 __all__ = [

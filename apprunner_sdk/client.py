@@ -14,11 +14,11 @@ from typing import TypeVar
 
 import grpc
 
-from common.report import Report
-from common.task_env import TOKEN_METADATA
-from protos import appcore_pb2_grpc
-from protos import framework_pb2
-from protos import framework_pb2_grpc
+from disauto.common.report import Report
+from disauto.common.task_env import TOKEN_METADATA
+from disauto.protos import appcore_pb2_grpc
+from disauto.protos import framework_pb2
+from disauto.protos import framework_pb2_grpc
 
 
 logger = logging.getLogger(__name__)

@@ -22,7 +22,7 @@ import sys
 import tempfile
 import time
 
-from common.trial_state import TrialState
+from disauto.common.trial_state import TrialState
 
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -30,7 +30,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def run_job(home: Path, rule: str, trials: int, parallelism: int, seed: int) -> dict[str, object]:
     flags = [
-        sys.executable, "-m", "submit.cli", "--app-name", f"es-{rule}", "--quiet",
+        sys.executable, "-m", "disauto.submit.cli", "--app-name", f"es-{rule}", "--quiet",
         "--files", str(ROOT / "examples" / "sklearn_digits_epochs.py"),
         "--app-runner-launch-cmd", "python sklearn_digits_epochs.py",
         "--app-runner-cpus", "1", "--app-runner-memory", "256M",

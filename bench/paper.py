@@ -53,9 +53,9 @@ import time
 from typing import Any
 from urllib.request import urlopen
 
-from common.trial_state import TrialState
-from localmesos.cluster import ClusterConfig
-from localmesos.cluster import LocalCluster
+from disauto.common.trial_state import TrialState
+from disauto.localmesos.cluster import ClusterConfig
+from disauto.localmesos.cluster import LocalCluster
 
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -248,7 +248,7 @@ def run_once(cell: Cell, run: int, setup: Setup, work: Path,
     try:
         for job in range(cell.jobs):
             args = [
-                sys.executable, "-m", "submit.cli", "--master", cluster.address,
+                sys.executable, "-m", "disauto.submit.cli", "--master", cluster.address,
                 "--app-name", f"paper-job{job}", "--files", str(RUNNER),
                 "--app-runner-launch-cmd",
                 f"python {RUNNER.name} --time-scale {setup.time_scale:g}",
@@ -306,9 +306,9 @@ def ideal_job_seconds(seed: int, parallelism: int, setup: Setup) -> float:
     """
     import heapq
 
-    from appcore.algorithms import create_algorithm
+    from disauto.appcore.algorithms import create_algorithm
+    from disauto.submit.params import load_parameter_file
     from examples.synthetic_cnn import model
-    from submit.params import load_parameter_file
 
     algorithm = create_algorithm("random-search", load_parameter_file(PARAMS), seed=seed,
                                  direction="maximize", settings={}, parallelism=parallelism)

@@ -35,11 +35,11 @@ from typing import Any
 
 import numpy as np
 
-from appcore.algorithms import SearchAlgorithm
-from appcore.algorithms import create_algorithm
-from common.space import RealParam
-from common.space import SearchSpace
-from common.trial_state import TrialState
+from disauto.appcore.algorithms import SearchAlgorithm
+from disauto.appcore.algorithms import create_algorithm
+from disauto.common.space import RealParam
+from disauto.common.space import SearchSpace
+from disauto.common.trial_state import TrialState
 
 
 def branin(x: list[float]) -> float:

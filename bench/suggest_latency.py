@@ -4,7 +4,7 @@ Run with ``python -m bench.suggest_latency`` (``make bench-suggest``). For each 
 each history size (10, 100, 1000 finished trials) it builds, in this process, the real framework
 side of a job (:class:`~framework.job.JobController`, SQLite :class:`JobStore`, the framework's
 gRPC server on loopback) whose store already holds that many COMPLETED trials, and starts a real
-AppCore for it: ``python -m appcore`` in its own process with the environment the framework
+AppCore for it: ``python -m disauto.appcore`` in its own process with the environment the framework
 gives its task (``--appcore thread`` runs the same code on a thread of this process instead, the
 wiring of ``tests/inprocess.py``). Then, ``reps`` times, it launches ``batch`` trials and
 records their final reports, lets them run for :data:`SETTLE_SECONDS` (AppCore handles the
@@ -34,15 +34,15 @@ import time
 
 import numpy as np
 
-from common import task_env
-from common.report import Report
-from common.space import CategoricalParam
-from common.space import IntParam
-from common.space import RealParam
-from common.space import SearchSpace
-from common.trial_state import TrialState
-from protos import common_pb2
-from protos import framework_pb2
+from disauto.common import task_env
+from disauto.common.report import Report
+from disauto.common.space import CategoricalParam
+from disauto.common.space import IntParam
+from disauto.common.space import RealParam
+from disauto.common.space import SearchSpace
+from disauto.common.trial_state import TrialState
+from disauto.protos import common_pb2
+from disauto.protos import framework_pb2
 from tests.inprocess import JOB_TOKEN
 from tests.inprocess import AppCore
 from tests.inprocess import Framework
@@ -106,14 +106,15 @@ def _prefill(framework: Framework, count: int, seed: int) -> None:
 
 
 class _AppCoreProcess:
-    """``python -m appcore`` in its own process, configured as the framework configures it."""
+    """``python -m disauto.appcore`` in its own process, set up as the framework sets it up."""
 
     def __init__(self, framework: Framework) -> None:
         env = {**os.environ, task_env.FRAMEWORK_ADDR: framework.address,
                task_env.JOB_TOKEN: JOB_TOKEN, task_env.APPCORE_PORT: str(free_port()),
                task_env.APPCORE_HOST: "127.0.0.1",
                "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
-        self.process = subprocess.Popen([sys.executable, "-m", "appcore"], cwd=ROOT, env=env,
+        self.process = subprocess.Popen([sys.executable, "-m", "disauto.appcore"], cwd=ROOT,
+                                        env=env,
                                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
     def close(self) -> None:
@@ -193,7 +194,7 @@ def main(argv: list[str] | None = None) -> int:
                              "cubic in the history)")
     parser.add_argument("--algorithms", nargs="*", default=list(ALGORITHMS))
     parser.add_argument("--appcore", choices=("process", "thread"), default="process",
-                        help="AppCore as its own `python -m appcore` process, as in a job "
+                        help="AppCore as its own `python -m disauto.appcore` process, as in a job "
                              "(default), or on a thread of this process (sharing its GIL with "
                              "the framework side)")
     args = parser.parse_args(argv)

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from protos import common_pb2
+from disauto.protos import common_pb2
 
 
 @dataclass(frozen=True)

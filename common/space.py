@@ -35,9 +35,9 @@ from typing import overload
 
 import numpy as np
 
-from common.errors import InvalidAssignmentError
-from common.errors import SearchSpaceError
-from protos import common_pb2
+from disauto.common.errors import InvalidAssignmentError
+from disauto.common.errors import SearchSpaceError
+from disauto.protos import common_pb2
 
 
 __all__ = [

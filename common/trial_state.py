@@ -11,7 +11,7 @@ from __future__ import annotations
 from enum import StrEnum
 from enum import unique
 
-from protos import common_pb2
+from disauto.protos import common_pb2
 
 
 @unique

@@ -21,7 +21,7 @@ from typing import Any
 from urllib.request import Request
 from urllib.request import urlopen
 
-from framework.spec import TaskResources
+from disauto.framework.spec import TaskResources
 
 
 logger = logging.getLogger(__name__)

@@ -22,7 +22,7 @@ from typing import Any
 from urllib.parse import quote
 from urllib.parse import unquote
 
-from framework.spec import InputSpec
+from disauto.framework.spec import InputSpec
 
 
 logger = logging.getLogger(__name__)

@@ -22,27 +22,27 @@ import threading
 import time
 from typing import Any
 
-from common.errors import InvalidAssignmentError
-from common.metrics import MetricError
-from common.metrics import check_metrics
-from common.report import Report
-from common.space import assignment_to_proto
-from common.space import space_from_proto
-from common.task_states import has_ended_for_framework
-from common.task_states import was_lost
-from common.trial_state import TrialState
-from framework.errors import AlreadyExistsError
-from framework.errors import FailedPreconditionError
-from framework.errors import InvalidArgumentError
-from framework.errors import JobEndedError
-from framework.errors import NotFoundError
-from framework.policies import LaunchRequest
-from framework.spec import JobConfig
-from framework.store import JobStore
-from framework.store import TrialRow
-from framework.tasks import task_name
-from protos import common_pb2
-from protos import framework_pb2
+from disauto.common.errors import InvalidAssignmentError
+from disauto.common.metrics import MetricError
+from disauto.common.metrics import check_metrics
+from disauto.common.report import Report
+from disauto.common.space import assignment_to_proto
+from disauto.common.space import space_from_proto
+from disauto.common.task_states import has_ended_for_framework
+from disauto.common.task_states import was_lost
+from disauto.common.trial_state import TrialState
+from disauto.framework.errors import AlreadyExistsError
+from disauto.framework.errors import FailedPreconditionError
+from disauto.framework.errors import InvalidArgumentError
+from disauto.framework.errors import JobEndedError
+from disauto.framework.errors import NotFoundError
+from disauto.framework.policies import LaunchRequest
+from disauto.framework.spec import JobConfig
+from disauto.framework.store import JobStore
+from disauto.framework.store import TrialRow
+from disauto.framework.tasks import task_name
+from disauto.protos import common_pb2
+from disauto.protos import framework_pb2
 
 
 logger = logging.getLogger(__name__)

@@ -20,7 +20,7 @@ import threading
 from typing import Any
 from urllib.parse import urlencode
 
-from framework.sandbox_logs import SandboxLogs
+from disauto.framework.sandbox_logs import SandboxLogs
 
 
 logger = logging.getLogger(__name__)

@@ -6,9 +6,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from common.resources import ResourceError
-from common.resources import Resources
-from framework.spec import TaskResources
+from disauto.common.resources import ResourceError
+from disauto.common.resources import Resources
+from disauto.framework.spec import TaskResources
 
 
 @dataclass(frozen=True)

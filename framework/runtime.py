@@ -19,22 +19,22 @@ from urllib.request import urlopen
 
 from pymesos import MesosSchedulerDriver
 
-from common import paths
-from common.durations import format_duration
-from common.tokens import new_job_token
-from framework.capacity import agent_totals
-from framework.capacity import unfit
-from framework.fileserver import FileServer
-from framework.job import APPCORE_KEY
-from framework.job import JobController
-from framework.log_collector import LogCollector
-from framework.policies import create_policy
-from framework.sandbox_logs import SandboxLogs
-from framework.scheduler import JobScheduler
-from framework.service import make_server
-from framework.spec import JobConfig
-from framework.store import JobStore
-from protos import framework_pb2
+from disauto.common import paths
+from disauto.common.durations import format_duration
+from disauto.common.tokens import new_job_token
+from disauto.framework.capacity import agent_totals
+from disauto.framework.capacity import unfit
+from disauto.framework.fileserver import FileServer
+from disauto.framework.job import APPCORE_KEY
+from disauto.framework.job import JobController
+from disauto.framework.log_collector import LogCollector
+from disauto.framework.policies import create_policy
+from disauto.framework.sandbox_logs import SandboxLogs
+from disauto.framework.scheduler import JobScheduler
+from disauto.framework.service import make_server
+from disauto.framework.spec import JobConfig
+from disauto.framework.store import JobStore
+from disauto.protos import framework_pb2
 
 
 logger = logging.getLogger(__name__)

@@ -15,20 +15,20 @@ from typing import Any
 
 from pymesos import Scheduler
 
-from common.resources import Resources
-from common.tokens import trial_token
-from framework.containers import container_info
-from framework.containers import task_environment
-from framework.job import APPCORE_KEY
-from framework.job import JobController
-from framework.offers import OfferView
-from framework.offers import fit
-from framework.policies import LaunchRequest
-from framework.policies import OfferPolicy
-from framework.sandbox_logs import SandboxLogs
-from framework.tasks import appcore_task
-from framework.tasks import trial_task
-from protos import framework_pb2
+from disauto.common.resources import Resources
+from disauto.common.tokens import trial_token
+from disauto.framework.containers import container_info
+from disauto.framework.containers import task_environment
+from disauto.framework.job import APPCORE_KEY
+from disauto.framework.job import JobController
+from disauto.framework.offers import OfferView
+from disauto.framework.offers import fit
+from disauto.framework.policies import LaunchRequest
+from disauto.framework.policies import OfferPolicy
+from disauto.framework.sandbox_logs import SandboxLogs
+from disauto.framework.tasks import appcore_task
+from disauto.framework.tasks import trial_task
+from disauto.protos import framework_pb2
 
 
 logger = logging.getLogger(__name__)

@@ -10,19 +10,19 @@ from typing import TypeVar
 
 import grpc
 
-from common import grpc_server
-from common.errors import InvalidAssignmentError
-from common.report import Report
-from common.space import Assignment
-from common.space import assignment_from_proto
-from common.task_env import TOKEN_METADATA
-from common.tokens import check_job_token
-from common.tokens import check_trial_token
-from framework import errors
-from framework.job import JobController
-from protos import common_pb2
-from protos import framework_pb2
-from protos import framework_pb2_grpc
+from disauto.common import grpc_server
+from disauto.common.errors import InvalidAssignmentError
+from disauto.common.report import Report
+from disauto.common.space import Assignment
+from disauto.common.space import assignment_from_proto
+from disauto.common.task_env import TOKEN_METADATA
+from disauto.common.tokens import check_job_token
+from disauto.common.tokens import check_trial_token
+from disauto.framework import errors
+from disauto.framework.job import JobController
+from disauto.protos import common_pb2
+from disauto.protos import framework_pb2
+from disauto.protos import framework_pb2_grpc
 
 
 logger = logging.getLogger(__name__)

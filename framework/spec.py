@@ -16,7 +16,7 @@ from typing import Any
 
 from google.protobuf import json_format
 
-from protos import common_pb2
+from disauto.protos import common_pb2
 
 
 @dataclass(frozen=True)
@@ -59,7 +59,7 @@ class JobConfig:
     inputs: tuple[InputSpec, ...] = ()
     output: OutputSpec | None = None
     appcore_command: str = ""
-    """The command that starts AppCore on an agent (default: ``python3 -m appcore``)."""
+    """The command that starts AppCore on an agent (default: ``python3 -m disauto.appcore``)."""
     max_appcore_restarts: int = 3
     max_task_retries: int = 2
     """Launches of a trial again after its task was lost (agent gone, TASK_LOST/GONE/DROPPED/

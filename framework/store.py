@@ -22,7 +22,7 @@ import threading
 import time
 from typing import Any
 
-from common.trial_state import TrialState
+from disauto.common.trial_state import TrialState
 
 
 SCHEMA_VERSION = 1

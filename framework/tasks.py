@@ -8,8 +8,8 @@ import copy
 import json
 from typing import Any
 
-from common import task_env
-from common.resources import Resources
+from disauto.common import task_env
+from disauto.common.resources import Resources
 
 
 def task_name(trial_number: int) -> str:

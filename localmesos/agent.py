@@ -50,15 +50,15 @@ import time
 from typing import Any
 import uuid
 
-from common.resources import Resources
-from localmesos import containerizer as containerizer_mod
-from localmesos import sandbox as sandbox_mod
-from localmesos.agent_launch import AgentTask
-from localmesos.agent_launch import TaskLauncher
-from localmesos.containerizer import DockerContainerizer
-from localmesos.records import duration_seconds
-from localmesos.status_updates import TERMINAL_STATES
-from localmesos.status_updates import StatusUpdateManager
+from disauto.common.resources import Resources
+from disauto.localmesos import containerizer as containerizer_mod
+from disauto.localmesos import sandbox as sandbox_mod
+from disauto.localmesos.agent_launch import AgentTask
+from disauto.localmesos.agent_launch import TaskLauncher
+from disauto.localmesos.containerizer import DockerContainerizer
+from disauto.localmesos.records import duration_seconds
+from disauto.localmesos.status_updates import TERMINAL_STATES
+from disauto.localmesos.status_updates import StatusUpdateManager
 
 
 logger = logging.getLogger(__name__)

@@ -16,23 +16,23 @@ from pathlib import Path
 import threading
 from typing import Any
 
-from common.resources import ResourceError
-from common.resources import Resources
-from localmesos import containerizer as containerizer_mod
-from localmesos import executor as executor_mod
-from localmesos import sandbox as sandbox_mod
-from localmesos.containerizer import ContainerError
-from localmesos.containerizer import ContainerProcess
-from localmesos.executor import CommandProcess
-from localmesos.executor import LaunchError
-from localmesos.executor import TaskIds
-from localmesos.fetcher import FetchCancelled
-from localmesos.fetcher import FetchError
-from localmesos.fetcher import fetch_uris
-from localmesos.records import duration_seconds
+from disauto.common.resources import ResourceError
+from disauto.common.resources import Resources
+from disauto.localmesos import containerizer as containerizer_mod
+from disauto.localmesos import executor as executor_mod
+from disauto.localmesos import sandbox as sandbox_mod
+from disauto.localmesos.containerizer import ContainerError
+from disauto.localmesos.containerizer import ContainerProcess
+from disauto.localmesos.executor import CommandProcess
+from disauto.localmesos.executor import LaunchError
+from disauto.localmesos.executor import TaskIds
+from disauto.localmesos.fetcher import FetchCancelled
+from disauto.localmesos.fetcher import FetchError
+from disauto.localmesos.fetcher import fetch_uris
+from disauto.localmesos.records import duration_seconds
 
 
-logger = logging.getLogger("localmesos.agent")
+logger = logging.getLogger("disauto.localmesos.agent")
 
 
 @dataclass

@@ -33,7 +33,7 @@ import random
 import threading
 import time
 
-from common.resources import Resources
+from disauto.common.resources import Resources
 
 
 logger = logging.getLogger(__name__)

@@ -24,14 +24,14 @@ import threading
 from types import FrameType
 from typing import NoReturn
 
-from common import durations
-from common.resources import SIZE_HELP
-from common.resources import ResourceError
-from common.resources import parse_ranges
-from common.resources import parse_size_mb
-from localmesos.cluster import ClusterConfig
-from localmesos.cluster import LocalCluster
-from localmesos.records import MESOS_VERSION
+from disauto.common import durations
+from disauto.common.resources import SIZE_HELP
+from disauto.common.resources import ResourceError
+from disauto.common.resources import parse_ranges
+from disauto.common.resources import parse_size_mb
+from disauto.localmesos.cluster import ClusterConfig
+from disauto.localmesos.cluster import LocalCluster
+from disauto.localmesos.records import MESOS_VERSION
 
 
 PROG = "da-cluster"
@@ -211,7 +211,7 @@ def config_from_args(args: argparse.Namespace) -> ClusterConfig:
     agents = _int(args.agents, flag="--agents", low=1)
     gpu_devices: tuple[int, ...] | None = None
     if args.gpus.strip().lower() == "auto":
-        from localmesos.gpus import discover_gpus
+        from disauto.localmesos.gpus import discover_gpus
 
         gpus, gpu_devices = 0, discover_gpus()
     else:

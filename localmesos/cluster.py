@@ -31,12 +31,12 @@ from types import MappingProxyType
 from types import TracebackType
 from typing import Any
 
-from localmesos.agent import Agent
-from localmesos.agent import AgentConfig
-from localmesos.gpus import split_devices
-from localmesos.http import HttpServer
-from localmesos.master import Master
-from localmesos.state import format_duration
+from disauto.localmesos.agent import Agent
+from disauto.localmesos.agent import AgentConfig
+from disauto.localmesos.gpus import split_devices
+from disauto.localmesos.http import HttpServer
+from disauto.localmesos.master import Master
+from disauto.localmesos.state import format_duration
 
 
 logger = logging.getLogger(__name__)

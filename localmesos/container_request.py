@@ -16,11 +16,11 @@ from pathlib import Path
 import posixpath
 from typing import Any
 
-from common.resources import Resources
-from localmesos import executor as executor_mod
-from localmesos.executor import LaunchError
-from localmesos.executor import RunAs
-from localmesos.executor import TaskIds
+from disauto.common.resources import Resources
+from disauto.localmesos import executor as executor_mod
+from disauto.localmesos.executor import LaunchError
+from disauto.localmesos.executor import RunAs
+from disauto.localmesos.executor import TaskIds
 
 
 SANDBOX_PATH = "/mnt/mesos/sandbox"

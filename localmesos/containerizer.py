@@ -66,25 +66,25 @@ import threading
 from typing import Any
 import uuid
 
-from localmesos.container_request import CPU_SHARES_PER_CPU
-from localmesos.container_request import ENGINE_LOG_MAX
-from localmesos.container_request import INSTALL_HINT
-from localmesos.container_request import LABEL_AGENT
-from localmesos.container_request import LABEL_CONTAINER
-from localmesos.container_request import LABEL_EXECUTOR
-from localmesos.container_request import LABEL_FRAMEWORK
-from localmesos.container_request import LABEL_INSTANCE
-from localmesos.container_request import LABEL_OWNER
-from localmesos.container_request import LABEL_TASK
-from localmesos.container_request import MIN_CPU_SHARES
-from localmesos.container_request import MIN_MEMORY_MB
-from localmesos.container_request import SANDBOX_PATH
-from localmesos.container_request import ContainerError
-from localmesos.container_request import ContainerRequest
-from localmesos.container_request import ImageRef
-from localmesos.container_request import build_request
-from localmesos.container_request import container_image
-from localmesos.container_request import is_container_task
+from disauto.localmesos.container_request import CPU_SHARES_PER_CPU
+from disauto.localmesos.container_request import ENGINE_LOG_MAX
+from disauto.localmesos.container_request import INSTALL_HINT
+from disauto.localmesos.container_request import LABEL_AGENT
+from disauto.localmesos.container_request import LABEL_CONTAINER
+from disauto.localmesos.container_request import LABEL_EXECUTOR
+from disauto.localmesos.container_request import LABEL_FRAMEWORK
+from disauto.localmesos.container_request import LABEL_INSTANCE
+from disauto.localmesos.container_request import LABEL_OWNER
+from disauto.localmesos.container_request import LABEL_TASK
+from disauto.localmesos.container_request import MIN_CPU_SHARES
+from disauto.localmesos.container_request import MIN_MEMORY_MB
+from disauto.localmesos.container_request import SANDBOX_PATH
+from disauto.localmesos.container_request import ContainerError
+from disauto.localmesos.container_request import ContainerRequest
+from disauto.localmesos.container_request import ImageRef
+from disauto.localmesos.container_request import build_request
+from disauto.localmesos.container_request import container_image
+from disauto.localmesos.container_request import is_container_task
 
 
 logger = logging.getLogger(__name__)

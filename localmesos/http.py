@@ -45,12 +45,12 @@ from typing import cast
 from urllib.parse import parse_qs
 from urllib.parse import urlsplit
 
-from localmesos import sandbox
-from localmesos import state
-from localmesos.master import Master
-from localmesos.streams import Subscription
-from localmesos.validation import CallError
-from localmesos.validation import parse_call
+from disauto.localmesos import sandbox
+from disauto.localmesos import state
+from disauto.localmesos.master import Master
+from disauto.localmesos.streams import Subscription
+from disauto.localmesos.validation import CallError
+from disauto.localmesos.validation import parse_call
 
 
 logger = logging.getLogger(__name__)

@@ -43,25 +43,25 @@ import time
 from typing import Any
 import uuid
 
-from common.resources import Resources
-from localmesos import allocator as alloc
-from localmesos import validation
-from localmesos.master_calls import SchedulerCalls
-from localmesos.master_launch import LaunchCalls
-from localmesos.master_offers import OfferMaking
-from localmesos.master_tasks import TaskBookkeeping
-from localmesos.records import MASTER_CAPABILITIES
-from localmesos.records import MAX_TIMER
-from localmesos.records import MESOS_VERSION
-from localmesos.records import AgentRecord
-from localmesos.records import FrameworkRecord
-from localmesos.records import OfferRecord
-from localmesos.records import id_value
-from localmesos.streams import AgentLike
-from localmesos.streams import AgentLink
-from localmesos.streams import EventObserver
-from localmesos.streams import Subscription
-from localmesos.validation import CallError
+from disauto.common.resources import Resources
+from disauto.localmesos import allocator as alloc
+from disauto.localmesos import validation
+from disauto.localmesos.master_calls import SchedulerCalls
+from disauto.localmesos.master_launch import LaunchCalls
+from disauto.localmesos.master_offers import OfferMaking
+from disauto.localmesos.master_tasks import TaskBookkeeping
+from disauto.localmesos.records import MASTER_CAPABILITIES
+from disauto.localmesos.records import MAX_TIMER
+from disauto.localmesos.records import MESOS_VERSION
+from disauto.localmesos.records import AgentRecord
+from disauto.localmesos.records import FrameworkRecord
+from disauto.localmesos.records import OfferRecord
+from disauto.localmesos.records import id_value
+from disauto.localmesos.streams import AgentLike
+from disauto.localmesos.streams import AgentLink
+from disauto.localmesos.streams import EventObserver
+from disauto.localmesos.streams import Subscription
+from disauto.localmesos.validation import CallError
 
 
 logger = logging.getLogger(__name__)

@@ -12,19 +12,19 @@ import logging
 import time
 from typing import Any
 
-from localmesos import allocator as alloc
-from localmesos import validation
-from localmesos.records import PARTITION_AWARE_STATES
-from localmesos.records import TERMINAL_STATES
-from localmesos.records import FrameworkRecord
-from localmesos.records import TaskRecord
-from localmesos.records import duration_seconds
-from localmesos.records import id_value
-from localmesos.records import uuid_bytes
-from localmesos.validation import CallError
+from disauto.localmesos import allocator as alloc
+from disauto.localmesos import validation
+from disauto.localmesos.records import PARTITION_AWARE_STATES
+from disauto.localmesos.records import TERMINAL_STATES
+from disauto.localmesos.records import FrameworkRecord
+from disauto.localmesos.records import TaskRecord
+from disauto.localmesos.records import duration_seconds
+from disauto.localmesos.records import id_value
+from disauto.localmesos.records import uuid_bytes
+from disauto.localmesos.validation import CallError
 
 
-logger = logging.getLogger("localmesos.master")
+logger = logging.getLogger("disauto.localmesos.master")
 
 
 class SchedulerCalls:

@@ -11,20 +11,20 @@ import logging
 import time
 from typing import Any
 
-from common.resources import ResourceError
-from common.resources import Resources
-from localmesos import allocator as alloc
-from localmesos import validation
-from localmesos.records import AgentRecord
-from localmesos.records import ExecutorRecord
-from localmesos.records import FrameworkRecord
-from localmesos.records import TaskRecord
-from localmesos.records import duration_seconds
-from localmesos.records import mesos_resources_str
-from localmesos.records import resources_of
+from disauto.common.resources import ResourceError
+from disauto.common.resources import Resources
+from disauto.localmesos import allocator as alloc
+from disauto.localmesos import validation
+from disauto.localmesos.records import AgentRecord
+from disauto.localmesos.records import ExecutorRecord
+from disauto.localmesos.records import FrameworkRecord
+from disauto.localmesos.records import TaskRecord
+from disauto.localmesos.records import duration_seconds
+from disauto.localmesos.records import mesos_resources_str
+from disauto.localmesos.records import resources_of
 
 
-logger = logging.getLogger("localmesos.master")
+logger = logging.getLogger("disauto.localmesos.master")
 
 
 class LaunchCalls:

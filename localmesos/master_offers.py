@@ -10,13 +10,13 @@ import logging
 import time
 from typing import Any
 
-from common.resources import Resources
-from localmesos import allocator as alloc
-from localmesos.records import FrameworkRecord
-from localmesos.records import OfferRecord
+from disauto.common.resources import Resources
+from disauto.localmesos import allocator as alloc
+from disauto.localmesos.records import FrameworkRecord
+from disauto.localmesos.records import OfferRecord
 
 
-logger = logging.getLogger("localmesos.master")
+logger = logging.getLogger("disauto.localmesos.master")
 
 
 class OfferMaking:

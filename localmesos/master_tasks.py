@@ -10,14 +10,14 @@ import logging
 import time
 from typing import Any
 
-from localmesos.records import TERMINAL_STATES
-from localmesos.records import FrameworkRecord
-from localmesos.records import OfferRecord
-from localmesos.records import TaskRecord
-from localmesos.records import uuid_bytes
+from disauto.localmesos.records import TERMINAL_STATES
+from disauto.localmesos.records import FrameworkRecord
+from disauto.localmesos.records import OfferRecord
+from disauto.localmesos.records import TaskRecord
+from disauto.localmesos.records import uuid_bytes
 
 
-logger = logging.getLogger("localmesos.master")
+logger = logging.getLogger("disauto.localmesos.master")
 
 
 class TaskBookkeeping:

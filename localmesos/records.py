@@ -14,14 +14,14 @@ import logging
 import threading
 from typing import Any
 
-from common.resources import Resources
-from common.task_states import TERMINAL_TASK_STATES
-from localmesos.streams import AgentLike
-from localmesos.streams import AgentLink
-from localmesos.streams import Subscription
+from disauto.common.resources import Resources
+from disauto.common.task_states import TERMINAL_TASK_STATES
+from disauto.localmesos.streams import AgentLike
+from disauto.localmesos.streams import AgentLink
+from disauto.localmesos.streams import Subscription
 
 
-logger = logging.getLogger("localmesos.master")
+logger = logging.getLogger("disauto.localmesos.master")
 
 MESOS_VERSION = "1.11.0"
 

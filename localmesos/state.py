@@ -18,15 +18,15 @@ import time
 from typing import TYPE_CHECKING
 from typing import Any
 
-from common.resources import Resources
+from disauto.common.resources import Resources
 
 
 if TYPE_CHECKING:
-    from localmesos.master import Master
-    from localmesos.records import AgentRecord
-    from localmesos.records import FrameworkRecord
-    from localmesos.records import OfferRecord
-    from localmesos.records import TaskRecord
+    from disauto.localmesos.master import Master
+    from disauto.localmesos.records import AgentRecord
+    from disauto.localmesos.records import FrameworkRecord
+    from disauto.localmesos.records import OfferRecord
+    from disauto.localmesos.records import TaskRecord
 
 #: Mesos 1.11.0 was tagged on this date; the embedded master reports it as its build.
 BUILD_DATE = "2020-11-16 00:00:00"
@@ -65,7 +65,7 @@ def format_duration(seconds: float) -> str:
 
 def version_json() -> dict[str, Any]:
     """The body of ``GET /version``."""
-    from localmesos.records import MESOS_VERSION
+    from disauto.localmesos.records import MESOS_VERSION
 
     return {
         "version": MESOS_VERSION,
@@ -187,7 +187,7 @@ def agent_json(
     master: Master, record: AgentRecord, used: Resources, offered: Resources
 ) -> dict[str, Any]:
     """An agent of ``/master/state`` (``SlaveWriter``)."""
-    from localmesos.records import MESOS_VERSION
+    from disauto.localmesos.records import MESOS_VERSION
 
     info = record.info
     attributes: dict[str, Any] = {}
@@ -246,7 +246,7 @@ def _flags(master: Master) -> dict[str, str]:
 
 def master_state(master: Master) -> dict[str, Any]:
     """The body of ``/master/state``."""
-    from localmesos.records import MESOS_VERSION
+    from disauto.localmesos.records import MESOS_VERSION
 
     with master.lock:
         used: dict[str, Resources] = {a: Resources() for a in master.agents}

@@ -17,10 +17,10 @@ from typing import Any
 from typing import Protocol
 import uuid
 
-from common.resources import Resources
+from disauto.common.resources import Resources
 
 
-logger = logging.getLogger("localmesos.master")
+logger = logging.getLogger("disauto.localmesos.master")
 
 
 class AgentLike(Protocol):

@@ -34,7 +34,7 @@ import json
 import math
 from typing import Any
 
-from common.json_kind import json_kind
+from disauto.common.json_kind import json_kind
 
 
 #: Deepest JSON nesting accepted in a body. No Mesos message is nested anywhere near this deep,

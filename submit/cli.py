@@ -14,13 +14,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 import sys
 
-from submit.errors import DisAutoUsageError
-from submit.exit_status import ExitStatus
-from submit.parser import PROG
-from submit.parser import UsageError
-from submit.parser import build_parser
-from submit.run import run
-from submit.validate import validate
+from disauto.submit.errors import DisAutoUsageError
+from disauto.submit.exit_status import ExitStatus
+from disauto.submit.parser import PROG
+from disauto.submit.parser import UsageError
+from disauto.submit.parser import build_parser
+from disauto.submit.run import run
+from disauto.submit.validate import validate
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from enum import IntEnum
 from enum import unique
 
-from protos import framework_pb2
+from disauto.protos import framework_pb2
 
 
 @unique

@@ -7,12 +7,12 @@ import os
 from pathlib import Path
 import socket
 
-from framework.spec import JobConfig
-from localmesos import containerizer as containerizer_mod
-from localmesos.agent import default_mem_mb
-from localmesos.cluster import ClusterConfig
-from localmesos.cluster import LocalCluster
-from localmesos.gpus import discover_gpus
+from disauto.framework.spec import JobConfig
+from disauto.localmesos import containerizer as containerizer_mod
+from disauto.localmesos.agent import default_mem_mb
+from disauto.localmesos.cluster import ClusterConfig
+from disauto.localmesos.cluster import LocalCluster
+from disauto.localmesos.gpus import discover_gpus
 
 
 logger = logging.getLogger(__name__)

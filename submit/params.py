@@ -41,16 +41,16 @@ import os
 from pathlib import Path
 from typing import Any
 
-from common.errors import SearchSpaceError
-from common.json_kind import json_kind_with_article as _kind
-from common.space import MAX_EXACT_INT
-from common.space import CategoricalParam
-from common.space import IntParam
-from common.space import Param
-from common.space import RealParam
-from common.space import SearchSpace
-from common.space import Value
-from submit.errors import ParameterFileError
+from disauto.common.errors import SearchSpaceError
+from disauto.common.json_kind import json_kind_with_article as _kind
+from disauto.common.space import MAX_EXACT_INT
+from disauto.common.space import CategoricalParam
+from disauto.common.space import IntParam
+from disauto.common.space import Param
+from disauto.common.space import RealParam
+from disauto.common.space import SearchSpace
+from disauto.common.space import Value
+from disauto.submit.errors import ParameterFileError
 
 
 __all__ = [

@@ -9,9 +9,9 @@ import argparse
 import logging
 from typing import Any
 
-from appcore.algorithms import ALGORITHMS
-from framework.policies import POLICIES
-from submit.errors import DisAutoUsageError
+from disauto.appcore.algorithms import ALGORITHMS
+from disauto.framework.policies import POLICIES
+from disauto.submit.errors import DisAutoUsageError
 
 
 PROG = "da-submit"
@@ -128,7 +128,8 @@ def _cluster_flags(parser: argparse.ArgumentParser) -> None:
                          help="how tasks reach this machine (default: derived from --master)")
     cluster.add_argument("--app-core-command", metavar="CMD",
                          help="how agents start AppCore (default: this Python's "
-                              "`-m appcore` locally, `python3 -m appcore` on a real cluster)")
+                              "`-m disauto.appcore` locally, `python3 -m disauto.appcore` on a "
+                              "real cluster)")
     cluster.add_argument("--local-agents", default="1", metavar="N",
                          help="agents of the embedded cluster with --master local (default 1)")
 

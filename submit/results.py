@@ -8,10 +8,10 @@ import json
 from pathlib import Path
 from typing import Any
 
-from common import paths
-from framework.job import Progress
-from framework.job import sorted_trials
-from framework.store import TrialRow
+from disauto.common import paths
+from disauto.framework.job import Progress
+from disauto.framework.job import sorted_trials
+from disauto.framework.store import TrialRow
 
 
 def _fmt(value: Any) -> str:

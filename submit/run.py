@@ -13,14 +13,14 @@ from types import FrameType
 from typing import IO
 from typing import Any
 
-from common import paths
-from framework.capacity import describe
-from protos import common_pb2
-from protos import framework_pb2
-from submit.exit_status import ExitStatus
-from submit.exit_status import for_outcome
-from submit.parser import PROG
-from submit.validate import Submission
+from disauto.common import paths
+from disauto.framework.capacity import describe
+from disauto.protos import common_pb2
+from disauto.protos import framework_pb2
+from disauto.submit.exit_status import ExitStatus
+from disauto.submit.exit_status import for_outcome
+from disauto.submit.parser import PROG
+from disauto.submit.validate import Submission
 
 
 logger = logging.getLogger(__name__)
@@ -47,11 +47,11 @@ def _raise_interrupt(signum: int, frame: FrameType | None) -> None:
 
 def run(submission: Submission, out: IO[str], err: IO[str]) -> ExitStatus:
     """Run a validated job to its end and report it."""
-    from framework.runtime import JobRunner  # imports pymesos (main thread)
-    from framework.runtime import MasterEndpoint
-    from framework.runtime import MasterUnreachableError
-    from submit.local import oversubscription_note
-    from submit.local import start_local_cluster
+    from disauto.framework.runtime import JobRunner  # imports pymesos (main thread)
+    from disauto.framework.runtime import MasterEndpoint
+    from disauto.framework.runtime import MasterUnreachableError
+    from disauto.submit.local import oversubscription_note
+    from disauto.submit.local import start_local_cluster
 
     config = submission.config
     job_dir = paths.job_dir(config.job_id)
@@ -135,7 +135,7 @@ class _ProgressPrinter:
     def __call__(self, progress: Any) -> None:
         if self._quiet:
             return
-        from submit.results import progress_line
+        from disauto.submit.results import progress_line
 
         line = progress_line(progress, self._objective, self._wants)
         core = line.split("] ", 1)[-1]
@@ -155,7 +155,7 @@ class _ProgressPrinter:
 
 def _report(runner: Any, job_dir: Path, out: IO[str], err: IO[str], objective: str,
             maximize: bool, status: ExitStatus) -> None:
-    from submit import results
+    from disauto.submit import results
 
     controller = runner.controller
     outcome = controller.outcome

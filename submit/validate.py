@@ -18,25 +18,25 @@ import secrets
 import sys
 import time
 
-from appcore.algorithms import ALGORITHMS
-from appcore.algorithms import algorithm_class
-from common.durations import DurationError
-from common.durations import parse_duration
-from common.errors import SearchInputError
-from common.space import space_to_proto
-from framework.policies import POLICIES
-from framework.spec import InputSpec
-from framework.spec import JobConfig
-from framework.spec import OutputSpec
-from framework.spec import TaskResources
-from protos import common_pb2
-from submit.params import load_parameter_file
-from submit.parser import UsageError
-from submit.values import existing_file
-from submit.values import key_values
-from submit.values import pair
-from submit.values import positive_number
-from submit.values import size_mb
+from disauto.appcore.algorithms import ALGORITHMS
+from disauto.appcore.algorithms import algorithm_class
+from disauto.common.durations import DurationError
+from disauto.common.durations import parse_duration
+from disauto.common.errors import SearchInputError
+from disauto.common.space import space_to_proto
+from disauto.framework.policies import POLICIES
+from disauto.framework.spec import InputSpec
+from disauto.framework.spec import JobConfig
+from disauto.framework.spec import OutputSpec
+from disauto.framework.spec import TaskResources
+from disauto.protos import common_pb2
+from disauto.submit.params import load_parameter_file
+from disauto.submit.parser import UsageError
+from disauto.submit.values import existing_file
+from disauto.submit.values import key_values
+from disauto.submit.values import pair
+from disauto.submit.values import positive_number
+from disauto.submit.values import size_mb
 
 
 MAX_SEED = 2**32 - 1
@@ -47,8 +47,8 @@ logger = logging.getLogger(__name__)
 
 def _priority_settings(policy: str, items: Sequence[str]) -> dict[str, str]:
     """``--priority-setting`` items, checked against AppCore's and the offer policy's names."""
-    from appcore.priority import SETTINGS as APPCORE_SETTINGS
-    from appcore.priority import parse_priority_settings
+    from disauto.appcore.priority import SETTINGS as APPCORE_SETTINGS
+    from disauto.appcore.priority import parse_priority_settings
 
     settings = key_values("--priority-setting", items)
     cls = POLICIES[policy]
@@ -76,9 +76,9 @@ def _job_id(app_name: str) -> str:
 
 def _containers(args: argparse.Namespace, gpus: int) -> tuple[str, str, str]:
     """``(--docker-image, --app-core-docker-image, --containerizer)``, checked together."""
-    from framework.containers import DEFAULT_CONTAINERIZER
-    from framework.containers import ContainerConfigError
-    from framework.containers import check_container_flags
+    from disauto.framework.containers import DEFAULT_CONTAINERIZER
+    from disauto.framework.containers import ContainerConfigError
+    from disauto.framework.containers import check_container_flags
 
     docker_image = args.docker_image if args.docker_image is not None else ""
     appcore_image = args.app_core_docker_image if args.app_core_docker_image is not None else ""
@@ -120,9 +120,9 @@ def _bayesian_settings(args: argparse.Namespace) -> dict[str, str]:
     """``--bayes-backend``, ``--bayes-mode`` and ``--warm-start`` as algorithm settings."""
     import json
 
-    from appcore.algorithms.bayesian import BACKENDS
-    from appcore.algorithms.bayesian import MODES
-    from appcore.algorithms.bayesian import warm_start_setting
+    from disauto.appcore.algorithms.bayesian import BACKENDS
+    from disauto.appcore.algorithms.bayesian import MODES
+    from disauto.appcore.algorithms.bayesian import warm_start_setting
 
     given = [flag for flag, value in (("--bayes-backend", args.bayes_backend),
                                       ("--bayes-mode", args.bayes_mode),
@@ -154,7 +154,7 @@ def _bayesian_settings(args: argparse.Namespace) -> dict[str, str]:
 
 def _early_stopping(args: argparse.Namespace) -> tuple[str, dict[str, str]]:
     """``--early-stopping`` and its ``--early-stopping-setting`` items, checked."""
-    from appcore.pruners import pruner_class
+    from disauto.appcore.pruners import pruner_class
 
     settings = key_values("--early-stopping-setting", args.early_stopping_setting)
     try:
@@ -188,8 +188,8 @@ def validate(args: argparse.Namespace) -> Submission:
     same_host = _on_this_host(args.master)
     docker_image, appcore_image, containerizer = _containers(args, runner.gpus)
     appcore_command = args.app_core_command or (
-        f"{sys.executable} -m appcore" if same_host and not appcore_image
-        else "python3 -m appcore")
+        f"{sys.executable} -m disauto.appcore" if same_host and not appcore_image
+        else "python3 -m disauto.appcore")
     search.job_id = _job_id(args.app_name)
     secret = None
     if args.secret_file:
@@ -352,9 +352,9 @@ def _output(text: str | None) -> OutputSpec | None:
 
 def _check_local(config: JobConfig) -> None:
     """With ``--master local``: the machine has the GPUs and the Docker engine the job needs."""
-    from submit.local import LocalClusterError
-    from submit.local import check_local_docker
-    from submit.local import check_local_gpus
+    from disauto.submit.local import LocalClusterError
+    from disauto.submit.local import check_local_docker
+    from disauto.submit.local import check_local_gpus
 
     try:
         check_local_gpus(config)

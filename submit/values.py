@@ -9,9 +9,9 @@ import logging
 import os
 from pathlib import Path
 
-from common.resources import ResourceError
-from common.resources import parse_size_mb
-from submit.parser import UsageError
+from disauto.common.resources import ResourceError
+from disauto.common.resources import parse_size_mb
+from disauto.submit.parser import UsageError
 
 
 logger = logging.getLogger(__name__)

@@ -10,10 +10,12 @@ them, with the script's own error.
 from __future__ import annotations
 
 from collections.abc import Iterator
+import contextlib
 import os
 from pathlib import Path
 import re
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -83,3 +85,61 @@ def runner_image(docker_engine: Any) -> str:
         pytest.fail(f"cannot build the runner image: {exc}", pytrace=False)
     print(f"[runner image {tag} ready in {time.monotonic() - started:.1f} s]", file=sys.stderr)
     return tag
+
+
+# -- unit tests start nothing ---------------------------------------------------------------------
+
+_STARTS_THINGS = ("integration", "slow")
+
+
+class StartsProcessesOrServers(AssertionError):
+    """A test without the ``integration`` (or ``slow``) marker started a process or server."""
+
+
+@contextlib.contextmanager
+def _nothing_started(nodeid: str) -> Iterator[None]:
+    """Make a unit test fail at once if it starts a process, listens or connects anywhere.
+
+    Keeps ``-m "not integration and not slow"`` (``make test-fast``) honest: a test that needs a
+    real process or server says so with ``pytestmark = pytest.mark.integration``.
+    """
+    def refuse(what: str) -> Any:
+        def call(*args: Any, **kwargs: Any) -> Any:
+            raise StartsProcessesOrServers(
+                f"{nodeid} {what}: mark it @pytest.mark.integration (tests that start "
+                "processes or servers)")
+        return call
+
+    patches = [(socket.socket, "listen", refuse("listens on a socket")),
+               (socket.socket, "connect", refuse("connects a socket")),
+               (subprocess.Popen, "__init__", refuse("starts a process"))]
+    grpc = sys.modules.get("grpc")
+    if grpc is not None:
+        patches += [(grpc, "server", refuse("starts a gRPC server")),
+                    (grpc, "insecure_channel", refuse("opens a gRPC channel"))]
+    saved = [(owner, name, getattr(owner, name)) for owner, name, _ in patches]
+    for owner, name, replacement in patches:
+        setattr(owner, name, replacement)
+    try:
+        yield
+    finally:
+        for owner, name, original in saved:
+            setattr(owner, name, original)
+
+
+def _guarded(item: pytest.Item) -> contextlib.AbstractContextManager[None]:
+    if any(item.get_closest_marker(name) for name in _STARTS_THINGS):
+        return contextlib.nullcontext()
+    return _nothing_started(item.nodeid)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_setup(item: pytest.Item) -> Iterator[None]:
+    with _guarded(item):
+        yield
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
+    with _guarded(item):
+        yield

@@ -4,7 +4,7 @@ Everything here is the real code: a :class:`~framework.job.JobController` over a
 :class:`~framework.store.JobStore` in a temporary folder, behind the framework's real gRPC server
 (:func:`framework.service.make_server`) on a free loopback port; AppCore's real
 :class:`~appcore.framework_client.FrameworkClient`, search algorithm,
-:class:`~appcore.loop.TrialLoop` and gRPC servicer, assembled as ``python -m appcore`` does.
+:class:`~appcore.loop.TrialLoop` and gRPC servicer, put together as ``-m disauto.appcore`` does.
 
 Only Mesos is absent. The tests play the part of the pymesos scheduler by calling the controller's
 scheduler-facing API -- ``launch_requests``, ``appcore_launched``, ``trial_launched`` and
@@ -27,30 +27,30 @@ from typing import Any
 from typing import TypeVar
 import uuid
 
-from appcore.algorithms import create_algorithm
-from appcore.framework_client import FrameworkClient
-from appcore.loop import TrialLoop
-from appcore.servicer import AppCoreServicer
-from appcore.servicer import make_server as make_appcore_server
 import apprunner_sdk
-from common import task_env
-from common.space import CategoricalParam
-from common.space import IntParam
-from common.space import RealParam
-from common.space import SearchSpace
-from common.space import space_from_proto
-from common.space import space_to_proto
-from common.task_env import TOKEN_METADATA
-from common.tokens import trial_token
-from framework.job import APPCORE_KEY
-from framework.job import JobController
-from framework.service import make_server as make_framework_server
-from framework.spec import JobConfig
-from framework.spec import TaskResources
-from framework.store import JobStore
-from framework.tasks import task_name
-from protos import common_pb2
-from protos import framework_pb2
+from disauto.appcore.algorithms import create_algorithm
+from disauto.appcore.framework_client import FrameworkClient
+from disauto.appcore.loop import TrialLoop
+from disauto.appcore.servicer import AppCoreServicer
+from disauto.appcore.servicer import make_server as make_appcore_server
+from disauto.common import task_env
+from disauto.common.space import CategoricalParam
+from disauto.common.space import IntParam
+from disauto.common.space import RealParam
+from disauto.common.space import SearchSpace
+from disauto.common.space import space_from_proto
+from disauto.common.space import space_to_proto
+from disauto.common.task_env import TOKEN_METADATA
+from disauto.common.tokens import trial_token
+from disauto.framework.job import APPCORE_KEY
+from disauto.framework.job import JobController
+from disauto.framework.service import make_server as make_framework_server
+from disauto.framework.spec import JobConfig
+from disauto.framework.spec import TaskResources
+from disauto.framework.store import JobStore
+from disauto.framework.tasks import task_name
+from disauto.protos import common_pb2
+from disauto.protos import framework_pb2
 
 
 T = TypeVar("T")
@@ -128,7 +128,7 @@ def job_config(
         runner=TaskResources(cpus=1.0, mem_mb=128.0),
         appcore=TaskResources(cpus=0.5, mem_mb=64.0),
         search=search,
-        appcore_command="python -m appcore",
+        appcore_command="python -m disauto.appcore",
         max_appcore_restarts=max_appcore_restarts,
         max_task_retries=max_task_retries,
     )
@@ -223,7 +223,7 @@ class Framework:
 class AppCore:
     """One AppCore attached to ``framework``: real client, algorithm, loop and servicer.
 
-    ``run()`` starts the trial loop on a thread, as ``python -m appcore`` runs it on its main
+    ``run()`` starts the trial loop on a thread, as ``-m disauto.appcore`` runs it on its main
     thread. Runners reach it at ``address`` with their trial token.
     """
 

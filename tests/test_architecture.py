@@ -6,7 +6,8 @@ alone; AppCore (``appcore``) and the framework (``framework``) stand on it too a
 other, nor on the embedded development master, so what runs against real Mesos never depends on
 it. ``submit`` puts a job together (only its start of the embedded cluster, ``submit/local.py``,
 reaches into ``localmesos``); ``bench`` and ``tools`` are on top. No module imports another
-package's private module (a name starting with ``_``).
+package's private module (a name starting with ``_``). Installed, every package but the SDK is
+``disauto.<package>``, and the code imports it by that name only.
 """
 
 from __future__ import annotations
@@ -18,8 +19,8 @@ import pytest
 
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = ("common", "protos", "apprunner_sdk", "localmesos", "appcore", "framework", "submit",
-            "bench", "tools")
+NAMESPACED = ("common", "protos", "localmesos", "appcore", "framework", "submit")
+PACKAGES = (*NAMESPACED, "apprunner_sdk", "bench", "tools")
 
 # package → the packages of this project it may import.
 ALLOWED: dict[str, frozenset[str]] = {
@@ -33,13 +34,12 @@ ALLOWED: dict[str, frozenset[str]] = {
     "bench": frozenset(PACKAGES) - {"tools"},
     "tools": frozenset(),
 }
-# Single modules allowed more than their package (module path → extra packages).
-EXTRA: dict[str, frozenset[str]] = {}
 # The modules of a package that may import localmesos (starting the embedded cluster).
-LOCALMESOS_IMPORTERS = {"submit": {"submit.local"}}
+LOCALMESOS_IMPORTERS = {"submit": {"disauto.submit.local"}}
 
 
 def _modules() -> list[tuple[str, Path]]:
+    """``(module name as installed, file)`` of every source module."""
     out = []
     for package in PACKAGES:
         for path in sorted((ROOT / package).rglob("*.py")):
@@ -47,7 +47,7 @@ def _modules() -> list[tuple[str, Path]]:
                 continue
             parts = path.relative_to(ROOT).with_suffix("").parts
             name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
-            out.append((name, path))
+            out.append((f"disauto.{name}" if package in NAMESPACED else name, path))
     return out
 
 
@@ -67,31 +67,21 @@ def _imports(name: str, path: Path) -> list[tuple[str, int]]:
                 base = ".".join([*anchor, base] if base else anchor)
             found.append((base, node.lineno))
             found += [(f"{base}.{alias.name}", node.lineno) for alias in node.names]
-    return found
+    return sorted(set(found), key=lambda item: (item[1], item[0]))
+
+
+def _package(module: str) -> str:
+    """The project package a module name belongs to (``disauto.framework.job`` → framework)."""
+    parts = module.split(".")
+    return parts[1] if parts[0] == "disauto" and len(parts) > 1 else parts[0]
 
 
 MODULES = _modules()
 KNOWN = {name for name, _ in MODULES}
 
 
-def _violations() -> tuple[list[str], list[str], list[str]]:
-    floors, private, localmesos = [], [], []
-    for name, path in MODULES:
-        home = name.split(".")[0]
-        for target, line in _imports(name, path):
-            top = target.split(".")[0]
-            where = f"{path.relative_to(ROOT)}:{line} imports {target}"
-            if top not in PACKAGES or top == home:
-                if top == home:
-                    _check_private(name, target, where, private)
-                continue
-            if top not in ALLOWED[home] | EXTRA.get(name, frozenset()):
-                floors.append(where)
-            if top == "localmesos" and home in LOCALMESOS_IMPORTERS \
-                    and name not in LOCALMESOS_IMPORTERS[home]:
-                localmesos.append(where)
-            _check_private(name, target, where, private)
-    return floors, private, localmesos
+def _where(path: Path, line: int, target: str) -> str:
+    return f"{path.relative_to(ROOT)}:{line} imports {target}"
 
 
 def _check_private(importer: str, target: str, where: str, out: list[str]) -> None:
@@ -106,38 +96,69 @@ def _check_private(importer: str, target: str, where: str, out: list[str]) -> No
             return
 
 
+def _violations() -> dict[str, list[str]]:
+    found: dict[str, list[str]] = {"floors": [], "private": [], "localmesos": [], "bare": []}
+    for name, path in MODULES:
+        home = _package(name)
+        for target, line in _imports(name, path):
+            top = _package(target)
+            if top not in PACKAGES:
+                continue
+            where = _where(path, line, target)
+            if top in NAMESPACED and not target.startswith("disauto."):
+                found["bare"].append(where)
+            _check_private(name, target, where, found["private"])
+            if top == home:
+                continue
+            if top not in ALLOWED[home]:
+                found["floors"].append(where)
+            if top == "localmesos" and home in LOCALMESOS_IMPORTERS \
+                    and name not in LOCALMESOS_IMPORTERS[home]:
+                found["localmesos"].append(where)
+    return found
+
+
+VIOLATIONS = _violations()
+
+
 def test_every_import_runs_down_the_floors() -> None:
-    floors, _, _ = _violations()
+    floors = VIOLATIONS["floors"]
     assert floors == [], "imports that run up or across the floors:\n" + "\n".join(floors)
 
 
 def test_no_package_imports_another_packages_private_module() -> None:
-    _, private, _ = _violations()
+    private = VIOLATIONS["private"]
     assert private == [], "private modules imported from outside:\n" + "\n".join(private)
 
 
 def test_only_the_embedded_cluster_start_imports_localmesos() -> None:
-    _, _, localmesos = _violations()
-    assert localmesos == [], "\n".join(localmesos)
+    assert VIOLATIONS["localmesos"] == [], "\n".join(VIOLATIONS["localmesos"])
+
+
+def test_packages_are_imported_by_their_installed_name() -> None:
+    """``import framework`` would work only from the repository, and load a second copy."""
+    assert VIOLATIONS["bare"] == [], "\n".join(VIOLATIONS["bare"])
 
 
 @pytest.mark.parametrize("package", ["framework", "appcore", "apprunner_sdk", "common"])
 def test_what_runs_against_real_mesos_never_imports_the_embedded_master(package: str) -> None:
     offenders = [f"{path.relative_to(ROOT)}:{line}" for name, path in MODULES
-                 if name.split(".")[0] == package
-                 for target, line in _imports(name, path) if target.split(".")[0] == "localmesos"]
+                 if _package(name) == package
+                 for target, line in _imports(name, path) if _package(target) == "localmesos"]
     assert offenders == []
 
 
 def test_the_checker_sees_a_violation(tmp_path: Path) -> None:
     """The rules above are not vacuous: a made-up module that breaks them is caught."""
     probe = tmp_path / "probe.py"
-    probe.write_text("from localmesos.master import Master\n"
+    probe.write_text("from disauto.localmesos.master import Master\n"
                      "from ..appcore.algorithms import _base\n")
-    targets = [t for t, _ in _imports("framework.probe", probe)]
-    assert "localmesos.master" in targets and "appcore.algorithms._base" in targets
+    targets = [t for t, _ in _imports("disauto.framework.probe", probe)]
+    assert "disauto.localmesos.master" in targets
+    assert "disauto.appcore.algorithms._base" in targets
     assert "localmesos" not in ALLOWED["framework"]
     out: list[str] = []
-    _check_private("framework.probe", "appcore.algorithms._base", "probe", out)
-    _check_private("appcore.algorithms.grid", "appcore.algorithms._base", "inside", out)
+    _check_private("disauto.framework.probe", "disauto.appcore.algorithms._base", "probe", out)
+    _check_private("disauto.appcore.algorithms.grid", "disauto.appcore.algorithms._base", "in",
+                   out)
     assert out == ["probe"]

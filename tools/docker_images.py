@@ -238,8 +238,10 @@ def _sdk_files() -> list[tuple[Path, str]]:
     protos = sorted((ROOT / "protos").glob("*.py"))
     if not any(p.name.endswith("_pb2_grpc.py") for p in protos):
         raise ImageBuildError("protos/ has no generated code; run `make protos` first")
-    files += [(path, f"protos/{path.name}") for path in protos]
-    files += [(path, f"common/{path.name}") for path in sorted((ROOT / "common").glob("*.py"))]
+    files += [(path, f"disauto/protos/{path.name}") for path in protos]
+    files += [(path, f"disauto/common/{path.name}")
+              for path in sorted((ROOT / "common").glob("*.py"))]
+    files.append((ROOT / "disauto" / "__init__.py", "disauto/__init__.py"))
     return files
 
 
@@ -336,8 +338,8 @@ def build_full(client: Any, *, tag: str = FULL_TAG, base: str = BASE_TAG,
     python, site = _python_of(client, base)
     dockerfile = DEPLOY / "Dockerfile.apprunner"
     sources = sorted(
-        p for folder in ("appcore", "apprunner_sdk", "common", "framework", "localmesos",
-                         "protos", "submit")
+        p for folder in ("appcore", "apprunner_sdk", "common", "disauto", "framework",
+                         "localmesos", "protos", "submit")
         for p in (ROOT / folder).rglob("*.py") if "__pycache__" not in p.parts
     )
     content_hash = _digest(RECIPE_VERSION, base_id, python, tensorflow, list(extra), _platforms(),

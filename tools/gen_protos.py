@@ -1,15 +1,17 @@
 """The one generator for DisAuto's gRPC code: protos/*.proto -> protos/*_pb2{,_grpc}.py{,i}.
 
-Run from anywhere: ``python tools/gen_protos.py``. The include root is the repository root, so the
-generated modules import each other as ``protos.x_pb2`` (no sys.path edits, no sed). The output is
-gitignored and never edited by hand; ``make`` runs this before installing or testing, and
-``setup.py``'s build_py hook runs it when building a wheel.
+Run from anywhere: ``python tools/gen_protos.py``. The include root is the repository root, so
+protoc writes imports of ``protos.x_pb2``; they are then rewritten to ``disauto.protos.x_pb2``,
+where the package is installed (as Optuna's generated code is rewritten to its package). The
+output is gitignored and never edited by hand; ``make`` runs this before installing or testing,
+and ``setup.py``'s build_py hook runs it when building a wheel.
 """
 
 from __future__ import annotations
 
 from importlib import resources
 from pathlib import Path
+import re
 import sys
 
 
@@ -38,7 +40,12 @@ def generate() -> list[Path]:
     if code != 0:
         names = ", ".join(p.name for p in protos)
         raise SystemExit(f"protoc failed with exit code {code} for {names}")
-    return sorted(PROTO_DIR.glob("*_pb2*.py*"))
+    generated = sorted(PROTO_DIR.glob("*_pb2*.py*"))
+    for path in generated:
+        text = path.read_text()
+        path.write_text(re.sub(r"^from protos import ", "from disauto.protos import ", text,
+                               flags=re.M))
+    return generated
 
 
 def main() -> int:

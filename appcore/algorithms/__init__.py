@@ -18,16 +18,16 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from appcore.algorithms._base import FINISHED
-from appcore.algorithms._base import Direction
-from appcore.algorithms._base import Finished
-from appcore.algorithms._base import RecordState
-from appcore.algorithms._base import SearchAlgorithm
-from appcore.algorithms._base import TrialOutcome
-from appcore.algorithms._base import TrialRecord
-from common.errors import UnknownAlgorithmError
-from common.registry import Registry
-from common.space import SearchSpace
+from disauto.appcore.algorithms._base import FINISHED
+from disauto.appcore.algorithms._base import Direction
+from disauto.appcore.algorithms._base import Finished
+from disauto.appcore.algorithms._base import RecordState
+from disauto.appcore.algorithms._base import SearchAlgorithm
+from disauto.appcore.algorithms._base import TrialOutcome
+from disauto.appcore.algorithms._base import TrialRecord
+from disauto.common.errors import UnknownAlgorithmError
+from disauto.common.registry import Registry
+from disauto.common.space import SearchSpace
 
 
 __all__ = [
@@ -44,9 +44,9 @@ __all__ = [
 ]
 
 ALGORITHMS: Registry[SearchAlgorithm] = Registry("search algorithm", "algorithms", {
-    "grid-search": "appcore.algorithms.grid:GridSearch",
-    "random-search": "appcore.algorithms.random:RandomSearch",
-    "bayesian": "appcore.algorithms.bayesian:BayesianSearch",
+    "grid-search": "disauto.appcore.algorithms.grid:GridSearch",
+    "random-search": "disauto.appcore.algorithms.random:RandomSearch",
+    "bayesian": "disauto.appcore.algorithms.bayesian:BayesianSearch",
 }, error=UnknownAlgorithmError)
 """Algorithm name to its class, imported on first use."""
 

@@ -20,10 +20,10 @@ from typing import ClassVar
 
 import numpy as np
 
-from appcore.algorithms._base import Direction
-from common.space import Assignment
-from common.space import SearchSpace
-from common.trial_state import TrialState
+from disauto.appcore.algorithms._base import Direction
+from disauto.common.space import Assignment
+from disauto.common.space import SearchSpace
+from disauto.common.trial_state import TrialState
 
 
 __all__ = ["Backend", "trial_seed"]

@@ -15,12 +15,12 @@ from typing import Final
 from typing import Literal
 from typing import TypeAlias
 
-from common.errors import InvalidSettingsError
-from common.setting_values import SettingSpec
-from common.setting_values import parse_settings
-from common.space import Assignment
-from common.space import SearchSpace
-from common.trial_state import TrialState
+from disauto.common.errors import InvalidSettingsError
+from disauto.common.setting_values import SettingSpec
+from disauto.common.setting_values import parse_settings
+from disauto.common.space import Assignment
+from disauto.common.space import SearchSpace
+from disauto.common.trial_state import TrialState
 
 
 __all__ = [

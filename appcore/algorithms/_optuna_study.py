@@ -22,14 +22,14 @@ from optuna.samplers import BaseSampler
 from optuna.trial import Trial
 from optuna.trial import TrialState as OptunaState
 
-from appcore.algorithms._backend import Backend
-from appcore.algorithms._base import Direction
-from appcore.algorithms.random import from_optuna_value
-from appcore.algorithms.random import to_optuna_distribution
-from common.space import Assignment
-from common.space import RealParam
-from common.space import SearchSpace
-from common.trial_state import TrialState
+from disauto.appcore.algorithms._backend import Backend
+from disauto.appcore.algorithms._base import Direction
+from disauto.appcore.algorithms.random import from_optuna_value
+from disauto.appcore.algorithms.random import to_optuna_distribution
+from disauto.common.space import Assignment
+from disauto.common.space import RealParam
+from disauto.common.space import SearchSpace
+from disauto.common.trial_state import TrialState
 
 
 __all__ = ["OptunaBackend"]

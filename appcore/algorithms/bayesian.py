@@ -43,21 +43,21 @@ import logging
 import math
 from typing import Any
 
-from appcore.algorithms._backend import Backend
-from appcore.algorithms._base import Direction
-from appcore.algorithms._base import Finished
-from appcore.algorithms._base import SearchAlgorithm
-from appcore.algorithms._base import SettingSpec
-from appcore.algorithms._base import TrialRecord
-from common.errors import InvalidAssignmentError
-from common.errors import InvalidSettingsError
-from common.registry import Registry
-from common.space import Assignment
-from common.space import CategoricalParam
-from common.space import IntParam
-from common.space import RealParam
-from common.space import SearchSpace
-from common.trial_state import TrialState
+from disauto.appcore.algorithms._backend import Backend
+from disauto.appcore.algorithms._base import Direction
+from disauto.appcore.algorithms._base import Finished
+from disauto.appcore.algorithms._base import SearchAlgorithm
+from disauto.appcore.algorithms._base import SettingSpec
+from disauto.appcore.algorithms._base import TrialRecord
+from disauto.common.errors import InvalidAssignmentError
+from disauto.common.errors import InvalidSettingsError
+from disauto.common.registry import Registry
+from disauto.common.space import Assignment
+from disauto.common.space import CategoricalParam
+from disauto.common.space import IntParam
+from disauto.common.space import RealParam
+from disauto.common.space import SearchSpace
+from disauto.common.trial_state import TrialState
 
 
 __all__ = ["BACKENDS", "MODES", "BayesianSearch", "WarmStart", "warm_start_setting"]
@@ -65,9 +65,9 @@ __all__ = ["BACKENDS", "MODES", "BayesianSearch", "WarmStart", "warm_start_setti
 _logger = logging.getLogger(__name__)
 
 BACKENDS: Registry[Backend] = Registry("Bayesian backend", "backends", {
-    "tpe": "appcore.algorithms.optuna_tpe:TPEBackend",
-    "gp": "appcore.algorithms.skopt_gp:GPBackend",
-    "qmc": "appcore.algorithms.optuna_qmc:QMCBackend",
+    "tpe": "disauto.appcore.algorithms.optuna_tpe:TPEBackend",
+    "gp": "disauto.appcore.algorithms.skopt_gp:GPBackend",
+    "qmc": "disauto.appcore.algorithms.optuna_qmc:QMCBackend",
 }, error=InvalidSettingsError)
 """Backend name to its class, imported on first use."""
 

@@ -29,15 +29,15 @@ from collections.abc import Sequence
 import math
 from typing import Any
 
-from appcore.algorithms._base import FINISHED
-from appcore.algorithms._base import Finished
-from appcore.algorithms._base import SearchAlgorithm
-from appcore.algorithms._base import SettingSpec
-from appcore.algorithms._base import TrialRecord
-from common.errors import InvalidSettingsError
-from common.space import Assignment
-from common.space import SearchSpace
-from common.space import Value
+from disauto.appcore.algorithms._base import FINISHED
+from disauto.appcore.algorithms._base import Finished
+from disauto.appcore.algorithms._base import SearchAlgorithm
+from disauto.appcore.algorithms._base import SettingSpec
+from disauto.appcore.algorithms._base import TrialRecord
+from disauto.common.errors import InvalidSettingsError
+from disauto.common.space import Assignment
+from disauto.common.space import SearchSpace
+from disauto.common.space import Value
 
 
 __all__ = ["GridSearch", "MAX_POINTS_PER_RANGE"]

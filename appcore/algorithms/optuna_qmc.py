@@ -19,9 +19,9 @@ from optuna.samplers import BaseSampler
 from optuna.samplers import QMCSampler
 from optuna.samplers import RandomSampler
 
-from appcore.algorithms._backend import trial_seed
-from appcore.algorithms._optuna_study import OptunaBackend
-from common.space import Assignment
+from disauto.appcore.algorithms._backend import trial_seed
+from disauto.appcore.algorithms._optuna_study import OptunaBackend
+from disauto.common.space import Assignment
 
 
 __all__ = ["QMCBackend"]

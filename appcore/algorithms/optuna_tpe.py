@@ -47,8 +47,8 @@ from optuna.study import Study
 from optuna.trial import FrozenTrial
 from scipy.special import log_ndtr
 
-from appcore.algorithms._backend import trial_seed
-from appcore.algorithms._optuna_study import OptunaBackend
+from disauto.appcore.algorithms._backend import trial_seed
+from disauto.appcore.algorithms._optuna_study import OptunaBackend
 
 
 __all__ = ["TPEBackend"]

@@ -32,15 +32,15 @@ from optuna.distributions import FloatDistribution
 from optuna.distributions import IntDistribution
 from optuna.samplers import RandomSampler
 
-from appcore.algorithms._base import Finished
-from appcore.algorithms._base import SearchAlgorithm
-from appcore.algorithms._base import SettingSpec
-from appcore.algorithms._base import TrialRecord
-from common.space import Assignment
-from common.space import IntParam
-from common.space import Param
-from common.space import RealParam
-from common.space import Value
+from disauto.appcore.algorithms._base import Finished
+from disauto.appcore.algorithms._base import SearchAlgorithm
+from disauto.appcore.algorithms._base import SettingSpec
+from disauto.appcore.algorithms._base import TrialRecord
+from disauto.common.space import Assignment
+from disauto.common.space import IntParam
+from disauto.common.space import Param
+from disauto.common.space import RealParam
+from disauto.common.space import Value
 
 
 __all__ = ["RandomSearch", "from_optuna_value", "to_optuna_distribution"]

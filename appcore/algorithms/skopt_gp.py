@@ -37,16 +37,16 @@ import math
 from typing import Any
 import warnings
 
-from appcore.algorithms._backend import Backend
-from appcore.algorithms._backend import trial_seed
-from appcore.algorithms._base import Direction
-from common.space import Assignment
-from common.space import IntParam
-from common.space import Param
-from common.space import RealParam
-from common.space import SearchSpace
-from common.space import Value
-from common.trial_state import TrialState
+from disauto.appcore.algorithms._backend import Backend
+from disauto.appcore.algorithms._backend import trial_seed
+from disauto.appcore.algorithms._base import Direction
+from disauto.common.space import Assignment
+from disauto.common.space import IntParam
+from disauto.common.space import Param
+from disauto.common.space import RealParam
+from disauto.common.space import SearchSpace
+from disauto.common.space import Value
+from disauto.common.trial_state import TrialState
 
 
 __all__ = ["GPBackend"]

@@ -16,19 +16,19 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from appcore.algorithms import Direction
-from appcore.pruners._base import Pruner
-from appcore.pruners._base import PrunerRecord
-from common.errors import UnknownRuleError
-from common.registry import Registry
+from disauto.appcore.algorithms import Direction
+from disauto.appcore.pruners._base import Pruner
+from disauto.appcore.pruners._base import PrunerRecord
+from disauto.common.errors import UnknownRuleError
+from disauto.common.registry import Registry
 
 
 __all__ = ["PRUNERS", "Pruner", "PrunerRecord", "create_pruner", "pruner_class"]
 
 PRUNERS: Registry[Pruner] = Registry("early-stopping rule", "rules", {
-    "none": "appcore.pruners.none:NoPruner",
-    "median": "appcore.pruners.median:MedianRule",
-    "asha": "appcore.pruners.asha:AsynchronousSuccessiveHalving",
+    "none": "disauto.appcore.pruners.none:NoPruner",
+    "median": "disauto.appcore.pruners.median:MedianRule",
+    "asha": "disauto.appcore.pruners.asha:AsynchronousSuccessiveHalving",
 }, error=UnknownRuleError, aliases={"": "none"})
 """Rule name to its class, imported on first use. ``""`` means ``"none"``."""
 

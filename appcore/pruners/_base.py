@@ -10,11 +10,11 @@ from dataclasses import field
 from typing import Any
 from typing import ClassVar
 
-from appcore.algorithms import Direction
-from common.errors import InvalidSettingsError
-from common.setting_values import SettingSpec
-from common.setting_values import parse_settings
-from common.trial_state import TrialState
+from disauto.appcore.algorithms import Direction
+from disauto.common.errors import InvalidSettingsError
+from disauto.common.setting_values import SettingSpec
+from disauto.common.setting_values import parse_settings
+from disauto.common.trial_state import TrialState
 
 
 __all__ = ["Pruner", "PrunerRecord"]

@@ -17,9 +17,9 @@ from optuna.pruners import BasePruner
 from optuna.trial import Trial
 from optuna.trial import TrialState as OptunaState
 
-from appcore.algorithms import Direction
-from appcore.pruners._base import Pruner
-from common.trial_state import TrialState
+from disauto.appcore.algorithms import Direction
+from disauto.appcore.pruners._base import Pruner
+from disauto.common.trial_state import TrialState
 
 
 __all__ = ["OptunaPruner"]

@@ -22,10 +22,10 @@ from typing import Any
 from optuna.pruners import BasePruner
 from optuna.pruners import SuccessiveHalvingPruner
 
-from appcore.pruners._optuna import OptunaPruner
-from common.errors import InvalidSettingsError
-from common.setting_values import SettingSpec
-from common.setting_values import int_setting
+from disauto.appcore.pruners._optuna import OptunaPruner
+from disauto.common.errors import InvalidSettingsError
+from disauto.common.setting_values import SettingSpec
+from disauto.common.setting_values import int_setting
 
 
 __all__ = ["AsynchronousSuccessiveHalving"]

@@ -16,9 +16,9 @@ from collections.abc import Mapping
 from optuna.pruners import BasePruner
 from optuna.pruners import MedianPruner
 
-from appcore.pruners._optuna import OptunaPruner
-from common.setting_values import SettingSpec
-from common.setting_values import int_setting
+from disauto.appcore.pruners._optuna import OptunaPruner
+from disauto.common.setting_values import SettingSpec
+from disauto.common.setting_values import int_setting
 
 
 __all__ = ["MedianRule"]

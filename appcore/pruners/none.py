@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from appcore.pruners._base import Pruner
-from common.trial_state import TrialState
+from disauto.appcore.pruners._base import Pruner
+from disauto.common.trial_state import TrialState
 
 
 __all__ = ["NoPruner"]

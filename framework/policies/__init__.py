@@ -9,16 +9,16 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from common.registry import Registry
-from framework.policies._base import LaunchRequest
-from framework.policies._base import OfferPolicy
-from framework.policies._base import Plan
-from framework.policies._base import PolicySetting
-from framework.policies._base import PolicySettingsError
-from framework.policies.dynamic import DynamicPriorityPlusPolicy
-from framework.policies.dynamic import DynamicPriorityPolicy
-from framework.policies.fifo import FifoPolicy
-from framework.spec import TaskResources
+from disauto.common.registry import Registry
+from disauto.framework.policies._base import LaunchRequest
+from disauto.framework.policies._base import OfferPolicy
+from disauto.framework.policies._base import Plan
+from disauto.framework.policies._base import PolicySetting
+from disauto.framework.policies._base import PolicySettingsError
+from disauto.framework.policies.dynamic import DynamicPriorityPlusPolicy
+from disauto.framework.policies.dynamic import DynamicPriorityPolicy
+from disauto.framework.policies.fifo import FifoPolicy
+from disauto.framework.spec import TaskResources
 
 
 __all__ = [

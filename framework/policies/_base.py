@@ -23,11 +23,11 @@ from dataclasses import field
 from typing import Any
 from typing import ClassVar
 
-from common.resources import Resources
-from common.setting_values import SettingSpec
-from common.setting_values import parse_settings
-from framework.offers import OfferView
-from framework.spec import TaskResources
+from disauto.common.resources import Resources
+from disauto.common.setting_values import SettingSpec
+from disauto.common.setting_values import parse_settings
+from disauto.framework.offers import OfferView
+from disauto.framework.spec import TaskResources
 
 
 @dataclass(frozen=True)

@@ -48,16 +48,16 @@ from collections.abc import Sequence
 import math
 from typing import ClassVar
 
-from common.resources import Resources
-from common.setting_values import int_at_least
-from common.setting_values import non_negative_number
-from framework.offers import OfferView
-from framework.offers import fit
-from framework.policies._base import LaunchRequest
-from framework.policies._base import OfferPolicy
-from framework.policies._base import Plan
-from framework.policies._base import PolicySetting
-from framework.spec import TaskResources
+from disauto.common.resources import Resources
+from disauto.common.setting_values import int_at_least
+from disauto.common.setting_values import non_negative_number
+from disauto.framework.offers import OfferView
+from disauto.framework.offers import fit
+from disauto.framework.policies._base import LaunchRequest
+from disauto.framework.policies._base import OfferPolicy
+from disauto.framework.policies._base import Plan
+from disauto.framework.policies._base import PolicySetting
+from disauto.framework.spec import TaskResources
 
 
 __all__ = ["DynamicPriorityPlusPolicy", "DynamicPriorityPolicy", "trial_slots"]

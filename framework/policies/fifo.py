@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from common.resources import Resources
-from framework.offers import OfferView
-from framework.offers import fit
-from framework.policies._base import LaunchRequest
-from framework.policies._base import OfferPolicy
-from framework.policies._base import Plan
+from disauto.common.resources import Resources
+from disauto.framework.offers import OfferView
+from disauto.framework.offers import fit
+from disauto.framework.policies._base import LaunchRequest
+from disauto.framework.policies._base import OfferPolicy
+from disauto.framework.policies._base import Plan
 
 
 class FifoPolicy(OfferPolicy):

@@ -17,23 +17,26 @@ from typing import Any
 
 import pytest
 
-from appcore.algorithms import create_algorithm
-from appcore.loop import TrialLoop
-from common.report import Report
-from common.space import CategoricalParam
-from common.space import IntParam
-from common.space import SearchSpace
-from common.space import assignment_from_proto
-from common.trial_state import TrialState
-from framework.job import APPCORE_KEY
-from protos import common_pb2
-from protos import framework_pb2
+from disauto.appcore.algorithms import create_algorithm
+from disauto.appcore.loop import TrialLoop
+from disauto.common.report import Report
+from disauto.common.space import CategoricalParam
+from disauto.common.space import IntParam
+from disauto.common.space import SearchSpace
+from disauto.common.space import assignment_from_proto
+from disauto.common.trial_state import TrialState
+from disauto.framework.job import APPCORE_KEY
+from disauto.protos import common_pb2
+from disauto.protos import framework_pb2
 from tests.inprocess import DEFAULT_SPACE
 from tests.inprocess import AppCore
 from tests.inprocess import Framework
 from tests.inprocess import job_config
 from tests.inprocess import task_status
 from tests.inprocess import wait_for
+
+
+pytestmark = pytest.mark.integration  # starts processes or servers
 
 
 GRID = SearchSpace((

@@ -1,4 +1,5 @@
-"""``python -m appcore`` as its Mesos task runs it: a real process against an in-process framework.
+"""``python -m disauto.appcore`` as its Mesos task runs it: a real process against an in-process
+framework.
 
 The framework side is a real JobController and gRPC service; the test gives the process the
 environment the framework's TaskInfo gives it (framework/tasks.py) and plays Mesos and the runners.
@@ -11,15 +12,20 @@ from pathlib import Path
 import subprocess
 import sys
 
+import pytest
+
 from apprunner_sdk.client import AppCoreClient
-from common import task_env
-from common.tokens import trial_token
-from protos import framework_pb2
+from disauto.common import task_env
+from disauto.common.tokens import trial_token
+from disauto.protos import framework_pb2
 from tests.inprocess import JOB_TOKEN
 from tests.inprocess import Framework
 from tests.inprocess import free_port
 from tests.inprocess import job_config
 from tests.inprocess import wait_for
+
+
+pytestmark = pytest.mark.integration  # starts processes or servers
 
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -35,12 +41,12 @@ def appcore_env(**variables: str) -> dict[str, str]:
 def start(framework: Framework, port: int) -> subprocess.Popen[str]:
     env = appcore_env(**{task_env.FRAMEWORK_ADDR: framework.address, task_env.JOB_TOKEN: JOB_TOKEN,
                          task_env.APPCORE_PORT: str(port), task_env.APPCORE_HOST: "127.0.0.1"})
-    return subprocess.Popen([sys.executable, "-m", "appcore"], cwd=ROOT, env=env,
+    return subprocess.Popen([sys.executable, "-m", "disauto.appcore"], cwd=ROOT, env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
 
 
 def test_without_its_environment_it_says_what_is_missing() -> None:
-    result = subprocess.run([sys.executable, "-m", "appcore"], cwd=ROOT, env=appcore_env(),
+    result = subprocess.run([sys.executable, "-m", "disauto.appcore"], cwd=ROOT, env=appcore_env(),
                             capture_output=True, text=True, timeout=60)
     assert result.returncode == 1
     assert result.stderr.strip().endswith(

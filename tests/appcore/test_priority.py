@@ -8,19 +8,22 @@ from pathlib import Path
 
 import pytest
 
-from appcore.priority import SETTINGS
-from appcore.priority import ConvergencePriority
-from appcore.priority import FixedPriority
-from appcore.priority import PrioritySettings
-from appcore.priority import parse_priority_settings
-from appcore.priority import priority_for
-from common.errors import InvalidSettingsError
-from common.report import Report
-from protos import framework_pb2
+from disauto.appcore.priority import SETTINGS
+from disauto.appcore.priority import ConvergencePriority
+from disauto.appcore.priority import FixedPriority
+from disauto.appcore.priority import PrioritySettings
+from disauto.appcore.priority import parse_priority_settings
+from disauto.appcore.priority import priority_for
+from disauto.common.errors import InvalidSettingsError
+from disauto.common.report import Report
+from disauto.protos import framework_pb2
 from tests.inprocess import AppCore
 from tests.inprocess import Framework
 from tests.inprocess import job_config
 from tests.inprocess import wait_for
+
+
+pytestmark = pytest.mark.integration  # starts processes or servers
 
 
 SMALL = PrioritySettings(k=2, m=3, thresholds=(0.01, 0.005), tolerance=0.1)
@@ -194,7 +197,7 @@ def test_a_relaunched_appcore_resumes_at_the_recorded_priority(tmp_path: Path) -
         framework.controller.on_status(
             {"task_id": {"value": "appcore-1"}, "state": "TASK_FAILED", "message": "killed"})
         framework.launch_appcore()
-        second = AppCore(framework.address, serve=False)  # built as `python -m appcore` does
+        second = AppCore(framework.address, serve=False)  # as `python -m disauto.appcore` does
         assert second.loop.priority.priority == 1
         second.client.close()
     finally:

@@ -15,13 +15,13 @@ from typing import Any
 import grpc
 import pytest
 
-from appcore.servicer import AppCoreServicer
-from appcore.servicer import make_server
-from common.tokens import trial_token
-from protos import appcore_pb2
-from protos import appcore_pb2_grpc
-from protos import common_pb2
-from protos import framework_pb2
+from disauto.appcore.servicer import AppCoreServicer
+from disauto.appcore.servicer import make_server
+from disauto.common.tokens import trial_token
+from disauto.protos import appcore_pb2
+from disauto.protos import appcore_pb2_grpc
+from disauto.protos import common_pb2
+from disauto.protos import framework_pb2
 from tests.inprocess import JOB_TOKEN
 from tests.inprocess import AppCore
 from tests.inprocess import Framework
@@ -29,6 +29,9 @@ from tests.inprocess import free_port
 from tests.inprocess import job_config
 from tests.inprocess import trial_metadata
 from tests.inprocess import wait_for
+
+
+pytestmark = pytest.mark.integration  # starts processes or servers
 
 
 class Stack:

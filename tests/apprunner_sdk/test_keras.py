@@ -21,8 +21,11 @@ import numpy as np
 import pytest
 
 import apprunner_sdk
-from common.report import Report
+from disauto.common.report import Report
 from tests.inprocess import RunningJob
+
+
+pytestmark = pytest.mark.integration  # starts processes or servers
 
 
 INSTALL_HINT = ("TensorFlow/Keras is not installed, so the Keras callback cannot be tested. "
@@ -142,8 +145,8 @@ def test_appcore_saying_stop_stops_training(job: RunningJob,
 def test_the_keras_example_trains_and_reports(monkeypatch: pytest.MonkeyPatch,
                                               capsys: pytest.CaptureFixture[str]) -> None:
     require_keras()
+    from disauto.submit.params import load_parameter_file
     from examples import keras_digits
-    from submit.params import load_parameter_file
 
     space = load_parameter_file(ROOT / "examples" / "keras_digits_params.json")
     assert set(space.names) == set(keras_digits.DEFAULTS)  # the file tunes what the script reads

@@ -24,13 +24,16 @@ import apprunner_sdk
 from apprunner_sdk.client import AppCoreClient
 from apprunner_sdk.client import AppCoreUnreachableError
 from apprunner_sdk.client import ReportRejectedError
-from common import task_env
-from common.report import Report
-from common.tokens import trial_token
+from disauto.common import task_env
+from disauto.common.report import Report
+from disauto.common.tokens import trial_token
 from tests.inprocess import JOB_TOKEN
 from tests.inprocess import RunningJob
 from tests.inprocess import free_port
 from tests.inprocess import task_status
+
+
+pytestmark = pytest.mark.integration  # starts processes or servers
 
 
 @pytest.fixture(autouse=True)

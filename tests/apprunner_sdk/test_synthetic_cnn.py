@@ -10,12 +10,17 @@ import random
 import subprocess
 import sys
 
-from submit.params import load_parameter_file
+import pytest
+
+from disauto.submit.params import load_parameter_file
 
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "examples"))
 import synthetic_cnn  # noqa: E402 - the example is a script, not a package module
+
+
+pytestmark = pytest.mark.integration  # starts processes or servers
 
 
 GOOD = {"learning_rate": 0.02, "momentum": 0.5, "batch_size": 16, "dropout": 0.1,

@@ -6,7 +6,6 @@ from typing import Any
 
 import pytest
 
-from appcore.algorithms import create_algorithm
 from bench.paper import PARAMS
 from bench.paper import Setup
 from bench.paper import busy_cpus_under_contention
@@ -15,8 +14,9 @@ from bench.paper import ideal_job_seconds
 from bench.paper import run_seed
 from bench.paper import tables_markdown
 from bench.paper import trimmed_mean
+from disauto.appcore.algorithms import create_algorithm
+from disauto.submit.params import load_parameter_file
 from examples.synthetic_cnn import model
-from submit.params import load_parameter_file
 
 
 def test_trimmed_mean_drops_the_highest_and_lowest_from_three_runs_on() -> None:

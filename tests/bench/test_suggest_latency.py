@@ -7,6 +7,9 @@ import pytest
 from bench import suggest_latency
 
 
+pytestmark = pytest.mark.integration  # starts processes or servers
+
+
 @pytest.mark.parametrize("name", ["random-search", "bayesian qmc sync"])
 def test_each_sample_is_one_refilled_batch(name: str) -> None:
     # 10 prefilled trials: a sync batch of 8 first completes the batch they end in (9-16).

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from common.durations import DurationError
-from common.durations import format_duration
-from common.durations import parse_duration
+from disauto.common.durations import DurationError
+from disauto.common.durations import format_duration
+from disauto.common.durations import parse_duration
 
 
 @pytest.mark.parametrize(("text", "seconds"), [

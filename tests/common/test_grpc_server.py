@@ -7,7 +7,10 @@ import socket
 import grpc
 import pytest
 
-from common.grpc_server import make_server
+from disauto.common.grpc_server import make_server
+
+
+pytestmark = pytest.mark.integration  # starts processes or servers
 
 
 def test_a_free_port_is_picked_and_services_are_registered() -> None:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from common.json_kind import json_kind
-from common.json_kind import json_kind_with_article
+from disauto.common.json_kind import json_kind
+from disauto.common.json_kind import json_kind_with_article
 
 
 @pytest.mark.parametrize(("value", "bare", "article"), [

@@ -7,8 +7,8 @@ from decimal import Decimal
 import numpy as np
 import pytest
 
-from common.metrics import MetricError
-from common.metrics import check_metrics
+from disauto.common.metrics import MetricError
+from disauto.common.metrics import check_metrics
 
 
 def test_numbers_of_any_kind_become_floats() -> None:

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from common import paths
+from disauto.common import paths
 
 
 def test_home_from_the_environment_or_the_default(monkeypatch: pytest.MonkeyPatch,

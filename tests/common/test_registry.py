@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from common.registry import Registry
+from disauto.common.registry import Registry
 
 
 class Local:
@@ -48,10 +48,10 @@ def test_an_unknown_name_lists_the_valid_ones(name: object) -> None:
 
 
 def test_every_registry_of_the_project_resolves_each_name() -> None:
-    from appcore.algorithms import ALGORITHMS
-    from appcore.algorithms.bayesian import BACKENDS
-    from appcore.pruners import PRUNERS
-    from framework.policies import POLICIES
+    from disauto.appcore.algorithms import ALGORITHMS
+    from disauto.appcore.algorithms.bayesian import BACKENDS
+    from disauto.appcore.pruners import PRUNERS
+    from disauto.framework.policies import POLICIES
 
     for registry in (ALGORITHMS, BACKENDS, PRUNERS, POLICIES):
         for name in registry:

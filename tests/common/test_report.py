@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from common.report import Report
-from protos import common_pb2
+from disauto.common.report import Report
+from disauto.protos import common_pb2
 
 
 def test_round_trip_with_and_without_a_step() -> None:

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from common.resources import ResourceError
-from common.resources import Resources
-from common.resources import parse_ranges
-from common.resources import parse_size_mb
+from disauto.common.resources import ResourceError
+from disauto.common.resources import Resources
+from disauto.common.resources import parse_ranges
+from disauto.common.resources import parse_size_mb
 
 
 @pytest.mark.parametrize(

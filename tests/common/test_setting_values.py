@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from common.setting_values import int_at_least
-from common.setting_values import non_negative_number
-from common.setting_values import positive_numbers
+from disauto.common.setting_values import int_at_least
+from disauto.common.setting_values import non_negative_number
+from disauto.common.setting_values import positive_numbers
 
 
 def test_int_at_least() -> None:

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from common.setting_values import SettingSpec
-from common.setting_values import int_at_least
-from common.setting_values import non_negative_number
-from common.setting_values import parse_settings
+from disauto.common.setting_values import SettingSpec
+from disauto.common.setting_values import int_at_least
+from disauto.common.setting_values import non_negative_number
+from disauto.common.setting_values import parse_settings
 
 
 SPECS = {

@@ -6,19 +6,19 @@ import math
 
 import pytest
 
-from common.errors import InvalidAssignmentError
-from common.errors import SearchSpaceError
-from common.space import CategoricalParam
-from common.space import IntParam
-from common.space import RealParam
-from common.space import SearchSpace
-from common.space import assignment_from_proto
-from common.space import assignment_to_proto
-from common.space import space_from_proto
-from common.space import space_to_proto
-from common.space import value_from_proto
-from common.space import value_to_proto
-from protos import common_pb2
+from disauto.common.errors import InvalidAssignmentError
+from disauto.common.errors import SearchSpaceError
+from disauto.common.space import CategoricalParam
+from disauto.common.space import IntParam
+from disauto.common.space import RealParam
+from disauto.common.space import SearchSpace
+from disauto.common.space import assignment_from_proto
+from disauto.common.space import assignment_to_proto
+from disauto.common.space import space_from_proto
+from disauto.common.space import space_to_proto
+from disauto.common.space import value_from_proto
+from disauto.common.space import value_to_proto
+from disauto.protos import common_pb2
 
 
 def _space() -> SearchSpace:

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from common.task_states import TERMINAL_TASK_STATES
-from common.task_states import has_ended_for_framework
-from common.task_states import is_terminal
-from common.task_states import was_lost
+from disauto.common.task_states import TERMINAL_TASK_STATES
+from disauto.common.task_states import has_ended_for_framework
+from disauto.common.task_states import is_terminal
+from disauto.common.task_states import was_lost
 
 
 def test_terminal_states_are_mesos_is_terminal_state() -> None:

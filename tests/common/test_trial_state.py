@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from common.trial_state import FINISHED
-from common.trial_state import IN_FLIGHT
-from common.trial_state import TrialState
-from protos import common_pb2
+from disauto.common.trial_state import FINISHED
+from disauto.common.trial_state import IN_FLIGHT
+from disauto.common.trial_state import TrialState
+from disauto.protos import common_pb2
 
 
 def test_every_proto_state_but_unspecified_is_a_trial_state_and_back() -> None:

@@ -20,7 +20,7 @@ import pytest
 
 
 ROOT = Path(__file__).resolve().parents[2]
-DA_SUBMIT = [sys.executable, "-m", "submit.cli"]
+DA_SUBMIT = [sys.executable, "-m", "disauto.submit.cli"]
 
 # A runner whose accuracy is a smooth function of the assignment, after an optional sleep.
 RUNNER = '''

@@ -167,7 +167,7 @@ def _appcore_pids(root: int) -> list[int]:
                 cmd = Path(f"/proc/{child}/cmdline").read_bytes().split(b"\0")
             except OSError:
                 continue
-            if b"appcore" in cmd and b"-m" in cmd:
+            if b"disauto.appcore" in cmd and b"-m" in cmd:
                 found.append(child)
     return found
 

@@ -19,9 +19,9 @@ from typing import Any
 
 import pytest
 
-from localmesos.cluster import ClusterConfig
-from localmesos.cluster import LocalCluster
-from submit.local import free_port_range
+from disauto.localmesos.cluster import ClusterConfig
+from disauto.localmesos.cluster import LocalCluster
+from disauto.submit.local import free_port_range
 from tests.e2e.conftest import ROOT
 from tests.e2e.conftest import common_flags
 from tests.e2e.outcomes import check_ended

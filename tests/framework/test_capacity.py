@@ -6,11 +6,14 @@ from pathlib import Path
 
 import pytest
 
-from framework.capacity import agent_totals
-from framework.capacity import unfit
-from framework.spec import TaskResources
-from localmesos.cluster import ClusterConfig
-from localmesos.cluster import LocalCluster
+from disauto.framework.capacity import agent_totals
+from disauto.framework.capacity import unfit
+from disauto.framework.spec import TaskResources
+from disauto.localmesos.cluster import ClusterConfig
+from disauto.localmesos.cluster import LocalCluster
+
+
+pytestmark = pytest.mark.integration  # starts processes or servers
 
 
 SMALL = {"cpus": 4.0, "mem": 4096.0, "gpus": 0.0, "disk": 10000.0}

@@ -14,26 +14,29 @@ from typing import Any
 
 import pytest
 
-from common.resources import Resources
-from framework.containers import SANDBOX_PATH
-from framework.containers import ContainerConfigError
-from framework.containers import check_container_flags
-from framework.containers import container_info
-from framework.containers import task_environment
-from framework.job import JobController
-from framework.policies import FifoPolicy
-from framework.scheduler import JobScheduler
-from framework.spec import JobConfig
-from framework.spec import OutputSpec
-from framework.spec import TaskResources
-from framework.store import JobStore
-from framework.tasks import appcore_task
-from framework.tasks import trial_task
-from localmesos.containerizer import container_image
+from disauto.common.resources import Resources
+from disauto.framework.containers import SANDBOX_PATH
+from disauto.framework.containers import ContainerConfigError
+from disauto.framework.containers import check_container_flags
+from disauto.framework.containers import container_info
+from disauto.framework.containers import task_environment
+from disauto.framework.job import JobController
+from disauto.framework.policies import FifoPolicy
+from disauto.framework.scheduler import JobScheduler
+from disauto.framework.spec import JobConfig
+from disauto.framework.spec import OutputSpec
+from disauto.framework.spec import TaskResources
+from disauto.framework.store import JobStore
+from disauto.framework.tasks import appcore_task
+from disauto.framework.tasks import trial_task
+from disauto.localmesos.containerizer import container_image
 from tests.framework.test_scheduler import RecordingDriver
 from tests.framework.test_scheduler import env_of
 from tests.inprocess import JOB_TOKEN
 from tests.inprocess import job_config
+
+
+pytestmark = pytest.mark.integration  # starts processes or servers
 
 
 IMAGE = "registry.example.com/disauto/apprunner:1.0"
@@ -102,7 +105,7 @@ def test_trial_and_appcore_tasks_carry_their_container() -> None:
     assert trial["command"]["shell"] is True  # the command runs in the image's /bin/sh
     core = appcore_task(task_id="appcore-1", agent_id="S1", hostname="h",
                         claim=Resources({"cpus": 0.5, "mem": 256.0}, {"ports": [(31000, 31000)]}),
-                        command="python3 -m appcore", job_id="j", framework_address="h:2",
+                        command="python3 -m disauto.appcore", job_id="j", framework_address="h:2",
                         job_token="tok", container=container_info(IMAGE, "docker"))
     assert core["container"]["type"] == "DOCKER"
     plain = trial_task(trial_number=3, agent_id="S1", claim=claim, launch_cmd="x", job_id="j",

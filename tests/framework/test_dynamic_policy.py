@@ -17,21 +17,21 @@ from typing import Any
 
 import pytest
 
-from common.resources import Resources
-from framework.job import JobController
-from framework.offers import OfferView
-from framework.policies import DynamicPriorityPlusPolicy
-from framework.policies import DynamicPriorityPolicy
-from framework.policies import FifoPolicy
-from framework.policies import LaunchRequest
-from framework.policies import OfferPolicy
-from framework.policies import PolicySettingsError
-from framework.policies import create_policy
-from framework.policies.dynamic import trial_slots
-from framework.scheduler import JobScheduler
-from framework.spec import TaskResources
-from framework.store import JobStore
-from localmesos.cluster import LocalCluster
+from disauto.common.resources import Resources
+from disauto.framework.job import JobController
+from disauto.framework.offers import OfferView
+from disauto.framework.policies import DynamicPriorityPlusPolicy
+from disauto.framework.policies import DynamicPriorityPolicy
+from disauto.framework.policies import FifoPolicy
+from disauto.framework.policies import LaunchRequest
+from disauto.framework.policies import OfferPolicy
+from disauto.framework.policies import PolicySettingsError
+from disauto.framework.policies import create_policy
+from disauto.framework.policies.dynamic import trial_slots
+from disauto.framework.scheduler import JobScheduler
+from disauto.framework.spec import TaskResources
+from disauto.framework.store import JobStore
+from disauto.localmesos.cluster import LocalCluster
 from tests.inprocess import JOB_TOKEN
 from tests.inprocess import job_config
 from tests.localmesos.cluster_support import DRIVER_LOCK
@@ -40,6 +40,9 @@ from tests.localmesos.cluster_support import framework_info
 from tests.localmesos.cluster_support import get_json
 from tests.localmesos.cluster_support import running_cluster
 from tests.localmesos.cluster_support import wait_until
+
+
+pytestmark = pytest.mark.integration  # starts processes or servers
 
 
 RUNNER = TaskResources(cpus=4.0, mem_mb=5120.0)

@@ -13,8 +13,11 @@ from urllib.request import urlopen
 
 import pytest
 
-from framework.fileserver import FileServer
-from framework.spec import InputSpec
+from disauto.framework.fileserver import FileServer
+from disauto.framework.spec import InputSpec
+
+
+pytestmark = pytest.mark.integration  # starts processes or servers
 
 
 @pytest.fixture(scope="module")

@@ -16,22 +16,25 @@ from typing import Any
 
 import pytest
 
-from common.report import Report
-from framework.errors import AlreadyExistsError
-from framework.errors import FailedPreconditionError
-from framework.errors import InvalidArgumentError
-from framework.errors import NotFoundError
-from framework.job import APPCORE_KEY
-from framework.job import JobController
-from framework.spec import JobConfig
-from framework.store import JobStore
-from framework.tasks import task_name
-from framework.tasks import trial_task_id
-from protos import common_pb2
-from protos import framework_pb2
+from disauto.common.report import Report
+from disauto.framework.errors import AlreadyExistsError
+from disauto.framework.errors import FailedPreconditionError
+from disauto.framework.errors import InvalidArgumentError
+from disauto.framework.errors import NotFoundError
+from disauto.framework.job import APPCORE_KEY
+from disauto.framework.job import JobController
+from disauto.framework.spec import JobConfig
+from disauto.framework.store import JobStore
+from disauto.framework.tasks import task_name
+from disauto.framework.tasks import trial_task_id
+from disauto.protos import common_pb2
+from disauto.protos import framework_pb2
 from tests.inprocess import AGENT
 from tests.inprocess import job_config
 from tests.inprocess import task_status
+
+
+pytestmark = pytest.mark.integration  # starts processes or servers
 
 
 ASSIGN = {"lr": 0.01, "layers": 2, "act": "relu"}
@@ -312,7 +315,7 @@ def test_the_end_completes_running_trials_with_a_final_result(job: Job) -> None:
 
 
 def test_a_report_after_the_end_is_not_recorded(job: Job) -> None:
-    from framework.errors import JobEndedError
+    from disauto.framework.errors import JobEndedError
 
     job.controller.submit_trial(1, ASSIGN, priority=0)
     job.launch(1)

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from common.resources import Resources
-from framework.offers import OfferView
-from framework.offers import fit
-from framework.spec import TaskResources
+from disauto.common.resources import Resources
+from disauto.framework.offers import OfferView
+from disauto.framework.offers import fit
+from disauto.framework.spec import TaskResources
 
 
 def scalar(name: str, value: float, **extra: Any) -> dict[str, Any]:

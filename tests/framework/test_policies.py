@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import pytest
 
-from common.resources import Resources
-from framework.offers import OfferView
-from framework.policies import POLICIES
-from framework.policies import FifoPolicy
-from framework.policies import LaunchRequest
-from framework.policies import OfferPolicy
-from framework.policies import UnknownPolicyError
-from framework.policies import create_policy
-from framework.spec import TaskResources
+from disauto.common.resources import Resources
+from disauto.framework.offers import OfferView
+from disauto.framework.policies import POLICIES
+from disauto.framework.policies import FifoPolicy
+from disauto.framework.policies import LaunchRequest
+from disauto.framework.policies import OfferPolicy
+from disauto.framework.policies import UnknownPolicyError
+from disauto.framework.policies import create_policy
+from disauto.framework.spec import TaskResources
 
 
 CPU_TASK = TaskResources(cpus=1.0, mem_mb=256.0)

@@ -9,14 +9,17 @@ import time
 import grpc
 import pytest
 
-from appcore.framework_client import FrameworkClient
-from common.report import Report
-from framework.tasks import task_name
-from protos import common_pb2
+from disauto.appcore.framework_client import FrameworkClient
+from disauto.common.report import Report
+from disauto.framework.tasks import task_name
+from disauto.protos import common_pb2
 from tests.inprocess import JOB_TOKEN
 from tests.inprocess import Framework
 from tests.inprocess import job_config
 from tests.inprocess import wait_for
+
+
+pytestmark = pytest.mark.integration  # starts processes or servers
 
 
 ASSIGN = {"lr": 0.01, "layers": 2, "act": "relu"}

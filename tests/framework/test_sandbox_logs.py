@@ -22,9 +22,12 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from framework.sandbox_logs import SandboxLogs
+from disauto.framework.sandbox_logs import SandboxLogs
 from tests.inprocess import free_port
 from tests.inprocess import task_status
+
+
+pytestmark = pytest.mark.integration  # starts processes or servers
 
 
 FRAMEWORK = "F-0001"

@@ -14,19 +14,22 @@ from typing import Any
 
 import pytest
 
-from common import task_env
-from common.tokens import trial_token
-from framework.job import JobController
-from framework.policies import FifoPolicy
-from framework.sandbox_logs import SandboxLogs
-from framework.scheduler import IDLE_REFUSE_SECONDS
-from framework.scheduler import LEFTOVER_REFUSE_SECONDS
-from framework.scheduler import JobScheduler
-from framework.store import JobStore
-from protos import framework_pb2
+from disauto.common import task_env
+from disauto.common.tokens import trial_token
+from disauto.framework.job import JobController
+from disauto.framework.policies import FifoPolicy
+from disauto.framework.sandbox_logs import SandboxLogs
+from disauto.framework.scheduler import IDLE_REFUSE_SECONDS
+from disauto.framework.scheduler import LEFTOVER_REFUSE_SECONDS
+from disauto.framework.scheduler import JobScheduler
+from disauto.framework.store import JobStore
+from disauto.protos import framework_pb2
 from tests.inprocess import JOB_TOKEN
 from tests.inprocess import job_config
 from tests.inprocess import task_status
+
+
+pytestmark = pytest.mark.integration  # starts processes or servers
 
 
 class RecordingDriver:

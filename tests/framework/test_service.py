@@ -11,17 +11,20 @@ from typing import Any
 import grpc
 import pytest
 
-from common.space import assignment_to_proto
-from common.tokens import trial_token
-from framework.job import JobController
-from framework.service import make_server
-from protos import common_pb2
-from protos import framework_pb2
-from protos import framework_pb2_grpc
+from disauto.common.space import assignment_to_proto
+from disauto.common.tokens import trial_token
+from disauto.framework.job import JobController
+from disauto.framework.service import make_server
+from disauto.protos import common_pb2
+from disauto.protos import framework_pb2
+from disauto.protos import framework_pb2_grpc
 from tests.inprocess import JOB_TOKEN
 from tests.inprocess import Framework
 from tests.inprocess import job_config
 from tests.inprocess import trial_metadata
+
+
+pytestmark = pytest.mark.integration  # starts processes or servers
 
 
 ASSIGN = {"lr": 0.01, "layers": 2, "act": "relu"}

@@ -4,11 +4,16 @@ from __future__ import annotations
 
 import json
 
-from framework.spec import InputSpec
-from framework.spec import JobConfig
-from framework.spec import OutputSpec
-from framework.spec import TaskResources
+import pytest
+
+from disauto.framework.spec import InputSpec
+from disauto.framework.spec import JobConfig
+from disauto.framework.spec import OutputSpec
+from disauto.framework.spec import TaskResources
 from tests.inprocess import job_config
+
+
+pytestmark = pytest.mark.integration  # starts processes or servers
 
 
 def test_json_round_trip_keeps_every_field() -> None:

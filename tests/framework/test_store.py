@@ -9,10 +9,13 @@ import threading
 
 import pytest
 
-from framework.store import SCHEMA_VERSION
-from framework.store import JobStore
-from framework.store import StoreError
+from disauto.framework.store import SCHEMA_VERSION
+from disauto.framework.store import JobStore
+from disauto.framework.store import StoreError
 from tests.inprocess import task_status
+
+
+pytestmark = pytest.mark.integration  # starts processes or servers
 
 
 @pytest.fixture

@@ -7,12 +7,12 @@ from typing import Any
 
 import pytest
 
-from common import task_env
-from common.resources import Resources
-from framework.tasks import appcore_task
-from framework.tasks import first_port
-from framework.tasks import task_name
-from framework.tasks import trial_task
+from disauto.common import task_env
+from disauto.common.resources import Resources
+from disauto.framework.tasks import appcore_task
+from disauto.framework.tasks import first_port
+from disauto.framework.tasks import task_name
+from disauto.framework.tasks import trial_task
 
 
 CLAIM = Resources({"cpus": 1.0, "mem": 256.0}, {"ports": [(31005, 31005)]})
@@ -40,7 +40,7 @@ def test_first_port() -> None:
 
 def test_appcore_task() -> None:
     task = appcore_task(task_id="appcore-2", agent_id="S1", hostname="agent1", claim=CLAIM,
-                        command="python3 -m appcore", job_id="job-9",
+                        command="python3 -m disauto.appcore", job_id="job-9",
                         framework_address="10.0.0.1:5000", job_token="secret",
                         extra_env={"EXTRA": "x", task_env.JOB_ID: "overridden"})
     assert task["name"] == "appcore"
@@ -48,7 +48,7 @@ def test_appcore_task() -> None:
     assert task["agent_id"] == {"value": "S1"}
     assert Resources.from_json(task["resources"]) == CLAIM
     assert task["command"]["shell"] is True
-    assert task["command"]["value"] == "python3 -m appcore"
+    assert task["command"]["value"] == "python3 -m disauto.appcore"
     assert env_of(task) == {
         "EXTRA": "x",
         task_env.JOB_ID: "job-9",  # the framework's values win over extra_env

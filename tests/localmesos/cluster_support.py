@@ -28,8 +28,8 @@ import threading
 import time
 from typing import Any
 
-from localmesos.cluster import ClusterConfig
-from localmesos.cluster import LocalCluster
+from disauto.localmesos.cluster import ClusterConfig
+from disauto.localmesos.cluster import LocalCluster
 
 
 USER = pwd.getpwuid(os.geteuid()).pw_name

@@ -24,12 +24,15 @@ from typing import Any
 
 import pytest
 
-from common.resources import Resources
-from localmesos import sandbox as files
-from localmesos.agent import Agent
-from localmesos.agent import AgentConfig
-from localmesos.agent import default_disk_mb
-from localmesos.sandbox import latest_virtual_path
+from disauto.common.resources import Resources
+from disauto.localmesos import sandbox as files
+from disauto.localmesos.agent import Agent
+from disauto.localmesos.agent import AgentConfig
+from disauto.localmesos.agent import default_disk_mb
+from disauto.localmesos.sandbox import latest_virtual_path
+
+
+pytestmark = pytest.mark.integration  # starts processes or servers
 
 
 FW = {"id": {"value": "M-0000"}, "user": pwd.getpwuid(os.geteuid()).pw_name, "name": "test"}

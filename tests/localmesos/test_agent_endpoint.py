@@ -4,10 +4,15 @@ from __future__ import annotations
 
 from urllib.parse import urlencode
 
+import pytest
+
 from tests.localmesos.cluster_support import RawFramework
 from tests.localmesos.cluster_support import command_task
 from tests.localmesos.cluster_support import get_json
 from tests.localmesos.cluster_support import running_cluster
+
+
+pytestmark = pytest.mark.integration  # starts processes or servers
 
 
 def test_offer_url_leads_to_the_task_sandbox_and_its_stderr() -> None:

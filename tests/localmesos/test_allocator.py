@@ -8,17 +8,17 @@ import time
 
 import pytest
 
-from common.resources import Resources
-from localmesos.allocator import DEFAULT_MIN_ALLOCATABLE
-from localmesos.allocator import MAX_REFUSE_SECONDS
-from localmesos.allocator import AgentCandidate
-from localmesos.allocator import AllocationLoop
-from localmesos.allocator import FrameworkCandidate
-from localmesos.allocator import OfferFilters
-from localmesos.allocator import allocate
-from localmesos.allocator import drf_share
-from localmesos.allocator import is_allocatable
-from localmesos.allocator import refuse_timeout
+from disauto.common.resources import Resources
+from disauto.localmesos.allocator import DEFAULT_MIN_ALLOCATABLE
+from disauto.localmesos.allocator import MAX_REFUSE_SECONDS
+from disauto.localmesos.allocator import AgentCandidate
+from disauto.localmesos.allocator import AllocationLoop
+from disauto.localmesos.allocator import FrameworkCandidate
+from disauto.localmesos.allocator import OfferFilters
+from disauto.localmesos.allocator import allocate
+from disauto.localmesos.allocator import drf_share
+from disauto.localmesos.allocator import is_allocatable
+from disauto.localmesos.allocator import refuse_timeout
 
 
 def res(**scalars: float) -> Resources:

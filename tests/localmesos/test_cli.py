@@ -14,11 +14,14 @@ import time
 
 import pytest
 
-from localmesos.cli import UsageError
-from localmesos.cli import load_credentials
-from localmesos.cli import main
-from localmesos.cli import parse_attributes
-from localmesos.cli import parse_duration
+from disauto.localmesos.cli import UsageError
+from disauto.localmesos.cli import load_credentials
+from disauto.localmesos.cli import main
+from disauto.localmesos.cli import parse_attributes
+from disauto.localmesos.cli import parse_duration
+
+
+pytestmark = pytest.mark.integration  # starts processes or servers
 
 
 def _run_main(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str]:

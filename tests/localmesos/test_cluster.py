@@ -10,14 +10,17 @@ import time
 
 import pytest
 
-from localmesos.agent import AgentConfig
-from localmesos.cluster import ClusterConfig
-from localmesos.cluster import LocalCluster
-from localmesos.cluster import split_ranges
+from disauto.localmesos.agent import AgentConfig
+from disauto.localmesos.cluster import ClusterConfig
+from disauto.localmesos.cluster import LocalCluster
+from disauto.localmesos.cluster import split_ranges
 from tests.localmesos.cluster_support import RawFramework
 from tests.localmesos.cluster_support import command_task
 from tests.localmesos.cluster_support import get_json
 from tests.localmesos.cluster_support import wait_until
+
+
+pytestmark = pytest.mark.integration  # starts processes or servers
 
 
 SMALL = {"cpus": 1.0, "mem_mb": 256.0, "disk_mb": 100.0, "allocation_interval": 0.1}

@@ -18,23 +18,26 @@ from typing import Any
 
 import pytest
 
-from common import task_env
-from common.resources import Resources
-from framework.containers import container_info
-from framework.tasks import trial_task
-from localmesos import containerizer as containerizer_mod
-from localmesos.agent import Agent
-from localmesos.agent import AgentConfig
-from localmesos.containerizer import SANDBOX_PATH
-from localmesos.containerizer import DockerContainerizer
-from localmesos.containerizer import build_request
-from localmesos.executor import TaskIds
+from disauto.common import task_env
+from disauto.common.resources import Resources
+from disauto.framework.containers import container_info
+from disauto.framework.tasks import trial_task
+from disauto.localmesos import containerizer as containerizer_mod
+from disauto.localmesos.agent import Agent
+from disauto.localmesos.agent import AgentConfig
+from disauto.localmesos.containerizer import SANDBOX_PATH
+from disauto.localmesos.containerizer import DockerContainerizer
+from disauto.localmesos.containerizer import build_request
+from disauto.localmesos.executor import TaskIds
 from tests.localmesos.test_agent import FID
 from tests.localmesos.test_agent import FW
 from tests.localmesos.test_agent import Master
 from tests.localmesos.test_agent import make_agent
 from tests.localmesos.test_agent import task
 from tests.localmesos.test_agent import wait_for
+
+
+pytestmark = pytest.mark.integration  # starts processes or servers
 
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -441,8 +444,8 @@ def test_a_gpu_container_on_an_engine_without_the_nvidia_runtime_fails_and_frees
 AGENT_PROCESS = r"""
 import sys, time
 from pathlib import Path
-from localmesos.agent import Agent, AgentConfig
-from common.resources import Resources
+from disauto.localmesos.agent import Agent, AgentConfig
+from disauto.common.resources import Resources
 
 def send(status):
     print(status["state"], flush=True)

@@ -14,9 +14,12 @@ import time
 
 import pytest
 
-from localmesos import executor
-from localmesos.executor import CommandProcess
-from localmesos.executor import LaunchError
+from disauto.localmesos import executor
+from disauto.localmesos.executor import CommandProcess
+from disauto.localmesos.executor import LaunchError
+
+
+pytestmark = pytest.mark.integration  # starts processes or servers
 
 
 def wait_for(predicate: Callable[[], bool], timeout: float = 5.0) -> None:

@@ -18,10 +18,13 @@ import zipfile
 
 import pytest
 
-from localmesos.fetcher import FetchCancelled
-from localmesos.fetcher import FetchError
-from localmesos.fetcher import fetch_uri
-from localmesos.fetcher import fetch_uris
+from disauto.localmesos.fetcher import FetchCancelled
+from disauto.localmesos.fetcher import FetchError
+from disauto.localmesos.fetcher import fetch_uri
+from disauto.localmesos.fetcher import fetch_uris
+
+
+pytestmark = pytest.mark.integration  # starts processes or servers
 
 
 class _Handler(http.server.SimpleHTTPRequestHandler):

@@ -24,8 +24,8 @@ from hypothesis import settings
 from hypothesis import strategies as st
 import pytest
 
-from localmesos import validation
-from localmesos.cluster import LocalCluster
+from disauto.localmesos import validation
+from disauto.localmesos.cluster import LocalCluster
 from tests.localmesos.cluster_support import DRIVER_LOCK
 from tests.localmesos.cluster_support import USER
 from tests.localmesos.cluster_support import Drivers
@@ -35,6 +35,9 @@ from tests.localmesos.cluster_support import command_task
 from tests.localmesos.cluster_support import framework_info
 from tests.localmesos.cluster_support import get_json
 from tests.localmesos.cluster_support import running_cluster
+
+
+pytestmark = pytest.mark.integration  # starts processes or servers
 
 
 ANSWERS = {200, 202, 400, 401, 403, 404, 405, 406, 413, 415, 431, 501}

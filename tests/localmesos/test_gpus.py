@@ -7,15 +7,18 @@ import subprocess
 
 import pytest
 
-from localmesos.cli import UsageError
-from localmesos.cli import build_parser
-from localmesos.cli import config_from_args
-from localmesos.cluster import ClusterConfig
-from localmesos.cluster import LocalCluster
-from localmesos.gpus import NVIDIA_SMI_QUERY
-from localmesos.gpus import discover_gpus
-from localmesos.gpus import parse_nvidia_smi_indices
-from localmesos.gpus import split_devices
+from disauto.localmesos.cli import UsageError
+from disauto.localmesos.cli import build_parser
+from disauto.localmesos.cli import config_from_args
+from disauto.localmesos.cluster import ClusterConfig
+from disauto.localmesos.cluster import LocalCluster
+from disauto.localmesos.gpus import NVIDIA_SMI_QUERY
+from disauto.localmesos.gpus import discover_gpus
+from disauto.localmesos.gpus import parse_nvidia_smi_indices
+from disauto.localmesos.gpus import split_devices
+
+
+pytestmark = pytest.mark.integration  # starts processes or servers
 
 
 def test_nvidia_smi_index_output_is_parsed() -> None:

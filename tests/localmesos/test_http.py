@@ -12,15 +12,18 @@ from typing import Any
 
 import pytest
 
-from localmesos.cluster import LocalCluster
-from localmesos.http import accepts_json
-from localmesos.http import parse_basic_auth
+from disauto.localmesos.cluster import LocalCluster
+from disauto.localmesos.http import accepts_json
+from disauto.localmesos.http import parse_basic_auth
 from tests.localmesos.cluster_support import USER
 from tests.localmesos.cluster_support import RawFramework
 from tests.localmesos.cluster_support import command_task
 from tests.localmesos.cluster_support import get_json
 from tests.localmesos.cluster_support import running_cluster
 from tests.localmesos.cluster_support import wait_until
+
+
+pytestmark = pytest.mark.integration  # starts processes or servers
 
 
 SUBSCRIBE = {"type": "SUBSCRIBE", "subscribe": {"framework_info": {"user": USER, "name": "h"}}}

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from localmesos.agent import AgentConfig
+from disauto.localmesos.agent import AgentConfig
 from tests.localmesos.cluster_support import RawFramework
 from tests.localmesos.cluster_support import command_task
 from tests.localmesos.cluster_support import framework_state
@@ -16,6 +16,9 @@ from tests.localmesos.cluster_support import offered
 from tests.localmesos.cluster_support import running_cluster
 from tests.localmesos.cluster_support import scalar
 from tests.localmesos.cluster_support import wait_until
+
+
+pytestmark = pytest.mark.integration  # starts processes or servers
 
 
 def _offers(raw: RawFramework, count: int = 1, start: int = 0) -> list[dict[str, Any]]:

@@ -19,8 +19,8 @@ from typing import Any
 from pymesos import MesosSchedulerDriver  # noqa: F401 - imported in the main thread on purpose
 import pytest
 
-from localmesos.agent import AgentConfig
-from localmesos.cluster import LocalCluster
+from disauto.localmesos.agent import AgentConfig
+from disauto.localmesos.cluster import LocalCluster
 from tests.localmesos.cluster_support import DRIVER_LOCK
 from tests.localmesos.cluster_support import USER
 from tests.localmesos.cluster_support import Drivers
@@ -34,6 +34,9 @@ from tests.localmesos.cluster_support import offered
 from tests.localmesos.cluster_support import running_cluster
 from tests.localmesos.cluster_support import scalar
 from tests.localmesos.cluster_support import wait_until
+
+
+pytestmark = pytest.mark.integration  # starts processes or servers
 
 
 @pytest.fixture

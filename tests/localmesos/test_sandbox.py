@@ -9,10 +9,10 @@ import stat
 
 import pytest
 
-from localmesos import sandbox
-from localmesos.sandbox import READ_CAP_BYTES
-from localmesos.sandbox import SandboxError
-from localmesos.sandbox import SandboxNotFound
+from disauto.localmesos import sandbox
+from disauto.localmesos.sandbox import READ_CAP_BYTES
+from disauto.localmesos.sandbox import SandboxError
+from disauto.localmesos.sandbox import SandboxNotFound
 
 
 @pytest.fixture

@@ -7,13 +7,16 @@ from typing import Any
 
 import pytest
 
-from localmesos.agent import AgentConfig
-from localmesos.state import format_duration
+from disauto.localmesos.agent import AgentConfig
+from disauto.localmesos.state import format_duration
 from tests.localmesos.cluster_support import RawFramework
 from tests.localmesos.cluster_support import command_task
 from tests.localmesos.cluster_support import get_json
 from tests.localmesos.cluster_support import running_cluster
 from tests.localmesos.cluster_support import wait_until
+
+
+pytestmark = pytest.mark.integration  # starts processes or servers
 
 
 TOP_LEVEL = {

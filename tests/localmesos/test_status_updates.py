@@ -11,7 +11,7 @@ import uuid
 
 import pytest
 
-from localmesos.status_updates import StatusUpdateManager
+from disauto.localmesos.status_updates import StatusUpdateManager
 
 
 def status(state: str, task: str = "t1") -> dict[str, Any]:

@@ -9,16 +9,16 @@ import uuid
 
 import pytest
 
-from localmesos.validation import MAX_NESTING
-from localmesos.validation import CallError
-from localmesos.validation import convert
-from localmesos.validation import framework_roles
-from localmesos.validation import parse_call
-from localmesos.validation import valid_uuid
-from localmesos.validation import validate_framework_info
-from localmesos.validation import validate_id
-from localmesos.validation import validate_role
-from localmesos.validation import validate_task_id
+from disauto.localmesos.validation import MAX_NESTING
+from disauto.localmesos.validation import CallError
+from disauto.localmesos.validation import convert
+from disauto.localmesos.validation import framework_roles
+from disauto.localmesos.validation import parse_call
+from disauto.localmesos.validation import valid_uuid
+from disauto.localmesos.validation import validate_framework_info
+from disauto.localmesos.validation import validate_id
+from disauto.localmesos.validation import validate_role
+from disauto.localmesos.validation import validate_task_id
 
 
 FW = {"value": "M-0000"}

@@ -8,11 +8,11 @@ from typing import Any
 
 import pytest
 
-from protos import common_pb2
-from submit.cli import main
-from submit.exit_status import ExitStatus
-from submit.parser import build_parser
-from submit.validate import validate
+from disauto.protos import common_pb2
+from disauto.submit.cli import main
+from disauto.submit.exit_status import ExitStatus
+from disauto.submit.parser import build_parser
+from disauto.submit.validate import validate
 
 
 @pytest.fixture
@@ -134,7 +134,7 @@ def test_grid_search_rejects_settings_it_does_not_know(files: Path,
 
 def test_local_gpu_jobs_need_gpus_on_this_machine(files: Path,
                                                   capsys: pytest.CaptureFixture[str]) -> None:
-    from submit.local import detect_gpus
+    from disauto.submit.local import detect_gpus
 
     wanted = detect_gpus() + 1
     assert main(argv("--app-runner-gpus", str(wanted))) == ExitStatus.USAGE

@@ -6,12 +6,15 @@ from pathlib import Path
 
 import pytest
 
-from submit.cli import main
-from submit.exit_status import ExitStatus
-from submit.parser import build_parser
-from submit.validate import validate
+from disauto.submit.cli import main
+from disauto.submit.exit_status import ExitStatus
+from disauto.submit.parser import build_parser
+from disauto.submit.validate import validate
 from tests.submit.test_cli import argv
 from tests.submit.test_cli import files  # noqa: F401 - the fixture
+
+
+pytestmark = pytest.mark.integration  # starts processes or servers
 
 
 IMAGE = "registry.example.com/disauto/apprunner:1.0"
@@ -24,7 +27,7 @@ def test_docker_image_defaults_to_the_mesos_containerizer(files: Path) -> None: 
     assert config.docker_image == IMAGE and config.containerizer == "mesos"
     assert config.appcore_docker_image == ""
     assert config.runner.gpus == 2
-    assert config.appcore_command == "python3 -m appcore"
+    assert config.appcore_command == "python3 -m disauto.appcore"
 
 
 def test_app_core_image_runs_appcore_with_the_images_python(files: Path) -> None:  # noqa: F811
@@ -33,7 +36,7 @@ def test_app_core_image_runs_appcore_with_the_images_python(files: Path) -> None
         argv("--app-core-docker-image", IMAGE, "--containerizer", "docker",
              "--master", "127.0.0.1:5050"))).config
     assert config.appcore_docker_image == IMAGE and config.containerizer == "docker"
-    assert config.appcore_command == "python3 -m appcore"
+    assert config.appcore_command == "python3 -m disauto.appcore"
     assert config.docker_image == ""
 
 

@@ -5,12 +5,17 @@ from __future__ import annotations
 from dataclasses import replace
 import os
 
-from framework.spec import JobConfig
-from framework.spec import TaskResources
-from localmesos.agent import default_mem_mb
-from submit.local import agent_size
-from submit.local import oversubscription_note
+import pytest
+
+from disauto.framework.spec import JobConfig
+from disauto.framework.spec import TaskResources
+from disauto.localmesos.agent import default_mem_mb
+from disauto.submit.local import agent_size
+from disauto.submit.local import oversubscription_note
 from tests.inprocess import job_config
+
+
+pytestmark = pytest.mark.integration  # starts processes or servers
 
 
 def _config(cpus: float, mem_mb: float, parallelism: int = 4) -> JobConfig:

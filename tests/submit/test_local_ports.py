@@ -4,7 +4,12 @@ from __future__ import annotations
 
 import socket
 
-from submit.local import free_port_range
+import pytest
+
+from disauto.submit.local import free_port_range
+
+
+pytestmark = pytest.mark.integration  # starts processes or servers
 
 
 def test_a_busy_range_is_skipped_for_the_next_free_one() -> None:

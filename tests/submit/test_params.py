@@ -7,14 +7,14 @@ from pathlib import Path
 
 import pytest
 
-from common.space import CategoricalParam
-from common.space import IntParam
-from common.space import RealParam
-from common.space import SearchSpace
-from submit.errors import DisAutoUsageError
-from submit.params import ParameterFileError
-from submit.params import load_parameter_file
-from submit.params import strip_trailing_commas
+from disauto.common.space import CategoricalParam
+from disauto.common.space import IntParam
+from disauto.common.space import RealParam
+from disauto.common.space import SearchSpace
+from disauto.submit.errors import DisAutoUsageError
+from disauto.submit.params import ParameterFileError
+from disauto.submit.params import load_parameter_file
+from disauto.submit.params import strip_trailing_commas
 
 
 # demo-parameters.json exactly as printed after Fig. 3 of the paper, trailing comma included.

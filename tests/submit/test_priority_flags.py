@@ -7,11 +7,11 @@ import sys
 
 import pytest
 
-from protos import common_pb2
-from submit.cli import main
-from submit.exit_status import ExitStatus
-from submit.parser import build_parser
-from submit.validate import validate
+from disauto.protos import common_pb2
+from disauto.submit.cli import main
+from disauto.submit.exit_status import ExitStatus
+from disauto.submit.parser import build_parser
+from disauto.submit.validate import validate
 from tests.submit.test_cli import argv
 from tests.submit.test_cli import files  # noqa: F401 - the fixture
 
@@ -73,13 +73,13 @@ def test_bad_priority_settings_are_one_line_usage_errors(capsys: pytest.CaptureF
 @pytest.mark.parametrize("master", ["127.0.0.1:5050", "localhost:5050", "local"])
 def test_a_master_on_this_machine_runs_tasks_with_this_python(master: str) -> None:
     config = validate(build_parser().parse_args(argv("--master", master))).config
-    assert config.appcore_command == f"{sys.executable} -m appcore"
+    assert config.appcore_command == f"{sys.executable} -m disauto.appcore"
     assert config.extra_env["PATH"].startswith(str(Path(sys.executable).parent))
 
 
 @pytest.mark.usefixtures("files")
 def test_a_remote_master_runs_tasks_with_the_agents_python() -> None:
     config = validate(build_parser().parse_args(argv("--master", "10.1.2.3:5050"))).config
-    assert config.appcore_command == "python3 -m appcore" and config.extra_env == {}
+    assert config.appcore_command == "python3 -m disauto.appcore" and config.extra_env == {}
     zk = validate(build_parser().parse_args(argv("--master", "zk://10.1.2.3:2181/mesos"))).config
-    assert zk.appcore_command == "python3 -m appcore"
+    assert zk.appcore_command == "python3 -m disauto.appcore"

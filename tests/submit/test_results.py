@@ -8,13 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from framework.job import Progress
-from framework.job import sorted_trials
-from framework.store import TrialRow
-from protos import framework_pb2
-from submit import results
-from submit.exit_status import ExitStatus
-from submit.exit_status import for_outcome
+from disauto.framework.job import Progress
+from disauto.framework.job import sorted_trials
+from disauto.framework.store import TrialRow
+from disauto.protos import framework_pb2
+from disauto.submit import results
+from disauto.submit.exit_status import ExitStatus
+from disauto.submit.exit_status import for_outcome
 
 
 def row(number: int, state: str, objective: float | None = None, **extra: object) -> TrialRow:

@@ -6,12 +6,12 @@ from pathlib import Path
 
 import pytest
 
-from submit.parser import UsageError
-from submit.values import existing_file
-from submit.values import key_values
-from submit.values import pair
-from submit.values import positive_number
-from submit.values import size_mb
+from disauto.submit.parser import UsageError
+from disauto.submit.values import existing_file
+from disauto.submit.values import key_values
+from disauto.submit.values import pair
+from disauto.submit.values import positive_number
+from disauto.submit.values import size_mb
 
 
 def test_key_values_trim_and_keep_the_last() -> None:

@@ -10,6 +10,9 @@ import zipfile
 import pytest
 
 
+pytestmark = pytest.mark.integration  # starts processes or servers
+
+
 ROOT = Path(__file__).resolve().parents[2]
 
 

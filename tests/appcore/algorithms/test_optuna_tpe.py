@@ -9,13 +9,13 @@ from optuna.samplers import TPESampler
 from optuna.samplers._tpe import _truncnorm
 import pytest
 
-from appcore.algorithms import create_algorithm
-from appcore.algorithms import optuna_tpe
-from appcore.algorithms._backend import trial_seed
-from common.space import Assignment
-from common.trial_state import TrialState
-from tests.appcore.test_bayesian import SPACE
-from tests.appcore.test_bayesian import score
+from disauto.appcore.algorithms import create_algorithm
+from disauto.appcore.algorithms import optuna_tpe
+from disauto.appcore.algorithms._backend import trial_seed
+from disauto.common.space import Assignment
+from disauto.common.trial_state import TrialState
+from tests.appcore.algorithms.test_bayesian import SPACE
+from tests.appcore.algorithms.test_bayesian import score
 
 
 def _search(parallelism: int, trials: int = 40) -> list[Assignment]:

@@ -10,26 +10,29 @@ from typing import Any
 
 import pytest
 
-from appcore.algorithms import SearchAlgorithm
-from appcore.algorithms import TrialRecord
-from appcore.algorithms import algorithm_class
-from appcore.algorithms import create_algorithm
-from appcore.algorithms.bayesian import BACKENDS
-from appcore.algorithms.bayesian import warm_start_setting
-from common.errors import InvalidSettingsError
-from common.report import Report
-from common.space import Assignment
-from common.space import CategoricalParam
-from common.space import IntParam
-from common.space import RealParam
-from common.space import SearchSpace
-from common.trial_state import TrialState
-from protos import framework_pb2
+from disauto.appcore.algorithms import SearchAlgorithm
+from disauto.appcore.algorithms import TrialRecord
+from disauto.appcore.algorithms import algorithm_class
+from disauto.appcore.algorithms import create_algorithm
+from disauto.appcore.algorithms.bayesian import BACKENDS
+from disauto.appcore.algorithms.bayesian import warm_start_setting
+from disauto.common.errors import InvalidSettingsError
+from disauto.common.report import Report
+from disauto.common.space import Assignment
+from disauto.common.space import CategoricalParam
+from disauto.common.space import IntParam
+from disauto.common.space import RealParam
+from disauto.common.space import SearchSpace
+from disauto.common.trial_state import TrialState
+from disauto.protos import framework_pb2
 from tests.inprocess import AppCore
 from tests.inprocess import Framework
 from tests.inprocess import job_config
 from tests.inprocess import task_status
 from tests.inprocess import wait_for
+
+
+pytestmark = pytest.mark.integration  # starts processes or servers
 
 
 SPACE = SearchSpace((

@@ -7,14 +7,14 @@ import itertools
 import numpy as np
 import pytest
 
-from appcore.algorithms import FINISHED
-from appcore.algorithms.grid import GridSearch
-from common.errors import InvalidSettingsError
-from common.space import CategoricalParam
-from common.space import IntParam
-from common.space import Param
-from common.space import RealParam
-from common.space import SearchSpace
+from disauto.appcore.algorithms import FINISHED
+from disauto.appcore.algorithms.grid import GridSearch
+from disauto.common.errors import InvalidSettingsError
+from disauto.common.space import CategoricalParam
+from disauto.common.space import IntParam
+from disauto.common.space import Param
+from disauto.common.space import RealParam
+from disauto.common.space import SearchSpace
 
 
 def _grid(space: SearchSpace, **settings: str) -> GridSearch:

@@ -9,24 +9,27 @@ import sys
 
 import pytest
 
-from appcore.algorithms import ALGORITHMS
-from appcore.algorithms import FINISHED
-from appcore.algorithms import RecordState
-from appcore.algorithms import SearchAlgorithm
-from appcore.algorithms import TrialRecord
-from appcore.algorithms import algorithm_class
-from appcore.algorithms import create_algorithm
-from appcore.algorithms.bayesian import BACKENDS
-from appcore.algorithms.bayesian import MODES
-from common.errors import InvalidSettingsError
-from common.errors import SearchInputError
-from common.errors import UnknownAlgorithmError
-from common.space import Assignment
-from common.space import CategoricalParam
-from common.space import IntParam
-from common.space import RealParam
-from common.space import SearchSpace
-from common.trial_state import TrialState
+from disauto.appcore.algorithms import ALGORITHMS
+from disauto.appcore.algorithms import FINISHED
+from disauto.appcore.algorithms import RecordState
+from disauto.appcore.algorithms import SearchAlgorithm
+from disauto.appcore.algorithms import TrialRecord
+from disauto.appcore.algorithms import algorithm_class
+from disauto.appcore.algorithms import create_algorithm
+from disauto.appcore.algorithms.bayesian import BACKENDS
+from disauto.appcore.algorithms.bayesian import MODES
+from disauto.common.errors import InvalidSettingsError
+from disauto.common.errors import SearchInputError
+from disauto.common.errors import UnknownAlgorithmError
+from disauto.common.space import Assignment
+from disauto.common.space import CategoricalParam
+from disauto.common.space import IntParam
+from disauto.common.space import RealParam
+from disauto.common.space import SearchSpace
+from disauto.common.trial_state import TrialState
+
+
+pytestmark = pytest.mark.integration  # starts processes or servers
 
 
 SPACE = SearchSpace(
@@ -251,7 +254,7 @@ def test_restore_logs_a_history_it_would_not_have_issued(
     first = algorithm.ask(1)
     assert isinstance(first, dict)
     changed = {**first, "act": "relu" if first["act"] == "tanh" else "tanh"}
-    with caplog.at_level(logging.WARNING, logger="appcore.algorithms"):
+    with caplog.at_level(logging.WARNING, logger="disauto.appcore.algorithms"):
         _make(variant).restore([TrialRecord(1, changed, None, TrialState.RUNNING)])
     assert "would not give them (first: trial 1)" in caplog.text
 
@@ -273,7 +276,7 @@ def test_registry_imports_algorithms_lazily() -> None:
     code = (
         "import sys, appcore.algorithms as a\n"
         "assert 'optuna' not in sys.modules, 'optuna imported eagerly'\n"
-        "assert 'appcore.algorithms.random' not in sys.modules\n"
+        "assert 'disauto.appcore.algorithms.random' not in sys.modules\n"
         "a.algorithm_class('grid-search')\n"
         "assert 'optuna' not in sys.modules, 'grid search needs no optuna'\n"
         "a.algorithm_class('random-search')\n"

@@ -12,13 +12,13 @@ from optuna.distributions import FloatDistribution
 from optuna.distributions import IntDistribution
 import pytest
 
-from appcore.algorithms.random import RandomSearch
-from appcore.algorithms.random import to_optuna_distribution
-from common.space import CategoricalParam
-from common.space import IntParam
-from common.space import Param
-from common.space import RealParam
-from common.space import SearchSpace
+from disauto.appcore.algorithms.random import RandomSearch
+from disauto.appcore.algorithms.random import to_optuna_distribution
+from disauto.common.space import CategoricalParam
+from disauto.common.space import IntParam
+from disauto.common.space import Param
+from disauto.common.space import RealParam
+from disauto.common.space import SearchSpace
 
 
 def _search(*params: Param, seed: int = 0) -> RandomSearch:

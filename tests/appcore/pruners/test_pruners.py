@@ -9,17 +9,20 @@ import sys
 
 import pytest
 
-from appcore.pruners import PRUNERS
-from appcore.pruners import Pruner
-from appcore.pruners import PrunerRecord
-from appcore.pruners import create_pruner
-from appcore.pruners import pruner_class
 import apprunner_sdk
-from common.errors import InvalidSettingsError
-from common.errors import UnknownRuleError
-from common.trial_state import TrialState
+from disauto.appcore.pruners import PRUNERS
+from disauto.appcore.pruners import Pruner
+from disauto.appcore.pruners import PrunerRecord
+from disauto.appcore.pruners import create_pruner
+from disauto.appcore.pruners import pruner_class
+from disauto.common.errors import InvalidSettingsError
+from disauto.common.errors import UnknownRuleError
+from disauto.common.trial_state import TrialState
 from tests.inprocess import RunningJob
 from tests.inprocess import wait_for
+
+
+pytestmark = pytest.mark.integration  # starts processes or servers
 
 
 def _curve(final: float, steps: int = 9) -> list[tuple[int, float]]:
