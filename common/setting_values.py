@@ -14,9 +14,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 import math
 from typing import Any
+from typing import ClassVar
 
 
-__all__ = ["SettingSpec", "int_at_least", "non_negative_number", "parse_settings",
+__all__ = ["Configurable", "SettingSpec", "int_at_least", "non_negative_number", "parse_settings",
            "positive_numbers"]
 
 
@@ -101,3 +102,32 @@ def positive_numbers(text: str) -> tuple[float, ...]:
     if not values or not all(math.isfinite(v) and v > 0 for v in values):
         raise ValueError(text)
     return values
+
+
+class Configurable:
+    """A named implementation with declared settings: an algorithm, a rule, a policy.
+
+    Subclasses set :attr:`SETTINGS`, :attr:`KIND` (``"algorithm"``) and :attr:`SETTINGS_ERROR`;
+    their name is :meth:`display_name`.
+    """
+
+    SETTINGS: ClassVar[Mapping[str, SettingSpec]] = {}
+    """The accepted settings by name."""
+    KIND: ClassVar[str] = "implementation"
+    SETTINGS_ERROR: ClassVar[type[Exception]] = ValueError
+
+    @classmethod
+    def display_name(cls) -> str:
+        return str(getattr(cls, "NAME", "") or getattr(cls, "name", "") or cls.__name__)
+
+    @classmethod
+    def parse_settings(cls, settings: Mapping[str, str]) -> dict[str, Any]:
+        """Check settings against :attr:`SETTINGS` and parse them, filling in defaults.
+
+        Raises:
+            SETTINGS_ERROR: naming an unknown setting (and the valid ones) or a value that does
+                not parse (and what is valid).
+        """
+        return parse_settings(cls.SETTINGS, settings,
+                              owner=f"{cls.KIND} {cls.display_name()!r}",
+                              error=cls.SETTINGS_ERROR)

@@ -16,8 +16,8 @@ from typing import Literal
 from typing import TypeAlias
 
 from disauto.common.errors import InvalidSettingsError
+from disauto.common.setting_values import Configurable
 from disauto.common.setting_values import SettingSpec
-from disauto.common.setting_values import parse_settings
 from disauto.common.space import Assignment
 from disauto.common.space import SearchSpace
 from disauto.common.trial_state import TrialState
@@ -79,7 +79,7 @@ class TrialRecord:
     state: RecordState
 
 
-class SearchAlgorithm(abc.ABC):
+class SearchAlgorithm(Configurable, abc.ABC):
     """A search algorithm: suggests assignments for numbered trials and learns their results.
 
     Each algorithm lives in its own module under :mod:`appcore.algorithms` and is registered by
@@ -136,6 +136,8 @@ class SearchAlgorithm(abc.ABC):
 
     SETTINGS: ClassVar[Mapping[str, SettingSpec]] = {}
     """The accepted settings by name."""
+    KIND: ClassVar[str] = "algorithm"
+    SETTINGS_ERROR: ClassVar[type[Exception]] = InvalidSettingsError
 
     USES_SEED: ClassVar[bool] = True
     """False where the sequence does not depend on the seed (grid search), so a UI can say so."""
@@ -215,23 +217,6 @@ class SearchAlgorithm(abc.ABC):
             history: Every trial issued so far, sorted by number; still-running trials have
                 state ``RUNNING`` and no value.
         """
-
-    @classmethod
-    def parse_settings(cls, settings: Mapping[str, str]) -> dict[str, Any]:
-        """Check settings against :data:`SETTINGS` and parse them, filling in defaults.
-
-        Args:
-            settings: Setting name to string value.
-
-        Returns:
-            Every declared setting, parsed.
-
-        Raises:
-            InvalidSettingsError: Naming an unknown setting (and the valid ones) or a value that
-                does not parse (and what is valid).
-        """
-        return parse_settings(cls.SETTINGS, settings, owner=f"algorithm {cls.NAME!r}",
-                              error=InvalidSettingsError)
 
     @classmethod
     def validate(

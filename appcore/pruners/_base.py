@@ -12,8 +12,8 @@ from typing import ClassVar
 
 from disauto.appcore.algorithms import Direction
 from disauto.common.errors import InvalidSettingsError
+from disauto.common.setting_values import Configurable
 from disauto.common.setting_values import SettingSpec
-from disauto.common.setting_values import parse_settings
 from disauto.common.trial_state import TrialState
 
 
@@ -37,7 +37,7 @@ class PrunerRecord:
     value: float | None = None
 
 
-class Pruner(abc.ABC):
+class Pruner(Configurable, abc.ABC):
     """Decides from a trial's intermediate values whether to stop it early.
 
     Call order: construction; :meth:`restore` once if AppCore is restarting; then any
@@ -62,6 +62,8 @@ class Pruner(abc.ABC):
 
     SETTINGS: ClassVar[Mapping[str, SettingSpec]] = {}
     """The accepted settings by name."""
+    KIND: ClassVar[str] = "early-stopping rule"
+    SETTINGS_ERROR: ClassVar[type[Exception]] = InvalidSettingsError
 
     def __init__(self, *, direction: Direction, settings: Mapping[str, str]) -> None:
         self.direction: Direction = direction
@@ -69,21 +71,7 @@ class Pruner(abc.ABC):
 
     @classmethod
     def parse_settings(cls, settings: Mapping[str, str]) -> dict[str, Any]:
-        """Check settings against :data:`SETTINGS` and parse them, filling in defaults.
-
-        Args:
-            settings: Setting name to string value.
-
-        Returns:
-            Every declared setting, parsed.
-
-        Raises:
-            InvalidSettingsError: Naming an unknown setting (and the valid ones) or a value
-                that does not parse (and what is valid).
-        """
-        parsed = parse_settings(cls.SETTINGS, settings,
-                                owner=f"early-stopping rule {cls.NAME!r}",
-                                error=InvalidSettingsError)
+        parsed = super().parse_settings(settings)
         cls._check(parsed)
         return parsed
 
