@@ -45,8 +45,8 @@ def test_http_parser_wheel_is_pure_python_and_pinned(tmp_path: Path) -> None:
 def test_generated_grpc_code_imports_without_path_hacks() -> None:
     """From outside the repository, by the installed name, and no top-level ``protos``."""
     code = ("from disauto.protos import appcore_pb2_grpc, framework_pb2_grpc, common_pb2\n"
-            "import importlib.util\n"
-            "print('ok', importlib.util.find_spec('protos'), importlib.util.find_spec('framework'))")
+            "from importlib.util import find_spec\n"
+            "print('ok', find_spec('protos'), find_spec('framework'))")
     out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True,
                          text=True, cwd="/").stdout
     assert out.strip() == "ok None None"
