@@ -78,12 +78,17 @@ _COUNTED = {
     "ACKNOWLEDGE_OPERATION_STATUS": "messages_operation_status_update_acknowledgement",
 }
 # Call type → the Master method that handles it (validated calls only; SUBSCRIBE is apart).
+# Calls handled by a method that takes the call's body: type → (method, body key).
+_BODY_HANDLERS = {
+    "ACCEPT": ("_accept", "accept"), "DECLINE": ("_decline", "decline"),
+    "KILL": ("_kill", "kill"), "SHUTDOWN": ("_shutdown_executor", "shutdown"),
+    "ACKNOWLEDGE": ("_acknowledge", "acknowledge"), "MESSAGE": ("_message", "message"),
+}
 _HANDLERS = {
-    "TEARDOWN": "_on_teardown", "ACCEPT": "_on_accept", "DECLINE": "_on_decline",
-    "REVIVE": "_on_revive", "SUPPRESS": "_on_suppress", "KILL": "_on_kill",
-    "SHUTDOWN": "_on_shutdown", "ACKNOWLEDGE": "_on_acknowledge", "RECONCILE": "_on_reconcile",
-    "MESSAGE": "_on_message", "RECONCILE_OPERATIONS": "_on_reconcile_operations",
+    "TEARDOWN": "_on_teardown", "REVIVE": "_on_revive", "SUPPRESS": "_on_suppress",
+    "RECONCILE": "_on_reconcile", "RECONCILE_OPERATIONS": "_on_reconcile_operations",
     "UPDATE_FRAMEWORK": "_on_update_framework", **{kind: "_on_counted" for kind in _COUNTED},
+    **{kind: "_on_body" for kind in _BODY_HANDLERS},
 }
 
 # -- event streams ----------------------------------------------------------------------------
@@ -482,12 +487,10 @@ class Master(LaunchCalls, SchedulerCalls, TaskBookkeeping, OfferMaking):
         self._remove_framework(fw)
         return ACCEPTED
 
-    def _on_accept(self, fw: FrameworkRecord, call: Mapping[str, Any]) -> CallResult:
-        self._accept(fw, call["accept"])
-        return ACCEPTED
-
-    def _on_decline(self, fw: FrameworkRecord, call: Mapping[str, Any]) -> CallResult:
-        self._decline(fw, call["decline"])
+    def _on_body(self, fw: FrameworkRecord, call: Mapping[str, Any]) -> CallResult:
+        """A call whose handler takes the call's body (``call["accept"]`` for ACCEPT...)."""
+        method, key = _BODY_HANDLERS[call["type"]]
+        getattr(self, method)(fw, call[key])
         return ACCEPTED
 
     def _on_revive(self, fw: FrameworkRecord, call: Mapping[str, Any]) -> CallResult:
@@ -497,24 +500,8 @@ class Master(LaunchCalls, SchedulerCalls, TaskBookkeeping, OfferMaking):
         self._suppress(fw, call.get("suppress", {}).get("roles", []))
         return ACCEPTED
 
-    def _on_kill(self, fw: FrameworkRecord, call: Mapping[str, Any]) -> CallResult:
-        self._kill(fw, call["kill"])
-        return ACCEPTED
-
-    def _on_shutdown(self, fw: FrameworkRecord, call: Mapping[str, Any]) -> CallResult:
-        self._shutdown_executor(fw, call["shutdown"])
-        return ACCEPTED
-
-    def _on_acknowledge(self, fw: FrameworkRecord, call: Mapping[str, Any]) -> CallResult:
-        self._acknowledge(fw, call["acknowledge"])
-        return ACCEPTED
-
     def _on_reconcile(self, fw: FrameworkRecord, call: Mapping[str, Any]) -> CallResult:
         self._reconcile(fw, call["reconcile"].get("tasks", []))
-        return ACCEPTED
-
-    def _on_message(self, fw: FrameworkRecord, call: Mapping[str, Any]) -> CallResult:
-        self._message(fw, call["message"])
         return ACCEPTED
 
     def _on_counted(self, fw: FrameworkRecord, call: Mapping[str, Any]) -> CallResult:
