@@ -29,6 +29,15 @@ def _save(fig: Any, path: Path) -> Path:
     return path
 
 
+def _jobs_of(records: Sequence[Mapping[str, Any]], jobs: int, parallelism: int,
+             policy: str) -> list[Mapping[str, Any]]:
+    """Every job record of the runs of one cell (jobs, parallelism, policy)."""
+    return [job for record in records
+            if (record["jobs"], record["parallelism"], record["policy"])
+            == (jobs, parallelism, policy)
+            for job in record["job_records"]]
+
+
 def plot_all(records: Sequence[Mapping[str, Any]], policies: Sequence[str],
              out_dir: Path) -> list[Path]:
     """Per-job completion times, cluster CPU use over time, offers declined; the PNG paths."""
@@ -48,9 +57,7 @@ def plot_all(records: Sequence[Mapping[str, Any]], policies: Sequence[str],
         width = 0.8 / max(1, len(policies))
         for index, policy in enumerate(policies):
             for jobs in (1, 2, 3, 4):
-                times = [j["seconds"] for r in records
-                         if r["jobs"] == jobs and r["parallelism"] == parallelism
-                         and r["policy"] == policy for j in r["job_records"]]
+                times = [j["seconds"] for j in _jobs_of(records, jobs, parallelism, policy)]
                 if not times:
                     continue
                 x = jobs + (index - (len(policies) - 1) / 2) * width
@@ -100,9 +107,8 @@ def plot_all(records: Sequence[Mapping[str, Any]], policies: Sequence[str],
         for index, policy in enumerate(policies):
             xs, total, priority, packing = [], [], [], []
             for jobs in (1, 2, 3, 4):
-                counts = [j["offer_counts"] for r in records
-                          if r["jobs"] == jobs and r["parallelism"] == parallelism
-                          and r["policy"] == policy for j in r["job_records"]]
+                counts = [j["offer_counts"]
+                          for j in _jobs_of(records, jobs, parallelism, policy)]
                 if not counts:
                     continue
                 xs.append(jobs + (index - (len(policies) - 1) / 2) * width)
