@@ -20,6 +20,10 @@ TASK_LOGS = "logs"
 """Each task's stdout and stderr, copied while it runs (:mod:`framework.log_collector`)."""
 CLUSTER = "cluster"
 """The embedded cluster's sandboxes, for ``--master local``."""
+TOKEN = "job.token"
+"""The job's token (mode 0600): a resumed framework must still recognize AppCore and runners."""
+DETACHED_OUT = "da-submit.out"
+"""What a detached ``da-submit`` prints (``--detach``)."""
 
 
 def disauto_home() -> Path:

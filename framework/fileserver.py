@@ -65,15 +65,23 @@ class FileServer:
         bind_host: the interface to listen on.
     """
 
-    def __init__(self, work_dir: Path, advertise_host: str, bind_host: str = "0.0.0.0") -> None:
+    def __init__(self, work_dir: Path, advertise_host: str, bind_host: str = "0.0.0.0",
+                 *, port: int = 0, secret: str = "") -> None:
         self._work_dir = work_dir
-        self._server = _FileServer((bind_host, 0), _Handler)
-        self._server.secret = secrets.token_urlsafe(16)
+        try:
+            self._server = _FileServer((bind_host, port), _Handler)
+        except OSError:  # the port asked for (a resumed job's) is taken: any other
+            self._server = _FileServer((bind_host, 0), _Handler)
+        self._server.secret = secret or secrets.token_urlsafe(16)
         self._server.published = {}
         self._advertise = advertise_host
         self._thread = threading.Thread(
             target=self._server.serve_forever, name="disauto-fileserver", daemon=True
         )
+
+    @property
+    def secret(self) -> str:
+        return str(self._server.secret)
 
     @property
     def port(self) -> int:

@@ -481,6 +481,29 @@ class JobController:
                 ids.append(self._appcore_task_id)
             return ids
 
+    def requeue_in_flight(self, why: str) -> list[int]:
+        """Queue again every trial that was launched or waiting when the framework died, for a
+        cluster that never ran them (a resumed ``--master local`` job): the same number and
+        assignment, a new task id; each still counts once toward the budget. Trials whose
+        final result is recorded are COMPLETED instead. Returns the requeued numbers."""
+        requeued = []
+        with self._lock:
+            for trial in sorted(self._trials.values(), key=lambda t: t.number):
+                if not trial.state.is_in_flight():
+                    continue
+                if self._has_result(trial):
+                    self._set_state(trial, TrialState.COMPLETED, "")
+                    continue
+                if trial.task_id:
+                    trial.retries += 1
+                trial.task_id = ""
+                trial.agent_id = ""
+                self.store.update_trial(trial.number, retries=trial.retries, task_id="",
+                                        agent_id="")
+                self._set_state(trial, TrialState.PENDING, f"launched again: {why}")
+                requeued.append(trial.number)
+        return requeued
+
     def live_tasks(self) -> list[tuple[str, str]]:
         """``(task_id, agent_id)`` of the tasks launched and not yet ended (to reconcile)."""
         live = set(self.live_task_ids())

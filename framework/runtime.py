@@ -11,16 +11,19 @@ from dataclasses import dataclass
 import getpass
 import json
 import logging
+import os
 from pathlib import Path
 import shutil
 import socket
 import time
+from typing import Any
 from urllib.request import urlopen
 
 from pymesos import MesosSchedulerDriver
 
 from disauto.common import paths
 from disauto.common.durations import format_duration
+from disauto.common.processes import start_time
 from disauto.common.tokens import new_job_token
 from disauto.framework.capacity import agent_totals
 from disauto.framework.capacity import unfit
@@ -95,6 +98,11 @@ class JobRunner:
         master: the master endpoint.
         offer_policy: a name from ``framework.policies.POLICIES``.
         advertise_host: how tasks reach this machine (default: derived from the master).
+        resume: carry on a job recorded in ``job_dir`` whose framework died (``da-job
+            resume``): the same job token and, where free, the same ports, so that AppCore and
+            runners still running reach the new framework; on the same master the recorded
+            FrameworkID is re-subscribed (Mesos failover) and its tasks reconciled, on a new
+            one (``--master local`` boots a fresh cluster) the trials in flight run again.
     """
 
     def __init__(
@@ -105,27 +113,42 @@ class JobRunner:
         *,
         offer_policy: str = "fifo",
         advertise_host: str | None = None,
+        resume: bool = False,
     ) -> None:
         self.config = config
         self.job_dir = job_dir
         self.master = master
+        self.resume = resume
         self.store = JobStore(job_dir / paths.JOB_DB)
-        self.store.set_meta_many({
-            "job_id": config.job_id,
-            "config": config.to_json(),
-            "master": master.uri,
-            "started_at": str(time.time()),
-        })
+        previous = {key: self.store.get_meta(key) or "" for key in
+                    ("master", "framework_id", "grpc_port", "files_port")}
+        self._same_master = resume and previous["master"] == master.uri
+        self._framework_id = previous["framework_id"] if self._same_master else ""
+        meta = {"job_id": config.job_id, "config": config.to_json(), "master": master.uri,
+                "offer_policy": offer_policy, "state": "RUNNING", "pid": str(os.getpid()),
+                "pid_start": start_time(os.getpid()), "host": socket.gethostname(),
+                "control": ""}
+        if not resume:
+            meta["started_at"] = str(time.time())
+        else:
+            meta["resumed_at"] = str(time.time())
+        self.store.set_meta_many(meta)
         self._advertise = advertise_host or advertise_host_for(master.uri)
         self._logs = SandboxLogs()
         self.controller = JobController(
-            config, self.store, new_job_token(),
+            config, self.store, _job_token(job_dir, resume),
             on_pending=self._wake,
             log_tail=lambda status: self._logs.tail(status, self.scheduler.framework_id),
             on_kill=lambda task_ids: self.scheduler.kill(task_ids),
         )
-        self._files = FileServer(job_dir, self._advertise)
-        self._server, grpc_port = make_server(self.controller)
+        if resume and not self._same_master:
+            self.controller.requeue_in_flight("the job resumed on a new cluster")
+        self._files = FileServer(job_dir, self._advertise,
+                                 port=_int(previous["files_port"]) if resume else 0)
+        self._server, grpc_port = _bind(self.controller,
+                                        _int(previous["grpc_port"]) if resume else 0)
+        self.store.set_meta_many({"grpc_port": str(grpc_port),
+                                  "files_port": str(self._files.port)})
         self.framework_address = f"{self._advertise}:{grpc_port}"
         self.scheduler = JobScheduler(
             self.controller,
@@ -159,6 +182,8 @@ class JobRunner:
             "failover_timeout": self.config.failover_timeout,
             "labels": {"labels": [{"key": "disauto.job", "value": self.config.job_id}]},
         }
+        if self._framework_id:  # Mesos failover: the same framework, its tasks kept
+            framework_info["id"] = {"value": self._framework_id}
         self._driver = MesosSchedulerDriver(
             self.scheduler,
             framework_info,
@@ -168,6 +193,8 @@ class JobRunner:
             principal=self.master.principal,
             secret=self.master.secret,
         )
+        if self._framework_id:
+            self.scheduler.framework_id = self._framework_id
         self._driver.start()
         if not self.scheduler.registered_event.wait(register_timeout):
             self._driver.stop(failover=True)  # nothing was launched: no TEARDOWN needed
@@ -190,10 +217,11 @@ class JobRunner:
         when a task waiting for an offer could never fit any agent (checked every
         ``capacity_interval`` seconds while something waits: agents can leave).
         """
-        started = time.monotonic()
-        next_capacity_check = started + capacity_interval
+        started = time.monotonic() - self._elapsed_before()
+        next_capacity_check = time.monotonic() + capacity_interval
         while not self.controller.wait(interval):
             now = time.monotonic()
+            self._check_control()
             budget = self.config.max_duration
             if budget and now - started >= budget:
                 done = self.controller.progress().done
@@ -209,6 +237,20 @@ class JobRunner:
                 poll()
         if poll is not None:
             poll()
+
+    def _elapsed_before(self) -> float:
+        """Seconds the job ran before this framework took it over (0 for a new job)."""
+        if not self.resume:
+            return 0.0
+        try:
+            return max(0.0, time.time() - float(self.store.get_meta("started_at") or time.time()))
+        except ValueError:
+            return 0.0
+
+    def _check_control(self) -> None:
+        """Act on a request another shell left in the record (``da-job kill``)."""
+        if self.store.get_meta("control") == "kill":
+            self.controller.finish(framework_pb2.JOB_KILLED, "killed with da-job kill")
 
     def check_capacity(self, *, every_task: bool = False) -> None:
         """End the job (UNSCHEDULABLE) if a task that waits for an offer fits no agent.
@@ -307,3 +349,32 @@ class JobRunner:
             return
         self.store.set_meta("best_output", str(target))
 
+
+def _int(text: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        return 0
+
+
+def _bind(controller: JobController, port: int) -> tuple[Any, int]:
+    """The framework's gRPC server on ``port`` (a resumed job's), else on a free port."""
+    if port:
+        try:
+            return make_server(controller, port=port)
+        except OSError:
+            logger.warning("port %d of the framework's gRPC service is taken; AppCore and "
+                           "runners still running will not find this framework", port)
+    return make_server(controller)
+
+
+def _job_token(job_dir: Path, resume: bool) -> str:
+    """The job's token: a new one, kept in the job folder (0600) for ``da-job resume``."""
+    path = job_dir / paths.TOKEN
+    if resume and path.exists():
+        return path.read_text().strip()
+    token = new_job_token()
+    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(descriptor, "w") as handle:
+        handle.write(token)
+    return token

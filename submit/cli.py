@@ -19,6 +19,7 @@ from disauto.submit.exit_status import ExitStatus
 from disauto.submit.parser import PROG
 from disauto.submit.parser import UsageError
 from disauto.submit.parser import build_parser
+from disauto.submit.run import detach
 from disauto.submit.run import run
 from disauto.submit.validate import validate
 
@@ -39,6 +40,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"{PROG}: error: {error}", file=sys.stderr)
         return ExitStatus.USAGE
     try:
+        if submission.detach:
+            argv_child = [a for a in args_list if a != "--detach"]
+            return detach(submission.config.job_id,
+                          ["-m", "disauto.submit.cli", *argv_child, "--job-id",
+                           submission.config.job_id], sys.stdout)
         return run(submission, sys.stdout, sys.stderr)
     except Exception as error:  # noqa: BLE001 - the one error funnel
         if debug:

@@ -40,4 +40,5 @@ def for_outcome(outcome: int) -> ExitStatus:
         framework_pb2.UNSCHEDULABLE: ExitStatus.USAGE,
         framework_pb2.TOO_MANY_FAILURES: ExitStatus.TOO_MANY_FAILURES,
         framework_pb2.STOPPED: ExitStatus.STOPPED,
+        framework_pb2.JOB_KILLED: ExitStatus.STOPPED,
     }.get(outcome, ExitStatus.ERROR)

@@ -153,4 +153,8 @@ def _output_flags(parser: argparse.ArgumentParser) -> None:
     """What da-submit prints."""
     out = parser.add_argument_group("output")
     out.add_argument("--quiet", action="store_true", help="no progress line")
+    out.add_argument("--detach", action="store_true",
+                     help="run the job in the background (it survives this terminal); print its "
+                          "id and return at once. Follow it with da-job status/logs")
+    out.add_argument("--job-id", help=argparse.SUPPRESS)  # the detached process's job id
     out.add_argument("--debug", action="store_true", help="debug logs and full tracebacks")

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 import csv
 import json
 from pathlib import Path
+from typing import IO
 from typing import Any
 
 from disauto.common import paths
@@ -82,30 +83,40 @@ def table(trials: Sequence[TrialRow], objective: str, maximize: bool, limit: int
     return "\n".join(lines)
 
 
+def trial_dict(trial: TrialRow) -> dict[str, Any]:
+    """A trial as results.json lists it."""
+    return {"number": trial.number, "state": str(trial.state), "objective": trial.objective,
+            "assignment": trial.assignment, "metrics": trial.metrics,
+            "training_seconds": trial.training_seconds, "task_id": trial.task_id,
+            "message": trial.message}
+
+
 def write(job_dir: Path, summary: dict[str, Any], trials: Sequence[TrialRow],
           maximize: bool, param_order: Sequence[str] = ()) -> tuple[Path, Path]:
     """Write results.json and results.csv into the job folder; return their paths."""
     ordered = sorted_trials(trials, maximize)
-    as_dicts = [
-        {"number": t.number, "state": t.state, "objective": t.objective,
-         "assignment": t.assignment, "metrics": t.metrics,
-         "training_seconds": t.training_seconds, "task_id": t.task_id, "message": t.message}
-        for t in ordered
-    ]
     json_path = job_dir / paths.RESULTS_JSON
-    json_path.write_text(json.dumps({**summary, "trials": as_dicts}, indent=2, sort_keys=True))
+    json_path.write_text(json.dumps({**summary, "trials": [trial_dict(t) for t in ordered]},
+                                    indent=2, sort_keys=True))
+    csv_path = job_dir / paths.RESULTS_CSV
+    with csv_path.open("w", newline="") as handle:
+        write_csv(handle, trials, maximize, param_order)
+    return json_path, csv_path
+
+
+def write_csv(handle: IO[str], trials: Sequence[TrialRow], maximize: bool,
+              param_order: Sequence[str] = ()) -> None:
+    """The trials, best first, as CSV: parameters, then every metric any trial reported."""
+    ordered = sorted_trials(trials, maximize)
     params = _param_names(ordered, param_order)
     metrics: list[str] = []
     for trial in ordered:
         metrics += [n for n in trial.metrics if n not in metrics]
-    csv_path = job_dir / paths.RESULTS_CSV
-    with csv_path.open("w", newline="") as handle:
-        writer = csv.writer(handle)
-        writer.writerow(["trial", "state", "objective", *params,
-                         *(f"metric:{m}" for m in metrics), "training_seconds", "message"])
-        for t in ordered:
-            writer.writerow([t.number, t.state, "" if t.objective is None else t.objective,
-                             *(t.assignment.get(p, "") for p in params),
-                             *(t.metrics.get(m, "") for m in metrics),
-                             round(t.training_seconds, 3), t.message])
-    return json_path, csv_path
+    writer = csv.writer(handle)
+    writer.writerow(["trial", "state", "objective", *params,
+                     *(f"metric:{m}" for m in metrics), "training_seconds", "message"])
+    for t in ordered:
+        writer.writerow([t.number, t.state, "" if t.objective is None else t.objective,
+                         *(t.assignment.get(p, "") for p in params),
+                         *(t.metrics.get(m, "") for m in metrics),
+                         round(t.training_seconds, 3), t.message])

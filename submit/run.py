@@ -4,9 +4,12 @@ framework, a progress line while it runs, and the results at the end.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 import logging
+import os
 from pathlib import Path
 import signal
+import subprocess
 import sys
 import time
 from types import FrameType
@@ -45,8 +48,27 @@ def _raise_interrupt(signum: int, frame: FrameType | None) -> None:
     raise KeyboardInterrupt
 
 
-def run(submission: Submission, out: IO[str], err: IO[str]) -> ExitStatus:
-    """Run a validated job to its end and report it."""
+def detach(job_id: str, python_args: Sequence[str], out: IO[str]) -> ExitStatus:
+    """Start ``python <python_args>`` as a background process of its own session (it outlives
+    this terminal), its output in the job folder; say how to follow it, and return."""
+    job_dir = paths.job_dir(job_id)
+    job_dir.mkdir(parents=True, exist_ok=True)
+    os.chmod(job_dir, 0o700)
+    with (job_dir / paths.DETACHED_OUT).open("ab") as log:
+        process = subprocess.Popen(  # noqa: S603 - this Python, DisAuto's own module
+            [sys.executable, *python_args], stdin=subprocess.DEVNULL, stdout=log,
+            stderr=subprocess.STDOUT, start_new_session=True,
+        )
+    print(f"{PROG}: job {job_id} runs in the background (pid {process.pid})", file=out)
+    print(f"{PROG}: follow it with: da-job status {job_id} | da-job logs {job_id} -f | "
+          f"da-job kill {job_id}", file=out)
+    print(f"{PROG}: its output: {job_dir / paths.DETACHED_OUT}", file=out)
+    return ExitStatus.SUCCESS
+
+
+def run(submission: Submission, out: IO[str], err: IO[str], *,
+        resume: bool = False) -> ExitStatus:
+    """Run a validated job to its end and report it (``resume``: carry on a recorded one)."""
     from disauto.framework.runtime import JobRunner  # imports pymesos (main thread)
     from disauto.framework.runtime import MasterEndpoint
     from disauto.framework.runtime import MasterUnreachableError
@@ -56,10 +78,12 @@ def run(submission: Submission, out: IO[str], err: IO[str]) -> ExitStatus:
     config = submission.config
     job_dir = paths.job_dir(config.job_id)
     job_dir.mkdir(parents=True, exist_ok=True)
+    os.chmod(job_dir, 0o700)  # the record and the job's token are the user's alone
     _configure_logging(submission.debug, job_dir / paths.LOG)
     maximize = config.search.direction != common_pb2.MINIMIZE
     objective = config.search.objective
-    print(f"{PROG}: job {config.job_id} ({config.search.tuning_type}, "
+    print(f"{PROG}: {'resuming' if resume else 'job'} {config.job_id} "
+          f"({config.search.tuning_type}, "
           f"{config.search.max_trials} trials, parallelism {config.search.parallelism}, "
           f"seed {config.search.seed})", file=out)
     print(f"{PROG}: job folder {job_dir}", file=out)
@@ -85,7 +109,12 @@ def run(submission: Submission, out: IO[str], err: IO[str]) -> ExitStatus:
             MasterEndpoint(master, submission.principal, submission.secret),
             offer_policy=submission.offer_policy,
             advertise_host=submission.advertise_host,
+            resume=resume,
         )
+        runner.store.set_meta_many({"submitted_master": submission.master,
+                                    "local_agents": str(submission.local_agents),
+                                    "principal": submission.principal or "",
+                                    "advertise_host": submission.advertise_host or ""})
         try:
             runner.start()
         except MasterUnreachableError as error:

@@ -114,6 +114,10 @@ class Submission:
     debug: bool
     notes: tuple[str, ...] = ()
     """Lines for the user about what was made of the flags (printed when the job starts)."""
+    detach: bool = False
+    """Run in a background process and return at once (``--detach``)."""
+    argv: tuple[str, ...] = ()
+    """The flags as given (a detached job re-runs them in its own process)."""
 
 
 def _bayesian_settings(args: argparse.Namespace) -> dict[str, str]:
@@ -190,7 +194,7 @@ def validate(args: argparse.Namespace) -> Submission:
     appcore_command = args.app_core_command or (
         f"{sys.executable} -m disauto.appcore" if same_host and not appcore_image
         else "python3 -m disauto.appcore")
-    search.job_id = _job_id(args.app_name)
+    search.job_id = args.job_id or _job_id(args.app_name)
     secret = None
     if args.secret_file:
         secret = Path(existing_file("--secret-file", args.secret_file)).read_text().strip()
@@ -221,7 +225,8 @@ def validate(args: argparse.Namespace) -> Submission:
     return Submission(config, args.master, args.principal, secret, args.offer_policy,
                       args.advertise_host, local_agents, args.quiet, args.debug,
                       notes=_warm_start_notes(args.warm_start, dict(search.settings),
-                                              search.objective))
+                                              search.objective),
+                      detach=args.detach)
 
 
 def _resources(args: argparse.Namespace) -> tuple[TaskResources, TaskResources]:

@@ -1,0 +1,48 @@
+"""Is a recorded process still the one that was recorded? (Linux ``/proc``.)
+
+A pid alone is not an identity: after the process dies, the kernel reuses it. A process is
+identified by its pid and its start time (field 22 of ``/proc/<pid>/stat``, in clock ticks since
+boot), which no other process shares while the machine runs.
+"""
+
+from __future__ import annotations
+
+import os
+
+
+def start_time(pid: int) -> str:
+    """The start time of process ``pid``, or "" when there is none."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="utf-8", errors="replace") as handle:
+            fields = handle.read().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return ""
+    return fields[19] if len(fields) > 19 else ""
+
+
+def is_running(pid: int, started: str) -> bool:
+    """Whether process ``pid`` runs and is the one that started at ``started``."""
+    return pid > 0 and bool(started) and start_time(pid) == started
+
+
+def this_process() -> tuple[int, str]:
+    """(pid, start time) of this process."""
+    pid = os.getpid()
+    return pid, start_time(pid)
+
+
+def with_environment(name: str, value: str) -> list[int]:
+    """Pids of this user's processes whose environment sets ``name=value`` (Linux ``/proc``)."""
+    wanted = f"{name}={value}".encode()
+    found = []
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry.name}/environ", "rb") as handle:
+                variables = handle.read().split(b"\0")
+        except OSError:
+            continue  # gone, or another user's
+        if wanted in variables:
+            found.append(int(entry.name))
+    return sorted(found)

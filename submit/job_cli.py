@@ -1,0 +1,304 @@
+"""``da-job``: list, inspect, follow, stop and resume DisAuto jobs from any shell.
+
+    da-job list [--json]
+    da-job status JOB [--json]
+    da-job logs JOB [TRIAL|appcore] [--stderr] [-f]
+    da-job results JOB [--format table|csv|json]
+    da-job kill JOB
+    da-job resume JOB [--detach] [--secret-file FILE]
+
+JOB is a job id or any unique prefix of one. Every error is one line and a documented exit
+status (:class:`~disauto.submit.exit_status.ExitStatus`).
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+import csv
+import io
+import json
+import os
+from pathlib import Path
+import sys
+import time
+from typing import IO
+from typing import Any
+
+from disauto.common import paths
+from disauto.common.trial_state import TrialState
+from disauto.framework.store import JobStore
+from disauto.submit import results as results_mod
+from disauto.submit.exit_status import ExitStatus
+from disauto.submit.jobs import Job
+from disauto.submit.jobs import JobLookupError
+from disauto.submit.jobs import all_jobs
+from disauto.submit.jobs import find
+
+
+PROG = "da-job"
+
+
+class JobCommandError(Exception):
+    """What a subcommand cannot do, in one line; carries its exit status."""
+
+    def __init__(self, message: str, status: ExitStatus = ExitStatus.USAGE) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> Any:
+        raise JobCommandError(message)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog=PROG, description="List, inspect, follow, stop and resume jobs.")
+    commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    listing = commands.add_parser("list", help="every job under $DISAUTO_HOME")
+    listing.add_argument("--json", action="store_true")
+    status = commands.add_parser("status", help="a job's trials, best, tasks")
+    status.add_argument("job")
+    status.add_argument("--json", action="store_true")
+    logs = commands.add_parser("logs", help="a trial's (or AppCore's) output")
+    logs.add_argument("job")
+    logs.add_argument("trial", nargs="?", default="appcore",
+                      help="a trial number, or appcore (default)")
+    logs.add_argument("--stderr", action="store_true", help="stderr instead of stdout")
+    logs.add_argument("-f", "--follow", action="store_true", help="follow while the job runs")
+    results = commands.add_parser("results", help="the trials, best first")
+    results.add_argument("job")
+    results.add_argument("--format", choices=("table", "csv", "json"), default="table")
+    kill = commands.add_parser("kill", help="end a running job (tasks killed, record kept)")
+    kill.add_argument("job")
+    kill.add_argument("--wait", type=float, default=60.0, metavar="SECONDS",
+                      help="how long to wait for the job to end (default 60)")
+    resume = commands.add_parser("resume", help="carry on a job whose framework died")
+    resume.add_argument("job")
+    resume.add_argument("--detach", action="store_true", help="in the background")
+    resume.add_argument("--secret-file", metavar="FILE",
+                        help="the principal's secret, for a master that authenticates")
+    return parser
+
+
+# -- the subcommands ----------------------------------------------------------------------------
+
+
+def _fmt_seconds(seconds: float) -> str:
+    minutes, secs = divmod(int(seconds), 60)
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}:{minutes:02d}:{secs:02d}"
+
+
+def _state_text(job: Job) -> str:
+    if job.state == "ended":
+        return f"ended ({job.outcome.lower().replace('_', ' ') or 'unknown'})"
+    return job.state
+
+
+def cmd_list(args: argparse.Namespace, out: IO[str]) -> ExitStatus:
+    jobs = all_jobs()
+    rows = [job.summary() for job in jobs]
+    if args.json:
+        print(json.dumps(rows, indent=2), file=out)
+        return ExitStatus.SUCCESS
+    if not jobs:
+        print(f"no jobs under {paths.jobs_dir()}", file=out)
+        return ExitStatus.SUCCESS
+    table = [["job", "name", "state", "trials", "best", "started", "duration"]]
+    for job, row in zip(jobs, rows, strict=True):
+        best = row["best"]
+        table.append([
+            row["job_id"], row["name"], _state_text(job), f"{row['done']}/{row['budget']}",
+            "-" if best is None else f"{row['objective']}={best['value']:.6g} (#{best['trial']})",
+            time.strftime("%Y-%m-%d %H:%M", time.localtime(row["started_at"])),
+            _fmt_seconds(row["duration_seconds"]),
+        ])
+    _print_table(table, out)
+    return ExitStatus.SUCCESS
+
+
+def _print_table(table: Sequence[Sequence[str]], out: IO[str]) -> None:
+    widths = [max(len(str(row[i])) for row in table) for i in range(len(table[0]))]
+    for index, row in enumerate(table):
+        print("  ".join(str(c).ljust(w) for c, w in zip(row, widths, strict=True)).rstrip(),
+              file=out)
+        if index == 0:
+            print("  ".join("-" * w for w in widths), file=out)
+
+
+def cmd_status(args: argparse.Namespace, out: IO[str]) -> ExitStatus:
+    job = find(args.job)
+    config = job.config
+    appcore = json.loads(job.meta.get("appcore", "{}"))
+    running = [{"trial": t.number, "task": t.task_id, "agent": t.agent_id, "state": str(t.state)}
+               for t in job.trials if t.state in (TrialState.LAUNCHING, TrialState.RUNNING)]
+    status = {
+        **job.summary(), "trials": job.counts(), "message": job.meta.get("outcome_message", ""),
+        "running": running, "appcore": {"task": appcore.get("task_id", ""),
+                                        "address": appcore.get("address", ""),
+                                        "state": appcore.get("state", "")},
+        "master": job.meta.get("master", ""), "framework_id": job.meta.get("framework_id", ""),
+        "folder": str(job.folder),
+    }
+    if args.json:
+        print(json.dumps(status, indent=2), file=out)
+        return ExitStatus.SUCCESS
+    best = status["best"]
+    print(f"job {job.job_id} ({config.app_name}): {_state_text(job)}", file=out)
+    if status["message"]:
+        print(f"  outcome: {status['message']}", file=out)
+    print(f"  trials: {status['done']}/{status['budget']} done; "
+          + ", ".join(f"{n} {s.lower()}" for s, n in status["trials"].items() if n), file=out)
+    if best is not None:
+        print(f"  best: trial-{best['trial']:04d} {config.search.objective}={best['value']:.6g}",
+              file=out)
+    print(f"  AppCore: {status['appcore']['task'] or '-'} "
+          f"{status['appcore']['address'] or ''} {status['appcore']['state']}".rstrip(), file=out)
+    for task in running:
+        print(f"  running: trial-{task['trial']:04d} task {task['task']} on agent "
+              f"{task['agent']} ({task['state']})", file=out)
+    print(f"  master {status['master']}, framework {status['framework_id'] or '-'}, "
+          f"elapsed {_fmt_seconds(status['duration_seconds'])}", file=out)
+    print(f"  folder {job.folder}", file=out)
+    return ExitStatus.SUCCESS
+
+
+def _log_path(job: Job, which: str, stderr: bool) -> Path:
+    stream = "stderr" if stderr else "stdout"
+    if which == "appcore":
+        task = json.loads(job.meta.get("appcore", "{}")).get("task_id", "")
+        if not task:
+            raise JobCommandError(f"job {job.job_id} has not launched AppCore yet")
+    else:
+        try:
+            number = int(which)
+        except ValueError:
+            raise JobCommandError(f"invalid trial {which!r}: expected a trial number or "
+                                  "'appcore'") from None
+        trial = next((t for t in job.trials if t.number == number), None)
+        if trial is None:
+            raise JobCommandError(f"job {job.job_id} has no trial {number} (it has "
+                                  f"{len(job.trials)})")
+        task = trial.task_id or f"trial-{number:04d}"
+    return job.folder / paths.TASK_LOGS / f"{task}.{stream}"
+
+
+def cmd_logs(args: argparse.Namespace, out: IO[str]) -> ExitStatus:
+    job = find(args.job)
+    path = _log_path(job, args.trial, args.stderr)
+    offset = 0
+    while True:
+        if path.exists():
+            with path.open("rb") as handle:
+                handle.seek(offset)
+                data = handle.read()
+            offset += len(data)
+            out.write(data.decode("utf-8", "replace"))
+            out.flush()
+        if not args.follow or job.state != "running":
+            if not path.exists() and not args.follow:
+                raise JobCommandError(f"no output of {path.stem} yet ({path})", ExitStatus.ERROR)
+            return ExitStatus.SUCCESS
+        time.sleep(0.5)
+        job = find(job.job_id)
+
+
+def cmd_results(args: argparse.Namespace, out: IO[str]) -> ExitStatus:
+    job = find(args.job)
+    config = job.config
+    order = [p.name for p in config.search.space.parameters]
+    objective = config.search.objective
+    if args.format == "json":
+        saved = job.folder / paths.RESULTS_JSON
+        if job.state == "ended" and saved.exists():
+            out.write(saved.read_text() + "\n")
+        else:
+            print(json.dumps({**job.summary(), "trials": [results_mod.trial_dict(t) for t in
+                                                          job.trials]}, indent=2), file=out)
+    elif args.format == "csv":
+        buffer = io.StringIO()
+        results_mod.write_csv(buffer, job.trials, job.maximize, order)
+        out.write(buffer.getvalue())
+    else:
+        print(results_mod.table(job.trials, objective, job.maximize, limit=10_000,
+                                param_order=order), file=out)
+    return ExitStatus.SUCCESS
+
+
+def cmd_kill(args: argparse.Namespace, out: IO[str]) -> ExitStatus:
+    job = find(args.job)
+    if job.state == "ended":
+        raise JobCommandError(f"job {job.job_id} has already ended ({job.outcome})")
+    store = JobStore(job.folder / paths.JOB_DB)
+    try:
+        if job.state == "interrupted":
+            # Nothing runs its framework: close its record here.
+            _close_interrupted(store)
+            print(f"{PROG}: job {job.job_id} was interrupted; its record is closed (KILLED)",
+                  file=out)
+            return ExitStatus.SUCCESS
+        store.set_meta("control", "kill")
+    finally:
+        store.close()
+    print(f"{PROG}: killing job {job.job_id}…", file=out)
+    deadline = time.monotonic() + args.wait
+    while time.monotonic() < deadline:
+        if find(job.job_id).state != "running":
+            print(f"{PROG}: job {job.job_id} ended (killed)", file=out)
+            return ExitStatus.SUCCESS
+        time.sleep(0.3)
+    raise JobCommandError(f"job {job.job_id} did not end within {args.wait:g} s; its "
+                          "framework still runs", ExitStatus.ERROR)
+
+
+def _close_interrupted(store: JobStore) -> None:
+    now = time.time()
+    for trial in store.trials():
+        if trial.state.is_in_flight():
+            store.update_trial(trial.number, state=TrialState.KILLED, ended_at=now,
+                               message="the job was killed while interrupted")
+    store.set_meta_many({"state": "ENDED", "outcome": "JOB_KILLED", "ended_at": str(now),
+                         "outcome_message": "killed with da-job kill while interrupted"})
+
+
+def cmd_resume(args: argparse.Namespace, out: IO[str]) -> ExitStatus:
+    from disauto.submit.resume import resume
+
+    job = find(args.job)
+    if job.state == "running":
+        raise JobCommandError(f"job {job.job_id} is running (pid {job.meta.get('pid')}); "
+                              "nothing to resume")
+    if job.state == "ended":
+        raise JobCommandError(f"job {job.job_id} has ended ({job.outcome}); nothing to resume")
+    return resume(job, detach_it=args.detach, secret_file=args.secret_file, out=out,
+                  err=sys.stderr)
+
+
+COMMANDS = {"list": cmd_list, "status": cmd_status, "logs": cmd_logs, "results": cmd_results,
+            "kill": cmd_kill, "resume": cmd_resume}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """The da-job console script: one error funnel, one line per error."""
+    try:
+        args = build_parser().parse_args(list(sys.argv[1:] if argv is None else argv))
+        return COMMANDS[args.command](args, sys.stdout)
+    except JobLookupError as error:
+        print(f"{PROG}: error: {error}", file=sys.stderr)
+        return ExitStatus.USAGE
+    except JobCommandError as error:
+        print(f"{PROG}: error: {error}", file=sys.stderr)
+        return error.status
+    except KeyboardInterrupt:
+        return ExitStatus.CTRL_C
+    except BrokenPipeError:  # `da-job results JOB | head`
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return ExitStatus.SUCCESS
+    except (OSError, ValueError, csv.Error) as error:
+        print(f"{PROG}: error: {error}", file=sys.stderr)
+        return ExitStatus.ERROR
+
+
+if __name__ == "__main__":
+    sys.exit(main())

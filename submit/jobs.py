@@ -1,0 +1,165 @@
+"""The jobs under ``$DISAUTO_HOME``, read from their records: what ``da-job`` shows and acts on.
+
+A job's state comes from its record and its process: ``running`` while the process that runs its
+framework (recorded pid and start time, on this host) is alive; ``ended`` once the record says
+so, with its outcome; ``interrupted`` when neither holds (the framework died: ``da-job resume``
+carries it on). Job ids may be abbreviated to any unique prefix.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+import json
+from pathlib import Path
+import socket
+import time
+from typing import Any
+
+from disauto.common import paths
+from disauto.common.processes import is_running
+from disauto.common.trial_state import TrialState
+from disauto.framework.job import sorted_trials
+from disauto.framework.spec import JobConfig
+from disauto.framework.store import JobStore
+from disauto.framework.store import TrialRow
+from disauto.protos import common_pb2
+
+
+class JobLookupError(LookupError):
+    """No job, or more than one, matches what was asked for (the message says which)."""
+
+
+@dataclass
+class Job:
+    """One job folder and what its record says."""
+
+    job_id: str
+    folder: Path
+    meta: dict[str, str]
+    trials: list[TrialRow]
+
+    @property
+    def config(self) -> JobConfig:
+        return JobConfig.from_json(self.meta["config"])
+
+    @property
+    def maximize(self) -> bool:
+        return self.config.search.direction != common_pb2.MINIMIZE
+
+    @property
+    def state(self) -> str:
+        """``running``, ``ended`` or ``interrupted``."""
+        if self.meta.get("state") == "ENDED":
+            return "ended"
+        if self.alive:
+            return "running"
+        return "interrupted"
+
+    @property
+    def alive(self) -> bool:
+        try:
+            pid = int(self.meta.get("pid", "0"))
+        except ValueError:
+            return False
+        return (self.meta.get("host", "") == socket.gethostname()
+                and is_running(pid, self.meta.get("pid_start", "")))
+
+    @property
+    def outcome(self) -> str:
+        return self.meta.get("outcome", "")
+
+    def best(self) -> TrialRow | None:
+        ranked = sorted_trials(self.trials, self.maximize)
+        first = ranked[0] if ranked else None
+        return first if first is not None and first.state == TrialState.COMPLETED else None
+
+    def counts(self) -> dict[str, int]:
+        counted = Counter(str(t.state) for t in self.trials)
+        return {str(state): counted.get(str(state), 0) for state in TrialState}
+
+    def started(self) -> float:
+        try:
+            return float(self.meta.get("started_at") or 0.0)
+        except ValueError:
+            return 0.0
+
+    def duration(self) -> float:
+        end = self.meta.get("ended_at")
+        try:
+            stop = float(end) if end else time.time()
+        except ValueError:
+            stop = time.time()
+        return max(0.0, stop - self.started()) if self.started() else 0.0
+
+    def summary(self) -> dict[str, Any]:
+        """One row of ``da-job list`` (``--json``)."""
+        config = self.config
+        best = self.best()
+        done = sum(1 for t in self.trials if t.state.is_finished())
+        return {
+            "job_id": self.job_id, "name": config.app_name, "state": self.state,
+            "outcome": self.outcome, "done": done, "budget": int(config.search.max_trials),
+            "objective": config.search.objective,
+            "best": None if best is None else {"trial": best.number, "value": best.objective},
+            "started_at": self.started(), "duration_seconds": round(self.duration(), 1),
+        }
+
+
+def load(folder: Path) -> Job:
+    """The job recorded in ``folder``.
+
+    Raises:
+        JobLookupError: the folder holds no job record.
+    """
+    db = folder / paths.JOB_DB
+    if not db.is_file():
+        raise JobLookupError(f"{folder} holds no job record ({paths.JOB_DB})")
+    store = JobStore(db)
+    try:
+        keys = ("job_id", "config", "master", "submitted_master", "state", "outcome",
+                "outcome_message", "started_at", "ended_at", "pid", "pid_start", "host",
+                "framework_id", "offer_policy", "local_agents", "principal",
+                "advertise_host", "control", "best_output")
+        meta = {key: value for key in keys if (value := store.get_meta(key)) is not None}
+        trials = store.trials()
+        runs = store.appcore_runs()
+    finally:
+        store.close()
+    if "config" not in meta:
+        raise JobLookupError(f"{folder} holds no job record (no configuration recorded)")
+    meta["appcore"] = json.dumps(runs[-1] if runs else {})
+    return Job(meta.get("job_id", folder.name), folder, meta, trials)
+
+
+def all_jobs() -> list[Job]:
+    """Every job under ``$DISAUTO_HOME``, oldest first."""
+    root = paths.jobs_dir()
+    if not root.is_dir():
+        return []
+    jobs = []
+    for folder in sorted(root.iterdir()):
+        try:
+            jobs.append(load(folder))
+        except (JobLookupError, ValueError, OSError):
+            continue  # a folder being created, or not a job's
+    return sorted(jobs, key=lambda job: (job.started(), job.job_id))
+
+
+def find(prefix: str) -> Job:
+    """The job whose id starts with ``prefix``.
+
+    Raises:
+        JobLookupError: none, or several (naming them).
+    """
+    root = paths.jobs_dir()
+    names = sorted(p.name for p in root.iterdir()) if root.is_dir() else []
+    if prefix in names:
+        return load(root / prefix)
+    matches = [name for name in names if name.startswith(prefix)] if prefix else []
+    if not matches:
+        raise JobLookupError(f"no job {prefix!r} under {root} (da-job list shows them)")
+    if len(matches) > 1:
+        raise JobLookupError(f"job id {prefix!r} is ambiguous: it starts "
+                             f"{', '.join(matches[:5])}{' ...' if len(matches) > 5 else ''}")
+    return load(root / matches[0])

@@ -1,0 +1,75 @@
+"""``da-job resume``: carry on a job whose framework died, from its record.
+
+The record holds everything to rebuild the job (its configuration, master, offer policy and the
+embedded cluster's size); only a principal's secret is not kept, so a master that authenticates
+needs ``--secret-file`` again. On the same master the framework re-subscribes with its recorded
+FrameworkID (within ``failover_timeout``), reconciles its tasks and adopts those still running;
+a ``--master local`` job boots a fresh embedded cluster (the old one died with its process), and
+the trials that were in flight run again, each counted once.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+import signal
+from typing import IO
+
+from disauto.common.processes import with_environment
+from disauto.common.task_env import JOB_ID
+from disauto.submit.exit_status import ExitStatus
+from disauto.submit.jobs import Job
+from disauto.submit.run import detach
+from disauto.submit.run import run
+from disauto.submit.validate import Submission
+
+
+def submission_of(job: Job, secret_file: str | None = None) -> Submission:
+    """The Submission that runs ``job`` again, as it was submitted.
+
+    Raises:
+        ValueError: the master authenticates and no secret was given.
+    """
+    meta = job.meta
+    principal = meta.get("principal") or None
+    secret = Path(secret_file).read_text().strip() if secret_file else None
+    if principal and secret is None:
+        raise ValueError(f"job {job.job_id} authenticates to its master as {principal!r}: give "
+                         "--secret-file (secrets are not kept in the record)")
+    return Submission(
+        config=job.config,
+        master=meta.get("submitted_master") or meta.get("master", "local"),
+        principal=principal,
+        secret=secret,
+        offer_policy=meta.get("offer_policy", "fifo"),
+        advertise_host=meta.get("advertise_host") or None,
+        local_agents=int(meta.get("local_agents") or 1),
+        quiet=False,
+        debug=False,
+    )
+
+
+def resume(job: Job, *, detach_it: bool, secret_file: str | None, out: IO[str],
+           err: IO[str]) -> ExitStatus:
+    """Resume ``job`` here (to its end), or in the background with ``detach_it``."""
+    submission = submission_of(job, secret_file)
+    if submission.master == "local" and not detach_it:
+        # The embedded cluster died with the framework's process; what it ran did not.
+        _kill_leftovers(job.job_id)
+    if detach_it:
+        extra = ["--secret-file", secret_file] if secret_file else []
+        return detach(job.job_id, ["-m", "disauto.submit.job_cli", "resume", job.job_id, *extra],
+                      out)
+    return run(submission, out, err, resume=True)
+
+
+def _kill_leftovers(job_id: str) -> list[int]:
+    """Kill the job's AppCore and runners left by a local cluster that died (each task runs in
+    its own process group; the group goes with it). Returns the pids found."""
+    pids = with_environment(JOB_ID, job_id)
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            continue  # gone meanwhile, or not ours
+    return pids
