@@ -50,7 +50,7 @@ def main() -> int:
         server = make_server(servicer, "0.0.0.0", port)
     except OSError as err:
         print(f"appcore: error: {err}", file=sys.stderr)
-        return 1
+        return task_env.EXIT_PORT_TAKEN
     reply = framework.attach(f"{host}:{port}")
     spec = reply.spec
     try:

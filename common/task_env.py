@@ -42,5 +42,10 @@ APPCORE_PORT = "DISAUTO_APPCORE_PORT"
 APPCORE_HOST = "DISAUTO_APPCORE_HOST"
 """The host name AppCore advertises to runners: the agent's hostname (AppCore only)."""
 
+EXIT_PORT_TAKEN = 75
+"""AppCore's exit status when the port its offer gave it is taken by another process on the
+agent (sysexits' EX_TEMPFAIL): the framework launches it again on other ports, without counting
+a failure."""
+
 TOKEN_METADATA = "x-disauto-token"
 """The gRPC metadata key that carries a job or trial token."""

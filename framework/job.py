@@ -22,6 +22,7 @@ import threading
 import time
 from typing import Any
 
+from disauto.common import task_env
 from disauto.common.errors import InvalidAssignmentError
 from disauto.common.metrics import MetricError
 from disauto.common.metrics import check_metrics
@@ -48,6 +49,8 @@ from disauto.protos import framework_pb2
 logger = logging.getLogger(__name__)
 
 APPCORE_KEY = "appcore"
+MAX_PORT_RETRIES = 10
+"""AppCore launches again, beyond its restarts, when another process took its offered port."""
 # A trial whose task was launched and has not ended.
 _ON_AN_AGENT = frozenset({TrialState.LAUNCHING, TrialState.RUNNING})
 
@@ -124,6 +127,7 @@ class JobController:
         self._appcore_state = "WAITING"  # WAITING → LAUNCHING → RUNNING → (ATTACHED)
         self._appcore_address = ""
         self._appcore_failures = 0
+        self._port_retries = 0
         self._retry_wake = False  # set when a status update queued a lost trial again
         self._outcome: int | None = None
         self._outcome_message = ""
@@ -563,8 +567,15 @@ class JobController:
         if self._outcome is not None:
             self._appcore_state = "ENDED"
             return False
-        self._appcore_failures += 1
         why = _describe(status) + self._tail(status)
+        if _port_was_taken(status) and self._port_retries < MAX_PORT_RETRIES:
+            # Another process on the agent holds the offered port: not AppCore's failure.
+            self._port_retries += 1
+            logger.warning("AppCore %s found its port taken (%s); launching it again",
+                           task_id, why)
+            self._appcore_state = "WAITING"
+            return True
+        self._appcore_failures += 1
         if self._appcore_failures > self.config.max_appcore_restarts:
             self._appcore_state = "ENDED"
             self.finish(framework_pb2.ERROR,
@@ -660,6 +671,12 @@ class JobController:
         self._sequence += 1
         self._events.append((self._sequence, number))
         self._cond.notify_all()
+
+
+def _port_was_taken(status: Mapping[str, Any]) -> bool:
+    """Whether a task's status says its command exited with EXIT_PORT_TAKEN."""
+    return str(status.get("state")) == "TASK_FAILED" and str(status.get("message", "")) \
+        .endswith(f"exited with status {task_env.EXIT_PORT_TAKEN}")
 
 
 def _describe(status: Mapping[str, Any]) -> str:

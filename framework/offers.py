@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+import random
 from typing import Any
 
 from disauto.common.resources import ResourceError
@@ -49,10 +50,13 @@ class OfferView:
         )
 
 
-def fit(available: Resources, need: TaskResources, ports: int = 0) -> Resources | None:
+def fit(available: Resources, need: TaskResources, ports: int = 0,
+        rng: random.Random | None = None) -> Resources | None:
     """The exact resources to claim for ``need`` (+ ``ports`` ports), or None if it doesn't fit.
 
-    Ports are taken from the lowest free port up.
+    Ports are one block drawn at random from the offered ranges (``rng``; by default the
+    system's randomness), not the lowest: a port that another process on the agent took (the
+    offer cannot know) is then unlikely to be drawn again when the task is launched anew.
     """
     scalars = {"cpus": need.cpus, "mem": need.mem_mb}
     if need.gpus:
@@ -63,15 +67,32 @@ def fit(available: Resources, need: TaskResources, ports: int = 0) -> Resources 
     if not available.contains(claim):
         return None
     if ports:
-        chosen: list[tuple[int, int]] = []
-        left = ports
-        for begin, end in available.ranges("ports"):
-            take = min(left, end - begin + 1)
-            chosen.append((begin, begin + take - 1))
-            left -= take
-            if left == 0:
-                break
-        if left:
+        chosen = _port_block(available.ranges("ports"), ports, rng or _RANDOM)
+        if chosen is None:
             return None
         claim = claim + Resources(ranges={"ports": chosen})
     return claim
+
+
+_RANDOM = random.SystemRandom()
+
+
+def _port_block(ranges: list[tuple[int, int]], count: int,
+                rng: random.Random) -> list[tuple[int, int]] | None:
+    """``count`` ports: a contiguous block at a random place in one range when one is large
+    enough, else the lowest ports across ranges; None when there are too few."""
+    roomy = [(begin, end) for begin, end in ranges if end - begin + 1 >= count]
+    if roomy:
+        weights = [end - begin + 2 - count for begin, end in roomy]
+        begin, end = rng.choices(roomy, weights=weights)[0]
+        start = rng.randint(begin, end - count + 1)
+        return [(start, start + count - 1)]
+    chosen: list[tuple[int, int]] = []
+    left = count
+    for begin, end in ranges:
+        take = min(left, end - begin + 1)
+        chosen.append((begin, begin + take - 1))
+        left -= take
+        if left == 0:
+            return chosen
+    return None

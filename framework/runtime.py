@@ -127,7 +127,7 @@ class JobRunner:
         meta = {"job_id": config.job_id, "config": config.to_json(), "master": master.uri,
                 "offer_policy": offer_policy, "state": "RUNNING", "pid": str(os.getpid()),
                 "pid_start": start_time(os.getpid()), "host": socket.gethostname(),
-                "control": ""}
+                "control": "", "framework_registered": ""}
         if not resume:
             meta["started_at"] = str(time.time())
         else:

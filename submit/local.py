@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import os
 from pathlib import Path
+import random
 import socket
 
 from disauto.framework.spec import JobConfig
@@ -28,9 +29,14 @@ def free_port_range(span: int = 1000, low: int = 31000, high: int = 41000) -> tu
 
     Mesos agents offer ``31000-32000`` by default; two embedded clusters on one machine (two
     ``--master local`` jobs) would offer the same ports, and the second job's AppCore could not
-    bind its port. Falls back to ``low`` when every range below ``high`` is busy.
+    bind its port. The ranges are tried in an order of this process's own; it falls back to
+    ``low`` when every range below ``high`` is busy.
     """
-    for begin in range(low, high - span + 1, span):
+    # Try the ranges in an order of this process's own, so that two jobs starting at the same
+    # moment rarely probe, and take, the same one.
+    starts = list(range(low, high - span + 1, span))
+    random.Random(os.getpid()).shuffle(starts)
+    for begin in starts:
         free = True
         for port in range(begin, begin + span):
             with socket.socket() as probe:

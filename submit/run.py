@@ -9,6 +9,7 @@ import logging
 import os
 from pathlib import Path
 import signal
+import sqlite3
 import subprocess
 import sys
 import time
@@ -48,22 +49,50 @@ def _raise_interrupt(signum: int, frame: FrameType | None) -> None:
     raise KeyboardInterrupt
 
 
-def detach(job_id: str, python_args: Sequence[str], out: IO[str]) -> ExitStatus:
+def detach(job_id: str, python_args: Sequence[str], out: IO[str],
+           timeout: float = 90.0) -> ExitStatus:
     """Start ``python <python_args>`` as a background process of its own session (it outlives
-    this terminal), its output in the job folder; say how to follow it, and return."""
+    this terminal), its output in the job folder; return once its framework is registered,
+    saying how to follow it, or with its own exit status and last lines if it ended first."""
     job_dir = paths.job_dir(job_id)
     job_dir.mkdir(parents=True, exist_ok=True)
     os.chmod(job_dir, 0o700)
-    with (job_dir / paths.DETACHED_OUT).open("ab") as log:
+    output = job_dir / paths.DETACHED_OUT
+    started_at = output.stat().st_size if output.exists() else 0
+    with output.open("ab") as log:
         process = subprocess.Popen(  # noqa: S603 - this Python, DisAuto's own module
             [sys.executable, *python_args], stdin=subprocess.DEVNULL, stdout=log,
             stderr=subprocess.STDOUT, start_new_session=True,
         )
+    deadline = time.monotonic() + timeout
+    while process.poll() is None and time.monotonic() < deadline \
+            and not _registered(job_dir, process.pid):
+        time.sleep(0.1)
+    if process.poll() is not None:  # it ended at once: a bad master, an unschedulable job...
+        with output.open("rb") as handle:
+            handle.seek(started_at)
+            out.write(handle.read().decode("utf-8", "replace"))
+        codes = {int(status) for status in ExitStatus}
+        return ExitStatus(process.returncode) if process.returncode in codes else ExitStatus.ERROR
     print(f"{PROG}: job {job_id} runs in the background (pid {process.pid})", file=out)
     print(f"{PROG}: follow it with: da-job status {job_id} | da-job logs {job_id} -f | "
           f"da-job kill {job_id}", file=out)
     print(f"{PROG}: its output: {job_dir / paths.DETACHED_OUT}", file=out)
     return ExitStatus.SUCCESS
+
+
+def _registered(job_dir: Path, pid: int) -> bool:
+    """Whether the process ``pid`` runs the job in ``job_dir`` and its framework registered."""
+    db = job_dir / paths.JOB_DB
+    if not db.exists():
+        return False
+    try:
+        with sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=1) as connection:
+            meta = dict(connection.execute(
+                "SELECT key, value FROM meta WHERE key IN ('pid', 'framework_registered')"))
+    except sqlite3.Error:
+        return False
+    return meta.get("pid") == str(pid) and meta.get("framework_registered") == "1"
 
 
 def run(submission: Submission, out: IO[str], err: IO[str], *,
@@ -121,6 +150,7 @@ def run(submission: Submission, out: IO[str], err: IO[str], *,
             print(f"{PROG}: error: {error}", file=err)
             return ExitStatus.MASTER_UNREACHABLE
         print(f"{PROG}: framework {runner.scheduler.framework_id} registered", file=out)
+        runner.store.set_meta("framework_registered", "1")
         show = _ProgressPrinter(out, objective, quiet=submission.quiet,
                                 wants=describe(config.runner))
         runner.wait(poll=lambda: show(runner.controller.progress()))

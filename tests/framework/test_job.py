@@ -524,6 +524,26 @@ def test_appcore_failing_beyond_its_restarts_ends_the_job_in_error(
     assert job.store.get_meta("outcome") == "ERROR"
 
 
+def test_appcore_whose_port_was_taken_launches_again_without_counting_a_failure(
+        make: Callable[..., Job]) -> None:
+    from disauto.framework.job import MAX_PORT_RETRIES
+
+    job = make(max_appcore_restarts=0)  # a single real failure would end the job
+    for attempt in range(1, MAX_PORT_RETRIES + 1):
+        job.controller.appcore_launched(f"appcore-{attempt}", AGENT)
+        job.controller.on_status(task_status(f"appcore-{attempt}", "TASK_FAILED",
+                                             message="Command exited with status 75"))
+        assert job.controller.outcome is None, attempt
+        assert job.controller.launch_requests()[0].key == APPCORE_KEY
+    # Past the bound, a taken port is a failure like any other.
+    attempt = MAX_PORT_RETRIES + 1
+    job.controller.appcore_launched(f"appcore-{attempt}", AGENT)
+    job.controller.on_status(task_status(f"appcore-{attempt}", "TASK_FAILED",
+                                         message="Command exited with status 75"))
+    assert job.controller.outcome is not None
+    assert job.controller.outcome[0] == framework_pb2.ERROR
+
+
 def test_appcore_ending_after_the_job_is_not_relaunched(job: Job) -> None:
     job.controller.appcore_launched("appcore-1", AGENT)
     job.controller.attach_appcore("h:1")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 from typing import Any
 
 from disauto.common.resources import Resources
@@ -68,11 +69,14 @@ def test_fit_refuses_what_does_not_fit() -> None:
     assert fit(available, TaskResources(cpus=1.0, mem_mb=256.0)) == available
 
 
-def test_fit_takes_ports_from_the_lowest_up_across_ranges() -> None:
+def test_fit_draws_a_block_of_ports_at_random_from_the_offered_ranges() -> None:
     available = Resources({"cpus": 1.0, "mem": 64.0}, {"ports": [(31005, 31006), (31000, 31000)]})
     need = TaskResources(cpus=0.5, mem_mb=32.0)
-    assert fit(available, need, ports=1).ranges("ports") == [(31000, 31000)]
-    assert fit(available, need, ports=2).ranges("ports") == [(31000, 31000), (31005, 31005)]
-    assert fit(available, need, ports=3).ranges("ports") == [(31000, 31000), (31005, 31006)]
-    assert fit(available, need, ports=4) is None
-    assert fit(Resources({"cpus": 1.0, "mem": 64.0}), need, ports=1) is None
+    rng = random.Random(3)
+    drawn = {fit(available, need, ports=1, rng=rng).ranges("ports")[0] for _ in range(200)}
+    assert drawn == {(31000, 31000), (31005, 31005), (31006, 31006)}  # every port, none else
+    assert fit(available, need, ports=2, rng=rng).ranges("ports") == [(31005, 31006)]
+    # No range holds three: the lowest ports across ranges.
+    assert fit(available, need, ports=3, rng=rng).ranges("ports") == [(31000, 31000),
+                                                                       (31005, 31006)]
+    assert fit(available, need, ports=4, rng=rng) is None

@@ -57,8 +57,10 @@ def test_fifo_launches_in_request_order_and_packs_an_offer() -> None:
     assert launched(plan.launches) == {"A": ["appcore", "trial-0001", "trial-0002"],
                                        "B": ["trial-0003"]}
     claims = {r.key: claim for items in plan.launches.values() for r, claim in items}
+    (port, last), = claims["appcore"].ranges("ports")  # one port of the offered range
+    assert port == last and 31000 <= port <= 31009
     assert claims["appcore"] == Resources({"cpus": 0.5, "mem": 128.0},
-                                          {"ports": [(31000, 31000)]})
+                                          {"ports": [(port, port)]})
     assert claims["trial-0001"] == Resources({"cpus": 1.0, "mem": 256.0})
     assert plan.refuse_seconds == {}
 

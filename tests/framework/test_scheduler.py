@@ -129,7 +129,10 @@ def test_appcore_launches_first_and_trials_wait_for_it_to_attach(setup: Setup) -
     setup.scheduler.resourceOffers(setup.driver, [setup.offer("O1")])
     (task,) = setup.driver.launched()
     assert task["name"] == "appcore" and task["task_id"] == {"value": "appcore-1"}
-    assert env_of(task)[task_env.APPCORE_PORT] == "31000"
+    port = int(env_of(task)[task_env.APPCORE_PORT])
+    assert 31000 <= port <= 31010  # one of the offered ports
+    assert [r for r in task["resources"] if r["name"] == "ports"][0]["ranges"]["range"] == [
+        {"begin": port, "end": port}]
     assert env_of(task)[task_env.FRAMEWORK_ADDR] == "10.0.0.1:5000"
     assert env_of(task)[task_env.JOB_TOKEN] == JOB_TOKEN
     launch = setup.driver.calls[0][1]

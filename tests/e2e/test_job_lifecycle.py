@@ -1,0 +1,211 @@
+"""A job outlives its terminal and its framework: --detach, da-job, kill -9 and resume.
+
+Real da-submit processes (detached, in sessions of their own) on the embedded cluster; the
+record is checked trial by trial after each framework death.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from typing import Any
+
+import pytest
+
+from disauto.common.processes import with_environment
+from tests.e2e.conftest import ROOT
+from tests.e2e.conftest import common_flags
+
+
+pytestmark = pytest.mark.slow
+
+RUNNER = '''
+import os, time
+from apprunner_sdk import get_params, report, trial_number
+p = get_params()
+print(f"trial {trial_number()} starts", flush=True)
+time.sleep(float(os.environ.get("RUNNER_SLEEP", "1.5")))
+report(accuracy=1.0 - (float(p["x"]) - 0.3) ** 2 - 0.01 * float(p["n"]), final=True)
+'''
+
+
+class Shell:
+    """Runs DisAuto's commands as a user would, each its own process, one $DISAUTO_HOME."""
+
+    def __init__(self, home: Path, cwd: Path) -> None:
+        self.env = {**os.environ, "DISAUTO_HOME": str(home), "RUNNER_SLEEP": "1.5",
+                    "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
+        self.cwd = cwd
+        self.home = home
+
+    def run(self, module: str, *args: str,
+            timeout: float = 120) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", module, *args], cwd=self.cwd, env=self.env,
+                              capture_output=True, text=True, timeout=timeout, check=False)
+
+    def submit(self, *args: str) -> str:
+        done = self.run("disauto.submit.cli", *args, "--detach", timeout=60)
+        assert done.returncode == 0, done.stdout + done.stderr
+        return done.stdout.split("job ", 1)[1].split()[0]
+
+    def job(self, *args: str) -> subprocess.CompletedProcess[str]:
+        return self.run("disauto.submit.job_cli", *args)
+
+    def status(self, job: str) -> dict[str, Any]:
+        done = self.job("status", job, "--json")
+        assert done.returncode == 0, done.stderr
+        return json.loads(done.stdout)
+
+    def wait_until(self, job: str, predicate: Any, timeout: float = 120) -> dict[str, Any]:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            status = self.status(job)
+            if predicate(status):
+                return status
+            time.sleep(0.5)
+        raise AssertionError(f"{job}: condition not met; last status {status}")
+
+    def db(self, job: str) -> sqlite3.Connection:
+        return sqlite3.connect(self.home / "jobs" / job / "job.db")
+
+
+@pytest.fixture
+def shell(workdir: Path, tmp_path: Path) -> Any:
+    (workdir / "runner.py").write_text(RUNNER)
+    made = Shell(tmp_path / "home", workdir)
+    yield made
+    for job_dir in (made.home / "jobs").glob("*"):  # a test that failed midway: no leftovers
+        try:
+            meta = dict(sqlite3.connect(job_dir / "job.db").execute("SELECT key, value FROM meta"))
+            os.kill(int(meta.get("pid", "0")), signal.SIGKILL)
+        except (ProcessLookupError, ValueError, sqlite3.Error):
+            pass
+        for pid in with_environment("DISAUTO_JOB_ID", job_dir.name):
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+
+def test_a_detached_job_is_listed_followed_and_killed_from_another_shell(
+        shell: Shell, workdir: Path) -> None:
+    job = shell.submit(*common_flags(workdir, "--trail-steps", "40", "--parallelism", "2"))
+    status = shell.wait_until(job, lambda s: s["done"] >= 2)
+    assert status["state"] == "running" and status["budget"] == 40
+    assert status["appcore"]["address"] and len(status["running"]) <= 2
+    listed = json.loads(shell.job("list", "--json").stdout)
+    assert [(row["job_id"], row["state"]) for row in listed] == [(job, "running")]
+    assert "trial 1 starts" in shell.job("logs", job[:12], "1").stdout
+    results = json.loads(shell.job("results", job, "--format", "json").stdout)
+    assert {t["number"] for t in results["trials"]} >= {1, 2}
+    assert shell.job("results", job, "--format", "csv").stdout.startswith("trial,state,")
+    killed = shell.job("kill", job)
+    assert killed.returncode == 0 and "ended (killed)" in killed.stdout, killed.stderr
+    status = shell.status(job)
+    assert status["state"] == "ended" and status["outcome"] == "JOB_KILLED"
+    assert status["running"] == [] and status["trials"]["PENDING"] == 0
+    assert "job killed: killed with da-job kill" in (
+        shell.home / "jobs" / job / "da-submit.out").read_text()
+    again = shell.job("kill", job)
+    assert again.returncode == 2 and again.stderr.startswith("da-job: error: ")
+    assert "has already ended (JOB_KILLED)" in again.stderr
+    assert with_environment("DISAUTO_JOB_ID", job) == []  # nothing left running
+    mode = (shell.home / "jobs" / job).stat().st_mode & 0o777
+    assert mode == 0o700 and (shell.home / "jobs" / job / "job.token").stat().st_mode & 0o77 == 0
+
+
+def test_three_framework_deaths_and_resumes_lose_and_double_nothing(
+        shell: Shell, workdir: Path) -> None:
+    budget = 14
+    job = shell.submit(*common_flags(workdir, "--trail-steps", str(budget), "--parallelism", "2"))
+    done = 0
+    for _ in range(3):
+        status = shell.wait_until(job, lambda s, d=done: s["done"] >= d + 2 and s["running"])
+        done = status["done"]
+        pid = int(dict(shell.db(job).execute("SELECT key, value FROM meta"))["pid"])
+        os.kill(pid, signal.SIGKILL)  # the framework dies mid-job
+        shell.wait_until(job, lambda s: s["state"] == "interrupted", timeout=30)
+        resumed = shell.job("resume", job, "--detach")
+        assert resumed.returncode == 0, resumed.stderr
+    status = shell.wait_until(job, lambda s: s["state"] == "ended", timeout=180)
+    assert status["outcome"] == "BUDGET_SPENT", status
+    with shell.db(job) as db:
+        trials = db.execute("SELECT number, state, assignment, retries FROM trials "
+                            "ORDER BY number").fetchall()
+        finals = {row[0] for row in db.execute("SELECT trial_number FROM reports WHERE final = 1")}
+    assert [t[0] for t in trials] == list(range(1, budget + 1))  # exactly the budget
+    assert {t[1] for t in trials} == {"COMPLETED"}
+    assert len({t[2] for t in trials}) == budget  # no assignment issued twice
+    assert finals == set(range(1, budget + 1))  # every result is in the record
+    assert sum(t[3] for t in trials) >= 1  # trials in flight at a death ran again
+    assert with_environment("DISAUTO_JOB_ID", job) == []
+
+
+def test_ids_that_name_no_job_or_several_are_one_line_errors(shell: Shell,
+                                                             workdir: Path) -> None:
+    missing = shell.job("status", "nope")
+    assert missing.returncode == 2
+    assert missing.stderr.strip().startswith("da-job: error: no job 'nope' under ")
+    first = shell.submit(*common_flags(workdir, "--trail-steps", "2"))
+    second = shell.submit(*common_flags(workdir, "--trail-steps", "2"))
+    for job in (first, second):
+        shell.wait_until(job, lambda s: s["state"] == "ended", timeout=90)
+    ambiguous = shell.job("results", "e2e-")
+    assert ambiguous.returncode == 2 and "is ambiguous" in ambiguous.stderr
+    assert len(ambiguous.stderr.strip().splitlines()) == 1
+    refused = shell.job("resume", first)
+    assert refused.returncode == 2 and "has ended (BUDGET_SPENT)" in refused.stderr
+
+
+def test_two_local_jobs_started_at_the_same_moment_both_complete(shell: Shell,
+                                                                 workdir: Path) -> None:
+    import threading
+
+    jobs: list[str] = []
+    threads = [threading.Thread(target=lambda: jobs.append(
+        shell.submit(*common_flags(workdir, "--trail-steps", "4", "--parallelism", "2"))))
+        for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(120)
+    assert len(jobs) == 2
+    for job in jobs:
+        status = shell.wait_until(job, lambda s: s["state"] == "ended", timeout=120)
+        assert status["outcome"] == "BUDGET_SPENT", status["message"]
+        assert status["trials"]["COMPLETED"] == 4
+
+
+def test_a_job_whose_offered_port_is_taken_completes(shell: Shell, workdir: Path,
+                                                     tmp_path: Path) -> None:
+    import socket
+
+    from disauto.localmesos.cluster import ClusterConfig
+    from disauto.localmesos.cluster import LocalCluster
+    from disauto.submit.local import free_port_range
+
+    low, _ = free_port_range(span=2, low=42000, high=60000)
+    cluster = LocalCluster(ClusterConfig(agents=1, cpus=4.0, mem_mb=4096.0,
+                                         ports=((low, low + 1),), work_dir=tmp_path / "c"))
+    cluster.start()
+    taken = socket.socket()
+    try:
+        taken.bind(("0.0.0.0", low))  # another process holds one of the two offered ports
+        taken.listen()
+        job = shell.submit(*common_flags(workdir, "--trail-steps", "3", "--master",
+                                         cluster.address))
+        status = shell.wait_until(job, lambda s: s["state"] == "ended", timeout=120)
+    finally:
+        taken.close()
+        cluster.stop()
+    assert status["outcome"] == "BUDGET_SPENT", status["message"]
+    with shell.db(job) as db:
+        runs = db.execute("SELECT state FROM appcore_runs ORDER BY attempt").fetchall()
+    # Each launch that drew the taken port ended at once and was launched again, uncounted.
+    assert runs[-1][0] != "TASK_FAILED" and all(r[0] == "TASK_FAILED" for r in runs[:-1])
