@@ -45,8 +45,19 @@ def _configure_logging(debug: bool, log_file: Path | None) -> None:
         root.addHandler(console)
 
 
-def _raise_interrupt(signum: int, frame: FrameType | None) -> None:
-    raise KeyboardInterrupt
+class _Stop(KeyboardInterrupt):
+    """A signal asked the job to stop; the message says which, for the record."""
+
+
+_STOP_MESSAGES = {
+    signal.SIGINT: "stopped with Ctrl-C",
+    signal.SIGTERM: "stopped by SIGTERM",
+    signal.SIGHUP: "stopped: the terminal closed (SIGHUP)",
+}
+
+
+def _raise_stop(signum: int, frame: FrameType | None) -> None:
+    raise _Stop(_STOP_MESSAGES.get(signal.Signals(signum), "stopped by a signal"))
 
 
 def detach(job_id: str, python_args: Sequence[str], out: IO[str],
@@ -122,7 +133,9 @@ def run(submission: Submission, out: IO[str], err: IO[str], *,
     cluster = None
     runner: JobRunner | None = None
     status = ExitStatus.ERROR
-    previous = signal.signal(signal.SIGTERM, _raise_interrupt)
+    # Our own handlers, also for SIGINT: a job started in the background by a script inherits
+    # SIGINT ignored, and a terminal that closes sends SIGHUP; each stops the job cleanly.
+    previous = {signum: signal.signal(signum, _raise_stop) for signum in _STOP_MESSAGES}
     try:
         master = submission.master
         if master == "local":
@@ -147,8 +160,10 @@ def run(submission: Submission, out: IO[str], err: IO[str], *,
         try:
             runner.start()
         except MasterUnreachableError as error:
-            print(f"{PROG}: error: {error}", file=err)
-            return ExitStatus.MASTER_UNREACHABLE
+            runner.controller.finish(framework_pb2.ERROR, str(error))
+            runner.store.set_meta("state", "ENDED")
+            status = ExitStatus.MASTER_UNREACHABLE
+            return status
         print(f"{PROG}: framework {runner.scheduler.framework_id} registered", file=out)
         runner.store.set_meta("framework_registered", "1")
         show = _ProgressPrinter(out, objective, quiet=submission.quiet,
@@ -158,10 +173,10 @@ def run(submission: Submission, out: IO[str], err: IO[str], *,
         runner.stop(framework_pb2.STOPPED, "stopped")  # kills leftovers, tears down
         outcome, _ = runner.controller.outcome or (framework_pb2.ERROR, "unknown")
         status = for_outcome(outcome)
-    except KeyboardInterrupt:
-        print(f"\n{PROG}: stopping the job (killing its tasks)…", file=err)
+    except KeyboardInterrupt as stop:
+        _say(err, f"\n{PROG}: stopping the job (killing its tasks)…")
         if runner is not None:
-            runner.stop(framework_pb2.STOPPED, "stopped with Ctrl-C")
+            runner.stop(framework_pb2.STOPPED, str(stop) or _STOP_MESSAGES[signal.SIGINT])
         status = ExitStatus.CTRL_C
     except Exception as error:
         # Whatever broke (e.g. the pymesos driver aborted), kill what runs and keep the record.
@@ -169,7 +184,8 @@ def run(submission: Submission, out: IO[str], err: IO[str], *,
             runner.stop(framework_pb2.ERROR, f"da-submit failed: {error}")
         raise
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
         try:
             if runner is not None:
                 _report(runner, job_dir, out, err, objective, maximize, status)
@@ -177,6 +193,14 @@ def run(submission: Submission, out: IO[str], err: IO[str], *,
             if cluster is not None:
                 cluster.stop()
     return status
+
+
+def _say(stream: IO[str], text: str) -> None:
+    """Print, unless the terminal is gone (SIGHUP): the record matters, not this line."""
+    try:
+        print(text, file=stream, flush=True)
+    except OSError:
+        pass
 
 
 class _ProgressPrinter:
@@ -237,18 +261,21 @@ def _report(runner: Any, job_dir: Path, out: IO[str], err: IO[str], objective: s
     }
     order = [p.name for p in runner.config.search.space.parameters]
     json_path, csv_path = results.write(job_dir, summary, trials, maximize, order)
-    if outcome_name == "UNSCHEDULABLE":  # a request error: one line, as a bad flag gets
-        print(f"{PROG}: error: {message}", file=err)
-        return
-    if trials:
+    try:  # the record is written; the terminal may be gone (SIGHUP)
+        if outcome_name == "UNSCHEDULABLE" or status == ExitStatus.MASTER_UNREACHABLE:
+            print(f"{PROG}: error: {message}", file=err)  # one line, as a bad flag gets
+            return
+        if trials:
+            print("", file=out)
+            print(results.table(trials, objective, maximize, param_order=order), file=out)
         print("", file=out)
-        print(results.table(trials, objective, maximize, param_order=order), file=out)
-    print("", file=out)
-    print(f"{PROG}: {outcome_name.lower().replace('_', ' ')}: {message}", file=out)
-    if best is not None:
-        params = ", ".join(f"{k}={v!r}" for k, v in best.assignment.items())
-        print(f"{PROG}: best trial-{best.number:04d}: {objective}={best.objective:.6g} "
-              f"with {params}", file=out)
-    elif status != ExitStatus.CTRL_C:
-        print(f"{PROG}: no trial produced a result", file=err)
-    print(f"{PROG}: results in {json_path} and {csv_path}", file=out)
+        print(f"{PROG}: {outcome_name.lower().replace('_', ' ')}: {message}", file=out)
+        if best is not None:
+            params = ", ".join(f"{k}={v!r}" for k, v in best.assignment.items())
+            print(f"{PROG}: best trial-{best.number:04d}: {objective}={best.objective:.6g} "
+                  f"with {params}", file=out)
+        elif status != ExitStatus.CTRL_C:
+            print(f"{PROG}: no trial produced a result", file=err)
+        print(f"{PROG}: results in {json_path} and {csv_path}", file=out)
+    except OSError:
+        pass

@@ -73,7 +73,7 @@ def check_ended(job: Job, code: int, outcome: str, *, best: int | None,
     # The best trial: recorded, printed, and its output copied.
     if best is None:
         assert results["best"] is None
-        if outcome != "UNSCHEDULABLE":
+        if outcome != "UNSCHEDULABLE" and code != 130:  # stopping says why, not this
             assert "no trial produced a result" in job.output
     else:
         assert results["best"]["trial"] == best

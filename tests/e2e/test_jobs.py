@@ -200,6 +200,9 @@ def test_unreachable_master_is_a_one_line_error(submit: Any, workdir: Path) -> N
     errors = [line for line in job.lines if "error" in line]
     assert errors and "cannot reach the Mesos master at 127.0.0.1:9" in errors[0]
     assert "Traceback" not in job.output
+    results = job.results()  # the record agrees with the exit status
+    assert results["exit_status"] == 3 and results["outcome"] == "ERROR"
+    assert "cannot reach the Mesos master" in results["message"]
 
 
 def test_ctrl_c_kills_the_tasks_and_keeps_the_record(submit: Any, workdir: Path) -> None:
