@@ -21,8 +21,16 @@ def start_time(pid: int) -> str:
 
 
 def is_running(pid: int, started: str) -> bool:
-    """Whether process ``pid`` runs and is the one that started at ``started``."""
-    return pid > 0 and bool(started) and start_time(pid) == started
+    """Whether process ``pid`` runs (a zombie does not) and is the one that started at
+    ``started``."""
+    if pid <= 0 or not started or start_time(pid) != started:
+        return False
+    try:
+        with open(f"/proc/{pid}/stat", encoding="utf-8", errors="replace") as handle:
+            state = handle.read().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state not in ("Z", "X")
 
 
 def this_process() -> tuple[int, str]:

@@ -485,6 +485,22 @@ class JobController:
                 ids.append(self._appcore_task_id)
             return ids
 
+    def adopt_appcore(self) -> bool:
+        """Take over the AppCore the record says runs (a framework failing over on the same
+        master): wait for it to attach again instead of launching another; reconciliation ends
+        it as usual if its task is gone. True when there was one to adopt."""
+        with self._lock:
+            runs = self.store.appcore_runs()
+            last = runs[-1] if runs else None
+            if last is None or last["state"] not in ("LAUNCHING", "RUNNING", "ATTACHED"):
+                return False
+            self._appcore_task_id = str(last["task_id"])
+            self._appcore_state = "RUNNING"
+            self._task_to_trial.pop(self._appcore_task_id, None)
+            logger.info("adopting AppCore %s (attempt %d)", self._appcore_task_id,
+                        self._appcore_attempt)
+            return True
+
     def requeue_in_flight(self, why: str) -> list[int]:
         """Queue again every trial that was launched or waiting when the framework died, for a
         cluster that never ran them (a resumed ``--master local`` job): the same number and

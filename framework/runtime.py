@@ -143,6 +143,8 @@ class JobRunner:
         )
         if resume and not self._same_master:
             self.controller.requeue_in_flight("the job resumed on a new cluster")
+        elif resume:
+            self.controller.adopt_appcore()
         self._files = FileServer(job_dir, self._advertise,
                                  port=_int(previous["files_port"]) if resume else 0)
         self._server, grpc_port = _bind(self.controller,

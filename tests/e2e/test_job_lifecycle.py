@@ -209,3 +209,38 @@ def test_a_job_whose_offered_port_is_taken_completes(shell: Shell, workdir: Path
         runs = db.execute("SELECT state FROM appcore_runs ORDER BY attempt").fetchall()
     # Each launch that drew the taken port ended at once and was launched again, uncounted.
     assert runs[-1][0] != "TASK_FAILED" and all(r[0] == "TASK_FAILED" for r in runs[:-1])
+
+
+def test_on_a_cluster_that_lives_on_the_resumed_framework_adopts_appcore_and_trials(
+        shell: Shell, workdir: Path, tmp_path: Path) -> None:
+    from disauto.localmesos.cluster import ClusterConfig
+    from disauto.localmesos.cluster import LocalCluster
+    from disauto.submit.local import free_port_range
+
+    cluster = LocalCluster(ClusterConfig(
+        agents=1, cpus=4.0, mem_mb=4096.0, ports=(free_port_range(600, low=42000, high=60000),),
+        allocation_interval=0.2, work_dir=tmp_path / "cluster"))
+    cluster.start()
+    try:
+        budget = 10
+        job = shell.submit(*common_flags(workdir, "--trail-steps", str(budget), "--parallelism",
+                                         "2", "--master", cluster.address))
+        before = shell.wait_until(job, lambda s: s["done"] >= 2 and len(s["running"]) == 2)
+        framework_id = before["framework_id"]
+        pid = int(dict(shell.db(job).execute("SELECT key, value FROM meta"))["pid"])
+        os.kill(pid, signal.SIGKILL)
+        shell.wait_until(job, lambda s: s["state"] == "interrupted", timeout=30)
+        resumed = shell.job("resume", job[:20], "--detach")
+        assert resumed.returncode == 0, resumed.stderr
+        status = shell.wait_until(job, lambda s: s["state"] == "ended", timeout=120)
+    finally:
+        cluster.stop()
+    assert status["outcome"] == "BUDGET_SPENT" and status["framework_id"] == framework_id
+    with shell.db(job) as db:
+        trials = db.execute("SELECT number, state, retries FROM trials ORDER BY number").fetchall()
+        appcores = db.execute("SELECT task_id FROM appcore_runs").fetchall()
+        finals = {row[0] for row in db.execute("SELECT trial_number FROM reports WHERE final = 1")}
+    assert [t[:2] for t in trials] == [(n, "COMPLETED") for n in range(1, budget + 1)]
+    assert [t[2] for t in trials] == [0] * budget  # the running trials were adopted, not re-run
+    assert appcores == [("appcore-1",)]  # AppCore kept going: the same task throughout
+    assert finals == set(range(1, budget + 1))

@@ -544,6 +544,27 @@ def test_appcore_whose_port_was_taken_launches_again_without_counting_a_failure(
     assert job.controller.outcome[0] == framework_pb2.ERROR
 
 
+def test_a_failed_over_framework_adopts_the_appcore_still_running(job: Job) -> None:
+    job.controller.appcore_launched("appcore-1", AGENT)
+    job.controller.attach_appcore("agent1:31000")
+    # The framework dies; a new controller takes the same record over (da-job resume).
+    resumed = JobController(job.controller.config, job.store, "tok")
+    assert resumed.adopt_appcore()
+    assert APPCORE_KEY not in [r.key for r in resumed.launch_requests()]
+    assert resumed.attach_appcore("agent1:31000").spec.job_id == job.controller.config.job_id
+    assert resumed.appcore_address() == "agent1:31000"
+    # Reconciliation says it is gone after all: it is launched again, as any AppCore.
+    resumed.on_status(task_status("appcore-1", "TASK_LOST"))
+    assert resumed.launch_requests()[0].key == APPCORE_KEY
+    assert resumed.next_appcore_task_id() == "appcore-2"
+
+
+def test_nothing_to_adopt_when_appcore_had_ended(job: Job) -> None:
+    job.controller.appcore_launched("appcore-1", AGENT)
+    job.controller.on_status(task_status("appcore-1", "TASK_FAILED"))
+    assert not JobController(job.controller.config, job.store, "tok").adopt_appcore()
+
+
 def test_appcore_ending_after_the_job_is_not_relaunched(job: Job) -> None:
     job.controller.appcore_launched("appcore-1", AGENT)
     job.controller.attach_appcore("h:1")
