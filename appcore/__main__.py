@@ -26,6 +26,10 @@ from disauto.protos import framework_pb2
 
 logger = logging.getLogger("appcore")
 
+FRAMEWORK_WAIT = 600.0
+"""Seconds AppCore waits for a framework that went away (``da-job resume`` brings it back with
+the same address); runners' reports meanwhile are answered UNAVAILABLE, which they retry."""
+
 
 def _require(name: str) -> str:
     value = os.environ.get(name, "")
@@ -51,35 +55,62 @@ def main() -> int:
     except OSError as err:
         print(f"appcore: error: {err}", file=sys.stderr)
         return task_env.EXIT_PORT_TAKEN
-    reply = framework.attach(f"{host}:{port}")
-    spec = reply.spec
     try:
-        algorithm = create_algorithm(
-            spec.tuning_type,
-            space_from_proto(spec.space),
-            seed=spec.seed,
-            direction="minimize" if spec.direction == common_pb2.MINIMIZE else "maximize",
-            settings=dict(spec.settings),
-            parallelism=max(1, spec.parallelism),
-        )
-        algorithm.restore(TrialLoop.records(list(reply.trials)))
-        loop = TrialLoop(framework, spec, algorithm, list(reply.trials))
-    except ValueError as err:
-        framework.finish(framework_pb2.ERROR, f"AppCore cannot run the search: {err}")
-        return 1
-    servicer.set_loop(loop)
-    server.start()
-    logger.info("AppCore serving runners on %s:%d; %d trials recorded", host, port,
-                len(reply.trials))
-    try:
-        loop.run(reply.sequence)
-    except grpc.RpcError as err:
-        logger.error("lost the framework: %s", err.details())
-        return 1
+        return _serve(framework, servicer, server, f"{host}:{port}")
     finally:
         server.stop(grace=2).wait()
         framework.close()
-    return 0
+
+
+def _serve(framework: FrameworkClient, servicer: AppCoreServicer, server: grpc.Server,
+           address: str) -> int:
+    """Attach, rebuild the search from the record, run the loop; when the framework goes away
+    (it died and ``da-job resume`` brings it back), wait for it and do it all again: the
+    record is the state, so a rebuilt search continues where the old one was."""
+    started = False
+    while True:
+        try:
+            reply = framework.attach(address)
+        except grpc.RpcError as err:
+            if err.code() == grpc.StatusCode.FAILED_PRECONDITION:  # the job ended meanwhile
+                return 0
+            raise
+        spec = reply.spec
+        try:
+            algorithm = create_algorithm(
+                spec.tuning_type,
+                space_from_proto(spec.space),
+                seed=spec.seed,
+                direction="minimize" if spec.direction == common_pb2.MINIMIZE else "maximize",
+                settings=dict(spec.settings),
+                parallelism=max(1, spec.parallelism),
+            )
+            algorithm.restore(TrialLoop.records(list(reply.trials)))
+            loop = TrialLoop(framework, spec, algorithm, list(reply.trials))
+        except ValueError as err:
+            framework.finish(framework_pb2.ERROR, f"AppCore cannot run the search: {err}")
+            return 1
+        servicer.set_loop(loop)
+        if not started:
+            server.start()
+            started = True
+        logger.info("AppCore serving runners on %s; %d trials recorded", address,
+                    len(reply.trials))
+        try:
+            loop.run(reply.sequence)
+            return 0
+        except grpc.RpcError as err:
+            if err.code() not in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.UNKNOWN,
+                                  grpc.StatusCode.INTERNAL):
+                logger.error("lost the framework: %s", err.details())
+                return 1
+            logger.warning("lost the framework (%s); waiting up to %.0f s for it to come back",
+                           err.details(), FRAMEWORK_WAIT)
+        try:
+            framework.wait_ready(timeout=FRAMEWORK_WAIT)
+        except ConnectionError as err:
+            logger.error("the framework did not come back: %s", err)
+            return 1
 
 
 if __name__ == "__main__":
