@@ -17,8 +17,8 @@ from typing import Any
 from typing import ClassVar
 
 
-__all__ = ["Configurable", "SettingSpec", "int_at_least", "non_negative_number", "parse_settings",
-           "positive_numbers"]
+__all__ = ["Configurable", "SettingSpec", "int_at_least", "int_setting", "non_negative_number",
+           "parse_settings", "positive_numbers"]
 
 
 @dataclass(frozen=True)
@@ -38,9 +38,11 @@ class SettingSpec:
     help: str = ""
 
 
-def int_setting(default: int, low: int, help: str) -> SettingSpec:  # noqa: A002 - a field
-    """An integer setting ``>= low`` (its ``valid`` text follows from ``low``)."""
-    return SettingSpec(str(default), int_at_least(low), f"an integer >= {low}", help)
+def int_setting(default: int, low: int, help: str, *,  # noqa: A002 - a field
+                high: int | None = None) -> SettingSpec:
+    """An integer setting ``>= low`` (and ``<= high`` if given); its ``valid`` text follows."""
+    valid = f"an integer >= {low}" if high is None else f"an integer from {low} to {high}"
+    return SettingSpec(str(default), int_at_least(low, at_most=high), valid, help)
 
 
 def parse_settings(specs: Mapping[str, SettingSpec], settings: Mapping[str, str], *,
@@ -76,12 +78,12 @@ def parse_settings(specs: Mapping[str, SettingSpec], settings: Mapping[str, str]
     return parsed
 
 
-def int_at_least(low: int) -> Callable[[str], int]:
-    """A parser of integers ``>= low`` (surrounding blanks allowed)."""
+def int_at_least(low: int, *, at_most: int | None = None) -> Callable[[str], int]:
+    """A parser of integers ``>= low`` and ``<= at_most`` if given (surrounding blanks allowed)."""
 
     def parse(text: str) -> int:
         value = int(text.strip())
-        if value < low:
+        if value < low or (at_most is not None and value > at_most):
             raise ValueError(text)
         return value
 

@@ -52,6 +52,7 @@ from disauto.appcore.algorithms._base import TrialRecord
 from disauto.common.errors import InvalidAssignmentError
 from disauto.common.errors import InvalidSettingsError
 from disauto.common.registry import Registry
+from disauto.common.setting_values import int_setting
 from disauto.common.space import Assignment
 from disauto.common.space import CategoricalParam
 from disauto.common.space import IntParam
@@ -110,13 +111,6 @@ def _parse_choice(valid: Sequence[str]) -> Any:
         return value
 
     return parse
-
-
-def _parse_startup(raw: str) -> int:
-    value = int(raw.strip())
-    if not 1 <= value <= 10_000:
-        raise ValueError(raw)
-    return value
 
 
 class WarmStart:
@@ -267,10 +261,8 @@ class BayesianSearch(SearchAlgorithm):
             default="async", parse=_parse_choice(MODES), valid="one of async, sync",
             help="async: suggest when a slot frees; sync: batches of --parallelism",
         ),
-        "n_startup_trials": SettingSpec(
-            default="10", parse=_parse_startup, valid="an integer from 1 to 10000",
-            help="results before the model is used (random draws until then)",
-        ),
+        "n_startup_trials": int_setting(
+            10, 1, "results before the model is used (random draws until then)", high=10_000),
         "warm_start": SettingSpec(
             default="", parse=_parse_warm_start,
             valid='JSON {"known": [{"assignment": {...}, "value": v}], "points": [{...}]}',
