@@ -131,13 +131,8 @@ class SearchAlgorithm(Configurable, abc.ABC):
             parallelism is not a positive int.
     """
 
-    NAME: ClassVar[str]
-    """The registry name, e.g. ``"grid-search"``."""
-
-    SETTINGS: ClassVar[Mapping[str, SettingSpec]] = {}
-    """The accepted settings by name."""
-    KIND: ClassVar[str] = "algorithm"
-    SETTINGS_ERROR: ClassVar[type[Exception]] = InvalidSettingsError
+    KIND = "algorithm"
+    SETTINGS_ERROR = InvalidSettingsError
 
     USES_SEED: ClassVar[bool] = True
     """False where the sequence does not depend on the seed (grid search), so a UI can say so."""

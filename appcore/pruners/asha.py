@@ -54,7 +54,7 @@ class AsynchronousSuccessiveHalving(OptunaPruner):
     }
 
     @classmethod
-    def _check(cls, settings: Mapping[str, Any]) -> None:
+    def _check_settings(cls, settings: Mapping[str, Any]) -> None:
         if settings["bootstrap_count"] > 0 and settings["min_resource"] == "auto":
             raise InvalidSettingsError(
                 "early-stopping rule 'asha': bootstrap_count > 0 needs an explicit "

@@ -82,7 +82,7 @@ class DynamicPriorityPolicy(OfferPolicy):
         runner: the job's trial resources (unused here; the improved variant places by it).
     """
 
-    name = "dynamic"
+    NAME = "dynamic"
     uses_priority = True
     SETTINGS: ClassVar[Mapping[str, PolicySetting]] = {
         "declines_per_level": int_setting(
@@ -208,7 +208,7 @@ class DynamicPriorityPlusPolicy(DynamicPriorityPolicy):
         runner: the job's trial resources: AppCore is placed where it costs none of them.
     """
 
-    name = "dynamic-plus"
+    NAME = "dynamic-plus"
     SETTINGS: ClassVar[Mapping[str, PolicySetting]] = {
         **DynamicPriorityPolicy.SETTINGS,
         "pack_patience": int_setting(

@@ -3,8 +3,12 @@ names and bad values."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 import pytest
 
+from disauto.common.setting_values import Configurable
 from disauto.common.setting_values import SettingSpec
 from disauto.common.setting_values import int_at_least
 from disauto.common.setting_values import int_setting
@@ -95,3 +99,27 @@ def test_a_bad_value_names_the_setting_its_owner_and_what_is_valid(name: str, te
 def test_a_value_that_is_not_text_is_refused() -> None:
     with pytest.raises(Bad, match="got 3"):
         parse_settings(SPECS, {"rounds": 3}, owner="rule 'x'", error=Bad)  # type: ignore[dict-item]
+
+
+class Rule(Configurable):
+    NAME = "patient"
+    KIND = "rule"
+    SETTINGS = SPECS
+    SETTINGS_ERROR = Bad
+
+    @classmethod
+    def _check_settings(cls, settings: Mapping[str, Any]) -> None:
+        if settings["rounds"] > 5 and settings["wait"] == 0:
+            raise Bad("rule 'patient': more than 5 rounds need a wait")
+
+
+def test_a_configurable_names_itself_in_its_errors_and_checks_across_settings() -> None:
+    assert Rule.parse_settings({"wait": "2"}) == {"rounds": 3, "wait": 2.0}
+    assert Rule.parse_settings({"wait": "2", "k": "1"}, others=frozenset({"k"})) == {
+        "rounds": 3, "wait": 2.0}
+    with pytest.raises(Bad, match=r"^unknown setting 'k' for rule 'patient'; valid settings: "):
+        Rule.parse_settings({"k": "1"})
+    with pytest.raises(Bad, match=r"^setting 'rounds' for rule 'patient' must be an integer >= 1"):
+        Rule.parse_settings({"rounds": "0"})
+    with pytest.raises(Bad, match="more than 5 rounds need a wait"):
+        Rule.parse_settings({"rounds": "6", "wait": "0"})
