@@ -19,7 +19,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from optuna.pruners import BasePruner
 from optuna.pruners import SuccessiveHalvingPruner
 
 from disauto.appcore.pruners._optuna import OptunaPruner
@@ -45,6 +44,7 @@ class AsynchronousSuccessiveHalving(OptunaPruner):
     """Optuna's asynchronous successive halving (see the module docstring)."""
 
     NAME = "asha"
+    OPTUNA_PRUNER = SuccessiveHalvingPruner
     SETTINGS: Mapping[str, SettingSpec] = {
         "min_resource": SettingSpec("auto", _min_resource, "'auto' or an integer >= 1",
                                     "the first rung's step"),
@@ -63,11 +63,3 @@ class AsynchronousSuccessiveHalving(OptunaPruner):
 
     def describe(self) -> str:
         return "asynchronous successive halving"
-
-    def _pruner(self) -> BasePruner:
-        return SuccessiveHalvingPruner(
-            min_resource=self.settings["min_resource"],
-            reduction_factor=self.settings["reduction_factor"],
-            min_early_stopping_rate=self.settings["min_early_stopping_rate"],
-            bootstrap_count=self.settings["bootstrap_count"],
-        )

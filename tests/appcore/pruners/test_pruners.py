@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+import inspect
 from pathlib import Path
 import subprocess
 import sys
@@ -69,6 +70,13 @@ def test_unknown_rules_and_settings_are_rejected_with_the_valid_ones(name: str) 
     for setting, spec in cls.SETTINGS.items():
         with pytest.raises(InvalidSettingsError, match=f"must be {spec.valid}, got '-7'"):
             _make(name, {setting: "-7"})
+
+
+@pytest.mark.parametrize("rule", ["median", "asha"])
+def test_an_optuna_rules_settings_are_its_optuna_pruners_keyword_arguments(rule: str) -> None:
+    cls = pruner_class(rule)
+    accepted = set(inspect.signature(cls.OPTUNA_PRUNER).parameters)  # type: ignore[attr-defined]
+    assert set(cls.SETTINGS) <= accepted
 
 
 def test_asha_bootstrap_needs_an_explicit_min_resource() -> None:
