@@ -374,12 +374,7 @@ class BayesianSearch(SearchAlgorithm):
                 if record.state.is_finished():
                     self.tell(record.number, record.value, record.state)
             start += size
-        if differing:
-            _logger.warning(
-                "%s: %d restored trial(s) have assignments this search would not give them "
-                "(first: trial %d); was the space, seed or settings changed?",
-                self.NAME, len(differing), min(differing),
-            )
+        self._warn_if_replay_differs(differing)
 
     def _first_differs(self, records: Sequence[TrialRecord]) -> bool:
         """Whether trial 1 is not what this search would issue (changed space, seed...)."""
