@@ -27,7 +27,7 @@ computes by its own scalar port of SciPy's ``log_ndtr`` called element by elemen
 ``scipy.special.log_ndtr``, the function it ports: everything else, the search math included,
 stays Optuna's. The two agree to 6e-8 relative (Optuna's branch for ``x > 6`` uses
 ``log(1 - q) ~ -q``; SciPy is the exact one), and a whole search suggests the same assignments:
-the same integers and choices, reals equal to the last few bits (``tests/appcore/
+the same integers and choices, reals equal to the last few bits (``tests/appcore/algorithms/
 test_optuna_tpe.py``). Through AppCore's gRPC path a suggestion at 1000
 trials went from 101 ms to 22 ms (p50; ``docs/benchmarks.md``).
 """
