@@ -34,6 +34,7 @@ the state before it (the same batch) and its remaining members are issued.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from collections.abc import Mapping
 from collections.abc import Sequence
 import importlib
@@ -103,7 +104,9 @@ def _check_available(name: str) -> None:
             )
 
 
-def _parse_choice(valid: Sequence[str]) -> Any:
+def _parse_choice(valid: Sequence[str]) -> Callable[[str], str]:
+    """A parser of one of ``valid`` (surrounding blanks allowed)."""
+
     def parse(raw: str) -> str:
         value = raw.strip()
         if value not in valid:
