@@ -39,7 +39,7 @@ import statistics
 
 from disauto.common.errors import InvalidSettingsError
 from disauto.common.setting_values import SettingSpec
-from disauto.common.setting_values import int_at_least
+from disauto.common.setting_values import int_setting
 from disauto.common.setting_values import non_negative_number
 from disauto.common.setting_values import parse_settings
 from disauto.common.setting_values import positive_numbers
@@ -58,16 +58,14 @@ __all__ = [
 
 #: AppCore's settings of the strategy (``--priority-setting NAME=VALUE``), with their defaults.
 SETTINGS: Mapping[str, SettingSpec] = {
-    "k": SettingSpec("2", int_at_least(1), "an integer >= 1",
-                  "Algorithm 1 waits for more than k*m results before it evaluates"),
-    "m": SettingSpec("5", int_at_least(2), "an integer >= 2",
-                  "how many of the best results are compared (their smallest gap is g)"),
+    "k": int_setting(2, 1, "Algorithm 1 waits for more than k*m results before it evaluates"),
+    "m": int_setting(5, 2, "how many of the best results are compared (their smallest gap is g)"),
     "thresholds": SettingSpec(
         "0.01,0.005,0.0025", positive_numbers, "comma-separated numbers > 0, e.g. 0.01,0.005",
         "the threshold sequence G_0,G_1,... in objective units; its length is the lowest "
         "priority a job reaches"),
     "tolerance": SettingSpec("0.1", non_negative_number, "a number >= 0",
-                          "g ~ g' when |g - g'| <= tolerance * |g'| (relative)"),
+                             "g ~ g' when |g - g'| <= tolerance * |g'| (relative)"),
 }
 
 

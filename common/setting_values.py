@@ -4,7 +4,9 @@
 Settings arrive as text. Each implementation declares what it accepts as :class:`SettingSpec`
 entries; :func:`parse_settings` rejects unknown names, parses every value (defaults filled in)
 and raises the caller's error with one line that names the setting, its owner and what is
-valid. The parsers below take text and raise ``ValueError`` for anything invalid.
+valid. The parsers below take text and raise ``ValueError`` for anything invalid. Search
+algorithms, early-stopping rules and offer policies derive from :class:`Configurable`, so each
+declares its settings and its error and parses them the same way.
 """
 
 from __future__ import annotations
@@ -17,8 +19,8 @@ from typing import Any
 from typing import ClassVar
 
 
-__all__ = ["Configurable", "SettingSpec", "int_at_least", "non_negative_number", "parse_settings",
-           "positive_numbers"]
+__all__ = ["Configurable", "SettingSpec", "int_at_least", "int_setting", "non_negative_number",
+           "parse_settings", "positive_numbers"]
 
 
 @dataclass(frozen=True)
@@ -38,9 +40,11 @@ class SettingSpec:
     help: str = ""
 
 
-def int_setting(default: int, low: int, help: str) -> SettingSpec:  # noqa: A002 - a field
-    """An integer setting ``>= low`` (its ``valid`` text follows from ``low``)."""
-    return SettingSpec(str(default), int_at_least(low), f"an integer >= {low}", help)
+def int_setting(default: int, low: int, help: str, *,  # noqa: A002 - a field
+                high: int | None = None) -> SettingSpec:
+    """An integer setting ``>= low`` (and ``<= high`` if given); its ``valid`` text follows."""
+    valid = f"an integer >= {low}" if high is None else f"an integer from {low} to {high}"
+    return SettingSpec(str(default), int_at_least(low, at_most=high), valid, help)
 
 
 def parse_settings(specs: Mapping[str, SettingSpec], settings: Mapping[str, str], *,
@@ -76,12 +80,55 @@ def parse_settings(specs: Mapping[str, SettingSpec], settings: Mapping[str, str]
     return parsed
 
 
-def int_at_least(low: int) -> Callable[[str], int]:
-    """A parser of integers ``>= low`` (surrounding blanks allowed)."""
+class Configurable:
+    """A named implementation with declared settings: an algorithm, a rule, an offer policy.
+
+    Subclasses set :attr:`NAME`, :attr:`KIND`, :attr:`SETTINGS` and :attr:`SETTINGS_ERROR`;
+    :meth:`parse_settings` checks given settings against them and :meth:`_check_settings` adds
+    checks across settings.
+    """
+
+    NAME: ClassVar[str]
+    """The registry name, e.g. ``"grid-search"``."""
+
+    KIND: ClassVar[str]
+    """What the implementation is, for messages: ``"algorithm"``."""
+
+    SETTINGS: ClassVar[Mapping[str, SettingSpec]] = {}
+    """The accepted settings by name."""
+
+    SETTINGS_ERROR: ClassVar[type[Exception]] = ValueError
+    """What an unknown or invalid setting raises (the caller maps it to its one-line error)."""
+
+    @classmethod
+    def parse_settings(cls, settings: Mapping[str, str], *,
+                       others: frozenset[str] = frozenset()) -> dict[str, Any]:
+        """Every declared setting, parsed from ``settings`` or its default.
+
+        Args:
+            settings: Setting name to text.
+            others: Names that are valid but belong to someone else; they are skipped.
+
+        Raises:
+            SETTINGS_ERROR: Naming an unknown setting (and the valid ones), or a value that does
+                not parse (and what is valid), or what :meth:`_check_settings` rejects.
+        """
+        parsed = parse_settings(cls.SETTINGS, settings, owner=f"{cls.KIND} {cls.NAME!r}",
+                                error=cls.SETTINGS_ERROR, skip=others)
+        cls._check_settings(parsed)
+        return parsed
+
+    @classmethod  # noqa: B027 -- an optional hook: the default accepts every combination
+    def _check_settings(cls, settings: Mapping[str, Any]) -> None:
+        """Hook for checks across the parsed settings; raises :attr:`SETTINGS_ERROR`."""
+
+
+def int_at_least(low: int, *, at_most: int | None = None) -> Callable[[str], int]:
+    """A parser of integers ``>= low`` and ``<= at_most`` if given (surrounding blanks allowed)."""
 
     def parse(text: str) -> int:
         value = int(text.strip())
-        if value < low:
+        if value < low or (at_most is not None and value > at_most):
             raise ValueError(text)
         return value
 
@@ -102,32 +149,3 @@ def positive_numbers(text: str) -> tuple[float, ...]:
     if not values or not all(math.isfinite(v) and v > 0 for v in values):
         raise ValueError(text)
     return values
-
-
-class Configurable:
-    """A named implementation with declared settings: an algorithm, a rule, a policy.
-
-    Subclasses set :attr:`SETTINGS`, :attr:`KIND` (``"algorithm"``) and :attr:`SETTINGS_ERROR`;
-    their name is :meth:`display_name`.
-    """
-
-    SETTINGS: ClassVar[Mapping[str, SettingSpec]] = {}
-    """The accepted settings by name."""
-    KIND: ClassVar[str] = "implementation"
-    SETTINGS_ERROR: ClassVar[type[Exception]] = ValueError
-
-    @classmethod
-    def display_name(cls) -> str:
-        return str(getattr(cls, "NAME", "") or getattr(cls, "name", "") or cls.__name__)
-
-    @classmethod
-    def parse_settings(cls, settings: Mapping[str, str]) -> dict[str, Any]:
-        """Check settings against :attr:`SETTINGS` and parse them, filling in defaults.
-
-        Raises:
-            SETTINGS_ERROR: naming an unknown setting (and the valid ones) or a value that does
-                not parse (and what is valid).
-        """
-        return parse_settings(cls.SETTINGS, settings,
-                              owner=f"{cls.KIND} {cls.display_name()!r}",
-                              error=cls.SETTINGS_ERROR)

@@ -30,7 +30,9 @@ from dataclasses import field
 import decimal
 import math
 import operator
+from typing import Generic
 from typing import TypeAlias
+from typing import TypeVar
 from typing import overload
 
 import numpy as np
@@ -102,6 +104,24 @@ def _finite(name: str, what: str, value: object) -> float:
     return number
 
 
+def _check_log(name: str, log: object, low: float, *, needs: str, suits: bool) -> None:
+    """A range's ``log`` flag: a bool, and true only where ``low`` suits a log scale (``suits``,
+    described by ``needs``)."""
+    if not isinstance(log, bool):
+        raise SearchSpaceError(f"parameter {name!r}: log must be true or false")
+    if log and not suits:
+        raise SearchSpaceError(
+            f"parameter {name!r}: a log scale needs {needs}, got low = {low!r}"
+        )
+
+
+def _log_with_step(name: str) -> SearchSpaceError:
+    """The error of a range with both a log scale and a step (no Optuna distribution has both)."""
+    return SearchSpaceError(
+        f"parameter {name!r}: log scale and step cannot be combined; drop one"
+    )
+
+
 def _check_points(points_per_range: int) -> int:
     if isinstance(points_per_range, bool) or not isinstance(points_per_range, int):
         raise TypeError(f"points_per_range must be an int, got {points_per_range!r}")
@@ -153,8 +173,21 @@ def _distinct(values: Sequence[Value]) -> tuple[Value, ...]:
     return tuple(dict.fromkeys(values))
 
 
+_Number = TypeVar("_Number", float, int)
+
+
 @dataclass(frozen=True)
-class RealParam:
+class _Range(Generic[_Number]):
+    """The fields a real and an integer range share; each checks them in ``__post_init__``."""
+
+    name: str
+    low: _Number
+    high: _Number
+    log: bool = False
+
+
+@dataclass(frozen=True)
+class RealParam(_Range[float]):
     """A continuous range ``[low, high]``, both inclusive (``"type": "bound"``).
 
     Values are ``float``. With ``log`` the range is searched on a log scale (needs ``low > 0``).
@@ -174,10 +207,6 @@ class RealParam:
         SearchSpaceError: On construction, naming the parameter, if any of the above fails.
     """
 
-    name: str
-    low: float
-    high: float
-    log: bool = False
     step: float | None = None
 
     def __post_init__(self) -> None:
@@ -190,19 +219,12 @@ class RealParam:
             raise SearchSpaceError(
                 f"parameter {name!r}: a real range needs low < high, got [{low!r}, {high!r}]"
             )
-        if not isinstance(self.log, bool):
-            raise SearchSpaceError(f"parameter {name!r}: log must be true or false")
-        if self.log and low <= 0:
-            raise SearchSpaceError(
-                f"parameter {name!r}: a log scale needs low > 0, got low = {low!r}"
-            )
+        _check_log(name, self.log, low, needs="low > 0", suits=low > 0)
         if self.step is not None:
             step = _finite(name, "step", self.step)
             object.__setattr__(self, "step", step)
             if self.log:
-                raise SearchSpaceError(
-                    f"parameter {name!r}: log scale and step cannot be combined; drop one"
-                )
+                raise _log_with_step(name)
             if step <= 0 or _decimal(step) > _decimal(high) - _decimal(low):
                 raise SearchSpaceError(
                     f"parameter {name!r}: step must be > 0 and <= high - low "
@@ -273,7 +295,7 @@ class RealParam:
 
 
 @dataclass(frozen=True)
-class IntParam:
+class IntParam(_Range[int]):
     """An integer range ``[low, high]``, both inclusive (``"type": "int"``).
 
     Values are ``int``. With ``log`` the range is searched on a log scale (needs ``low >= 1`` and
@@ -291,10 +313,6 @@ class IntParam:
         SearchSpaceError: On construction, naming the parameter, if any of the above fails.
     """
 
-    name: str
-    low: int
-    high: int
-    log: bool = False
     step: int = 1
 
     def __post_init__(self) -> None:
@@ -315,21 +333,14 @@ class IntParam:
                 f"parameter {name!r}: an integer range needs low <= high, "
                 f"got [{self.low}, {self.high}]"
             )
-        if not isinstance(self.log, bool):
-            raise SearchSpaceError(f"parameter {name!r}: log must be true or false")
-        if self.log and self.low < 1:
-            raise SearchSpaceError(
-                f"parameter {name!r}: a log scale needs low >= 1, got low = {self.low}"
-            )
+        _check_log(name, self.log, self.low, needs="low >= 1", suits=self.low >= 1)
         if self.step < 1 or (self.step > 1 and self.step > self.high - self.low):
             raise SearchSpaceError(
                 f"parameter {name!r}: step must be a positive integer <= high - low "
                 f"({self.high - self.low}), got {self.step}"
             )
         if self.log and self.step != 1:
-            raise SearchSpaceError(
-                f"parameter {name!r}: log scale and step cannot be combined; drop one"
-            )
+            raise _log_with_step(name)
 
     def grid_axis(self, points_per_range: int) -> Sequence[int]:
         """The values grid search visits for this parameter, in increasing order.

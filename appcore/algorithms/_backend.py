@@ -18,32 +18,13 @@ import abc
 from collections.abc import Sequence
 from typing import ClassVar
 
-import numpy as np
-
 from disauto.appcore.algorithms._base import Direction
 from disauto.common.space import Assignment
 from disauto.common.space import SearchSpace
 from disauto.common.trial_state import TrialState
 
 
-__all__ = ["Backend", "trial_seed"]
-
-
-def trial_seed(seed: int, number: int) -> int:
-    """A 32-bit seed for trial ``number`` of a search seeded with ``seed`` (any int).
-
-    Uses :class:`numpy.random.SeedSequence` (entropy ``seed mod 2**64``, spawn key ``(n,)``):
-    independent, well-mixed streams per trial, the same on every machine.
-
-    Args:
-        seed: The search's seed.
-        number: The trial number.
-
-    Returns:
-        An int in ``[0, 2**32)``.
-    """
-    sequence = np.random.SeedSequence(seed % 2**64, spawn_key=(number,))
-    return int(sequence.generate_state(1, dtype=np.uint32)[0])
+__all__ = ["Backend"]
 
 
 class Backend(abc.ABC):

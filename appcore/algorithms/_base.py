@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import abc
+from collections.abc import Collection
 from collections.abc import Mapping
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -14,6 +15,8 @@ from typing import ClassVar
 from typing import Final
 from typing import Literal
 from typing import TypeAlias
+
+import numpy as np
 
 from disauto.common.errors import InvalidSettingsError
 from disauto.common.setting_values import Configurable
@@ -32,6 +35,7 @@ __all__ = [
     "SettingSpec",
     "TrialOutcome",
     "TrialRecord",
+    "trial_seed",
 ]
 
 _logger = logging.getLogger(__name__)
@@ -60,6 +64,23 @@ class Finished(enum.Enum):
 
 FINISHED: Final = Finished.FINISHED
 """Returned by :meth:`SearchAlgorithm.ask` when the space is exhausted: no trial, now or later."""
+
+
+def trial_seed(seed: int, number: int) -> int:
+    """A 32-bit seed for trial ``number`` of a search seeded with ``seed`` (any int).
+
+    Uses :class:`numpy.random.SeedSequence` (entropy ``seed mod 2**64``, spawn key ``(n,)``):
+    independent, well-mixed streams per trial, the same on every machine.
+
+    Args:
+        seed: The search's seed.
+        number: The trial number.
+
+    Returns:
+        An int in ``[0, 2**32)``.
+    """
+    sequence = np.random.SeedSequence(seed % 2**64, spawn_key=(number,))
+    return int(sequence.generate_state(1, dtype=np.uint32)[0])
 
 
 @dataclass(frozen=True)
@@ -131,13 +152,8 @@ class SearchAlgorithm(Configurable, abc.ABC):
             parallelism is not a positive int.
     """
 
-    NAME: ClassVar[str]
-    """The registry name, e.g. ``"grid-search"``."""
-
-    SETTINGS: ClassVar[Mapping[str, SettingSpec]] = {}
-    """The accepted settings by name."""
-    KIND: ClassVar[str] = "algorithm"
-    SETTINGS_ERROR: ClassVar[type[Exception]] = InvalidSettingsError
+    KIND = "algorithm"
+    SETTINGS_ERROR = InvalidSettingsError
 
     USES_SEED: ClassVar[bool] = True
     """False where the sequence does not depend on the seed (grid search), so a UI can say so."""
@@ -284,19 +300,23 @@ class SearchAlgorithm(Configurable, abc.ABC):
         return trial_number
 
     def _check_history_replays(self, history: Sequence[TrialRecord]) -> None:
-        """For algorithms whose ask is a pure function of the trial number: compare the history.
+        """For algorithms whose ask is a pure function of the trial number: ask each recorded
+        number again and log the trials that differ (:meth:`_warn_if_replay_differs`)."""
+        self._warn_if_replay_differs(
+            {record.number for record in history if self.ask(record.number) != record.assignment}
+        )
 
-        A difference means the job was restarted with another space, seed or settings; it is
-        logged, not raised, because the recorded trials stand as they are.
+    def _warn_if_replay_differs(self, differing: Collection[int]) -> None:
+        """Log restored trials whose recorded assignments this search would not give them.
+
+        The recorded trials stand as they are; a difference means the job restarted with
+        another space, seed or settings, which the user should hear about.
         """
-        differing = [
-            record.number for record in history if self.ask(record.number) != record.assignment
-        ]
         if differing:
             _logger.warning(
                 "%s: %d restored trial(s) have assignments this search would not give them "
                 "(first: trial %d); was the space, seed or settings changed?",
                 self.NAME,
                 len(differing),
-                differing[0],
+                min(differing),
             )

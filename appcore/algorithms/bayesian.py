@@ -34,6 +34,7 @@ the state before it (the same batch) and its remaining members are issued.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from collections.abc import Mapping
 from collections.abc import Sequence
 import importlib
@@ -52,6 +53,7 @@ from disauto.appcore.algorithms._base import TrialRecord
 from disauto.common.errors import InvalidAssignmentError
 from disauto.common.errors import InvalidSettingsError
 from disauto.common.registry import Registry
+from disauto.common.setting_values import int_setting
 from disauto.common.space import Assignment
 from disauto.common.space import CategoricalParam
 from disauto.common.space import IntParam
@@ -102,7 +104,9 @@ def _check_available(name: str) -> None:
             )
 
 
-def _parse_choice(valid: Sequence[str]) -> Any:
+def _parse_choice(valid: Sequence[str]) -> Callable[[str], str]:
+    """A parser of one of ``valid`` (surrounding blanks allowed)."""
+
     def parse(raw: str) -> str:
         value = raw.strip()
         if value not in valid:
@@ -110,13 +114,6 @@ def _parse_choice(valid: Sequence[str]) -> Any:
         return value
 
     return parse
-
-
-def _parse_startup(raw: str) -> int:
-    value = int(raw.strip())
-    if not 1 <= value <= 10_000:
-        raise ValueError(raw)
-    return value
 
 
 class WarmStart:
@@ -267,10 +264,8 @@ class BayesianSearch(SearchAlgorithm):
             default="async", parse=_parse_choice(MODES), valid="one of async, sync",
             help="async: suggest when a slot frees; sync: batches of --parallelism",
         ),
-        "n_startup_trials": SettingSpec(
-            default="10", parse=_parse_startup, valid="an integer from 1 to 10000",
-            help="results before the model is used (random draws until then)",
-        ),
+        "n_startup_trials": int_setting(
+            10, 1, "results before the model is used (random draws until then)", high=10_000),
         "warm_start": SettingSpec(
             default="", parse=_parse_warm_start,
             valid='JSON {"known": [{"assignment": {...}, "value": v}], "points": [{...}]}',
@@ -382,12 +377,7 @@ class BayesianSearch(SearchAlgorithm):
                 if record.state.is_finished():
                     self.tell(record.number, record.value, record.state)
             start += size
-        if differing:
-            _logger.warning(
-                "%s: %d restored trial(s) have assignments this search would not give them "
-                "(first: trial %d); was the space, seed or settings changed?",
-                self.NAME, len(differing), min(differing),
-            )
+        self._warn_if_replay_differs(differing)
 
     def _first_differs(self, records: Sequence[TrialRecord]) -> bool:
         """Whether trial 1 is not what this search would issue (changed space, seed...)."""

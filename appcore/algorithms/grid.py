@@ -35,6 +35,7 @@ from disauto.appcore.algorithms._base import SearchAlgorithm
 from disauto.appcore.algorithms._base import SettingSpec
 from disauto.appcore.algorithms._base import TrialRecord
 from disauto.common.errors import InvalidSettingsError
+from disauto.common.setting_values import int_setting
 from disauto.common.space import Assignment
 from disauto.common.space import SearchSpace
 from disauto.common.space import Value
@@ -44,13 +45,6 @@ __all__ = ["GridSearch", "MAX_POINTS_PER_RANGE"]
 
 MAX_POINTS_PER_RANGE = 10_000
 """Upper limit of the ``grid_points_per_range`` setting."""
-
-
-def _parse_points(raw: str) -> int:
-    points = int(raw.strip())
-    if not 2 <= points <= MAX_POINTS_PER_RANGE:
-        raise ValueError(raw)
-    return points
 
 
 class GridSearch(SearchAlgorithm):
@@ -68,12 +62,9 @@ class GridSearch(SearchAlgorithm):
     NAME = "grid-search"
     USES_SEED = False
     SETTINGS: Mapping[str, SettingSpec] = {
-        "grid_points_per_range": SettingSpec(
-            default="5",
-            parse=_parse_points,
-            valid=f"an integer from 2 to {MAX_POINTS_PER_RANGE}",
-            help="points per continuous range (and most integers per integer range) without step",
-        ),
+        "grid_points_per_range": int_setting(
+            5, 2, "points per continuous range (and most integers per integer range) without step",
+            high=MAX_POINTS_PER_RANGE),
     }
 
     def _setup(self) -> None:

@@ -19,7 +19,7 @@ from optuna.samplers import BaseSampler
 from optuna.samplers import QMCSampler
 from optuna.samplers import RandomSampler
 
-from disauto.appcore.algorithms._backend import trial_seed
+from disauto.appcore.algorithms._base import trial_seed
 from disauto.appcore.algorithms._optuna_study import OptunaBackend
 from disauto.common.space import Assignment
 

@@ -7,7 +7,7 @@ suggestions (asynchronous slots, or the members of a synchronous batch) spread o
 collapsing onto one point. The first ``n_startup_trials`` results are drawn at random (Optuna's
 own ``RandomSampler``). Warm-start results count toward them.
 
-Determinism: a fresh ``TPESampler`` seeded with :func:`~appcore.algorithms._backend.trial_seed`
+Determinism: a fresh ``TPESampler`` seeded with :func:`~appcore.algorithms._base.trial_seed`
 of the trial's number suggests each trial, so the suggestion depends on the study's trials and
 the number only -- the property :meth:`~appcore.algorithms.bayesian.BayesianSearch.restore`
 relies on. Building the sampler costs microseconds; the model is rebuilt on every ask anyway.
@@ -27,7 +27,7 @@ computes by its own scalar port of SciPy's ``log_ndtr`` called element by elemen
 ``scipy.special.log_ndtr``, the function it ports: everything else, the search math included,
 stays Optuna's. The two agree to 6e-8 relative (Optuna's branch for ``x > 6`` uses
 ``log(1 - q) ~ -q``; SciPy is the exact one), and a whole search suggests the same assignments:
-the same integers and choices, reals equal to the last few bits (``tests/appcore/
+the same integers and choices, reals equal to the last few bits (``tests/appcore/algorithms/
 test_optuna_tpe.py``). Through AppCore's gRPC path a suggestion at 1000
 trials went from 101 ms to 22 ms (p50; ``docs/benchmarks.md``).
 """
@@ -47,7 +47,7 @@ from optuna.study import Study
 from optuna.trial import FrozenTrial
 from scipy.special import log_ndtr
 
-from disauto.appcore.algorithms._backend import trial_seed
+from disauto.appcore.algorithms._base import trial_seed
 from disauto.appcore.algorithms._optuna_study import OptunaBackend
 
 

@@ -7,12 +7,12 @@ The sampling math is Optuna's: each parameter maps to an Optuna distribution
 ``RandomSampler`` draws the assignment through an in-memory study's ask.
 
 Reproducibility and restarts: trial ``n``'s assignment depends only on ``(seed, n)``. Each ask
-derives a per-trial seed with :class:`numpy.random.SeedSequence` (entropy ``seed``, spawn key
-``(n,)``: independent, well-mixed streams) and draws with a fresh ``RandomSampler`` seeded with it
-in a fresh study. So :meth:`RandomSearch.ask` is a pure function of the trial number and
-:meth:`RandomSearch.restore` has nothing to replay; the cost is one small in-memory study per ask
-(well under a millisecond). Draws are independent, so a space with few discrete points can see
-the same assignment under two trial numbers, as with any random search.
+derives a per-trial seed with :func:`~appcore.algorithms._base.trial_seed` (independent, well-mixed
+streams) and draws with a fresh ``RandomSampler`` seeded with it in a fresh study. So
+:meth:`RandomSearch.ask` is a pure function of the trial number and :meth:`RandomSearch.restore`
+has nothing to replay; the cost is one small in-memory study per ask (well under a millisecond).
+Draws are independent, so a space with few discrete points can see the same assignment under two
+trial numbers, as with any random search.
 
 Types: Optuna's floats come back as ``float`` (values of a stepped range are snapped to the
 decimal step points, so ``0.30000000000000004`` reads ``0.3``), its ints as ``int``, and
@@ -24,7 +24,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from collections.abc import Sequence
 
-import numpy as np
 import optuna
 from optuna.distributions import BaseDistribution
 from optuna.distributions import CategoricalDistribution
@@ -36,6 +35,7 @@ from disauto.appcore.algorithms._base import Finished
 from disauto.appcore.algorithms._base import SearchAlgorithm
 from disauto.appcore.algorithms._base import SettingSpec
 from disauto.appcore.algorithms._base import TrialRecord
+from disauto.appcore.algorithms._base import trial_seed
 from disauto.common.space import Assignment
 from disauto.common.space import IntParam
 from disauto.common.space import Param
@@ -110,11 +110,6 @@ class RandomSearch(SearchAlgorithm):
             optuna.logging.set_verbosity(optuna.logging.WARNING)
         self._distributions = {param.name: to_optuna_distribution(param)
                                for param in self.space}
-        self._entropy = self.seed % 2**64
-
-    def _trial_seed(self, trial_number: int) -> int:
-        sequence = np.random.SeedSequence(self._entropy, spawn_key=(trial_number,))
-        return int(sequence.generate_state(1, dtype=np.uint32)[0])
 
     def ask(self, trial_number: int) -> Assignment | None | Finished:
         """Draw trial ``trial_number``'s assignment (a function of the seed and the number only).
@@ -130,7 +125,7 @@ class RandomSearch(SearchAlgorithm):
         """
         number = self._check_trial_number(trial_number)
         study = optuna.create_study(
-            sampler=RandomSampler(seed=self._trial_seed(number)), direction=self.direction
+            sampler=RandomSampler(seed=trial_seed(self.seed, number)), direction=self.direction
         )
         drawn = study.ask(fixed_distributions=self._distributions).params
         return {param.name: from_optuna_value(param, drawn[param.name]) for param in self.space}

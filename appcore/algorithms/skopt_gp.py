@@ -15,7 +15,7 @@ Mapping of the space to scikit-optimize's dimensions:
 scikit-optimize minimizes, so a maximized objective is negated.
 
 Each suggestion builds a fresh ``Optimizer`` (``base_estimator="GP"``, ``acq_func="gp_hedge"``,
-``random_state`` = :func:`~appcore.algorithms._backend.trial_seed` of the first number), tells
+``random_state`` = :func:`~appcore.algorithms._base.trial_seed` of the first number), tells
 it every known result in trial-number order, and asks. Trials still pending are told as the
 best value seen so far -- scikit-optimize's own ``"cl_min"`` constant liar -- and a batch is
 asked with ``ask(n_points, strategy="cl_min")``, so parallel suggestions spread out. This makes
@@ -38,8 +38,8 @@ from typing import Any
 import warnings
 
 from disauto.appcore.algorithms._backend import Backend
-from disauto.appcore.algorithms._backend import trial_seed
 from disauto.appcore.algorithms._base import Direction
+from disauto.appcore.algorithms._base import trial_seed
 from disauto.common.space import Assignment
 from disauto.common.space import IntParam
 from disauto.common.space import Param

@@ -8,12 +8,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from dataclasses import field
 from typing import Any
-from typing import ClassVar
 
 from disauto.appcore.algorithms import Direction
 from disauto.common.errors import InvalidSettingsError
 from disauto.common.setting_values import Configurable
-from disauto.common.setting_values import SettingSpec
 from disauto.common.trial_state import TrialState
 
 
@@ -57,27 +55,12 @@ class Pruner(Configurable, abc.ABC):
         InvalidSettingsError: If a setting is unknown or invalid.
     """
 
-    NAME: ClassVar[str]
-    """The registry name, e.g. ``"median"``."""
-
-    SETTINGS: ClassVar[Mapping[str, SettingSpec]] = {}
-    """The accepted settings by name."""
-    KIND: ClassVar[str] = "early-stopping rule"
-    SETTINGS_ERROR: ClassVar[type[Exception]] = InvalidSettingsError
+    KIND = "early-stopping rule"
+    SETTINGS_ERROR = InvalidSettingsError
 
     def __init__(self, *, direction: Direction, settings: Mapping[str, str]) -> None:
         self.direction: Direction = direction
         self.settings: Mapping[str, Any] = self.parse_settings(settings)
-
-    @classmethod
-    def parse_settings(cls, settings: Mapping[str, str]) -> dict[str, Any]:
-        parsed = super().parse_settings(settings)
-        cls._check(parsed)
-        return parsed
-
-    @classmethod  # noqa: B027 -- an optional hook: the default accepts every combination
-    def _check(cls, settings: Mapping[str, Any]) -> None:
-        """Hook for checks across settings; raises InvalidSettingsError."""
 
     @abc.abstractmethod
     def report(self, trial: int, step: int, value: float) -> bool:

@@ -4,13 +4,16 @@ Each trial of the job that reports becomes one Optuna trial (created on its firs
 reports are Optuna intermediate values and its end is told to the study (completed ->
 ``COMPLETE`` with its final value, pruned -> ``PRUNED``, failed and killed -> ``FAIL``), which
 is all Optuna's pruners look at.
+
+A rule's settings are named as its Optuna pruner's keyword arguments, so the pruner is built
+from the parsed settings as they are.
 """
 
 from __future__ import annotations
 
-import abc
 from collections.abc import Mapping
 import math
+from typing import ClassVar
 
 import optuna
 from optuna.pruners import BasePruner
@@ -26,19 +29,19 @@ __all__ = ["OptunaPruner"]
 
 
 class OptunaPruner(Pruner):
-    """A rule that delegates to an Optuna pruner; subclasses build it in :meth:`_pruner`."""
+    """A rule that delegates to an Optuna pruner: :attr:`OPTUNA_PRUNER` with the settings."""
+
+    OPTUNA_PRUNER: ClassVar[type[BasePruner]]
+    """Optuna's pruner class; :attr:`SETTINGS` names its keyword arguments."""
 
     def __init__(self, *, direction: Direction, settings: Mapping[str, str]) -> None:
         super().__init__(direction=direction, settings=settings)
         if optuna.logging.get_verbosity() < optuna.logging.WARNING:
             optuna.logging.set_verbosity(optuna.logging.WARNING)
-        self._study = optuna.create_study(direction=direction, pruner=self._pruner())
+        self._study = optuna.create_study(direction=direction,
+                                          pruner=self.OPTUNA_PRUNER(**self.settings))
         self._trials: dict[int, Trial] = {}
         self._last_step: dict[int, int] = {}
-
-    @abc.abstractmethod
-    def _pruner(self) -> BasePruner:
-        """The Optuna pruner built from :attr:`settings`."""
 
     def report(self, trial: int, step: int, value: float) -> bool:
         if step < 0 or not math.isfinite(value) or step <= self._last_step.get(trial, -1):

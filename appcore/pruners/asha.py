@@ -19,7 +19,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from optuna.pruners import BasePruner
 from optuna.pruners import SuccessiveHalvingPruner
 
 from disauto.appcore.pruners._optuna import OptunaPruner
@@ -45,6 +44,7 @@ class AsynchronousSuccessiveHalving(OptunaPruner):
     """Optuna's asynchronous successive halving (see the module docstring)."""
 
     NAME = "asha"
+    OPTUNA_PRUNER = SuccessiveHalvingPruner
     SETTINGS: Mapping[str, SettingSpec] = {
         "min_resource": SettingSpec("auto", _min_resource, "'auto' or an integer >= 1",
                                     "the first rung's step"),
@@ -54,7 +54,7 @@ class AsynchronousSuccessiveHalving(OptunaPruner):
     }
 
     @classmethod
-    def _check(cls, settings: Mapping[str, Any]) -> None:
+    def _check_settings(cls, settings: Mapping[str, Any]) -> None:
         if settings["bootstrap_count"] > 0 and settings["min_resource"] == "auto":
             raise InvalidSettingsError(
                 "early-stopping rule 'asha': bootstrap_count > 0 needs an explicit "
@@ -63,11 +63,3 @@ class AsynchronousSuccessiveHalving(OptunaPruner):
 
     def describe(self) -> str:
         return "asynchronous successive halving"
-
-    def _pruner(self) -> BasePruner:
-        return SuccessiveHalvingPruner(
-            min_resource=self.settings["min_resource"],
-            reduction_factor=self.settings["reduction_factor"],
-            min_early_stopping_rate=self.settings["min_early_stopping_rate"],
-            bootstrap_count=self.settings["bootstrap_count"],
-        )

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from optuna.pruners import BasePruner
 from optuna.pruners import MedianPruner
 
 from disauto.appcore.pruners._optuna import OptunaPruner
@@ -28,17 +27,10 @@ class MedianRule(OptunaPruner):
     """Optuna's median stopping rule (see the module docstring)."""
 
     NAME = "median"
+    OPTUNA_PRUNER = MedianPruner
     SETTINGS: Mapping[str, SettingSpec] = {
         "n_startup_trials": int_setting(5, 0, "completed trials before any is stopped"),
         "n_warmup_steps": int_setting(0, 0, "steps of each trial never judged"),
         "interval_steps": int_setting(1, 1, "judge every this many steps"),
         "n_min_trials": int_setting(1, 1, "completed trials that reported the step judged"),
     }
-
-    def _pruner(self) -> BasePruner:
-        return MedianPruner(
-            n_startup_trials=self.settings["n_startup_trials"],
-            n_warmup_steps=self.settings["n_warmup_steps"],
-            interval_steps=self.settings["interval_steps"],
-            n_min_trials=self.settings["n_min_trials"],
-        )

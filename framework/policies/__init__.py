@@ -41,7 +41,7 @@ class UnknownPolicyError(ValueError):
 
 POLICIES: Registry[OfferPolicy] = Registry(
     "offer policy", "policies",
-    {policy.name: policy
+    {policy.NAME: policy
      for policy in (FifoPolicy, DynamicPriorityPolicy, DynamicPriorityPlusPolicy)},
     error=UnknownPolicyError,
 )

@@ -20,12 +20,11 @@ from collections.abc import Mapping
 from collections.abc import Sequence
 from dataclasses import dataclass
 from dataclasses import field
-from typing import Any
 from typing import ClassVar
 
 from disauto.common.resources import Resources
+from disauto.common.setting_values import Configurable
 from disauto.common.setting_values import SettingSpec
-from disauto.common.setting_values import parse_settings
 from disauto.framework.offers import OfferView
 from disauto.framework.spec import TaskResources
 
@@ -64,7 +63,7 @@ class PolicySettingsError(ValueError):
     """A policy setting is unknown or invalid; the message names it and what would be valid."""
 
 
-class OfferPolicy(abc.ABC):
+class OfferPolicy(Configurable, abc.ABC):
     """Decides which offers to accept for which waiting tasks.
 
     Args:
@@ -76,11 +75,10 @@ class OfferPolicy(abc.ABC):
         PolicySettingsError: for a setting the policy does not have or an invalid value.
     """
 
-    name: str = ""
+    KIND = "offer policy"
+    SETTINGS_ERROR = PolicySettingsError
     uses_priority: ClassVar[bool] = False
     """Whether the policy reads trial priorities (AppCore then runs Algorithm 1)."""
-    SETTINGS: ClassVar[Mapping[str, PolicySetting]] = {}
-    """Every setting the policy accepts, with its default."""
 
     def __init__(
         self,
@@ -97,22 +95,6 @@ class OfferPolicy(abc.ABC):
     def _setup(self) -> None:  # noqa: B027 -- an optional hook: most policies need none
         """Build the policy's own state once the common fields are set (instead of overriding
         ``__init__``)."""
-
-    @classmethod
-    def parse_settings(cls, settings: Mapping[str, str], *,
-                       others: frozenset[str] = frozenset()) -> dict[str, Any]:
-        """Typed values of every setting (defaults filled in).
-
-        Args:
-            settings: name → value, as strings.
-            others: names that are valid but belong to someone else (AppCore's half of the
-                strategy); they are skipped.
-
-        Raises:
-            PolicySettingsError: naming the setting and what would be valid.
-        """
-        return parse_settings(cls.SETTINGS, settings, owner=f"offer policy {cls.name!r}",
-                              error=PolicySettingsError, skip=others)
 
     @abc.abstractmethod
     def plan(self, offers: Sequence[OfferView], requests: Sequence[LaunchRequest]) -> Plan:

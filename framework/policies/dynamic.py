@@ -49,7 +49,7 @@ import math
 from typing import ClassVar
 
 from disauto.common.resources import Resources
-from disauto.common.setting_values import int_at_least
+from disauto.common.setting_values import int_setting
 from disauto.common.setting_values import non_negative_number
 from disauto.framework.offers import OfferView
 from disauto.framework.offers import fit
@@ -82,19 +82,18 @@ class DynamicPriorityPolicy(OfferPolicy):
         runner: the job's trial resources (unused here; the improved variant places by it).
     """
 
-    name = "dynamic"
+    NAME = "dynamic"
     uses_priority = True
     SETTINGS: ClassVar[Mapping[str, PolicySetting]] = {
-        "declines_per_level": PolicySetting(
-            "1", int_at_least(0), "an integer >= 0",
+        "declines_per_level": int_setting(
+            1, 0,
             "fitting offers declined per priority level before one is accepted (d = this * P)"),
         "decline_filter_seconds": PolicySetting(
             "1", non_negative_number, "a number of seconds >= 0",
             "refuse_seconds of a priority decline (Mesos keeps the filter at least one "
             "allocation interval)"),
-        "idle_repeats": PolicySetting(
-            "2", int_at_least(1), "an integer >= 1",
-            "declined resources re-offered undiminished this many times in a row = idle "
+        "idle_repeats": int_setting(
+            2, 1, "declined resources re-offered undiminished this many times in a row = idle "
             "cluster: the priority goes up by one"),
     }
     #: Whether a re-offer showing contention drops the priority won on an idle cluster.
@@ -209,12 +208,11 @@ class DynamicPriorityPlusPolicy(DynamicPriorityPolicy):
         runner: the job's trial resources: AppCore is placed where it costs none of them.
     """
 
-    name = "dynamic-plus"
+    NAME = "dynamic-plus"
     SETTINGS: ClassVar[Mapping[str, PolicySetting]] = {
         **DynamicPriorityPolicy.SETTINGS,
-        "pack_patience": PolicySetting(
-            "2", int_at_least(0), "an integer >= 0",
-            "offers declined while looking for a place where AppCore costs no trial slot"),
+        "pack_patience": int_setting(
+            2, 0, "offers declined while looking for a place where AppCore costs no trial slot"),
     }
     forget_raises_on_contention = True
 

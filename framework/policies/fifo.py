@@ -19,7 +19,7 @@ class FifoPolicy(OfferPolicy):
     (as Mesos recommends); GPU tasks only go where GPUs are offered.
     """
 
-    name = "fifo"
+    NAME = "fifo"
 
     def plan(self, offers: Sequence[OfferView], requests: Sequence[LaunchRequest]) -> Plan:
         result = Plan()

@@ -159,12 +159,19 @@ def _complete_next(framework: Framework, appcore: AppCore, value: float) -> int:
     return number
 
 
-def test_appcore_submits_each_trial_with_the_priority_algorithm_1_holds(tmp_path: Path) -> None:
+def _framework_with_algorithm_1(tmp_path: Path) -> Framework:
+    """A framework whose job runs Algorithm 1 (k=1, m=2, two thresholds of 0.01), AppCore
+    launched: its priority drops once the best two of three results are within 0.01."""
     config = job_config(max_trials=8, parallelism=1)
     config.search.dynamic_priority = True
     config.search.priority_settings.update({"k": "1", "m": "2", "thresholds": "0.01,0.01"})
     framework = Framework(tmp_path, config)
     framework.launch_appcore()
+    return framework
+
+
+def test_appcore_submits_each_trial_with_the_priority_algorithm_1_holds(tmp_path: Path) -> None:
+    framework = _framework_with_algorithm_1(tmp_path)
     appcore = AppCore(framework.address).run()
     try:
         # Results 0.90, 0.95, 0.951: after the third (n = 3 > k*m = 2) g = 0.001 < 0.01.
@@ -183,11 +190,7 @@ def test_appcore_submits_each_trial_with_the_priority_algorithm_1_holds(tmp_path
 
 
 def test_a_relaunched_appcore_resumes_at_the_recorded_priority(tmp_path: Path) -> None:
-    config = job_config(max_trials=8, parallelism=1)
-    config.search.dynamic_priority = True
-    config.search.priority_settings.update({"k": "1", "m": "2", "thresholds": "0.01,0.01"})
-    framework = Framework(tmp_path, config)
-    framework.launch_appcore()
+    framework = _framework_with_algorithm_1(tmp_path)
     first = AppCore(framework.address).run()
     try:
         for value in (0.90, 0.95, 0.951):

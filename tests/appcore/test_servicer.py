@@ -17,6 +17,7 @@ import pytest
 
 from disauto.appcore.servicer import AppCoreServicer
 from disauto.appcore.servicer import make_server
+from disauto.common.report import Report
 from disauto.common.tokens import trial_token
 from disauto.protos import appcore_pb2
 from disauto.protos import appcore_pb2_grpc
@@ -60,12 +61,7 @@ class Stack:
 
 def request_for(number: int, *, step: int | None = None, final: bool = False,
                 **metrics: float) -> common_pb2.Report:
-    request = common_pb2.Report(
-        trial_number=number, final=final, elapsed_seconds=4.5,
-        metrics=[common_pb2.Metric(name=k, value=v) for k, v in metrics.items()])
-    if step is not None:
-        request.step = step
-    return request
+    return Report(number, metrics, step, final, elapsed_seconds=4.5).to_proto()
 
 
 @pytest.fixture

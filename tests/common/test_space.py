@@ -60,6 +60,7 @@ def test_real_param_stores_int_bounds_as_floats() -> None:
         (lambda: IntParam("x", 5, 1), "low <= high"),
         (lambda: IntParam("x", 1.5, 3), "must be an integer"),  # type: ignore[arg-type]
         (lambda: IntParam("x", 0, 10, log=True), "low >= 1"),
+        (lambda: IntParam("x", 1, 10, log=1), "log must be"),  # type: ignore[arg-type]
         (lambda: IntParam("x", 1, 10, log=True, step=2), "cannot be combined"),
         (lambda: IntParam("x", 0, 10, step=0), "positive integer"),
         (lambda: IntParam("x", 0, 10, step=11), "<= high - low"),
@@ -78,6 +79,20 @@ def test_invalid_parameters_name_the_parameter(make, fragment: str) -> None:  # 
         make()
     assert "parameter 'x'" in str(caught.value)
     assert fragment in str(caught.value)
+
+
+@pytest.mark.parametrize(("make", "message"), [
+    (lambda: RealParam("x", 0.0, 1.0, log=True), "a log scale needs low > 0, got low = 0.0"),
+    (lambda: IntParam("x", 0, 10, log=True), "a log scale needs low >= 1, got low = 0"),
+    (lambda: RealParam("x", 1.0, 2.0, log=True, step=0.5),
+     "log scale and step cannot be combined; drop one"),
+])
+def test_log_scale_errors_say_what_the_range_needs(  # type: ignore[no-untyped-def]
+    make, message: str
+) -> None:
+    with pytest.raises(SearchSpaceError) as caught:
+        make()
+    assert str(caught.value) == f"parameter 'x': {message}"
 
 
 @pytest.mark.parametrize("name", ["", "  ", 3])

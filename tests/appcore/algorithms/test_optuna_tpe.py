@@ -11,7 +11,7 @@ import pytest
 
 from disauto.appcore.algorithms import create_algorithm
 from disauto.appcore.algorithms import optuna_tpe
-from disauto.appcore.algorithms._backend import trial_seed
+from disauto.appcore.algorithms._base import trial_seed
 from disauto.common.space import Assignment
 from disauto.common.trial_state import TrialState
 from tests.appcore.algorithms.test_bayesian import SPACE
