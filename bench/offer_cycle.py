@@ -277,21 +277,16 @@ def main(argv: Sequence[str] | None = None) -> int:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--frameworks", type=int, default=10)
     parser.add_argument("--agents", type=int, default=100)
-    parser.add_argument("--allocation-interval", type=float, default=1.0, help="seconds")
+    parser.add_argument("--allocation-interval", dest="interval", type=float, default=1.0,
+                        help="seconds")
     parser.add_argument("--decline-seconds", type=float, default=10.0,
                         help="length of the decline phase (seconds)")
-    parser.add_argument("--tasks", type=int, default=5, help="tasks per framework")
+    parser.add_argument("--tasks", dest="tasks_per_framework", type=int, default=5,
+                        help="tasks per framework")
     parser.add_argument("--task-seconds", type=float, default=0.5)
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING)
-    return run(
-        frameworks=args.frameworks,
-        agents=args.agents,
-        interval=args.allocation_interval,
-        decline_seconds=args.decline_seconds,
-        tasks_per_framework=args.tasks,
-        task_seconds=args.task_seconds,
-    )
+    return run(**vars(args))  # each flag's dest is a parameter of run()
 
 
 if __name__ == "__main__":

@@ -40,9 +40,7 @@ import json
 import logging
 import os
 from pathlib import Path
-import random
 import shutil
-import socket
 import sqlite3
 import statistics
 import subprocess
@@ -56,6 +54,7 @@ from urllib.request import urlopen
 from disauto.common.trial_state import TrialState
 from disauto.localmesos.cluster import ClusterConfig
 from disauto.localmesos.cluster import LocalCluster
+from disauto.submit.local import free_port_range
 
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -177,21 +176,8 @@ class MetricsPoller(threading.Thread):
 
 
 def free_port_base(span: int = 1000) -> int:
-    """A base port whose ``span`` ports are very likely unused (not the 31000 others take)."""
-    rng = random.Random()
-    for _ in range(50):
-        base = rng.randrange(40000, 60000 - span, 100)
-        ok = True
-        for port in range(base, base + span, 300):
-            with socket.socket() as probe:
-                try:
-                    probe.bind(("0.0.0.0", port))
-                except OSError:
-                    ok = False
-                    break
-        if ok:
-            return base
-    raise RuntimeError("no free port range found between 40000 and 60000")
+    """A base port whose ``span`` ports nothing listens on (above the 31000 others take)."""
+    return free_port_range(span, low=40000, high=60000)[0]
 
 
 def _read_job(db: Path) -> dict[str, Any]:
