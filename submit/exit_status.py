@@ -25,7 +25,9 @@ class ExitStatus(IntEnum):
     TOO_MANY_FAILURES = 4
     """More trials failed than --max-failed-trials allows."""
     STOPPED = 5
-    """The job was stopped from outside (not by Ctrl-C here)."""
+    """The job was stopped from outside (not by Ctrl-C here): da-job kill."""
+    NO_RESULT = 6
+    """The job ran to its end (budget, grid or time) but no trial produced a result."""
     CTRL_C = 130
     """Stopped with Ctrl-C (SIGINT) or SIGTERM; running tasks were killed, the record kept."""
 

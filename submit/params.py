@@ -151,6 +151,11 @@ def strip_trailing_commas(text: str) -> str:
     return "".join(chars)
 
 
+MAX_FILE_BYTES = 1 << 20
+"""The largest parameter file: its space travels to AppCore in one gRPC message (4 MiB at most),
+and a search space of that size is a mistake, not a search."""
+
+
 def load_parameter_file(path: str | os.PathLike[str]) -> SearchSpace:
     """Load and validate a parameter file.
 
@@ -169,6 +174,10 @@ def load_parameter_file(path: str | os.PathLike[str]) -> SearchSpace:
     if file.is_dir():
         raise ParameterFileError(label, "is a directory, not a parameter file")
     try:
+        size = file.stat().st_size
+        if size > MAX_FILE_BYTES:
+            raise ParameterFileError(label, f"is {size} bytes; a parameter file may hold at "
+                                            f"most {MAX_FILE_BYTES} bytes (1 MiB)")
         raw = file.read_bytes()
     except FileNotFoundError:
         raise ParameterFileError(label, "no such file") from None

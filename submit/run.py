@@ -18,6 +18,7 @@ from typing import IO
 from typing import Any
 
 from disauto.common import paths
+from disauto.common.trial_state import TrialState
 from disauto.framework.capacity import describe
 from disauto.protos import common_pb2
 from disauto.protos import framework_pb2
@@ -173,6 +174,8 @@ def run(submission: Submission, out: IO[str], err: IO[str], *,
         runner.stop(framework_pb2.STOPPED, "stopped")  # kills leftovers, tears down
         outcome, _ = runner.controller.outcome or (framework_pb2.ERROR, "unknown")
         status = for_outcome(outcome)
+        if status == ExitStatus.SUCCESS and runner.controller.best_trial() is None:
+            status = ExitStatus.NO_RESULT  # an ending without an answer is not a success
     except KeyboardInterrupt as stop:
         _say(err, f"\n{PROG}: stopping the job (killing its tasks)…")
         if runner is not None:
@@ -275,7 +278,10 @@ def _report(runner: Any, job_dir: Path, out: IO[str], err: IO[str], objective: s
             print(f"{PROG}: best trial-{best.number:04d}: {objective}={best.objective:.6g} "
                   f"with {params}", file=out)
         elif status != ExitStatus.CTRL_C:
-            print(f"{PROG}: no trial produced a result", file=err)
+            failed = [t for t in trials if t.state == TrialState.FAILED]
+            why = f"; the first failure: trial-{failed[0].number:04d}: {failed[0].message}" \
+                if failed else ""
+            print(f"{PROG}: error: no trial produced a result{why}", file=err)
         print(f"{PROG}: results in {json_path} and {csv_path}", file=out)
     except OSError:
         pass

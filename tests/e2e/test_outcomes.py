@@ -220,3 +220,15 @@ def test_the_readme_fig3_command_ends_with_the_trial_that_reached_the_target(
     if (os.cpu_count() or 1) < 4 * 3 + 2:  # four 3-CPU trials and a 2-CPU AppCore
         assert job.output.count("da-submit: note: this machine has") == 1
     assert {s for n, s in ended.states().items() if n != winner} <= {"COMPLETED", "KILLED"}
+
+
+def test_a_job_in_which_every_trial_failed_exits_6_naming_the_first_failure(
+        submit: Any, job_flags: Any) -> None:
+    job = submit(*job_flags("--trail-steps", "3", "--parallelism", "1",
+                            "--max-failed-trials", "10"), env={"MODE": "fail"})
+    ended = check_ended(job, 6, "BUDGET_SPENT", best=None)
+    assert set(ended.states().values()) == {"FAILED"}
+    line = next(line for line in job.lines if "no trial produced a result" in line)
+    assert line.startswith("da-submit: error: no trial produced a result; the first failure: "
+                           "trial-0001: TASK_FAILED")
+    assert "cannot train" in line

@@ -447,3 +447,18 @@ def test_long_values_are_cut_short(tmp_path: Path) -> None:
     error = _error(tmp_path, _bad(type="bound", value=list(range(100))))
     assert error.detail.endswith("...")
     assert len(str(error)) < 250
+
+
+def test_a_parameter_file_over_one_mib_is_refused_before_it_is_read(tmp_path: Path) -> None:
+    from disauto.submit.params import MAX_FILE_BYTES
+
+    big = tmp_path / "big.json"
+    big.write_text('{"parameters": [' + ", ".join(
+        f'{{"name": "p{i}", "type": "number", "value": [1, 2, 3]}}' for i in range(30000))
+        + "]}")
+    assert big.stat().st_size > MAX_FILE_BYTES
+    with pytest.raises(ParameterFileError) as caught:
+        load_parameter_file(big)
+    message = str(caught.value)
+    assert message.startswith(f"{big}: is {big.stat().st_size} bytes; a parameter file may hold")
+    assert "\n" not in message
