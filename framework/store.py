@@ -133,6 +133,9 @@ class JobStore:
             _add_missing_columns(self._db)
         except sqlite3.Error as err:
             raise StoreError(f"cannot open job store {path}: {err}") from None
+        for private in (path, *(path.with_name(path.name + end) for end in ("-wal", "-shm"))):
+            if private.exists():
+                private.chmod(0o600)  # the record is its user's alone
         self._lock = threading.RLock()
         if self.get_meta("schema_version") is None:
             self.set_meta("schema_version", str(SCHEMA_VERSION))

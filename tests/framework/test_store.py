@@ -176,3 +176,14 @@ def test_concurrent_writers_from_threads_lose_nothing(store: JobStore) -> None:
     steps = sorted(r["step"] for r in store.reports(1))
     assert steps == sorted(i * 100 + s for i in range(4) for s in range(25))
     assert len(store.task_updates()) == 100
+
+
+def test_the_record_is_private_to_its_user(tmp_path: Path) -> None:
+    store = JobStore(tmp_path / "job.db")
+    try:
+        store.set_meta("x", "1")
+        for name in ("job.db", "job.db-wal", "job.db-shm"):
+            if (tmp_path / name).exists():
+                assert (tmp_path / name).stat().st_mode & 0o077 == 0, name
+    finally:
+        store.close()
