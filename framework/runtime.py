@@ -6,6 +6,7 @@ returns when the job ends, ``stop()`` kills what still runs and tears the framew
 
 from __future__ import annotations
 
+import base64
 from collections.abc import Callable
 from dataclasses import dataclass
 import getpass
@@ -17,6 +18,8 @@ import shutil
 import socket
 import time
 from typing import Any
+from urllib.error import HTTPError
+from urllib.request import Request
 from urllib.request import urlopen
 
 from pymesos import MesosSchedulerDriver
@@ -73,6 +76,41 @@ def check_master(uri: str, timeout: float = 5.0) -> str:
         raise MasterUnreachableError(
             f"cannot reach the Mesos master at {address} ({err}); check --master"
         ) from None
+
+
+def check_credentials(uri: str, principal: str | None, secret: str | None,
+                      timeout: float = 5.0) -> None:
+    """Ask the scheduler endpoint whether these credentials (or none) are accepted.
+
+    A master authenticates a scheduler call before anything else, so a GET answers 401 for
+    missing or wrong credentials and 405 (POST expected) for accepted ones; pymesos would
+    otherwise retry a refused SUBSCRIBE until its registration timeout.
+
+    Raises:
+        MasterUnreachableError: the master refuses them, naming what to give.
+    """
+    if uri.startswith(("zk://", "zoo://")):
+        return
+    address = uri if ":" in uri else f"{uri}:5050"
+    request = Request(f"http://{address}/api/v1/scheduler")
+    if principal:
+        token = base64.b64encode(f"{principal}:{secret or ''}".encode()).decode()
+        request.add_header("Authorization", f"Basic {token}")
+    try:
+        with urlopen(request, timeout=timeout):  # noqa: S310 - the master's URL
+            return
+    except HTTPError as err:
+        if err.code != 401:
+            return  # 405 and the like: the credentials passed
+    except OSError:
+        return  # reachability was checked; pymesos reports what follows
+    if principal:
+        raise MasterUnreachableError(
+            f"the Mesos master at {address} refused principal {principal!r}; check "
+            "--principal and --secret-file") from None
+    raise MasterUnreachableError(
+        f"the Mesos master at {address} requires authentication; give --principal and "
+        "--secret-file") from None
 
 
 def advertise_host_for(master_uri: str) -> str:
@@ -175,6 +213,7 @@ class JobRunner:
             MasterUnreachableError: the master is unreachable or does not register us in time.
         """
         check_master(self.master.uri)
+        check_credentials(self.master.uri, self.master.principal, self.master.secret)
         self._server.start()
         self._files.start()
         framework_info = {

@@ -232,3 +232,27 @@ def test_a_job_in_which_every_trial_failed_exits_6_naming_the_first_failure(
     assert line.startswith("da-submit: error: no trial produced a result; the first failure: "
                            "trial-0001: TASK_FAILED")
     assert "cannot train" in line
+
+
+def test_a_master_that_requires_authentication_is_one_line_at_once(
+        submit: Any, job_flags: Any, tmp_path: Path) -> None:
+    import time
+
+    secured = LocalCluster(ClusterConfig(agents=1, cpus=2.0, mem_mb=2048.0,
+                                         work_dir=tmp_path / "secured",
+                                         credentials={"alice": "s3cret"}))
+    secured.start()
+    address = secured.address
+    try:
+        started = time.monotonic()
+        job = submit(*job_flags("--master", address, "--trail-steps", "2"))
+        assert job.wait(60) == 3, job.output
+        took = time.monotonic() - started
+    finally:
+        secured.stop()
+    errors = [line for line in job.lines if line.startswith("da-submit: error: ")]
+    assert errors == [f"da-submit: error: the Mesos master at {address} requires "
+                      "authentication; give --principal and --secret-file"]
+    assert took < 30 and "Traceback" not in job.output
+    results = job.results()
+    assert results["exit_status"] == 3 and results["outcome"] == "ERROR"
