@@ -32,6 +32,8 @@ class TrialState(StrEnum):
     """Killed before a result (the job ended, or the user stopped it)."""
     PRUNED = "PRUNED"
     """Stopped early by the job's early-stopping rule."""
+    TIMEOUT = "TIMEOUT"
+    """Killed for running longer than the job's ``--trial-timeout``."""
 
     def is_finished(self) -> bool:
         """Whether the trial has ended (it never changes again)."""
@@ -60,4 +62,4 @@ class TrialState(StrEnum):
 
 IN_FLIGHT = frozenset({TrialState.PENDING, TrialState.LAUNCHING, TrialState.RUNNING})
 FINISHED = frozenset({TrialState.COMPLETED, TrialState.FAILED, TrialState.KILLED,
-                      TrialState.PRUNED})
+                      TrialState.PRUNED, TrialState.TIMEOUT})

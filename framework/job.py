@@ -23,6 +23,7 @@ import time
 from typing import Any
 
 from disauto.common import task_env
+from disauto.common.durations import format_duration
 from disauto.common.errors import InvalidAssignmentError
 from disauto.common.metrics import MetricError
 from disauto.common.metrics import check_metrics
@@ -107,8 +108,9 @@ class JobController:
         self._log_tail = log_tail
         self._on_kill = on_kill
         self._prune_grace = prune_grace
-        # Tasks of pruned trials that have not reported a terminal Mesos state yet.
-        self._pruned_tasks: set[str] = set()
+        # Tasks of trials that ended before them (pruned, timed out) and have not reported a
+        # terminal Mesos state yet.
+        self._ended_trial_tasks: set[str] = set()
         # Tasks of trials COMPLETED by their final report at the job's end, still running
         # (writing their --output, say): they get a grace period before they are killed.
         self._finishing_tasks: set[str] = set()
@@ -351,7 +353,7 @@ class JobController:
             task_id = trial.task_id if trial.state in _ON_AN_AGENT else ""
             self._set_state(trial, TrialState.PRUNED, message or "stopped early by the pruner")
             if task_id:
-                self._pruned_tasks.add(task_id)
+                self._ended_trial_tasks.add(task_id)
             proto = self.trial_proto(trial)
         if task_id:
             timer = threading.Timer(self._prune_grace, self._kill_if_live, args=(task_id,))
@@ -361,7 +363,7 @@ class JobController:
 
     def _kill_if_live(self, task_id: str) -> None:
         with self._lock:
-            live = task_id in self._pruned_tasks
+            live = task_id in self._ended_trial_tasks
         if live:
             logger.info("pruned task %s did not exit within %.0f s; killing it", task_id,
                         self._prune_grace)
@@ -478,7 +480,7 @@ class JobController:
         with self._lock:
             ids = [t.task_id for t in self._trials.values()
                    if t.task_id and t.state in _ON_AN_AGENT]
-            ids += sorted(self._pruned_tasks | self._finishing_tasks)
+            ids += sorted(self._ended_trial_tasks | self._finishing_tasks)
             # An AppCore that ended (terminal status after the job ended, or past its restarts)
             # is not live: JobRunner.stop waits for live tasks until its grace period ends.
             if self._appcore_task_id and self._appcore_state not in ("WAITING", "ENDED"):
@@ -500,6 +502,24 @@ class JobController:
             logger.info("adopting AppCore %s (attempt %d)", self._appcore_task_id,
                         self._appcore_attempt)
             return True
+
+    def expire_trials(self, now: float | None = None) -> list[str]:
+        """Record TIMEOUT for trials running past ``trial_timeout`` (their slots free at once);
+        the tasks to kill."""
+        limit = self.config.trial_timeout
+        if not limit:
+            return []
+        now = time.time() if now is None else now
+        expired = []
+        with self._lock:
+            for trial in self._trials.values():
+                if trial.state == TrialState.RUNNING and trial.started_at \
+                        and now - trial.started_at > limit and not self._has_result(trial):
+                    self._set_state(trial, TrialState.TIMEOUT,
+                                    f"ran longer than --trial-timeout {format_duration(limit)}")
+                    self._ended_trial_tasks.add(trial.task_id)  # to kill; its task still runs
+                    expired.append(trial.task_id)
+        return expired
 
     def requeue_in_flight(self, why: str) -> list[int]:
         """Queue again every trial that was launched or waiting when the framework died, for a
@@ -609,7 +629,7 @@ class JobController:
     def _on_trial_status(self, trial: TrialRow, state: str, status: Mapping[str, Any]) -> None:
         if trial.terminal:
             if has_ended_for_framework(state):
-                self._pruned_tasks.discard(trial.task_id)
+                self._ended_trial_tasks.discard(trial.task_id)
                 self._finishing_tasks.discard(trial.task_id)
             return
         if state == "TASK_RUNNING":

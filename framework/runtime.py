@@ -263,6 +263,9 @@ class JobRunner:
         while not self.controller.wait(interval):
             now = time.monotonic()
             self._check_control()
+            expired = self.controller.expire_trials()
+            if expired:
+                self.scheduler.kill(expired)
             budget = self.config.max_duration
             if budget and now - started >= budget:
                 done = self.controller.progress().done

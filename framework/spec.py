@@ -76,6 +76,8 @@ class JobConfig:
     offer_policy_settings: dict[str, str] = field(default_factory=dict)
     """The offer policy's own ``--priority-setting`` items (Algorithm 1's go to AppCore in
     ``search.priority_settings``)."""
+    trial_timeout: float = 0.0
+    """Seconds a trial may run (from TASK_RUNNING) before it is killed as TIMEOUT; 0: none."""
     max_duration: float = 0.0
     """Seconds after which the job ends with TIME_LIMIT_REACHED (``--max-duration``); 0: none."""
 

@@ -88,6 +88,9 @@ def _search_flags(parser: argparse.ArgumentParser) -> None:
     search.add_argument("--max-duration", metavar="DURATION",
                         help="end the job after this long (e.g. 2h, 90m, 1h30m): running trials "
                              "are killed, the record kept")
+    search.add_argument("--trial-timeout", metavar="DURATION",
+                        help="kill a trial that runs longer than this (e.g. 10m); it is "
+                             "recorded TIMEOUT and its slot refilled")
     search.add_argument("--max-failed-trials", default="3", metavar="N",
                         help="stop the job when more than N trials fail (default 3)")
     search.add_argument("--seed", metavar="N",

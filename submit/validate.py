@@ -182,7 +182,8 @@ def validate(args: argparse.Namespace) -> Submission:
         raise UsageError(f"--offer-policy: unknown policy {args.offer_policy!r}; valid: "
                          f"{', '.join(sorted(POLICIES))}")
     priority_settings = _priority_settings(args.offer_policy, args.priority_setting)
-    max_duration = _max_duration(args.max_duration)
+    max_duration = _max_duration(args.max_duration, "--max-duration")
+    trial_timeout = _max_duration(args.trial_timeout, "--trial-timeout")
     files, inputs = _files_and_inputs(args)
     output = _output(args.output)
     search = _search(args)
@@ -216,6 +217,7 @@ def validate(args: argparse.Namespace) -> Submission:
         docker_image=docker_image,
         appcore_docker_image=appcore_image,
         max_duration=max_duration,
+        trial_timeout=trial_timeout,
         offer_policy_settings={key: value for key, value in priority_settings.items()
                                if key in POLICIES[args.offer_policy].SETTINGS},
         containerizer=containerizer,
@@ -311,13 +313,14 @@ def _seed(text: str | None) -> int:
     return seed
 
 
-def _max_duration(text: str | None) -> float:
+def _max_duration(text: str | None, flag: str) -> float:
+    """A duration flag in seconds; 0 when not given."""
     if text is None:
         return 0.0
     try:
         return parse_duration(text)
     except DurationError as err:
-        raise UsageError(f"--max-duration: {err}") from None
+        raise UsageError(f"{flag}: {err}") from None
 
 
 def _files_and_inputs(args: argparse.Namespace) -> tuple[tuple[str, ...],

@@ -17,7 +17,7 @@ from typing import Any
 from tests.e2e.conftest import Job
 
 
-TERMINAL = {"COMPLETED", "FAILED", "KILLED", "PRUNED"}
+TERMINAL = {"COMPLETED", "FAILED", "KILLED", "PRUNED", "TIMEOUT"}
 
 
 @dataclass

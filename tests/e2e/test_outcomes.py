@@ -256,3 +256,13 @@ def test_a_master_that_requires_authentication_is_one_line_at_once(
     assert took < 30 and "Traceback" not in job.output
     results = job.results()
     assert results["exit_status"] == 3 and results["outcome"] == "ERROR"
+
+
+def test_trials_that_run_too_long_are_timed_out_and_their_slots_refilled(
+        submit: Any, job_flags: Any) -> None:
+    job = submit(*job_flags("--trail-steps", "4", "--parallelism", "2", "--trial-timeout",
+                            "3s"), env={"SLOW_AFTER": "2"})  # trials 3 and 4 sleep 60 s
+    ended = check_ended(job, 0, "BUDGET_SPENT", best=_wait_best(job), output=job_flags.out)
+    assert ended.states() == {1: "COMPLETED", 2: "COMPLETED", 3: "TIMEOUT", 4: "TIMEOUT"}
+    assert ended.db_trials[3]["message"] == "ran longer than --trial-timeout 3s"
+    assert ended.results["message"] == "the budget of 4 trials is spent"

@@ -378,6 +378,29 @@ def test_a_trial_lost_too_often_fails(make: Callable[..., Job]) -> None:
     assert trial.message.startswith("TASK_LOST: again")
 
 
+def test_a_trial_running_past_its_timeout_is_recorded_timeout_and_killed(
+        make: Callable[..., Job]) -> None:
+    from dataclasses import replace
+
+    job = Job(make(max_trials=10).db_path.parent / "t", replace(job_config(max_trials=10),
+                                                                  trial_timeout=5.0))
+    job.controller.submit_trial(1, ASSIGN, priority=0)
+    job.controller.submit_trial(2, assignment(2), priority=0)
+    job.launch(1)
+    job.launch(2, running=False)  # launching: its clock has not started
+    started = job.trial(1).started_at
+    assert job.controller.expire_trials(now=started + 4.0) == []
+    assert job.controller.expire_trials(now=started + 6.0) == [task_name(1)]
+    trial = job.trial(1)
+    assert (trial.state, trial.message) == ("TIMEOUT", "ran longer than --trial-timeout 5s")
+    assert task_name(1) in job.controller.live_task_ids()  # killed, not yet gone
+    job.status(1, "TASK_KILLED")
+    assert job.state(1) == "TIMEOUT" and task_name(1) not in job.controller.live_task_ids()
+    assert job.state(2) == "LAUNCHING"
+    assert job.controller.expire_trials(now=started + 60.0) == []  # nothing else runs
+    job.store.close()
+
+
 def test_a_script_that_fails_is_not_retried(job: Job) -> None:
     job.controller.submit_trial(1, ASSIGN, priority=0)
     job.launch(1)
