@@ -258,11 +258,12 @@ def _check_keys(
 ) -> None:
     duplicates = getattr(entry, "duplicates", ())
     if duplicates:
-        raise ParameterFileError(source, f'duplicate key "{duplicates[0]}"', where)
+        raise ParameterFileError(source, f"duplicate key {_show(duplicates[0])}", where)
     for key in entry:
         if key not in valid:
             raise ParameterFileError(
-                source, f'unknown {what} "{key}"{suffix}; valid keys: {_quoted(valid)}', where
+                source, f"unknown {what} {_show(key)}{suffix}; valid keys: {_quoted(valid)}",
+                where
             )
 
 

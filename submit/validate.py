@@ -40,6 +40,13 @@ from disauto.submit.values import size_mb
 
 
 MAX_SEED = 2**32 - 1
+MAX_TRIALS = 1_000_000
+"""The largest --trail-steps (and --max-failed-trials): a job's record of a million trials is
+already hundreds of MB."""
+MAX_PARALLELISM = 10_000
+MAX_LOCAL_AGENTS = 64
+MAX_GPUS = 1024
+"""Bounds of the integer flags: each fits the fields it travels in and a machine's reach."""
 """The largest --seed: the search libraries seed NumPy generators, which take 32 bits."""
 
 logger = logging.getLogger(__name__)
@@ -177,7 +184,8 @@ def validate(args: argparse.Namespace) -> Submission:
     if not args.app_runner_launch_cmd.strip():
         raise UsageError("--app-runner-launch-cmd: must not be empty")
     runner, appcore = _resources(args)
-    local_agents = int(positive_number("--local-agents", args.local_agents, integer=True))
+    local_agents = int(positive_number("--local-agents", args.local_agents, integer=True,
+                                       most=MAX_LOCAL_AGENTS))
     if args.offer_policy not in POLICIES:
         raise UsageError(f"--offer-policy: unknown policy {args.offer_policy!r}; valid: "
                          f"{', '.join(sorted(POLICIES))}")
@@ -237,7 +245,7 @@ def _resources(args: argparse.Namespace) -> tuple[TaskResources, TaskResources]:
         cpus=positive_number("--app-runner-cpus", args.app_runner_cpus),
         mem_mb=size_mb("--app-runner-memory", args.app_runner_memory),
         gpus=int(positive_number("--app-runner-gpus", args.app_runner_gpus, integer=True,
-                                 zero=True)),
+                                 zero=True, most=MAX_GPUS)),
     )
     appcore = TaskResources(
         cpus=positive_number("--app-core-cpus", args.app_core_cpus),
@@ -248,10 +256,12 @@ def _resources(args: argparse.Namespace) -> tuple[TaskResources, TaskResources]:
 
 def _search(args: argparse.Namespace) -> common_pb2.JobSpec:
     """The search AppCore runs: space, algorithm and its settings, budget, objective, seed."""
-    trial_steps = int(positive_number("--trail-steps", args.trial_steps, integer=True))
-    parallelism = int(positive_number("--parallelism", args.parallelism, integer=True))
+    trial_steps = int(positive_number("--trail-steps", args.trial_steps, integer=True,
+                                      most=MAX_TRIALS))
+    parallelism = int(positive_number("--parallelism", args.parallelism, integer=True,
+                                      most=MAX_PARALLELISM))
     max_failed = int(positive_number("--max-failed-trials", args.max_failed_trials,
-                                     integer=True, zero=True))
+                                     integer=True, zero=True, most=MAX_TRIALS))
     if args.tuning_type not in ALGORITHMS:
         raise UsageError(f"--tuning-type: unknown algorithm {args.tuning_type!r}; valid: "
                          f"{', '.join(sorted(ALGORITHMS))}")

@@ -17,18 +17,23 @@ from disauto.submit.parser import UsageError
 logger = logging.getLogger(__name__)
 
 
-def positive_number(flag: str, text: str, *, integer: bool = False, zero: bool = False) -> float:
+def positive_number(flag: str, text: str, *, integer: bool = False, zero: bool = False,
+                    most: float | None = None) -> float:
+    """A number ``> 0`` (``>= 0`` with ``zero``), an integer with ``integer``, at most ``most``."""
     try:
         value = float(text)
-    except ValueError:
+    except (ValueError, OverflowError):
         value = float("nan")
     ok = value == value and value != float("inf") and (value >= 0 if zero else value > 0)
     if ok and integer and value != int(value):
         ok = False
+    if ok and most is not None and value > most:
+        ok = False
     if not ok:
         kind = "an integer" if integer else "a number"
         bound = ">= 0" if zero else "> 0"
-        raise UsageError(f"{flag}: invalid value {text!r}: expected {kind} {bound}")
+        limit = f" and <= {most:g}" if most is not None else ""
+        raise UsageError(f"{flag}: invalid value {text!r}: expected {kind} {bound}{limit}")
     return value
 
 

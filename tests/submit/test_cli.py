@@ -15,18 +15,6 @@ from disauto.submit.parser import build_parser
 from disauto.submit.validate import validate
 
 
-@pytest.fixture
-def files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    (tmp_path / "train.py").write_text("print('hi')\n")
-    (tmp_path / "params.json").write_text(json.dumps({"parameters": [
-        {"name": "lr", "type": "bound", "value": [0.001, 0.1], "log": True},
-        {"name": "bs", "type": "number", "value": [32, 64]},
-    ]}))
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv("DISAUTO_HOME", str(tmp_path / "home"))
-    return tmp_path
-
-
 def argv(*extra: str) -> list[str]:
     base = {
         "--app-name": "mnist", "--files": "train.py", "--app-runner-launch-cmd": "python train.py",

@@ -11,7 +11,6 @@ from disauto.submit.exit_status import ExitStatus
 from disauto.submit.parser import build_parser
 from disauto.submit.validate import validate
 from tests.submit.test_cli import argv
-from tests.submit.test_cli import files  # noqa: F401 - the fixture
 
 
 pytestmark = pytest.mark.integration  # starts processes or servers

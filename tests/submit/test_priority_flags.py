@@ -13,7 +13,6 @@ from disauto.submit.exit_status import ExitStatus
 from disauto.submit.parser import build_parser
 from disauto.submit.validate import validate
 from tests.submit.test_cli import argv
-from tests.submit.test_cli import files  # noqa: F401 - the fixture
 
 
 def submission(*extra: str) -> common_pb2.JobSpec:
