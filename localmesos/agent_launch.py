@@ -13,9 +13,11 @@ from dataclasses import field
 import logging
 import os
 from pathlib import Path
+import signal
 import threading
 from typing import Any
 
+from disauto.common.processes import with_environment
 from disauto.common.resources import ResourceError
 from disauto.common.resources import Resources
 from disauto.localmesos import containerizer as containerizer_mod
@@ -182,6 +184,7 @@ class TaskLauncher:
             return
         self._running(task, process)
         returncode = process.wait()
+        _sweep(sandbox)
         self._finish(task, returncode == 0, executor_mod.describe_exit(returncode),
                      "REASON_COMMAND_EXECUTOR_FAILED")
 
@@ -322,3 +325,22 @@ class TaskLauncher:
             "REASON_CONTAINER_LAUNCH_FAILED",
         )
         return False
+
+
+def _sweep(sandbox: Path) -> list[int]:
+    """Kill what a command task left running outside its process group (``setsid``,
+    daemons): every process whose environment names the task's sandbox.
+
+    A Mesos agent kills a task's whole cgroup (its launcher's freezer); the embedded agent runs
+    without cgroups, and finds the task's processes by the ``MESOS_SANDBOX`` each inherits. A
+    process that rewrites its environment escapes this. Returns the pids killed.
+    """
+    pids = with_environment("MESOS_SANDBOX", str(sandbox))
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            continue
+    if pids:
+        logger.info("killed %d process(es) the task left in %s", len(pids), sandbox)
+    return pids

@@ -340,6 +340,22 @@ def test_kill_terminates_a_running_task(agent: Agent, master: Master) -> None:
     agent.kill_task(FID, "never-launched")
 
 
+def test_processes_a_task_left_outside_its_group_die_with_it(agent: Agent,
+                                                             master: Master) -> None:
+    from disauto.common.processes import with_environment
+
+    # The command starts a child in a session of its own (setsid), which a kill of the
+    # task's process group cannot reach, prints its pid, and exits at once.
+    agent.launch_task(FW, task("leaver", "setsid sleep 300 & echo $! > child.pid; sleep 1"))
+    master.wait("leaver", "TASK_FINISHED")
+    sandbox = agent.task_sandbox(FID, "leaver")
+    assert sandbox is not None
+    child = int((sandbox / "child.pid").read_text())
+    wait_for(lambda: not Path(f"/proc/{child}").exists()
+             or Path(f"/proc/{child}/stat").read_text().split(")")[1].split()[0] == "Z")
+    assert with_environment("MESOS_SANDBOX", str(sandbox)) == []
+
+
 def test_kill_policy_grace_then_sigkill(agent: Agent, master: Master) -> None:
     stubborn = "trap 'echo got TERM' TERM; echo ready; while :; do sleep 0.05; done"
     policy = {"grace_period": {"nanoseconds": 300_000_000}}
