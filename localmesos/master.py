@@ -77,25 +77,20 @@ _COUNTED = {
     "DECLINE_INVERSE_OFFERS": "messages_decline_inverse_offers",
     "ACKNOWLEDGE_OPERATION_STATUS": "messages_operation_status_update_acknowledgement",
 }
-# Call type → the Master method that handles it (validated calls only; SUBSCRIBE is apart).
 # Calls handled by a method that takes the call's body: type → (method, body key).
 _BODY_HANDLERS = {
     "ACCEPT": ("_accept", "accept"), "DECLINE": ("_decline", "decline"),
     "KILL": ("_kill", "kill"), "SHUTDOWN": ("_shutdown_executor", "shutdown"),
     "ACKNOWLEDGE": ("_acknowledge", "acknowledge"), "MESSAGE": ("_message", "message"),
 }
+# The dispatch table: call type → the Master method that handles it (validated calls only;
+# SUBSCRIBE opens a stream and is apart). A type missing here is answered by _on_unknown.
 _HANDLERS = {
     "TEARDOWN": "_on_teardown", "REVIVE": "_on_revive", "SUPPRESS": "_on_suppress",
     "RECONCILE": "_on_reconcile", "RECONCILE_OPERATIONS": "_on_reconcile_operations",
     "UPDATE_FRAMEWORK": "_on_update_framework", **{kind: "_on_counted" for kind in _COUNTED},
     **{kind: "_on_body" for kind in _BODY_HANDLERS},
 }
-
-# -- event streams ----------------------------------------------------------------------------
-
-
-
-
 
 
 class Master(LaunchCalls, SchedulerCalls, TaskBookkeeping, OfferMaking):
@@ -524,5 +519,3 @@ class Master(LaunchCalls, SchedulerCalls, TaskBookkeeping, OfferMaking):
 
     def _count(self, metric: str, n: float = 1) -> None:
         self.metrics[metric] = self.metrics.get(metric, 0) + n
-
-    # -- ACCEPT --------------------------------------------------------------------------

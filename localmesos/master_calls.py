@@ -285,5 +285,3 @@ class SchedulerCalls:
             "type": "RECONCILE_OPERATIONS",
             "reconcile_operations": {"operation_statuses": statuses},
         }
-
-    # -- status updates from agents ------------------------------------------------------
