@@ -261,7 +261,7 @@ def master_state(master: Master) -> dict[str, Any]:
             for offer in fw.offers.values():
                 if offer.agent_id in offered:
                     offered[offer.agent_id] = offered[offer.agent_id] + offer.resources
-        leader_info = master._master_info()
+        leader_info = master.master_info()
         return {
             "version": MESOS_VERSION,
             "build_date": BUILD_DATE,
