@@ -67,33 +67,6 @@ from disauto.localmesos.validation import CallError
 
 logger = logging.getLogger(__name__)
 
-CallResult = tuple[int, dict[str, Any] | None, bool]
-"""A call handler's answer: HTTP status, JSON body (or None), whether to allocate now."""
-ACCEPTED: CallResult = (202, None, False)
-
-# Calls the master only counts, with the metric each adds to.
-_COUNTED = {
-    "REQUEST": "messages_resource_request",
-    "ACCEPT_INVERSE_OFFERS": "messages_accept_inverse_offers",
-    "DECLINE_INVERSE_OFFERS": "messages_decline_inverse_offers",
-    "ACKNOWLEDGE_OPERATION_STATUS": "messages_operation_status_update_acknowledgement",
-}
-# Calls handled by a method that takes the call's body: type → (method, body key).
-_BODY_HANDLERS = {
-    "ACCEPT": ("_accept", "accept"), "DECLINE": ("_decline", "decline"),
-    "KILL": ("_kill", "kill"), "SHUTDOWN": ("_shutdown_executor", "shutdown"),
-    "ACKNOWLEDGE": ("_acknowledge", "acknowledge"), "MESSAGE": ("_message", "message"),
-}
-# The dispatch table: call type → the Master method that handles it (validated calls only;
-# SUBSCRIBE opens a stream and is apart). A type missing here is answered by _on_unknown.
-_HANDLERS = {
-    "TEARDOWN": "_on_teardown", "REVIVE": "_on_revive", "SUPPRESS": "_on_suppress",
-    "RECONCILE": "_on_reconcile", "RECONCILE_OPERATIONS": "_on_reconcile_operations",
-    "UPDATE_FRAMEWORK": "_on_update_framework", **{kind: "_on_counted" for kind in _COUNTED},
-    **{kind: "_on_body" for kind in _BODY_HANDLERS},
-}
-
-
 class Master(Subscriptions, LaunchCalls, SchedulerCalls, TaskBookkeeping, OfferMaking):
     """The embedded master (see the module docstring).
 
@@ -282,7 +255,7 @@ class Master(Subscriptions, LaunchCalls, SchedulerCalls, TaskBookkeeping, OfferM
     def handle_call(
         self, call: Mapping[str, Any], stream_id: str | None
     ) -> tuple[int, dict[str, Any] | None]:
-        """Dispatch a validated non-SUBSCRIBE call.
+        """Dispatch a validated non-SUBSCRIBE call (the table: :mod:`localmesos.master_calls`).
 
         Returns:
             ``(HTTP status, JSON body or None)``: 202 for most calls, 200 for UPDATE_FRAMEWORK
@@ -296,54 +269,10 @@ class Master(Subscriptions, LaunchCalls, SchedulerCalls, TaskBookkeeping, OfferM
             fw = self.check_call(call, stream_id)
             fw.count("calls")
             fw.count(f"calls/{kind.lower()}")
-            handler = getattr(self, _HANDLERS.get(kind, "_on_unknown"))
-            status, body, trigger = handler(fw, call)
+            status, body, trigger = self._dispatch(fw, call)
         if trigger:
             self._loop.trigger()
         return status, body
-
-    # One handler per call type, each answering (HTTP status, body, run an allocation now).
-
-    def _on_teardown(self, fw: FrameworkRecord, call: Mapping[str, Any]) -> CallResult:
-        self._count("messages_unregister_framework")
-        logger.info("Framework %s (%s) tears down", fw.framework_id, fw.name)
-        self._remove_framework(fw)
-        return ACCEPTED
-
-    def _on_body(self, fw: FrameworkRecord, call: Mapping[str, Any]) -> CallResult:
-        """A call whose handler takes the call's body (``call["accept"]`` for ACCEPT...)."""
-        method, key = _BODY_HANDLERS[call["type"]]
-        getattr(self, method)(fw, call[key])
-        return ACCEPTED
-
-    def _on_revive(self, fw: FrameworkRecord, call: Mapping[str, Any]) -> CallResult:
-        return 202, None, self._revive(fw, call.get("revive", {}).get("roles", []))
-
-    def _on_suppress(self, fw: FrameworkRecord, call: Mapping[str, Any]) -> CallResult:
-        self._suppress(fw, call.get("suppress", {}).get("roles", []))
-        return ACCEPTED
-
-    def _on_reconcile(self, fw: FrameworkRecord, call: Mapping[str, Any]) -> CallResult:
-        self._reconcile(fw, call["reconcile"].get("tasks", []))
-        return ACCEPTED
-
-    def _on_counted(self, fw: FrameworkRecord, call: Mapping[str, Any]) -> CallResult:
-        """A call the master only counts (no inverse offers or operations are ever made)."""
-        self._count(_COUNTED[call["type"]])
-        return ACCEPTED
-
-    def _on_reconcile_operations(self, fw: FrameworkRecord,
-                                 call: Mapping[str, Any]) -> CallResult:
-        ops = call["reconcile_operations"].get("operations", [])
-        return 200, self._reconcile_operations(ops), False
-
-    def _on_update_framework(self, fw: FrameworkRecord, call: Mapping[str, Any]) -> CallResult:
-        self._update_framework(fw, call["update_framework"])
-        return 200, None, True
-
-    def _on_unknown(self, fw: FrameworkRecord, call: Mapping[str, Any]) -> CallResult:
-        logger.warning("Received 'UNKNOWN' call from framework %s", fw.framework_id)
-        return 501, None, False
 
     def _count(self, metric: str, n: float = 1) -> None:
         self.metrics[metric] = self.metrics.get(metric, 0) + n

@@ -8,6 +8,10 @@ from typing import Any
 import pytest
 
 from disauto.localmesos.agent import AgentConfig
+from disauto.localmesos.master import Master
+from disauto.localmesos.master_calls import _BODY_HANDLERS
+from disauto.localmesos.master_calls import _HANDLERS
+from disauto.localmesos.validation import CALL_TYPES
 from tests.localmesos.cluster_support import RawFramework
 from tests.localmesos.cluster_support import command_task
 from tests.localmesos.cluster_support import framework_state
@@ -477,3 +481,9 @@ def test_stop_closes_streams() -> None:
         raw.subscribe()
     assert raw.ended.wait(5)
     raw.close()
+
+
+def test_every_call_type_but_subscribe_and_unknown_has_a_handler_on_the_master() -> None:
+    assert set(_HANDLERS) == set(CALL_TYPES) - {"SUBSCRIBE", "UNKNOWN"}
+    methods = [*_HANDLERS.values(), "_on_unknown", *(m for m, _ in _BODY_HANDLERS.values())]
+    assert [m for m in methods if not callable(getattr(Master, m, None))] == []
