@@ -310,23 +310,17 @@ class SchedulerCalls:
             known = fw.tasks.get(task_id)
             if known is not None:
                 self._reconcile_known(fw, known)
-            elif agent_id is not None and agent_id in self.agents:
-                self._send_master_update(
-                    fw,
-                    task_id=task_id,
-                    agent_id=agent_id,
-                    state="TASK_GONE",
-                    reason="REASON_RECONCILIATION",
-                    message="Reconciliation: Task is unknown to the agent",
-                )
             else:
+                # A task the master does not know is gone when its agent is known to the master.
+                on_agent = agent_id is not None and agent_id in self.agents
                 self._send_master_update(
                     fw,
                     task_id=task_id,
                     agent_id=agent_id,
-                    state="TASK_UNKNOWN",
+                    state="TASK_GONE" if on_agent else "TASK_UNKNOWN",
                     reason="REASON_RECONCILIATION",
-                    message="Reconciliation: Task is unknown",
+                    message="Reconciliation: Task is unknown"
+                    + (" to the agent" if on_agent else ""),
                 )
 
     def _reconcile_known(self, fw: FrameworkRecord, task: TaskRecord) -> None:
