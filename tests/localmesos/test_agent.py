@@ -9,8 +9,6 @@ from __future__ import annotations
 import base64
 from collections.abc import Callable
 from collections.abc import Iterator
-import functools
-import http.server
 import io
 import os
 from pathlib import Path
@@ -30,6 +28,7 @@ from disauto.localmesos.agent import Agent
 from disauto.localmesos.agent import AgentConfig
 from disauto.localmesos.agent import default_disk_mb
 from disauto.localmesos.sandbox import latest_virtual_path
+from tests.localmesos.web_support import serving
 
 
 pytestmark = pytest.mark.integration  # starts processes or servers
@@ -132,44 +131,12 @@ def agent(tmp_path: Path, master: Master) -> Iterator[Agent]:
     agent.stop()
 
 
-class _SlowHandler(http.server.SimpleHTTPRequestHandler):
-    def do_GET(self) -> None:  # noqa: N802 - http.server's naming
-        if self.path == "/slow.bin":
-            self.send_response(200)
-            self.send_header("Content-Length", "100000")
-            self.end_headers()
-            try:
-                for _ in range(300):
-                    self.wfile.write(b"x" * 10)
-                    self.wfile.flush()
-                    time.sleep(0.01)
-            except OSError:
-                pass
-            return
-        super().do_GET()
-
-    def log_message(self, format: str, *args: object) -> None:  # noqa: A002
-        pass
-
-
 @pytest.fixture
 def web(tmp_path: Path) -> Iterator[tuple[str, Path]]:
     root = tmp_path / "www"
     root.mkdir()
-    server = http.server.ThreadingHTTPServer(
-        ("127.0.0.1", 0), functools.partial(_SlowHandler, directory=str(root))
-    )
-    server.daemon_threads = True
-    thread = threading.Thread(
-        target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
-    )
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}", root
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join()
+    with serving(root) as url:
+        yield url, root
 
 
 # -- configuration and AgentInfo --------------------------------------------------------------
@@ -386,7 +353,7 @@ def test_kill_while_fetching_never_starts_the_task(
     url, _ = web
     marker = "started-marker"
     agent.launch_task(
-        FW, task("fetching", {"value": f"touch {marker}", "uris": [{"value": f"{url}/slow.bin"}]})
+        FW, task("fetching", {"value": f"touch {marker}", "uris": [{"value": f"{url}/slow"}]})
     )
     wait_for(lambda: agent.task_sandbox(FID, "fetching") is not None)
     time.sleep(0.1)  # mid-download
