@@ -27,6 +27,7 @@ from disauto.localmesos.containerizer import ContainerError
 from disauto.localmesos.containerizer import ContainerProcess
 from disauto.localmesos.executor import CommandProcess
 from disauto.localmesos.executor import LaunchError
+from disauto.localmesos.executor import RunAs
 from disauto.localmesos.executor import TaskIds
 from disauto.localmesos.fetcher import FetchCancelled
 from disauto.localmesos.fetcher import FetchError
@@ -150,13 +151,22 @@ class TaskLauncher:
     def _ids(self, task: AgentTask) -> TaskIds:
         return TaskIds(task.framework_id, task.executor_id, task.task_id, self.id)
 
+    @staticmethod
+    def _run_as(task: AgentTask, command: Mapping[str, Any]) -> RunAs | None:
+        """Whom a task runs as: its command's user, else its framework's (``None``: the
+        agent's own user; see :func:`localmesos.executor.resolve_user`).
+
+        Raises:
+            LaunchError: the agent is root and the user does not exist.
+        """
+        return executor_mod.resolve_user(command.get("user") or task.framework_info.get("user"))
+
     def _run_command(self, task: AgentTask, command: Mapping[str, Any], executor_info: Any,
                      sandbox: Path, resources: Resources) -> None:
         """Run a command task as its own process group, as Mesos' command executor does."""
         shutdown_grace = duration_seconds((executor_info or {}).get("shutdown_grace_period"))
         try:
-            requested_user = command.get("user") or task.framework_info.get("user")
-            run_as = executor_mod.resolve_user(requested_user)
+            run_as = self._run_as(task, command)
             executable, argv = executor_mod.command_line(command)
             env = executor_mod.task_environment(
                 base=os.environ if self._environment is None else self._environment,
@@ -246,9 +256,7 @@ class TaskLauncher:
     ) -> None:
         """Run a container task through the Docker engine (:mod:`localmesos.containerizer`)."""
         try:
-            run_as = executor_mod.resolve_user(
-                command.get("user") or task.framework_info.get("user")
-            )
+            run_as = self._run_as(task, command)
             request = containerizer_mod.build_request(
                 info=task.info,
                 container=container,

@@ -268,11 +268,11 @@ def allocate(
         chosen: tuple[FrameworkCandidate, str] | None = None
         for role in roles:
 
-            def order(fw: FrameworkCandidate, role: str = role) -> tuple[float, int, str]:
+            def fairness(fw: FrameworkCandidate, role: str = role) -> tuple[float, int, str]:
                 share = drf_share(fw_alloc[(fw.framework_id, role)], total, 1.0, excluded)
                 return (share, counts[fw.framework_id], fw.framework_id)
 
-            members = sorted(role_members[role], key=order)
+            members = sorted(role_members[role], key=fairness)
             for fw in members:
                 if agent.has_gpus and not fw.gpu_capable:
                     continue

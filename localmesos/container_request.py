@@ -311,15 +311,7 @@ def build_request(
     name = f"mesos-{container_id}"
     network_mode, hostname, privileged = _network(container, image.kind)
     environment, user = _environment(command, ids, name, gpus, run_as)
-    labels = {
-        str(label["key"]): str(label.get("value", ""))
-        for label in (info.get("labels") or {}).get("labels") or []
-        if isinstance(label, Mapping) and label.get("key")
-    }
-    labels.update(extra_labels or {})
-    labels.update({LABEL_FRAMEWORK: ids.framework_id, LABEL_TASK: ids.task_id,
-                   LABEL_EXECUTOR: ids.executor_id, LABEL_AGENT: ids.agent_id,
-                   LABEL_CONTAINER: container_id})
+    labels = _labels(info, ids, container_id, extra_labels)
     cpu_shares, nano_cpus, mem_bytes = _limits(resources, cfs_quota, host_cpus)
     return ContainerRequest(
         name=name, image=image.name, force_pull=image.force_pull, entrypoint=entrypoint,
@@ -330,6 +322,22 @@ def build_request(
         nano_cpus=nano_cpus, mem_bytes=mem_bytes, gpus=tuple(gpus), privileged=privileged,
         stop_grace=stop_grace,
     )
+
+
+def _labels(info: Mapping[str, Any], ids: TaskIds, container_id: str,
+            extra: Mapping[str, str] | None) -> dict[str, str]:
+    """The container's labels: the task's own, then ``extra`` (the containerizer's ownership
+    labels), then the run's ids; each later group wins, so no task label can mask them."""
+    labels = {
+        str(label["key"]): str(label.get("value", ""))
+        for label in (info.get("labels") or {}).get("labels") or []
+        if isinstance(label, Mapping) and label.get("key")
+    }
+    labels.update(extra or {})
+    labels.update({LABEL_FRAMEWORK: ids.framework_id, LABEL_TASK: ids.task_id,
+                   LABEL_EXECUTOR: ids.executor_id, LABEL_AGENT: ids.agent_id,
+                   LABEL_CONTAINER: container_id})
+    return labels
 
 
 def _network(container: Mapping[str, Any], kind: str) -> tuple[str, str | None, bool]:

@@ -27,6 +27,14 @@ queued on subscriptions (their writers run on HTTP threads), and every call into
 posted to that agent's :class:`AgentLink`, a queue served by one thread, so calls reach each
 agent in the order the master made them and an agent may call back (``receive_status_update``)
 from any thread at any time.
+
+Layout: :class:`Master` holds the state, the lifecycle and the call dispatch; each concern is a
+mixin in its own module: :mod:`~localmesos.master_subscriptions` (SUBSCRIBE, disconnection,
+failover timers), :mod:`~localmesos.master_calls` (the other scheduler calls),
+:mod:`~localmesos.master_launch` (ACCEPT), :mod:`~localmesos.master_tasks` (status updates,
+removing tasks and frameworks) and :mod:`~localmesos.master_offers` (allocation runs and
+offers). :mod:`~localmesos.records` holds what the master knows, :mod:`~localmesos.streams` its
+event streams, :mod:`~localmesos.state` renders ``/master/state`` and ``/metrics/snapshot``.
 """
 
 from __future__ import annotations
@@ -34,10 +42,8 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Mapping
 from collections.abc import Sequence
-import copy
 import logging
 import random
-import socket
 import threading
 import time
 from typing import Any
@@ -45,60 +51,23 @@ import uuid
 
 from disauto.common.resources import Resources
 from disauto.localmesos import allocator as alloc
-from disauto.localmesos import validation
 from disauto.localmesos.master_calls import SchedulerCalls
 from disauto.localmesos.master_launch import LaunchCalls
 from disauto.localmesos.master_offers import OfferMaking
+from disauto.localmesos.master_subscriptions import Subscriptions
 from disauto.localmesos.master_tasks import TaskBookkeeping
-from disauto.localmesos.records import MASTER_CAPABILITIES
-from disauto.localmesos.records import MAX_TIMER
-from disauto.localmesos.records import MESOS_VERSION
 from disauto.localmesos.records import AgentRecord
 from disauto.localmesos.records import FrameworkRecord
 from disauto.localmesos.records import OfferRecord
-from disauto.localmesos.records import id_value
 from disauto.localmesos.streams import AgentLike
 from disauto.localmesos.streams import AgentLink
 from disauto.localmesos.streams import EventObserver
-from disauto.localmesos.streams import Subscription
 from disauto.localmesos.validation import CallError
 
 
 logger = logging.getLogger(__name__)
 
-CallResult = tuple[int, dict[str, Any] | None, bool]
-"""A call handler's answer: HTTP status, JSON body (or None), whether to allocate now."""
-ACCEPTED: CallResult = (202, None, False)
-
-# Calls the master only counts, with the metric each adds to.
-_COUNTED = {
-    "REQUEST": "messages_resource_request",
-    "ACCEPT_INVERSE_OFFERS": "messages_accept_inverse_offers",
-    "DECLINE_INVERSE_OFFERS": "messages_decline_inverse_offers",
-    "ACKNOWLEDGE_OPERATION_STATUS": "messages_operation_status_update_acknowledgement",
-}
-# Call type → the Master method that handles it (validated calls only; SUBSCRIBE is apart).
-# Calls handled by a method that takes the call's body: type → (method, body key).
-_BODY_HANDLERS = {
-    "ACCEPT": ("_accept", "accept"), "DECLINE": ("_decline", "decline"),
-    "KILL": ("_kill", "kill"), "SHUTDOWN": ("_shutdown_executor", "shutdown"),
-    "ACKNOWLEDGE": ("_acknowledge", "acknowledge"), "MESSAGE": ("_message", "message"),
-}
-_HANDLERS = {
-    "TEARDOWN": "_on_teardown", "REVIVE": "_on_revive", "SUPPRESS": "_on_suppress",
-    "RECONCILE": "_on_reconcile", "RECONCILE_OPERATIONS": "_on_reconcile_operations",
-    "UPDATE_FRAMEWORK": "_on_update_framework", **{kind: "_on_counted" for kind in _COUNTED},
-    **{kind: "_on_body" for kind in _BODY_HANDLERS},
-}
-
-# -- event streams ----------------------------------------------------------------------------
-
-
-
-
-
-
-class Master(LaunchCalls, SchedulerCalls, TaskBookkeeping, OfferMaking):
+class Master(Subscriptions, LaunchCalls, SchedulerCalls, TaskBookkeeping, OfferMaking):
     """The embedded master (see the module docstring).
 
     Args:
@@ -257,179 +226,6 @@ class Master(LaunchCalls, SchedulerCalls, TaskBookkeeping, OfferMaking):
         logger.info("Added agent %s (%s)", agent.id, agent.total)
         self._loop.trigger()
 
-    # -- subscriptions -------------------------------------------------------------------
-
-    def _master_info(self) -> dict[str, Any]:
-        try:
-            ip = int.from_bytes(socket.inet_aton(self.hostname), "little")
-        except OSError:
-            ip = 0
-        return {
-            "id": self.master_id,
-            "ip": ip,
-            "port": self.port,
-            "pid": self.pid,
-            "hostname": self.hostname,
-            "version": MESOS_VERSION,
-            "address": {"hostname": self.hostname, "ip": self.hostname, "port": self.port},
-            "capabilities": [{"type": c} for c in MASTER_CAPABILITIES],
-        }
-
-    def _new_subscription(self, framework_id: str) -> Subscription:
-        return Subscription(framework_id, self.heartbeat_interval, self._observers)
-
-    def subscribe(self, call: Mapping[str, Any]) -> Subscription:
-        """Handle a (validated) SUBSCRIBE call and return its event stream.
-
-        A framework the master refuses (invalid FrameworkInfo, removed id) gets a stream that
-        holds one ERROR event and is already closed, as Mesos answers 200 and then ERROR.
-        """
-        info = copy.deepcopy(dict(call["subscribe"]["framework_info"]))
-        suppressed = set(call["subscribe"].get("suppressed_roles", []))
-        error = validation.validate_framework_info(info)
-        with self.lock:
-            registered = "id" in info
-            self._count(
-                "messages_reregister_framework" if registered else "messages_register_framework"
-            )
-            if self._stopped:
-                error = error or "Master is shutting down"
-            fid = id_value(info.get("id"))
-            if error is None and fid is not None and fid in self._removed_ids:
-                error = "Framework has been removed"
-            if error is not None:
-                sub = self._new_subscription(fid or "")
-                sub.send({"type": "ERROR", "error": {"message": error}})
-                sub.close()
-                logger.info("Refused subscription of framework %r: %s", info.get("name"), error)
-                return sub
-            if fid is None:
-                fid = f"{self.master_id}-{self._next_framework:04d}"
-                self._next_framework += 1
-                info["id"] = {"value": fid}
-            fw = self.frameworks.get(fid)
-            now = time.time()
-            sub = self._new_subscription(fid)
-            resend = False
-            if fw is None:
-                fw = FrameworkRecord(
-                    framework_id=fid,
-                    info=info,
-                    roles=validation.framework_roles(info),
-                    capabilities={c.get("type", "") for c in info.get("capabilities", [])},
-                    registered_time=now,
-                )
-                fw.completed_tasks = deque(maxlen=self.max_completed_tasks_per_framework)
-                if "id" in call["subscribe"]["framework_info"]:
-                    fw.reregistered_time = now  # recovered after a master failover
-                self.frameworks[fid] = fw
-                logger.info("Framework %s (%s) subscribed", fid, fw.name)
-            else:
-                old = fw.subscription
-                if old is not None:
-                    old.send({"type": "ERROR", "error": {"message": "Framework failed over"}})
-                    old.close()
-                for offer in list(fw.offers.values()):
-                    self._remove_offer(offer)  # discarded, no RESCIND
-                self._apply_framework_info(fw, info)
-                fw.reregistered_time = now
-                resend = True
-                logger.info("Framework %s (%s) re-subscribed", fid, fw.name)
-            # A subscribe (re)sets the suppressed roles; pymesos never sends any, so this
-            # revives every role and clears the filters of those that were suppressed.
-            revived = fw.suppressed_roles - suppressed
-            fw.suppressed_roles = suppressed & set(fw.roles)
-            if revived:
-                self.filters.clear(fid, revived)
-            fw.subscription = sub
-            fw.connected = True
-            fw.failover_deadline = None
-            fw.count("subscribed")
-            sub.send(
-                {
-                    "type": "SUBSCRIBED",
-                    "subscribed": {
-                        "framework_id": {"value": fid},
-                        "heartbeat_interval_seconds": float(self.heartbeat_interval),
-                        "master_info": self._master_info(),
-                    },
-                }
-            )
-            sub.send({"type": "HEARTBEAT"})
-            if resend:
-                for record in self.agents.values():
-                    record.link.post("resend_unacknowledged", fid)
-        self._loop.trigger()
-        return sub
-
-    def _apply_framework_info(self, fw: FrameworkRecord, info: dict[str, Any]) -> None:
-        """Take a new FrameworkInfo, keeping the immutable fields (user, principal, checkpoint)."""
-        new = copy.deepcopy(info)
-        for key in ("user", "principal", "checkpoint"):
-            if key in fw.info:
-                new[key] = fw.info[key]
-            else:
-                new.pop(key, None)
-        new["id"] = {"value": fw.framework_id}
-        old_roles = set(fw.roles)
-        fw.info = new
-        fw.roles = validation.framework_roles(new)
-        fw.capabilities = {c.get("type", "") for c in new.get("capabilities", [])}
-        dropped = old_roles - set(fw.roles)
-        if dropped:
-            for offer in [o for o in fw.offers.values() if o.role in dropped]:
-                self._rescind(offer)
-            self.filters.clear(fw.framework_id, dropped)
-
-    def subscription_closed(self, sub: Subscription) -> None:
-        """The HTTP layer reports that a subscription's connection is gone."""
-        with self.lock:
-            fw = self.frameworks.get(sub.framework_id)
-            if fw is None or fw.subscription is not sub:
-                return
-            self._disconnect(fw)
-
-    def _disconnect(self, fw: FrameworkRecord) -> None:
-        fw.subscription = None
-        fw.connected = False
-        for offer in list(fw.offers.values()):
-            self._rescind(offer)
-        timeout = float(fw.info.get("failover_timeout", 0.0))
-        if self.max_failover_timeout is not None:
-            timeout = min(timeout, self.max_failover_timeout)
-        timeout = max(0.0, timeout)
-        logger.info(
-            "Framework %s (%s) disconnected; failover timeout %gs", fw.framework_id, fw.name,
-            timeout,
-        )
-        if timeout <= MAX_TIMER:
-            fw.failover_deadline = time.monotonic() + timeout
-        self._timer_cond.notify_all()
-
-    def _timer_loop(self) -> None:
-        with self.lock:
-            while not self._stopped:
-                now = time.monotonic()
-                deadlines = [
-                    fw.failover_deadline
-                    for fw in self.frameworks.values()
-                    if fw.failover_deadline is not None and not fw.connected
-                ]
-                for fw in list(self.frameworks.values()):
-                    if (
-                        not fw.connected
-                        and fw.failover_deadline is not None
-                        and fw.failover_deadline <= now
-                    ):
-                        logger.info(
-                            "Framework %s (%s) failover timeout expired",
-                            fw.framework_id,
-                            fw.name,
-                        )
-                        self._remove_framework(fw)
-                pending = [d for d in deadlines if d > now]
-                self._timer_cond.wait(min(pending) - now if pending else None)
-
     # -- calls ---------------------------------------------------------------------------
 
     def check_call(self, call: Mapping[str, Any], stream_id: str | None) -> FrameworkRecord:
@@ -459,7 +255,7 @@ class Master(LaunchCalls, SchedulerCalls, TaskBookkeeping, OfferMaking):
     def handle_call(
         self, call: Mapping[str, Any], stream_id: str | None
     ) -> tuple[int, dict[str, Any] | None]:
-        """Dispatch a validated non-SUBSCRIBE call.
+        """Dispatch a validated non-SUBSCRIBE call (the table: :mod:`localmesos.master_calls`).
 
         Returns:
             ``(HTTP status, JSON body or None)``: 202 for most calls, 200 for UPDATE_FRAMEWORK
@@ -473,56 +269,10 @@ class Master(LaunchCalls, SchedulerCalls, TaskBookkeeping, OfferMaking):
             fw = self.check_call(call, stream_id)
             fw.count("calls")
             fw.count(f"calls/{kind.lower()}")
-            handler = getattr(self, _HANDLERS.get(kind, "_on_unknown"))
-            status, body, trigger = handler(fw, call)
+            status, body, trigger = self._dispatch(fw, call)
         if trigger:
             self._loop.trigger()
         return status, body
 
-    # One handler per call type, each answering (HTTP status, body, run an allocation now).
-
-    def _on_teardown(self, fw: FrameworkRecord, call: Mapping[str, Any]) -> CallResult:
-        self._count("messages_unregister_framework")
-        logger.info("Framework %s (%s) tears down", fw.framework_id, fw.name)
-        self._remove_framework(fw)
-        return ACCEPTED
-
-    def _on_body(self, fw: FrameworkRecord, call: Mapping[str, Any]) -> CallResult:
-        """A call whose handler takes the call's body (``call["accept"]`` for ACCEPT...)."""
-        method, key = _BODY_HANDLERS[call["type"]]
-        getattr(self, method)(fw, call[key])
-        return ACCEPTED
-
-    def _on_revive(self, fw: FrameworkRecord, call: Mapping[str, Any]) -> CallResult:
-        return 202, None, self._revive(fw, call.get("revive", {}).get("roles", []))
-
-    def _on_suppress(self, fw: FrameworkRecord, call: Mapping[str, Any]) -> CallResult:
-        self._suppress(fw, call.get("suppress", {}).get("roles", []))
-        return ACCEPTED
-
-    def _on_reconcile(self, fw: FrameworkRecord, call: Mapping[str, Any]) -> CallResult:
-        self._reconcile(fw, call["reconcile"].get("tasks", []))
-        return ACCEPTED
-
-    def _on_counted(self, fw: FrameworkRecord, call: Mapping[str, Any]) -> CallResult:
-        """A call the master only counts (no inverse offers or operations are ever made)."""
-        self._count(_COUNTED[call["type"]])
-        return ACCEPTED
-
-    def _on_reconcile_operations(self, fw: FrameworkRecord,
-                                 call: Mapping[str, Any]) -> CallResult:
-        ops = call["reconcile_operations"].get("operations", [])
-        return 200, self._reconcile_operations(ops), False
-
-    def _on_update_framework(self, fw: FrameworkRecord, call: Mapping[str, Any]) -> CallResult:
-        self._update_framework(fw, call["update_framework"])
-        return 200, None, True
-
-    def _on_unknown(self, fw: FrameworkRecord, call: Mapping[str, Any]) -> CallResult:
-        logger.warning("Received 'UNKNOWN' call from framework %s", fw.framework_id)
-        return 501, None, False
-
     def _count(self, metric: str, n: float = 1) -> None:
         self.metrics[metric] = self.metrics.get(metric, 0) + n
-
-    # -- ACCEPT --------------------------------------------------------------------------

@@ -1,7 +1,9 @@
-"""The embedded master's scheduler calls other than ACCEPT and SUBSCRIBE, and its own
-status updates.
+"""The embedded master's non-SUBSCRIBE scheduler calls: the dispatch table, one handler per
+call type, and the status updates the master makes itself (reconciliation, invalid tasks).
 
-A mixin of :class:`localmesos.master.Master`; it runs under the master's lock.
+A mixin of :class:`localmesos.master.Master`; it runs under the master's lock. Every call type
+of ``validation.CALL_TYPES`` but SUBSCRIBE and UNKNOWN has an entry in ``_HANDLERS``; UNKNOWN
+is answered 501 by ``_on_unknown``. ACCEPT's work is in :mod:`localmesos.master_launch`.
 """
 
 from __future__ import annotations
@@ -26,10 +28,83 @@ from disauto.localmesos.validation import CallError
 
 logger = logging.getLogger("disauto.localmesos.master")
 
+CallResult = tuple[int, dict[str, Any] | None, bool]
+"""A call handler's answer: HTTP status, JSON body (or None), whether to allocate now."""
+ACCEPTED: CallResult = (202, None, False)
+
+# Calls the master only counts, with the metric each adds to.
+_COUNTED = {
+    "REQUEST": "messages_resource_request",
+    "ACCEPT_INVERSE_OFFERS": "messages_accept_inverse_offers",
+    "DECLINE_INVERSE_OFFERS": "messages_decline_inverse_offers",
+    "ACKNOWLEDGE_OPERATION_STATUS": "messages_operation_status_update_acknowledgement",
+}
+# Calls handled by a method that takes the call's body: type → (method, body key).
+_BODY_HANDLERS = {
+    "ACCEPT": ("_accept", "accept"), "DECLINE": ("_decline", "decline"),
+    "KILL": ("_kill", "kill"), "SHUTDOWN": ("_shutdown_executor", "shutdown"),
+    "ACKNOWLEDGE": ("_acknowledge", "acknowledge"), "MESSAGE": ("_message", "message"),
+}
+# The dispatch table: call type → the method that handles it (validated calls only;
+# SUBSCRIBE opens a stream and is apart). A type missing here is answered by _on_unknown.
+_HANDLERS = {
+    "TEARDOWN": "_on_teardown", "REVIVE": "_on_revive", "SUPPRESS": "_on_suppress",
+    "RECONCILE": "_on_reconcile", "RECONCILE_OPERATIONS": "_on_reconcile_operations",
+    "UPDATE_FRAMEWORK": "_on_update_framework", **{kind: "_on_counted" for kind in _COUNTED},
+    **{kind: "_on_body" for kind in _BODY_HANDLERS},
+}
+
 
 class SchedulerCalls:
-    """DECLINE, REVIVE, SUPPRESS, UPDATE_FRAMEWORK, KILL, SHUTDOWN, MESSAGE, ACKNOWLEDGE and
-    RECONCILE (part of :class:`Master`)."""
+    """The dispatch of the non-SUBSCRIBE calls and their handlers (part of :class:`Master`)."""
+
+    def _dispatch(self, fw: FrameworkRecord, call: Mapping[str, Any]) -> CallResult:
+        """Run the handler of a validated call's type (``_on_unknown`` for a type without one)."""
+        handler = getattr(self, _HANDLERS.get(call["type"], "_on_unknown"))
+        return handler(fw, call)  # type: ignore[no-any-return]
+
+    # One handler per call type, each answering (HTTP status, body, run an allocation now).
+
+    def _on_teardown(self, fw: FrameworkRecord, call: Mapping[str, Any]) -> CallResult:
+        self._count("messages_unregister_framework")
+        logger.info("Framework %s (%s) tears down", fw.framework_id, fw.name)
+        self._remove_framework(fw)
+        return ACCEPTED
+
+    def _on_body(self, fw: FrameworkRecord, call: Mapping[str, Any]) -> CallResult:
+        """A call whose handler takes the call's body (``call["accept"]`` for ACCEPT...)."""
+        method, key = _BODY_HANDLERS[call["type"]]
+        getattr(self, method)(fw, call[key])
+        return ACCEPTED
+
+    def _on_revive(self, fw: FrameworkRecord, call: Mapping[str, Any]) -> CallResult:
+        return 202, None, self._revive(fw, call.get("revive", {}).get("roles", []))
+
+    def _on_suppress(self, fw: FrameworkRecord, call: Mapping[str, Any]) -> CallResult:
+        self._suppress(fw, call.get("suppress", {}).get("roles", []))
+        return ACCEPTED
+
+    def _on_reconcile(self, fw: FrameworkRecord, call: Mapping[str, Any]) -> CallResult:
+        self._reconcile(fw, call["reconcile"].get("tasks", []))
+        return ACCEPTED
+
+    def _on_counted(self, fw: FrameworkRecord, call: Mapping[str, Any]) -> CallResult:
+        """A call the master only counts (no inverse offers or operations are ever made)."""
+        self._count(_COUNTED[call["type"]])
+        return ACCEPTED
+
+    def _on_reconcile_operations(self, fw: FrameworkRecord,
+                                 call: Mapping[str, Any]) -> CallResult:
+        ops = call["reconcile_operations"].get("operations", [])
+        return 200, self._reconcile_operations(ops), False
+
+    def _on_update_framework(self, fw: FrameworkRecord, call: Mapping[str, Any]) -> CallResult:
+        self._update_framework(fw, call["update_framework"])
+        return 200, None, True
+
+    def _on_unknown(self, fw: FrameworkRecord, call: Mapping[str, Any]) -> CallResult:
+        logger.warning("Received 'UNKNOWN' call from framework %s", fw.framework_id)
+        return 501, None, False
 
     def _send_master_update(
         self,
@@ -235,23 +310,17 @@ class SchedulerCalls:
             known = fw.tasks.get(task_id)
             if known is not None:
                 self._reconcile_known(fw, known)
-            elif agent_id is not None and agent_id in self.agents:
-                self._send_master_update(
-                    fw,
-                    task_id=task_id,
-                    agent_id=agent_id,
-                    state="TASK_GONE",
-                    reason="REASON_RECONCILIATION",
-                    message="Reconciliation: Task is unknown to the agent",
-                )
             else:
+                # A task the master does not know is gone when its agent is known to the master.
+                on_agent = agent_id is not None and agent_id in self.agents
                 self._send_master_update(
                     fw,
                     task_id=task_id,
                     agent_id=agent_id,
-                    state="TASK_UNKNOWN",
+                    state="TASK_GONE" if on_agent else "TASK_UNKNOWN",
                     reason="REASON_RECONCILIATION",
-                    message="Reconciliation: Task is unknown",
+                    message="Reconciliation: Task is unknown"
+                    + (" to the agent" if on_agent else ""),
                 )
 
     def _reconcile_known(self, fw: FrameworkRecord, task: TaskRecord) -> None:
@@ -285,5 +354,3 @@ class SchedulerCalls:
             "type": "RECONCILE_OPERATIONS",
             "reconcile_operations": {"operation_statuses": statuses},
         }
-
-    # -- status updates from agents ------------------------------------------------------

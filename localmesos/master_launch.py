@@ -254,40 +254,36 @@ class LaunchCalls:
                 "Task should have at least one (but not both) of CommandInfo or ExecutorInfo "
                 "present"
             )
+        if error is None and executor is not None:
+            error = self._custom_executor_error(fw, agent, executor)
         total = Resources()
-        new_executor = False
         if error is None:
-            total = resources_of(task["resources"])
-            if executor is not None:
-                error = self._validate_executor(fw, agent, executor)
-                if error is None and executor.get("type", "CUSTOM") != "CUSTOM":
-                    error = "'ExecutorInfo.type' must be 'CUSTOM'"
-                if error is None and "command" not in executor:
-                    error = "'ExecutorInfo.command' must be set"
-                if error is None:
-                    key = (agent.agent_id, executor["executor_id"]["value"])
-                    new_executor = key not in fw.executors
-                    if new_executor:
-                        total = total + resources_of(executor.get("resources", []))
-        if error is None and not available.contains(total):
-            error = (
-                f"Total resources {mesos_resources_str(total)} required by task and its "
-                f"executor is more than available {mesos_resources_str(available)}"
-            )
+            total = self._launch_total(fw, agent, [task], executor)
+            if not available.contains(total):
+                error = (
+                    f"Total resources {mesos_resources_str(total)} required by task and its "
+                    f"executor is more than available {mesos_resources_str(available)}"
+                )
         if error is not None:
             self._task_invalid(fw, task, error)
             return available
-        executor_id = executor["executor_id"]["value"] if executor else ""
-        if executor is not None and new_executor:
-            fw.executors[(agent.agent_id, executor_id)] = ExecutorRecord(
-                info=executor,
-                agent_id=agent.agent_id,
-                role=role,
-                resources=resources_of(executor.get("resources", [])),
-            )
+        executor_id = ""
+        if executor is not None:
+            executor_id = self._register_executor(fw, agent, role, executor)
         self._add_task(fw, agent, role, task, executor_id)
         agent.link.post("launch_task", copy.deepcopy(fw.info), copy.deepcopy(task))
         return available - total
+
+    def _custom_executor_error(
+        self, fw: FrameworkRecord, agent: AgentRecord, executor: dict[str, Any]
+    ) -> str | None:
+        """Why the ExecutorInfo of a LAUNCH task cannot run (it must be a CUSTOM command)."""
+        error = self._validate_executor(fw, agent, executor)
+        if error is None and executor.get("type", "CUSTOM") != "CUSTOM":
+            error = "'ExecutorInfo.type' must be 'CUSTOM'"
+        if error is None and "command" not in executor:
+            error = "'ExecutorInfo.command' must be set"
+        return error
 
     def _launch_group(
         self,
@@ -297,92 +293,28 @@ class LaunchCalls:
         group: Mapping[str, Any],
         available: Resources,
     ) -> Resources:
-        """Validate and launch a task group atomically (LAUNCH_GROUP)."""
+        """Validate and launch a task group atomically (LAUNCH_GROUP): every task of the group
+        is launched, or each gets TASK_ERROR with the group's first error."""
         executor = copy.deepcopy(group["executor"])
         tasks = [copy.deepcopy(t) for t in group["task_group"].get("tasks", [])]
-        error: str | None = None
-        if not tasks:
-            error = "Task group is empty"
-        ids = [t["task_id"]["value"] for t in tasks]
-        duplicates = sorted({i for i in ids if ids.count(i) > 1})
-        if error is None and duplicates:
-            error = f"Task group has duplicate task IDs: {', '.join(duplicates)}"
-        for task in tasks:
-            if error is not None:
-                break
-            task_executor = task.get("executor")
-            if task_executor is not None:
-                task_executor.setdefault("framework_id", {"value": fw.framework_id})
-            executor.setdefault("framework_id", {"value": fw.framework_id})
-            if task_executor is not None and task_executor != executor:
-                error = (
-                    f"The `ExecutorInfo` of task '{task['task_id']['value']}' is different "
-                    f"from executor '{executor['executor_id']['value']}'"
-                )
-                break
-            task["executor"] = executor
-            task_error = self._validate_task(fw, agent, task)
-            if task_error is None and "container" in task:
-                if task["container"].get("type") == "DOCKER":
-                    task_error = "Docker ContainerInfo is not supported on the task"
-            if task_error is not None:
-                error = f"Task '{task['task_id']['value']}' is invalid: {task_error}"
+        error = self._group_tasks_error(fw, agent, executor, tasks)
+        if error is None:
+            error = self._group_executor_error(fw, agent, executor)
         total = Resources()
         if error is None:
-            error = self._validate_executor(fw, agent, executor)
-        if error is None:
-            kind = executor.get("type")
-            if kind is None:
-                error = "'ExecutorInfo.type' must be set"
-            elif kind == "UNKNOWN":
-                error = "Unknown executor type"
-            elif executor.get("container", {}).get("type") == "DOCKER":
-                error = "Docker ContainerInfo is not supported on the executor"
-        executor_id = executor["executor_id"]["value"]
-        if error is None:
-            exec_resources = resources_of(executor.get("resources", []))
-            cpus = exec_resources.scalar("cpus")
-            mem = exec_resources.scalar("mem")
-            if cpus < 0.01:
-                shown = f"{cpus:g}" if cpus else "None"
+            total = self._launch_total(fw, agent, tasks, executor)
+            if not available.contains(total):
                 error = (
-                    f"Executor '{executor_id}' uses less CPUs ({shown}) than the minimum "
-                    "required (0.01)"
+                    f"Total resources {mesos_resources_str(total)} required by task group "
+                    f"and its executor are more than available "
+                    f"{mesos_resources_str(available)}"
                 )
-            elif mem < 32:
-                shown = f"{mem:g}" if mem else "None"
-                error = (
-                    f"Executor '{executor_id}' uses less memory ({shown}) than the minimum "
-                    "required (32)"
-                )
-            elif exec_resources.scalar("disk") <= 0:
-                error = f"Executor '{executor_id}' uses no disk"
-            else:
-                for task in tasks:
-                    total = total + resources_of(task["resources"])
-                key = (agent.agent_id, executor_id)
-                new_executor = key not in fw.executors
-                if new_executor:
-                    total = total + exec_resources
-                if not available.contains(total):
-                    error = (
-                        f"Total resources {mesos_resources_str(total)} required by task group "
-                        f"and its executor are more than available "
-                        f"{mesos_resources_str(available)}"
-                    )
         if error is not None:
             for task in tasks:
                 self._task_invalid(fw, task, error)
             return available
-        key = (agent.agent_id, executor_id)
-        if key not in fw.executors:
-            fw.executors[key] = ExecutorRecord(
-                info=executor,
-                agent_id=agent.agent_id,
-                role=role,
-                resources=resources_of(executor.get("resources", [])),
-            )
-        members = tuple(ids)
+        executor_id = self._register_executor(fw, agent, role, executor)
+        members = tuple(task["task_id"]["value"] for task in tasks)
         for task in tasks:
             record = self._add_task(fw, agent, role, task, executor_id)
             record.group = members
@@ -392,6 +324,108 @@ class LaunchCalls:
             agent_task = {k: v for k, v in task.items() if k != "executor"}
             agent.link.post("launch_task", copy.deepcopy(fw.info), agent_task)
         return available - total
+
+    def _group_tasks_error(
+        self,
+        fw: FrameworkRecord,
+        agent: AgentRecord,
+        executor: dict[str, Any],
+        tasks: list[dict[str, Any]],
+    ) -> str | None:
+        """The first reason a group's tasks cannot launch; each valid task gets the group's
+        executor."""
+        if not tasks:
+            return "Task group is empty"
+        ids = [task["task_id"]["value"] for task in tasks]
+        duplicates = sorted({i for i in ids if ids.count(i) > 1})
+        if duplicates:
+            return f"Task group has duplicate task IDs: {', '.join(duplicates)}"
+        for task in tasks:
+            task_executor = task.get("executor")
+            if task_executor is not None:
+                task_executor.setdefault("framework_id", {"value": fw.framework_id})
+            executor.setdefault("framework_id", {"value": fw.framework_id})
+            if task_executor is not None and task_executor != executor:
+                return (
+                    f"The `ExecutorInfo` of task '{task['task_id']['value']}' is different "
+                    f"from executor '{executor['executor_id']['value']}'"
+                )
+            task["executor"] = executor
+            task_error = self._validate_task(fw, agent, task)
+            if task_error is None and task.get("container", {}).get("type") == "DOCKER":
+                task_error = "Docker ContainerInfo is not supported on the task"
+            if task_error is not None:
+                return f"Task '{task['task_id']['value']}' is invalid: {task_error}"
+        return None
+
+    def _group_executor_error(
+        self, fw: FrameworkRecord, agent: AgentRecord, executor: dict[str, Any]
+    ) -> str | None:
+        """Why a group's executor cannot run: invalid, of no or an unknown type, a Docker
+        container, or less than the minimum resources of an executor."""
+        error = self._validate_executor(fw, agent, executor)
+        if error is not None:
+            return error
+        kind = executor.get("type")
+        if kind is None:
+            return "'ExecutorInfo.type' must be set"
+        if kind == "UNKNOWN":
+            return "Unknown executor type"
+        if executor.get("container", {}).get("type") == "DOCKER":
+            return "Docker ContainerInfo is not supported on the executor"
+        executor_id = executor["executor_id"]["value"]
+        resources = resources_of(executor.get("resources", []))
+        cpus = resources.scalar("cpus")
+        mem = resources.scalar("mem")
+        if cpus < 0.01:
+            shown = f"{cpus:g}" if cpus else "None"
+            return (
+                f"Executor '{executor_id}' uses less CPUs ({shown}) than the minimum "
+                "required (0.01)"
+            )
+        if mem < 32:
+            shown = f"{mem:g}" if mem else "None"
+            return (
+                f"Executor '{executor_id}' uses less memory ({shown}) than the minimum "
+                "required (32)"
+            )
+        if resources.scalar("disk") <= 0:
+            return f"Executor '{executor_id}' uses no disk"
+        return None
+
+    @staticmethod
+    def _launch_total(
+        fw: FrameworkRecord,
+        agent: AgentRecord,
+        tasks: list[dict[str, Any]],
+        executor: Mapping[str, Any] | None,
+    ) -> Resources:
+        """What launching ``tasks`` takes: their resources, and their executor's when the
+        executor does not run on the agent yet."""
+        total = Resources()
+        for task in tasks:
+            total = total + resources_of(task["resources"])
+        if executor is not None:
+            key = (agent.agent_id, executor["executor_id"]["value"])
+            if key not in fw.executors:
+                total = total + resources_of(executor.get("resources", []))
+        return total
+
+    @staticmethod
+    def _register_executor(
+        fw: FrameworkRecord, agent: AgentRecord, role: str, executor: dict[str, Any]
+    ) -> str:
+        """Charge a new executor's resources to the framework; returns the executor's id."""
+        executor_id = str(executor["executor_id"]["value"])
+        key = (agent.agent_id, executor_id)
+        if key not in fw.executors:
+            fw.executors[key] = ExecutorRecord(
+                info=executor,
+                agent_id=agent.agent_id,
+                role=role,
+                resources=resources_of(executor.get("resources", [])),
+            )
+        return executor_id
 
     def _add_task(
         self,

@@ -1,4 +1,13 @@
 """What the embedded master knows of tasks, executors, offers, frameworks and agents.
+
+Plain records, read and changed only under the master's lock (``Master.lock``). Invariants the
+master's mixins keep:
+
+* A task stays in ``FrameworkRecord.tasks`` until its terminal update is acknowledged (or its
+  framework is removed); then it moves to the bounded ``completed_tasks``. ``recovered`` turns
+  true once, when its resources are given back.
+* An :class:`ExecutorRecord` exists while it has a task whose resources are not recovered.
+* An outstanding offer is in both ``Master.offers`` and its framework's ``offers``.
 """
 
 from __future__ import annotations
@@ -34,10 +43,6 @@ PARTITION_AWARE_STATES = frozenset(
 MASTER_CAPABILITIES = ("AGENT_UPDATE", "AGENT_DRAINING", "QUOTA_V2")
 #: Largest failover timer Python's ``threading`` can wait for; longer ones never fire.
 MAX_TIMER = threading.TIMEOUT_MAX / 2
-
-
-
-
 
 
 @dataclass

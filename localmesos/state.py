@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 from typing import Any
 
 from disauto.common.resources import Resources
+from disauto.localmesos.records import MESOS_VERSION
 
 
 if TYPE_CHECKING:
@@ -65,8 +66,6 @@ def format_duration(seconds: float) -> str:
 
 def version_json() -> dict[str, Any]:
     """The body of ``GET /version``."""
-    from disauto.localmesos.records import MESOS_VERSION
-
     return {
         "version": MESOS_VERSION,
         "build_date": BUILD_DATE,
@@ -187,8 +186,6 @@ def agent_json(
     master: Master, record: AgentRecord, used: Resources, offered: Resources
 ) -> dict[str, Any]:
     """An agent of ``/master/state`` (``SlaveWriter``)."""
-    from disauto.localmesos.records import MESOS_VERSION
-
     info = record.info
     attributes: dict[str, Any] = {}
     for attribute in info.get("attributes", []):
@@ -244,29 +241,30 @@ def _flags(master: Master) -> dict[str, str]:
     return flags
 
 
+def _agent_usage(master: Master) -> tuple[dict[str, Resources], dict[str, Resources]]:
+    """Under the master's lock: (used, offered) resources per agent."""
+    used: dict[str, Resources] = {a: Resources() for a in master.agents}
+    offered: dict[str, Resources] = {a: Resources() for a in master.agents}
+    for fw in master.frameworks.values():
+        for task in fw.tasks.values():
+            if not task.recovered and task.agent_id in used:
+                used[task.agent_id] = used[task.agent_id] + task.resources
+        for executor in fw.executors.values():
+            if executor.agent_id in used:
+                used[executor.agent_id] = used[executor.agent_id] + executor.resources
+        for offer in fw.offers.values():
+            if offer.agent_id in offered:
+                offered[offer.agent_id] = offered[offer.agent_id] + offer.resources
+    return used, offered
+
+
 def master_state(master: Master) -> dict[str, Any]:
     """The body of ``/master/state``."""
-    from disauto.localmesos.records import MESOS_VERSION
-
     with master.lock:
-        used: dict[str, Resources] = {a: Resources() for a in master.agents}
-        offered: dict[str, Resources] = {a: Resources() for a in master.agents}
-        for fw in master.frameworks.values():
-            for task in fw.tasks.values():
-                if not task.recovered and task.agent_id in used:
-                    used[task.agent_id] = used[task.agent_id] + task.resources
-            for executor in fw.executors.values():
-                if executor.agent_id in used:
-                    used[executor.agent_id] = used[executor.agent_id] + executor.resources
-            for offer in fw.offers.values():
-                if offer.agent_id in offered:
-                    offered[offer.agent_id] = offered[offer.agent_id] + offer.resources
-        leader_info = master._master_info()
+        used, offered = _agent_usage(master)
+        leader_info = master.master_info()
         return {
-            "version": MESOS_VERSION,
-            "build_date": BUILD_DATE,
-            "build_time": BUILD_TIME,
-            "build_user": BUILD_USER,
+            **version_json(),
             "start_time": master.start_time,
             "elected_time": master.start_time,
             "id": master.master_id,

@@ -1,4 +1,8 @@
 """Event streams of the embedded master: RecordIO framing, subscriptions, the queue to each agent.
+
+Nothing here blocks the master: a :class:`Subscription` only queues events for the HTTP thread
+that writes them, and an :class:`AgentLink` only queues calls for the one thread that makes
+them, so each agent sees the master's calls in the order they were made.
 """
 
 from __future__ import annotations
@@ -229,6 +233,3 @@ class AgentLink:
                 getattr(self.agent, method)(*args)
             except Exception:  # noqa: BLE001 - one failing call must not stop the link
                 logger.exception("agent %s: %s%r failed", self.agent.id, method, args)
-
-
-# -- state ------------------------------------------------------------------------------------

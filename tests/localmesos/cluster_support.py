@@ -1,8 +1,9 @@
 """Shared helpers for the master-side tests: real clusters, real clients, an event shape checker.
 
 * :func:`running_cluster` starts a :class:`LocalCluster` with short intervals and checks **every
-  event the master emits** against the shapes of ``shared/reference/mesos-v1-api.md`` (§1.6, §2.5)
-  with :class:`EventShapeChecker`; the ``with`` block fails if any event was malformed.
+  event the master emits** against the JSON shapes of Mesos' v1 scheduler API (``Event``,
+  ``Offer``, ``TaskStatus``) with :class:`EventShapeChecker`; the ``with`` block fails if any
+  event was malformed.
 * :class:`RawFramework` is a scheduler written with ``http.client`` only (transport-level tests).
 * :class:`RecordingScheduler` records pymesos callbacks, for tests that drive the cluster with
   pymesos's own ``MesosSchedulerDriver``.
@@ -119,7 +120,7 @@ def _check_resource(res: Any, multi_role: bool, refined: bool, where: str) -> li
 
 
 def check_offer(offer: Any, multi_role: bool = False, refined: bool = False) -> list[str]:
-    """Problems with one Offer (§2.5): ids, hostname, url, resources, executor_ids."""
+    """Problems with one Offer: ids, hostname, url, resources, executor_ids."""
     if not isinstance(offer, dict):
         return [f"offer is not an object: {offer!r}"]
     problems = []
@@ -155,7 +156,7 @@ def check_offer(offer: Any, multi_role: bool = False, refined: bool = False) -> 
 
 
 def check_status(status: Any) -> list[str]:
-    """Problems with a TaskStatus of an UPDATE event (§0.6, §2.5)."""
+    """Problems with a TaskStatus of an UPDATE event."""
     if not isinstance(status, dict):
         return [f"status is not an object: {status!r}"]
     problems = []

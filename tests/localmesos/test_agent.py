@@ -7,10 +7,7 @@ when asked to, the acknowledgement a framework would send back).
 from __future__ import annotations
 
 import base64
-from collections.abc import Callable
 from collections.abc import Iterator
-import functools
-import http.server
 import io
 import os
 from pathlib import Path
@@ -30,6 +27,8 @@ from disauto.localmesos.agent import Agent
 from disauto.localmesos.agent import AgentConfig
 from disauto.localmesos.agent import default_disk_mb
 from disauto.localmesos.sandbox import latest_virtual_path
+from tests.localmesos.cluster_support import wait_until
+from tests.localmesos.web_support import serving
 
 
 pytestmark = pytest.mark.integration  # starts processes or servers
@@ -84,14 +83,6 @@ def tid(status: dict[str, Any]) -> str:
     return status["task_id"]["value"]
 
 
-def wait_for(predicate: Callable[[], bool], timeout: float = 5.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError("condition not met in time")
-        time.sleep(0.01)
-
-
 def task(task_id: str, command: str | dict[str, Any], **extra: Any) -> dict[str, Any]:
     info: dict[str, Any] = {
         "name": task_id,
@@ -132,44 +123,12 @@ def agent(tmp_path: Path, master: Master) -> Iterator[Agent]:
     agent.stop()
 
 
-class _SlowHandler(http.server.SimpleHTTPRequestHandler):
-    def do_GET(self) -> None:  # noqa: N802 - http.server's naming
-        if self.path == "/slow.bin":
-            self.send_response(200)
-            self.send_header("Content-Length", "100000")
-            self.end_headers()
-            try:
-                for _ in range(300):
-                    self.wfile.write(b"x" * 10)
-                    self.wfile.flush()
-                    time.sleep(0.01)
-            except OSError:
-                pass
-            return
-        super().do_GET()
-
-    def log_message(self, format: str, *args: object) -> None:  # noqa: A002
-        pass
-
-
 @pytest.fixture
 def web(tmp_path: Path) -> Iterator[tuple[str, Path]]:
     root = tmp_path / "www"
     root.mkdir()
-    server = http.server.ThreadingHTTPServer(
-        ("127.0.0.1", 0), functools.partial(_SlowHandler, directory=str(root))
-    )
-    server.daemon_threads = True
-    thread = threading.Thread(
-        target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
-    )
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}", root
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join()
+    with serving(root) as url:
+        yield url, root
 
 
 # -- configuration and AgentInfo --------------------------------------------------------------
@@ -274,7 +233,7 @@ def test_command_task_runs_in_its_sandbox_and_finishes(agent: Agent, master: Mas
     assert Path(lines[1]).resolve() == sandbox.resolve()
     assert lines[2] == (f"{sandbox}|t1|{FID}|t1|M-S0|127.0.0.1:5050|0|trial-7|31005,31006|31006")
     assert (sandbox / "stderr").read_text() == "oops\n"
-    wait_for(lambda: agent.latest_state(FID, "t1") is None)  # terminal update acked
+    wait_until(lambda: agent.latest_state(FID, "t1") is None)  # terminal update acked
     assert agent.running_tasks() == []
     assert agent.task_sandbox(FID, "t1") == sandbox  # the sandbox outlives the task
 
@@ -364,7 +323,7 @@ def test_kill_policy_grace_then_sigkill(agent: Agent, master: Master) -> None:
     assert running["container_status"]["executor_pid"] > 0
     sandbox = agent.task_sandbox(FID, "stubborn")
     assert sandbox is not None
-    wait_for(lambda: "ready" in (sandbox / "stdout").read_text())
+    wait_until(lambda: "ready" in (sandbox / "stdout").read_text())
 
     started = time.monotonic()
     agent.kill_task(FID, "stubborn", grace_period=30.0)  # the task's own policy wins
@@ -402,9 +361,9 @@ def test_kill_while_fetching_never_starts_the_task(
     url, _ = web
     marker = "started-marker"
     agent.launch_task(
-        FW, task("fetching", {"value": f"touch {marker}", "uris": [{"value": f"{url}/slow.bin"}]})
+        FW, task("fetching", {"value": f"touch {marker}", "uris": [{"value": f"{url}/slow"}]})
     )
-    wait_for(lambda: agent.task_sandbox(FID, "fetching") is not None)
+    wait_until(lambda: agent.task_sandbox(FID, "fetching") is not None)
     time.sleep(0.1)  # mid-download
     agent.kill_task(FID, "fetching")
 
@@ -493,7 +452,7 @@ def test_gpus_are_assigned_exclusively_and_freed(tmp_path: Path, master: Master)
         for name in ("g1", "g2"):
             sandbox = agent.task_sandbox(FID, name)
             assert sandbox is not None
-            wait_for(lambda s=sandbox: (s / "stdout").read_text() != "")
+            wait_until(lambda s=sandbox: (s / "stdout").read_text() != "")
             seen.add((sandbox / "stdout").read_text())
         assert seen == {"3|3\n", "5|5\n"}
         master.wait("cpu", "TASK_FINISHED")
@@ -519,12 +478,12 @@ def test_updates_wait_for_acks_and_are_retried(tmp_path: Path) -> None:
     agent = make_agent(tmp_path, master, retry_interval=0.1, retry_interval_max=0.2)
     try:
         agent.launch_task(FW, task("quick", "true"))
-        wait_for(lambda: len(master.of("quick")) >= 3)
+        wait_until(lambda: len(master.of("quick")) >= 3)
         # Only TASK_STARTING went out, re-sent with the same uuid, although the task is done.
         sent = master.of("quick")
         assert {u["state"] for u in sent} == {"TASK_STARTING"}
         assert len({u["uuid"] for u in sent}) == 1
-        wait_for(lambda: agent.latest_state(FID, "quick") == "TASK_FINISHED")
+        wait_until(lambda: agent.latest_state(FID, "quick") == "TASK_FINISHED")
         assert agent.running_tasks() == []
         pending = agent.unacknowledged_updates(FID, "quick")
         assert [u["state"] for u in pending] == ["TASK_STARTING", "TASK_RUNNING", "TASK_FINISHED"]
@@ -533,7 +492,7 @@ def test_updates_wait_for_acks_and_are_retried(tmp_path: Path) -> None:
         for current, following in zip(pending, pending[1:], strict=False):
             assert agent.acknowledge(FID, "quick", current["uuid"]) is True
             # The ack releases the next update of the stream, and only then is it sent.
-            wait_for(lambda n=following: master.of("quick")[-1]["uuid"] == n["uuid"])
+            wait_until(lambda n=following: master.of("quick")[-1]["uuid"] == n["uuid"])
         assert [u["state"] for u in master.of("quick")][-2:] == ["TASK_RUNNING", "TASK_FINISHED"]
         assert agent.acknowledge(FID, "quick", pending[-1]["uuid"]) is True
         assert agent.acknowledge(FID, "quick", pending[-1]["uuid"]) is False  # duplicate
@@ -548,10 +507,10 @@ def test_resend_unacknowledged_on_resubscribe(tmp_path: Path) -> None:
     agent = make_agent(tmp_path, master, retry_interval=30.0, retry_interval_max=60.0)
     try:
         agent.launch_task(FW, task("held", "sleep 30"))
-        wait_for(lambda: len(master.of("held")) == 1)
+        wait_until(lambda: len(master.of("held")) == 1)
         assert agent.resend_unacknowledged(FID) == 1
         assert agent.resend_unacknowledged("other-framework") == 0
-        wait_for(lambda: len(master.of("held")) == 2)
+        wait_until(lambda: len(master.of("held")) == 2)
         assert master.states("held") == ["TASK_STARTING", "TASK_STARTING"]
     finally:
         agent.stop()
@@ -562,15 +521,15 @@ def test_shutdown_framework_kills_tasks_and_drops_updates(tmp_path: Path) -> Non
     agent = make_agent(tmp_path, master, retry_interval=0.05, retry_interval_max=0.05)
     try:
         agent.launch_task(FW, task("doomed", "echo $$ > pid; exec sleep 30"))
-        wait_for(lambda: agent.latest_state(FID, "doomed") == "TASK_RUNNING")
+        wait_until(lambda: agent.latest_state(FID, "doomed") == "TASK_RUNNING")
         sandbox = agent.task_sandbox(FID, "doomed")
         assert sandbox is not None
-        wait_for(lambda: (sandbox / "pid").exists() and (sandbox / "pid").read_text() != "")
+        wait_until(lambda: (sandbox / "pid").exists() and (sandbox / "pid").read_text() != "")
         pid = int((sandbox / "pid").read_text())
 
         agent.shutdown_framework(FID)
-        wait_for(lambda: agent.running_tasks() == [])
-        wait_for(lambda: not os.path.exists(f"/proc/{pid}"))
+        wait_until(lambda: agent.running_tasks() == [])
+        wait_until(lambda: not os.path.exists(f"/proc/{pid}"))
         count = len(master.updates)
         time.sleep(0.2)  # retries would have fired several times by now
         assert len(master.updates) == count
@@ -634,7 +593,7 @@ def test_stop_kills_everything_and_leaves_no_threads(tmp_path: Path, master: Mas
         master.wait(name, "TASK_RUNNING")
         sandbox = agent.task_sandbox(FID, name)
         assert sandbox is not None
-        wait_for(lambda s=sandbox: (s / "pid").exists() and (s / "pid").read_text() != "")
+        wait_until(lambda s=sandbox: (s / "pid").exists() and (s / "pid").read_text() != "")
         pids.append(int((sandbox / "pid").read_text()))
     agent.kill_task(FID, "b")  # a kill already under way with a long grace is escalated too
 

@@ -29,12 +29,12 @@ from disauto.localmesos.containerizer import SANDBOX_PATH
 from disauto.localmesos.containerizer import DockerContainerizer
 from disauto.localmesos.containerizer import build_request
 from disauto.localmesos.executor import TaskIds
+from tests.localmesos.cluster_support import wait_until
 from tests.localmesos.test_agent import FID
 from tests.localmesos.test_agent import FW
 from tests.localmesos.test_agent import Master
 from tests.localmesos.test_agent import make_agent
 from tests.localmesos.test_agent import task
-from tests.localmesos.test_agent import wait_for
 
 
 pytestmark = pytest.mark.integration  # starts processes or servers
@@ -162,7 +162,7 @@ def test_output_streams_into_the_sandbox_while_the_container_runs(
     agent.launch_task(FW, ctask("live", script, runner_image))
     master.wait("live", "TASK_RUNNING", timeout=60)
     sandbox = sandbox_of(agent, "live")
-    wait_for(lambda: "tick 2" in (sandbox / "stdout").read_text(), timeout=10)
+    wait_until(lambda: "tick 2" in (sandbox / "stdout").read_text(), timeout=10)
     partial = (sandbox / "stdout").read_text()
     assert agent.latest_state(FID, "live") == "TASK_RUNNING"  # read before the end
     assert "tick 10" not in partial
@@ -211,7 +211,7 @@ def test_kill_stops_the_container_and_reports_killed(
     agent.launch_task(FW, ctask("k", "echo started; sleep 600", runner_image))
     master.wait("k", "TASK_RUNNING", timeout=60)
     sandbox = sandbox_of(agent, "k")
-    wait_for(lambda: (sandbox / "stdout").read_text() == "started\n", timeout=10)
+    wait_until(lambda: (sandbox / "stdout").read_text() == "started\n", timeout=10)
     began = time.monotonic()
     agent.kill_task(FID, "k")
     master.wait("k", "TASK_KILLED", timeout=30)
@@ -231,7 +231,7 @@ def test_sigterm_reaches_the_commands_process_group_within_the_grace_period(
     agent.launch_task(FW, info)
     master.wait("grace", "TASK_RUNNING", timeout=60)
     sandbox = sandbox_of(agent, "grace")
-    wait_for(lambda: "child ready" in (sandbox / "stdout").read_text(), timeout=15)
+    wait_until(lambda: "child ready" in (sandbox / "stdout").read_text(), timeout=15)
     began = time.monotonic()
     agent.kill_task(FID, "grace")
     master.wait("grace", "TASK_KILLED", timeout=30)
@@ -249,7 +249,7 @@ def test_a_container_ignoring_sigterm_is_killed_after_the_grace_period(
     agent.launch_task(FW, info)
     master.wait("stubborn", "TASK_RUNNING", timeout=60)
     sandbox = sandbox_of(agent, "stubborn")
-    wait_for(lambda: "stubborn" in (sandbox / "stdout").read_text(), timeout=10)
+    wait_until(lambda: "stubborn" in (sandbox / "stdout").read_text(), timeout=10)
     began = time.monotonic()
     agent.kill_task(FID, "stubborn")
     killed = master.wait("stubborn", "TASK_KILLED", timeout=30)
@@ -348,7 +348,7 @@ def test_a_container_flooding_its_output_keeps_every_byte_and_the_agent_responsi
     assert (sandbox / "stdout").stat().st_size == size // 65536 * 65536
     assert (sandbox / "stderr").read_text() == "done\n"
     forever = sandbox_of(agent, "forever")
-    wait_for(lambda: (forever / "stdout").stat().st_size > MB, timeout=30)
+    wait_until(lambda: (forever / "stdout").stat().st_size > MB, timeout=30)
     began = time.monotonic()
     agent.kill_task(FID, "forever")
     master.wait("forever", "TASK_KILLED", timeout=60)
@@ -491,7 +491,7 @@ def test_containers_of_a_dead_agent_are_removed_when_an_agent_starts(
 
     agent = make_agent(tmp_path, master)  # a new agent starts: it reaps in the background
     try:
-        wait_for(lambda: containers_of(docker_engine, "orphan") == [], timeout=30)
+        wait_until(lambda: containers_of(docker_engine, "orphan") == [], timeout=30)
     finally:
         agent.stop()
 

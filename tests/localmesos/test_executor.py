@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 import os
 from pathlib import Path
 import pwd
@@ -17,17 +16,10 @@ import pytest
 from disauto.localmesos import executor
 from disauto.localmesos.executor import CommandProcess
 from disauto.localmesos.executor import LaunchError
+from tests.localmesos.cluster_support import wait_until
 
 
 pytestmark = pytest.mark.integration  # starts processes or servers
-
-
-def wait_for(predicate: Callable[[], bool], timeout: float = 5.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError("condition not met in time")
-        time.sleep(0.01)
 
 
 def alive(pid: int) -> bool:
@@ -190,7 +182,7 @@ def test_process_runs_in_sandbox_with_its_own_group_and_files(tmp_path: Path) ->
 def test_output_reaches_the_file_while_the_process_runs(tmp_path: Path) -> None:
     proc = spawn(tmp_path, {"value": "echo first; sleep 30"})
     try:
-        wait_for(lambda: (tmp_path / "stdout").read_text() == "first\n")
+        wait_until(lambda: (tmp_path / "stdout").read_text() == "first\n")
     finally:
         threading.Thread(target=proc.kill, args=(5.0,)).start()
         started = time.monotonic()
@@ -200,7 +192,7 @@ def test_output_reaches_the_file_while_the_process_runs(tmp_path: Path) -> None:
 
 def test_kill_escalates_to_sigkill_after_the_grace_period(tmp_path: Path) -> None:
     proc = spawn(tmp_path, {"value": "trap '' TERM; echo ready; while :; do sleep 0.05; done"})
-    wait_for(lambda: (tmp_path / "stdout").read_text() == "ready\n")
+    wait_until(lambda: (tmp_path / "stdout").read_text() == "ready\n")
     killer = threading.Thread(target=proc.kill, args=(0.3,))
     started = time.monotonic()
     killer.start()
@@ -213,19 +205,19 @@ def test_kill_escalates_to_sigkill_after_the_grace_period(tmp_path: Path) -> Non
 
 def test_kill_reaches_the_whole_group_and_leftovers_die_with_the_leader(tmp_path: Path) -> None:
     proc = spawn(tmp_path, {"value": "sleep 30 & echo $!; wait"})
-    wait_for(lambda: (tmp_path / "stdout").read_text().strip().isdigit())
+    wait_until(lambda: (tmp_path / "stdout").read_text().strip().isdigit())
     child = int((tmp_path / "stdout").read_text())
     assert alive(child)
     threading.Thread(target=proc.kill, args=(2.0,)).start()
     proc.wait()
-    wait_for(lambda: not alive(child))
+    wait_until(lambda: not alive(child))
 
     # The leader exits on its own, leaving a background child: the group is destroyed.
     (tmp_path / "stdout").write_text("")
     proc = spawn(tmp_path, {"value": "sleep 30 & echo $!"})
     assert proc.wait() == 0
     orphan = int((tmp_path / "stdout").read_text())
-    wait_for(lambda: not alive(orphan))
+    wait_until(lambda: not alive(orphan))
 
 
 def test_launch_failures_are_launch_errors(tmp_path: Path) -> None:

@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-import functools
 import gzip
-import http.server
 import io
 import os
 from pathlib import Path
@@ -22,30 +20,10 @@ from disauto.localmesos.fetcher import FetchCancelled
 from disauto.localmesos.fetcher import FetchError
 from disauto.localmesos.fetcher import fetch_uri
 from disauto.localmesos.fetcher import fetch_uris
+from tests.localmesos.web_support import serving
 
 
 pytestmark = pytest.mark.integration  # starts processes or servers
-
-
-class _Handler(http.server.SimpleHTTPRequestHandler):
-    def do_GET(self) -> None:  # noqa: N802 - http.server's naming
-        if self.path.startswith("/slow"):
-            # Dribbles bytes for a long time: only a cancel ends the download early.
-            self.send_response(200)
-            self.send_header("Content-Length", str(10_000_000))
-            self.end_headers()
-            try:
-                for _ in range(400):
-                    self.wfile.write(b"x" * 10)
-                    self.wfile.flush()
-                    time.sleep(0.01)
-            except OSError:
-                pass
-            return
-        super().do_GET()
-
-    def log_message(self, format: str, *args: object) -> None:  # noqa: A002
-        pass
 
 
 @pytest.fixture
@@ -57,20 +35,8 @@ def served(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def http_url(served: Path) -> Iterator[str]:
-    server = http.server.ThreadingHTTPServer(
-        ("127.0.0.1", 0), functools.partial(_Handler, directory=str(served))
-    )
-    server.daemon_threads = True
-    thread = threading.Thread(
-        target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
-    )
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join()
+    with serving(served) as url:
+        yield url
 
 
 @pytest.fixture

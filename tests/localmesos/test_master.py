@@ -8,6 +8,10 @@ from typing import Any
 import pytest
 
 from disauto.localmesos.agent import AgentConfig
+from disauto.localmesos.master import Master
+from disauto.localmesos.master_calls import _BODY_HANDLERS
+from disauto.localmesos.master_calls import _HANDLERS
+from disauto.localmesos.validation import CALL_TYPES
 from tests.localmesos.cluster_support import RawFramework
 from tests.localmesos.cluster_support import command_task
 from tests.localmesos.cluster_support import framework_state
@@ -357,6 +361,75 @@ def test_invalid_launch_group_fails_every_task() -> None:
         raw.close()
 
 
+def _group_cases(offer: dict[str, Any]) -> list[tuple[dict[str, Any], str]]:
+    """(LAUNCH_GROUP operation, the start of the error each of its tasks gets)."""
+    docker = {"type": "DOCKER", "docker": {"image": "busybox"}}
+    no_disk = [scalar("cpus", 0.1), scalar("mem", 32)]
+    dup = _group(offer, {"dup": "true"})
+    foreign = _group(offer, {"foreign": "true"})
+    docker_task = _group(offer, {"docker-task": "true"})
+    untyped = _group(offer, {"untyped": "true"})
+    big = _group(offer, {})
+    tasks = [op["launch_group"]["task_group"]["tasks"] for op in (dup, foreign, docker_task, big)]
+    tasks[0].append(command_task(offer, "dup", "true"))
+    tasks[1][0]["executor"] = {"executor_id": {"value": "other"}, "type": "DEFAULT"}
+    tasks[2][0]["container"] = docker
+    tasks[3].append(command_task(offer, "big", "true", cpus=64))
+    del untyped["launch_group"]["executor"]["type"]
+    return [
+        (dup, "Task group has duplicate task IDs: dup"),
+        (foreign, "The `ExecutorInfo` of task 'foreign' is different from executor 'group-exec'"),
+        (docker_task, "Task 'docker-task' is invalid: Docker ContainerInfo is not supported on "
+         "the task"),
+        (untyped, "'ExecutorInfo.type' must be set"),
+        (_group(offer, {"exec-docker": "true"}, container=docker),
+         "Docker ContainerInfo is not supported on the executor"),
+        (_group(offer, {"few-cpus": "true"}, resources=[scalar("cpus", 0.001), *no_disk[1:]]),
+         "Executor 'group-exec' uses less CPUs (0.001) than the minimum required (0.01)"),
+        (_group(offer, {"no-disk": "true"}, resources=no_disk),
+         "Executor 'group-exec' uses no disk"),
+        (big, "Total resources cpus(*):64.1; mem(*):64; disk(*):10 required by task group and "
+         "its executor are more than available"),
+    ]
+
+
+def _executor_cases(offer: dict[str, Any]) -> list[tuple[dict[str, Any], str]]:
+    """(LAUNCH operation of a task with an ExecutorInfo, the start of the error it gets)."""
+    def launch(task_id: str, cpus: float = 0.1, **executor: Any) -> dict[str, Any]:
+        task = command_task(offer, task_id, "unused", cpus=cpus)
+        task["executor"] = {"executor_id": {"value": f"exec-{task_id}"}, **executor}
+        del task["command"]
+        return {"type": "LAUNCH", "launch": {"task_infos": [task]}}
+
+    command = {"value": "sleep 30"}
+    return [
+        (launch("default", type="DEFAULT", command=command),
+         "'ExecutorInfo.command' must not be set for 'DEFAULT' executor"),
+        (launch("not-custom", type="DEFAULT"), "'ExecutorInfo.type' must be 'CUSTOM'"),
+        (launch("commandless"), "'ExecutorInfo.command' must be set"),
+        (launch("large", cpus=64, command=command, resources=[scalar("cpus", 0.5)]),
+         "Total resources cpus(*):64.5; mem(*):32 required by task and its executor is more "
+         "than available"),
+    ]
+
+
+def test_launch_group_and_executor_errors_name_the_first_problem() -> None:
+    with running_cluster() as cluster:
+        raw = RawFramework(cluster.address)
+        raw.subscribe()
+        cases = [*_group_cases(_offers(raw)[0]), *_executor_cases(_offers(raw)[0])]
+        for index, (operation, message) in enumerate(cases):
+            offer = _offers(raw, index + 1)[index]
+            raw.accept([offer["id"]["value"]], [operation], refuse_seconds=0)
+            group = operation.get("launch_group")
+            tasks = group["task_group"]["tasks"] if group else operation["launch"]["task_infos"]
+            for task in tasks:
+                error = _state_of(raw, task["task_id"]["value"], "TASK_ERROR")
+                assert error["message"].startswith(message), (message, error["message"])
+                assert error["reason"] == "REASON_TASK_INVALID"
+        raw.close()
+
+
 def test_disconnect_rescinds_offers_and_another_framework_gets_them() -> None:
     with running_cluster() as cluster:
         first = RawFramework(cluster.address, name="first", failover_timeout=30.0)
@@ -477,3 +550,9 @@ def test_stop_closes_streams() -> None:
         raw.subscribe()
     assert raw.ended.wait(5)
     raw.close()
+
+
+def test_every_call_type_but_subscribe_and_unknown_has_a_handler_on_the_master() -> None:
+    assert set(_HANDLERS) == set(CALL_TYPES) - {"SUBSCRIBE", "UNKNOWN"}
+    methods = [*_HANDLERS.values(), "_on_unknown", *(m for m, _ in _BODY_HANDLERS.values())]
+    assert [m for m in methods if not callable(getattr(Master, m, None))] == []

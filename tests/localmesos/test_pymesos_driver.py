@@ -1,8 +1,9 @@
 """The embedded cluster driven by pymesos's own, unmodified ``MesosSchedulerDriver``.
 
 Each test uses real agents running real processes; every event the master emits is checked
-against the reference's shapes by :func:`running_cluster`. Driver calls are made through
-``DRIVER_LOCK`` (see ``cluster_support``: pymesos shares one header dict between drivers).
+against the JSON shapes of Mesos' v1 scheduler API by :func:`running_cluster`. Driver calls are
+made through ``DRIVER_LOCK`` (see ``cluster_support``: pymesos shares one header dict between
+drivers).
 """
 
 from __future__ import annotations
@@ -51,6 +52,21 @@ def drivers(clusters: Callable[..., LocalCluster]) -> Iterator[Drivers]:
     started = Drivers()
     yield started
     started.stop_all()
+
+
+def _offered(
+    cluster: LocalCluster, drivers: Drivers, info: dict[str, Any] | None = None
+) -> tuple[RecordingScheduler, Any, dict[str, Any]]:
+    """A recording scheduler on a started driver, the driver, and the first offer it gets."""
+    sched = RecordingScheduler()
+    driver = drivers.start(cluster, sched, info)
+    return sched, driver, sched.wait_offers()[0]
+
+
+def _launch(driver: Any, offer: dict[str, Any], task_id: str, command: str, **task: Any) -> None:
+    """Launch one command task on ``offer`` through the driver."""
+    with DRIVER_LOCK:
+        driver.launchTasks(offer["id"], [command_task(offer, task_id, command, **task)])
 
 
 def _read(cluster: LocalCluster, path: str) -> dict[str, Any]:
@@ -108,11 +124,8 @@ def test_failed_task_reports_exit_status(
     clusters: Callable[..., LocalCluster], drivers: Drivers
 ) -> None:
     cluster = clusters()
-    sched = RecordingScheduler()
-    driver = drivers.start(cluster, sched)
-    offer = sched.wait_offers()[0]
-    with DRIVER_LOCK:
-        driver.launchTasks(offer["id"], [command_task(offer, "bad", "exit 3")])
+    sched, driver, offer = _offered(cluster, drivers)
+    _launch(driver, offer, "bad", "exit 3")
     failed = sched.wait_state("bad", "TASK_FAILED")
     assert failed["message"] == "Command exited with status 3"
     assert failed["reason"] == "REASON_COMMAND_EXECUTOR_FAILED"
@@ -121,11 +134,8 @@ def test_failed_task_reports_exit_status(
 
 def test_kill_running_task(clusters: Callable[..., LocalCluster], drivers: Drivers) -> None:
     cluster = clusters(default_kill_grace=0.5)
-    sched = RecordingScheduler()
-    driver = drivers.start(cluster, sched)
-    offer = sched.wait_offers()[0]
-    with DRIVER_LOCK:
-        driver.launchTasks(offer["id"], [command_task(offer, "long", "sleep 60")])
+    sched, driver, offer = _offered(cluster, drivers)
+    _launch(driver, offer, "long", "sleep 60")
     running = sched.wait_state("long", "TASK_RUNNING")
     pid = running["container_status"]["executor_pid"]
     with DRIVER_LOCK:
@@ -139,9 +149,7 @@ def test_invalid_tasks_get_task_error_and_stale_offers_task_lost(
     clusters: Callable[..., LocalCluster], drivers: Drivers
 ) -> None:
     cluster = clusters(cpus=1.0)
-    sched = RecordingScheduler()
-    driver = drivers.start(cluster, sched)
-    offer = sched.wait_offers()[0]
+    sched, driver, offer = _offered(cluster, drivers)
     tasks = [
         command_task(offer, "ok", "sleep 30", cpus=0.5),
         command_task(offer, "too-big", "true", cpus=4.0),
@@ -163,8 +171,7 @@ def test_invalid_tasks_get_task_error_and_stale_offers_task_lost(
     assert "unsigned integer" in sched.wait_state("gpu-fraction", "TASK_ERROR")["message"]
 
     # The offer is used up: launching on it again is TASK_LOST with REASON_INVALID_OFFERS.
-    with DRIVER_LOCK:
-        driver.launchTasks(offer["id"], [command_task(offer, "late", "true")])
+    _launch(driver, offer, "late", "true")
     lost = sched.wait_state("late", "TASK_LOST")
     assert lost["reason"] == "REASON_INVALID_OFFERS" and "uuid" not in lost
     assert lost["message"] == f"Task launched with invalid offers: Offer {offer['id']['value']} " \
@@ -245,9 +252,7 @@ def test_drf_with_role_weights(clusters: Callable[..., LocalCluster], drivers: D
 
 def test_suppress_and_revive(clusters: Callable[..., LocalCluster], drivers: Drivers) -> None:
     cluster = clusters()
-    sched = RecordingScheduler()
-    driver = drivers.start(cluster, sched)
-    offer = sched.wait_offers()[0]
+    sched, driver, offer = _offered(cluster, drivers)
     with DRIVER_LOCK:
         driver.suppressOffers()
         driver.declineOffer(offer["id"], {"refuse_seconds": 0})
@@ -263,9 +268,7 @@ def test_revive_clears_decline_filters(
     clusters: Callable[..., LocalCluster], drivers: Drivers
 ) -> None:
     cluster = clusters()
-    sched = RecordingScheduler()
-    driver = drivers.start(cluster, sched)
-    offer = sched.wait_offers()[0]
+    sched, driver, offer = _offered(cluster, drivers)
     with DRIVER_LOCK:
         driver.declineOffer(offer["id"], {"refuse_seconds": 3600})
     time.sleep(0.4)
@@ -308,8 +311,7 @@ def test_failover_keeps_tasks_and_resubscribe_gets_them_back(
     info = framework_info("failover", failover_timeout=60.0)
     driver = drivers.start(cluster, sched, dict(info))
     offer = sched.wait_offers()[0]
-    with DRIVER_LOCK:
-        driver.launchTasks(offer["id"], [command_task(offer, "keep", "sleep 60")])
+    _launch(driver, offer, "keep", "sleep 60")
     pid = sched.wait_state("keep", "TASK_RUNNING")["container_status"]["executor_pid"]
     fid = str(sched.framework_id)
 
@@ -361,11 +363,9 @@ def test_failover_timeout_removes_framework_and_kills_tasks(
     clusters: Callable[..., LocalCluster], drivers: Drivers
 ) -> None:
     cluster = clusters(default_kill_grace=0.5)
-    sched = RecordingScheduler()
-    driver = drivers.start(cluster, sched, framework_info("short", failover_timeout=0.5))
-    offer = sched.wait_offers()[0]
-    with DRIVER_LOCK:
-        driver.launchTasks(offer["id"], [command_task(offer, "doomed", "sleep 60")])
+    info = framework_info("short", failover_timeout=0.5)
+    sched, driver, offer = _offered(cluster, drivers, info)
+    _launch(driver, offer, "doomed", "sleep 60")
     pid = sched.wait_state("doomed", "TASK_RUNNING")["container_status"]["executor_pid"]
     fid = str(sched.framework_id)
     driver.stop(failover=True)
@@ -383,11 +383,8 @@ def test_failover_timeout_removes_framework_and_kills_tasks(
 
 def test_teardown_kills_tasks(clusters: Callable[..., LocalCluster], drivers: Drivers) -> None:
     cluster = clusters(default_kill_grace=0.5)
-    sched = RecordingScheduler()
-    driver = drivers.start(cluster, sched)
-    offer = sched.wait_offers()[0]
-    with DRIVER_LOCK:
-        driver.launchTasks(offer["id"], [command_task(offer, "t", "sleep 60")])
+    sched, driver, offer = _offered(cluster, drivers)
+    _launch(driver, offer, "t", "sleep 60")
     pid = sched.wait_state("t", "TASK_RUNNING")["container_status"]["executor_pid"]
     fid = str(sched.framework_id)
     driver.stop()  # failover=False: TEARDOWN
@@ -402,11 +399,8 @@ def test_reconciliation_implicit_and_explicit(
     clusters: Callable[..., LocalCluster], drivers: Drivers
 ) -> None:
     cluster = clusters()
-    sched = RecordingScheduler()
-    driver = drivers.start(cluster, sched)
-    offer = sched.wait_offers()[0]
-    with DRIVER_LOCK:
-        driver.launchTasks(offer["id"], [command_task(offer, "r1", "sleep 30")])
+    sched, driver, offer = _offered(cluster, drivers)
+    _launch(driver, offer, "r1", "sleep 30")
     sched.wait_state("r1", "TASK_RUNNING")
 
     def reconciled(task_id: str) -> list[dict[str, Any]]:
@@ -462,8 +456,7 @@ def test_credentials_required_when_configured(
         secret="s3cret",
     )
     offer = sched.wait_offers()[0]
-    with DRIVER_LOCK:
-        driver.launchTasks(offer["id"], [command_task(offer, "authed", "true")])
+    _launch(driver, offer, "authed", "true")
     sched.wait_state("authed", "TASK_FINISHED")
     fw = framework_state(cluster, str(sched.framework_id))
     assert fw is not None and fw["principal"] == "alice"
@@ -480,8 +473,7 @@ def test_status_updates_wait_for_reconnected_framework(
     info = framework_info("away", failover_timeout=60.0)
     driver = drivers.start(cluster, sched, dict(info))
     offer = sched.wait_offers()[0]
-    with DRIVER_LOCK:
-        driver.launchTasks(offer["id"], [command_task(offer, "quick", "sleep 0.5", cpus=1.0)])
+    _launch(driver, offer, "quick", "sleep 0.5", cpus=1.0)
     sched.wait_state("quick", "TASK_RUNNING")
     fid = str(sched.framework_id)
     driver.stop(failover=True)

@@ -1,4 +1,4 @@
-"""``/master/state`` and ``/metrics/snapshot`` in the shapes of a Mesos 1.11 master (§5)."""
+"""``/master/state`` and ``/metrics/snapshot`` in the shapes of a Mesos 1.11 master."""
 
 from __future__ import annotations
 

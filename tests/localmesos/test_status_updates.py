@@ -12,18 +12,11 @@ import uuid
 import pytest
 
 from disauto.localmesos.status_updates import StatusUpdateManager
+from tests.localmesos.cluster_support import wait_until
 
 
 def status(state: str, task: str = "t1") -> dict[str, Any]:
     return {"task_id": {"value": task}, "state": state, "uuid": uuid.uuid4().hex}
-
-
-def wait_for(predicate: Callable[[], bool], timeout: float = 5.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError("condition not met in time")
-        time.sleep(0.005)
 
 
 class Outbox:
@@ -72,7 +65,7 @@ def test_only_the_head_is_in_flight_until_acknowledged(
     for update in (starting, running, finished):
         manager.update("F", "t1", update)
 
-    wait_for(lambda: outbox.states() == ["TASK_STARTING"])
+    wait_until(lambda: outbox.states() == ["TASK_STARTING"])
     time.sleep(0.05)
     assert outbox.states() == ["TASK_STARTING"]
     assert [u["state"] for u in manager.pending("F", "t1")] == [
@@ -83,10 +76,10 @@ def test_only_the_head_is_in_flight_until_acknowledged(
 
     assert manager.acknowledge("F", "t1", running["uuid"]) is False  # not the head
     assert manager.acknowledge("F", "t1", starting["uuid"]) is True
-    wait_for(lambda: outbox.states() == ["TASK_STARTING", "TASK_RUNNING"])
+    wait_until(lambda: outbox.states() == ["TASK_STARTING", "TASK_RUNNING"])
     assert manager.acknowledge("F", "t1", starting["uuid"]) is False  # duplicate
     assert manager.acknowledge("F", "t1", running["uuid"]) is True
-    wait_for(lambda: outbox.states()[-1] == "TASK_FINISHED")
+    wait_until(lambda: outbox.states()[-1] == "TASK_FINISHED")
     assert manager.acknowledge("F", "t1", finished["uuid"]) is True
     assert manager.streams() == []
     assert manager.acknowledge("F", "t1", finished["uuid"]) is False
@@ -97,7 +90,7 @@ def test_unacknowledged_head_is_resent_with_doubling_backoff(outbox: Outbox) -> 
     try:
         head = status("TASK_RUNNING")
         manager.update("F", "t1", head)
-        wait_for(lambda: len(outbox.sent) >= 6)
+        wait_until(lambda: len(outbox.sent) >= 6)
         manager.acknowledge("F", "t1", head["uuid"])
         count = len(outbox.sent)
         time.sleep(0.25)
@@ -126,11 +119,11 @@ def test_terminal_ack_removes_the_stream_and_reports_it(outbox: Outbox) -> None:
         running, failed = status("TASK_RUNNING"), status("TASK_FAILED")
         manager.update("F", "t1", running)
         manager.update("F", "t1", failed)
-        wait_for(lambda: len(outbox.sent) == 1)
+        wait_until(lambda: len(outbox.sent) == 1)
         manager.acknowledge("F", "t1", running["uuid"])
         assert forgotten == []
         assert manager.streams() == [("F", "t1")]
-        wait_for(lambda: len(outbox.sent) == 2)
+        wait_until(lambda: len(outbox.sent) == 2)
         manager.acknowledge("F", "t1", failed["uuid"])
         assert forgotten == [("F", "t1")]
         assert manager.pending("F", "t1") == []
@@ -148,7 +141,7 @@ def test_send_may_acknowledge_from_inside_the_callback(outbox: Outbox) -> None:
         for task in ("a", "b", "c"):
             for state in states:
                 manager.update("F", task, status(state, task))
-        wait_for(lambda: len(outbox.sent) == 9)
+        wait_until(lambda: len(outbox.sent) == 9)
         for task in ("a", "b", "c"):
             with outbox.lock:
                 seen = [u["state"] for _, u in outbox.sent if u["task_id"]["value"] == task]
@@ -163,12 +156,12 @@ def test_resend_sends_one_frameworks_heads_now(outbox: Outbox) -> None:
     try:
         manager.update("F1", "a", status("TASK_RUNNING", "a"))
         manager.update("F2", "b", status("TASK_RUNNING", "b"))
-        wait_for(lambda: len(outbox.sent) == 2)
+        wait_until(lambda: len(outbox.sent) == 2)
         assert manager.resend("F1") == 1
-        wait_for(lambda: len(outbox.sent) == 3)
+        wait_until(lambda: len(outbox.sent) == 3)
         assert outbox.sent[-1][1]["task_id"]["value"] == "a"
         assert manager.resend() == 2
-        wait_for(lambda: len(outbox.sent) == 5)
+        wait_until(lambda: len(outbox.sent) == 5)
     finally:
         manager.stop()
 
@@ -185,7 +178,7 @@ def test_a_failing_send_is_retried(outbox: Outbox) -> None:
     manager = StatusUpdateManager(flaky, retry_interval=0.02, retry_interval_max=0.04)
     try:
         manager.update("F", "t1", status("TASK_RUNNING"))
-        wait_for(lambda: len(outbox.sent) == 1)
+        wait_until(lambda: len(outbox.sent) == 1)
         assert len(attempts) == 3
     finally:
         manager.stop()
@@ -201,7 +194,7 @@ def test_remove_framework_drops_its_streams(manager: StatusUpdateManager, outbox
 def test_stop_sends_nothing_more_and_joins(outbox: Outbox) -> None:
     manager = StatusUpdateManager(outbox, retry_interval=0.02, retry_interval_max=0.02)
     manager.update("F", "t1", status("TASK_RUNNING"))
-    wait_for(lambda: len(outbox.sent) >= 1)
+    wait_until(lambda: len(outbox.sent) >= 1)
     manager.stop()
     manager.stop()  # idempotent
     count = len(outbox.sent)
