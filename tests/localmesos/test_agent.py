@@ -304,13 +304,13 @@ def test_processes_a_task_left_outside_its_group_die_with_it(agent: Agent,
     from disauto.common.processes import with_environment
 
     # The command starts a child in a session of its own (setsid), which a kill of the
-    # task's process group cannot reach, prints its pid, and exits at once.
+    # task's process group cannot reach, prints its pid, and exits a second later.
     agent.launch_task(FW, task("leaver", "setsid sleep 300 & echo $! > child.pid; sleep 1"))
     master.wait("leaver", "TASK_FINISHED")
     sandbox = agent.task_sandbox(FID, "leaver")
     assert sandbox is not None
     child = int((sandbox / "child.pid").read_text())
-    wait_for(lambda: not Path(f"/proc/{child}").exists()
+    wait_until(lambda: not Path(f"/proc/{child}").exists()
              or Path(f"/proc/{child}/stat").read_text().split(")")[1].split()[0] == "Z")
     assert with_environment("MESOS_SANDBOX", str(sandbox)) == []
 
