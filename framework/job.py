@@ -130,7 +130,6 @@ class JobController:
         self._appcore_address = ""
         self._appcore_failures = 0
         self._port_retries = 0
-        self._retry_wake = False  # set when a status update queued a lost trial again
         self._outcome: int | None = None
         self._outcome_message = ""
         self._done = threading.Event()
@@ -534,13 +533,7 @@ class JobController:
                 if self._has_result(trial):
                     self._set_state(trial, TrialState.COMPLETED, "")
                     continue
-                if trial.task_id:
-                    trial.retries += 1
-                trial.task_id = ""
-                trial.agent_id = ""
-                self.store.update_trial(trial.number, retries=trial.retries, task_id="",
-                                        agent_id="")
-                self._set_state(trial, TrialState.PENDING, f"launched again: {why}")
+                self._queue_again(trial, f"launched again: {why}")
                 requeued.append(trial.number)
         return requeued
 
@@ -578,9 +571,7 @@ class JobController:
             elif task_id in self._task_to_trial:
                 trial = self._trials[self._task_to_trial[task_id]]
                 if trial.task_id == task_id:
-                    self._retry_wake = False
-                    self._on_trial_status(trial, state, status)
-                    pending = self._retry_wake
+                    pending = self._on_trial_status(trial, state, status)
                 else:
                     logger.info("status %s of %s, an earlier launch of trial %d", state,
                                 task_id, trial.number)
@@ -626,22 +617,23 @@ class JobController:
         """Whether the trial's final report, with the objective, is recorded."""
         return trial.final_reported and trial.objective is not None
 
-    def _on_trial_status(self, trial: TrialRow, state: str, status: Mapping[str, Any]) -> None:
+    def _on_trial_status(self, trial: TrialRow, state: str, status: Mapping[str, Any]) -> bool:
+        """Record a status of the trial's task; True when the trial waits for an offer again."""
         if trial.terminal:
             if has_ended_for_framework(state):
                 self._ended_trial_tasks.discard(trial.task_id)
                 self._finishing_tasks.discard(trial.task_id)
-            return
+            return False
         if state == "TASK_RUNNING":
             if trial.state != TrialState.RUNNING:
                 trial.started_at = time.time()
                 self.store.update_trial(trial.number, started_at=trial.started_at)
                 self._set_state(trial, TrialState.RUNNING, "")
-            return
+            return False
         if not has_ended_for_framework(state):
-            return
+            return False
         if self._retry_lost(trial, state, status):
-            return
+            return True
         if self._has_result(trial):
             # A recorded final result is the trial's result whatever Mesos later says of its
             # task (killed at the job's end, lost with its agent, failed after reporting).
@@ -664,6 +656,7 @@ class JobController:
             self._set_state(trial, TrialState.KILLED, _describe(status))
         else:
             self._set_state(trial, TrialState.FAILED, _describe(status) + self._tail(status))
+        return False
 
     def _retry_lost(self, trial: TrialRow, state: str, status: Mapping[str, Any]) -> bool:
         """Queue a trial again when its task was lost (not failed by its script)."""
@@ -671,15 +664,20 @@ class JobController:
         if (not lost or self._has_result(trial) or self._outcome is not None
                 or trial.retries >= self.config.max_task_retries):
             return False
-        trial.retries += 1
+        logger.warning("trial %d: %s; launching it again (retry %d of %d)", trial.number,
+                       _describe(status), trial.retries + 1, self.config.max_task_retries)
+        self._queue_again(trial, f"launched again after {_describe(status)}")
+        return True
+
+    def _queue_again(self, trial: TrialRow, message: str) -> None:
+        """Wait for an offer again under a new task id (same number and assignment); a launch
+        that had a task counts as a retry."""
+        if trial.task_id:
+            trial.retries += 1
         trial.task_id = ""
         trial.agent_id = ""
         self.store.update_trial(trial.number, retries=trial.retries, task_id="", agent_id="")
-        logger.warning("trial %d: %s; launching it again (retry %d of %d)", trial.number,
-                       _describe(status), trial.retries, self.config.max_task_retries)
-        self._set_state(trial, TrialState.PENDING, f"launched again after {_describe(status)}")
-        self._retry_wake = True
-        return True
+        self._set_state(trial, TrialState.PENDING, message)
 
     def _tail(self, status: Mapping[str, Any]) -> str:
         try:

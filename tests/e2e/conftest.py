@@ -87,6 +87,18 @@ class Job:
     def master_url(self) -> str:
         return self.wait_for_line(r"embedded Mesos master at (http://[\d.:]+)/").group(1)
 
+    def wait_running_trials(self, count: int, timeout: float = 60.0) -> None:
+        """Wait until the embedded master shows ``count`` of the job's trials running."""
+        url = self.master_url()
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            tasks = [t for f in master_state(url)["frameworks"] for t in f["tasks"]
+                     if t["name"].startswith("trial-") and t["state"] == "TASK_RUNNING"]
+            if len(tasks) == count:
+                return
+            time.sleep(0.2)
+        raise AssertionError(f"{count} trials never ran at once:\n{self.output}")
+
     def job_dir(self) -> Path:
         return Path(self.wait_for_line(r"job folder (\S+)").group(1))
 

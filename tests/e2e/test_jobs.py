@@ -208,14 +208,7 @@ def test_unreachable_master_is_a_one_line_error(submit: Any, workdir: Path) -> N
 def test_ctrl_c_kills_the_tasks_and_keeps_the_record(submit: Any, workdir: Path) -> None:
     job = submit(*common_flags(workdir, "--trail-steps", "20", "--parallelism", "2"),
                  env={"RUNNER_SLEEP": "30"})
-    url = job.master_url()
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        tasks = [t for f in master_state(url)["frameworks"] for t in f["tasks"]
-                 if t["name"].startswith("trial-") and t["state"] == "TASK_RUNNING"]
-        if len(tasks) == 2:
-            break
-        time.sleep(0.2)
+    job.wait_running_trials(2)
     job.process.send_signal(signal.SIGINT)
     assert job.wait(60) == 130, job.output
     results = job.results()

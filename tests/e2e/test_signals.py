@@ -7,14 +7,12 @@ terminal would; the record is checked trial by trial and nothing of the job is l
 from __future__ import annotations
 
 import signal
-import time
 from typing import Any
 
 import pytest
 
 from disauto.common.processes import with_environment
 from tests.e2e.conftest import common_flags
-from tests.e2e.conftest import master_state
 from tests.e2e.outcomes import check_ended
 
 
@@ -24,14 +22,7 @@ pytestmark = pytest.mark.slow
 def test_sighup_stops_the_job_cleanly_with_its_record(submit: Any, workdir: Any) -> None:
     job = submit(*common_flags(workdir, "--trail-steps", "20", "--parallelism", "2"),
                  env={"RUNNER_SLEEP": "30"})
-    url = job.master_url()
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        tasks = [t for f in master_state(url)["frameworks"] for t in f["tasks"]
-                 if t["name"].startswith("trial-") and t["state"] == "TASK_RUNNING"]
-        if len(tasks) == 2:
-            break
-        time.sleep(0.2)
+    job.wait_running_trials(2)
     job_id = job.job_dir().name
     job.process.send_signal(signal.SIGHUP)
     ended = check_ended(job, 130, "STOPPED", best=None, logs=False)
