@@ -543,6 +543,11 @@ class JobController:
         return [(task_id, agent) for task_id, agent, _ in self.task_locations()
                 if task_id in live and agent]
 
+    def appcore_task_id(self) -> str:
+        """AppCore's current task (its latest launch), or "" before the first."""
+        with self._lock:
+            return self._appcore_task_id
+
     def finishing_task_ids(self) -> list[str]:
         """Live tasks of trials whose final result is recorded (given time to exit)."""
         with self._lock:

@@ -337,19 +337,17 @@ class JobRunner:
         self._stopped = True
         self.controller.finish(outcome, message)
         finishing = set(self.controller.finishing_task_ids())
-        if finishing:
-            # AppCore stays until they are done: it still has to answer their final reports.
-            finishing |= {t for t in self.controller.live_task_ids() if t.startswith("appcore-")}
+        # AppCore stays while they finish: it still has to answer their final reports.
+        kept = finishing | ({self.controller.appcore_task_id()} if finishing else set())
         live = self.controller.live_task_ids()
-        if [t for t in live if t not in finishing]:
-            self.scheduler.kill([t for t in live if t not in finishing])
+        if [t for t in live if t not in kept]:
+            self.scheduler.kill([t for t in live if t not in kept])
         deadline = time.monotonic() + finishing_grace
-        while finishing & set(live) - {t for t in finishing if t.startswith("appcore-")} \
-                and time.monotonic() < deadline:
+        while finishing & set(live) and time.monotonic() < deadline:
             time.sleep(0.2)
             live = self.controller.live_task_ids()
-        if finishing & set(live):
-            self.scheduler.kill(sorted(finishing & set(live)))
+        if kept & set(live):
+            self.scheduler.kill(sorted(kept & set(live)))
         deadline = time.monotonic() + grace
         while live and time.monotonic() < deadline:
             time.sleep(0.2)

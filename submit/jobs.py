@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass
+from functools import cached_property
 import json
 from pathlib import Path
 import socket
@@ -39,7 +40,7 @@ class Job:
     meta: dict[str, str]
     trials: list[TrialRow]
 
-    @property
+    @cached_property
     def config(self) -> JobConfig:
         return JobConfig.from_json(self.meta["config"])
 
