@@ -36,6 +36,7 @@ from disauto.localmesos.agent import AgentConfig
 from disauto.localmesos.gpus import split_devices
 from disauto.localmesos.http import HttpServer
 from disauto.localmesos.master import Master
+from disauto.localmesos.reaper import Reaper
 from disauto.localmesos.state import format_duration
 
 
@@ -76,6 +77,8 @@ class ClusterConfig:
         max_completed_tasks_per_framework: bound of completed tasks per framework (1000).
         max_body_bytes: larger request bodies are refused with 413.
         request_timeout: seconds a client has to send a request once it started one.
+        reap_on_exit: start a reaper process that kills the cluster's tasks when this process
+            dies without stopping the cluster (``kill -9``; see :mod:`localmesos.reaper`).
     """
 
     agents: int = 1
@@ -103,6 +106,7 @@ class ClusterConfig:
     max_completed_tasks_per_framework: int = 1000
     max_body_bytes: int = 16 * 1024 * 1024
     request_timeout: float = 30.0
+    reap_on_exit: bool = True
 
     def __post_init__(self) -> None:
         if not self.agent_configs and (
@@ -202,6 +206,7 @@ class LocalCluster:
         self._agents: list[Agent] = []
         self._work_dir: Path | None = None
         self._own_work_dir = False
+        self._reaper: Reaper | None = None
 
     # -- properties ----------------------------------------------------------------------
 
@@ -267,6 +272,9 @@ class LocalCluster:
             else:
                 self._work_dir = Path(config.work_dir)
                 self._work_dir.mkdir(parents=True, exist_ok=True)
+            if config.reap_on_exit:  # the tasks die with this process, however it dies
+                self._reaper = Reaper(self._work_dir)
+                self._reaper.start()
             self._master = Master(
                 hostname=config.host,
                 allocation_interval=config.allocation_interval,
@@ -353,6 +361,8 @@ class LocalCluster:
             thread.join()
         if self._master is not None:
             self._master.stop()
+        if self._reaper is not None:
+            self._reaper.stop()
         if self._own_work_dir and self._work_dir is not None:
             shutil.rmtree(self._work_dir, ignore_errors=True)
         logger.info("localmesos cluster stopped")
