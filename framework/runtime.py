@@ -50,6 +50,11 @@ class MasterUnreachableError(ConnectionError):
     """The Mesos master cannot be reached or refuses the framework."""
 
 
+class MasterAwayError(ConnectionError):
+    """The master has been away longer than the job's ``master_timeout``; the framework gave up
+    (the job is left interrupted: ``da-job resume`` carries it on once the master is back)."""
+
+
 @dataclass(frozen=True)
 class MasterEndpoint:
     """Where the Mesos master is, and how to authenticate to it."""
@@ -165,7 +170,7 @@ class JobRunner:
         meta = {"job_id": config.job_id, "config": config.to_json(), "master": master.uri,
                 "offer_policy": offer_policy, "state": "RUNNING", "pid": str(os.getpid()),
                 "pid_start": start_time(os.getpid()), "host": socket.gethostname(),
-                "control": "", "framework_registered": ""}
+                "control": "", "framework_registered": "", "interrupted_reason": ""}
         if not resume:
             meta["started_at"] = str(time.time())
         else:
@@ -262,6 +267,7 @@ class JobRunner:
         next_capacity_check = time.monotonic() + capacity_interval
         while not self.controller.wait(interval):
             now = time.monotonic()
+            self._check_master()
             self._check_control()
             expired = self.controller.expire_trials()
             if expired:
@@ -290,6 +296,45 @@ class JobRunner:
             return max(0.0, time.time() - float(self.store.get_meta("started_at") or time.time()))
         except ValueError:
             return 0.0
+
+    def master_note(self) -> str:
+        """What the progress line says while the master is away (empty while it is there)."""
+        if self.scheduler.master_away_for() < 5.0:
+            return ""
+        since = time.strftime("%H:%M:%S", time.localtime(self.scheduler.master_away_at))
+        return (f"the Mesos master is away since {since}; retrying, the job stops after "
+                f"{format_duration(self.config.master_timeout)} without it")
+
+    def _check_master(self) -> None:
+        """Give up on a master that has been away longer than ``master_timeout``.
+
+        Raises:
+            MasterAwayError: it has.
+        """
+        away = self.scheduler.master_away_for()
+        if away >= self.config.master_timeout:
+            raise MasterAwayError(
+                f"the Mesos master at {self.master.uri} has been away for "
+                f"{format_duration(round(away))} (--master-timeout "
+                f"{format_duration(self.config.master_timeout)}); the job is interrupted, not "
+                f"ended: da-job resume {self.config.job_id} carries it on once the master is "
+                "back")
+
+    def abandon(self, reason: str) -> None:
+        """Leave the job interrupted without a master: nothing can be killed or torn down, so
+        the framework fails over (its tasks keep running on their agents, and a resume on the
+        same master re-subscribes and adopts them); the record keeps every trial as it was and
+        says why."""
+        if self._stopped:
+            return
+        self._stopped = True
+        self.store.set_meta("interrupted_reason", reason)
+        self.logs.stop()
+        if self._driver is not None:
+            self._driver.stop(failover=True)  # no TEARDOWN: the framework stays for a resume
+            self._driver.join()
+        self._shutdown_services()
+        self._record_offer_counts()
 
     def _check_control(self) -> None:
         """Act on a request another shell left in the record (``da-job kill``)."""

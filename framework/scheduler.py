@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from collections.abc import Sequence
 import logging
 import threading
+import time
 from typing import Any
 
 from pymesos import Scheduler
@@ -79,6 +80,9 @@ class JobScheduler(Scheduler):
         """host:port of the master's HTTP API (from its MasterInfo at registration)."""
         self.offers_seen = 0
         self.offers_declined = 0
+        self._away_since: float | None = None
+        self.master_away_at = 0.0
+        """When (wall clock) the subscription broke; 0 while subscribed."""
 
     # -- registration ----------------------------------------------------------------------
 
@@ -91,6 +95,7 @@ class JobScheduler(Scheduler):
             self._job.store.set_meta("framework_id", self.framework_id)
         except Exception:  # noqa: BLE001 - never raise out of a callback
             logger.exception("cannot record the framework id")
+        self._back()
         logger.info("registered as framework %s with master %s:%s", self.framework_id,
                     master_info.get("hostname"), master_info.get("port"))
         self.registered_event.set()
@@ -100,6 +105,8 @@ class JobScheduler(Scheduler):
         self.master_address = _http_address(master_info) or self.master_address
         with self._lock:
             self._suppressed = False  # a re-subscribe un-suppresses (Mesos allocator semantics)
+            self._away_since = None
+            self.master_away_at = 0.0
         logger.info("re-registered with master %s; reconciling tasks", master_info.get("hostname"))
         # By id, so that the master answers for tasks it does not know (a restarted master):
         # TASK_GONE / TASK_UNKNOWN / TASK_LOST, after which the trial is launched again.
@@ -112,6 +119,21 @@ class JobScheduler(Scheduler):
 
     def disconnected(self, driver: Any) -> None:
         logger.warning("disconnected from the Mesos master; pymesos re-subscribes")
+        with self._lock:
+            if self._away_since is None:
+                self._away_since = time.monotonic()
+                self.master_away_at = time.time()
+
+    def master_away_for(self) -> float:
+        """Seconds since the subscription to the master broke and none took its place (0 while
+        subscribed)."""
+        with self._lock:
+            return 0.0 if self._away_since is None else time.monotonic() - self._away_since
+
+    def _back(self) -> None:
+        with self._lock:
+            self._away_since = None
+            self.master_away_at = 0.0
 
     def error(self, driver: Any, message: str) -> None:
         logger.error("Mesos master error: %s", message)

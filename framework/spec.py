@@ -19,6 +19,11 @@ from google.protobuf import json_format
 from disauto.protos import common_pb2
 
 
+DEFAULT_MASTER_TIMEOUT = 600.0
+"""How long a framework waits for a master that went away before it gives up (10 min: the time
+AppCore waits for a framework that went away, ``appcore.__main__.FRAMEWORK_WAIT``)."""
+
+
 @dataclass(frozen=True)
 class TaskResources:
     """What one task asks of an offer."""
@@ -80,6 +85,9 @@ class JobConfig:
     """Seconds a trial may run (from TASK_RUNNING) before it is killed as TIMEOUT; 0: none."""
     max_duration: float = 0.0
     """Seconds after which the job ends with TIME_LIMIT_REACHED (``--max-duration``); 0: none."""
+    master_timeout: float = DEFAULT_MASTER_TIMEOUT
+    """Seconds the master may be away (the framework disconnected) before the framework gives
+    up (``--master-timeout``): it stops, leaves the job interrupted and exits 3."""
 
     def search_spec(self) -> common_pb2.JobSpec:
         spec = common_pb2.JobSpec()

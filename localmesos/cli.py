@@ -346,3 +346,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
 
+
+
+if __name__ == "__main__":
+    sys.exit(main())

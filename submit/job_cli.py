@@ -140,6 +140,8 @@ def cmd_status(args: argparse.Namespace, out: IO[str]) -> ExitStatus:
                                         "state": appcore.get("state", "")},
         "master": job.meta.get("master", ""), "framework_id": job.meta.get("framework_id", ""),
         "folder": str(job.folder),
+        "interrupted_reason": job.meta.get("interrupted_reason", "")
+        if job.state == "interrupted" else "",
     }
     if args.json:
         print(json.dumps(status, indent=2), file=out)
@@ -148,6 +150,8 @@ def cmd_status(args: argparse.Namespace, out: IO[str]) -> ExitStatus:
     print(f"job {job.job_id} ({config.app_name}): {_state_text(job)}", file=out)
     if status["message"]:
         print(f"  outcome: {status['message']}", file=out)
+    if status["interrupted_reason"]:
+        print(f"  interrupted: {status['interrupted_reason']}", file=out)
     print(f"  trials: {status['done']}/{status['budget']} done; "
           + ", ".join(f"{n} {s.lower()}" for s, n in status["trials"].items() if n), file=out)
     if best is not None:

@@ -119,6 +119,9 @@ def _cluster_flags(parser: argparse.ArgumentParser) -> None:
     cluster.add_argument("--master", default="local",
                          help="local (boot the embedded cluster, default), host:port, or "
                               "zk://host:port/mesos")
+    cluster.add_argument("--master-timeout", metavar="DURATION",
+                         help="stop the job (exit 3) when the master has been away this long "
+                              "(default 10m); da-job resume carries it on once it is back")
     cluster.add_argument("--principal", help="Mesos principal (HTTP basic auth)")
     cluster.add_argument("--secret-file", metavar="FILE",
                          help="file holding the principal's secret")

@@ -25,13 +25,14 @@ WAITING_NOTE_SECONDS = 10.0
 """A trial pending longer than this is named on the progress line (the cluster is busy)."""
 
 
-def progress_line(progress: Progress, objective: str, wants: str = "") -> str:
+def progress_line(progress: Progress, objective: str, wants: str = "", note: str = "") -> str:
     """One line: trials done / running / failed, best so far, elapsed; and a trial that waits.
 
     Args:
         progress: the job's progress.
         objective: the objective's name.
         wants: what one trial asks for (``cpus=4, mem=5120 MB``), named while one waits.
+        note: what else the user must know now (the master is away), appended.
     """
     minutes, seconds = divmod(int(progress.elapsed), 60)
     line = (
@@ -47,6 +48,8 @@ def progress_line(progress: Progress, objective: str, wants: str = "") -> str:
         line += (f" | a trial waits for free resources since [{since_minutes:02d}:"
                  f"{since_seconds:02d}]" + (f" ({wants} per trial)" if wants else "")
                  + ": the cluster is busy")
+    if note:
+        line += f" | {note}"
     return line
 
 

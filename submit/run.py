@@ -111,6 +111,7 @@ def run(submission: Submission, out: IO[str], err: IO[str], *,
         resume: bool = False) -> ExitStatus:
     """Run a validated job to its end and report it (``resume``: carry on a recorded one)."""
     from disauto.framework.runtime import JobRunner  # imports pymesos (main thread)
+    from disauto.framework.runtime import MasterAwayError
     from disauto.framework.runtime import MasterEndpoint
     from disauto.framework.runtime import MasterUnreachableError
     from disauto.submit.local import oversubscription_note
@@ -169,7 +170,13 @@ def run(submission: Submission, out: IO[str], err: IO[str], *,
         runner.store.set_meta("framework_registered", "1")
         show = _ProgressPrinter(out, objective, quiet=submission.quiet,
                                 wants=describe(config.runner))
-        runner.wait(poll=lambda: show(runner.controller.progress()))
+        try:
+            runner.wait(poll=lambda: show(runner.controller.progress(), runner.master_note()))
+        except MasterAwayError as error:
+            show.done()
+            runner.abandon(str(error))  # interrupted, not ended: resumable
+            status = ExitStatus.MASTER_UNREACHABLE
+            return status
         show.done()
         runner.stop(framework_pb2.STOPPED, "stopped")  # kills leftovers, tears down
         outcome, _ = runner.controller.outcome or (framework_pb2.ERROR, "unknown")
@@ -218,12 +225,12 @@ class _ProgressPrinter:
         self._last = ""
         self._last_time = 0.0
 
-    def __call__(self, progress: Any) -> None:
+    def __call__(self, progress: Any, note: str = "") -> None:
         if self._quiet:
             return
         from disauto.submit.results import progress_line
 
-        line = progress_line(progress, self._objective, self._wants)
+        line = progress_line(progress, self._objective, self._wants, note)
         core = line.split("] ", 1)[-1]
         if self._tty:
             self._out.write("\r" + line.ljust(len(self._last)))
@@ -247,6 +254,9 @@ def _report(runner: Any, job_dir: Path, out: IO[str], err: IO[str], objective: s
     outcome = controller.outcome
     outcome_name = framework_pb2.JobOutcome.Name(outcome[0]) if outcome else "UNKNOWN"
     message = outcome[1] if outcome else ""
+    interrupted = runner.store.get_meta("interrupted_reason") or ""
+    if outcome is None and interrupted:  # the framework gave up on its master: resumable
+        outcome_name, message = "INTERRUPTED", interrupted
     trials = controller.trials()
     best = controller.best_trial()
     summary = {

@@ -25,6 +25,7 @@ from disauto.common.durations import parse_duration
 from disauto.common.errors import SearchInputError
 from disauto.common.space import space_to_proto
 from disauto.framework.policies import POLICIES
+from disauto.framework.spec import DEFAULT_MASTER_TIMEOUT
 from disauto.framework.spec import InputSpec
 from disauto.framework.spec import JobConfig
 from disauto.framework.spec import OutputSpec
@@ -192,6 +193,8 @@ def validate(args: argparse.Namespace) -> Submission:
     priority_settings = _priority_settings(args.offer_policy, args.priority_setting)
     max_duration = _max_duration(args.max_duration, "--max-duration")
     trial_timeout = _max_duration(args.trial_timeout, "--trial-timeout")
+    master_timeout = _max_duration(args.master_timeout, "--master-timeout") \
+        or DEFAULT_MASTER_TIMEOUT
     files, inputs = _files_and_inputs(args)
     output = _output(args.output)
     search = _search(args)
@@ -226,6 +229,7 @@ def validate(args: argparse.Namespace) -> Submission:
         appcore_docker_image=appcore_image,
         max_duration=max_duration,
         trial_timeout=trial_timeout,
+        master_timeout=master_timeout,
         offer_policy_settings={key: value for key, value in priority_settings.items()
                                if key in POLICIES[args.offer_policy].SETTINGS},
         containerizer=containerizer,

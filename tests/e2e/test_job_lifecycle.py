@@ -20,7 +20,9 @@ import pytest
 
 from disauto.common.processes import with_environment
 from tests.e2e.conftest import ROOT
+from tests.e2e.conftest import DaCluster
 from tests.e2e.conftest import common_flags
+from tests.e2e.conftest import nothing_left
 
 
 pytestmark = pytest.mark.slow
@@ -131,6 +133,8 @@ def test_three_framework_deaths_and_resumes_lose_and_double_nothing(
         pid = int(dict(shell.db(job).execute("SELECT key, value FROM meta"))["pid"])
         os.kill(pid, signal.SIGKILL)  # the framework dies mid-job
         shell.wait_until(job, lambda s: s["state"] == "interrupted", timeout=30)
+        # Its embedded cluster died with it, and so did every task that cluster ran.
+        assert nothing_left(job), "tasks outlived the embedded cluster"
         resumed = shell.job("resume", job, "--detach")
         assert resumed.returncode == 0, resumed.stderr
     status = shell.wait_until(job, lambda s: s["state"] == "ended", timeout=180)
@@ -212,29 +216,20 @@ def test_a_job_whose_offered_port_is_taken_completes(shell: Shell, workdir: Path
 
 
 def test_on_a_cluster_that_lives_on_the_resumed_framework_adopts_appcore_and_trials(
-        shell: Shell, workdir: Path, tmp_path: Path) -> None:
-    from disauto.localmesos.cluster import ClusterConfig
-    from disauto.localmesos.cluster import LocalCluster
-    from disauto.submit.local import free_port_range
-
-    cluster = LocalCluster(ClusterConfig(
-        agents=1, cpus=4.0, mem_mb=4096.0, ports=(free_port_range(600, low=42000, high=60000),),
-        allocation_interval=0.2, work_dir=tmp_path / "cluster"))
-    cluster.start()
-    try:
-        budget = 10
-        job = shell.submit(*common_flags(workdir, "--trail-steps", str(budget), "--parallelism",
-                                         "2", "--master", cluster.address))
-        before = shell.wait_until(job, lambda s: s["done"] >= 2 and len(s["running"]) == 2)
-        framework_id = before["framework_id"]
-        pid = int(dict(shell.db(job).execute("SELECT key, value FROM meta"))["pid"])
-        os.kill(pid, signal.SIGKILL)
-        shell.wait_until(job, lambda s: s["state"] == "interrupted", timeout=30)
-        resumed = shell.job("resume", job[:20], "--detach")
-        assert resumed.returncode == 0, resumed.stderr
-        status = shell.wait_until(job, lambda s: s["state"] == "ended", timeout=120)
-    finally:
-        cluster.stop()
+        shell: Shell, workdir: Path, da_cluster: DaCluster) -> None:
+    address = da_cluster.start()  # a da-cluster process: the master outlives the framework
+    budget = 10
+    job = shell.submit(*common_flags(workdir, "--trail-steps", str(budget), "--parallelism",
+                                     "2", "--master", address))
+    before = shell.wait_until(job, lambda s: s["done"] >= 2 and len(s["running"]) == 2)
+    framework_id = before["framework_id"]
+    pid = int(dict(shell.db(job).execute("SELECT key, value FROM meta"))["pid"])
+    os.kill(pid, signal.SIGKILL)
+    shell.wait_until(job, lambda s: s["state"] == "interrupted", timeout=30)
+    assert with_environment("DISAUTO_JOB_ID", job), "the cluster's tasks live on"
+    resumed = shell.job("resume", job[:20], "--detach")
+    assert resumed.returncode == 0, resumed.stderr
+    status = shell.wait_until(job, lambda s: s["state"] == "ended", timeout=120)
     assert status["outcome"] == "BUDGET_SPENT" and status["framework_id"] == framework_id
     with shell.db(job) as db:
         trials = db.execute("SELECT number, state, retries FROM trials ORDER BY number").fetchall()

@@ -1,0 +1,94 @@
+"""The master's hard days: a ``da-cluster`` killed with ``kill -9`` mid-job, then started again
+on the same port, or not for longer than the job's ``--master-timeout``.
+
+Real processes throughout: a da-cluster (master and agent), a detached da-submit, AppCore and
+the trials; the record is checked trial by trial.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+import sqlite3
+import time
+
+import pytest
+
+from tests.e2e.conftest import DaCluster
+from tests.e2e.conftest import common_flags
+from tests.e2e.conftest import nothing_left
+from tests.e2e.test_job_lifecycle import Shell
+from tests.e2e.test_job_lifecycle import shell  # noqa: F401 - the fixture
+
+
+pytestmark = pytest.mark.slow
+
+
+def _trials(db: Path) -> list[tuple[int, str, str, int]]:
+    with sqlite3.connect(db) as connection:
+        return connection.execute("SELECT number, state, assignment, retries FROM trials "
+                                  "ORDER BY number").fetchall()
+
+
+def _finals(db: Path) -> set[int]:
+    with sqlite3.connect(db) as connection:
+        return {row[0] for row in connection.execute(
+            "SELECT trial_number FROM reports WHERE final = 1")}
+
+
+def test_a_restarted_master_loses_no_result_and_the_job_goes_on(
+        shell: Shell, workdir: Path, da_cluster: DaCluster) -> None:  # noqa: F811
+    budget = 8
+    address = da_cluster.start()
+    job = shell.submit(*common_flags(workdir, "--trail-steps", str(budget), "--parallelism", "2",
+                                     "--master", address))
+    shell.wait_until(job, lambda s: s["done"] >= 2 and len(s["running"]) == 2)
+    da_cluster.kill()  # the master and its agent die; so do the tasks they ran
+    assert nothing_left(job), "tasks outlived their agent"
+    time.sleep(1.0)
+    da_cluster.start()  # the operator starts the master again, on the same port
+    status = shell.wait_until(job, lambda s: s["state"] == "ended", timeout=240)
+    assert status["outcome"] == "BUDGET_SPENT", status
+    db = shell.home / "jobs" / job / "job.db"
+    trials = _trials(db)
+    assert [t[:2] for t in trials] == [(n, "COMPLETED") for n in range(1, budget + 1)]
+    assert len({t[2] for t in trials}) == budget  # no assignment issued twice
+    assert _finals(db) == set(range(1, budget + 1))  # every result is in the record
+    assert sum(t[3] for t in trials) >= 1  # the trials lost with the agent ran again
+    results = json.loads((shell.home / "jobs" / job / "results.json").read_text())
+    assert results["exit_status"] == 0 and len(results["trials"]) == budget
+    assert nothing_left(job)
+
+
+def test_a_master_away_too_long_interrupts_the_job_and_resume_finishes_it(
+        shell: Shell, workdir: Path, da_cluster: DaCluster) -> None:  # noqa: F811
+    budget = 6
+    address = da_cluster.start()
+    job = shell.submit(*common_flags(workdir, "--trail-steps", str(budget), "--parallelism", "2",
+                                     "--master", address, "--master-timeout", "4s"))
+    shell.wait_until(job, lambda s: s["done"] >= 1 and s["running"])
+    da_cluster.kill()
+    status = shell.wait_until(job, lambda s: s["state"] == "interrupted", timeout=60)
+    assert "has been away for" in status["interrupted_reason"]
+    assert f"da-job resume {job}" in status["interrupted_reason"]
+    folder = shell.home / "jobs" / job
+    out = (folder / "da-submit.out").read_text().splitlines()
+    errors = [line for line in out if line.startswith("da-submit: error: ")]
+    assert len(errors) == 1 and "--master-timeout 4s" in errors[0], out
+    results = json.loads((folder / "results.json").read_text())
+    assert results["exit_status"] == 3 and results["outcome"] == "INTERRUPTED"
+    listed = shell.job("status", job)
+    assert "interrupted: the Mesos master at" in listed.stdout
+    # Nothing was recorded as ended that did not end: the trials in flight are still in flight.
+    assert all(t[1] in ("COMPLETED", "RUNNING", "LAUNCHING", "PENDING") for t in _trials(
+        folder / "job.db"))
+    da_cluster.start()
+    resumed = shell.job("resume", job, "--detach")
+    assert resumed.returncode == 0, resumed.stderr
+    status = shell.wait_until(job, lambda s: s["state"] == "ended", timeout=240)
+    assert status["outcome"] == "BUDGET_SPENT", status
+    trials = _trials(folder / "job.db")
+    assert [t[:2] for t in trials] == [(n, "COMPLETED") for n in range(1, budget + 1)]
+    assert len({t[2] for t in trials}) == budget
+    assert _finals(folder / "job.db") == set(range(1, budget + 1))
+    assert nothing_left(job)
