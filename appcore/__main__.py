@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import os
 import sys
+import time
 
 import grpc
 
@@ -19,6 +20,7 @@ from disauto.appcore.loop import TrialLoop
 from disauto.appcore.servicer import AppCoreServicer
 from disauto.appcore.servicer import make_server
 from disauto.common import task_env
+from disauto.common.rendezvous import framework_address
 from disauto.common.space import space_from_proto
 from disauto.protos import common_pb2
 from disauto.protos import framework_pb2
@@ -27,8 +29,12 @@ from disauto.protos import framework_pb2
 logger = logging.getLogger("appcore")
 
 FRAMEWORK_WAIT = 600.0
-"""Seconds AppCore waits for a framework that went away (``da-job resume`` brings it back with
-the same address); runners' reports meanwhile are answered UNAVAILABLE, which they retry."""
+"""Seconds AppCore waits for a framework that went away (``da-job resume`` brings it back, on
+the same address where it is free, else on another that the master tells); runners' reports
+meanwhile are answered UNAVAILABLE, which they retry for as long (``apprunner_sdk``)."""
+
+LOOKUP_INTERVAL = 5.0
+"""Seconds between two look-ups of the framework's address in the master while it is away."""
 
 
 def _require(name: str) -> str:
@@ -59,7 +65,35 @@ def main() -> int:
         return _serve(framework, servicer, server, f"{host}:{port}")
     finally:
         server.stop(grace=2).wait()
-        framework.close()
+
+
+def wait_for_framework(framework: FrameworkClient, timeout: float = FRAMEWORK_WAIT,
+                       interval: float = LOOKUP_INTERVAL) -> FrameworkClient:
+    """Wait for a framework that went away; the client of where it answers again.
+
+    Every ``interval`` seconds without an answer, the master is asked where the job's framework
+    is now (a resumed framework may have another port): its address travels in the task
+    environment's rendezvous variables (:mod:`common.rendezvous`).
+
+    Raises:
+        ConnectionError: it did not come back within ``timeout`` seconds.
+    """
+    master = os.environ.get(task_env.MASTER_ADDR, "")
+    framework_id = os.environ.get(task_env.FRAMEWORK_ID, "")
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            framework.wait_ready(timeout=min(interval, max(0.1, deadline - time.monotonic())))
+            return framework
+        except ConnectionError:
+            if time.monotonic() >= deadline:
+                framework.close()
+                raise ConnectionError(
+                    f"the framework did not come back within {timeout:.0f} s") from None
+        moved = framework_address(master, framework_id)
+        if moved and moved != framework.address:
+            logger.info("the framework moved from %s to %s", framework.address, moved)
+            framework = framework.moved_to(moved)
 
 
 def _serve(framework: FrameworkClient, servicer: AppCoreServicer, server: grpc.Server,
@@ -72,6 +106,7 @@ def _serve(framework: FrameworkClient, servicer: AppCoreServicer, server: grpc.S
         try:
             reply = framework.attach(address)
         except grpc.RpcError as err:
+            framework.close()
             if err.code() == grpc.StatusCode.FAILED_PRECONDITION:  # the job ended meanwhile
                 return 0
             raise
@@ -89,6 +124,7 @@ def _serve(framework: FrameworkClient, servicer: AppCoreServicer, server: grpc.S
             loop = TrialLoop(framework, spec, algorithm, list(reply.trials))
         except ValueError as err:
             framework.finish(framework_pb2.ERROR, f"AppCore cannot run the search: {err}")
+            framework.close()
             return 1
         servicer.set_loop(loop)
         if not started:
@@ -98,16 +134,18 @@ def _serve(framework: FrameworkClient, servicer: AppCoreServicer, server: grpc.S
                     len(reply.trials))
         try:
             loop.run(reply.sequence)
+            framework.close()
             return 0
         except grpc.RpcError as err:
             if err.code() not in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.UNKNOWN,
                                   grpc.StatusCode.INTERNAL):
                 logger.error("lost the framework: %s", err.details())
+                framework.close()
                 return 1
             logger.warning("lost the framework (%s); waiting up to %.0f s for it to come back",
                            err.details(), FRAMEWORK_WAIT)
         try:
-            framework.wait_ready(timeout=FRAMEWORK_WAIT)
+            framework = wait_for_framework(framework)
         except ConnectionError as err:
             logger.error("the framework did not come back: %s", err)
             return 1

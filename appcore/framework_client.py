@@ -35,6 +35,8 @@ class FrameworkClient:
     """
 
     def __init__(self, address: str, job_token: str, timeout: float = 30.0) -> None:
+        self.address = address
+        self._job_token = job_token
         self._channel = grpc.insecure_channel(address)
         self._stub = framework_pb2_grpc.FrameworkServiceStub(self._channel)
         self._metadata = ((TOKEN_METADATA, job_token),)
@@ -42,6 +44,11 @@ class FrameworkClient:
 
     def close(self) -> None:
         self._channel.close()
+
+    def moved_to(self, address: str) -> FrameworkClient:
+        """A client of the same job's framework at its new address (this one is closed)."""
+        self.close()
+        return FrameworkClient(address, self._job_token, self._timeout)
 
     def wait_ready(self, timeout: float = 30.0) -> None:
         """Wait until the framework answers.

@@ -68,6 +68,8 @@ class _Trial:
                 environ.get(task_env.FRAMEWORK_ADDR, ""),
                 self.number,
                 environ.get(task_env.TRIAL_TOKEN, ""),
+                master_address=environ.get(task_env.MASTER_ADDR, ""),
+                framework_id=environ.get(task_env.FRAMEWORK_ID, ""),
             )
 
 

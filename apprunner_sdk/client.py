@@ -1,7 +1,10 @@
 """The runner's gRPC client for AppCore: report metrics, learn whether to stop.
 
-It maps gRPC status codes back to Python exceptions, retries a bounded number of times while
-AppCore is unreachable, and asks the framework where AppCore is now when it was relaunched.
+It maps gRPC status codes back to Python exceptions, retries while AppCore is unreachable (for
+:data:`REPORT_WINDOW` seconds by default: AppCore answers UNAVAILABLE while its framework is away,
+and a framework killed and resumed with ``da-job resume`` may take minutes to come back), and asks
+the framework where AppCore is now when it was relaunched, and the Mesos master where the
+framework is now when it moved (:mod:`common.rendezvous`).
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from typing import TypeVar
 
 import grpc
 
+from disauto.common.rendezvous import framework_address
 from disauto.common.report import Report
 from disauto.common.task_env import TOKEN_METADATA
 from disauto.protos import appcore_pb2_grpc
@@ -26,6 +30,10 @@ logger = logging.getLogger(__name__)
 T = TypeVar("T")
 
 _RETRYABLE = {grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED}
+
+REPORT_WINDOW = 600.0
+"""Seconds a report is retried while AppCore is unreachable or answers UNAVAILABLE: as long as
+AppCore waits for a framework that went away (``appcore.__main__.FRAMEWORK_WAIT``)."""
 
 
 class AppCoreUnreachableError(ConnectionError):
@@ -59,9 +67,14 @@ class AppCoreClient:
         framework_address: host:port of the framework (to re-resolve AppCore), or "".
         trial_number: this trial's number.
         token: this trial's token.
-        attempts: how many times one call is tried while AppCore is unreachable.
+        attempts: how many times one call is tried while AppCore is unreachable; None: for
+            ``window`` seconds.
         backoff: the first wait between attempts in seconds; it doubles up to 8 s.
         timeout: the deadline of one call in seconds.
+        window: with ``attempts=None``, how long one call is retried, in seconds.
+        master_address: host:port of the Mesos master, where the framework's address is
+            looked up when the framework moved (or "").
+        framework_id: the job's FrameworkID, for that look-up.
     """
 
     def __init__(
@@ -71,17 +84,23 @@ class AppCoreClient:
         trial_number: int,
         token: str,
         *,
-        attempts: int = 6,
+        attempts: int | None = None,
         backoff: float = 0.5,
         timeout: float = 10.0,
+        window: float = REPORT_WINDOW,
+        master_address: str = "",
+        framework_id: str = "",
     ) -> None:
         self._address = appcore_address
         self._framework_address = framework_address
         self._trial_number = trial_number
         self._metadata = ((TOKEN_METADATA, token),)
-        self._attempts = max(1, attempts)
+        self._attempts = None if attempts is None else max(1, attempts)
+        self._window = window
         self._backoff = backoff
         self._timeout = timeout
+        self._master_address = master_address
+        self._framework_id = framework_id
         self._channel: grpc.Channel | None = None
         self._stub: appcore_pb2_grpc.AppCoreServiceStub | None = None
 
@@ -98,29 +117,43 @@ class AppCoreClient:
         return self._stub
 
     def _reresolve(self) -> None:
-        """Ask the framework where AppCore is now (it may have been relaunched elsewhere)."""
+        """Ask the framework where AppCore is now (it may have been relaunched elsewhere); when
+        the framework does not answer, ask the master where the framework is now first."""
         if not self._framework_address:
             return
+        reply = self._resolve_appcore()
+        if reply is None:
+            moved = framework_address(self._master_address, self._framework_id)
+            if not moved or moved == self._framework_address:
+                return
+            logger.info("the framework moved from %s to %s", self._framework_address, moved)
+            self._framework_address = moved
+            reply = self._resolve_appcore()
+        if reply is not None and reply.address and reply.address != self._address:
+            logger.info("AppCore moved from %s to %s", self._address, reply.address)
+            self.close()
+            self._address = reply.address
+
+    def _resolve_appcore(self) -> framework_pb2.ResolveAppCoreReply | None:
         try:
             with grpc.insecure_channel(self._framework_address) as channel:
                 stub = framework_pb2_grpc.FrameworkServiceStub(channel)
-                reply = stub.ResolveAppCore(
+                return stub.ResolveAppCore(
                     framework_pb2.ResolveAppCoreRequest(trial_number=self._trial_number),
                     metadata=self._metadata,
                     timeout=self._timeout,
                 )
         except grpc.RpcError as err:
             logger.debug("could not re-resolve AppCore: %s", err)
-            return
-        if reply.address and reply.address != self._address:
-            logger.info("AppCore moved from %s to %s", self._address, reply.address)
-            self.close()
-            self._address = reply.address
+            return None
 
     def _call(self, what: str, fn: Callable[[appcore_pb2_grpc.AppCoreServiceStub], T]) -> T:
         delay = self._backoff
         last: grpc.RpcError | None = None
-        for attempt in range(1, self._attempts + 1):
+        deadline = time.monotonic() + self._window
+        attempt = 0
+        while True:
+            attempt += 1
             try:
                 return fn(self._appcore())
             except grpc.RpcError as err:
@@ -128,16 +161,20 @@ class AppCoreClient:
                     raise_for_rpc_error(err, what)
                 last = err
                 logger.warning(
-                    "%s: AppCore at %s unreachable (attempt %d/%d): %s",
-                    what, self._address, attempt, self._attempts, err.code().name,
+                    "%s: AppCore at %s unreachable (attempt %d%s): %s", what, self._address,
+                    attempt, "" if self._attempts is None else f"/{self._attempts}",
+                    err.code().name,
                 )
-            if attempt < self._attempts:
-                time.sleep(delay)
-                delay = min(delay * 2, 8.0)
-                self._reresolve()
+            if self._attempts is not None and attempt >= self._attempts:
+                break
+            if self._attempts is None and time.monotonic() + delay > deadline:
+                break
+            time.sleep(delay)
+            delay = min(delay * 2, 8.0)
+            self._reresolve()
         detail = last.details() if last is not None else "no attempt made"
         raise AppCoreUnreachableError(
-            f"{what}: AppCore at {self._address} unreachable after {self._attempts} attempts "
+            f"{what}: AppCore at {self._address} unreachable after {attempt} attempts "
             f"({detail})"
         )
 

@@ -49,3 +49,15 @@ a failure."""
 
 TOKEN_METADATA = "x-disauto-token"
 """The gRPC metadata key that carries a job or trial token."""
+
+MASTER_ADDR = "DISAUTO_MASTER_ADDR"
+"""host:port of the Mesos master's HTTP API as the framework saw it when it launched the task
+(AppCore and runners): where a task asks for the framework's address after the framework moved
+(:mod:`common.rendezvous`)."""
+
+FRAMEWORK_ID = "DISAUTO_FRAMEWORK_ID"
+"""The job's Mesos FrameworkID (AppCore and runners), for the same look-up."""
+
+FRAMEWORK_ADDRESS_LABEL = "disauto.framework_address"
+"""The FrameworkInfo label that carries the framework's gRPC address (``host:port``); a resumed
+framework re-subscribes with its new address in it."""

@@ -25,6 +25,7 @@ from urllib.request import urlopen
 from pymesos import MesosSchedulerDriver
 
 from disauto.common import paths
+from disauto.common import task_env
 from disauto.common.durations import format_duration
 from disauto.common.processes import start_time
 from disauto.common.tokens import new_job_token
@@ -226,7 +227,12 @@ class JobRunner:
             "name": self.config.app_name,
             "hostname": self._advertise,
             "failover_timeout": self.config.failover_timeout,
-            "labels": {"labels": [{"key": "disauto.job", "value": self.config.job_id}]},
+            # The address travels in a label, so that AppCore and runners whose framework
+            # moved (resumed on another port) find it through the master (common.rendezvous).
+            "labels": {"labels": [
+                {"key": "disauto.job", "value": self.config.job_id},
+                {"key": task_env.FRAMEWORK_ADDRESS_LABEL, "value": self.framework_address},
+            ]},
         }
         if self._framework_id:  # Mesos failover: the same framework, its tasks kept
             framework_info["id"] = {"value": self._framework_id}

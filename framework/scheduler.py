@@ -16,6 +16,7 @@ from typing import Any
 
 from pymesos import Scheduler
 
+from disauto.common import task_env
 from disauto.common.resources import Resources
 from disauto.common.tokens import trial_token
 from disauto.framework.containers import container_info
@@ -197,6 +198,11 @@ class JobScheduler(Scheduler):
             self.offers_declined += 1
             driver.declineOffer([{"value": view.id}], {"refuse_seconds": refuse})
 
+    def _rendezvous_env(self) -> dict[str, str]:
+        """Where a task asks for this framework's address if it moves (common.rendezvous)."""
+        return {task_env.MASTER_ADDR: self.master_address,
+                task_env.FRAMEWORK_ID: self.framework_id}
+
     def _task_for(self, request: LaunchRequest, view: OfferView,
                   claim: Resources) -> dict[str, Any] | None:
         config = self._job.config
@@ -215,7 +221,8 @@ class JobScheduler(Scheduler):
                 job_id=config.job_id,
                 framework_address=self._framework_address,
                 job_token=self._job.job_token,
-                extra_env=task_environment(config.extra_env, appcore_container),
+                extra_env=task_environment({**config.extra_env, **self._rendezvous_env()},
+                                           appcore_container),
                 container=appcore_container,
             )
             return task if self._job.appcore_launched(task_id, view.agent_id) else None
@@ -245,8 +252,8 @@ class JobScheduler(Scheduler):
             uris=self._uris,
             output_dir=output_dir,
             output_name=config.output.name if config.output else "",
-            extra_env=task_environment({**config.extra_env, **self._trial_env},
-                                       runner_container),
+            extra_env=task_environment({**config.extra_env, **self._trial_env,
+                                        **self._rendezvous_env()}, runner_container),
             container=runner_container,
             retries=trial.retries,
         )

@@ -10,6 +10,7 @@ import json
 import os
 from pathlib import Path
 import signal
+import socket
 import sqlite3
 import subprocess
 import sys
@@ -215,21 +216,31 @@ def test_a_job_whose_offered_port_is_taken_completes(shell: Shell, workdir: Path
     assert runs[-1][0] != "TASK_FAILED" and all(r[0] == "TASK_FAILED" for r in runs[:-1])
 
 
+@pytest.mark.parametrize("port_taken", [False, True], ids=["same-port", "port-taken"])
 def test_on_a_cluster_that_lives_on_the_resumed_framework_adopts_appcore_and_trials(
-        shell: Shell, workdir: Path, da_cluster: DaCluster) -> None:
+        shell: Shell, workdir: Path, da_cluster: DaCluster, port_taken: bool) -> None:
     address = da_cluster.start()  # a da-cluster process: the master outlives the framework
     budget = 10
     job = shell.submit(*common_flags(workdir, "--trail-steps", str(budget), "--parallelism",
                                      "2", "--master", address))
     before = shell.wait_until(job, lambda s: s["done"] >= 2 and len(s["running"]) == 2)
     framework_id = before["framework_id"]
-    pid = int(dict(shell.db(job).execute("SELECT key, value FROM meta"))["pid"])
-    os.kill(pid, signal.SIGKILL)
+    meta = dict(shell.db(job).execute("SELECT key, value FROM meta"))
+    os.kill(int(meta["pid"]), signal.SIGKILL)
     shell.wait_until(job, lambda s: s["state"] == "interrupted", timeout=30)
     assert with_environment("DISAUTO_JOB_ID", job), "the cluster's tasks live on"
-    resumed = shell.job("resume", job[:20], "--detach")
-    assert resumed.returncode == 0, resumed.stderr
-    status = shell.wait_until(job, lambda s: s["state"] == "ended", timeout=120)
+    squatter = socket.socket()
+    if port_taken:  # another process took the framework's port: it resumes on another one,
+        squatter.bind(("0.0.0.0", int(meta["grpc_port"])))  # which AppCore and runners
+        squatter.listen()  # learn from the master (the FrameworkInfo's label)
+    try:
+        resumed = shell.job("resume", job[:20], "--detach")
+        assert resumed.returncode == 0, resumed.stderr
+        status = shell.wait_until(job, lambda s: s["state"] == "ended", timeout=120)
+    finally:
+        squatter.close()
+    moved = dict(shell.db(job).execute("SELECT key, value FROM meta"))["grpc_port"]
+    assert (moved != meta["grpc_port"]) == port_taken
     assert status["outcome"] == "BUDGET_SPENT" and status["framework_id"] == framework_id
     with shell.db(job) as db:
         trials = db.execute("SELECT number, state, retries FROM trials ORDER BY number").fetchall()
