@@ -12,6 +12,7 @@ from typing import TypeVar
 
 import grpc
 
+from disauto.common import tls
 from disauto.common.report import Report
 from disauto.common.space import Assignment
 from disauto.common.space import assignment_to_proto
@@ -32,10 +33,13 @@ class FrameworkClient:
         address: host:port of the framework.
         job_token: the job's token.
         timeout: deadline of unary calls, in seconds.
+        trust: the framework's certificate (PEM) and the name to check in it: TLS trusting it
+            alone; ``("", "")`` for plain gRPC.
     """
 
-    def __init__(self, address: str, job_token: str, timeout: float = 30.0) -> None:
-        self._channel = grpc.insecure_channel(address)
+    def __init__(self, address: str, job_token: str, timeout: float = 30.0,
+                 trust: tuple[str, str] = ("", "")) -> None:
+        self._channel = tls.channel(address, *trust)
         self._stub = framework_pb2_grpc.FrameworkServiceStub(self._channel)
         self._metadata = ((TOKEN_METADATA, job_token),)
         self._timeout = timeout
@@ -54,9 +58,9 @@ class FrameworkClient:
         except grpc.FutureTimeoutError:
             raise ConnectionError(f"the framework did not answer within {timeout:.0f} s") from None
 
-    def attach(self, address: str) -> framework_pb2.AttachAppCoreReply:
+    def attach(self, address: str, certificate: str = "") -> framework_pb2.AttachAppCoreReply:
         return self._stub.AttachAppCore(
-            framework_pb2.AttachAppCoreRequest(address=address),
+            framework_pb2.AttachAppCoreRequest(address=address, certificate=certificate),
             metadata=self._metadata, timeout=self._timeout,
         )
 

@@ -14,6 +14,7 @@ from typing import TypeVar
 
 import grpc
 
+from disauto.common import tls
 from disauto.common.report import Report
 from disauto.common.task_env import TOKEN_METADATA
 from disauto.protos import appcore_pb2_grpc
@@ -62,6 +63,9 @@ class AppCoreClient:
         attempts: how many times one call is tried while AppCore is unreachable.
         backoff: the first wait between attempts in seconds; it doubles up to 8 s.
         timeout: the deadline of one call in seconds.
+        appcore_certificate: AppCore's TLS certificate (PEM) when the job uses TLS: AppCore is
+            reached over TLS trusting it alone; "" for plain gRPC.
+        framework_trust: the framework's certificate and the name to check in it, likewise.
     """
 
     def __init__(
@@ -74,8 +78,12 @@ class AppCoreClient:
         attempts: int = 6,
         backoff: float = 0.5,
         timeout: float = 10.0,
+        appcore_certificate: str = "",
+        framework_trust: tuple[str, str] = ("", ""),
     ) -> None:
         self._address = appcore_address
+        self._certificate = appcore_certificate
+        self._framework_trust = framework_trust
         self._framework_address = framework_address
         self._trial_number = trial_number
         self._metadata = ((TOKEN_METADATA, token),)
@@ -93,7 +101,8 @@ class AppCoreClient:
 
     def _appcore(self) -> appcore_pb2_grpc.AppCoreServiceStub:
         if self._stub is None:
-            self._channel = grpc.insecure_channel(self._address)
+            self._channel = tls.channel(self._address, self._certificate,
+                                        tls.APPCORE_SERVER_NAME)
             self._stub = appcore_pb2_grpc.AppCoreServiceStub(self._channel)
         return self._stub
 
@@ -102,7 +111,7 @@ class AppCoreClient:
         if not self._framework_address:
             return
         try:
-            with grpc.insecure_channel(self._framework_address) as channel:
+            with tls.channel(self._framework_address, *self._framework_trust) as channel:
                 stub = framework_pb2_grpc.FrameworkServiceStub(channel)
                 reply = stub.ResolveAppCore(
                     framework_pb2.ResolveAppCoreRequest(trial_number=self._trial_number),
@@ -112,10 +121,12 @@ class AppCoreClient:
         except grpc.RpcError as err:
             logger.debug("could not re-resolve AppCore: %s", err)
             return
-        if reply.address and reply.address != self._address:
+        if reply.address and (reply.address, reply.certificate) != (self._address,
+                                                                     self._certificate):
             logger.info("AppCore moved from %s to %s", self._address, reply.address)
             self.close()
             self._address = reply.address
+            self._certificate = reply.certificate
 
     def _call(self, what: str, fn: Callable[[appcore_pb2_grpc.AppCoreServiceStub], T]) -> T:
         delay = self._backoff
