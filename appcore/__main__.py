@@ -20,6 +20,9 @@ from disauto.appcore.loop import TrialLoop
 from disauto.appcore.servicer import AppCoreServicer
 from disauto.appcore.servicer import make_server
 from disauto.common import task_env
+from disauto.common import tls
+from disauto.common.certificates import Identity
+from disauto.common.certificates import generate
 from disauto.common.rendezvous import framework_address
 from disauto.common.space import space_from_proto
 from disauto.protos import common_pb2
@@ -51,18 +54,23 @@ def main() -> int:
     token = _require(task_env.JOB_TOKEN)
     port = int(_require(task_env.APPCORE_PORT))
     host = os.environ.get(task_env.APPCORE_HOST) or "127.0.0.1"
-    framework = FrameworkClient(framework_address, token)
+    bind = os.environ.get(task_env.APPCORE_BIND) or host
+    trust = tls.framework_trust(os.environ)
+    framework = FrameworkClient(framework_address, token, trust=trust)
     framework.wait_ready()
 
     # Bind the port first so the address we announce is real; serve once the loop exists.
     servicer = AppCoreServicer(token)
+    identity = _own_identity(host) if trust[0] else None
     try:
-        server = make_server(servicer, "0.0.0.0", port)
+        server = make_server(servicer, bind, port,
+                             tls=(identity.key_pem, identity.cert_pem) if identity else None)
     except OSError as err:
         print(f"appcore: error: {err}", file=sys.stderr)
         return task_env.EXIT_PORT_TAKEN
+    certificate = identity.cert_pem.decode() if identity else ""
     try:
-        return _serve(framework, servicer, server, f"{host}:{port}")
+        return _serve(framework, servicer, server, f"{host}:{port}", certificate)
     finally:
         server.stop(grace=2).wait()
 
@@ -96,15 +104,21 @@ def wait_for_framework(framework: FrameworkClient, timeout: float = FRAMEWORK_WA
             framework = framework.moved_to(moved)
 
 
+def _own_identity(host: str) -> Identity:
+    """AppCore's own certificate for a job with TLS: made here, its key never leaves this
+    process; the framework hands the certificate to runners."""
+    return generate(tls.APPCORE_SERVER_NAME, hosts=(host,))
+
+
 def _serve(framework: FrameworkClient, servicer: AppCoreServicer, server: grpc.Server,
-           address: str) -> int:
+           address: str, certificate: str = "") -> int:
     """Attach, rebuild the search from the record, run the loop; when the framework goes away
     (it died and ``da-job resume`` brings it back), wait for it and do it all again: the
     record is the state, so a rebuilt search continues where the old one was."""
     started = False
     while True:
         try:
-            reply = framework.attach(address)
+            reply = framework.attach(address, certificate)
         except grpc.RpcError as err:
             framework.close()
             if err.code() == grpc.StatusCode.FAILED_PRECONDITION:  # the job ended meanwhile

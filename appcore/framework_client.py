@@ -12,6 +12,7 @@ from typing import TypeVar
 
 import grpc
 
+from disauto.common import tls
 from disauto.common.report import Report
 from disauto.common.space import Assignment
 from disauto.common.space import assignment_to_proto
@@ -32,12 +33,16 @@ class FrameworkClient:
         address: host:port of the framework.
         job_token: the job's token.
         timeout: deadline of unary calls, in seconds.
+        trust: the framework's certificate (PEM) and the name to check in it: TLS trusting it
+            alone; ``("", "")`` for plain gRPC.
     """
 
-    def __init__(self, address: str, job_token: str, timeout: float = 30.0) -> None:
+    def __init__(self, address: str, job_token: str, timeout: float = 30.0,
+                 trust: tuple[str, str] = ("", "")) -> None:
         self.address = address
         self._job_token = job_token
-        self._channel = grpc.insecure_channel(address)
+        self._trust = trust
+        self._channel = tls.channel(address, *trust)
         self._stub = framework_pb2_grpc.FrameworkServiceStub(self._channel)
         self._metadata = ((TOKEN_METADATA, job_token),)
         self._timeout = timeout
@@ -48,7 +53,7 @@ class FrameworkClient:
     def moved_to(self, address: str) -> FrameworkClient:
         """A client of the same job's framework at its new address (this one is closed)."""
         self.close()
-        return FrameworkClient(address, self._job_token, self._timeout)
+        return FrameworkClient(address, self._job_token, self._timeout, self._trust)
 
     def wait_ready(self, timeout: float = 30.0) -> None:
         """Wait until the framework answers.
@@ -61,9 +66,9 @@ class FrameworkClient:
         except grpc.FutureTimeoutError:
             raise ConnectionError(f"the framework did not answer within {timeout:.0f} s") from None
 
-    def attach(self, address: str) -> framework_pb2.AttachAppCoreReply:
+    def attach(self, address: str, certificate: str = "") -> framework_pb2.AttachAppCoreReply:
         return self._stub.AttachAppCore(
-            framework_pb2.AttachAppCoreRequest(address=address),
+            framework_pb2.AttachAppCoreRequest(address=address, certificate=certificate),
             metadata=self._metadata, timeout=self._timeout,
         )
 

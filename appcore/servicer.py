@@ -12,6 +12,7 @@ from disauto.common.metrics import MetricError
 from disauto.common.metrics import check_metrics
 from disauto.common.report import Report
 from disauto.common.task_env import TOKEN_METADATA
+from disauto.common.tls import ServerTls
 from disauto.common.tokens import check_trial_token
 from disauto.protos import appcore_pb2
 from disauto.protos import appcore_pb2_grpc
@@ -65,13 +66,15 @@ class AppCoreServicer(appcore_pb2_grpc.AppCoreServiceServicer):
         return appcore_pb2.ReportMetricsReply(should_stop=stop)
 
 
-def make_server(servicer: AppCoreServicer, host: str, port: int) -> grpc.Server:
-    """A (not started) server for the runners, bound to ``host:port``.
+def make_server(servicer: AppCoreServicer, host: str, port: int, *,
+                tls: ServerTls | None = None) -> grpc.Server:
+    """A (not started) server for the runners, bound to ``host:port``; TLS alone with
+    ``tls`` (key PEM, certificate PEM).
 
     Raises:
         OSError: the port cannot be bound.
     """
     server, _ = grpc_server.make_server(
         lambda server: appcore_pb2_grpc.add_AppCoreServiceServicer_to_server(servicer, server),
-        host, port, what="AppCore")
+        host, port, what="AppCore", tls=tls)
     return server

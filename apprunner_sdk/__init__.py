@@ -31,6 +31,7 @@ from apprunner_sdk.client import AppCoreClient
 from apprunner_sdk.client import AppCoreUnreachableError
 from apprunner_sdk.client import ReportRejectedError
 from disauto.common import task_env
+from disauto.common import tls
 from disauto.common.metrics import MetricError
 from disauto.common.metrics import check_metrics
 
@@ -70,6 +71,8 @@ class _Trial:
                 environ.get(task_env.TRIAL_TOKEN, ""),
                 master_address=environ.get(task_env.MASTER_ADDR, ""),
                 framework_id=environ.get(task_env.FRAMEWORK_ID, ""),
+                appcore_certificate=environ.get(task_env.APPCORE_CERT, ""),
+                framework_trust=tls.framework_trust(environ),
             )
 
 

@@ -17,6 +17,7 @@ from typing import TypeVar
 
 import grpc
 
+from disauto.common import tls
 from disauto.common.rendezvous import framework_address
 from disauto.common.report import Report
 from disauto.common.task_env import TOKEN_METADATA
@@ -75,6 +76,9 @@ class AppCoreClient:
         master_address: host:port of the Mesos master, where the framework's address is
             looked up when the framework moved (or "").
         framework_id: the job's FrameworkID, for that look-up.
+        appcore_certificate: AppCore's TLS certificate (PEM) when the job uses TLS: AppCore is
+            reached over TLS trusting it alone; "" for plain gRPC.
+        framework_trust: the framework's certificate and the name to check in it, likewise.
     """
 
     def __init__(
@@ -90,8 +94,12 @@ class AppCoreClient:
         window: float = REPORT_WINDOW,
         master_address: str = "",
         framework_id: str = "",
+        appcore_certificate: str = "",
+        framework_trust: tuple[str, str] = ("", ""),
     ) -> None:
         self._address = appcore_address
+        self._certificate = appcore_certificate
+        self._framework_trust = framework_trust
         self._framework_address = framework_address
         self._trial_number = trial_number
         self._metadata = ((TOKEN_METADATA, token),)
@@ -112,7 +120,8 @@ class AppCoreClient:
 
     def _appcore(self) -> appcore_pb2_grpc.AppCoreServiceStub:
         if self._stub is None:
-            self._channel = grpc.insecure_channel(self._address)
+            self._channel = tls.channel(self._address, self._certificate,
+                                        tls.APPCORE_SERVER_NAME)
             self._stub = appcore_pb2_grpc.AppCoreServiceStub(self._channel)
         return self._stub
 
@@ -129,14 +138,16 @@ class AppCoreClient:
             logger.info("the framework moved from %s to %s", self._framework_address, moved)
             self._framework_address = moved
             reply = self._resolve_appcore()
-        if reply is not None and reply.address and reply.address != self._address:
+        if reply is not None and reply.address and (reply.address, reply.certificate) != (
+                self._address, self._certificate):
             logger.info("AppCore moved from %s to %s", self._address, reply.address)
             self.close()
             self._address = reply.address
+            self._certificate = reply.certificate
 
     def _resolve_appcore(self) -> framework_pb2.ResolveAppCoreReply | None:
         try:
-            with grpc.insecure_channel(self._framework_address) as channel:
+            with tls.channel(self._framework_address, *self._framework_trust) as channel:
                 stub = framework_pb2_grpc.FrameworkServiceStub(channel)
                 return stub.ResolveAppCore(
                     framework_pb2.ResolveAppCoreRequest(trial_number=self._trial_number),

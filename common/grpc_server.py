@@ -13,12 +13,16 @@ from concurrent import futures
 
 import grpc
 
+from disauto.common.tls import ServerTls
+from disauto.common.tls import server_credentials
+
 
 __all__ = ["make_server"]
 
 
 def make_server(register: Callable[[grpc.Server], None], host: str, port: int, *,
-                what: str = "the gRPC server", workers: int = 16) -> tuple[grpc.Server, int]:
+                what: str = "the gRPC server", workers: int = 16,
+                tls: ServerTls | None = None) -> tuple[grpc.Server, int]:
     """A (not started) server with its services, and the port it bound.
 
     Args:
@@ -27,6 +31,7 @@ def make_server(register: Callable[[grpc.Server], None], host: str, port: int, *
         port: the port; 0 picks a free one.
         what: names the server in the error.
         workers: the most calls served at once.
+        tls: ``(key PEM, certificate PEM)``: serve TLS only; None serves plain gRPC.
 
     Raises:
         OSError: the port cannot be bound (``cannot bind <what> to host:port``).
@@ -36,7 +41,9 @@ def make_server(register: Callable[[grpc.Server], None], host: str, port: int, *
     register(server)
     # grpcio raises RuntimeError when the bind fails (older releases returned 0).
     try:
-        bound = server.add_insecure_port(f"{host}:{port}")
+        address = f"{host}:{port}"
+        bound = (server.add_secure_port(address, server_credentials(tls)) if tls
+                 else server.add_insecure_port(address))
     except RuntimeError:
         bound = 0
     if bound == 0:

@@ -24,6 +24,12 @@ TOKEN = "job.token"
 """The job's token (mode 0600): a resumed framework must still recognize AppCore and runners."""
 DETACHED_OUT = "da-submit.out"
 """What a detached ``da-submit`` prints (``--detach``)."""
+TLS = "tls"
+"""The folder (0700) of the job's TLS certificate and private key (``da-submit --tls``)."""
+TLS_CERT = "cert.pem"
+"""The framework's certificate (PEM) in ``TLS``."""
+TLS_KEY = "key.pem"
+"""Its private key (PEM, 0600) in ``TLS``: it never leaves the job folder."""
 
 
 def disauto_home() -> Path:

@@ -61,3 +61,20 @@ FRAMEWORK_ID = "DISAUTO_FRAMEWORK_ID"
 FRAMEWORK_ADDRESS_LABEL = "disauto.framework_address"
 """The FrameworkInfo label that carries the framework's gRPC address (``host:port``); a resumed
 framework re-subscribes with its new address in it."""
+APPCORE_BIND = "DISAUTO_APPCORE_BIND"
+"""The address AppCore listens on (AppCore only): ``127.0.0.1`` in local mode, the agent's
+host name on a cluster, ``0.0.0.0`` with ``da-submit --bind-all``."""
+
+FRAMEWORK_CERT = "DISAUTO_FRAMEWORK_CERT"
+"""The framework's TLS certificate (PEM; AppCore and runners) when the job uses TLS: its
+gRPC service is then reached over TLS trusting this certificate alone. Only the certificate
+travels: its private key stays in the job folder."""
+
+FRAMEWORK_TLS_NAME = "DISAUTO_FRAMEWORK_TLS_NAME"
+"""The name to check in ``FRAMEWORK_CERT`` (AppCore and runners): ``disauto-framework`` for a
+job's self-signed certificate, a name of the user's ``--tls-cert`` otherwise."""
+
+APPCORE_CERT = "DISAUTO_APPCORE_CERT"
+"""AppCore's own TLS certificate (PEM; runners): AppCore makes it when it starts, hands it to
+the framework in AttachAppCore, and runners trust it alone (``ResolveAppCore`` gives the new
+one when AppCore is relaunched)."""

@@ -62,10 +62,11 @@ class FileServer:
     Args:
         work_dir: where folder inputs are packed.
         advertise_host: the host name tasks use to reach this machine.
-        bind_host: the interface to listen on.
+        bind_host: the interface to listen on (``127.0.0.1`` in local mode, the advertised
+            address on a cluster, ``0.0.0.0`` only with ``da-submit --bind-all``).
     """
 
-    def __init__(self, work_dir: Path, advertise_host: str, bind_host: str = "0.0.0.0",
+    def __init__(self, work_dir: Path, advertise_host: str, bind_host: str,
                  *, port: int = 0, secret: str = "") -> None:
         self._work_dir = work_dir
         try:

@@ -128,6 +128,7 @@ class JobController:
         self._appcore_task_id = ""
         self._appcore_state = "WAITING"  # WAITING → LAUNCHING → RUNNING → (ATTACHED)
         self._appcore_address = ""
+        self._appcore_certificate = ""
         self._appcore_failures = 0
         self._port_retries = 0
         self._outcome: int | None = None
@@ -202,11 +203,14 @@ class JobController:
 
     # -- AppCore -------------------------------------------------------------------------------
 
-    def attach_appcore(self, address: str) -> framework_pb2.AttachAppCoreReply:
+    def attach_appcore(self, address: str,
+                       certificate: str = "") -> framework_pb2.AttachAppCoreReply:
+        """AppCore serves runners at ``address`` (with TLS: trusting ``certificate``)."""
         with self._lock:
             if self._outcome is not None:
                 raise FailedPreconditionError("the job has ended")
             self._appcore_address = address
+            self._appcore_certificate = certificate
             self._appcore_state = "ATTACHED"
             if self._appcore_attempt:
                 self.store.update_appcore_run(self._appcore_attempt, address=address,
@@ -231,8 +235,15 @@ class JobController:
                                               value=float(report["metrics"][objective]))
 
     def appcore_address(self) -> str:
+        return self.appcore_endpoint()[0]
+
+    def appcore_endpoint(self) -> tuple[str, str]:
+        """``(address, certificate PEM)`` of the attached AppCore; ``("", "")`` while none is
+        (the certificate is "" without TLS)."""
         with self._lock:
-            return self._appcore_address if self._appcore_state == "ATTACHED" else ""
+            if self._appcore_state != "ATTACHED":
+                return "", ""
+            return self._appcore_address, self._appcore_certificate
 
     def submit_trial(
         self, number: int, assignment: Mapping[str, Any], priority: int

@@ -26,6 +26,7 @@ from pymesos import MesosSchedulerDriver
 
 from disauto.common import paths
 from disauto.common import task_env
+from disauto.common.certificates import Identity
 from disauto.common.durations import format_duration
 from disauto.common.processes import start_time
 from disauto.common.tokens import new_job_token
@@ -142,6 +143,12 @@ class JobRunner:
         master: the master endpoint.
         offer_policy: a name from ``framework.policies.POLICIES``.
         advertise_host: how tasks reach this machine (default: derived from the master).
+        bind_host: where the framework's gRPC service, its file server and AppCore listen:
+            ``127.0.0.1`` in local mode, ``0.0.0.0`` with ``--bind-all``; None (a cluster)
+            binds the framework's to ``advertise_host`` and AppCore to its agent's host name.
+        tls: the framework's certificate and key: its gRPC service serves TLS alone, AppCore
+            makes its own certificate and serves TLS, and every task trusts just these
+            certificates. None: plain gRPC.
         resume: carry on a job recorded in ``job_dir`` whose framework died (``da-job
             resume``): the same job token and, where free, the same ports, so that AppCore and
             runners still running reach the new framework; on the same master the recorded
@@ -157,6 +164,8 @@ class JobRunner:
         *,
         offer_policy: str = "fifo",
         advertise_host: str | None = None,
+        bind_host: str | None = None,
+        tls: Identity | None = None,
         resume: bool = False,
     ) -> None:
         self.config = config
@@ -189,12 +198,15 @@ class JobRunner:
             self.controller.requeue_in_flight("the job resumed on a new cluster")
         elif resume:
             self.controller.adopt_appcore()
-        self._files = FileServer(job_dir, self._advertise,
+        bind = bind_host or self._advertise
+        self._files = FileServer(job_dir, self._advertise, bind,
                                  port=_int(previous["files_port"]) if resume else 0)
-        self._server, grpc_port = _bind(self.controller,
-                                        _int(previous["grpc_port"]) if resume else 0)
+        self._server, grpc_port = _bind(self.controller, bind,
+                                        _int(previous["grpc_port"]) if resume else 0, tls)
         self.store.set_meta_many({"grpc_port": str(grpc_port),
-                                  "files_port": str(self._files.port)})
+                                  "files_port": str(self._files.port),
+                                  "bind_host": bind,
+                                  "tls_fingerprint": tls.fingerprint if tls else ""})
         self.framework_address = f"{self._advertise}:{grpc_port}"
         self.scheduler = JobScheduler(
             self.controller,
@@ -202,6 +214,8 @@ class JobRunner:
             self.framework_address,
             uris=self._files.uris(config.files, config.inputs),
             logs=self._logs,
+            tls_env=_tls_env(tls),
+            appcore_bind=bind_host or "",
         )
         self.logs = LogCollector(self._logs, lambda: self.scheduler.framework_id,
                                  self.controller.task_locations, job_dir / paths.TASK_LOGS)
@@ -454,15 +468,26 @@ def _int(text: str) -> int:
         return 0
 
 
-def _bind(controller: JobController, port: int) -> tuple[Any, int]:
-    """The framework's gRPC server on ``port`` (a resumed job's), else on a free port."""
+def _bind(controller: JobController, host: str, port: int,
+          tls: Identity | None) -> tuple[Any, int]:
+    """The framework's gRPC server on ``host``: on ``port`` (a resumed job's), else on a free
+    port; TLS alone with ``tls``."""
+    key_cert = (tls.key_pem, tls.cert_pem) if tls else None
     if port:
         try:
-            return make_server(controller, port=port)
+            return make_server(controller, host, port, tls=key_cert)
         except OSError:
             logger.warning("port %d of the framework's gRPC service is taken; AppCore and "
                            "runners still running will not find this framework", port)
-    return make_server(controller)
+    return make_server(controller, host, tls=key_cert)
+
+
+def _tls_env(tls: Identity | None) -> dict[str, str]:
+    """What tasks need to trust the framework: its certificate (never its key) and name."""
+    if tls is None:
+        return {}
+    return {task_env.FRAMEWORK_CERT: tls.cert_pem.decode(),
+            task_env.FRAMEWORK_TLS_NAME: tls.server_name}
 
 
 def _job_token(job_dir: Path, resume: bool) -> str:

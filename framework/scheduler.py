@@ -54,6 +54,9 @@ class JobScheduler(Scheduler):
         framework_address: host:port of the framework's gRPC service.
         uris: CommandInfo.uris that ship the user's files and inputs to each trial.
         trial_env: extra environment for trials.
+        tls_env: the framework's certificate and name (``task_env.FRAMEWORK_CERT``...) for
+            AppCore and the trials when the job uses TLS.
+        appcore_bind: where AppCore listens; "" for the host name of its offer.
         logs: remembers agents' endpoints from offers, to read failed tasks' stderr.
     """
 
@@ -65,12 +68,17 @@ class JobScheduler(Scheduler):
         uris: Sequence[Mapping[str, Any]] = (),
         trial_env: Mapping[str, str] | None = None,
         logs: SandboxLogs | None = None,
+        *,
+        tls_env: Mapping[str, str] | None = None,
+        appcore_bind: str = "",
     ) -> None:
         self._job = controller
         self._policy = policy
         self._framework_address = framework_address
         self._uris = list(uris)
-        self._trial_env = dict(trial_env or {})
+        self._tls_env = dict(tls_env or {})
+        self._trial_env = {**(trial_env or {}), **self._tls_env}
+        self._appcore_bind = appcore_bind
         self._logs = logs
         self._driver: Any = None
         self._suppressed = False
@@ -221,7 +229,9 @@ class JobScheduler(Scheduler):
                 job_id=config.job_id,
                 framework_address=self._framework_address,
                 job_token=self._job.job_token,
-                extra_env=task_environment({**config.extra_env, **self._rendezvous_env()},
+                bind_host=self._appcore_bind,
+                extra_env=task_environment({**config.extra_env, **self._tls_env,
+                                            **self._rendezvous_env()},
                                            appcore_container),
                 container=appcore_container,
             )
@@ -229,7 +239,7 @@ class JobScheduler(Scheduler):
         if request.trial_number is None:
             return None
         trial = self._job.trial_for_launch(request.trial_number)
-        appcore = self._job.appcore_address()
+        appcore, appcore_certificate = self._job.appcore_endpoint()
         if trial is None or not appcore:
             return None
         output_dir = ""
@@ -248,6 +258,7 @@ class JobScheduler(Scheduler):
             assignment=trial.assignment,
             trial_token=trial_token(self._job.job_token, trial.number),
             appcore_address=appcore,
+            appcore_certificate=appcore_certificate,
             framework_address=self._framework_address,
             uris=self._uris,
             output_dir=output_dir,

@@ -16,6 +16,7 @@ from disauto.common.report import Report
 from disauto.common.space import Assignment
 from disauto.common.space import assignment_from_proto
 from disauto.common.task_env import TOKEN_METADATA
+from disauto.common.tls import ServerTls
 from disauto.common.tokens import check_job_token
 from disauto.common.tokens import check_trial_token
 from disauto.framework import errors
@@ -63,10 +64,15 @@ def handle(context: grpc.ServicerContext, fn: Callable[[], T]) -> T:
 
 
 class FrameworkServicer(framework_pb2_grpc.FrameworkServiceServicer):
-    """Serves AppCore (job token) and runners' ResolveAppCore (trial token)."""
+    """Serves AppCore (job token) and runners' ResolveAppCore (trial token).
 
-    def __init__(self, controller: JobController) -> None:
+    With ``tls`` (the job uses TLS) an AppCore that attaches without its certificate is
+    refused: its runners would otherwise report in plain text.
+    """
+
+    def __init__(self, controller: JobController, *, tls: bool = False) -> None:
         self._job = controller
+        self._tls = tls
 
     def _require_job_token(self, context: grpc.ServicerContext) -> None:
         if not check_job_token(self._job.job_token, token_of(context)):
@@ -78,7 +84,12 @@ class FrameworkServicer(framework_pb2_grpc.FrameworkServiceServicer):
         self._require_job_token(context)
         if not request.address or ":" not in request.address:
             context.abort(grpc.StatusCode.INVALID_ARGUMENT, "address must be host:port")
-        return handle(context, lambda: self._job.attach_appcore(request.address))
+        if self._tls and not request.certificate:
+            context.abort(grpc.StatusCode.INVALID_ARGUMENT,
+                          "the job uses TLS: AppCore must serve TLS and send its certificate "
+                          "(is DisAuto in its image older than the framework's?)")
+        return handle(context, lambda: self._job.attach_appcore(request.address,
+                                                                request.certificate))
 
     def SubmitTrial(  # noqa: N802
         self, request: framework_pb2.SubmitTrialRequest, context: grpc.ServicerContext
@@ -130,20 +141,22 @@ class FrameworkServicer(framework_pb2_grpc.FrameworkServiceServicer):
     ) -> framework_pb2.ResolveAppCoreReply:
         if not check_trial_token(self._job.job_token, request.trial_number, token_of(context)):
             context.abort(grpc.StatusCode.UNAUTHENTICATED, "missing or wrong trial token")
-        return framework_pb2.ResolveAppCoreReply(address=self._job.appcore_address())
+        address, certificate = self._job.appcore_endpoint()
+        return framework_pb2.ResolveAppCoreReply(address=address, certificate=certificate)
 
 
-def make_server(controller: JobController, host: str = "0.0.0.0", port: int = 0) -> tuple[
-        grpc.Server, int]:
-    """A (not started) gRPC server for ``controller`` and the port it bound.
+def make_server(controller: JobController, host: str, port: int = 0, *,
+                tls: ServerTls | None = None) -> tuple[grpc.Server, int]:
+    """A (not started) gRPC server for ``controller`` on ``host``, and the port it bound;
+    TLS only with ``tls`` (key PEM, certificate PEM).
 
     Raises:
         OSError: the port cannot be bound.
     """
-    servicer = FrameworkServicer(controller)
+    servicer = FrameworkServicer(controller, tls=tls is not None)
     return grpc_server.make_server(
         lambda server: framework_pb2_grpc.add_FrameworkServiceServicer_to_server(servicer, server),
-        host, port, what="the framework's gRPC server")
+        host, port, what="the framework's gRPC server", tls=tls)
 
 
 def _submission(request: framework_pb2.SubmitTrialRequest) -> tuple[int, Assignment, int]:

@@ -52,11 +52,13 @@ def appcore_task(
     job_id: str,
     framework_address: str,
     job_token: str,
+    bind_host: str = "",
     extra_env: Mapping[str, str] = {},  # noqa: B006 - read-only
     container: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The AppCore task: its command serves gRPC on the offered port.
 
+    It listens on ``bind_host`` (default: ``hostname``, the agent's name in the offer).
     ``container`` (a ContainerInfo, see :mod:`framework.containers`) runs it in an image.
     """
     env = {
@@ -66,6 +68,7 @@ def appcore_task(
         task_env.JOB_TOKEN: job_token,
         task_env.APPCORE_PORT: str(first_port(claim)),
         task_env.APPCORE_HOST: hostname,
+        task_env.APPCORE_BIND: bind_host or hostname,
         "PYTHONUNBUFFERED": "1",
     }
     task: dict[str, Any] = {
@@ -92,6 +95,7 @@ def trial_task(
     trial_token: str,
     appcore_address: str,
     framework_address: str,
+    appcore_certificate: str = "",
     uris: Sequence[Mapping[str, Any]] = (),
     output_dir: str = "",
     output_name: str = "",
@@ -116,6 +120,8 @@ def trial_task(
         task_env.FRAMEWORK_ADDR: framework_address,
         "PYTHONUNBUFFERED": "1",
     }
+    if appcore_certificate:
+        env[task_env.APPCORE_CERT] = appcore_certificate
     if output_dir:
         env[task_env.OUTPUT_DIR] = output_dir
         env[task_env.OUTPUT_NAME] = output_name

@@ -132,6 +132,18 @@ def _cluster_flags(parser: argparse.ArgumentParser) -> None:
                               "declines_per_level=2; repeatable (docs/dynamic-priority.md)")
     cluster.add_argument("--advertise-host", metavar="HOST",
                          help="how tasks reach this machine (default: derived from --master)")
+    cluster.add_argument("--bind-all", action="store_true",
+                         help="on a cluster: listen on every interface (0.0.0.0), not just the "
+                              "--advertise-host address (the framework) and the agent's host "
+                              "name (AppCore); refused with --master local (loopback only)")
+    cluster.add_argument("--tls", action="store_true",
+                         help="serve both gRPC services over TLS with a self-signed "
+                              "certificate made for this job (tasks trust it alone)")
+    cluster.add_argument("--tls-cert", metavar="FILE",
+                         help="serve the framework's gRPC service over TLS with this "
+                              "certificate (PEM; a chain: the leaf first); needs --tls-key")
+    cluster.add_argument("--tls-key", metavar="FILE",
+                         help="the unencrypted private key (PEM) of --tls-cert")
     cluster.add_argument("--app-core-command", metavar="CMD",
                          help="how agents start AppCore (default: this Python's "
                               "`-m disauto.appcore` locally, `python3 -m disauto.appcore` on a "

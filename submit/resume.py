@@ -43,6 +43,7 @@ def submission_of(job: Job, secret_file: str | None = None) -> Submission:
         secret=secret,
         offer_policy=meta.get("offer_policy", "fifo"),
         advertise_host=meta.get("advertise_host") or None,
+        bind_all=bool(meta.get("bind_all")),
         local_agents=int(meta.get("local_agents") or 1),
         quiet=False,
         debug=False,

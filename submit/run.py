@@ -18,7 +18,12 @@ from typing import IO
 from typing import Any
 
 from disauto.common import paths
+from disauto.common.certificates import CertificateError
+from disauto.common.certificates import Identity
+from disauto.common.certificates import generate
+from disauto.common.tls import FRAMEWORK_SERVER_NAME
 from disauto.common.trial_state import TrialState
+from disauto.framework import job_tls
 from disauto.framework.capacity import describe
 from disauto.protos import common_pb2
 from disauto.protos import framework_pb2
@@ -131,6 +136,13 @@ def run(submission: Submission, out: IO[str], err: IO[str], *,
     print(f"{PROG}: job folder {job_dir}", file=out)
     for note in submission.notes:
         print(f"{PROG}: note: {note}", file=err)
+    try:
+        tls = job_identity(job_dir, submission, resume)
+    except CertificateError as error:
+        print(f"{PROG}: error: {error}", file=err)
+        return ExitStatus.USAGE
+    if tls is not None:
+        print(f"{PROG}: gRPC over TLS, certificate SHA-256 {tls.fingerprint}", file=out)
 
     cluster = None
     runner: JobRunner | None = None
@@ -153,12 +165,15 @@ def run(submission: Submission, out: IO[str], err: IO[str], *,
             MasterEndpoint(master, submission.principal, submission.secret),
             offer_policy=submission.offer_policy,
             advertise_host=submission.advertise_host,
+            bind_host=bind_host(submission),
+            tls=tls,
             resume=resume,
         )
         runner.store.set_meta_many({"submitted_master": submission.master,
                                     "local_agents": str(submission.local_agents),
                                     "principal": submission.principal or "",
-                                    "advertise_host": submission.advertise_host or ""})
+                                    "advertise_host": submission.advertise_host or "",
+                                    "bind_all": "1" if submission.bind_all else ""})
         try:
             runner.start()
         except MasterUnreachableError as error:
@@ -203,6 +218,30 @@ def run(submission: Submission, out: IO[str], err: IO[str], *,
             if cluster is not None:
                 cluster.stop()
     return status
+
+
+def bind_host(submission: Submission) -> str | None:
+    """Where the job's servers listen: loopback in local mode, every interface with
+    ``--bind-all``, else (None) the advertised address and AppCore's agent's host name."""
+    if submission.master == "local":
+        return "127.0.0.1"
+    return "0.0.0.0" if submission.bind_all else None  # noqa: S104 - asked for explicitly
+
+
+def job_identity(job_dir: Path, submission: Submission, resume: bool) -> Identity | None:
+    """The framework's TLS identity: a resumed job's own (the tasks still running trust
+    exactly it), else the user's pair or a new self-signed one, kept in the job folder.
+
+    Raises:
+        CertificateError: a resumed job's kept files are unusable.
+    """
+    if resume:
+        return job_tls.kept(job_dir)
+    if submission.tls is None:
+        return None
+    identity = submission.tls.identity or generate(FRAMEWORK_SERVER_NAME)
+    job_tls.keep(job_dir, identity)
+    return identity
 
 
 def _say(stream: IO[str], text: str) -> None:

@@ -20,6 +20,9 @@ import time
 
 from disauto.appcore.algorithms import ALGORITHMS
 from disauto.appcore.algorithms import algorithm_class
+from disauto.common.certificates import CertificateError
+from disauto.common.certificates import Identity
+from disauto.common.certificates import load
 from disauto.common.durations import DurationError
 from disauto.common.durations import parse_duration
 from disauto.common.errors import SearchInputError
@@ -126,6 +129,38 @@ class Submission:
     """Run in a background process and return at once (``--detach``)."""
     argv: tuple[str, ...] = ()
     """The flags as given (a detached job re-runs them in its own process)."""
+    bind_all: bool = False
+    """Listen on every interface (``--bind-all``; a cluster only)."""
+    tls: TlsChoice | None = None
+    """TLS for the gRPC services; None: plain gRPC."""
+
+
+@dataclass(frozen=True)
+class TlsChoice:
+    """``--tls`` (a self-signed certificate made when the job starts) or the user's checked
+    ``--tls-cert``/``--tls-key`` pair."""
+
+    identity: Identity | None = None
+    """The user's pair; None: make a self-signed one."""
+
+
+def _tls(args: argparse.Namespace) -> TlsChoice | None:
+    """``--tls``, ``--tls-cert`` and ``--tls-key``, the files read and checked now."""
+    if bool(args.tls_cert) != bool(args.tls_key):
+        raise UsageError("--tls-cert and --tls-key go together")
+    if args.tls_cert:
+        try:
+            return TlsChoice(load(args.tls_cert, args.tls_key))
+        except CertificateError as err:
+            raise UsageError(str(err)) from None
+    return TlsChoice() if args.tls else None
+
+
+def _check_binding(args: argparse.Namespace) -> None:
+    """``--bind-all`` is for clusters: everything local listens on loopback alone."""
+    if args.bind_all and args.master == "local":
+        raise UsageError("--bind-all: with --master local everything listens on 127.0.0.1 "
+                         "only; it is for a cluster")
 
 
 def _bayesian_settings(args: argparse.Namespace) -> dict[str, str]:
@@ -212,6 +247,8 @@ def validate(args: argparse.Namespace) -> Submission:
         secret = Path(existing_file("--secret-file", args.secret_file)).read_text().strip()
     if args.principal and secret is None:
         raise UsageError("--principal needs --secret-file")
+    _check_binding(args)
+    tls = _tls(args)
     config = JobConfig(
         job_id=search.job_id,
         app_name=args.app_name,
@@ -240,7 +277,7 @@ def validate(args: argparse.Namespace) -> Submission:
                       args.advertise_host, local_agents, args.quiet, args.debug,
                       notes=_warm_start_notes(args.warm_start, dict(search.settings),
                                               search.objective),
-                      detach=args.detach)
+                      detach=args.detach, bind_all=args.bind_all, tls=tls)
 
 
 def _resources(args: argparse.Namespace) -> tuple[TaskResources, TaskResources]:

@@ -108,7 +108,7 @@ def test_a_taken_port_is_a_clear_error(tmp_path: Path) -> None:
     try:
         assert process.wait(timeout=60) != 0
         output = process.stdout.read() if process.stdout else ""
-        assert f"cannot bind AppCore to 0.0.0.0:{port}" in output
+        assert f"cannot bind AppCore to 127.0.0.1:{port}" in output  # its host: loopback
         assert framework.controller.appcore_address() == ""  # it never attached
     finally:
         process.kill()

@@ -56,6 +56,7 @@ def test_appcore_task() -> None:
         task_env.JOB_TOKEN: "secret",
         task_env.APPCORE_PORT: "31005",
         task_env.APPCORE_HOST: "agent1",
+        task_env.APPCORE_BIND: "agent1",  # on a cluster AppCore listens on its agent's name
         "PYTHONUNBUFFERED": "1",
     }
     assert labels_of(task) == {"disauto.job": "job-9", "disauto.role": "appcore"}
@@ -101,3 +102,18 @@ def test_trial_task_without_output_has_no_output_variables() -> None:
     env = env_of(task)
     assert task_env.OUTPUT_DIR not in env and task_env.OUTPUT_NAME not in env
     assert task["command"]["uris"] == []
+
+
+def test_appcore_binds_what_it_is_told_and_runners_get_its_certificate() -> None:
+    task = appcore_task(task_id="appcore-1", agent_id="S1", hostname="agent1", claim=CLAIM,
+                        command="c", job_id="j", framework_address="f:1", job_token="t",
+                        bind_host="127.0.0.1")
+    assert env_of(task)[task_env.APPCORE_BIND] == "127.0.0.1"
+    trial = trial_task(trial_number=1, agent_id="S1", claim=CLAIM, launch_cmd="c", job_id="j",
+                       assignment={}, trial_token="t", appcore_address="a:1",
+                       framework_address="f:1", appcore_certificate="PEM")
+    assert env_of(trial)[task_env.APPCORE_CERT] == "PEM"
+    plain = trial_task(trial_number=1, agent_id="S1", claim=CLAIM, launch_cmd="c", job_id="j",
+                       assignment={}, trial_token="t", appcore_address="a:1",
+                       framework_address="f:1")
+    assert task_env.APPCORE_CERT not in env_of(plain)
