@@ -5,6 +5,11 @@ follows the framework's trial events (a trial ran, completed, failed…) and tel
 runners' reports reach it through :meth:`TrialLoop.report`. It ends the job when the budget is
 spent, the target is reached, the space is exhausted or too many trials failed.
 
+``da-job update`` reaches it as a spec event on the same stream: the loop goes on with the new
+budget and parallelism at once. More parallelism fills the new slots in the same batch; less
+lets the running trials finish and does not refill their slots until fewer run than the new
+parallelism; a larger budget continues the search, and the job's end is judged by the new one.
+
 Thread safety: ``report`` runs on gRPC threads, ``run`` on the main thread; one lock guards the
 state, and the algorithm is only called under it.
 """
@@ -92,6 +97,10 @@ class TrialLoop:
         self._exhausted = False
         self._finished = threading.Event()
         self._next_number = 1
+        # Trials asked of the algorithm whose submission the framework refused (the budget was
+        # lowered meanwhile): submitted first when the budget allows, as each number is asked
+        # only once.
+        self._held: list[tuple[int, Assignment]] = []
         # Early stopping (--early-stopping): rebuilt from the recorded intermediate values.
         self._pruner = create_pruner(
             spec.early_stopping,
@@ -176,7 +185,7 @@ class TrialLoop:
                                 self._finished.set()
                                 break
                             raise item
-                        self._on_trial(item.trial)
+                        self._on_event(item)
                     self._check_end()
                     self._fill()
         finally:
@@ -185,12 +194,18 @@ class TrialLoop:
                 cancel()
         self._finished.set()
 
+    def _free_slots(self) -> int:
+        """Trials to submit now: free slots, within what is left of the budget."""
+        if self.finished:
+            return 0
+        return max(0, min(self._spec.parallelism - len(self._in_flight),
+                          self._spec.max_trials - self._counts.submitted))
+
     def _fill(self) -> None:
         """Ask for as many trials as there are free slots, and submit them in one call."""
-        batch: list[tuple[int, Assignment]] = []
-        while (not self.finished and not self._exhausted
-               and len(self._in_flight) + len(batch) < self._spec.parallelism
-               and self._counts.submitted + len(batch) < self._spec.max_trials):
+        slots = self._free_slots()
+        batch = self._held[:slots]
+        while not self._exhausted and len(batch) < slots:
             number = self._next_number + len(batch)
             suggestion = self._algorithm.ask(number)
             if suggestion is FINISHED:
@@ -205,12 +220,15 @@ class TrialLoop:
                 self._framework.submit_many(batch, priority=self.priority.priority)
             except grpc.RpcError as err:
                 if err.code() == grpc.StatusCode.FAILED_PRECONDITION:
+                    # The budget was lowered (its spec event follows) or the job ended (the
+                    # stream closes): either way the next event says what to do.
                     logger.info("the framework refused trials %d-%d: %s", batch[0][0],
                                 batch[-1][0], err.details())
-                    self._finished.set()
+                    self._held = batch + self._held[len(batch):]
                     return
                 raise
-            self._next_number += len(batch)
+            self._held = self._held[len(batch):]
+            self._next_number = max(self._next_number, batch[-1][0] + 1)
             self._counts.submitted += len(batch)
             self._in_flight.update(number for number, _ in batch)
         if self._exhausted:
@@ -224,6 +242,21 @@ class TrialLoop:
             self._counts.last_failure = f"trial-{trial.number:04d}: {trial.message}"
         elif trial.state == common_pb2.PRUNED:
             self._counts.pruned += 1
+
+    def _on_event(self, event: framework_pb2.TrialEvent) -> None:
+        if event.WhichOneof("change") == "spec":
+            self._on_spec(event.spec)
+        else:
+            self._on_trial(event.trial)
+
+    def _on_spec(self, spec: common_pb2.JobSpec) -> None:
+        """Go on with the job's spec as ``da-job update`` changed it (budget, parallelism)."""
+        logger.info("the job was updated: trial budget %d → %d, parallelism %d → %d",
+                    self._spec.max_trials, spec.max_trials, self._spec.parallelism,
+                    spec.parallelism)
+        self._spec = spec
+        # Sizes a synchronous Bayesian search's next batches.
+        self._algorithm.parallelism = max(1, spec.parallelism)
 
     def _on_trial(self, trial: common_pb2.Trial) -> None:
         if trial.state in IN_FLIGHT or trial.number not in self._in_flight:
@@ -266,7 +299,15 @@ class TrialLoop:
     def _finish(self, outcome: int, message: str) -> None:
         self._finished.set()
         logger.info("ending the job: %s", message)
-        self._framework.finish(outcome, message)
+        try:
+            self._framework.finish(outcome, message)
+        except grpc.RpcError as err:
+            if outcome != framework_pb2.BUDGET_SPENT \
+                    or err.code() != grpc.StatusCode.FAILED_PRECONDITION:
+                raise
+            # da-job update raised the budget meanwhile; its spec event is on the stream.
+            logger.info("the framework keeps the job going: %s", err.details())
+            self._finished.clear()
 
     # -- reports from runners --------------------------------------------------------------------
 

@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from collections.abc import Mapping
 from collections.abc import Sequence
 from dataclasses import dataclass
+from dataclasses import replace
 import logging
 import threading
 import time
@@ -38,6 +39,11 @@ from disauto.framework.errors import FailedPreconditionError
 from disauto.framework.errors import InvalidArgumentError
 from disauto.framework.errors import JobEndedError
 from disauto.framework.errors import NotFoundError
+from disauto.framework.job_update import UpdateRefusedError
+from disauto.framework.job_update import UpdateRequest
+from disauto.framework.job_update import check_update
+from disauto.framework.job_update import describe_change
+from disauto.framework.job_update import updated_spec
 from disauto.framework.policies import LaunchRequest
 from disauto.framework.spec import JobConfig
 from disauto.framework.store import JobStore
@@ -54,6 +60,8 @@ MAX_PORT_RETRIES = 10
 """AppCore launches again, beyond its restarts, when another process took its offered port."""
 # A trial whose task was launched and has not ended.
 _ON_AN_AGENT = frozenset({TrialState.LAUNCHING, TrialState.RUNNING})
+# The event "the job's spec changed" (da-job update) in the event list; trial numbers start at 1.
+_SPEC_CHANGED = 0
 
 Outcome = int  # framework_pb2.JobOutcome value
 
@@ -72,6 +80,8 @@ class Progress:
     elapsed: float
     waiting: float = 0.0
     """Seconds the oldest pending trial has waited for an offer (0: none waits)."""
+    parallelism: int = 0
+    """Trials in flight at once, as the job's spec says now (0: not known)."""
 
 
 class JobController:
@@ -118,7 +128,8 @@ class JobController:
         self._cond = threading.Condition(self._lock)
         self._started = time.time()
         self._trials: dict[int, TrialRow] = {t.number: t for t in store.trials()}
-        self._events: list[tuple[int, int]] = []  # (sequence, trial number)
+        # (sequence, trial number or _SPEC_CHANGED)
+        self._events: list[tuple[int, int]] = []
         self._sequence = 0
         self._task_to_trial: dict[str, int] = {
             t.task_id: t.number for t in self._trials.values() if t.task_id
@@ -178,6 +189,7 @@ class JobController:
                 budget=int(self.config.search.max_trials),
                 elapsed=now - self._started,
                 waiting=waiting,
+                parallelism=int(self.config.search.parallelism),
             )
 
     @staticmethod
@@ -385,12 +397,15 @@ class JobController:
         with self._cond:
             if self._sequence <= sequence and self._outcome is None:
                 self._cond.wait(timeout)
-            events = [
-                framework_pb2.TrialEvent(sequence=seq,
-                                         trial=self.trial_proto(self._trials[number]))
-                for seq, number in self._events if seq > sequence
-            ]
+            events = [self._event(seq, number) for seq, number in self._events if seq > sequence]
             return events, self._outcome is not None
+
+    def _event(self, sequence: int, number: int) -> framework_pb2.TrialEvent:
+        """The event: a trial as it is now, or the job's spec as it is now."""
+        if number == _SPEC_CHANGED:
+            return framework_pb2.TrialEvent(sequence=sequence, spec=self.config.search_spec())
+        return framework_pb2.TrialEvent(sequence=sequence,
+                                        trial=self.trial_proto(self._trials[number]))
 
     def watch(self, after: int, is_active: Callable[[], bool]) -> Iterator[
             framework_pb2.TrialEvent]:
@@ -403,6 +418,41 @@ class JobController:
                 yield event
             if ended and not events:
                 return
+
+    def update_search(self, request: UpdateRequest) -> str:
+        """Apply ``da-job update``: check it against the live job, record the new spec (so a
+        relaunched AppCore and ``da-job resume`` keep it), tell AppCore; what changed.
+
+        Raises:
+            UpdateRefusedError: the job has ended, or the budget is below the trials submitted.
+        """
+        with self._lock:
+            if self._outcome is not None:
+                raise UpdateRefusedError("the job has ended")
+            check_update(self.config.search, len(self._trials), request)
+            old = self.config.search
+            config = replace(self.config, search=updated_spec(old, request))
+            self.store.set_meta("config", config.to_json())
+            self.config = config
+            self._emit(_SPEC_CHANGED)
+            change = describe_change(old, config.search)
+        logger.info("da-job update: %s", change)
+        return change
+
+    def finish_search(self, outcome: int, message: str) -> None:
+        """AppCore ends the job: as :meth:`finish`, but a BUDGET_SPENT decided on a budget that
+        ``da-job update`` has raised meanwhile is refused (AppCore goes on with the new spec).
+
+        Raises:
+            FailedPreconditionError: the budget is not spent.
+        """
+        with self._lock:
+            budget = self.config.search.max_trials
+            if (outcome == framework_pb2.BUDGET_SPENT and self._outcome is None
+                    and len(self._trials) < budget):
+                raise FailedPreconditionError(
+                    f"the trial budget is {budget} now ({len(self._trials)} trials submitted)")
+            self.finish(outcome, message)
 
     def finish(self, outcome: int, message: str) -> None:
         """End the job (idempotent: the first outcome wins)."""

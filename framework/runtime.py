@@ -35,6 +35,11 @@ from disauto.framework.capacity import unfit
 from disauto.framework.fileserver import FileServer
 from disauto.framework.job import APPCORE_KEY
 from disauto.framework.job import JobController
+from disauto.framework.job_update import REQUEST_KEY
+from disauto.framework.job_update import RESULT_KEY
+from disauto.framework.job_update import UpdateRefusedError
+from disauto.framework.job_update import UpdateRequest
+from disauto.framework.job_update import UpdateResult
 from disauto.framework.log_collector import LogCollector
 from disauto.framework.policies import create_policy
 from disauto.framework.sandbox_logs import SandboxLogs
@@ -357,9 +362,30 @@ class JobRunner:
         self._record_offer_counts()
 
     def _check_control(self) -> None:
-        """Act on a request another shell left in the record (``da-job kill``)."""
+        """Act on a request another shell left in the record (``da-job kill``, ``update``)."""
         if self.store.get_meta("control") == "kill":
             self.controller.finish(framework_pb2.JOB_KILLED, "killed with da-job kill")
+        self._check_update()
+
+    def _check_update(self) -> None:
+        """Apply a ``da-job update`` request not answered yet, and answer it in the record."""
+        text = self.store.get_meta(REQUEST_KEY)
+        if not text:
+            return
+        answered = self.store.get_meta(RESULT_KEY)
+        try:
+            request = UpdateRequest.from_json(text)
+            if answered and UpdateResult.from_json(answered).id == request.id:
+                return
+        except (ValueError, KeyError, TypeError) as err:
+            logger.warning("ignoring an unreadable da-job update request: %s", err)
+            self.store.set_meta(REQUEST_KEY, "")
+            return
+        try:
+            result = UpdateResult(request.id, True, self.controller.update_search(request))
+        except UpdateRefusedError as err:
+            result = UpdateResult(request.id, False, str(err))
+        self.store.set_meta(RESULT_KEY, result.to_json())
 
     def check_capacity(self, *, every_task: bool = False) -> None:
         """End the job (UNSCHEDULABLE) if a task that waits for an offer fits no agent.

@@ -125,7 +125,7 @@ class FrameworkServicer(framework_pb2_grpc.FrameworkServiceServicer):
         self._require_job_token(context)
         if request.outcome == framework_pb2.JOB_OUTCOME_UNSPECIFIED:
             context.abort(grpc.StatusCode.INVALID_ARGUMENT, "outcome must be set")
-        self._job.finish(request.outcome, request.message)
+        handle(context, lambda: self._job.finish_search(request.outcome, request.message))
         return framework_pb2.FinishJobReply()
 
     def PruneTrial(  # noqa: N802

@@ -5,6 +5,7 @@
     da-job logs JOB [TRIAL|appcore] [--stderr] [-f]
     da-job results JOB [--format table|csv|json]
     da-job kill JOB
+    da-job update JOB [--trial-steps N] [--parallelism P]
     da-job resume JOB [--detach] [--secret-file FILE]
 
 JOB is a job id or any unique prefix of one. Every error is one line and a documented exit
@@ -53,7 +54,8 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog=PROG, description="List, inspect, follow, stop and resume jobs.")
+    parser = _Parser(prog=PROG,
+                     description="List, inspect, follow, change, stop and resume jobs.")
     commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     listing = commands.add_parser("list", help="every job under $DISAUTO_HOME")
     listing.add_argument("--json", action="store_true")
@@ -73,6 +75,13 @@ def build_parser() -> argparse.ArgumentParser:
     kill.add_argument("job")
     kill.add_argument("--wait", type=float, default=60.0, metavar="SECONDS",
                       help="how long to wait for the job to end (default 60)")
+    update = commands.add_parser("update", help="change a job's trial budget or parallelism")
+    update.add_argument("job")
+    update.add_argument("--trail-steps", "--trial-steps", dest="trial_steps", metavar="N",
+                        help="the new trial budget")
+    update.add_argument("--parallelism", metavar="P", help="the new number of trials at once")
+    update.add_argument("--wait", type=float, default=60.0, metavar="SECONDS",
+                        help="how long to wait for the job to take it (default 60)")
     resume = commands.add_parser("resume", help="carry on a job whose framework died")
     resume.add_argument("job")
     resume.add_argument("--detach", action="store_true", help="in the background")
@@ -152,7 +161,8 @@ def cmd_status(args: argparse.Namespace, out: IO[str]) -> ExitStatus:
         print(f"  outcome: {status['message']}", file=out)
     if status["interrupted_reason"]:
         print(f"  interrupted: {status['interrupted_reason']}", file=out)
-    print(f"  trials: {status['done']}/{status['budget']} done; "
+    print(f"  trials: {status['done']}/{status['budget']} done, parallelism "
+          f"{status['parallelism']}; "
           + ", ".join(f"{n} {s.lower()}" for s, n in status["trials"].items() if n), file=out)
     if best is not None:
         print(f"  best: trial-{best['trial']:04d} {config.search.objective}={best['value']:.6g}",
@@ -266,6 +276,26 @@ def _close_interrupted(store: JobStore) -> None:
                          "outcome_message": "killed with da-job kill while interrupted"})
 
 
+def cmd_update(args: argparse.Namespace, out: IO[str]) -> ExitStatus:
+    from disauto.submit import update
+
+    job = find(args.job)
+    if job.state == "ended":
+        raise JobCommandError(f"job {job.job_id} has ended ({job.outcome}); nothing to update")
+    try:
+        request = update.requested(job, args.trial_steps, args.parallelism)
+        if job.state == "interrupted":
+            change = update.update_interrupted(job, request)
+            print(f"{PROG}: job {job.job_id} is interrupted; its record now says {change} "
+                  "(da-job resume carries it on with it)", file=out)
+            return ExitStatus.SUCCESS
+        change = update.update_running(job, request, args.wait)
+    except update.UpdateError as error:
+        raise JobCommandError(str(error), error.status) from None
+    print(f"{PROG}: job {job.job_id} updated: {change}", file=out)
+    return ExitStatus.SUCCESS
+
+
 def cmd_resume(args: argparse.Namespace, out: IO[str]) -> ExitStatus:
     from disauto.submit.resume import resume
 
@@ -280,7 +310,7 @@ def cmd_resume(args: argparse.Namespace, out: IO[str]) -> ExitStatus:
 
 
 COMMANDS = {"list": cmd_list, "status": cmd_status, "logs": cmd_logs, "results": cmd_results,
-            "kill": cmd_kill, "resume": cmd_resume}
+            "kill": cmd_kill, "update": cmd_update, "resume": cmd_resume}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -101,6 +101,7 @@ class Job:
         return {
             "job_id": self.job_id, "name": config.app_name, "state": self.state,
             "outcome": self.outcome, "done": done, "budget": int(config.search.max_trials),
+            "parallelism": int(config.search.parallelism),
             "objective": config.search.objective,
             "best": None if best is None else {"trial": best.number, "value": best.objective},
             "started_at": self.started(), "duration_seconds": round(self.duration(), 1),

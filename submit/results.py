@@ -35,9 +35,11 @@ def progress_line(progress: Progress, objective: str, wants: str = "", note: str
         note: what else the user must know now (the master is away), appended.
     """
     minutes, seconds = divmod(int(progress.elapsed), 60)
+    slots = f" (parallelism {progress.parallelism})" if progress.parallelism else ""
     line = (
         f"[{minutes:02d}:{seconds:02d}] trials {progress.done}/{progress.budget} done, "
-        f"{progress.running} running, {progress.pending} pending, {progress.failed} failed"
+        f"{progress.running} running{slots}, {progress.pending} pending, "
+        f"{progress.failed} failed"
     )
     best = progress.best
     if best is not None and best.objective is not None:

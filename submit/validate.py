@@ -26,6 +26,7 @@ from disauto.common.certificates import load
 from disauto.common.durations import DurationError
 from disauto.common.durations import parse_duration
 from disauto.common.errors import SearchInputError
+from disauto.common.space import space_from_proto
 from disauto.common.space import space_to_proto
 from disauto.framework.policies import POLICIES
 from disauto.framework.spec import DEFAULT_MASTER_TIMEOUT
@@ -295,12 +296,33 @@ def _resources(args: argparse.Namespace) -> tuple[TaskResources, TaskResources]:
     return runner, appcore
 
 
+def trial_steps_value(text: str) -> int:
+    """``--trail-steps``: the trial budget (also ``da-job update``'s)."""
+    return int(positive_number("--trail-steps", text, integer=True, most=MAX_TRIALS))
+
+
+def parallelism_value(text: str) -> int:
+    """``--parallelism``: trials in flight at once (also ``da-job update``'s)."""
+    return int(positive_number("--parallelism", text, integer=True, most=MAX_PARALLELISM))
+
+
+def check_budget_within_space(search: common_pb2.JobSpec, trial_steps: int) -> None:
+    """Refuse a new budget (``da-job update``) beyond what the job's algorithm can ever issue:
+    grid search's grid, as at submission (its space and settings do not change)."""
+    try:
+        size = algorithm_class(search.tuning_type).size(space_from_proto(search.space),
+                                                         dict(search.settings))
+    except SearchInputError as err:
+        raise UsageError(f"--tuning-type {search.tuning_type}: {err}") from None
+    if size is not None and trial_steps > size:
+        raise UsageError(f"--trail-steps: invalid value {trial_steps}: {search.tuning_type} "
+                         f"has {size} points to try; the largest valid budget is {size}")
+
+
 def _search(args: argparse.Namespace) -> common_pb2.JobSpec:
     """The search AppCore runs: space, algorithm and its settings, budget, objective, seed."""
-    trial_steps = int(positive_number("--trail-steps", args.trial_steps, integer=True,
-                                      most=MAX_TRIALS))
-    parallelism = int(positive_number("--parallelism", args.parallelism, integer=True,
-                                      most=MAX_PARALLELISM))
+    trial_steps = trial_steps_value(args.trial_steps)
+    parallelism = parallelism_value(args.parallelism)
     max_failed = int(positive_number("--max-failed-trials", args.max_failed_trials,
                                      integer=True, zero=True, most=MAX_TRIALS))
     if args.tuning_type not in ALGORITHMS:

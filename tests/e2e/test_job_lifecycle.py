@@ -123,6 +123,38 @@ def test_a_detached_job_is_listed_followed_and_killed_from_another_shell(
     assert mode == 0o700 and (shell.home / "jobs" / job / "job.token").stat().st_mode & 0o77 == 0
 
 
+def test_a_running_job_takes_a_larger_budget_and_parallelism_from_another_shell(
+        shell: Shell, workdir: Path) -> None:
+    shell.env["RUNNER_SLEEP"] = "3"
+    job = shell.submit(*common_flags(workdir, "--trail-steps", "4", "--parallelism", "1"))
+    shell.wait_until(job, lambda s: s["done"] >= 1 and s["state"] == "running")
+    submitted = len(shell.db(job).execute("SELECT number FROM trials").fetchall())
+    refused = shell.job("update", job, "--trial-steps", "1")
+    assert refused.returncode == 2 and refused.stdout == "", refused.stderr
+    assert refused.stderr == (f"da-job: error: a trial budget of 1 is below the {submitted} "
+                              f"trials already submitted; the smallest valid budget is "
+                              f"{submitted}\n")
+    status = shell.status(job)
+    assert (status["budget"], status["parallelism"]) == (4, 1)  # nothing changed
+    updated = shell.job("update", job, "--trial-steps", "8", "--parallelism", "2")
+    assert updated.returncode == 0, updated.stderr
+    assert updated.stdout == (f"da-job: job {job} updated: trial budget 4 → 8, "
+                              "parallelism 1 → 2\n")
+    status = shell.status(job)
+    assert (status["budget"], status["parallelism"]) == (8, 2)
+    status = shell.wait_until(job, lambda s: s["state"] == "ended", timeout=180)
+    assert status["outcome"] == "BUDGET_SPENT", status
+    with shell.db(job) as db:
+        trials = db.execute("SELECT number, state, assignment, started_at, ended_at FROM trials "
+                            "ORDER BY number").fetchall()
+    assert [t[0] for t in trials] == list(range(1, 9))  # exactly the new budget, contiguous
+    assert {t[1] for t in trials} == {"COMPLETED"}
+    assert len({t[2] for t in trials}) == 8  # no assignment issued twice
+    assert any(a[3] < b[4] and b[3] < a[4] for a in trials for b in trials if a[0] < b[0])
+    assert "parallelism 2" in (shell.home / "jobs" / job / "da-submit.out").read_text()
+    assert with_environment("DISAUTO_JOB_ID", job) == []
+
+
 def test_three_framework_deaths_and_resumes_lose_and_double_nothing(
         shell: Shell, workdir: Path) -> None:
     budget = 14
