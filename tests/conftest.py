@@ -1,4 +1,5 @@
-"""Session fixtures for the container tests: a real Docker engine and the small runner image.
+"""Session fixtures for the container tests (a real Docker engine and the small runner image) and
+the UI tests (a real browser).
 
 Nothing is skipped for a missing engine: ``tools/ensure_docker.sh`` installs ``docker.io`` (and
 ``mmdebstrap``) with apt-get when they are missing, starts ``dockerd`` when no engine answers and
@@ -25,6 +26,38 @@ import pytest
 
 
 ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="session")
+def browser() -> Iterator[Any]:
+    """A headless Chromium driven by Playwright (Debian's package, installed if missing).
+
+    Nothing is skipped for a missing browser: ``tools/ensure_browser.sh`` installs it with
+    apt-get, and its failing fails the tests that need one, with the script's own error. The
+    flags keep Chromium from reaching for the network this machine does not have.
+    """
+    result = subprocess.run(
+        ["bash", str(ROOT / "tools" / "ensure_browser.sh")],
+        capture_output=True, text=True, timeout=900, check=False,
+    )
+    if result.returncode != 0:
+        pytest.fail(f"no browser: {result.stderr.strip()}", pytrace=False)
+    executable = result.stdout.strip().splitlines()[-1]
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        launched = playwright.chromium.launch(
+            executable_path=executable, headless=True,
+            args=["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                  "--disable-background-networking", "--disable-component-update",
+                  "--disable-sync", "--disable-dev-shm-usage"],
+        )
+        yield launched
+        launched.close()
+
+
+SCREENSHOTS = ROOT / "build" / "screenshots"
+"""Where the UI tests keep their screenshots (test artifacts; the README copies its own)."""
 
 
 @pytest.fixture(scope="session")
