@@ -1,10 +1,10 @@
 """How long a resume takes: from ``da-job resume`` to the job's first new trial (issue 14).
 
-For each mode (``--master local``; a cluster that outlives the framework, as a ``da-cluster``
-does) and each repeat: a detached job of 1 s trials runs until it has results, its framework is
-killed (``kill -9``), and ``da-job resume --detach`` is timed until a trial that was not running
-before the death starts (its task reaches the record as LAUNCHING or later). Prints a table of
-the median and worst.
+For each mode (``--master local``; a ``da-cluster`` process that outlives the framework, the
+framework's port free again or taken by another process) and each repeat: a detached job of 1 s
+trials runs until it has results, its framework is killed (``kill -9``), and ``da-job resume
+--detach`` is timed until a trial that was not running before the death starts (its task
+reaches the record as LAUNCHING or later). Prints a table of the median and worst.
 
     python -m bench.resume [--repeats 5]
 """
@@ -17,6 +17,7 @@ import json
 import os
 from pathlib import Path
 import signal
+import socket
 import sqlite3
 import statistics
 import subprocess
@@ -24,8 +25,7 @@ import sys
 import tempfile
 import time
 
-from disauto.localmesos.cluster import ClusterConfig
-from disauto.localmesos.cluster import LocalCluster
+from disauto.localmesos.cluster_process import ClusterProcess
 from disauto.submit.local import free_port_range
 
 
@@ -53,8 +53,9 @@ def _rows(db: Path, query: str) -> list[tuple]:
         return connection.execute(query).fetchall()
 
 
-def one_resume(master: str, work: Path) -> float:
-    """Seconds from ``da-job resume`` to the first trial started after it."""
+def one_resume(master: str, work: Path, *, take_port: bool = False) -> float:
+    """Seconds from ``da-job resume`` to the first trial started after it (``take_port``:
+    another process holds the dead framework's port, so it resumes on another one)."""
     home = work / f"home-{time.monotonic_ns()}"
     home.mkdir(parents=True)
     (home / "runner.py").write_text(RUNNER)
@@ -73,6 +74,11 @@ def one_resume(master: str, work: Path) -> float:
     os.kill(int(dict(_rows(db, "SELECT key, value FROM meta"))["pid"]), signal.SIGKILL)
     time.sleep(0.5)
     seen = {row[0] for row in _rows(db, "SELECT number FROM trials WHERE started_at IS NOT NULL")}
+    squatter = socket.socket()
+    if take_port:
+        port = int(dict(_rows(db, "SELECT key, value FROM meta"))["grpc_port"])
+        squatter.bind(("0.0.0.0", port))
+        squatter.listen()
     started = time.time()
     _cli(home, "disauto.submit.job_cli", "resume", job, "--detach")
     while True:
@@ -84,7 +90,12 @@ def one_resume(master: str, work: Path) -> float:
             break
         time.sleep(0.1)
     _cli(home, "disauto.submit.job_cli", "kill", job)
+    squatter.close()
     return took
+
+
+MODES = ("--master local", "a da-cluster that lives on",
+         "a da-cluster, the framework's port taken")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -93,23 +104,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="disauto-resume-") as tmp:
         work = Path(tmp)
-        cluster = LocalCluster(ClusterConfig(
-            agents=1, cpus=4.0, mem_mb=4096.0,
-            ports=(free_port_range(600, low=42000, high=60000),), allocation_interval=0.2,
-            work_dir=work / "cluster"))
+        low, high = free_port_range(600, low=42000, high=60000)
+        cluster = ClusterProcess(work / "cluster", (
+            "--agents", "1", "--cpus", "4", "--mem", "4GB", "--gpus", "0",
+            "--ports", f"[{low}-{high}]"), env=_env(work))
         cluster.start()
         try:
             results = {}
-            for mode, master in (("--master local", "local"),
-                                 ("a cluster that lives on", cluster.address)):
+            for mode in MODES:
+                master = "local" if mode == MODES[0] else cluster.address
                 times = []
                 for repeat in range(args.repeats):
-                    times.append(one_resume(master, work))
+                    times.append(one_resume(master, work, take_port=mode == MODES[2]))
                     print(f"{mode}: resume {repeat + 1}/{args.repeats}: {times[-1]:.2f} s",
                           flush=True)
                 results[mode] = times
         finally:
-            cluster.stop()
+            cluster.kill()
     print("\n| mode | resumes | median s | worst s |\n|---|---|---|---|")
     for mode, times in results.items():
         print(f"| {mode} | {len(times)} | {statistics.median(times):.2f} | {max(times):.2f} |")

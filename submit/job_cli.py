@@ -1,6 +1,6 @@
 """``da-job``: list, inspect, follow, stop and resume DisAuto jobs from any shell.
 
-    da-job list [--json]
+    da-job list [--json] [--master HOST:PORT [--principal P --secret-file FILE]]
     da-job status JOB [--json]
     da-job logs JOB [TRIAL|appcore] [--stderr] [-f]
     da-job results JOB [--format table|csv|json]
@@ -33,8 +33,10 @@ from disauto.submit import results as results_mod
 from disauto.submit.exit_status import ExitStatus
 from disauto.submit.jobs import Job
 from disauto.submit.jobs import JobLookupError
+from disauto.submit.jobs import MasterQueryError
 from disauto.submit.jobs import all_jobs
 from disauto.submit.jobs import find
+from disauto.submit.jobs import master_frameworks
 
 
 PROG = "da-job"
@@ -59,6 +61,10 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     listing = commands.add_parser("list", help="every job under $DISAUTO_HOME")
     listing.add_argument("--json", action="store_true")
+    listing.add_argument("--master", metavar="HOST:PORT",
+                         help="also the frameworks this Mesos master knows")
+    listing.add_argument("--principal", help="with --master: Mesos principal (HTTP basic auth)")
+    listing.add_argument("--secret-file", metavar="FILE", help="with --master: its secret")
     status = commands.add_parser("status", help="a job's trials, best, tasks")
     status.add_argument("job")
     status.add_argument("--json", action="store_true")
@@ -108,12 +114,52 @@ def _state_text(job: Job) -> str:
 def cmd_list(args: argparse.Namespace, out: IO[str]) -> ExitStatus:
     jobs = all_jobs()
     rows = [job.summary() for job in jobs]
+    frameworks = _master_frameworks(args) if args.master else None
     if args.json:
-        print(json.dumps(rows, indent=2), file=out)
+        listed: Any = rows if frameworks is None else {"jobs": rows, "master": args.master,
+                                                       "frameworks": frameworks}
+        print(json.dumps(listed, indent=2), file=out)
         return ExitStatus.SUCCESS
     if not jobs:
         print(f"no jobs under {paths.jobs_dir()}", file=out)
-        return ExitStatus.SUCCESS
+    else:
+        _print_jobs(jobs, rows, out)
+    if frameworks is not None:
+        _print_frameworks(args.master, frameworks, {job.job_id for job in jobs}, out)
+    return ExitStatus.SUCCESS
+
+
+def _master_frameworks(args: argparse.Namespace) -> list[dict[str, Any]]:
+    secret = None
+    if args.secret_file:
+        try:
+            secret = Path(args.secret_file).read_text().strip()
+        except OSError as err:
+            raise JobCommandError(f"--secret-file: cannot read {args.secret_file}: "
+                                  f"{err.strerror}") from None
+    try:
+        return master_frameworks(args.master, args.principal, secret)
+    except MasterQueryError as err:
+        raise JobCommandError(str(err), ExitStatus.MASTER_UNREACHABLE) from None
+
+
+def _print_frameworks(master: str, frameworks: Sequence[dict[str, Any]], here: set[str],
+                      out: IO[str]) -> None:
+    print(f"\nframeworks on the Mesos master at {master}:", file=out)
+    if not frameworks:
+        print("  none", file=out)
+        return
+    table = [["framework", "name", "state", "running tasks", "DisAuto job"]]
+    for row in frameworks:
+        job = row["job_id"] or "-"
+        if row["job_id"]:
+            job += " (here)" if row["job_id"] in here else " (another machine or home)"
+        table.append([row["framework_id"], row["name"], row["state"],
+                      str(row["running_tasks"]), job])
+    _print_table(table, out)
+
+
+def _print_jobs(jobs: Sequence[Job], rows: Sequence[dict[str, Any]], out: IO[str]) -> None:
     table = [["job", "name", "state", "trials", "best", "started", "duration"]]
     for job, row in zip(jobs, rows, strict=True):
         best = row["best"]
@@ -124,7 +170,6 @@ def cmd_list(args: argparse.Namespace, out: IO[str]) -> ExitStatus:
             _fmt_seconds(row["duration_seconds"]),
         ])
     _print_table(table, out)
-    return ExitStatus.SUCCESS
 
 
 def _print_table(table: Sequence[Sequence[str]], out: IO[str]) -> None:

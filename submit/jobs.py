@@ -8,6 +8,7 @@ carries it on). Job ids may be abbreviated to any unique prefix.
 
 from __future__ import annotations
 
+import base64
 from collections import Counter
 from dataclasses import dataclass
 from functools import cached_property
@@ -16,6 +17,9 @@ from pathlib import Path
 import socket
 import time
 from typing import Any
+from urllib.error import HTTPError
+from urllib.request import Request
+from urllib.request import urlopen
 
 from disauto.common import paths
 from disauto.common.processes import is_running
@@ -165,3 +169,64 @@ def find(prefix: str) -> Job:
         raise JobLookupError(f"job id {prefix!r} is ambiguous: it starts "
                              f"{', '.join(matches[:5])}{' ...' if len(matches) > 5 else ''}")
     return load(root / matches[0])
+
+
+class MasterQueryError(ConnectionError):
+    """A master could not be asked for its frameworks (the message says why, in one line)."""
+
+
+def master_frameworks(master: str, principal: str | None = None, secret: str | None = None,
+                      timeout: float = 5.0) -> list[dict[str, Any]]:
+    """The frameworks a Mesos master knows, active and completed, as ``da-job list --master``
+    shows them: id, name, state, running tasks and, for DisAuto's, the job id of its label.
+
+    Raises:
+        MasterQueryError: the master is unreachable, refuses us or answers nonsense.
+    """
+    address = master.split("://", 1)[-1].rstrip("/")
+    if ":" not in address:
+        address += ":5050"
+    request = Request(f"http://{address}/master/frameworks")
+    if principal:
+        token = base64.b64encode(f"{principal}:{secret or ''}".encode()).decode()
+        request.add_header("Authorization", f"Basic {token}")
+    try:
+        with urlopen(request, timeout=timeout) as response:  # noqa: S310 - the user's master
+            body = json.loads(response.read())
+    except HTTPError as err:
+        if err.code == 401:
+            raise MasterQueryError(f"the Mesos master at {address} requires authentication for "
+                                   "/master/frameworks; give --principal and --secret-file"
+                                   ) from None
+        raise MasterQueryError(f"the Mesos master at {address} answered HTTP {err.code} for "
+                               "/master/frameworks") from None
+    except (OSError, ValueError) as err:
+        raise MasterQueryError(f"cannot reach the Mesos master at {address} ({err}); check "
+                               "--master") from None
+    if not isinstance(body, dict):
+        raise MasterQueryError(f"the Mesos master at {address} answered no frameworks object")
+    rows = []
+    for key, completed in (("frameworks", False), ("completed_frameworks", True)):
+        for framework in body.get(key) or []:
+            if isinstance(framework, dict):
+                rows.append(_framework_row(framework, completed))
+    return rows
+
+
+def _framework_row(framework: dict[str, Any], completed: bool) -> dict[str, Any]:
+    labels = {str(label.get("key")): str(label.get("value", ""))
+              for label in framework.get("labels") or [] if isinstance(label, dict)}
+    if completed:
+        state = "completed"
+    else:
+        state = "active" if framework.get("active") else "inactive (disconnected)"
+    tasks = framework.get("tasks") or []
+    return {
+        "framework_id": str(framework.get("id", "")),
+        "name": str(framework.get("name", "")),
+        "state": state,
+        "running_tasks": sum(1 for t in tasks
+                             if isinstance(t, dict) and t.get("state") == "TASK_RUNNING"),
+        "job_id": labels.get("disauto.job", ""),
+        "webui_url": str(framework.get("webui_url", "")),
+    }

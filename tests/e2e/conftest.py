@@ -9,7 +9,6 @@ import json
 import os
 from pathlib import Path
 import re
-import socket
 import subprocess
 import sys
 import threading
@@ -20,6 +19,7 @@ from urllib.request import urlopen
 import pytest
 
 from disauto.common.processes import with_environment
+from disauto.localmesos.cluster_process import ClusterProcess
 
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -158,52 +158,20 @@ def master_state(url: str) -> dict[str, Any]:
         return {"frameworks": []}
 
 
-class DaCluster:
-    """A ``da-cluster`` process (one agent) on a port of its own, to kill -9 and start again on
-    the same port, as an operator restarts a master."""
+class DaCluster(ClusterProcess):
+    """A ``da-cluster`` process (one agent of 4 CPUs and 4 GB, quick allocations) whose tasks
+    import this checkout, to kill -9 and start again on the same port."""
 
-    def __init__(self, work_dir: Path, *, agents: int = 1, extra: tuple[str, ...] = ()) -> None:
+    def __init__(self, work_dir: Path) -> None:
         from disauto.submit.local import free_port_range
 
-        with socket.socket() as probe:
-            probe.bind(("127.0.0.1", 0))
-            self.port = probe.getsockname()[1]
         low, high = free_port_range(600, low=42000, high=60000)
-        self.args = ["--port", str(self.port), "--agents", str(agents), "--cpus", "4",
-                     "--mem", "4GB", "--ports", f"[{low}-{high}]", "--gpus", "0",
-                     "--allocation-interval", "200ms", *extra]
-        self.work_dir = work_dir
-        self.process: subprocess.Popen[str] | None = None
-        self.starts = 0
-
-    @property
-    def address(self) -> str:
-        return f"127.0.0.1:{self.port}"
-
-    def start(self, timeout: float = 30.0) -> str:
-        """Start it (again, on the same port, with a fresh work dir); its address."""
-        self.starts += 1
-        environ = {**os.environ, "PYTHONPATH": str(ROOT) + os.pathsep
-                   + os.environ.get("PYTHONPATH", "")}
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "disauto.localmesos.cli", *self.args, "--work-dir",
-             str(self.work_dir / f"run-{self.starts}")],
-            env=environ, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-        assert self.process.stdout is not None
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            line = self.process.stdout.readline()
-            if line.startswith("Master: "):
-                return self.address
-            if not line and self.process.poll() is not None:
-                break
-        raise AssertionError(f"da-cluster did not start on port {self.port}")
-
-    def kill(self) -> None:
-        """kill -9: the master and its agents die at once (their tasks with them)."""
-        if self.process is not None and self.process.poll() is None:
-            self.process.kill()
-            self.process.wait(10)
+        super().__init__(
+            work_dir,
+            ("--agents", "1", "--cpus", "4", "--mem", "4GB", "--ports", f"[{low}-{high}]",
+             "--gpus", "0", "--allocation-interval", "200ms"),
+            env={**os.environ,
+                 "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")})
 
 
 @pytest.fixture

@@ -261,6 +261,10 @@ def test_on_a_cluster_that_lives_on_the_resumed_framework_adopts_appcore_and_tri
     os.kill(int(meta["pid"]), signal.SIGKILL)
     shell.wait_until(job, lambda s: s["state"] == "interrupted", timeout=30)
     assert with_environment("DISAUTO_JOB_ID", job), "the cluster's tasks live on"
+    listed = shell.job("list", "--master", address)  # the master still knows the framework
+    assert listed.returncode == 0, listed.stderr
+    assert any(framework_id in line and "inactive" in line and f"{job} (here)" in line
+               for line in listed.stdout.splitlines()), listed.stdout
     squatter = socket.socket()
     if port_taken:  # another process took the framework's port: it resumes on another one,
         squatter.bind(("0.0.0.0", int(meta["grpc_port"])))  # which AppCore and runners
