@@ -193,6 +193,7 @@ class JobRunner:
         self.store.set_meta_many(meta)
         self._advertise = advertise_host or advertise_host_for(master.uri)
         self._logs = SandboxLogs()
+        self._recorded_agents: dict[str, str] = {}
         self.controller = JobController(
             config, self.store, _job_token(job_dir, resume),
             on_pending=self._wake,
@@ -294,6 +295,7 @@ class JobRunner:
             now = time.monotonic()
             self._check_master()
             self._check_control()
+            self._record_agents()
             expired = self.controller.expire_trials()
             if expired:
                 self.scheduler.kill(expired)
@@ -321,6 +323,14 @@ class JobRunner:
             return max(0.0, time.time() - float(self.store.get_meta("started_at") or time.time()))
         except ValueError:
             return 0.0
+
+    def _record_agents(self) -> None:
+        """Keep the agents' endpoints in the record when they change (``da-job logs`` of a
+        task still running after its framework died reads through them)."""
+        endpoints = self._logs.endpoints()
+        if endpoints != self._recorded_agents:
+            self.store.set_meta("agent_endpoints", json.dumps(endpoints, sort_keys=True))
+            self._recorded_agents = endpoints
 
     def master_note(self) -> str:
         """What the progress line says while the master is away (empty while it is there)."""

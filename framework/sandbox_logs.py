@@ -28,8 +28,9 @@ class SandboxLogs:
         timeout: per HTTP request, in seconds.
     """
 
-    def __init__(self, max_bytes: int = 2000, timeout: float = 5.0) -> None:
-        self._agents: dict[str, str] = {}
+    def __init__(self, max_bytes: int = 2000, timeout: float = 5.0,
+                 endpoints: Mapping[str, str] | None = None) -> None:
+        self._agents: dict[str, str] = dict(endpoints or {})
         self._lock = threading.Lock()
         self._max_bytes = max_bytes
         self._timeout = timeout
@@ -46,6 +47,29 @@ class SandboxLogs:
             base = f"{url.get('scheme', 'http')}://{host}:{port}"
             with self._lock:
                 self._agents[str(offer["agent_id"]["value"])] = base + str(url.get("path", ""))
+
+    def endpoints(self) -> dict[str, str]:
+        """Agent id → its endpoint, as learnt from offers (kept in the job's record, so that
+        ``da-job logs`` reads a live task's files when no framework runs)."""
+        with self._lock:
+            return dict(self._agents)
+
+    def read_from(self, root: str, path: str, offset: int,
+                  most: int = 1 << 20) -> tuple[str, int]:
+        """What ``path`` holds from ``offset`` on (at most ``most`` bytes, the end of a larger
+        remainder), through ``/files/read``: (text, the offset to read from next).
+
+        The agent returns exactly ``length`` bytes below the size it reports, so the offset
+        advances by the bytes asked for, not by the decoded text's length.
+        """
+        size = int(self.get_json(f"{root}/files/read?" + urlencode(
+            {"path": path, "offset": -1}))["offset"])
+        if size <= offset:
+            return "", offset
+        offset = max(offset, size - most)
+        data = self.get_json(f"{root}/files/read?" + urlencode(
+            {"path": path, "offset": offset, "length": size - offset}))["data"]
+        return str(data), size
 
     def get_json(self, url: str) -> Any:
         """GET an agent URL and parse its JSON answer."""

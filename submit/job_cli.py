@@ -223,29 +223,37 @@ def cmd_status(args: argparse.Namespace, out: IO[str]) -> ExitStatus:
     return ExitStatus.SUCCESS
 
 
-def _log_path(job: Job, which: str, stderr: bool) -> Path:
-    stream = "stderr" if stderr else "stdout"
+def _log_task(job: Job, which: str) -> tuple[str, str, bool]:
+    """(task id, agent id, whether its task may still run) of ``appcore`` or a trial number."""
     if which == "appcore":
-        task = json.loads(job.meta.get("appcore", "{}")).get("task_id", "")
+        appcore = json.loads(job.meta.get("appcore", "{}"))
+        task = appcore.get("task_id", "")
         if not task:
             raise JobCommandError(f"job {job.job_id} has not launched AppCore yet")
-    else:
-        try:
-            number = int(which)
-        except ValueError:
-            raise JobCommandError(f"invalid trial {which!r}: expected a trial number or "
-                                  "'appcore'") from None
-        trial = next((t for t in job.trials if t.number == number), None)
-        if trial is None:
-            raise JobCommandError(f"job {job.job_id} has no trial {number} (it has "
-                                  f"{len(job.trials)})")
-        task = trial.task_id or f"trial-{number:04d}"
-    return job.folder / paths.TASK_LOGS / f"{task}.{stream}"
+        return task, str(appcore.get("agent_id", "")), appcore.get("state") in (
+            "LAUNCHING", "RUNNING", "ATTACHED")
+    try:
+        number = int(which)
+    except ValueError:
+        raise JobCommandError(f"invalid trial {which!r}: expected a trial number or "
+                              "'appcore'") from None
+    trial = next((t for t in job.trials if t.number == number), None)
+    if trial is None:
+        raise JobCommandError(f"job {job.job_id} has no trial {number} (it has "
+                              f"{len(job.trials)})")
+    live = trial.state in (TrialState.LAUNCHING, TrialState.RUNNING)
+    return trial.task_id or f"trial-{number:04d}", trial.agent_id or "", live
 
 
 def cmd_logs(args: argparse.Namespace, out: IO[str]) -> ExitStatus:
     job = find(args.job)
-    path = _log_path(job, args.trial, args.stderr)
+    stream = "stderr" if args.stderr else "stdout"
+    task, agent, live = _log_task(job, args.trial)
+    endpoints = json.loads(job.meta.get("agent_endpoints") or "{}")
+    if job.state == "interrupted" and live and agent in endpoints:
+        # No framework copies its output now, but the task may still run on its agent.
+        return _logs_from_agent(job, task, agent, endpoints, stream, args.follow, out)
+    path = job.folder / paths.TASK_LOGS / f"{task}.{stream}"
     offset = 0
     while True:
         if path.exists():
@@ -261,6 +269,38 @@ def cmd_logs(args: argparse.Namespace, out: IO[str]) -> ExitStatus:
             return ExitStatus.SUCCESS
         time.sleep(0.5)
         job = find(job.job_id)
+
+
+def _logs_from_agent(job: Job, task: str, agent: str, endpoints: dict[str, str], stream: str,
+                     follow: bool, out: IO[str]) -> ExitStatus:
+    """A live task's ``stream`` read through its agent's ``/files`` API (a real Mesos agent's
+    or the embedded one's), followed while the job stays interrupted."""
+    from disauto.framework.sandbox_logs import SandboxLogs
+
+    logs = SandboxLogs(endpoints=endpoints)
+    framework_id = job.meta.get("framework_id", "")
+    try:
+        root, directory = logs.sandbox(agent, framework_id, task)
+    except (OSError, ValueError, KeyError) as err:
+        raise JobCommandError(f"cannot reach agent {agent} of task {task}: {err}",
+                              ExitStatus.ERROR) from None
+    if not directory:
+        raise JobCommandError(f"agent {agent} no longer has the sandbox of task {task}",
+                              ExitStatus.ERROR)
+    offset = 0
+    while True:
+        try:
+            data, offset = logs.read_from(root, f"{directory}/{stream}", offset)
+        except (OSError, ValueError, KeyError) as err:
+            if not follow:
+                raise JobCommandError(f"cannot read {stream} of task {task} on agent {agent}: "
+                                      f"{err}", ExitStatus.ERROR) from None
+            return ExitStatus.SUCCESS  # the agent or the sandbox went away: nothing to follow
+        out.write(data)
+        out.flush()
+        if not follow or find(job.job_id).state != "interrupted":
+            return ExitStatus.SUCCESS
+        time.sleep(0.5)
 
 
 def cmd_results(args: argparse.Namespace, out: IO[str]) -> ExitStatus:

@@ -126,7 +126,8 @@ def load(folder: Path) -> Job:
         keys = ("job_id", "config", "master", "submitted_master", "state", "outcome",
                 "outcome_message", "started_at", "ended_at", "pid", "pid_start", "host",
                 "framework_id", "offer_policy", "local_agents", "principal",
-                "advertise_host", "control", "best_output", "interrupted_reason")
+                "advertise_host", "control", "best_output", "interrupted_reason",
+                "agent_endpoints")
         meta = {key: value for key in keys if (value := store.get_meta(key)) is not None}
         trials = store.trials()
         runs = store.appcore_runs()

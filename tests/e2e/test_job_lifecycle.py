@@ -261,6 +261,9 @@ def test_on_a_cluster_that_lives_on_the_resumed_framework_adopts_appcore_and_tri
     os.kill(int(meta["pid"]), signal.SIGKILL)
     shell.wait_until(job, lambda s: s["state"] == "interrupted", timeout=30)
     assert with_environment("DISAUTO_JOB_ID", job), "the cluster's tasks live on"
+    running = before["running"][0]["trial"]  # its task runs on: its output is read from its agent
+    logs = shell.job("logs", job, str(running))
+    assert logs.returncode == 0 and f"trial {running} starts" in logs.stdout, logs.stderr
     listed = shell.job("list", "--master", address)  # the master still knows the framework
     assert listed.returncode == 0, listed.stderr
     assert any(framework_id in line and "inactive" in line and f"{job} (here)" in line
