@@ -516,7 +516,7 @@ class HttpServer:
             finally:
                 response.file.close()
             return
-        headers["Content-Length"] = str(len(response.body))
+        headers.setdefault("Content-Length", str(len(response.body)))
         headers.setdefault("Date", time.strftime("%a, %d %b %Y %H:%M:%S GMT", time.gmtime()))
         if close:
             headers["Connection"] = "close"
