@@ -23,7 +23,7 @@ function el(tag, attrs, ...children) {
   for (const [key, value] of Object.entries(attrs || {})) {
     if (value !== undefined && value !== null) node.setAttribute(key, value);
   }
-  for (const child of children.flat()) {
+  for (const child of children.flat(Infinity)) {
     if (child === null || child === undefined) continue;
     node.append(child instanceof Node ? child : document.createTextNode(String(child)));
   }
@@ -355,7 +355,7 @@ function render(routeChanged) {
   }
   if (!masterState) return;
   const content = parts[0] === "frameworks" && parts[1] ? frameworkPage(parts[1]) : overview();
-  document.getElementById("page").replaceChildren(...content.flat());
+  document.getElementById("page").replaceChildren(...content.flat(Infinity));
 }
 
 window.addEventListener("hashchange", () => render(true));
