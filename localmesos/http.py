@@ -7,9 +7,11 @@ Routes (all on one loopback port, as ``libprocess`` serves a master):
 * ``GET /master/state``, ``/state``, ``/state.json``, ``/master/state.json`` (JSONP with
   ``?jsonp=cb``), ``/master/frameworks``, ``/master/slaves``, ``/master/flags``,
   ``/metrics/snapshot``, ``/health`` and ``/master/health``.
-* ``GET /files/browse`` and ``/files/read`` (Mesos query parameters ``path``, ``offset``,
-  ``length``, ``jsonp``) over every agent's sandboxes.
-* ``GET /``: a small HTML page listing frameworks and tasks.
+* ``GET /files/browse``, ``/files/read`` and ``/files/download`` (Mesos query parameters
+  ``path``, ``offset``, ``length``, ``jsonp``) over every agent's sandboxes.
+* ``POST /api/v1`` and ``/master/api/v1``: the operator API's read calls
+  (:mod:`localmesos.operator_api`).
+* ``GET /`` and ``/static/*``: the web UI (:mod:`localmesos.webui`).
 
 Transport rules are a Mesos master's (Mesos' scheduler HTTP API documentation): SUBSCRIBE is
 answered ``200`` with ``Transfer-Encoding: chunked``, ``Mesos-Stream-Id`` and no
@@ -31,10 +33,11 @@ import binascii
 from collections.abc import Mapping
 from dataclasses import dataclass
 from dataclasses import field
-import html
 import io
 import json
 import logging
+import mimetypes
+import os
 import re
 import select
 import socket
@@ -45,12 +48,14 @@ from typing import cast
 from urllib.parse import parse_qs
 from urllib.parse import urlsplit
 
+from disauto.localmesos import operator_api
 from disauto.localmesos import sandbox
 from disauto.localmesos import state
 from disauto.localmesos.master import Master
 from disauto.localmesos.streams import Subscription
 from disauto.localmesos.validation import CallError
 from disauto.localmesos.validation import parse_call
+from disauto.localmesos.webui import static_file
 
 
 logger = logging.getLogger(__name__)
@@ -128,6 +133,8 @@ class Response:
     body: bytes = b""
     headers: dict[str, str] = field(default_factory=dict)
     close: bool = False
+    #: A file to send as the body (``/files/download``); the writer closes it.
+    file: io.BufferedReader | None = None
 
 
 def _text(status: int, message: str = "", **headers: str) -> Response:
@@ -503,13 +510,36 @@ class HttpServer:
         reason = _REASONS.get(response.status, "Unknown")
         lines = [f"HTTP/1.1 {response.status} {reason}"]
         headers = dict(response.headers)
-        headers["Content-Length"] = str(len(response.body))
+        if response.file is not None:
+            try:
+                self._write_file(conn, response, headers, close=close, head=head)
+            finally:
+                response.file.close()
+            return
+        headers.setdefault("Content-Length", str(len(response.body)))
         headers.setdefault("Date", time.strftime("%a, %d %b %Y %H:%M:%S GMT", time.gmtime()))
         if close:
             headers["Connection"] = "close"
         lines.extend(f"{k}: {v}" for k, v in headers.items())
         data = ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
         conn.sendall(data if head else data + response.body)
+
+    def _write_file(
+        self,
+        conn: socket.socket,
+        response: Response,
+        headers: dict[str, str],
+        *,
+        close: bool,
+        head: bool,
+    ) -> None:
+        assert response.file is not None
+        size = os.fstat(response.file.fileno()).st_size
+        head_only = Response(response.status, b"", dict(headers, **{"Content-Length": str(size)}))
+        self._write_response(conn, head_only, close=close, head=True)
+        if not head and size:
+            # The file may grow while it is sent: send exactly the size announced.
+            conn.sendfile(response.file, 0, size)
 
     # -- event streams -------------------------------------------------------------------
 
@@ -553,9 +583,11 @@ class HttpServer:
         path = request.path.rstrip("/") or "/"
         if path in _SCHEDULER_PATHS:
             return self._scheduler(request)
+        if path in operator_api.PATHS:
+            return self._operator(request)
         if request.method not in ("GET", "HEAD"):
             if path == "/version" or path in _STATE_PATHS or path.startswith(
-                ("/metrics", "/files", "/master", "/health")
+                ("/metrics", "/files", "/master", "/health", "/static")
             ):
                 return _text(
                     405,
@@ -596,10 +628,12 @@ class HttpServer:
             return self._files(request, browse=True)
         if path in ("/files/read", "/files/read.json"):
             return self._files(request, browse=False)
-        if path == "/":
-            return Response(
-                200, self._index_html().encode("utf-8"), {"Content-Type": "text/html"}
-            )
+        if path == "/files/download":
+            return self._download(request)
+        page = static_file(path)
+        if page is not None:
+            body, content_type = page
+            return Response(200, body, {"Content-Type": content_type})
         return _text(404)
 
     def _authenticate(self, request: Request) -> tuple[str | None, Response | None]:
@@ -677,47 +711,38 @@ class HttpServer:
         except sandbox.SandboxError as exc:
             return _text(exc.http_status, str(exc))
 
-    def _index_html(self) -> str:
-        snapshot = state.master_state(self.master)
-        esc = html.escape
-        rows = []
-        for fw in snapshot["frameworks"] + snapshot["completed_frameworks"]:
-            link = esc(fw["name"])
-            if fw.get("webui_url"):
-                link = f'<a href="{esc(fw["webui_url"])}">{link}</a>'
-            if fw["active"]:
-                status = "active"
-            else:
-                status = "completed" if fw["unregistered_time"] else "disconnected"
-            rows.append(f"<h2>{link} <small>{esc(fw['id'])} ({status})</small></h2>")
-            rows.append(
-                "<table><tr><th>Task</th><th>Name</th><th>State</th><th>Agent</th>"
-                "<th>Sandbox</th></tr>"
-            )
-            for task in fw["tasks"] + fw["completed_tasks"]:
-                executor = task["executor_id"] or task["id"]
-                sandbox_path = (
-                    f"/frameworks/{task['framework_id']}/executors/{executor}/runs/latest"
-                )
-                rows.append(
-                    f"<tr><td>{esc(task['id'])}</td><td>{esc(task['name'])}</td>"
-                    f"<td>{esc(task['state'])}</td><td>{esc(task['slave_id'])}</td>"
-                    f'<td><a href="/files/browse?path={esc(sandbox_path)}">browse</a> '
-                    f'<a href="/files/read?path={esc(sandbox_path)}/stdout&offset=0">'
-                    "stdout</a></td></tr>"
-                )
-            rows.append("</table>")
-        agents = "".join(
-            f"<li>{esc(a['id'])}: {esc(json.dumps(a['resources']))}</li>"
-            for a in snapshot["slaves"]
+    def _operator(self, request: Request) -> Response:
+        answer = operator_api.handle(
+            self.master,
+            request.method,
+            request.header("content-type"),
+            accepts_json(request.header("accept")),
+            request.body,
         )
-        return (
-            "<!doctype html><html><head><meta charset='utf-8'><title>localmesos</title>"
-            "<style>body{font-family:sans-serif}td,th{padding:2px 8px;text-align:left}</style>"
-            f"</head><body><h1>localmesos {esc(snapshot['version'])} at "
-            f"{esc(snapshot['pid'])}</h1><h2>Agents</h2><ul>{agents}</ul>"
-            f"{''.join(rows) or '<p>No frameworks.</p>'}</body></html>"
-        )
+        return Response(answer.status, answer.body, dict(answer.headers))
+
+    def _download(self, request: Request) -> Response:
+        """Mesos ``/files/download``: the file as an attachment, typed by its extension."""
+        path = request.param("path")
+        if not path:
+            return _text(400, "Expecting 'path=value' in query.")
+        try:
+            real = sandbox.resolve(self.master.file_roots(), path)
+            if real.is_dir():
+                return _text(400, "Cannot download a directory.")
+            fd, real = sandbox.open_file(self.master.file_roots(), path)
+        except sandbox.SandboxNotFound:
+            return _text(404)
+        except sandbox.SandboxError as exc:
+            return _text(exc.http_status, str(exc))
+        content_type = "application/octet-stream"
+        if real.suffix:
+            content_type = mimetypes.types_map.get(real.suffix.lower(), content_type)
+        headers = {
+            "Content-Type": content_type,
+            "Content-Disposition": f"attachment; filename={real.name}",
+        }
+        return Response(200, headers=headers, file=os.fdopen(fd, "rb"))
 
 
 def _int_param(request: Any, name: str) -> int | None:

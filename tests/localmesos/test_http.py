@@ -419,15 +419,14 @@ def test_jsonp(cluster: LocalCluster) -> None:
         json.loads(body[3:-2])
 
 
-def test_index_page_lists_frameworks_and_tasks(
-    cluster: LocalCluster, framework: RawFramework
-) -> None:
-    offer = framework.wait_event(lambda e: e["type"] == "OFFERS")["offers"]["offers"][0]
-    framework.launch(offer, [command_task(offer, "<shown>", "true")])
+def test_index_page_is_the_web_ui(cluster: LocalCluster) -> None:
     status, headers, body = _request(cluster, "GET", "/")
-    assert status == 200 and headers["content-type"] == "text/html"
-    assert framework.framework_id is not None
-    assert framework.framework_id.encode() in body and b"&lt;shown&gt;" in body
+    assert status == 200 and headers["content-type"] == "text/html; charset=utf-8"
+    assert b'<script src="/static/app.js">' in body
+    for path, kind in (("/static/app.js", "text/javascript"), ("/static/app.css", "text/css")):
+        status, headers, _ = _request(cluster, "GET", path)
+        assert status == 200 and headers["content-type"].startswith(kind)
+    assert _request(cluster, "GET", "/static/missing.js")[0] == 404
 
 
 def test_files_endpoints(cluster: LocalCluster, framework: RawFramework) -> None:

@@ -1,0 +1,363 @@
+// The embedded master's web UI. It polls the master's own endpoints and redraws the page in
+// place: /master/state and /metrics/snapshot for the overview and framework pages,
+// /files/browse for a sandbox listing, /files/read (with offsets) for a live tail, and links to
+// /files/download. Every text from the cluster is inserted as text, never as HTML.
+"use strict";
+
+const POLL_MS = 1000;
+const TAIL_MS = 1000;
+const TAIL_START = 50000; // bytes of an existing file shown when a tail opens
+const READ_CHUNK = 65536;
+const RESOURCES = ["cpus", "gpus", "mem", "disk"];
+const TERMINAL = new Set(["TASK_FINISHED", "TASK_FAILED", "TASK_KILLED", "TASK_ERROR",
+  "TASK_LOST", "TASK_DROPPED", "TASK_GONE", "TASK_GONE_BY_OPERATOR"]);
+
+let masterState = null;
+let metrics = null;
+let tail = null; // the open file tail: {path, offset, timer, pre}
+
+// -- small helpers ---------------------------------------------------------------------------
+
+function el(tag, attrs, ...children) {
+  const node = document.createElement(tag);
+  for (const [key, value] of Object.entries(attrs || {})) {
+    if (value !== undefined && value !== null) node.setAttribute(key, value);
+  }
+  for (const child of children.flat(Infinity)) {
+    if (child === null || child === undefined) continue;
+    node.append(child instanceof Node ? child : document.createTextNode(String(child)));
+  }
+  return node;
+}
+
+function link(href, text, attrs) {
+  return el("a", Object.assign({href: href}, attrs || {}), text);
+}
+
+// Only http(s) URLs become links: a framework's webui_url is not trusted.
+function safeUrl(url) {
+  try {
+    const parsed = new URL(url, location.href);
+    return parsed.protocol === "http:" || parsed.protocol === "https:" ? parsed.href : null;
+  } catch (e) {
+    return null;
+  }
+}
+
+function table(headers, rows, attrs) {
+  if (!rows.length) return el("p", {class: "muted"}, "None.");
+  return el("table", attrs || {},
+    el("thead", {}, el("tr", {}, headers.map((h) => el("th", {}, h)))),
+    el("tbody", {}, rows));
+}
+
+function num(value, name) {
+  const v = Number(value || 0);
+  if (name === "mem" || name === "disk") {
+    return v >= 1024 ? (v / 1024).toFixed(1) + " GB" : v.toFixed(0) + " MB";
+  }
+  return Number.isInteger(v) ? String(v) : v.toFixed(2);
+}
+
+function when(seconds) {
+  if (!seconds) return "";
+  return new Date(seconds * 1000).toLocaleString();
+}
+
+function ago(seconds) {
+  if (!seconds) return "";
+  const s = Math.max(0, Math.round(Date.now() / 1000 - seconds));
+  if (s < 60) return s + " s ago";
+  if (s < 3600) return Math.floor(s / 60) + " min ago";
+  return Math.floor(s / 3600) + " h ago";
+}
+
+function roles(fw) {
+  return (fw.roles || [fw.role || "*"]).join(", ");
+}
+
+function route() {
+  const hash = location.hash.replace(/^#/, "") || "/";
+  const [path, query] = hash.split("?");
+  return {parts: path.split("/").filter(Boolean).map(decodeURIComponent),
+    query: new URLSearchParams(query || "")};
+}
+
+// -- data ------------------------------------------------------------------------------------
+
+async function getJson(url) {
+  const response = await fetch(url, {cache: "no-store"});
+  if (!response.ok) throw new Error(url + ": " + response.status);
+  return response.json();
+}
+
+async function poll() {
+  try {
+    [masterState, metrics] = await Promise.all(
+      [getJson("/master/state"), getJson("/metrics/snapshot")]);
+    document.getElementById("status").textContent =
+      "updated " + new Date().toLocaleTimeString();
+    render(false);
+  } catch (e) {
+    document.getElementById("status").textContent = "master unreachable (" + e.message + ")";
+  }
+  setTimeout(poll, POLL_MS);
+}
+
+function allFrameworks() {
+  return masterState.frameworks.concat(masterState.completed_frameworks);
+}
+
+function agentById(id) {
+  return masterState.slaves.find((a) => a.id === id);
+}
+
+function sandboxOf(task) {
+  const executor = task.executor_id || task.id;
+  return "/slaves/" + task.slave_id + "/frameworks/" + task.framework_id + "/executors/" +
+    executor + "/runs/latest";
+}
+
+function taskTimes(task) {
+  const statuses = task.statuses || [];
+  const first = statuses[0];
+  const last = statuses[statuses.length - 1];
+  return {
+    started: first && !TERMINAL.has(first.state) ? first.timestamp : null,
+    stopped: last && TERMINAL.has(last.state) ? last.timestamp : null,
+  };
+}
+
+// -- pages -----------------------------------------------------------------------------------
+
+function overview() {
+  const s = masterState;
+  const total = {};
+  const used = {};
+  for (const name of RESOURCES) {
+    total[name] = s.slaves.reduce((sum, a) => sum + (a.resources[name] || 0), 0);
+    used[name] = s.slaves.reduce((sum, a) => sum + (a.used_resources[name] || 0), 0);
+  }
+  const resourceRows = RESOURCES.map((name) => el("tr", {"data-resource": name},
+    el("td", {}, name),
+    el("td", {class: "num"}, num(used[name], name)),
+    el("td", {class: "num"}, num(total[name] - used[name], name)),
+    el("td", {class: "num"}, num(total[name], name))));
+  const counts = ["staging", "starting", "running", "killing", "finished", "failed", "killed",
+    "lost"].map((state) => el("tr", {},
+    el("td", {}, state), el("td", {class: "num"}, num(metrics["master/tasks_" + state]))));
+  return [
+    el("h1", {}, "Master " + s.version + " at " + s.pid),
+    el("dl", {},
+      el("dt", {}, "Started"), el("dd", {}, when(s.start_time)),
+      el("dt", {}, "Agents"), el("dd", {}, String(s.slaves.length)),
+      el("dt", {}, "Frameworks"), el("dd", {}, String(s.frameworks.length) + " connected or " +
+        "disconnected, " + s.completed_frameworks.length + " completed")),
+    el("h2", {}, "Resources"),
+    table(["", "Used", "Free", "Total"], resourceRows, {id: "resources"}),
+    el("h2", {}, "Tasks"),
+    table(["State", "Count"], counts, {id: "task-counts"}),
+    frameworkTables(),
+    el("h2", {}, "Agents"),
+    agentTable(),
+  ];
+}
+
+function frameworkRow(fw) {
+  const url = fw.webui_url ? safeUrl(fw.webui_url) : null;
+  return el("tr", {"data-framework": fw.id},
+    el("td", {}, link("#/frameworks/" + encodeURIComponent(fw.id), fw.id)),
+    el("td", {}, fw.name),
+    el("td", {}, url ? link(url, fw.hostname || url, {class: "webui"}) : fw.hostname),
+    el("td", {}, fw.user),
+    el("td", {}, roles(fw)),
+    el("td", {}, fw.principal || ""),
+    el("td", {class: "num"}, String(fw.tasks.length)),
+    RESOURCES.map((name) => el("td", {class: "num"}, num(fw.used_resources[name], name))),
+    el("td", {}, ago(fw.registered_time)));
+}
+
+function frameworkTables() {
+  const headers = ["ID", "Name", "Host (web UI)", "User", "Roles", "Principal", "Active tasks",
+    "CPUs", "GPUs", "Mem", "Disk", "Registered"];
+  const active = masterState.frameworks.filter((fw) => fw.active);
+  const inactive = masterState.frameworks.filter((fw) => !fw.active);
+  return [
+    el("h2", {}, "Active frameworks"),
+    table(headers, active.map(frameworkRow), {id: "active-frameworks"}),
+    el("h2", {}, "Inactive frameworks"),
+    table(headers, inactive.map(frameworkRow), {id: "inactive-frameworks"}),
+    el("h2", {}, "Completed frameworks"),
+    table(headers, masterState.completed_frameworks.map(frameworkRow),
+      {id: "completed-frameworks"}),
+  ];
+}
+
+function agentTable() {
+  const headers = ["ID", "Host"];
+  for (const name of ["CPUs", "GPUs", "Mem", "Disk"]) headers.push(name + " used / total",
+    name + " free");
+  headers.push("Registered");
+  const rows = masterState.slaves.map((a) => el("tr", {"data-agent": a.id},
+    el("td", {}, a.id),
+    el("td", {}, a.hostname),
+    RESOURCES.map((name) => {
+      const total = a.resources[name] || 0;
+      const used = a.used_resources[name] || 0;
+      return [
+        el("td", {class: "num", "data-used": name}, num(used, name) + " / " + num(total, name)),
+        el("td", {class: "num", "data-free": name}, num(total - used, name)),
+      ];
+    }),
+    el("td", {}, ago(a.registered_time))));
+  return table(headers, rows, {id: "agents"});
+}
+
+function taskRow(task) {
+  const agent = agentById(task.slave_id);
+  const times = taskTimes(task);
+  const sandbox = sandboxOf(task);
+  const labels = (task.labels || []).map((l) =>
+    el("span", {class: "label"}, l.key + (l.value !== undefined ? "=" + l.value : "")));
+  return el("tr", {"data-task": task.id},
+    el("td", {}, task.id),
+    el("td", {}, task.name),
+    el("td", {class: "state state-" + task.state}, task.state),
+    el("td", {}, labels),
+    el("td", {}, agent ? agent.hostname + " (" + task.slave_id + ")" : task.slave_id),
+    el("td", {}, when(times.started)),
+    el("td", {}, when(times.stopped)),
+    el("td", {},
+      link("#/browse?path=" + encodeURIComponent(sandbox), "sandbox", {class: "sandbox"}), " ",
+      link("#/file?path=" + encodeURIComponent(sandbox + "/stdout"), "stdout"), " ",
+      link("#/file?path=" + encodeURIComponent(sandbox + "/stderr"), "stderr")));
+}
+
+function frameworkPage(id) {
+  const fw = allFrameworks().find((f) => f.id === id);
+  if (!fw) return [el("h1", {}, "Framework " + id), el("p", {}, "Not known to the master.")];
+  const url = fw.webui_url ? safeUrl(fw.webui_url) : null;
+  const status = fw.active ? "active" : (fw.unregistered_time ? "completed" : "inactive");
+  const resourceRows = RESOURCES.map((name) => el("tr", {},
+    el("td", {}, name),
+    el("td", {class: "num"}, num(fw.used_resources[name], name)),
+    el("td", {class: "num"}, num(fw.offered_resources[name], name))));
+  const headers = ["ID", "Name", "State", "Labels", "Agent", "Started", "Stopped", "Sandbox"];
+  return [
+    el("h1", {}, "Framework " + fw.name),
+    el("dl", {},
+      el("dt", {}, "ID"), el("dd", {}, fw.id),
+      el("dt", {}, "Status"), el("dd", {}, status),
+      el("dt", {}, "Web UI"), el("dd", {}, url ? link(url, url, {class: "webui"}) : "none"),
+      el("dt", {}, "User"), el("dd", {}, fw.user),
+      el("dt", {}, "Roles"), el("dd", {}, roles(fw)),
+      el("dt", {}, "Principal"), el("dd", {}, fw.principal || ""),
+      el("dt", {}, "Registered"), el("dd", {}, when(fw.registered_time)),
+      el("dt", {}, "Re-registered"), el("dd", {}, when(fw.reregistered_time)),
+      el("dt", {}, "Unregistered"), el("dd", {}, when(fw.unregistered_time))),
+    el("h2", {}, "Resources"),
+    table(["", "Used", "Offered"], resourceRows),
+    el("h2", {}, "Active tasks"),
+    table(headers, fw.tasks.map(taskRow), {id: "active-tasks"}),
+    el("h2", {}, "Completed tasks"),
+    table(headers, fw.completed_tasks.map(taskRow), {id: "completed-tasks"}),
+  ];
+}
+
+function parentOf(path) {
+  return path.replace(/\/[^/]*\/?$/, "") || "/";
+}
+
+async function browsePage(path) {
+  const main = document.getElementById("page");
+  let entries;
+  try {
+    entries = await getJson("/files/browse?path=" + encodeURIComponent(path));
+  } catch (e) {
+    main.replaceChildren(el("h1", {}, "Sandbox"), el("p", {}, "Cannot list " + path + ": " +
+      e.message));
+    return;
+  }
+  const rows = entries.map((entry) => {
+    const name = entry.path.split("/").pop();
+    const isDir = entry.mode.startsWith("d");
+    const target = isDir ? "#/browse?path=" : "#/file?path=";
+    return el("tr", {"data-file": name},
+      el("td", {}, entry.mode),
+      el("td", {class: "num"}, String(entry.size)),
+      el("td", {}, when(entry.mtime)),
+      el("td", {}, link(target + encodeURIComponent(entry.path), name)),
+      el("td", {}, isDir ? "" : link("/files/download?path=" + encodeURIComponent(entry.path),
+        "download", {class: "download"})));
+  });
+  main.replaceChildren(
+    el("h1", {}, "Sandbox"),
+    el("p", {}, el("code", {}, path), " ",
+      link("#/browse?path=" + encodeURIComponent(parentOf(path)), "up")),
+    table(["Mode", "Size", "Modified", "Name", ""], rows, {id: "listing"}));
+}
+
+function stopTail() {
+  if (tail) clearTimeout(tail.timer);
+  tail = null;
+}
+
+async function tailStep(current) {
+  if (tail !== current) return;
+  try {
+    if (current.offset === null) {
+      const end = await getJson("/files/read?path=" + encodeURIComponent(current.path) +
+        "&offset=-1");
+      current.offset = Math.max(0, end.offset - TAIL_START);
+    }
+    for (;;) {
+      const chunk = await getJson("/files/read?path=" + encodeURIComponent(current.path) +
+        "&offset=" + current.offset + "&length=" + READ_CHUNK);
+      if (tail !== current || !chunk.data) break;
+      const atBottom = current.pre.scrollTop + current.pre.clientHeight >=
+        current.pre.scrollHeight - 4;
+      current.pre.append(chunk.data);
+      current.offset = chunk.offset + new TextEncoder().encode(chunk.data).length;
+      if (atBottom) current.pre.scrollTop = current.pre.scrollHeight;
+    }
+    current.note.textContent = "following, " + current.offset + " bytes";
+  } catch (e) {
+    current.note.textContent = "waiting for the file (" + e.message + ")";
+  }
+  if (tail === current) current.timer = setTimeout(() => tailStep(current), TAIL_MS);
+}
+
+function filePage(path) {
+  const pre = el("pre", {class: "log", id: "tail"});
+  const note = el("span", {class: "muted", id: "tail-note"}, "opening…");
+  document.getElementById("page").replaceChildren(
+    el("h1", {}, path.split("/").pop()),
+    el("p", {}, el("code", {}, path), " ",
+      link("#/browse?path=" + encodeURIComponent(parentOf(path)), "sandbox"), " ",
+      link("/files/download?path=" + encodeURIComponent(path), "download", {class: "download"}),
+      " ", note),
+    pre);
+  tail = {path: path, offset: null, timer: null, pre: pre, note: note};
+  tailStep(tail);
+}
+
+// Every page but a file's tail is redrawn on every poll; the tail follows its file itself.
+function render(routeChanged) {
+  const {parts, query} = route();
+  if (routeChanged) stopTail();
+  if (parts[0] === "browse") {
+    browsePage(query.get("path") || "/");
+    return;
+  }
+  if (parts[0] === "file") {
+    if (routeChanged) filePage(query.get("path") || "");
+    return;
+  }
+  if (!masterState) return;
+  const content = parts[0] === "frameworks" && parts[1] ? frameworkPage(parts[1]) : overview();
+  document.getElementById("page").replaceChildren(...content.flat(Infinity));
+}
+
+window.addEventListener("hashchange", () => render(true));
+render(true);
+poll();

@@ -1,0 +1,137 @@
+"""The master's web UI in a real browser, over a real cluster and framework: what a user sees.
+
+The page is opened once and never reloaded: every change below (a task starting, resources
+used, the task ending, a line written to its stdout) must reach it through its own polling.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from disauto.localmesos.cluster import LocalCluster
+from tests.conftest import SCREENSHOTS
+from tests.localmesos.cluster_support import RawFramework
+from tests.localmesos.cluster_support import command_task
+from tests.localmesos.cluster_support import running_cluster
+from tests.localmesos.cluster_support import wait_until
+
+
+pytestmark = pytest.mark.integration  # starts a cluster and a browser
+
+WEBUI_URL = "http://127.0.0.1:8765/jobs/42"
+#: Prints one line, then another each time the test drops a file named ``go`` in its sandbox.
+TAILED = (
+    "echo started; while true; do if [ -f go ]; then rm go; echo written-after-open; fi; "
+    "sleep 0.1; done"
+)
+
+
+@pytest.fixture
+def cluster() -> Iterator[LocalCluster]:
+    with running_cluster(agents=2, cpus=2.0, mem_mb=1024.0) as c:
+        yield c
+
+
+@pytest.fixture
+def framework(cluster: LocalCluster) -> Iterator[RawFramework]:
+    raw = RawFramework(cluster.address, name="hpo-job", auto_acknowledge=True, webui_url=WEBUI_URL)
+    raw.subscribe()
+    yield raw
+    raw.call("TEARDOWN")
+    raw.close()
+
+
+@pytest.fixture
+def page(browser: Any) -> Iterator[Any]:
+    context = browser.new_context(viewport={"width": 1400, "height": 900})
+    yield context.new_page()
+    context.close()
+
+
+def _shot(page: Any, name: str) -> None:
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SCREENSHOTS / f"webui-{name}.png"), full_page=True)
+
+
+def _sandbox(cluster: LocalCluster, task_id: str) -> Path:
+    """The real sandbox directory of a task, from the agents' served roots."""
+    for agent in cluster.agents:
+        for virtual, real in agent.file_roots().items():
+            if virtual.startswith("/slaves/") and f"/executors/{task_id}/" in virtual:
+                return Path(real)
+    raise AssertionError(f"no sandbox for {task_id}")
+
+
+def test_pages_follow_the_cluster_live(
+    cluster: LocalCluster, framework: RawFramework, page: Any
+) -> None:
+    from playwright.sync_api import expect
+
+    page.goto(f"http://{cluster.address}/")
+    row = page.locator(f'#active-frameworks tr[data-framework="{framework.framework_id}"]')
+    expect(row).to_contain_text("hpo-job")
+    expect(row.locator("a.webui")).to_have_attribute("href", WEBUI_URL)
+    agents = page.locator("#agents tr[data-agent]")
+    expect(agents).to_have_count(2)
+    expect(page.locator('#resources tr[data-resource="cpus"]')).to_contain_text("0")
+
+    offer = framework.wait_event(lambda e: e["type"] == "OFFERS")["offers"]["offers"][0]
+    agent_id = offer["agent_id"]["value"]
+    labels = {"labels": [{"key": "trial", "value": "7"}]}
+    framework.launch(offer, [command_task(offer, "tailed", TAILED, cpus=0.5, labels=labels)])
+
+    # Used and free CPUs of the task's agent change without a reload.
+    busy = page.locator(f'#agents tr[data-agent="{agent_id}"]')
+    expect(busy.locator('td[data-used="cpus"]')).to_have_text("0.50 / 2")
+    expect(busy.locator('td[data-free="cpus"]')).to_have_text("1.50")
+    _shot(page, "overview")
+
+    row.locator("a").first.click()
+    task = page.locator('#active-tasks tr[data-task="tailed"]')
+    expect(task).to_contain_text("TASK_RUNNING")
+    expect(task).to_contain_text("trial=7")
+    expect(page.locator("a.webui")).to_have_attribute("href", WEBUI_URL)
+    _shot(page, "framework")
+
+    task.locator("a.sandbox").click()
+    stdout = page.locator('#listing tr[data-file="stdout"]')
+    expect(stdout).to_be_visible()
+    download = stdout.locator("a.download").get_attribute("href")
+    assert download is not None and download.startswith("/files/download?path=")
+    assert b"started" in page.request.get(f"http://{cluster.address}{download}").body()
+    _shot(page, "sandbox")
+
+    stdout.locator("a").first.click()
+    tail = page.locator("#tail")
+    expect(tail).to_contain_text("started")
+    (_sandbox(cluster, "tailed") / "go").touch()
+    expect(tail).to_contain_text("written-after-open")
+    _shot(page, "tail")
+
+    # The task ends: the framework page moves it to the completed tasks by itself.
+    page.go_back()
+    page.go_back()
+    framework.call("KILL", kill={"task_id": {"value": "tailed"}, "agent_id": offer["agent_id"]})
+    done = page.locator('#completed-tasks tr[data-task="tailed"]')
+    expect(done).to_contain_text("TASK_KILLED", timeout=15000)
+    expect(page.locator('#active-tasks tr[data-task="tailed"]')).to_have_count(0)
+    wait_until(lambda: not cluster.master.frameworks[framework.framework_id].tasks, timeout=15)
+
+
+def test_a_webui_url_that_is_not_http_is_shown_as_text(cluster: LocalCluster, page: Any) -> None:
+    from playwright.sync_api import expect
+
+    raw = RawFramework(cluster.address, name="sly", webui_url="javascript:alert(1)")
+    raw.subscribe()
+    try:
+        page.goto(f"http://{cluster.address}/")
+        row = page.locator(f'tr[data-framework="{raw.framework_id}"]')
+        expect(row).to_contain_text("sly")
+        expect(row.locator("a.webui")).to_have_count(0)
+    finally:
+        raw.call("TEARDOWN")
+        raw.close()
