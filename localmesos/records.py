@@ -25,6 +25,8 @@ from typing import Any
 
 from disauto.common.resources import Resources
 from disauto.common.task_states import TERMINAL_TASK_STATES
+from disauto.localmesos.offer_constraints import NO_CONSTRAINTS
+from disauto.localmesos.offer_constraints import OfferConstraintsFilter
 from disauto.localmesos.streams import AgentLike
 from disauto.localmesos.streams import AgentLink
 from disauto.localmesos.streams import Subscription
@@ -112,6 +114,9 @@ class FrameworkRecord:
     failover_deadline: float | None = None
     allocation_count: int = 0
     metrics: dict[str, int] = field(default_factory=dict)
+    #: ``offer_constraints`` as subscribed (normalized JSON; ``{}`` for none) and compiled.
+    offer_constraints: dict[str, Any] = field(default_factory=dict)
+    constraints_filter: OfferConstraintsFilter = NO_CONSTRAINTS
 
     @property
     def name(self) -> str:

@@ -179,6 +179,7 @@ def framework_json(fw: FrameworkRecord, *, completed: bool = False) -> dict[str,
     ]
     if info.get("labels"):
         out["labels"] = _labels(info["labels"])
+    out["offer_constraints"] = fw.offer_constraints
     return out
 
 
