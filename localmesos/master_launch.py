@@ -206,6 +206,10 @@ class LaunchCalls:
         error = self._task_resources_error(task["resources"])
         if error is not None:
             return f"Task uses invalid resources: {error}"
+        if task.get("limits"):
+            # The embedded agents do not advertise TASK_RESOURCE_LIMITS (no cgroups here), so
+            # Mesos' validateResourceLimits refuses any limit before looking at its values.
+            return "Agent is not capable of handling task resource limits"
         return None
 
     def _validate_executor(
