@@ -42,7 +42,9 @@ TERMINAL_STATES = TERMINAL_TASK_STATES
 PARTITION_AWARE_STATES = frozenset(
     {"TASK_DROPPED", "TASK_UNREACHABLE", "TASK_GONE", "TASK_GONE_BY_OPERATOR", "TASK_UNKNOWN"}
 )
-MASTER_CAPABILITIES = ("AGENT_UPDATE", "AGENT_DRAINING", "QUOTA_V2")
+#: A 1.11 master also advertises AGENT_DRAINING and QUOTA_V2; neither draining nor quota exists
+#: here, so advertising them would invite calls this master cannot serve.
+MASTER_CAPABILITIES = ("AGENT_UPDATE",)
 #: Largest failover timer Python's ``threading`` can wait for; longer ones never fire.
 MAX_TIMER = threading.TIMEOUT_MAX / 2
 
