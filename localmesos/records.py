@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from dataclasses import field
 import logging
 import threading
+import time
 from typing import Any
 
 from disauto.common.resources import Resources
@@ -93,6 +94,8 @@ class OfferRecord:
     role: str
     resources: Resources
     json: dict[str, Any]
+    #: ``time.monotonic()`` when the offer was made (for ``--offer_timeout``).
+    made: float = field(default_factory=time.monotonic)
 
 
 @dataclass

@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 import http.client
 import json
+import time
 from typing import Any
 
 import pytest
@@ -141,3 +142,60 @@ def test_master_info_advertises_no_draining_or_quota(cluster: LocalCluster) -> N
     finally:
         fw.close()
         drivers.stop_all()
+
+
+# -- item 4: --offer_timeout ------------------------------------------------------------------
+
+
+def test_offers_are_rescinded_after_the_offer_timeout_and_offered_again() -> None:
+    with running_cluster(offer_timeout=0.5) as cluster:
+        fw = RawFramework(cluster.address)
+        try:
+            fw.subscribe()
+            offer = fw.wait_event(lambda e: e["type"] == "OFFERS")["offers"]["offers"][0]
+            made = time.monotonic()
+            rescind = fw.wait_event(lambda e: e["type"] == "RESCIND", timeout=5)
+            assert time.monotonic() - made >= 0.4
+            assert rescind == {"type": "RESCIND", "rescind": {"offer_id": offer["id"]}}
+            start = fw.events.index(rescind)
+            fw.wait_event(lambda e: e["type"] == "OFFERS", start=start)  # no filter on it
+            assert fw.launch(offer, [command_task(offer, "late", "true")]) == 202
+            status = fw.wait_event(lambda e: e["type"] == "UPDATE")["update"]["status"]
+            assert status["state"] == "TASK_LOST" and status["reason"] == "REASON_INVALID_OFFERS"
+            metrics = get_json(cluster, "/metrics/snapshot")
+            assert metrics[f"master/frameworks/raw/{fw.framework_id}/offers/rescinded"] >= 1
+            assert get_json(cluster, "/master/flags")["flags"]["offer_timeout"] == "500ms"
+            assert cluster.shape_checker.counts["RESCIND"] >= 1  # type: ignore[attr-defined]
+        finally:
+            fw.close()
+
+
+def test_no_offer_timeout_by_default(cluster: LocalCluster) -> None:
+    fw = RawFramework(cluster.address)
+    try:
+        fw.subscribe()
+        fw.wait_event(lambda e: e["type"] == "OFFERS")
+        time.sleep(1.0)
+        assert fw.of_type("RESCIND") == []
+        assert "offer_timeout" not in get_json(cluster, "/master/flags")["flags"]
+    finally:
+        fw.close()
+
+
+def test_pymesos_sees_offer_rescinded_and_launches_on_the_next_offer() -> None:
+    drivers = Drivers()
+
+    def launch_after_a_rescind(driver: Any, offers: list[dict[str, Any]]) -> None:
+        if sched.rescinded and not sched.states("on-time"):  # launch at once, on the IO thread
+            offer = offers[0]
+            driver.launchTasks(offer["id"], [command_task(offer, "on-time", "true")])
+
+    sched = RecordingScheduler(on_offers=launch_after_a_rescind)
+    with running_cluster(offer_timeout=0.3) as cluster:
+        try:
+            drivers.start(cluster, sched)
+            first = sched.wait_offers()[0]
+            sched.wait(lambda: first["id"]["value"] in sched.rescinded, timeout=5)
+            sched.wait_state("on-time", "TASK_FINISHED")
+        finally:
+            drivers.stop_all()
