@@ -518,6 +518,7 @@ class Agent(TaskLauncher):
         message: str | None = None,
         reason: str | None = None,
         pid: int | None = None,
+        healthy: bool | None = None,
     ) -> dict[str, Any]:
         status: dict[str, Any] = {
             "task_id": {"value": task.task_id},
@@ -533,6 +534,8 @@ class Agent(TaskLauncher):
             status["message"] = message
         if reason is not None:
             status["reason"] = reason
+        if healthy is not None:
+            status["healthy"] = healthy
         container_status: dict[str, Any] = {"container_id": {"value": task.container_id}}
         if pid is not None:
             container_status["executor_pid"] = pid
@@ -548,8 +551,10 @@ class Agent(TaskLauncher):
         message: str | None = None,
         reason: str | None = None,
         pid: int | None = None,
+        healthy: bool | None = None,
     ) -> None:
-        status = self._status(task, state, source=source, message=message, reason=reason, pid=pid)
+        status = self._status(task, state, source=source, message=message, reason=reason, pid=pid,
+                              healthy=healthy)
         with self._lock:
             task.state = state
             if state in TERMINAL_STATES:

@@ -22,6 +22,7 @@ from disauto.common.resources import ResourceError
 from disauto.common.resources import Resources
 from disauto.localmesos import containerizer as containerizer_mod
 from disauto.localmesos import executor as executor_mod
+from disauto.localmesos import health
 from disauto.localmesos import sandbox as sandbox_mod
 from disauto.localmesos.containerizer import ContainerError
 from disauto.localmesos.containerizer import ContainerProcess
@@ -32,6 +33,8 @@ from disauto.localmesos.executor import TaskIds
 from disauto.localmesos.fetcher import FetchCancelled
 from disauto.localmesos.fetcher import FetchError
 from disauto.localmesos.fetcher import fetch_uris
+from disauto.localmesos.health import HealthChecker
+from disauto.localmesos.health import health_probe
 from disauto.localmesos.records import duration_seconds
 
 
@@ -56,6 +59,7 @@ class AgentTask:
     terminal: bool = False
     timed_out: bool = False
     done: threading.Event = field(default_factory=threading.Event)
+    killed_by_health_check: bool = False
 
     @property
     def key(self) -> tuple[str, str]:
@@ -193,7 +197,10 @@ class TaskLauncher:
             self._fail(task, str(exc), "REASON_COMMAND_EXECUTOR_FAILED", "SOURCE_EXECUTOR")
             return
         self._running(task, process)
+        checker = self._start_health_checks(task, process.pid, command, env, sandbox)
         returncode = process.wait()
+        if checker is not None:
+            checker.stop()
         _sweep(sandbox)
         self._finish(task, returncode == 0, executor_mod.describe_exit(returncode),
                      "REASON_COMMAND_EXECUTOR_FAILED")
@@ -222,11 +229,40 @@ class TaskLauncher:
                 reason="REASON_MAX_COMPLETION_TIME_REACHED",
             )
         elif killed:
-            self._emit(task, "TASK_KILLED", message=message)
+            healthy = False if task.killed_by_health_check else None
+            self._emit(task, "TASK_KILLED", message=message, healthy=healthy)
         elif succeeded:
             self._emit(task, "TASK_FINISHED", message=message)
         else:
             self._emit(task, "TASK_FAILED", message=message, reason=failure_reason)
+
+    def _start_health_checks(self, task: AgentTask, pid: int, command: Mapping[str, Any],
+                             env: Mapping[str, str], sandbox: Path) -> HealthChecker | None:
+        """Run the task's ``health_check`` (:mod:`localmesos.health`), if it has one."""
+        spec = task.info.get("health_check")
+        if not isinstance(spec, Mapping):
+            return None
+        check = health.HealthCheck.from_json(spec)
+        checker = HealthChecker(
+            check, health_probe(check, env, sandbox),
+            lambda healthy, kill: self._health_update(task, pid, healthy, kill),
+            name=f"health-{task.task_id}",
+        )
+        checker.start()
+        return checker
+
+    def _health_update(self, task: AgentTask, pid: int, healthy: bool, kill: bool) -> None:
+        """A health result to report: TASK_RUNNING again with ``healthy``; kill if told to."""
+        with self._lock:
+            if task.terminal or task.kill_requested:
+                return  # Mesos sends no health update once the task is being killed
+        self._emit(task, "TASK_RUNNING", pid=pid, reason=health.HEALTH_REASON, healthy=healthy)
+        if kill:
+            with self._lock:
+                logger.info("Task %s failed its health check too often; killing it",
+                            task.task_id)
+                task.killed_by_health_check = True
+                self._request_kill(task, None)
 
     def _watch_deadline(self, task: AgentTask) -> None:
         """Kill the task if it runs past its ``max_completion_time``."""

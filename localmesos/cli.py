@@ -180,6 +180,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--heartbeat-interval", default="15s", help="scheduler HEARTBEAT interval (default 15s)"
     )
+    parser.add_argument(
+        "--offer-timeout", help="rescind offers held longer than this (default: never)"
+    )
     parser.add_argument("--work-dir", help="directory for sandboxes (default: a temporary one)")
     parser.add_argument(
         "--credentials",
@@ -246,6 +249,12 @@ def config_from_args(args: argparse.Namespace) -> ClusterConfig:
     attributes = parse_attributes(args.attributes)
     allocation = parse_duration(args.allocation_interval, flag="--allocation-interval")
     heartbeat = parse_duration(args.heartbeat_interval, flag="--heartbeat-interval")
+    offer_timeout = (
+        None if args.offer_timeout is None
+        else parse_duration(args.offer_timeout, flag="--offer-timeout")
+    )
+    if offer_timeout is not None and not offer_timeout > 0:
+        raise UsageError(f"--offer-timeout: invalid value {args.offer_timeout!r}: must be > 0")
     credentials = None if args.credentials is None else load_credentials(args.credentials)
     work_dir = None if args.work_dir is None else Path(args.work_dir)
     config = ClusterConfig(
@@ -260,6 +269,7 @@ def config_from_args(args: argparse.Namespace) -> ClusterConfig:
         port=port,
         allocation_interval=allocation,
         heartbeat_interval=heartbeat,
+        offer_timeout=offer_timeout,
         work_dir=work_dir,
         credentials=credentials,
     )

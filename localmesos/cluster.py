@@ -73,6 +73,8 @@ class ClusterConfig:
         status_update_retry_interval_max: cap of its doubling back-off (10 min).
         default_kill_grace: SIGTERM-to-SIGKILL grace of a kill without a kill policy (3 s).
         max_failover_timeout: caps every framework's ``failover_timeout`` (for tests).
+        offer_timeout: seconds after which outstanding offers are rescinded (Mesos
+            ``--offer_timeout``); None, the default, never.
         max_completed_frameworks: bound of the completed frameworks kept (Mesos: 50).
         max_completed_tasks_per_framework: bound of completed tasks per framework (1000).
         max_body_bytes: larger request bodies are refused with 413.
@@ -102,6 +104,7 @@ class ClusterConfig:
     status_update_retry_interval_max: float = 600.0
     default_kill_grace: float = 3.0
     max_failover_timeout: float | None = None
+    offer_timeout: float | None = None
     max_completed_frameworks: int = 50
     max_completed_tasks_per_framework: int = 1000
     max_body_bytes: int = 16 * 1024 * 1024
@@ -117,6 +120,12 @@ class ClusterConfig:
             value = getattr(self, name)
             if not isinstance(value, int | float) or not value > 0:
                 raise ValueError(f"invalid {name} {value!r}: must be a number of seconds > 0")
+        if self.offer_timeout is not None and not (
+            isinstance(self.offer_timeout, int | float) and self.offer_timeout > 0
+        ):
+            raise ValueError(
+                f"invalid offer_timeout {self.offer_timeout!r}: must be a number of seconds > 0"
+            )
         if not 0 <= self.port <= 65535:
             raise ValueError(f"invalid port {self.port!r}: must be 0..65535")
         object.__setattr__(self, "agent_configs", tuple(self.agent_configs))
@@ -283,6 +292,7 @@ class LocalCluster:
                 max_completed_frameworks=config.max_completed_frameworks,
                 max_completed_tasks_per_framework=config.max_completed_tasks_per_framework,
                 max_failover_timeout=config.max_failover_timeout,
+                offer_timeout=config.offer_timeout,
                 authenticate=config.credentials is not None,
                 flags={
                     "work_dir": str(self._work_dir),

@@ -62,6 +62,17 @@ logger = logging.getLogger(__name__)
 
 APPLICATION_JSON = "application/json"
 APPLICATION_PROTOBUF = "application/x-protobuf"
+#: Mesos answers these with "... of/to allow 'application/x-protobuf' or 'application/json'"
+#: and serves protobuf; this master speaks JSON only, so its refusals name only what it serves
+#: (415 for a protobuf body, 406 for a stream that must be protobuf) rather than offer protobuf.
+JSON_ONLY_CONTENT_TYPE = (
+    f"Expecting 'Content-Type' of {APPLICATION_JSON} (localmesos speaks JSON only, "
+    f"not {APPLICATION_PROTOBUF})"
+)
+JSON_ONLY_ACCEPT = (
+    f"Expecting 'Accept' to allow '{APPLICATION_JSON}' (localmesos speaks JSON only, "
+    f"not '{APPLICATION_PROTOBUF}')"
+)
 #: The realm Mesos uses for ``--authenticate_http_frameworks``.
 SCHEDULER_REALM = "mesos-master-scheduler"
 
@@ -659,13 +670,7 @@ class HttpServer:
         if content_type is None:
             return _text(400, "Expecting 'Content-Type' to be present")
         if content_type.strip() != APPLICATION_JSON:
-            if content_type.strip() == APPLICATION_PROTOBUF:
-                return _text(
-                    415, "localmesos accepts 'Content-Type' application/json only (no protobuf)"
-                )
-            return _text(
-                415, f"Expecting 'Content-Type' of {APPLICATION_JSON} or {APPLICATION_PROTOBUF}"
-            )
+            return _text(415, JSON_ONLY_CONTENT_TYPE)
         try:
             call = parse_call(request.body, principal)
         except CallError as exc:
@@ -674,10 +679,7 @@ class HttpServer:
         if kind in ("SUBSCRIBE", "RECONCILE_OPERATIONS") and not accepts_json(
             request.header("accept")
         ):
-            return _text(
-                406,
-                f"Expecting 'Accept' to allow '{APPLICATION_PROTOBUF}' or '{APPLICATION_JSON}'",
-            )
+            return _text(406, JSON_ONLY_ACCEPT)
         if kind == "SUBSCRIBE":
             if request.header("mesos-stream-id") is not None:
                 return _text(

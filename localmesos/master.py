@@ -56,6 +56,7 @@ from disauto.localmesos.master_launch import LaunchCalls
 from disauto.localmesos.master_offers import OfferMaking
 from disauto.localmesos.master_subscriptions import Subscriptions
 from disauto.localmesos.master_tasks import TaskBookkeeping
+from disauto.localmesos.offer_timeout import OfferTimeouts
 from disauto.localmesos.records import AgentRecord
 from disauto.localmesos.records import FrameworkRecord
 from disauto.localmesos.records import OfferRecord
@@ -82,6 +83,8 @@ class Master(Subscriptions, LaunchCalls, SchedulerCalls, TaskBookkeeping, OfferM
         authenticate: whether scheduler calls need HTTP authentication (for the flags).
         flags: extra entries for the ``flags`` object of ``/master/state``.
         rng: random source for the allocator's agent order.
+        offer_timeout: seconds after which an outstanding offer is rescinded (Mesos
+            ``--offer_timeout``); None (the default) never rescinds for age.
     """
 
     def __init__(
@@ -98,6 +101,7 @@ class Master(Subscriptions, LaunchCalls, SchedulerCalls, TaskBookkeeping, OfferM
         authenticate: bool = False,
         flags: Mapping[str, str] | None = None,
         rng: random.Random | None = None,
+        offer_timeout: float | None = None,
     ) -> None:
         if not allocation_interval > 0:
             raise ValueError(f"allocation_interval must be > 0, got {allocation_interval}")
@@ -137,6 +141,10 @@ class Master(Subscriptions, LaunchCalls, SchedulerCalls, TaskBookkeeping, OfferM
         )
         self._started = False
         self._stopped = False
+        self.offer_timeout = offer_timeout
+        self._offer_timeouts = (
+            None if offer_timeout is None else OfferTimeouts(self, offer_timeout)
+        )
         self.allocation_runs = 0
         self.last_allocation_ms = 0.0
         #: Durations (ms) of the most recent allocation runs, for timer percentiles.
@@ -163,6 +171,8 @@ class Master(Subscriptions, LaunchCalls, SchedulerCalls, TaskBookkeeping, OfferM
             self._started = True
         self._loop.start()
         self._timer_thread.start()
+        if self._offer_timeouts is not None:
+            self._offer_timeouts.start()
         self._loop.trigger()
 
     def close_streams(self) -> None:
@@ -185,6 +195,8 @@ class Master(Subscriptions, LaunchCalls, SchedulerCalls, TaskBookkeeping, OfferM
             self._timer_cond.notify_all()
             links = [record.link for record in self.agents.values()]
         self.close_streams()
+        if self._offer_timeouts is not None:
+            self._offer_timeouts.stop()
         self._loop.stop()
         if self._timer_thread.is_alive():
             self._timer_thread.join()

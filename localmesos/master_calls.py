@@ -15,6 +15,7 @@ import time
 from typing import Any
 
 from disauto.localmesos import allocator as alloc
+from disauto.localmesos import offer_constraints
 from disauto.localmesos import validation
 from disauto.localmesos.records import PARTITION_AWARE_STATES
 from disauto.localmesos.records import TERMINAL_STATES
@@ -191,6 +192,11 @@ class SchedulerCalls:
                     break
         if error is not None:
             raise CallError(f"Failed to update framework: {error}")
+        constraints = copy.deepcopy(dict(update.get("offer_constraints", {})))
+        compiled, error = offer_constraints.compile_or_error(constraints)
+        if error is not None:
+            raise CallError(f"'UpdateFramework.offer_constraints' are not valid: {error}")
+        fw.offer_constraints, fw.constraints_filter = constraints, compiled
         suppressed = set(update.get("suppressed_roles", []))
         self._apply_framework_info(fw, info)
         revived = fw.suppressed_roles - suppressed

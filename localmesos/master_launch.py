@@ -15,6 +15,7 @@ from disauto.common.resources import ResourceError
 from disauto.common.resources import Resources
 from disauto.localmesos import allocator as alloc
 from disauto.localmesos import validation
+from disauto.localmesos.health import validate_health_check
 from disauto.localmesos.records import AgentRecord
 from disauto.localmesos.records import ExecutorRecord
 from disauto.localmesos.records import FrameworkRecord
@@ -201,11 +202,19 @@ class LaunchCalls:
         max_time = duration_seconds(task.get("max_completion_time"))
         if max_time is not None and max_time < 0:
             return "Task's `max_completion_time` must be non-negative"
+        if "health_check" in task:
+            error = validate_health_check(task["health_check"])
+            if error is not None:
+                return error
         if not task.get("resources"):
             return "Task uses no resources"
         error = self._task_resources_error(task["resources"])
         if error is not None:
             return f"Task uses invalid resources: {error}"
+        if task.get("limits"):
+            # The embedded agents do not advertise TASK_RESOURCE_LIMITS (no cgroups here), so
+            # Mesos' validateResourceLimits refuses any limit before looking at its values.
+            return "Agent is not capable of handling task resource limits"
         return None
 
     def _validate_executor(

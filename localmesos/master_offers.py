@@ -78,7 +78,7 @@ class OfferMaking:
                 agents,
                 frameworks,
                 total=total,
-                is_filtered=lambda f, r, a, res: self.filters.is_filtered(f, r, a, res, now),
+                is_filtered=lambda f, r, a, res: self._is_filtered(f, r, a, res, now),
                 weights=self.weights,
                 min_allocatable=self.min_allocatable,
                 rng=self._rng,
@@ -98,6 +98,16 @@ class OfferMaking:
             self.allocation_runs += 1
             self.last_allocation_ms = (time.perf_counter() - started) * 1000.0
             self.allocation_run_ms.append(self.last_allocation_ms)
+
+    def _is_filtered(
+        self, framework_id: str, role: str, agent_id: str, resources: Resources, now: float
+    ) -> bool:
+        """Under the lock: whether a decline filter or the framework's offer constraints keep
+        ``agent_id`` from being offered to ``role`` of the framework."""
+        fw = self.frameworks[framework_id]
+        if fw.constraints_filter.excludes(role, self.agents[agent_id].info):
+            return True
+        return self.filters.is_filtered(framework_id, role, agent_id, resources, now)
 
     def agent_path(self, agent_id: str) -> str:
         """The agent's libprocess path, ``/slave(N)``: N counts agents in order of addition.

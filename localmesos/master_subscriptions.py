@@ -19,6 +19,7 @@ import socket
 import time
 from typing import Any
 
+from disauto.localmesos import offer_constraints
 from disauto.localmesos import validation
 from disauto.localmesos.records import MASTER_CAPABILITIES
 from disauto.localmesos.records import MAX_TIMER
@@ -63,6 +64,9 @@ class Subscriptions:
         info = copy.deepcopy(dict(call["subscribe"]["framework_info"]))
         suppressed = set(call["subscribe"].get("suppressed_roles", []))
         error = validation.validate_framework_info(info)
+        constraints = copy.deepcopy(dict(call["subscribe"].get("offer_constraints", {})))
+        compiled, constraints_error = offer_constraints.compile_or_error(constraints)
+        error = error or constraints_error
         with self.lock:
             registered = "id" in info
             self._count(
@@ -86,6 +90,7 @@ class Subscriptions:
             else:
                 fw = existing
                 self._fail_over(fw, info)
+            fw.offer_constraints, fw.constraints_filter = constraints, compiled
             self._attach(fw, sub, suppressed)
             if existing is not None:
                 # The agents send the updates still unacknowledged again, on the new stream.

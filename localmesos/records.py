@@ -21,10 +21,13 @@ from dataclasses import dataclass
 from dataclasses import field
 import logging
 import threading
+import time
 from typing import Any
 
 from disauto.common.resources import Resources
 from disauto.common.task_states import TERMINAL_TASK_STATES
+from disauto.localmesos.offer_constraints import NO_CONSTRAINTS
+from disauto.localmesos.offer_constraints import OfferConstraintsFilter
 from disauto.localmesos.streams import AgentLike
 from disauto.localmesos.streams import AgentLink
 from disauto.localmesos.streams import Subscription
@@ -40,7 +43,9 @@ TERMINAL_STATES = TERMINAL_TASK_STATES
 PARTITION_AWARE_STATES = frozenset(
     {"TASK_DROPPED", "TASK_UNREACHABLE", "TASK_GONE", "TASK_GONE_BY_OPERATOR", "TASK_UNKNOWN"}
 )
-MASTER_CAPABILITIES = ("AGENT_UPDATE", "AGENT_DRAINING", "QUOTA_V2")
+#: A 1.11 master also advertises AGENT_DRAINING and QUOTA_V2; neither draining nor quota exists
+#: here, so advertising them would invite calls this master cannot serve.
+MASTER_CAPABILITIES = ("AGENT_UPDATE",)
 #: Largest failover timer Python's ``threading`` can wait for; longer ones never fire.
 MAX_TIMER = threading.TIMEOUT_MAX / 2
 
@@ -89,6 +94,8 @@ class OfferRecord:
     role: str
     resources: Resources
     json: dict[str, Any]
+    #: ``time.monotonic()`` when the offer was made (for ``--offer_timeout``).
+    made: float = field(default_factory=time.monotonic)
 
 
 @dataclass
@@ -112,6 +119,9 @@ class FrameworkRecord:
     failover_deadline: float | None = None
     allocation_count: int = 0
     metrics: dict[str, int] = field(default_factory=dict)
+    #: ``offer_constraints`` as subscribed (normalized JSON; ``{}`` for none) and compiled.
+    offer_constraints: dict[str, Any] = field(default_factory=dict)
+    constraints_filter: OfferConstraintsFilter = NO_CONSTRAINTS
 
     @property
     def name(self) -> str:

@@ -179,6 +179,7 @@ def framework_json(fw: FrameworkRecord, *, completed: bool = False) -> dict[str,
     ]
     if info.get("labels"):
         out["labels"] = _labels(info["labels"])
+    out["offer_constraints"] = fw.offer_constraints
     return out
 
 
@@ -235,6 +236,8 @@ def _flags(master: Master) -> dict[str, str]:
         "port": str(master.port),
         "role_sorter": "drf",
     }
+    if master.offer_timeout is not None:
+        flags["offer_timeout"] = format_duration(master.offer_timeout)
     if master.weights:
         flags["weights"] = ",".join(f"{k}={v:g}" for k, v in sorted(master.weights.items()))
     flags.update(master.extra_flags)

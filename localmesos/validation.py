@@ -106,6 +106,7 @@ _ENUMS: dict[str, tuple[str, ...]] = {
     "ExecutorInfo.Type": ("UNKNOWN", "DEFAULT", "CUSTOM"),
     "ContainerInfo.Type": ("DOCKER", "MESOS"),
     "DockerInfo.Network": ("HOST", "BRIDGE", "NONE", "USER"),
+    "AttributeConstraint.Selector.PseudoattributeType": ("UNKNOWN", "HOSTNAME", "REGION", "ZONE"),
 }
 _ENUM_NUMBERS: dict[str, dict[int, str]] = {
     "Call.Type": _CALL_TYPE_NUMBERS,
@@ -120,6 +121,9 @@ _ENUM_NUMBERS: dict[str, dict[int, str]] = {
     "ExecutorInfo.Type": {0: "UNKNOWN", 1: "DEFAULT", 2: "CUSTOM"},
     "ContainerInfo.Type": {1: "DOCKER", 2: "MESOS"},
     "DockerInfo.Network": {1: "HOST", 2: "BRIDGE", 3: "NONE", 4: "USER"},
+    "AttributeConstraint.Selector.PseudoattributeType": {
+        0: "UNKNOWN", 1: "HOSTNAME", 2: "REGION", 3: "ZONE",
+    },
 }
 
 
@@ -144,7 +148,8 @@ class _ConvertError(ValueError):
 
 @dataclass(frozen=True)
 class _Field:
-    kind: str  # string, bytes, double, int32, int64, uint32, uint64, bool, enum:<E>, msg:<M>, any
+    kind: str  # string, bytes, double, int32, int64, uint32, uint64, bool, enum:<E>, msg:<M>,
+    # map:<M> (map<string, M>), any
     repeated: bool = False
     required: bool = False
     default: Any = None
@@ -184,13 +189,34 @@ _SCHEMA: dict[str, dict[str, _Field]] = {
     "Call.Subscribe": {
         "framework_info": _f("msg:FrameworkInfo!"),
         "suppressed_roles": _f("[string]"),
-        "offer_constraints": _f("any"),
+        "offer_constraints": _f("msg:OfferConstraints"),
     },
     "Call.UpdateFramework": {
         "framework_info": _f("msg:FrameworkInfo!"),
         "suppressed_roles": _f("[string]"),
-        "offer_constraints": _f("any"),
+        "offer_constraints": _f("msg:OfferConstraints"),
     },
+    "OfferConstraints": {"role_constraints": _f("map:OfferConstraints.RoleConstraints")},
+    "OfferConstraints.RoleConstraints": {"groups": _f("[msg:OfferConstraints.Group]")},
+    "OfferConstraints.Group": {"attribute_constraints": _f("[msg:AttributeConstraint]")},
+    "AttributeConstraint": {
+        "selector": _f("msg:AttributeConstraint.Selector!"),
+        "predicate": _f("msg:AttributeConstraint.Predicate!"),
+    },
+    "AttributeConstraint.Selector": {
+        "pseudoattribute_type": _f("enum:AttributeConstraint.Selector.PseudoattributeType"),
+        "attribute_name": _f("string"),
+    },
+    "AttributeConstraint.Predicate": {
+        "exists": _f("any"),
+        "not_exists": _f("any"),
+        "text_equals": _f("msg:AttributeConstraint.Text"),
+        "text_not_equals": _f("msg:AttributeConstraint.Text"),
+        "text_matches": _f("msg:AttributeConstraint.Regex"),
+        "text_not_matches": _f("msg:AttributeConstraint.Regex"),
+    },
+    "AttributeConstraint.Text": {"value": _f("string!")},
+    "AttributeConstraint.Regex": {"regex": _f("string!")},
     "Call.Accept": {
         "offer_ids": _f("[msg:ID]"),
         "operations": _f("[msg:Offer.Operation]"),
@@ -449,6 +475,13 @@ def _convert_scalar(field: _Field, value: Any, name: str) -> Any:
     raise AssertionError(f"unknown field kind {kind}")  # pragma: no cover
 
 
+def _convert_map(message: str, value: Any, name: str) -> dict[str, Any]:
+    """A ``map<string, message>`` field: a JSON object of messages (stout's map support)."""
+    if not isinstance(value, dict):
+        raise _not_expecting(value, name)
+    return {key: _convert_message(message, item, name) for key, item in value.items()}
+
+
 def _convert_message(message: str, value: Any, name: str) -> dict[str, Any]:
     if not isinstance(value, dict):
         raise _not_expecting(value, name)
@@ -474,6 +507,8 @@ def _convert_message(message: str, value: Any, name: str) -> dict[str, Any]:
             out[key] = items
         elif isinstance(raw, list):
             raise _not_expecting(raw, key)
+        elif field.kind.startswith("map:"):
+            out[key] = _convert_map(field.kind[4:], raw, key)
         elif field.kind.startswith("msg:"):
             out[key] = _convert_message(field.kind[4:], raw, key)
         else:

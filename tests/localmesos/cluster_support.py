@@ -392,9 +392,13 @@ class RawFramework:
             headers["Authorization"] = f"Basic {token}"
         return headers
 
-    def subscribe(self, timeout: float = 10.0) -> str:
-        """SUBSCRIBE and wait for SUBSCRIBED; returns the framework id."""
-        body: dict[str, Any] = {"type": "SUBSCRIBE", "subscribe": {"framework_info": self.info}}
+    def subscribe(self, timeout: float = 10.0, **subscribe_fields: Any) -> str:
+        """SUBSCRIBE and wait for SUBSCRIBED; returns the framework id.
+
+        ``subscribe_fields`` go into ``Call.Subscribe`` (``offer_constraints``...).
+        """
+        subscribe: dict[str, Any] = {"framework_info": self.info, **subscribe_fields}
+        body: dict[str, Any] = {"type": "SUBSCRIBE", "subscribe": subscribe}
         if self.framework_id is not None:
             self.info["id"] = {"value": self.framework_id}
             body["framework_id"] = {"value": self.framework_id}
