@@ -149,6 +149,8 @@ def test_metrics_snapshot_counts() -> None:
         def settled() -> dict[str, Any] | None:
             metrics = get_json(cluster, "/metrics/snapshot")
             ok = metrics["master/tasks_finished"] == 1 and metrics["master/tasks_failed"] == 1
+            # Acknowledgements trail the updates they answer: wait for them too.
+            ok = ok and metrics["master/valid_status_update_acknowledgements"] >= 6
             return metrics if ok and metrics["master/tasks_running"] == 1 else None
 
         metrics = wait_until(settled)
