@@ -177,9 +177,13 @@ def run(submission: Submission, out: IO[str], err: IO[str], *,
         try:
             runner.start()
         except MasterUnreachableError as error:
+            status = ExitStatus.MASTER_UNREACHABLE
+            if resume:  # nothing is lost by waiting: the job stays interrupted, resumable
+                runner.store.set_meta("interrupted_reason", f"{error}; da-job resume "
+                                      f"{config.job_id} carries it on once the master is back")
+                return status
             runner.controller.finish(framework_pb2.ERROR, str(error))
             runner.store.set_meta("state", "ENDED")
-            status = ExitStatus.MASTER_UNREACHABLE
             return status
         print(f"{PROG}: framework {runner.scheduler.framework_id} registered", file=out)
         runner.store.set_meta("framework_registered", "1")
