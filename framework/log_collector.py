@@ -9,7 +9,7 @@ is read once more, then left alone; :meth:`LogCollector.stop` reads every task a
 Bounded, whatever the task prints: one poll copies at most ``max_poll_bytes`` of a file (a
 task that writes faster has the middle of its output replaced by one ``[disauto: N bytes
 skipped]`` line), and each copy keeps only the newest ``max_task_log_bytes`` (1 MiB by default):
-when it grows past that, its beginning is cut at a line boundary and one first line says how
+when it grows past that, its beginning is cut at a line boundary and one added first line says how
 many bytes were removed. So a job folder holds at most about 1 MiB per task and stream, on a real
 Mesos cluster as on the embedded one. A sandbox file the agent rotated (Mesos' logrotate
 container logger: it shrinks) is followed from its new beginning, with a line saying so.
@@ -35,6 +35,8 @@ MAX_TASK_LOG_BYTES = 1 << 20
 """The newest bytes of each task's stdout and stderr kept in the job folder (1 MiB)."""
 HEADER = b"[disauto: "
 _NOTES_ROOM = 512
+READ_CHUNK = 16 * 4096
+"""A Mesos agent answers at most 16 pages of a file per ``/files/read``."""
 Locations = Callable[[], list[tuple[str, str, bool]]]
 
 
@@ -135,11 +137,21 @@ class LogCollector:
         target = self.path(task_id, stream)
         target.touch()  # an empty stream is still a stream the task had
         notes = []
-        if size < offset:  # the agent rotated the file: what it wrote meanwhile is elsewhere
-            notes.append(f"[disauto: the sandbox's {stream} was rotated; output written "
-                         "around the rotation may be missing here]")
+        earlier = b""
+        if size < offset or key not in self._offsets:
+            # The agent rotated the file (Mesos' logrotate logger): what was written before
+            # it is in `<stream>.1`; the part not copied yet is its tail.
+            earlier = self._rotated_tail(root, path, 0 if size >= offset else offset)
+            if size < offset:
+                notes.append(f"[disauto: the sandbox's {stream} was rotated; output written "
+                             "around the rotation may be missing here]")
             offset = 0
+        if earlier:
+            with target.open("ab") as out:
+                out.write(earlier)
         if size <= offset:
+            self._offsets[key] = offset
+            self._trim(target, key)
             return
         # Room is left for the notes, so that the copy's trim keeps them with the tail.
         start = max(offset, size - self._max, size - self._cap + min(_NOTES_ROOM, self._cap // 4))
@@ -148,15 +160,37 @@ class LogCollector:
         with target.open("ab") as out:
             if notes:
                 out.write(("\n" + "\n".join(notes) + "\n").encode())
-            while start < size:
-                # The agent returns exactly `length` bytes below the size read above, so the
-                # offset advances by what was asked, not by the decoded text's length.
-                length = min(1 << 20, size - start)
-                data = str(self._read(root, path, start, length)["data"])
-                out.write(data.encode("utf-8", "replace"))
-                start += length
+            out.write(self._read_range(root, path, start, size))
         self._offsets[key] = size
         self._trim(target, key)
+
+    def _read_range(self, root: str, path: str, start: int, end: int) -> bytes:
+        """Bytes ``start..end`` of a sandbox file, in reads no larger than an agent answers.
+
+        Below the size read before, the agent returns exactly the ``length`` asked when it is
+        at most its cap (16 pages), so the offset advances by what was asked, not by the
+        decoded text's length.
+        """
+        parts = []
+        while start < end:
+            length = min(READ_CHUNK, end - start)
+            data = str(self._read(root, path, start, length)["data"])
+            parts.append(data.encode("utf-8", "replace"))
+            start += length
+        return b"".join(parts)
+
+    def _rotated_tail(self, root: str, path: str, start: int) -> bytes:
+        """The bytes of the rotated ``path.1`` from ``start``, at most the copy's cap (none when
+        the agent has no such file)."""
+        try:
+            size = int(self._read(root, f"{path}.1", -1)["offset"])
+            start = max(start, size - self._cap)
+            if start >= size:
+                return b""
+            return self._read_range(root, f"{path}.1", start, size)
+        except Exception as err:  # noqa: BLE001 - no rotated file: nothing to add
+            logger.debug("no rotated %s.1: %s", path, err)
+            return b""
 
     def _trim(self, target: Path, key: tuple[str, str]) -> None:
         """Keep the copy within ``max_task_log_bytes``: cut its beginning at a line boundary

@@ -86,3 +86,21 @@ def test_a_rotated_sandbox_file_is_followed_from_its_new_start(tmp_path: Path) -
     assert copy.startswith(_lines(0, 100))
     assert b"[disauto: the sandbox's stdout was rotated" in copy
     assert copy.endswith(_lines(500, 510))
+
+
+def test_the_tail_of_a_rotated_file_is_copied_too(tmp_path: Path) -> None:
+    """A task that filled its sandbox file and rotated it before the first poll: the copy
+    starts in ``stdout.1``; a rotation between polls brings what ``stdout.1`` got since."""
+    collector, sandbox = _collector(tmp_path, max_task_log_bytes=4096)
+    (sandbox / "stdout.1").write_bytes(_lines(0, 1000))
+    (sandbox / "stdout").write_bytes(b"the last line\n")
+    collector.poll()
+    copy = collector.path("trial-0001", "stdout").read_bytes()
+    assert copy.endswith(_lines(990, 1000) + b"the last line\n") and len(copy) <= 4096 + 200
+    (sandbox / "stdout.1").write_bytes(b"the last line\n" + _lines(1000, 1010))
+    (sandbox / "stdout").write_bytes(b"after\n")
+    collector.poll()
+    copy = collector.path("trial-0001", "stdout").read_bytes()
+    assert copy.endswith(b"the last line\n" + _lines(1000, 1010) + b"\n[disauto: the "
+                         b"sandbox's stdout was rotated; output written around the rotation "
+                         b"may be missing here]\nafter\n")
