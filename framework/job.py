@@ -479,6 +479,25 @@ class JobController:
             self._cond.notify_all()
         self._done.set()
 
+    def framework_lost(self, message: str) -> None:
+        """The job's framework was taken away (removed by the master, or failed over by another
+        scheduler): end the job with FRAMEWORK_LOST and record every trial and AppCore still on
+        an agent as KILLED with ``message``; no status update will ever come for them here."""
+        self.finish(framework_pb2.FRAMEWORK_LOST, message)
+        with self._lock:
+            for trial in self._trials.values():
+                if trial.state in _ON_AN_AGENT:
+                    self._set_state(trial, TrialState.KILLED, f"its task's end is unknown: "
+                                    f"{message}")
+            self._ended_trial_tasks.clear()
+            self._finishing_tasks.clear()
+            if self._appcore_task_id and self._appcore_state not in ("WAITING", "ENDED"):
+                self.store.update_appcore_run(self._appcore_attempt, state="TASK_KILLED",
+                                              ended_at=time.time())
+            self._appcore_state = "ENDED"
+            self._appcore_address = ""
+            self._cond.notify_all()
+
     # -- the scheduler's side ------------------------------------------------------------------
 
     def launch_requests(self) -> list[LaunchRequest]:

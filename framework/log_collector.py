@@ -6,15 +6,20 @@ calls the Mesos web UI makes, so it works against real Mesos agents and the embe
 appends what is new to ``<job folder>/logs/<task id>.stdout`` / ``.stderr``. A task that ended
 is read once more, then left alone; :meth:`LogCollector.stop` reads every task a last time.
 
-Bounded: one poll copies at most ``max_poll_bytes`` of a file; a task that writes faster has
-the middle of its output replaced by one ``[disauto: N bytes skipped]`` line, so the copy keeps
-the newest output and the job folder cannot grow without limit.
+Bounded, whatever the task prints: one poll copies at most ``max_poll_bytes`` of a file (a
+task that writes faster has the middle of its output replaced by one ``[disauto: N bytes
+skipped]`` line), and each copy keeps only the newest ``max_task_log_bytes`` (1 MiB by default):
+when it grows past that, its beginning is cut at a line boundary and one added first line says how
+many bytes were removed. So a job folder holds at most about 1 MiB per task and stream, on a real
+Mesos cluster as on the embedded one. A sandbox file the agent rotated (Mesos' logrotate
+container logger: it shrinks) is followed from its new beginning, with a line saying so.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 import logging
+import os
 from pathlib import Path
 import threading
 from typing import Any
@@ -26,6 +31,12 @@ from disauto.framework.sandbox_logs import SandboxLogs
 logger = logging.getLogger(__name__)
 
 STREAMS = ("stdout", "stderr")
+MAX_TASK_LOG_BYTES = 1 << 20
+"""The newest bytes of each task's stdout and stderr kept in the job folder (1 MiB)."""
+HEADER = b"[disauto: "
+_NOTES_ROOM = 512
+READ_CHUNK = 16 * 4096
+"""A Mesos agent answers at most 16 pages of a file per ``/files/read``."""
 Locations = Callable[[], list[tuple[str, str, bool]]]
 
 
@@ -39,17 +50,21 @@ class LogCollector:
         folder: where the copies go (``<job folder>/logs``).
         interval: seconds between polls.
         max_poll_bytes: the most one poll copies of one file.
+        max_task_log_bytes: the newest bytes of a task's stream kept in ``folder``.
     """
 
     def __init__(self, logs: SandboxLogs, framework_id: Callable[[], str], tasks: Locations,
-                 folder: Path, *, interval: float = 1.0, max_poll_bytes: int = 4 << 20) -> None:
+                 folder: Path, *, interval: float = 1.0, max_poll_bytes: int = 4 << 20,
+                 max_task_log_bytes: int = MAX_TASK_LOG_BYTES) -> None:
         self._logs = logs
         self._framework_id = framework_id
         self._tasks = tasks
         self.folder = folder
         self._interval = interval
         self._max = max_poll_bytes
+        self._cap = max_task_log_bytes
         self._offsets: dict[tuple[str, str], int] = {}
+        self._removed: dict[tuple[str, str], int] = {}
         self._sandboxes: dict[str, tuple[str, str]] = {}
         self._done: set[str] = set()
         self._stop = threading.Event()
@@ -121,18 +136,77 @@ class LogCollector:
         size = int(self._read(root, path, -1)["offset"])
         target = self.path(task_id, stream)
         target.touch()  # an empty stream is still a stream the task had
+        notes = []
+        earlier = b""
+        if size < offset or key not in self._offsets:
+            # The agent rotated the file (Mesos' logrotate logger): what was written before
+            # it is in `<stream>.1`; the part not copied yet is its tail.
+            earlier = self._rotated_tail(root, path, 0 if size >= offset else offset)
+            if size < offset:
+                notes.append(f"[disauto: the sandbox's {stream} was rotated; output written "
+                             "around the rotation may be missing here]")
+            offset = 0
+        if earlier:
+            with target.open("ab") as out:
+                out.write(earlier)
         if size <= offset:
+            self._offsets[key] = offset
+            self._trim(target, key)
             return
+        # Room is left for the notes, so that the copy's trim keeps them with the tail.
+        start = max(offset, size - self._max, size - self._cap + min(_NOTES_ROOM, self._cap // 4))
+        if start > offset:
+            notes.append(f"[disauto: {start - offset} bytes skipped]")
         with target.open("ab") as out:
-            if size - offset > self._max:
-                skipped = size - offset - self._max
-                out.write(f"\n[disauto: {skipped} bytes skipped]\n".encode())
-                offset = size - self._max
-            while offset < size:
-                # The agent returns exactly `length` bytes below the size read above, so the
-                # offset advances by what was asked, not by the decoded text's length.
-                length = min(1 << 20, size - offset)
-                data = str(self._read(root, path, offset, length)["data"])
-                out.write(data.encode("utf-8", "replace"))
-                offset += length
-        self._offsets[key] = offset
+            if notes:
+                out.write(("\n" + "\n".join(notes) + "\n").encode())
+            out.write(self._read_range(root, path, start, size))
+        self._offsets[key] = size
+        self._trim(target, key)
+
+    def _read_range(self, root: str, path: str, start: int, end: int) -> bytes:
+        """Bytes ``start..end`` of a sandbox file, in reads no larger than an agent answers.
+
+        Below the size read before, the agent returns exactly the ``length`` asked when it is
+        at most its cap (16 pages), so the offset advances by what was asked, not by the
+        decoded text's length.
+        """
+        parts = []
+        while start < end:
+            length = min(READ_CHUNK, end - start)
+            data = str(self._read(root, path, start, length)["data"])
+            parts.append(data.encode("utf-8", "replace"))
+            start += length
+        return b"".join(parts)
+
+    def _rotated_tail(self, root: str, path: str, start: int) -> bytes:
+        """The bytes of the rotated ``path.1`` from ``start``, at most the copy's cap (none when
+        the agent has no such file)."""
+        try:
+            size = int(self._read(root, f"{path}.1", -1)["offset"])
+            start = max(start, size - self._cap)
+            if start >= size:
+                return b""
+            return self._read_range(root, f"{path}.1", start, size)
+        except Exception as err:  # noqa: BLE001 - no rotated file: nothing to add
+            logger.debug("no rotated %s.1: %s", path, err)
+            return b""
+
+    def _trim(self, target: Path, key: tuple[str, str]) -> None:
+        """Keep the copy within ``max_task_log_bytes``: cut its beginning at a line boundary
+        and say on its first line how many bytes were removed in all."""
+        if target.stat().st_size <= self._cap:
+            return
+        body = target.read_bytes()
+        if key in self._removed and body.startswith(HEADER):
+            body = body[body.find(b"\n") + 1:]  # the previous header
+        cut = len(body) - self._cap
+        newline = body.find(b"\n", cut)
+        cut = newline + 1 if 0 <= newline < cut + 4096 else cut
+        self._removed[key] = self._removed.get(key, 0) + cut
+        header = (HEADER + f"the first {self._removed[key]} bytes of this copy were removed: "
+                  f"the job folder keeps the last {self._cap} bytes of each stream; the "
+                  "agent's sandbox may hold more]\n".encode())
+        partial = target.with_name(target.name + ".partial")
+        partial.write_bytes(header + body[cut:])
+        os.replace(partial, target)

@@ -437,6 +437,9 @@ class JobRunner:
             return
         self._stopped = True
         self.controller.finish(outcome, message)
+        if self.scheduler.framework_lost:
+            self._stop_lost()
+            return
         finishing = set(self.controller.finishing_task_ids())
         # AppCore stays while they finish: it still has to answer their final reports.
         kept = finishing | ({self.controller.appcore_task_id()} if finishing else set())
@@ -459,6 +462,18 @@ class JobRunner:
         self._collect_best_output()
         if self._driver is not None:
             self._driver.stop()  # TEARDOWN: the master kills whatever is left
+            self._driver.join()
+        self._shutdown_services()
+        self._record_offer_counts()
+        self.store.set_meta("state", "ENDED")
+
+    def _stop_lost(self) -> None:
+        """End a job whose framework was taken away: its tasks are not ours to kill or wait
+        for, and a TEARDOWN would be refused (or remove someone else's framework)."""
+        self.logs.stop()
+        self._collect_best_output()
+        if self._driver is not None:
+            self._driver.stop(failover=True)
             self._driver.join()
         self._shutdown_services()
         self._record_offer_counts()

@@ -45,6 +45,27 @@ or could not launch yet): none, so the offer comes back at the next allocation r
 after the policy's filter."""
 
 
+FAILED_OVER = "Framework failed over"
+REMOVED = "Framework has been removed"
+
+
+def framework_lost_reason(message: str) -> str | None:
+    """The one-line reason for a master ERROR that takes the framework away, else None.
+
+    pymesos subscribes one connection at a time, so "Framework failed over" on its stream
+    means another scheduler subscribed with this job's FrameworkID; "Framework has been removed"
+    means the master removed it (a TEARDOWN by someone holding its id, or its failover timeout
+    passed while it was away): its tasks were killed.
+    """
+    if message.startswith(FAILED_OVER):
+        return ("the framework was taken away: another scheduler subscribed with its "
+                f"FrameworkID (Mesos: {message!r}); its tasks are that scheduler's now")
+    if message.startswith(REMOVED):
+        return ("the framework was taken away: the Mesos master removed it and killed its "
+                f"tasks (Mesos: {message!r}: torn down, or its failover timeout passed)")
+    return None
+
+
 class JobScheduler(Scheduler):
     """Launches AppCore and the trials of one job on the offers the policy accepts.
 
@@ -92,6 +113,8 @@ class JobScheduler(Scheduler):
         self._away_since: float | None = None
         self.master_away_at = 0.0
         """When (wall clock) the subscription broke; 0 while subscribed."""
+        self.framework_lost = ""
+        """Why the framework was taken away (see :func:`framework_lost_reason`), or ""."""
 
     # -- registration ----------------------------------------------------------------------
 
@@ -146,8 +169,19 @@ class JobScheduler(Scheduler):
 
     def error(self, driver: Any, message: str) -> None:
         logger.error("Mesos master error: %s", message)
-        if "failed over" not in message:
+        why = framework_lost_reason(message)
+        if why is None:
             self._job.finish(framework_pb2.ERROR, f"the Mesos master refused the job: {message}")
+            return
+        # The framework is no longer ours: subscribing again would steal it back from whoever
+        # holds it now (or be refused forever), and its calls would be refused; stop the driver
+        # without TEARDOWN.
+        self.framework_lost = why
+        try:
+            driver.stop(failover=True)
+        except Exception:  # noqa: BLE001 - never raise out of a callback
+            logger.exception("cannot stop the driver")
+        self._job.framework_lost(why)
 
     # -- offers ----------------------------------------------------------------------------
 

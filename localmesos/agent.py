@@ -56,6 +56,8 @@ from disauto.localmesos import sandbox as sandbox_mod
 from disauto.localmesos.agent_launch import AgentTask
 from disauto.localmesos.agent_launch import TaskLauncher
 from disauto.localmesos.containerizer import DockerContainerizer
+from disauto.localmesos.logrotate import DEFAULT_SANDBOX_LOGGING
+from disauto.localmesos.logrotate import SandboxLogging
 from disauto.localmesos.records import duration_seconds
 from disauto.localmesos.status_updates import TERMINAL_STATES
 from disauto.localmesos.status_updates import StatusUpdateManager
@@ -201,8 +203,10 @@ class Agent(TaskLauncher):
         fetch_timeout: float = 60.0,
         environment: Mapping[str, str] | None = None,
         containerizer: DockerContainerizer | None = None,
+        sandbox_logging: SandboxLogging | None = DEFAULT_SANDBOX_LOGGING,
     ) -> None:
         sandbox_mod.check_id(agent_id, what="agent id")
+        self._sandbox_logging = sandbox_logging
         self.id = agent_id
         self.config = config
         self.work_dir = Path(work_dir)

@@ -35,6 +35,7 @@ from disauto.localmesos.fetcher import FetchError
 from disauto.localmesos.fetcher import fetch_uris
 from disauto.localmesos.health import HealthChecker
 from disauto.localmesos.health import health_probe
+from disauto.localmesos.logrotate import SandboxLogging
 from disauto.localmesos.records import duration_seconds
 
 
@@ -72,6 +73,9 @@ class _Abandon(Exception):
 
 class TaskLauncher:
     """Runs one task's steps (part of :class:`localmesos.agent.Agent`)."""
+
+    _sandbox_logging: SandboxLogging | None
+    """The caps of the sandbox's ``stdout``/``stderr`` (None: uncapped, written directly)."""
 
     def _run_task_steps(self, task: AgentTask) -> None:
         try:
@@ -192,7 +196,7 @@ class TaskLauncher:
         try:
             process = CommandProcess.spawn(executable, argv, env=env, cwd=sandbox,
                                            stdout=sandbox / "stdout", stderr=sandbox / "stderr",
-                                           run_as=run_as)
+                                           run_as=run_as, logs=self._sandbox_logging)
         except LaunchError as exc:
             self._fail(task, str(exc), "REASON_COMMAND_EXECUTOR_FAILED", "SOURCE_EXECUTOR")
             return
@@ -202,6 +206,7 @@ class TaskLauncher:
         if checker is not None:
             checker.stop()
         _sweep(sandbox)
+        process.drain_logs()
         self._finish(task, returncode == 0, executor_mod.describe_exit(returncode),
                      "REASON_COMMAND_EXECUTOR_FAILED")
 
@@ -313,7 +318,8 @@ class TaskLauncher:
         with self._lock:
             self._ran_containers = True
         try:
-            process = self._containers.launch(request, sandbox / "stdout", sandbox / "stderr")
+            process = self._containers.launch(request, sandbox / "stdout", sandbox / "stderr",
+                                              self._sandbox_logging)
         except ContainerError as exc:
             self._fail(task, str(exc), "REASON_CONTAINER_LAUNCH_FAILED")
             return

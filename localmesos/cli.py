@@ -31,6 +31,11 @@ from disauto.common.resources import parse_ranges
 from disauto.common.resources import parse_size_mb
 from disauto.localmesos.cluster import ClusterConfig
 from disauto.localmesos.cluster import LocalCluster
+from disauto.localmesos.logrotate import DEFAULT_OPTIONS
+from disauto.localmesos.logrotate import LogRotateError
+from disauto.localmesos.logrotate import Rotation
+from disauto.localmesos.logrotate import SandboxLogging
+from disauto.localmesos.logrotate import parse_options
 from disauto.localmesos.records import MESOS_VERSION
 
 
@@ -188,6 +193,16 @@ def build_parser() -> argparse.ArgumentParser:
         "--credentials",
         help="Mesos credentials file; when given, frameworks must authenticate (HTTP basic)",
     )
+    for stream in ("stdout", "stderr"):
+        parser.add_argument(
+            f"--max-{stream}-size", default="10MB",
+            help=f"cap of a task's sandbox {stream} file before it is rotated to {stream}.1: "
+                 f"{SIZE_HELP}, at least one memory page (Mesos' logrotate container logger "
+                 "max_*_size; default 10MB)")
+        parser.add_argument(
+            f"--logrotate-{stream}-options", default=DEFAULT_OPTIONS,
+            help=f"'rotate N': how many rotated {stream}.1..N files to keep (default "
+                 f"'{DEFAULT_OPTIONS}'; 'rotate 0' keeps only {stream})")
     parser.add_argument("--verbose", action="store_true", help="log what the master does")
     parser.add_argument("--debug", action="store_true", help="debug logs and tracebacks")
     return parser
@@ -256,6 +271,7 @@ def config_from_args(args: argparse.Namespace) -> ClusterConfig:
     if offer_timeout is not None and not offer_timeout > 0:
         raise UsageError(f"--offer-timeout: invalid value {args.offer_timeout!r}: must be > 0")
     credentials = None if args.credentials is None else load_credentials(args.credentials)
+    sandbox_logging = _sandbox_logging(args)
     work_dir = None if args.work_dir is None else Path(args.work_dir)
     config = ClusterConfig(
         agents=agents,
@@ -272,12 +288,35 @@ def config_from_args(args: argparse.Namespace) -> ClusterConfig:
         offer_timeout=offer_timeout,
         work_dir=work_dir,
         credentials=credentials,
+        sandbox_logging=sandbox_logging,
     )
     try:
         config.agent_list()
     except ValueError as exc:
         raise UsageError(str(exc)) from None
     return config
+
+
+def _sandbox_logging(args: argparse.Namespace) -> SandboxLogging:
+    """The sandbox log caps of ``--max-std{out,err}-size`` and ``--logrotate-*-options``.
+
+    Raises:
+        UsageError: naming the flag.
+    """
+    rotations = {}
+    for stream in ("stdout", "stderr"):
+        flag = f"--max-{stream}-size"
+        try:
+            size = round(parse_size_mb(getattr(args, f"max_{stream}_size"), what="size") * 2**20)
+            Rotation(size)
+        except (ResourceError, LogRotateError) as exc:
+            raise UsageError(f"{flag}: {exc}") from None
+        try:
+            rotate = parse_options(getattr(args, f"logrotate_{stream}_options"))
+        except LogRotateError as exc:
+            raise UsageError(f"--logrotate-{stream}-options: {exc}") from None
+        rotations[stream] = Rotation(size, rotate)
+    return SandboxLogging(rotations["stdout"], rotations["stderr"])
 
 
 # -- main -------------------------------------------------------------------------------------

@@ -35,6 +35,8 @@ from disauto.localmesos.agent import Agent
 from disauto.localmesos.agent import AgentConfig
 from disauto.localmesos.gpus import split_devices
 from disauto.localmesos.http import HttpServer
+from disauto.localmesos.logrotate import DEFAULT_SANDBOX_LOGGING
+from disauto.localmesos.logrotate import SandboxLogging
 from disauto.localmesos.master import Master
 from disauto.localmesos.reaper import Reaper
 from disauto.localmesos.state import format_duration
@@ -81,6 +83,9 @@ class ClusterConfig:
         request_timeout: seconds a client has to send a request once it started one.
         reap_on_exit: start a reaper process that kills the cluster's tasks when this process
             dies without stopping the cluster (``kill -9``; see :mod:`localmesos.reaper`).
+        sandbox_logging: caps of each task's sandbox ``stdout``/``stderr`` (Mesos' logrotate
+            container logger: 10 MB per file, here one rotated file kept); None writes them
+            uncapped (Mesos' default sandbox logger).
     """
 
     agents: int = 1
@@ -110,6 +115,7 @@ class ClusterConfig:
     max_body_bytes: int = 16 * 1024 * 1024
     request_timeout: float = 30.0
     reap_on_exit: bool = True
+    sandbox_logging: SandboxLogging | None = DEFAULT_SANDBOX_LOGGING
 
     def __post_init__(self) -> None:
         if not self.agent_configs and (
@@ -341,6 +347,7 @@ class LocalCluster:
             retry_interval_max=self.config.status_update_retry_interval_max,
             default_kill_grace=self.config.default_kill_grace,
             master_endpoint=self.address,
+            sandbox_logging=self.config.sandbox_logging,
         )
         with self._lock:
             self._agents.append(agent)

@@ -85,6 +85,10 @@ from disauto.localmesos.container_request import ImageRef
 from disauto.localmesos.container_request import build_request
 from disauto.localmesos.container_request import container_image
 from disauto.localmesos.container_request import is_container_task
+from disauto.localmesos.logrotate import UNCAPPED
+from disauto.localmesos.logrotate import RotatingFile
+from disauto.localmesos.logrotate import Rotation
+from disauto.localmesos.logrotate import SandboxLogging
 
 
 logger = logging.getLogger(__name__)
@@ -216,8 +220,9 @@ class ContainerProcess:
     """
 
     def __init__(self, client: Any, container_id: str, name: str, stdout: Path,
-                 stderr: Path) -> None:
+                 stderr: Path, logs: SandboxLogging | None = None) -> None:
         self._client = client
+        self._logs = logs
         self.id = container_id
         self.name = name
         self.pid: int | None = None
@@ -267,20 +272,19 @@ class ContainerProcess:
 
     def _copy_output(self, stream: Any) -> None:
         """Append every chunk of output to the sandbox files as it arrives."""
-        out = os.open(self._stdout, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-        err = os.open(self._stderr, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        logs = self._logs or SandboxLogging(Rotation(UNCAPPED), Rotation(UNCAPPED))
+        out = RotatingFile(self._stdout, logs.stdout)
+        err = RotatingFile(self._stderr, logs.stderr)
         try:
             for chunk_out, chunk_err in stream:
-                for fd, data in ((out, chunk_out), (err, chunk_err)):
-                    view = memoryview(data or b"")
-                    while view:
-                        view = view[os.write(fd, view):]
+                out.write(chunk_out or b"")
+                err.write(chunk_err or b"")
         except Exception as exc:  # noqa: BLE001 - a broken stream must not kill the agent
             self._read_error = _reason(exc)
             logger.warning("Container %s: output stream broke: %s", self.name, self._read_error)
         finally:
-            os.close(out)
-            os.close(err)
+            out.close()
+            err.close()
 
     @property
     def started(self) -> bool:
@@ -377,7 +381,8 @@ class DockerContainerizer:
         """The ownership labels of this agent's containers."""
         return {LABEL_OWNER: self.owner, LABEL_INSTANCE: self.instance}
 
-    def launch(self, request: ContainerRequest, stdout: Path, stderr: Path) -> ContainerProcess:
+    def launch(self, request: ContainerRequest, stdout: Path, stderr: Path,
+               logs: SandboxLogging | None = None) -> ContainerProcess:
         """Make the image available and create the container (not started).
 
         Raises:
@@ -397,7 +402,7 @@ class DockerContainerizer:
                 f"Failed to create container {request.name} from image '{request.image}': "
                 f"{_reason(exc)}"
             ) from None
-        return ContainerProcess(client, str(created["Id"]), request.name, stdout, stderr)
+        return ContainerProcess(client, str(created["Id"]), request.name, stdout, stderr, logs)
 
     def _ensure_image(self, client: Any, image: str, force_pull: bool) -> None:
         """The local image, pulled only when missing (or when ``force_pull``)."""

@@ -14,9 +14,9 @@ for a ``CommandInfo``, on the local machine:
   ``PORT*`` variables are a local convenience a real Mesos agent does not set; DisAuto's
   framework passes ports explicitly.
 * **Process.** The child runs in the sandbox, in its own session and process group
-  (``start_new_session``), with stdin from ``/dev/null`` and stdout/stderr appended straight to
-  the sandbox's ``stdout``/``stderr`` files (the child's descriptors are the files; nothing is
-  buffered here).
+  (``start_new_session``), with stdin from ``/dev/null``; its stdout/stderr go through pipes
+  into the sandbox's capped, rotated ``stdout``/``stderr`` files (:mod:`localmesos.logrotate`,
+  Mesos' logrotate container logger), or, without caps, straight into them.
 * **User.** Only when the agent runs as root and the requested user exists and differs does the
   child run as that user (the sandbox is chowned to it first). Otherwise the child runs as the
   agent's user, like a Mesos agent started with ``--no-switch_user``.
@@ -31,6 +31,7 @@ import base64
 import binascii
 from collections.abc import Mapping
 from collections.abc import Sequence
+import contextlib
 from dataclasses import dataclass
 import logging
 import os
@@ -40,6 +41,9 @@ import signal
 import subprocess
 import threading
 from typing import Any
+
+from disauto.localmesos.logrotate import LogPump
+from disauto.localmesos.logrotate import SandboxLogging
 
 
 logger = logging.getLogger(__name__)
@@ -270,8 +274,9 @@ class CommandProcess:
     :meth:`signal_group` may be called from any thread at any time, also after the exit.
     """
 
-    def __init__(self, popen: subprocess.Popen[bytes]) -> None:
+    def __init__(self, popen: subprocess.Popen[bytes], pumps: Sequence[LogPump] = ()) -> None:
         self._popen = popen
+        self._pumps = list(pumps)
         self.pid = popen.pid
         self.pgid = popen.pid  # start_new_session: the child leads its own group.
         self._exited = threading.Event()
@@ -288,8 +293,10 @@ class CommandProcess:
         stdout: Path,
         stderr: Path,
         run_as: RunAs | None = None,
+        logs: SandboxLogging | None = None,
     ) -> CommandProcess:
-        """Start the command.
+        """Start the command; with ``logs`` its output goes through capped, rotated files
+        (:mod:`localmesos.logrotate`), else straight into ``stdout``/``stderr``.
 
         Raises:
             LaunchError: when it cannot be started (no such executable, not permitted, ...).
@@ -297,8 +304,15 @@ class CommandProcess:
         extra: dict[str, Any] = {}
         if run_as is not None:
             extra = {"user": run_as.uid, "group": run_as.gid, "extra_groups": list(run_as.groups)}
+        pumps: list[LogPump] = []
         try:
-            with open(stdout, "ab", buffering=0) as out, open(stderr, "ab", buffering=0) as err:
+            with contextlib.ExitStack() as files:
+                if logs is None:
+                    out: Any = files.enter_context(open(stdout, "ab", buffering=0))
+                    err: Any = files.enter_context(open(stderr, "ab", buffering=0))
+                else:
+                    pumps = [LogPump(stdout, logs.stdout), LogPump(stderr, logs.stderr)]
+                    out, err = (pump.write_fd for pump in pumps)
                 popen = subprocess.Popen(
                     list(argv),
                     executable=executable,
@@ -314,8 +328,11 @@ class CommandProcess:
         except (OSError, subprocess.SubprocessError, ValueError) as exc:
             reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
             raise LaunchError(f"Failed to launch '{executable}': {reason}") from None
+        finally:
+            for pump in pumps:
+                pump.started()
         logger.debug("Launched pid %d: %s", popen.pid, argv)
-        return cls(popen)
+        return cls(popen, pumps)
 
     @property
     def exited(self) -> bool:
@@ -329,6 +346,12 @@ class CommandProcess:
             self._exited.set()
             self._signal(signal.SIGKILL)
         return returncode
+
+    def drain_logs(self, timeout: float = 5.0) -> None:
+        """Wait until the output is all in the sandbox files, as Mesos' logger finishes before
+        the container's end is reported (call it once what the task left behind is killed)."""
+        for pump in self._pumps:
+            pump.drain(timeout)
 
     def wait_exited(self, timeout: float | None = None) -> bool:
         """Block until :meth:`wait` has reaped the command (or ``timeout``); whether it has."""

@@ -685,9 +685,15 @@ class HttpServer:
                 return _text(
                     400, "Subscribe calls should not include the 'Mesos-Stream-Id' header"
                 )
+            info = call["subscribe"]["framework_info"]
+            if principal is not None and "principal" not in info:
+                # As Mesos: the authenticated principal becomes the framework's.
+                info["principal"] = principal
             return self.master.subscribe(call)
         try:
-            status, body = self.master.handle_call(call, request.header("mesos-stream-id"))
+            status, body = self.master.handle_call(
+                call, request.header("mesos-stream-id"), principal
+            )
         except CallError as exc:
             return _text(exc.status, str(exc))
         if body is not None:

@@ -240,17 +240,31 @@ class Master(Subscriptions, LaunchCalls, SchedulerCalls, TaskBookkeeping, OfferM
 
     # -- calls ---------------------------------------------------------------------------
 
-    def check_call(self, call: Mapping[str, Any], stream_id: str | None) -> FrameworkRecord:
-        """The checks Mesos makes before dispatching a non-SUBSCRIBE call.
+    def check_call(
+        self, call: Mapping[str, Any], stream_id: str | None, principal: str | None = None
+    ) -> FrameworkRecord:
+        """The checks Mesos makes before dispatching a non-SUBSCRIBE call, in its order.
+
+        Args:
+            call: the validated call.
+            stream_id: its ``Mesos-Stream-Id`` header, if any.
+            principal: the HTTP-authenticated principal, if any.
 
         Raises:
-            CallError: 400 "Framework cannot be found", 403 "Framework is not subscribed",
-                400 for a missing or wrong ``Mesos-Stream-Id``.
+            CallError: 400 "Framework cannot be found", 400 for an authenticated principal
+                other than the framework's, 403 "Framework is not subscribed", 400 for a
+                missing or wrong ``Mesos-Stream-Id``.
         """
         fid = str(call["framework_id"]["value"])
         fw = self.frameworks.get(fid)
         if fw is None:
             raise CallError("Framework cannot be found")
+        owner = str(fw.info.get("principal", ""))
+        if principal is not None and principal != owner:
+            raise CallError(
+                f"Authenticated principal '{principal}' does not match principal '{owner}' "
+                "set in `FrameworkInfo`"
+            )
         if not fw.connected or fw.subscription is None:
             raise CallError("Framework is not subscribed", 403)
         if stream_id is None:
@@ -265,7 +279,7 @@ class Master(Subscriptions, LaunchCalls, SchedulerCalls, TaskBookkeeping, OfferM
         return fw
 
     def handle_call(
-        self, call: Mapping[str, Any], stream_id: str | None
+        self, call: Mapping[str, Any], stream_id: str | None, principal: str | None = None
     ) -> tuple[int, dict[str, Any] | None]:
         """Dispatch a validated non-SUBSCRIBE call (the table: :mod:`localmesos.master_calls`).
 
@@ -278,7 +292,7 @@ class Master(Subscriptions, LaunchCalls, SchedulerCalls, TaskBookkeeping, OfferM
         """
         kind = call["type"]
         with self.lock:
-            fw = self.check_call(call, stream_id)
+            fw = self.check_call(call, stream_id, principal)
             fw.count("calls")
             fw.count(f"calls/{kind.lower()}")
             status, body, trigger = self._dispatch(fw, call)

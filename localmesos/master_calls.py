@@ -185,13 +185,11 @@ class SchedulerCalls:
     def _update_framework(self, fw: FrameworkRecord, update: Mapping[str, Any]) -> None:
         info = copy.deepcopy(dict(update["framework_info"]))
         error = validation.validate_framework_info(info)
-        if error is None:
-            for key in ("user", "principal", "checkpoint"):
-                if info.get(key) != fw.info.get(key):
-                    error = f"Updating 'FrameworkInfo.{key}' is unsupported"
-                    break
         if error is not None:
-            raise CallError(f"Failed to update framework: {error}")
+            raise CallError(f"Supplied FrameworkInfo is not valid: {error}")
+        error = validation.validate_framework_update(fw.info, info)
+        if error is not None:
+            raise CallError(f"FrameworkInfo update is not valid: {error}")
         constraints = copy.deepcopy(dict(update.get("offer_constraints", {})))
         compiled, error = offer_constraints.compile_or_error(constraints)
         if error is not None:

@@ -7,6 +7,9 @@ A mixin of :class:`localmesos.master.Master`. Invariants it keeps, under the mas
 * A disconnected framework has no offers and, unless its ``failover_timeout`` is beyond what a
   timer can wait for, a ``failover_deadline``; the timer thread removes it once that passes.
 * A removed framework's id never subscribes again ("Framework has been removed").
+* A known framework's principal never changes: a SUBSCRIBE with its id and another principal
+  (or none) is refused with an ERROR and does not fail the framework over (Mesos
+  ``validateUpdate``); its user and checkpointing are kept from the first subscription.
 """
 
 from __future__ import annotations
@@ -84,6 +87,10 @@ class Subscriptions:
                 self._next_framework += 1
                 info["id"] = {"value": fid}
             existing = self.frameworks.get(fid)
+            if existing is not None:
+                error = _update_error(existing.info, info)
+                if error is not None:
+                    return self._refused_subscription(fid, info, error)
             sub = self._new_subscription(fid)
             if existing is None:
                 fw = self._add_framework(fid, info, recovered=registered)
@@ -235,3 +242,18 @@ class Subscriptions:
                         self._remove_framework(fw)
                 pending = [d for d in deadlines if d > now]
                 self._timer_cond.wait(min(pending) - now if pending else None)
+
+
+def _update_error(old: Mapping[str, Any], new: dict[str, Any]) -> str | None:
+    """Why a known framework may not take ``new`` on a re-SUBSCRIBE, or None.
+
+    As Mesos' ``_subscribe``: the user and checkpointing are first taken from the framework's
+    current info (they cannot change and are not an error), then the update is validated, so
+    only a changed principal is refused here.
+    """
+    for key in ("user", "checkpoint"):
+        if key in old:
+            new[key] = old[key]
+        else:
+            new.pop(key, None)
+    return validation.validate_framework_update(old, new)

@@ -31,10 +31,14 @@ import binascii
 from collections.abc import Mapping
 from dataclasses import dataclass
 import json
+import logging
 import math
 from typing import Any
 
 from disauto.common.json_kind import json_kind
+
+
+logger = logging.getLogger("disauto.localmesos.master")
 
 
 #: Deepest JSON nesting accepted in a body. No Mesos message is nested anywhere near this deep,
@@ -742,6 +746,35 @@ def validate_role(role: str) -> str | None:
 
 #: Largest duration Mesos' ``Duration`` can hold, in seconds (int64 nanoseconds).
 MAX_DURATION_SECONDS = INT64[1] / 1e9
+
+
+def validate_framework_update(old: Mapping[str, Any], new: Mapping[str, Any]) -> str | None:
+    """Mesos ``framework::validateUpdate``: what a known framework's new FrameworkInfo may not
+    change (its principal, unset included; its user; checkpointing).
+
+    Returns:
+        The error, or ``None`` when the update is allowed.
+    """
+    if old.get("principal") != new.get("principal"):
+        # Mesos does not tell the caller the principal it holds (only its log does).
+        logger.warning(
+            "Framework %s with principal %r was asked to change it to %r",
+            (old.get("id") or {}).get("value"), old.get("principal"), new.get("principal"),
+        )
+        return "Changing framework's principal is not allowed."
+    if old.get("user") != new.get("user"):
+        return (
+            "Updating 'FrameworkInfo.user' is unsupported; attempted to update from "
+            f"'{old.get('user', '')}' to '{new.get('user', '')}'"
+        )
+    old_checkpoint = bool(old.get("checkpoint", False))
+    new_checkpoint = bool(new.get("checkpoint", False))
+    if old_checkpoint != new_checkpoint:
+        return (
+            "Updating 'FrameworkInfo.checkpoint' is unsupported; attempted to update from "
+            f"'{str(old_checkpoint).lower()}' to '{str(new_checkpoint).lower()}'"
+        )
+    return None
 
 
 def validate_framework_info(info: Mapping[str, Any]) -> str | None:

@@ -28,6 +28,10 @@ class ExitStatus(IntEnum):
     """The job was stopped from outside (not by Ctrl-C here): da-job kill."""
     NO_RESULT = 6
     """The job ran to its end (budget, grid or time) but no trial produced a result."""
+    FRAMEWORK_LOST = 7
+    """The job's framework was taken away while it ran: the Mesos master removed it ("Framework
+    has been removed": torn down, or its failover timeout passed) or another scheduler
+    subscribed with its FrameworkID ("Framework failed over"). The record says so per trial."""
     CTRL_C = 130
     """Stopped with Ctrl-C (SIGINT) or SIGTERM; running tasks were killed, the record kept."""
 
@@ -43,4 +47,5 @@ def for_outcome(outcome: int) -> ExitStatus:
         framework_pb2.TOO_MANY_FAILURES: ExitStatus.TOO_MANY_FAILURES,
         framework_pb2.STOPPED: ExitStatus.STOPPED,
         framework_pb2.JOB_KILLED: ExitStatus.STOPPED,
+        framework_pb2.FRAMEWORK_LOST: ExitStatus.FRAMEWORK_LOST,
     }.get(outcome, ExitStatus.ERROR)

@@ -318,7 +318,8 @@ def _report(runner: Any, job_dir: Path, out: IO[str], err: IO[str], objective: s
     order = [p.name for p in runner.config.search.space.parameters]
     json_path, csv_path = results.write(job_dir, summary, trials, maximize, order)
     try:  # the record is written; the terminal may be gone (SIGHUP)
-        if outcome_name == "UNSCHEDULABLE" or status == ExitStatus.MASTER_UNREACHABLE:
+        if outcome_name in ("UNSCHEDULABLE", "FRAMEWORK_LOST") \
+                or status == ExitStatus.MASTER_UNREACHABLE:
             print(f"{PROG}: error: {message}", file=err)  # one line, as a bad flag gets
             return
         if trials:

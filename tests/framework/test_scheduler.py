@@ -60,6 +60,9 @@ class RecordingDriver:
     def reconcileTasks(self, tasks: list[Any]) -> None:  # noqa: N802
         self.calls.append(("reconcile", tasks))
 
+    def stop(self, failover: bool = False) -> None:
+        self.calls.append(("stop", failover))
+
     def kinds(self) -> list[str]:
         return [kind for kind, _ in self.calls]
 
@@ -237,12 +240,45 @@ def test_a_bad_offer_is_declined_instead_of_killing_the_driver(setup: Setup) -> 
     assert setup.driver.calls == [("decline", ({"value": "O1"}, None))]
 
 
-def test_master_errors_end_the_job_except_failover(setup: Setup) -> None:
-    setup.scheduler.error(setup.driver, "Framework has been failed over")
-    assert setup.controller.outcome is None
-    setup.scheduler.error(setup.driver, "Framework has been removed")
+def test_a_master_error_ends_the_job(setup: Setup) -> None:
+    setup.scheduler.error(setup.driver, "User 'root' is not allowed to run frameworks")
     assert setup.controller.outcome == (
-        framework_pb2.ERROR, "the Mesos master refused the job: Framework has been removed")
+        framework_pb2.ERROR,
+        "the Mesos master refused the job: User 'root' is not allowed to run frameworks")
+    assert "stop" not in setup.driver.kinds()
+
+
+@pytest.mark.parametrize(("message", "says"), [
+    ("Framework failed over", "another scheduler subscribed with its FrameworkID"),
+    ("Framework has been removed", "the Mesos master removed it and killed its tasks"),
+])
+def test_a_framework_taken_away_ends_the_job_trial_by_trial(
+    setup: Setup, message: str, says: str
+) -> None:
+    """Failed over by someone else or removed: the driver stops without TEARDOWN (it would
+    otherwise subscribe again), the job ends FRAMEWORK_LOST and no trial stays in flight."""
+    setup.scheduler.resourceOffers(setup.driver, [setup.offer("O1")])
+    setup.controller.attach_appcore("h:1")
+    for number in (1, 2):
+        setup.submit(number)
+    setup.scheduler.resourceOffers(setup.driver, [setup.offer("O2")])
+    setup.scheduler.statusUpdate(setup.driver, task_status("trial-0001", "TASK_RUNNING"))
+    setup.submit(3)  # waits for an offer
+    setup.driver.clear()
+
+    setup.scheduler.error(setup.driver, message)
+
+    assert setup.driver.calls == [("stop", True)]
+    outcome, why = setup.controller.outcome or (0, "")
+    assert outcome == framework_pb2.FRAMEWORK_LOST
+    assert why.startswith("the framework was taken away: ") and says in why and "\n" not in why
+    assert setup.scheduler.framework_lost == why
+    states = {t.number: (t.state, t.message) for t in setup.controller.trials()}
+    assert states[1] == ("KILLED", f"its task's end is unknown: {why}")
+    assert states[2] == ("KILLED", f"its task's end is unknown: {why}")  # launched
+    assert states[3][0] == "KILLED"  # never launched
+    assert setup.controller.live_task_ids() == []
+    assert setup.store.appcore_runs()[-1]["state"] == "TASK_KILLED"
 
 
 def test_reregistration_reconciles_and_forgets_suppression(setup: Setup) -> None:

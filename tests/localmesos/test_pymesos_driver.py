@@ -371,7 +371,7 @@ def test_failover_timeout_removes_framework_and_kills_tasks(
     driver.stop(failover=True)
     driver.join()
     state = wait_until(
-        lambda: (s := get_json(cluster, "/master/state"))["completed_frameworks"] and s, 5
+        lambda: (s := get_json(cluster, "/master/state"))["completed_frameworks"] and s, 15
     )
     fw = state["completed_frameworks"][0]
     assert fw["id"] == fid and fw["unregistered_time"] > 0

@@ -131,6 +131,7 @@ def test_progress_line_says_when_a_trial_waits_for_resources() -> None:
     (framework_pb2.TOO_MANY_FAILURES, ExitStatus.TOO_MANY_FAILURES),
     (framework_pb2.STOPPED, ExitStatus.STOPPED),
     (framework_pb2.ERROR, ExitStatus.ERROR),
+    (framework_pb2.FRAMEWORK_LOST, ExitStatus.FRAMEWORK_LOST),
     (framework_pb2.JOB_OUTCOME_UNSPECIFIED, ExitStatus.ERROR),
 ])
 def test_exit_status_for_each_outcome(outcome: int, status: ExitStatus) -> None:

@@ -1,0 +1,106 @@
+"""The job folder's copy of each task's output stays within its cap, keeping the tail."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs
+from urllib.parse import urlparse
+
+from disauto.framework.log_collector import LogCollector
+
+
+class FakeAgent:
+    """Serves a sandbox folder as the agent's ``/files/read`` does (offset -1: the size)."""
+
+    def __init__(self, sandbox: Path) -> None:
+        self.sandbox = sandbox
+
+    def sandbox_of(self, agent_id: str, framework_id: str, task_id: str) -> tuple[str, str]:
+        return "http://agent", str(self.sandbox)
+
+    def get_json(self, url: str) -> dict[str, Any]:
+        query = {k: v[0] for k, v in parse_qs(urlparse(url).query).items()}
+        data = Path(query["path"]).read_bytes()
+        offset = int(query["offset"])
+        if offset == -1:
+            return {"offset": len(data), "data": ""}
+        length = int(query.get("length", len(data)))
+        return {"offset": offset, "data": data[offset:offset + length].decode()}
+
+
+def _collector(tmp_path: Path, **kwargs: Any) -> tuple[LogCollector, Path]:
+    sandbox = tmp_path / "sandbox"
+    sandbox.mkdir()
+    (sandbox / "stderr").write_bytes(b"")
+    agent = FakeAgent(sandbox)
+    logs: Any = type("Logs", (), {"sandbox": staticmethod(agent.sandbox_of),
+                                  "get_json": staticmethod(agent.get_json)})()
+    collector = LogCollector(logs, lambda: "F-1", lambda: [("trial-0001", "S1", True)],
+                             tmp_path / "logs", **kwargs)
+    collector.folder.mkdir()
+    return collector, sandbox
+
+
+def _lines(start: int, stop: int) -> bytes:
+    return b"".join(f"line {n:07d}\n".encode() for n in range(start, stop))
+
+
+def test_a_flood_keeps_only_the_tail_with_a_header(tmp_path: Path) -> None:
+    collector, sandbox = _collector(tmp_path, max_task_log_bytes=64 * 1024,
+                                    max_poll_bytes=1 << 30)
+    written = b""
+    for chunk in range(20):  # 20 polls of ~12 KiB each: 240 KiB printed
+        more = _lines(chunk * 1000, chunk * 1000 + 1000)
+        written += more
+        (sandbox / "stdout").write_bytes(written)
+        collector.poll()
+    copy = collector.path("trial-0001", "stdout").read_bytes()
+    header, _, body = copy.partition(b"\n")
+    assert len(body) <= 64 * 1024 and written.endswith(body) and body.startswith(b"line ")
+    removed = len(written) - len(body)
+    assert header.decode() == (
+        f"[disauto: the first {removed} bytes of this copy were removed: the job folder keeps "
+        "the last 65536 bytes of each stream; the agent's sandbox may hold more]")
+    assert body.endswith(b"line 0019999\n")
+
+
+def test_one_huge_poll_reads_only_the_tail(tmp_path: Path) -> None:
+    collector, sandbox = _collector(tmp_path, max_task_log_bytes=8192)
+    written = _lines(0, 100_000)  # 1.3 MB at once
+    (sandbox / "stdout").write_bytes(written)
+    collector.poll()
+    copy = collector.path("trial-0001", "stdout").read_bytes()
+    assert len(copy) <= 8192
+    assert copy.endswith(b"line 0099999\n")
+    assert f"[disauto: {len(written) - 8192 + 512} bytes skipped]".encode() in copy
+
+
+def test_a_rotated_sandbox_file_is_followed_from_its_new_start(tmp_path: Path) -> None:
+    collector, sandbox = _collector(tmp_path)
+    (sandbox / "stdout").write_bytes(_lines(0, 100))
+    collector.poll()
+    (sandbox / "stdout").write_bytes(_lines(500, 510))  # rotated: smaller than before
+    collector.poll()
+    copy = collector.path("trial-0001", "stdout").read_bytes()
+    assert copy.startswith(_lines(0, 100))
+    assert b"[disauto: the sandbox's stdout was rotated" in copy
+    assert copy.endswith(_lines(500, 510))
+
+
+def test_the_tail_of_a_rotated_file_is_copied_too(tmp_path: Path) -> None:
+    """A task that filled its sandbox file and rotated it before the first poll: the copy
+    starts in ``stdout.1``; a rotation between polls brings what ``stdout.1`` got since."""
+    collector, sandbox = _collector(tmp_path, max_task_log_bytes=4096)
+    (sandbox / "stdout.1").write_bytes(_lines(0, 1000))
+    (sandbox / "stdout").write_bytes(b"the last line\n")
+    collector.poll()
+    copy = collector.path("trial-0001", "stdout").read_bytes()
+    assert copy.endswith(_lines(990, 1000) + b"the last line\n") and len(copy) <= 4096 + 200
+    (sandbox / "stdout.1").write_bytes(b"the last line\n" + _lines(1000, 1010))
+    (sandbox / "stdout").write_bytes(b"after\n")
+    collector.poll()
+    copy = collector.path("trial-0001", "stdout").read_bytes()
+    assert copy.endswith(b"the last line\n" + _lines(1000, 1010) + b"\n[disauto: the "
+                         b"sandbox's stdout was rotated; output written around the rotation "
+                         b"may be missing here]\nafter\n")
