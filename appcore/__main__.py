@@ -36,6 +36,13 @@ FRAMEWORK_WAIT = 600.0
 the same address where it is free, else on another that the master tells); runners' reports
 meanwhile are answered UNAVAILABLE, which they retry for as long (``apprunner_sdk``)."""
 
+_FRAMEWORK_GONE = frozenset({
+    grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.UNKNOWN, grpc.StatusCode.INTERNAL,
+    # A call in flight when the framework's process died can end either way too.
+    grpc.StatusCode.CANCELLED, grpc.StatusCode.DEADLINE_EXCEEDED,
+})
+"""How a call ends when the framework went away (killed, restarting): AppCore waits for it."""
+
 LOOKUP_INTERVAL = 5.0
 """Seconds between two look-ups of the framework's address in the master while it is away."""
 
@@ -120,6 +127,13 @@ def _serve(framework: FrameworkClient, servicer: AppCoreServicer, server: grpc.S
         try:
             reply = framework.attach(address, certificate)
         except grpc.RpcError as err:
+            if err.code() in _FRAMEWORK_GONE:  # gone again between its answer and ours
+                try:
+                    framework = wait_for_framework(framework)
+                except ConnectionError as gone:
+                    logger.error("the framework did not come back: %s", gone)
+                    return 1
+                continue
             framework.close()
             if err.code() == grpc.StatusCode.FAILED_PRECONDITION:  # the job ended meanwhile
                 return 0
@@ -151,8 +165,7 @@ def _serve(framework: FrameworkClient, servicer: AppCoreServicer, server: grpc.S
             framework.close()
             return 0
         except grpc.RpcError as err:
-            if err.code() not in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.UNKNOWN,
-                                  grpc.StatusCode.INTERNAL):
+            if err.code() not in _FRAMEWORK_GONE:
                 logger.error("lost the framework: %s", err.details())
                 framework.close()
                 return 1
