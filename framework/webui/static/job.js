@@ -243,6 +243,8 @@ function renderPlots(data) {
   const importance = data.importance;
   $("importance-note").textContent = importance.note || "Optuna's get_param_importances over the completed trials.";
   const ranked = Object.entries(importance.values || {}).reverse();
+  $("plot-importance").hidden = !ranked.length;
+  if (!ranked.length) return;
   Plotly.react("plot-importance", [{
     type: "bar", orientation: "h", x: ranked.map((r) => r[1]), y: ranked.map((r) => r[0]),
   }], layout("importance", ""), CONFIG);
