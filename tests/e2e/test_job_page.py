@@ -8,6 +8,7 @@ Screenshots go to ``SCREENSHOTS`` (build/screenshots); docs/img keeps copies for
 from __future__ import annotations
 
 from collections.abc import Iterator
+import contextlib
 import json
 import os
 from pathlib import Path
@@ -17,6 +18,9 @@ import subprocess
 import sys
 import time
 from typing import Any
+from urllib.error import HTTPError
+from urllib.request import Request
+from urllib.request import urlopen
 
 import pytest
 
@@ -197,7 +201,9 @@ def test_a_running_jobs_page_end_to_end(submit: Any, tmp_path: Path, control: Pa
     _da_job_ui(page, job.home, job_dir.name)
 
 
-def _da_job_ui(page: Any, home: Path, job_id: str) -> None:
+@contextlib.contextmanager
+def _da_job_ui_server(home: Path) -> Iterator[str]:
+    """A ``da-job ui`` process on any free port; its root URL."""
     environ = {**os.environ, "DISAUTO_HOME": str(home),
                "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
     process = subprocess.Popen(
@@ -208,19 +214,34 @@ def _da_job_ui(page: Any, home: Path, job_id: str) -> None:
         line = process.stdout.readline()
         match = re.search(r"at (http://127\.0\.0\.1:\d+/)", line)
         assert match, line
-        page.goto(match.group(1))
+        yield match.group(1)
+    finally:
+        process.terminate()
+        process.wait(10)
+
+
+def _post(url: str, token: str) -> tuple[int, Any]:
+    request = Request(url, data=b"{}", method="POST",
+                      headers={"Authorization": f"Bearer {token}"} if token else {})
+    try:
+        with urlopen(request, timeout=10) as response:  # noqa: S310 - loopback
+            return response.status, json.loads(response.read())
+    except HTTPError as error:
+        return error.code, json.loads(error.read())
+
+
+def _da_job_ui(page: Any, home: Path, job_id: str) -> None:
+    with _da_job_ui_server(home) as root:
+        page.goto(root)
         page.click(f"text={job_id}")
         row(page, 3, "COMPLETED")
         assert page.text_content("#job-state") == "ended"
         assert "job killed" in page.text_content("#job-outcome")
         page.wait_for_function("document.getElementById('plot-history').data[0].x.length === 2")
         shot(page, "da-job-ui")
-        page.goto(match.group(1))
+        page.goto(root)
         page.wait_for_selector(f"#jobs a:has-text('{job_id}')")
         shot(page, "da-job-ui-index")
-    finally:
-        process.terminate()
-        process.wait(10)
 
 
 def test_the_page_of_a_job_on_a_da_cluster_master(submit: Any, tmp_path: Path, control: Path,
@@ -241,5 +262,16 @@ def test_the_page_of_a_job_on_a_da_cluster_master(submit: Any, tmp_path: Path, c
     page.wait_for_function("document.getElementById('plot-history').data[0].x.length === 3")
     assert page.text_content("#job-state") == "running"
     shot(page, "job-page-da-cluster")
-    (control / "release-all").touch()
-    assert job.wait(60) == 0
+
+    # da-job ui, another process, kills trial 4 through the record; the run loop carries it out.
+    job_dir = job.job_dir()
+    with _da_job_ui_server(job.home) as root:
+        refused = _post(f"{root}jobs/{job_dir.name}/api/trials/4/kill", "")
+        assert refused == (401, {"error": "this action needs the job token (Authorization: "
+                                          "Bearer <token>; it is in the job folder's job.token)"})
+        answer = _post(f"{root}jobs/{job_dir.name}/api/trials/4/kill",
+                       (job_dir / "job.token").read_text())
+        assert answer == (200, {"ok": True, "message": "killing trial 4"})
+    row(page, 4, "KILLED")
+    assert record(job_dir, 4) == ("KILLED", "killed from the job page")
+    assert job.wait(60) == 0  # the budget of 4 is spent; the killed trial is not a failure
