@@ -499,8 +499,9 @@ class JobRunner:
             self._driver.join()
         self._shutdown_services()
         self._record_offer_counts()
-        self.store.set_meta("state", "ENDED")
+        # Before the record says ENDED: whoever sees the job ended finds its report.
         report.write(self.job_dir, read_record(self.store, "ended"))
+        self.store.set_meta("state", "ENDED")
 
     def _record_offer_counts(self) -> None:
         """Keep the offer policy's counters in the job's record (offers seen, declined, ...)."""
