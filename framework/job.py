@@ -383,6 +383,37 @@ class JobController:
             timer.start()
         return proto
 
+    def kill_trial(self, number: int, message: str = "killed from the job page") -> list[str]:
+        """Kill trial ``number`` at a user's request (the job page): it is recorded KILLED at
+        once, so its slot is refilled, and its task (if launched) is returned for the caller
+        to kill. Like a trial killed at the job's end it is told to the search as a failure
+        but does not count toward ``--max-failed-trials``: the user stopped it, it did not
+        crash.
+
+        Raises:
+            NotFoundError: no such trial.
+            FailedPreconditionError: the job or the trial has ended, or the trial already
+                reported its final result (it is COMPLETED whatever happens to its task).
+        """
+        with self._lock:
+            trial = self._trials.get(number)
+            if trial is None:
+                raise NotFoundError(f"trial {number} does not exist")
+            if self._outcome is not None:
+                raise FailedPreconditionError("the job has ended")
+            if trial.terminal:
+                raise FailedPreconditionError(
+                    f"trial {number} has already ended ({trial.state})")
+            if self._has_result(trial):
+                raise FailedPreconditionError(
+                    f"trial {number} already reported its final result")
+            task_id = trial.task_id if trial.state in _ON_AN_AGENT else ""
+            self._set_state(trial, TrialState.KILLED, message)
+            if task_id:
+                self._ended_trial_tasks.add(task_id)  # live until its terminal status
+            logger.info("trial %d: %s", number, message)
+            return [task_id] if task_id else []
+
     def _kill_if_live(self, task_id: str) -> None:
         with self._lock:
             live = task_id in self._ended_trial_tasks

@@ -32,6 +32,8 @@ from disauto.common.processes import start_time
 from disauto.common.tokens import new_job_token
 from disauto.framework.capacity import agent_totals
 from disauto.framework.capacity import unfit
+from disauto.framework.errors import FailedPreconditionError
+from disauto.framework.errors import NotFoundError
 from disauto.framework.fileserver import FileServer
 from disauto.framework.job import APPCORE_KEY
 from disauto.framework.job import JobController
@@ -47,6 +49,12 @@ from disauto.framework.scheduler import JobScheduler
 from disauto.framework.service import make_server
 from disauto.framework.spec import JobConfig
 from disauto.framework.store import JobStore
+from disauto.framework.webui import report
+from disauto.framework.webui.server import JobPageServer
+from disauto.framework.webui.sources import KILL_TRIALS_KEY
+from disauto.framework.webui.sources import KILLED_FROM_PAGE
+from disauto.framework.webui.sources import LiveJob
+from disauto.framework.webui.views import read_record
 from disauto.protos import framework_pb2
 
 
@@ -179,13 +187,14 @@ class JobRunner:
         self.resume = resume
         self.store = JobStore(job_dir / paths.JOB_DB)
         previous = {key: self.store.get_meta(key) or "" for key in
-                    ("master", "framework_id", "grpc_port", "files_port")}
+                    ("master", "framework_id", "grpc_port", "files_port", "webui_port")}
         self._same_master = resume and previous["master"] == master.uri
         self._framework_id = previous["framework_id"] if self._same_master else ""
         meta = {"job_id": config.job_id, "config": config.to_json(), "master": master.uri,
                 "offer_policy": offer_policy, "state": "RUNNING", "pid": str(os.getpid()),
                 "pid_start": start_time(os.getpid()), "host": socket.gethostname(),
-                "control": "", "framework_registered": "", "interrupted_reason": ""}
+                "control": "", "framework_registered": "", "interrupted_reason": "",
+                KILL_TRIALS_KEY: ""}
         if not resume:
             meta["started_at"] = str(time.time())
         else:
@@ -209,8 +218,19 @@ class JobRunner:
                                  port=_int(previous["files_port"]) if resume else 0)
         self._server, grpc_port = _bind(self.controller, bind,
                                         _int(previous["grpc_port"]) if resume else 0, tls)
+        # The job page (framework/webui): bound like the file server, its URL the
+        # FrameworkInfo's webui_url, so the Mesos web UI links to it.
+        self.page = JobPageServer(
+            lambda: {config.job_id: self._page_source}, bind, self._advertise,
+            port=_int(previous["webui_port"]) if resume else 0, single=config.job_id)
+        self._page_source = LiveJob(self.controller, job_dir,
+                                    lambda task_ids: self.scheduler.kill(task_ids))
+        self.page_url = self.page.job_url(config.job_id)
+        self._page_kills: set[int] = set()
         self.store.set_meta_many({"grpc_port": str(grpc_port),
                                   "files_port": str(self._files.port),
+                                  "webui_port": str(self.page.port),
+                                  "webui_url": self.page_url,
                                   "bind_host": bind,
                                   "tls_fingerprint": tls.fingerprint if tls else ""})
         self.framework_address = f"{self._advertise}:{grpc_port}"
@@ -242,11 +262,13 @@ class JobRunner:
         check_credentials(self.master.uri, self.master.principal, self.master.secret)
         self._server.start()
         self._files.start()
+        self.page.start()
         framework_info = {
             "user": self.config.user or getpass.getuser(),
             "name": self.config.app_name,
             "hostname": self._advertise,
             "failover_timeout": self.config.failover_timeout,
+            "webui_url": self.page_url,
             # The address travels in a label, so that AppCore and runners whose framework
             # moved (resumed on another port) find it through the master (common.rendezvous).
             "labels": {"labels": [
@@ -370,12 +392,37 @@ class JobRunner:
             self._driver.join()
         self._shutdown_services()
         self._record_offer_counts()
+        report.write(self.job_dir, read_record(self.store, "interrupted"))
 
     def _check_control(self) -> None:
         """Act on a request another shell left in the record (``da-job kill``, ``update``)."""
         if self.store.get_meta("control") == "kill":
             self.controller.finish(framework_pb2.JOB_KILLED, "killed with da-job kill")
+        self._check_trial_kills()
         self._check_update()
+
+    def _check_trial_kills(self) -> None:
+        """Kill the trials a job page served by ``da-job ui`` asked to (each once)."""
+        text = self.store.get_meta(KILL_TRIALS_KEY)
+        if not text:
+            return
+        try:
+            asked = [int(number) for number in json.loads(text)]
+        except (ValueError, TypeError):
+            logger.warning("ignoring an unreadable request to kill trials: %r", text)
+            self.store.set_meta(KILL_TRIALS_KEY, "")
+            return
+        for number in asked:
+            if number in self._page_kills:
+                continue
+            self._page_kills.add(number)
+            try:
+                tasks = self.controller.kill_trial(number, KILLED_FROM_PAGE)
+            except (NotFoundError, FailedPreconditionError) as err:
+                logger.info("not killing trial %d: %s", number, err)
+                continue
+            if tasks:
+                self.scheduler.kill(tasks)
 
     def _check_update(self) -> None:
         """Apply a ``da-job update`` request not answered yet, and answer it in the record."""
@@ -465,6 +512,8 @@ class JobRunner:
             self._driver.join()
         self._shutdown_services()
         self._record_offer_counts()
+        # Before the record says ENDED: whoever sees the job ended finds its report.
+        report.write(self.job_dir, read_record(self.store, "ended"))
         self.store.set_meta("state", "ENDED")
 
     def _stop_lost(self) -> None:
@@ -489,6 +538,7 @@ class JobRunner:
     def _shutdown_services(self) -> None:
         self._server.stop(grace=2).wait()
         self._files.stop()
+        self.page.stop()
 
     def _collect_best_output(self) -> None:
         """Copy the best trial's output to ``DST/NAME`` (``--output DST#NAME``)."""

@@ -7,6 +7,7 @@
     da-job kill JOB
     da-job update JOB [--trial-steps N] [--parallelism P]
     da-job resume JOB [--detach] [--secret-file FILE]
+    da-job ui [--port N] [--host H]
 
 JOB is a job id or any unique prefix of one. Every error is one line and a documented exit
 status (:class:`~disauto.submit.exit_status.ExitStatus`).
@@ -93,6 +94,11 @@ def build_parser() -> argparse.ArgumentParser:
     resume.add_argument("--detach", action="store_true", help="in the background")
     resume.add_argument("--secret-file", metavar="FILE",
                         help="the principal's secret, for a master that authenticates")
+    ui = commands.add_parser("ui", help="every job's page in the browser, from the records")
+    ui.add_argument("--port", type=int, default=0, metavar="N",
+                    help="the port to listen on (default: any free one, printed)")
+    ui.add_argument("--host", default="127.0.0.1", metavar="H",
+                    help="the address to listen on (default 127.0.0.1: this machine only)")
     return parser
 
 
@@ -394,7 +400,21 @@ def cmd_resume(args: argparse.Namespace, out: IO[str]) -> ExitStatus:
                   err=sys.stderr)
 
 
-COMMANDS = {"list": cmd_list, "status": cmd_status, "logs": cmd_logs, "results": cmd_results,
+def cmd_ui(args: argparse.Namespace, out: IO[str]) -> ExitStatus:
+    from disauto.submit.ui import serve
+
+    if not 0 <= args.port <= 65535:
+        raise JobCommandError(f"--port must be 0-65535, got {args.port}")
+    try:
+        serve(args.host, args.port, out)
+    except OSError as error:
+        raise JobCommandError(f"cannot serve on {args.host}:{args.port}: {error}",
+                              ExitStatus.ERROR) from None
+    return ExitStatus.SUCCESS
+
+
+COMMANDS = {"ui": cmd_ui, "list": cmd_list, "status": cmd_status, "logs": cmd_logs,
+            "results": cmd_results,
             "kill": cmd_kill, "update": cmd_update, "resume": cmd_resume}
 
 

@@ -92,10 +92,31 @@ def detach(job_id: str, python_args: Sequence[str], out: IO[str],
         codes = {int(status) for status in ExitStatus}
         return ExitStatus(process.returncode) if process.returncode in codes else ExitStatus.ERROR
     print(f"{PROG}: job {job_id} runs in the background (pid {process.pid})", file=out)
+    page = _meta(job_dir, "webui_url")
+    if page:
+        print(job_page_line(page, (job_dir / paths.TOKEN).read_text().strip()), file=out)
     print(f"{PROG}: follow it with: da-job status {job_id} | da-job logs {job_id} -f | "
           f"da-job kill {job_id}", file=out)
     print(f"{PROG}: its output: {job_dir / paths.DETACHED_OUT}", file=out)
     return ExitStatus.SUCCESS
+
+
+def job_page_line(url: str, token: str) -> str:
+    """The line that gives the job page: its link with the job token in the fragment (which
+    no server sees nor logs), which lets the page kill trials and the job."""
+    return (f"{PROG}: job page {url} (read-only; with the job token, to kill trials or the "
+            f"job: {url}#token={token})")
+
+
+def _meta(job_dir: Path, key: str) -> str:
+    """One meta value of the job's record read-only ("" if it cannot be read)."""
+    try:
+        with sqlite3.connect(f"file:{job_dir / paths.JOB_DB}?mode=ro", uri=True,
+                             timeout=1) as connection:
+            row = connection.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+    except sqlite3.Error:
+        return ""
+    return str(row[0]) if row else ""
 
 
 def _registered(job_dir: Path, pid: int) -> bool:
@@ -186,6 +207,7 @@ def run(submission: Submission, out: IO[str], err: IO[str], *,
             runner.store.set_meta("state", "ENDED")
             return status
         print(f"{PROG}: framework {runner.scheduler.framework_id} registered", file=out)
+        print(job_page_line(runner.page_url, runner.controller.job_token), file=out)
         runner.store.set_meta("framework_registered", "1")
         show = _ProgressPrinter(out, objective, quiet=submission.quiet,
                                 wants=describe(config.runner))

@@ -1,0 +1,56 @@
+"""``report.html``: the job page as one self-contained file, written when the job ends.
+
+The page, its style, its script, plotly.min.js and the job's data (``views.page_data``) are
+inlined, so the file opens from disk with no server and no network.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from pathlib import Path
+
+from disauto.common import paths
+from disauto.framework.webui.server import static_bytes
+from disauto.framework.webui.views import Record
+from disauto.framework.webui.views import page_data
+from disauto.framework.webui.views import to_json
+
+
+logger = logging.getLogger(__name__)
+
+_CSS = '<link rel="stylesheet" href="/static/job.css">'
+_PLOTLY = '<script src="/static/plotly.min.js"></script>'
+_JS = '<script src="/static/job.js"></script>'
+
+
+def _script(text: str) -> str:
+    # "</script" inside inline text would end the element early; "<\/" means "</" in JS.
+    return "<script>" + text.replace("</script", "<\\/script") + "</script>"
+
+
+def render(record: Record) -> str:
+    """The report's HTML for ``record``."""
+    html = static_bytes("job.html").decode()
+    for tag in (_CSS, _PLOTLY, _JS):
+        if tag not in html:
+            raise ValueError(f"job.html lacks {tag}")
+    data = to_json(page_data(record)).replace("</", "<\\/")
+    html = html.replace(_CSS, "<style>" + static_bytes("job.css").decode() + "</style>")
+    html = html.replace(_PLOTLY, _script(static_bytes("plotly.min.js").decode()))
+    return html.replace(_JS, _script(f"window.DISAUTO_DATA = {data};") + "\n"
+                        + _script(static_bytes("job.js").decode()))
+
+
+def write(folder: Path, record: Record) -> Path | None:
+    """Write ``<folder>/report.html`` (atomically); None when it cannot be written."""
+    target = folder / paths.REPORT
+    try:
+        text = render(record)
+        tmp = target.with_suffix(".tmp")
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, target)
+    except (OSError, ValueError) as err:
+        logger.warning("cannot write %s: %s", target, err)
+        return None
+    return target

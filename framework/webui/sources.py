@@ -1,0 +1,175 @@
+"""Where the job page gets a job from: the framework that runs it, or its record alone.
+
+:class:`LiveJob` is the running framework's own job (kills go to its controller at once);
+:class:`RecordedJob` is a job read from its folder by ``da-job ui`` (ended, interrupted, or
+running in another process: kills then travel through the record, as ``da-job kill`` does).
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Callable
+import json
+from pathlib import Path
+
+from disauto.common import paths
+from disauto.common.trial_state import TrialState
+from disauto.framework.errors import FailedPreconditionError
+from disauto.framework.errors import NotFoundError
+from disauto.framework.job import JobController
+from disauto.framework.store import JobStore
+from disauto.framework.webui.views import Record
+from disauto.framework.webui.views import read_record
+
+
+KILL_TRIALS_KEY = "kill_trials"
+"""Meta key: a JSON list of trial numbers the job page asked to kill (read by the run loop)."""
+KILLED_FROM_PAGE = "killed from the job page"
+
+
+class ActionError(Exception):
+    """A request the page cannot carry out: an HTTP status and a one-line reason."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+class JobSource(abc.ABC):
+    """One job the page server shows."""
+
+    def __init__(self, job_id: str, folder: Path) -> None:
+        self.job_id = job_id
+        self.folder = folder
+
+    @abc.abstractmethod
+    def record(self) -> Record:
+        """The job as recorded now."""
+
+    @abc.abstractmethod
+    def kill_job(self) -> str:
+        """Ask the job to end (outcome JOB_KILLED); what was done, in one line."""
+
+    @abc.abstractmethod
+    def kill_trial(self, number: int) -> str:
+        """Kill one trial (recorded KILLED, its slot refilled); what was done, in one line."""
+
+    def token(self) -> str:
+        """The job token (``<job folder>/job.token``); "" when there is none."""
+        try:
+            return (self.folder / paths.TOKEN).read_text().strip()
+        except OSError:
+            return ""
+
+    def log_path(self, number: int, stream: str) -> Path:
+        """The collected stdout/stderr of trial ``number``'s latest task.
+
+        Raises:
+            ActionError: no such trial, or no such stream.
+        """
+        if stream not in ("stdout", "stderr"):
+            raise ActionError(400, f"unknown stream {stream!r}: stdout or stderr")
+        trial = next((t for t in self.record().trials if t.number == number), None)
+        if trial is None:
+            raise ActionError(404, f"job {self.job_id} has no trial {number}")
+        task = trial.task_id or f"trial-{number:04d}"
+        return self.folder / paths.TASK_LOGS / f"{task}.{stream}"
+
+
+class LiveJob(JobSource):
+    """The job this framework runs.
+
+    Args:
+        controller: the job's controller.
+        folder: the job folder.
+        kill_tasks: kills Mesos tasks by id (the scheduler's).
+    """
+
+    def __init__(self, controller: JobController, folder: Path,
+                 kill_tasks: Callable[[list[str]], None]) -> None:
+        super().__init__(controller.config.job_id, folder)
+        self._controller = controller
+        self._kill_tasks = kill_tasks
+
+    def token(self) -> str:
+        return self._controller.job_token
+
+    def record(self) -> Record:
+        state = "running" if self._controller.outcome is None else "ended"
+        return read_record(self._controller.store, state)
+
+    def kill_job(self) -> str:
+        if self._controller.outcome is not None:
+            raise ActionError(409, f"job {self.job_id} has already ended")
+        # The same path as `da-job kill`: the run loop ends the job with JOB_KILLED.
+        self._controller.store.set_meta("control", "kill")
+        return f"killing job {self.job_id}"
+
+    def kill_trial(self, number: int) -> str:
+        try:
+            tasks = self._controller.kill_trial(number, KILLED_FROM_PAGE)
+        except NotFoundError as err:
+            raise ActionError(404, str(err)) from None
+        except FailedPreconditionError as err:
+            raise ActionError(409, str(err)) from None
+        if tasks:
+            self._kill_tasks(tasks)
+        return f"trial {number} killed"
+
+
+class RecordedJob(JobSource):
+    """A job read from its folder.
+
+    Args:
+        folder: the job folder.
+        state: returns ``running``, ``ended`` or ``interrupted`` (``da-job``'s judgement from
+            the recorded process).
+    """
+
+    def __init__(self, job_id: str, folder: Path, state: Callable[[], str]) -> None:
+        super().__init__(job_id, folder)
+        self._state = state
+
+    def _store(self) -> JobStore:
+        return JobStore(self.folder / paths.JOB_DB)
+
+    def record(self) -> Record:
+        store = self._store()
+        try:
+            return read_record(store, self._state())
+        finally:
+            store.close()
+
+    def _running(self) -> None:
+        state = self._state()
+        if state == "interrupted":
+            raise ActionError(409, f"job {self.job_id} is interrupted: nothing runs it "
+                                   f"(da-job kill {self.job_id} closes its record)")
+        if state != "running":
+            raise ActionError(409, f"job {self.job_id} has already ended")
+
+    def kill_job(self) -> str:
+        self._running()
+        store = self._store()
+        try:
+            store.set_meta("control", "kill")  # what `da-job kill` does
+        finally:
+            store.close()
+        return f"killing job {self.job_id}"
+
+    def kill_trial(self, number: int) -> str:
+        self._running()
+        store = self._store()
+        try:
+            trial = store.trial(number)
+            if trial is None:
+                raise ActionError(404, f"trial {number} does not exist")
+            if trial.state not in (TrialState.PENDING, TrialState.LAUNCHING,
+                                   TrialState.RUNNING):
+                raise ActionError(409, f"trial {number} has already ended ({trial.state})")
+            asked = json.loads(store.get_meta(KILL_TRIALS_KEY) or "[]")
+            if number not in asked:
+                store.set_meta(KILL_TRIALS_KEY, json.dumps([*asked, number]))
+        finally:
+            store.close()
+        return f"killing trial {number}"

@@ -1,0 +1,197 @@
+"""The job page's JSON, computed from a job's record alone (testable without a server).
+
+A :class:`Record` is what the page needs of a job: its meta values, trials and reports, and
+whether it runs. :func:`page_data` turns it into one JSON object — the job, its trials (with
+each trial's intermediate values), parameter importance and the resources placeholder — which
+the page polls while the job runs and ``report.html`` carries inline.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from collections.abc import Sequence
+from dataclasses import dataclass
+import json
+import time
+from typing import Any
+
+from disauto.common.space import space_from_proto
+from disauto.common.trial_state import TrialState
+from disauto.framework.spec import JobConfig
+from disauto.framework.store import JobStore
+from disauto.framework.store import TrialRow
+from disauto.framework.webui.importance import ImportanceCache
+from disauto.protos import common_pb2
+
+
+META_KEYS = ("job_id", "config", "state", "outcome", "outcome_message", "started_at",
+             "ended_at", "offer_policy", "master", "submitted_master", "webui_url",
+             "interrupted_reason", "framework_id")
+
+TELEMETRY_NOTE = ("Resource use (CPU, memory, GPU per trial) is not collected yet: the "
+                  "telemetry issue will fill this place. No numbers are shown until then.")
+
+
+@dataclass(frozen=True)
+class Record:
+    """One job as its record says, at ``now``.
+
+    ``state`` is ``running``, ``ended`` or ``interrupted`` (the caller knows which: the
+    framework that runs the job, or ``da-job`` from the recorded process).
+    """
+
+    meta: Mapping[str, str]
+    trials: Sequence[TrialRow]
+    reports: Sequence[Mapping[str, Any]]
+    state: str
+    now: float
+
+    @property
+    def config(self) -> JobConfig:
+        return JobConfig.from_json(self.meta["config"])
+
+
+def read_record(store: JobStore, state: str) -> Record:
+    """The record of ``store`` now."""
+    meta = {key: value for key in META_KEYS if (value := store.get_meta(key)) is not None}
+    return Record(meta, store.trials(), store.reports(), state, time.time())
+
+
+def _float(text: str | None) -> float | None:
+    try:
+        return float(text) if text else None
+    except ValueError:
+        return None
+
+
+def job_view(record: Record) -> dict[str, Any]:
+    """The job's facts: name, state, budget, target, algorithm, policy, seed, elapsed..."""
+    config = record.config
+    search = config.search
+    started = _float(record.meta.get("started_at"))
+    ended = _float(record.meta.get("ended_at"))
+    end = ended if ended is not None and record.state != "running" else record.now
+    counts = {str(state): 0 for state in TrialState}
+    for trial in record.trials:
+        counts[str(trial.state)] += 1
+    algorithm = search.tuning_type
+    if search.settings.get("backend"):
+        algorithm += f" ({search.settings['backend']})"
+    return {
+        "job_id": record.meta.get("job_id", config.job_id),
+        "name": config.app_name,
+        "state": record.state,
+        "outcome": record.meta.get("outcome", ""),
+        "outcome_message": record.meta.get("outcome_message", ""),
+        "interrupted_reason": record.meta.get("interrupted_reason", "")
+        if record.state == "interrupted" else "",
+        "budget": int(search.max_trials),
+        "parallelism": int(search.parallelism),
+        "submitted": len(record.trials),
+        "target": search.target if search.HasField("target") else None,
+        "objective": search.objective,
+        "direction": "minimize" if search.direction == common_pb2.MINIMIZE else "maximize",
+        "algorithm": algorithm,
+        "settings": dict(sorted(search.settings.items())),
+        "early_stopping": search.early_stopping or "none",
+        "policy": record.meta.get("offer_policy", "fifo"),
+        "seed": int(search.seed),
+        "max_failed_trials": int(search.max_failed_trials),
+        "master": record.meta.get("submitted_master") or record.meta.get("master", ""),
+        "started_at": started,
+        "ended_at": ended if record.state != "running" else None,
+        "elapsed_seconds": round(max(0.0, end - started), 1) if started else 0.0,
+        "counts": counts,
+        "best": _best(record.trials, search.direction != common_pb2.MINIMIZE),
+        "parameters": [p.name for p in search.space.parameters],
+        "webui_url": record.meta.get("webui_url", ""),
+    }
+
+
+def _best(trials: Sequence[TrialRow], maximize: bool) -> dict[str, Any] | None:
+    done = [t for t in trials if t.state == TrialState.COMPLETED and t.objective is not None]
+    if not done:
+        return None
+    sign = 1.0 if maximize else -1.0
+    best = max(done, key=lambda t: (sign * float(t.objective or 0.0), -t.number))
+    return {"trial": best.number, "objective": best.objective}
+
+
+def trial_view(trial: TrialRow, intermediate: Sequence[tuple[int, float]],
+               now: float) -> dict[str, Any]:
+    """One row of the trials table, with its intermediate values ``[[step, value], ...]``."""
+    end = trial.ended_at if trial.ended_at is not None else (
+        now if trial.state == TrialState.RUNNING else None)
+    duration = round(end - trial.started_at, 2) if end is not None and trial.started_at else None
+    return {
+        "number": trial.number,
+        "state": str(trial.state),
+        "assignment": trial.assignment,
+        "objective": trial.objective,
+        "final": trial.final_reported,
+        "metrics": trial.metrics,
+        "message": trial.message,
+        "task_id": trial.task_id,
+        "agent": trial.agent_id,
+        "retries": trial.retries,
+        "created_at": trial.created_at,
+        "started_at": trial.started_at,
+        "ended_at": trial.ended_at,
+        "duration_seconds": duration,
+        "intermediate": [[step, value] for step, value in intermediate],
+    }
+
+
+def intermediate_values(reports: Sequence[Mapping[str, Any]],
+                        objective: str) -> dict[int, list[tuple[int, float]]]:
+    """Each trial's objective by step, from its non-final reports, in the order reported."""
+    values: dict[int, list[tuple[int, float]]] = {}
+    for report in reports:
+        metrics = report.get("metrics") or {}
+        if report.get("step") is None or report.get("final") or objective not in metrics:
+            continue
+        values.setdefault(int(report["trial"]), []).append(
+            (int(report["step"]), float(metrics[objective])))
+    return values
+
+
+_IMPORTANCE = ImportanceCache()
+
+
+def importance_view(record: Record, cache: ImportanceCache = _IMPORTANCE) -> dict[str, Any]:
+    """Optuna's parameter importance over the completed trials, or a note saying why not."""
+    config = record.config
+    completed = [t for t in record.trials
+                 if t.state == TrialState.COMPLETED and t.objective is not None]
+    key = tuple(t.number for t in completed)
+    return cache.get(config.job_id, key, space_from_proto(config.search.space),
+                     [(t.assignment, float(t.objective or 0.0)) for t in completed],
+                     config.search.direction != common_pb2.MINIMIZE)
+
+
+def page_data(record: Record) -> dict[str, Any]:
+    """Everything the page shows, as one JSON-ready object."""
+    job = job_view(record)
+    steps = intermediate_values(record.reports, job["objective"])
+    return {
+        "job": job,
+        "trials": [trial_view(t, steps.get(t.number, []), record.now) for t in record.trials],
+        "importance": importance_view(record),
+        "telemetry": {"available": False, "note": TELEMETRY_NOTE},
+        "generated_at": record.now,
+    }
+
+
+def to_json(data: Any) -> str:
+    """JSON text of a view (NaN and infinities, which JSON lacks, become null)."""
+    return json.dumps(_finite(data), separators=(",", ":"), sort_keys=True)
+
+
+def _finite(value: Any) -> Any:
+    if isinstance(value, float) and (value != value or value in (float("inf"), float("-inf"))):
+        return None
+    if isinstance(value, Mapping):
+        return {str(k): _finite(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_finite(v) for v in value]
+    return value

@@ -1,0 +1,56 @@
+"""``da-job ui``: every job under ``$DISAUTO_HOME`` in the browser, from the records.
+
+The same page the framework serves while a job runs (:mod:`framework.webui`), read from each
+job's folder: an index of jobs at ``/``, each job's page at ``/jobs/<id>/``. Ended and
+interrupted jobs are shown as recorded; a job running in another process can still be killed
+from here (its token needed), through its record as ``da-job kill`` does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from collections.abc import Mapping
+from pathlib import Path
+from typing import IO
+
+from disauto.common import paths
+from disauto.framework.webui.server import JobPageServer
+from disauto.framework.webui.sources import JobSource
+from disauto.framework.webui.sources import RecordedJob
+from disauto.submit.jobs import load
+
+
+class RecordedJobs(Mapping[str, JobSource]):
+    """The jobs under ``$DISAUTO_HOME``, looked up as they are asked for (new jobs appear)."""
+
+    def __init__(self, root: Path) -> None:
+        self._root = root
+
+    def _folders(self) -> list[Path]:
+        if not self._root.is_dir():
+            return []
+        return sorted(p for p in self._root.iterdir() if (p / paths.JOB_DB).is_file())
+
+    def __getitem__(self, job_id: str) -> JobSource:
+        folder = self._root / job_id
+        if "/" in job_id or job_id.startswith(".") or not (folder / paths.JOB_DB).is_file():
+            raise KeyError(job_id)
+        return RecordedJob(job_id, folder, lambda: load(folder).state)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter([folder.name for folder in self._folders()])
+
+    def __len__(self) -> int:
+        return len(self._folders())
+
+
+def serve(host: str, port: int, out: IO[str]) -> None:
+    """Serve until interrupted (Ctrl-C)."""
+    jobs = RecordedJobs(paths.jobs_dir())
+    server = JobPageServer(lambda: jobs, host, host, port=port)
+    print(f"da-job ui: {len(jobs)} jobs of {paths.jobs_dir()} at {server.url} (Ctrl-C stops)",
+          file=out, flush=True)
+    try:
+        server.serve_forever()
+    finally:
+        server.stop()

@@ -1,0 +1,199 @@
+"""The job page's HTTP server: routes, one-line JSON errors, the job token on every POST."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+import http.client
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from disauto.common.trial_state import TrialState
+from disauto.framework.webui.server import JobPageServer
+from disauto.framework.webui.sources import KILL_TRIALS_KEY
+from disauto.framework.webui.sources import LiveJob
+from disauto.framework.webui.sources import RecordedJob
+from tests.framework.webui.records import TOKEN
+from tests.framework.webui.records import Recorded
+
+
+pytestmark = pytest.mark.integration  # starts an HTTP server
+
+
+class Client:
+    def __init__(self, port: int) -> None:
+        self.port = port
+
+    def request(self, method: str, path: str, body: bytes | None = None,
+                token: str | None = None) -> tuple[int, Any, dict[str, str]]:
+        connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=10)
+        headers = {"Authorization": f"Bearer {token}"} if token is not None else {}
+        connection.request(method, path, body=body, headers=headers)
+        response = connection.getresponse()
+        raw = response.read()
+        connection.close()
+        kind = response.getheader("Content-Type", "")
+        data = json.loads(raw) if kind == "application/json" else raw
+        return response.status, data, dict(response.getheaders())
+
+
+@pytest.fixture
+def recorded(tmp_path: Path) -> Recorded:
+    return Recorded(tmp_path / "job-test")
+
+
+@pytest.fixture
+def live(recorded: Recorded) -> Iterator[tuple[Client, list[list[str]]]]:
+    killed: list[list[str]] = []
+    source = LiveJob(recorded.controller, recorded.folder, killed.append)
+    server = JobPageServer(lambda: {"job-test": source}, "127.0.0.1", "127.0.0.1",
+                           single="job-test")
+    server.start()
+    yield Client(server.port), killed
+    server.stop()
+
+
+def test_the_root_leads_to_the_one_job_and_the_page_is_served(
+        live: tuple[Client, list[list[str]]]) -> None:
+    client, _ = live
+    status, _, headers = client.request("GET", "/")
+    assert status == 302 and headers["Location"] == "/jobs/job-test/"
+    status, body, headers = client.request("GET", "/jobs/job-test/")
+    assert status == 200 and b"plot-history" in body
+    assert headers["Content-Type"].startswith("text/html")
+    status, body, _ = client.request("GET", "/static/plotly.min.js")
+    assert status == 200 and len(body) > 4_000_000
+    status, body, _ = client.request("GET", "/static/job.js")
+    assert status == 200 and b"api/data" in body
+
+
+def test_the_data_endpoint_answers_the_views(live: tuple[Client, list[list[str]]]) -> None:
+    client, _ = live
+    status, data, _ = client.request("GET", "/jobs/job-test/api/data")
+    assert status == 200 and data["job"]["state"] == "running" and len(data["trials"]) == 9
+
+
+@pytest.mark.parametrize(("method", "path", "status", "error"), [
+    ("GET", "/nope", 404, "no such page: /nope"),
+    ("GET", "/jobs/other/", 404, "no job 'other' here"),
+    ("GET", "/jobs/job-test/api/nothing", 404, "no such page: /jobs/job-test/api/nothing"),
+    ("GET", "/static/../job.py", 404, "no such file: /static/../job.py"),
+    ("GET", "/jobs/job-test/api/trials/99/log", 404, "job job-test has no trial 99"),
+    ("GET", "/jobs/job-test/api/trials/1/log?stream=x", 400, "unknown stream 'x': stdout or "
+                                                             "stderr"),
+    ("GET", "/jobs/job-test/api/trials/1/log?offset=x", 400, "offset must be an integer"),
+    ("GET", "/jobs/job-test/api/kill", 405, "GET is not allowed on /jobs/job-test/api/kill"),
+    ("POST", "/jobs/job-test/api/data", 405, "POST is not allowed on /jobs/job-test/api/data"),
+    ("PUT", "/jobs/job-test/api/kill", 405, "method not allowed"),
+])
+def test_bad_requests_are_one_line_json_errors(live: tuple[Client, list[list[str]]],
+                                               method: str, path: str, status: int,
+                                               error: str) -> None:
+    client, _ = live
+    answer, data, headers = client.request(method, path, token=TOKEN)
+    assert (answer, data) == (status, {"error": error})
+    assert headers["Content-Type"] == "application/json"
+
+
+def test_a_malformed_request_line_is_a_json_error_too(
+        live: tuple[Client, list[list[str]]]) -> None:
+    import socket
+
+    client, _ = live
+    with socket.create_connection(("127.0.0.1", client.port), timeout=5) as sock:
+        sock.sendall(b"GET / HTTP/1.1 trailing-junk\r\n\r\n")
+        answer = sock.recv(4096).decode()
+    body = answer.split("\r\n\r\n", 1)[-1]  # an HTTP/0.9-looking request gets no headers
+    assert json.loads(body) == {"error": "Bad request version ('trailing-junk')"}
+    assert "Traceback" not in answer
+
+
+@pytest.mark.parametrize("path", ["/jobs/job-test/api/kill",
+                                  "/jobs/job-test/api/trials/8/kill"])
+def test_posts_need_the_job_token(live: tuple[Client, list[list[str]]], recorded: Recorded,
+                                  path: str) -> None:
+    client, killed = live
+    status, data, _ = client.request("POST", path)
+    assert status == 401 and data["error"].startswith("this action needs the job token")
+    status, data, _ = client.request("POST", path, token="wrong")
+    assert (status, data) == (403, {"error": "wrong job token"})
+    assert killed == [] and recorded.store.get_meta("control") in (None, "")
+    assert recorded.store.trial(8).state == TrialState.RUNNING  # type: ignore[union-attr]
+
+
+def test_bad_json_bodies_are_refused(live: tuple[Client, list[list[str]]]) -> None:
+    client, killed = live
+    path = "/jobs/job-test/api/trials/8/kill"
+    assert client.request("POST", path, b"{nope", TOKEN)[:2] == (
+        400, {"error": "the request body is not valid JSON"})
+    assert client.request("POST", path, b"[1]", TOKEN)[:2] == (
+        400, {"error": "the request body must be a JSON object"})
+    assert client.request("POST", path, b"x" * (65 << 10), TOKEN)[0] == 413
+    assert killed == []
+
+
+def test_with_the_token_a_trial_is_killed_and_recorded(
+        live: tuple[Client, list[list[str]]], recorded: Recorded) -> None:
+    client, killed = live
+    status, data, _ = client.request("POST", "/jobs/job-test/api/trials/8/kill", b"{}", TOKEN)
+    assert (status, data) == (200, {"ok": True, "message": "trial 8 killed"})
+    assert killed == [["trial-0008"]]
+    trial = recorded.store.trial(8)
+    assert trial is not None and trial.state == TrialState.KILLED
+    assert trial.message == "killed from the job page"
+    status, data, _ = client.request("POST", "/jobs/job-test/api/trials/8/kill", token=TOKEN)
+    assert (status, data) == (409, {"error": "trial 8 has already ended (KILLED)"})
+    status, data, _ = client.request("POST", "/jobs/job-test/api/trials/99/kill", token=TOKEN)
+    assert (status, data) == (404, {"error": "trial 99 does not exist"})
+
+
+def test_with_the_token_the_job_is_killed_as_da_job_kill_does(
+        live: tuple[Client, list[list[str]]], recorded: Recorded) -> None:
+    client, _ = live
+    status, data, _ = client.request("POST", "/jobs/job-test/api/kill", token=TOKEN)
+    assert (status, data) == (200, {"ok": True, "message": "killing job job-test"})
+    assert recorded.store.get_meta("control") == "kill"
+
+
+def test_the_log_tail_follows_the_collected_file(
+        live: tuple[Client, list[list[str]]], recorded: Recorded) -> None:
+    client, _ = live
+    path = "/jobs/job-test/api/trials/8/log?stream=stdout"
+    status, data, _ = client.request("GET", path)
+    assert status == 200 and data["exists"] is False
+    log = recorded.folder / "logs" / "trial-0008.stdout"
+    log.parent.mkdir()
+    log.write_text("epoch 1\n")
+    data = client.request("GET", path)[1]
+    assert (data["data"], data["offset"]) == ("epoch 1\n", 8)
+    with log.open("a") as handle:
+        handle.write("epoch 2 é\n")
+    data = client.request("GET", path + "&offset=8")[1]
+    assert data["data"] == "epoch 2 é\n" and data["offset"] == log.stat().st_size
+
+
+def test_a_recorded_job_serves_the_same_page_and_kills_through_the_record(
+        recorded: Recorded) -> None:
+    states = {"state": "running"}
+    source = RecordedJob("job-test", recorded.folder, lambda: states["state"])
+    server = JobPageServer(lambda: {"job-test": source}, "127.0.0.1", "127.0.0.1")
+    server.start()
+    try:
+        client = Client(server.port)
+        status, body, _ = client.request("GET", "/")
+        assert status == 200 and b"DisAuto jobs" in body
+        status, jobs, _ = client.request("GET", "/api/jobs")
+        assert status == 200 and [j["job_id"] for j in jobs] == ["job-test"]
+        assert client.request("POST", "/jobs/job-test/api/trials/8/kill", token="x")[0] == 403
+        status, data, _ = client.request("POST", "/jobs/job-test/api/trials/8/kill",
+                                         token=TOKEN)
+        assert (status, data["message"]) == (200, "killing trial 8")
+        assert json.loads(recorded.store.get_meta(KILL_TRIALS_KEY) or "") == [8]
+        states["state"] = "ended"
+        status, data, _ = client.request("POST", "/jobs/job-test/api/kill", token=TOKEN)
+        assert (status, data) == (409, {"error": "job job-test has already ended"})
+        assert client.request("GET", "/jobs/job-test/api/data")[1]["job"]["state"] == "ended"
+    finally:
+        server.stop()

@@ -1,0 +1,145 @@
+"""The job page's JSON views, computed from a constructed record (no server)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from disauto.common.space import CategoricalParam
+from disauto.common.space import IntParam
+from disauto.common.space import RealParam
+from disauto.common.space import SearchSpace
+from disauto.common.trial_state import TrialState
+from disauto.framework.webui import report
+from disauto.framework.webui.importance import MIN_TRIALS
+from disauto.framework.webui.importance import importances
+from disauto.framework.webui.views import TELEMETRY_NOTE
+from disauto.framework.webui.views import page_data
+from disauto.framework.webui.views import read_record
+from disauto.framework.webui.views import to_json
+from disauto.protos import common_pb2
+from tests.framework.webui.records import Recorded
+
+
+@pytest.fixture
+def recorded(tmp_path: Path) -> Recorded:
+    return Recorded(tmp_path / "job")
+
+
+def test_the_job_view_has_every_fact_the_page_shows(recorded: Recorded) -> None:
+    job = page_data(read_record(recorded.store, "running"))["job"]
+    assert job["name"] == "tests" and job["job_id"] == "job-test"
+    assert job["state"] == "running" and job["outcome"] == ""
+    assert (job["budget"], job["parallelism"], job["submitted"]) == (20, 4, 9)
+    assert job["target"] == pytest.approx(0.99)
+    assert job["algorithm"] == "random-search (tpe)" and job["early_stopping"] == "median"
+    assert job["policy"] == "dynamic" and job["seed"] == 7
+    assert job["objective"] == "accuracy" and job["direction"] == "maximize"
+    assert 59 <= job["elapsed_seconds"] < 120
+    assert job["counts"] == {"PENDING": 1, "LAUNCHING": 0, "RUNNING": 1, "COMPLETED": 5,
+                             "FAILED": 1, "KILLED": 0, "PRUNED": 1, "TIMEOUT": 0}
+    assert job["best"] == {"trial": 5, "objective": pytest.approx(0.6)}
+    assert job["parameters"] == ["lr", "layers", "act"]
+
+
+def test_an_ended_job_shows_its_outcome_and_stops_its_clock(recorded: Recorded) -> None:
+    from disauto.protos import framework_pb2
+
+    recorded.controller.finish(framework_pb2.JOB_KILLED, "killed with da-job kill")
+    job = page_data(read_record(recorded.store, "ended"))["job"]
+    assert job["state"] == "ended" and job["outcome"] == "JOB_KILLED"
+    assert job["outcome_message"] == "killed with da-job kill"
+    elapsed = job["elapsed_seconds"]
+    assert job["ended_at"] is not None
+    assert page_data(read_record(recorded.store, "ended"))["job"]["elapsed_seconds"] == elapsed
+
+
+def test_the_trials_carry_state_assignment_objective_duration_agent_and_steps(
+        recorded: Recorded) -> None:
+    trials = {t["number"]: t for t in page_data(read_record(recorded.store, "running"))["trials"]}
+    assert sorted(trials) == list(range(1, 10))
+    first = trials[1]
+    assert first["state"] == "COMPLETED" and first["final"] is True
+    assert first["assignment"] == {"act": "relu", "layers": 2, "lr": 0.002}
+    assert first["objective"] == pytest.approx(0.52)
+    assert first["agent"] == "agent-S0" and first["task_id"] == "trial-0001"
+    assert first["duration_seconds"] is not None and first["duration_seconds"] >= 0
+    assert first["intermediate"] == [[0, pytest.approx(0.35)], [1, pytest.approx(0.45)]]
+    assert trials[6]["state"] == "PRUNED"
+    assert trials[6]["intermediate"] == [[0, pytest.approx(0.1)], [1, pytest.approx(0.12)]]
+    assert trials[7]["state"] == "FAILED" and "exited with status 1" in trials[7]["message"]
+    assert trials[8]["state"] == "RUNNING" and trials[8]["duration_seconds"] is not None
+    assert trials[8]["intermediate"] == [[0, pytest.approx(0.2)]]
+    assert trials[9]["state"] == "PENDING" and trials[9]["duration_seconds"] is None
+    assert trials[9]["agent"] == ""
+
+
+def test_importance_ranks_the_parameters_of_completed_trials(recorded: Recorded) -> None:
+    importance = page_data(read_record(recorded.store, "running"))["importance"]
+    assert "note" not in importance
+    values = importance["values"]
+    assert set(values) == {"lr", "layers", "act"}
+    assert sum(values.values()) == pytest.approx(1.0)
+    assert list(values.values()) == sorted(values.values(), reverse=True)
+
+
+def test_importance_says_so_when_there_are_too_few_trials(tmp_path: Path) -> None:
+    few = Recorded(tmp_path / "few", completed=MIN_TRIALS - 1)
+    importance = page_data(read_record(few.store, "running"))["importance"]
+    assert importance == {"note": f"parameter importance needs at least {MIN_TRIALS} completed "
+                                  f"trials ({MIN_TRIALS - 1} so far)"}
+
+
+def test_importance_of_a_space_whose_parameters_take_one_value_each() -> None:
+    space = SearchSpace((IntParam("n", 3, 3), CategoricalParam("c", ("a",))))
+    answer = importances(space, [({"n": 3, "c": "a"}, float(i)) for i in range(6)], True)
+    assert answer == {"note": "no parameter takes more than one value"}
+
+
+def test_importance_with_equal_objectives_has_nothing_to_rank() -> None:
+    space = SearchSpace((RealParam("x", 0.0, 1.0),))
+    answer = importances(space, [({"x": i / 10}, 0.5) for i in range(6)], False)
+    assert "same objective" in answer["note"]
+
+
+def test_the_resource_place_is_labelled_and_holds_no_numbers(recorded: Recorded) -> None:
+    telemetry = page_data(read_record(recorded.store, "running"))["telemetry"]
+    assert telemetry == {"available": False, "note": TELEMETRY_NOTE}
+
+
+def test_the_json_has_no_nan_and_survives_a_round_trip(recorded: Recorded) -> None:
+    recorded.store.update_trial(7, objective=float("nan"))
+    text = to_json(page_data(read_record(recorded.store, "running")))
+    data = json.loads(text)
+    assert next(t for t in data["trials"] if t["number"] == 7)["objective"] is None
+    assert "NaN" not in text
+
+
+def test_a_minimized_job_ranks_its_best_lowest(tmp_path: Path) -> None:
+    low = Recorded(tmp_path / "min", direction=common_pb2.MINIMIZE)
+    job = page_data(read_record(low.store, "ended"))["job"]
+    assert job["direction"] == "minimize" and job["best"]["trial"] == 1
+
+
+def test_the_report_inlines_the_page_its_scripts_and_the_data(recorded: Recorded) -> None:
+    html = report.render(read_record(recorded.store, "ended"))
+    assert "/static/" not in html  # nothing is fetched: it opens offline from disk
+    assert "window.DISAUTO_DATA = " in html and "plotly.js v" in html
+    start = html.index("window.DISAUTO_DATA = ") + len("window.DISAUTO_DATA = ")
+    data = json.loads(html[start:html.index(";</script>", start)].replace("<\\/", "</"))
+    assert len(data["trials"]) == 9 and data["job"]["state"] == "ended"
+    assert html.count("<script") == html.count("</script>") == 3
+
+
+def test_report_write_puts_report_html_in_the_job_folder(recorded: Recorded) -> None:
+    path = report.write(recorded.folder, read_record(recorded.store, "ended"))
+    assert path == recorded.folder / "report.html" and path.stat().st_size > 4_000_000
+
+
+def test_killed_trials_keep_their_message(recorded: Recorded) -> None:
+    recorded.controller.kill_trial(recorded.running, "killed from the job page")
+    trials = page_data(read_record(recorded.store, "running"))["trials"]
+    killed = next(t for t in trials if t["number"] == recorded.running)
+    assert killed["state"] == TrialState.KILLED and killed["message"] == "killed from the job page"

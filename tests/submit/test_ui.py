@@ -1,0 +1,50 @@
+"""``da-job ui``'s view of $DISAUTO_HOME and its flags (no server started here)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from disauto.submit import job_cli
+from disauto.submit.run import job_page_line
+from disauto.submit.ui import RecordedJobs
+from tests.framework.webui.records import Recorded
+
+
+def test_the_jobs_are_the_folders_with_a_record(tmp_path: Path) -> None:
+    Recorded(tmp_path / "jobs" / "job-a")
+    Recorded(tmp_path / "jobs" / "job-b")
+    (tmp_path / "jobs" / "not-a-job").mkdir()
+    jobs = RecordedJobs(tmp_path / "jobs")
+    assert list(jobs) == ["job-a", "job-b"] and len(jobs) == 2
+    assert jobs["job-a"].folder == tmp_path / "jobs" / "job-a"
+    for name in ("not-a-job", "..", ".", "job-a/../job-b", "nothing"):
+        assert jobs.get(name) is None
+    assert list(RecordedJobs(tmp_path / "none")) == []
+
+
+def test_a_recorded_jobs_state_comes_from_its_process(tmp_path: Path) -> None:
+    recorded = Recorded(tmp_path / "jobs" / "job-a")
+    recorded.store.set_meta_many({"pid": "999999999", "host": "elsewhere"})
+    record = RecordedJobs(tmp_path / "jobs")["job-a"].record()
+    assert record.state == "interrupted" and len(record.trials) == 9
+
+
+def test_a_bad_port_is_a_one_line_error(capsys: pytest.CaptureFixture[str]) -> None:
+    assert job_cli.main(["ui", "--port", "70000"]) == 2
+    assert capsys.readouterr().err == "da-job: error: --port must be 0-65535, got 70000\n"
+    assert job_cli.main(["ui", "--port", "x"]) == 2
+
+
+def test_the_printed_link_carries_the_token_in_the_fragment_only() -> None:
+    line = job_page_line("http://127.0.0.1:9/jobs/j/", "secret")
+    assert line.startswith("da-submit: job page http://127.0.0.1:9/jobs/j/ (read-only")
+    assert line.endswith("http://127.0.0.1:9/jobs/j/#token=secret)")
+    assert "?" not in line
+
+
+def test_ui_is_a_da_job_command() -> None:
+    args = job_cli.build_parser().parse_args(["ui", "--port", "8080", "--host", "0.0.0.0"])
+    assert (args.command, args.port, args.host) == ("ui", 8080, "0.0.0.0")
+    assert job_cli.COMMANDS["ui"] is job_cli.cmd_ui
