@@ -52,6 +52,9 @@ from disauto.localmesos import operator_api
 from disauto.localmesos import sandbox
 from disauto.localmesos import state
 from disauto.localmesos.master import Master
+from disauto.localmesos.media_types import APPLICATION_JSON
+from disauto.localmesos.media_types import JSON_ONLY_ACCEPT
+from disauto.localmesos.media_types import JSON_ONLY_CONTENT_TYPE
 from disauto.localmesos.streams import Subscription
 from disauto.localmesos.validation import CallError
 from disauto.localmesos.validation import parse_call
@@ -60,19 +63,6 @@ from disauto.localmesos.webui import static_file
 
 logger = logging.getLogger(__name__)
 
-APPLICATION_JSON = "application/json"
-APPLICATION_PROTOBUF = "application/x-protobuf"
-#: Mesos answers these with "... of/to allow 'application/x-protobuf' or 'application/json'"
-#: and serves protobuf; this master speaks JSON only, so its refusals name only what it serves
-#: (415 for a protobuf body, 406 for a stream that must be protobuf) rather than offer protobuf.
-JSON_ONLY_CONTENT_TYPE = (
-    f"Expecting 'Content-Type' of {APPLICATION_JSON} (localmesos speaks JSON only, "
-    f"not {APPLICATION_PROTOBUF})"
-)
-JSON_ONLY_ACCEPT = (
-    f"Expecting 'Accept' to allow '{APPLICATION_JSON}' (localmesos speaks JSON only, "
-    f"not '{APPLICATION_PROTOBUF}')"
-)
 #: The realm Mesos uses for ``--authenticate_http_frameworks``.
 SCHEDULER_REALM = "mesos-master-scheduler"
 

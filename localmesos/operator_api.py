@@ -12,8 +12,9 @@ in its order, each failure with Mesos' status and message:
    type name, which stout drops as it drops any unknown value of an optional enum → 400
    ``Failed to validate master::Call: Expecting 'type' to be present``;
 5. ``Accept`` that allows no JSON → 406;
-6. ``UNKNOWN`` → 501 (as Mesos); a known call localmesos does not implement → 501 with a line
-   naming it; the read calls answer 200 with a ``Response`` (``type`` + its sub-message).
+6. ``UNKNOWN`` → 501 (as Mesos); a known call localmesos does not support → 400 with a line
+   naming it and the supported ones; the read calls answer 200 with a ``Response`` (``type``
+   and its sub-message).
 """
 
 from __future__ import annotations
@@ -27,6 +28,9 @@ from typing import Any
 from disauto.common.json_kind import json_kind
 from disauto.localmesos import operator_views as views
 from disauto.localmesos import state
+from disauto.localmesos.media_types import APPLICATION_JSON
+from disauto.localmesos.media_types import JSON_ONLY_ACCEPT
+from disauto.localmesos.media_types import JSON_ONLY_CONTENT_TYPE
 from disauto.localmesos.validation import CallError
 from disauto.localmesos.validation import decode_json
 
@@ -34,8 +38,6 @@ from disauto.localmesos.validation import decode_json
 if TYPE_CHECKING:
     from disauto.localmesos.master import Master
 
-APPLICATION_JSON = "application/json"
-APPLICATION_PROTOBUF = "application/x-protobuf"
 PATHS = ("/api/v1", "/master/api/v1")
 
 #: ``mesos.v1.master.Call.Type`` of Mesos 1.11 (name → number).
@@ -123,12 +125,8 @@ def handle(
         )
     if content_type is None:
         return _text(400, "Expecting 'Content-Type' to be present")
-    if content_type.strip() == APPLICATION_PROTOBUF:
-        return _text(415, "localmesos accepts 'Content-Type' application/json only (no protobuf)")
     if content_type.strip() != APPLICATION_JSON:
-        return _text(
-            415, f"Expecting 'Content-Type' of {APPLICATION_JSON} or {APPLICATION_PROTOBUF}"
-        )
+        return _text(415, JSON_ONLY_CONTENT_TYPE)
     try:
         kind = call_type(body)
     except CallError as exc:
@@ -136,13 +134,12 @@ def handle(
     if kind is None:
         return _text(400, "Failed to validate master::Call: Expecting 'type' to be present")
     if not json_accepted:
-        return _text(
-            406, f"Expecting 'Accept' to allow '{APPLICATION_PROTOBUF}' or '{APPLICATION_JSON}'"
-        )
+        return _text(406, JSON_ONLY_ACCEPT)
     if kind == "UNKNOWN":
         return Answer(501)
     if kind not in READ_CALLS:
-        return _text(501, f"localmesos does not implement the operator call {kind}")
+        return _text(400, f"localmesos does not support the operator call {kind}; supported: "
+                          f"{', '.join(sorted(READ_CALLS))}")
     field, build = READ_CALLS[kind]
     response = {"type": kind, field: build(master)}
     data = json.dumps(response, separators=(",", ":")).encode("utf-8")

@@ -170,13 +170,15 @@ def test_shape_checker_catches_what_master_proto_does_not_allow() -> None:
             {"type": "GET_STATE"},
             {"Content-Type": "text/plain"},
             415,
-            "Expecting 'Content-Type' of application/json or application/x-protobuf",
+            "Expecting 'Content-Type' of application/json (localmesos speaks JSON only, not "
+            "application/x-protobuf)",
         ),
         (
             b"\x08\x09",
             {"Content-Type": "application/x-protobuf"},
             415,
-            "localmesos accepts 'Content-Type' application/json only (no protobuf)",
+            "Expecting 'Content-Type' of application/json (localmesos speaks JSON only, not "
+            "application/x-protobuf)",
         ),
         (b"{nope", JSON, 400, "Failed to parse body into JSON: "),
         (b"[1]", JSON, 400, "Failed to convert JSON into Call protobuf: Expecting a JSON object"),
@@ -199,14 +201,16 @@ def test_shape_checker_catches_what_master_proto_does_not_allow() -> None:
             {"type": "GET_STATE"},
             dict(JSON, Accept="application/x-protobuf"),
             406,
-            "Expecting 'Accept' to allow 'application/x-protobuf' or 'application/json'",
+            "Expecting 'Accept' to allow 'application/json' (localmesos speaks JSON only, not "
+            "'application/x-protobuf')",
         ),
         ({"type": "UNKNOWN"}, JSON, 501, ""),
         (
             {"type": "GET_FLAGS"},
             JSON,
-            501,
-            "localmesos does not implement the operator call GET_FLAGS",
+            400,
+            "localmesos does not support the operator call GET_FLAGS; supported: GET_AGENTS, "
+            "GET_EXECUTORS, GET_FRAMEWORKS, GET_HEALTH, GET_STATE, GET_TASKS, GET_VERSION",
         ),
         ({"type": 9}, JSON, 200, '{"type":"GET_STATE"'),
     ],
