@@ -86,9 +86,9 @@ def wait_for_framework(framework: FrameworkClient, timeout: float = FRAMEWORK_WA
                        interval: float = LOOKUP_INTERVAL) -> FrameworkClient:
     """Wait for a framework that went away; the client of where it answers again.
 
-    Every ``interval`` seconds without an answer, the master is asked where the job's framework
-    is now (a resumed framework may have another port): its address travels in the task
-    environment's rendezvous variables (:mod:`common.rendezvous`).
+    After a second without an answer, then every ``interval`` seconds, the master is asked where
+    the job's framework is now (a resumed framework may have another port): where to ask travels
+    in the task environment's rendezvous variables (:mod:`common.rendezvous`).
 
     Raises:
         ConnectionError: it did not come back within ``timeout`` seconds.
@@ -96,15 +96,17 @@ def wait_for_framework(framework: FrameworkClient, timeout: float = FRAMEWORK_WA
     master = os.environ.get(task_env.MASTER_ADDR, "")
     framework_id = os.environ.get(task_env.FRAMEWORK_ID, "")
     deadline = time.monotonic() + timeout
+    step = min(1.0, interval)  # ask the master soon, then every `interval` seconds
     while True:
         try:
-            framework.wait_ready(timeout=min(interval, max(0.1, deadline - time.monotonic())))
+            framework.wait_ready(timeout=min(step, max(0.1, deadline - time.monotonic())))
             return framework
         except ConnectionError:
             if time.monotonic() >= deadline:
                 framework.close()
                 raise ConnectionError(
                     f"the framework did not come back within {timeout:.0f} s") from None
+        step = min(step * 2, interval)
         moved = framework_address(master, framework_id)
         if moved and moved != framework.address:
             logger.info("the framework moved from %s to %s", framework.address, moved)
