@@ -216,3 +216,38 @@ def test_ctrl_c_kills_the_tasks_and_keeps_the_record(submit: Any, workdir: Path)
     states = {t["state"] for t in results["trials"]}
     assert states <= {"KILLED"}, states
     assert "Traceback" not in job.output
+
+
+KILLED_RUNNER = '''
+import os, sys, time
+from apprunner_sdk import get_params, report, trial_number
+print(f"trial {trial_number()} warming up", file=sys.stderr, flush=True)
+if trial_number() == 2:
+    time.sleep(60)  # the test kills this one with SIGKILL
+time.sleep(0.5)
+report(accuracy=float(get_params()["x"]), final=True)
+'''
+
+
+def test_a_trial_killed_with_sigkill_is_failed_with_its_stderr(submit: Any,
+                                                               workdir: Path) -> None:
+    from disauto.common.processes import with_environment
+
+    (workdir / "runner.py").write_text(KILLED_RUNNER)
+    job = submit(*common_flags(workdir, "--trail-steps", "4", "--parallelism", "2"))
+    deadline = time.monotonic() + 90
+    victims: list[int] = []
+    while not victims and time.monotonic() < deadline:
+        victims = [pid for pid in with_environment("DISAUTO_TRIAL_NUMBER", "2")
+                   if b"runner.py" in Path(f"/proc/{pid}/cmdline").read_bytes()]
+        time.sleep(0.2)
+    assert victims, job.output
+    time.sleep(1.0)  # its stderr line is written
+    for pid in victims:
+        os.kill(pid, signal.SIGKILL)  # the trial's process dies, as with the OOM killer
+    assert job.wait() == 0, job.output
+    trials = {t["number"]: t for t in job.results()["trials"]}
+    assert sorted(trials) == [1, 2, 3, 4]
+    assert trials[2]["state"] == "FAILED"
+    assert "TASK_FAILED" in trials[2]["message"] and "trial 2 warming up" in trials[2]["message"]
+    assert {trials[n]["state"] for n in (1, 3, 4)} == {"COMPLETED"}
