@@ -43,8 +43,10 @@ _FRAMEWORK_GONE = frozenset({
 })
 """How a call ends when the framework went away (killed, restarting): AppCore waits for it."""
 
-LOOKUP_INTERVAL = 5.0
-"""Seconds between two look-ups of the framework's address in the master while it is away."""
+LOOKUP_INTERVAL = 1.0
+"""Seconds between two look-ups of the framework's address in the master while it is away (one
+small GET of ``/master/frameworks`` a second: a resumed framework is found within a second of
+its re-subscription)."""
 
 
 def _require(name: str) -> str:
@@ -86,8 +88,8 @@ def wait_for_framework(framework: FrameworkClient, timeout: float = FRAMEWORK_WA
                        interval: float = LOOKUP_INTERVAL) -> FrameworkClient:
     """Wait for a framework that went away; the client of where it answers again.
 
-    After a second without an answer, then every ``interval`` seconds, the master is asked where
-    the job's framework is now (a resumed framework may have another port): where to ask travels
+    Every ``interval`` seconds without an answer, the master is asked where the job's framework
+    is now (a resumed framework may have another port): where to ask travels
     in the task environment's rendezvous variables (:mod:`common.rendezvous`).
 
     Raises:
@@ -96,17 +98,15 @@ def wait_for_framework(framework: FrameworkClient, timeout: float = FRAMEWORK_WA
     master = os.environ.get(task_env.MASTER_ADDR, "")
     framework_id = os.environ.get(task_env.FRAMEWORK_ID, "")
     deadline = time.monotonic() + timeout
-    step = min(1.0, interval)  # ask the master soon, then every `interval` seconds
     while True:
         try:
-            framework.wait_ready(timeout=min(step, max(0.1, deadline - time.monotonic())))
+            framework.wait_ready(timeout=min(interval, max(0.1, deadline - time.monotonic())))
             return framework
         except ConnectionError:
             if time.monotonic() >= deadline:
                 framework.close()
                 raise ConnectionError(
                     f"the framework did not come back within {timeout:.0f} s") from None
-        step = min(step * 2, interval)
         moved = framework_address(master, framework_id)
         if moved and moved != framework.address:
             logger.info("the framework moved from %s to %s", framework.address, moved)
@@ -173,6 +173,7 @@ def _serve(framework: FrameworkClient, servicer: AppCoreServicer, server: grpc.S
                 return 1
             logger.warning("lost the framework (%s); waiting up to %.0f s for it to come back",
                            err.details(), FRAMEWORK_WAIT)
+            servicer.set_loop(None)  # runners' reports wait for it (UNAVAILABLE, retried)
         try:
             framework = wait_for_framework(framework)
         except ConnectionError as err:

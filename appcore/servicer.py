@@ -39,7 +39,9 @@ class AppCoreServicer(appcore_pb2_grpc.AppCoreServiceServicer):
         self._loop = loop
         self._job_token = job_token
 
-    def set_loop(self, loop: TrialLoop) -> None:
+    def set_loop(self, loop: TrialLoop | None) -> None:
+        """Serve reports through ``loop``; None while the framework is away (reports are then
+        answered UNAVAILABLE at once, and runners retry)."""
         self._loop = loop
 
     def ReportMetrics(  # noqa: N802 - gRPC method name
@@ -54,10 +56,12 @@ class AppCoreServicer(appcore_pb2_grpc.AppCoreServiceServicer):
             report = replace(report, metrics=check_metrics(report.metrics))
         except MetricError as err:
             context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(err))
-        if self._loop is None:
-            context.abort(grpc.StatusCode.UNAVAILABLE, "AppCore is starting")
+        loop = self._loop
+        if loop is None:
+            context.abort(grpc.StatusCode.UNAVAILABLE,
+                          "AppCore is starting or waits for its framework")
         try:
-            stop = self._loop.report(report)
+            stop = loop.report(report)
         except grpc.RpcError as err:
             if err.code() in _PASSED_THROUGH:
                 context.abort(err.code(), err.details() or err.code().name)

@@ -32,6 +32,10 @@ T = TypeVar("T")
 
 _RETRYABLE = {grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED}
 
+RESOLVE_TIMEOUT = 2.0
+"""Seconds one question to the framework (where is AppCore?) may take: an address whose port
+another process took after the framework moved may never answer."""
+
 REPORT_WINDOW = 600.0
 """Seconds a report is retried while AppCore is unreachable or answers UNAVAILABLE: as long as
 AppCore waits for a framework that went away (``appcore.__main__.FRAMEWORK_WAIT``)."""
@@ -152,7 +156,7 @@ class AppCoreClient:
                 return stub.ResolveAppCore(
                     framework_pb2.ResolveAppCoreRequest(trial_number=self._trial_number),
                     metadata=self._metadata,
-                    timeout=self._timeout,
+                    timeout=RESOLVE_TIMEOUT,
                 )
         except grpc.RpcError as err:
             logger.debug("could not re-resolve AppCore: %s", err)

@@ -101,6 +101,10 @@ MODES = ("--master local", "a da-cluster that lives on",
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--modes", nargs="+", type=int, choices=range(len(MODES)),
+                        default=list(range(len(MODES))),
+                        help="which modes, by number: " + "; ".join(
+                            f"{n} {mode}" for n, mode in enumerate(MODES)))
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="disauto-resume-") as tmp:
         work = Path(tmp)
@@ -111,7 +115,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         cluster.start()
         try:
             results = {}
-            for mode in MODES:
+            for mode in (MODES[n] for n in args.modes):
                 master = "local" if mode == MODES[0] else cluster.address
                 times = []
                 for repeat in range(args.repeats):
