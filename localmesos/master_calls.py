@@ -138,7 +138,6 @@ class SchedulerCalls:
             status.update(extra)
         if fw.subscription is not None:
             fw.subscription.send({"type": "UPDATE", "update": {"status": status}})
-            fw.count("events/update")
 
     # -- DECLINE / REVIVE / SUPPRESS -----------------------------------------------------
 
