@@ -4,9 +4,11 @@ Routes (all on one loopback port, as ``libprocess`` serves a master):
 
 * ``GET /version`` → ``{"version": "1.11.0", ...}``.
 * ``POST /api/v1/scheduler`` and ``/master/api/v1/scheduler``: the v1 scheduler API.
-* ``GET /master/state``, ``/state``, ``/state.json``, ``/master/state.json`` (JSONP with
-  ``?jsonp=cb``), ``/master/frameworks``, ``/master/slaves``, ``/master/flags``,
-  ``/metrics/snapshot``, ``/health`` and ``/master/health``.
+* ``GET /master/state`` (also ``.json``), ``/master/state-summary``, ``/master/tasks``,
+  ``/master/roles``, ``/master/frameworks``, ``/master/slaves``, ``/master/flags``,
+  ``/master/weights``, ``/master/quota``, ``/master/maintenance/status``, ``/master/redirect``
+  and ``/master/health``, each also at the root (``/tasks``), JSONP with ``?jsonp=cb``
+  (:mod:`localmesos.endpoints`); ``/metrics/snapshot`` (:mod:`localmesos.metrics`).
 * ``GET /files/browse``, ``/files/read`` and ``/files/download`` (Mesos query parameters
   ``path``, ``offset``, ``length``, ``jsonp``) over every agent's sandboxes.
 * ``POST /api/v1`` and ``/master/api/v1``: the operator API's read calls
