@@ -23,6 +23,7 @@ runs the batch allocation every interval, plus immediately when triggered, coale
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Callable
 from collections.abc import Iterable
 from collections.abc import Mapping
@@ -318,8 +319,12 @@ class AllocationLoop:
         self.interval = interval
         self._cond = threading.Condition()
         self._triggered = False
+        self._requested: float | None = None
         self._stopped = False
         self._thread = threading.Thread(target=self._loop, name=name, daemon=True)
+        #: Milliseconds from each run's request (a trigger or the batch beat) to its start:
+        #: Mesos' ``allocator/mesos/allocation_run_latency`` timer.
+        self.latency_ms: deque[float] = deque(maxlen=1000)
 
     def start(self) -> None:
         """Start the loop thread."""
@@ -328,6 +333,8 @@ class AllocationLoop:
     def trigger(self) -> None:
         """Ask for a run as soon as possible (coalesced with any pending one)."""
         with self._cond:
+            if not self._triggered:
+                self._requested = time.monotonic()
             self._triggered = True
             self._cond.notify()
 
@@ -350,8 +357,13 @@ class AllocationLoop:
                     self._cond.wait(remaining)
                 if self._stopped:
                     return
+                due = next_batch
+                if self._triggered and self._requested is not None:
+                    due = min(due, self._requested)
                 self._triggered = False
+                self._requested = None
             now = time.monotonic()
+            self.latency_ms.append(max(0.0, now - due) * 1000.0)
             if now >= next_batch:
                 # Keep the batch cadence; skip beats that were missed entirely.
                 next_batch += self.interval * max(1, int((now - next_batch) // self.interval) + 1)

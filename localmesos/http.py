@@ -4,9 +4,11 @@ Routes (all on one loopback port, as ``libprocess`` serves a master):
 
 * ``GET /version`` → ``{"version": "1.11.0", ...}``.
 * ``POST /api/v1/scheduler`` and ``/master/api/v1/scheduler``: the v1 scheduler API.
-* ``GET /master/state``, ``/state``, ``/state.json``, ``/master/state.json`` (JSONP with
-  ``?jsonp=cb``), ``/master/frameworks``, ``/master/slaves``, ``/master/flags``,
-  ``/metrics/snapshot``, ``/health`` and ``/master/health``.
+* ``GET /master/state`` (also ``.json``), ``/master/state-summary``, ``/master/tasks``,
+  ``/master/roles``, ``/master/frameworks``, ``/master/slaves``, ``/master/flags``,
+  ``/master/weights``, ``/master/quota``, ``/master/maintenance/status``, ``/master/redirect``
+  and ``/master/health``, each also at the root (``/tasks``), JSONP with ``?jsonp=cb``
+  (:mod:`localmesos.endpoints`); ``/metrics/snapshot`` (:mod:`localmesos.metrics`).
 * ``GET /files/browse``, ``/files/read`` and ``/files/download`` (Mesos query parameters
   ``path``, ``offset``, ``length``, ``jsonp``) over every agent's sandboxes.
 * ``POST /api/v1`` and ``/master/api/v1``: the operator API's read calls
@@ -48,6 +50,8 @@ from typing import cast
 from urllib.parse import parse_qs
 from urllib.parse import urlsplit
 
+from disauto.localmesos import endpoints
+from disauto.localmesos import metrics
 from disauto.localmesos import operator_api
 from disauto.localmesos import sandbox
 from disauto.localmesos import state
@@ -70,6 +74,7 @@ _REASONS = {
     100: "Continue",
     200: "OK",
     202: "Accepted",
+    307: "Temporary Redirect",
     400: "Bad Request",
     401: "Unauthorized",
     403: "Forbidden",
@@ -84,10 +89,28 @@ _REASONS = {
     503: "Service Unavailable",
 }
 _MAX_LINE = 16 * 1024
+_TASK_PARAMS = ("limit", "offset", "order", "framework_id", "task_id")
 _MAX_HEADERS = 100
 _SCHEDULER_PATHS = ("/api/v1/scheduler", "/master/api/v1/scheduler")
 _AGENT_STATE = re.compile(r"^/slave\((\d+)\)/state(?:\.json)?$")
-_STATE_PATHS = ("/master/state", "/state", "/state.json", "/master/state.json")
+#: The master's read-only endpoints. libprocess hands a request whose first path segment names
+#: no process to the master, so each is served at the root too (``/tasks`` is ``/master/tasks``).
+_MASTER_ROUTES = frozenset({
+    "state", "state.json", "state-summary", "tasks", "roles", "slaves", "frameworks", "flags",
+    "health", "redirect", "weights", "quota", "maintenance/status",
+})  # fmt: skip
+
+
+def master_route(path: str) -> str | None:
+    """The master endpoint ``path`` names (``/master/<name>`` or ``/<name>``), or None;
+    ``redirect/`` for a path under ``redirect`` (Mesos answers it 404 to avoid loops)."""
+    for prefix in ("/master/", "/"):
+        name = path[len(prefix):] if path.startswith(prefix) else None
+        if name in _MASTER_ROUTES:
+            return name
+        if name is not None and name.startswith("redirect/"):
+            return "redirect/"
+    return None
 
 
 class _BadRequest(Exception):
@@ -587,7 +610,7 @@ class HttpServer:
         if path in operator_api.PATHS:
             return self._operator(request)
         if request.method not in ("GET", "HEAD"):
-            if path == "/version" or path in _STATE_PATHS or path.startswith(
+            if path == "/version" or master_route(path) is not None or path.startswith(
                 ("/metrics", "/files", "/master", "/health", "/static")
             ):
                 return _text(
@@ -599,26 +622,11 @@ class HttpServer:
         jsonp = request.param("jsonp")
         if path == "/version":
             return _json(state.version_json(), jsonp)
-        if path in _STATE_PATHS:
-            return _json(state.master_state(self.master), jsonp)
         if path in ("/metrics/snapshot", "/master/metrics/snapshot"):
-            return _json(state.metrics_snapshot(self.master), jsonp)
-        if path in ("/health", "/master/health"):
-            return Response(200)
-        if path == "/master/frameworks":
-            full = state.master_state(self.master)
-            return _json(
-                {
-                    "frameworks": full["frameworks"],
-                    "completed_frameworks": full["completed_frameworks"],
-                    "unregistered_frameworks": [],
-                },
-                jsonp,
-            )
-        if path == "/master/slaves":
-            return _json({"slaves": state.master_state(self.master)["slaves"]}, jsonp)
-        if path == "/master/flags":
-            return _json({"flags": state.master_state(self.master)["flags"]}, jsonp)
+            return _json(metrics.metrics_snapshot(self.master), jsonp)
+        route = master_route(path)
+        if route is not None:
+            return self._master_endpoint(route, request)
         agent = _AGENT_STATE.match(path)
         if agent is not None:
             agent_state = self.master.agent_state(int(agent.group(1)))
@@ -636,6 +644,38 @@ class HttpServer:
             body, content_type = page
             return Response(200, body, {"Content-Type": content_type})
         return _text(404)
+
+    def _master_endpoint(self, route: str, request: Request) -> Response:
+        """A read-only master endpoint (see :data:`_MASTER_ROUTES`), JSONP when asked."""
+        jsonp = request.param("jsonp")
+        master = self.master
+        if route in ("state", "state.json"):
+            return _json(state.master_state(master), jsonp)
+        if route == "health":
+            return Response(200)
+        if route.startswith("redirect"):
+            return self._redirect(route)
+        builders = {
+            "state-summary": lambda: endpoints.state_summary(master),
+            "tasks": lambda: endpoints.tasks(master, {k: request.param(k) for k in _TASK_PARAMS}),
+            "roles": lambda: endpoints.roles(master),
+            "slaves": lambda: endpoints.slaves(master, request.param("slave_id")),
+            "frameworks": lambda: endpoints.frameworks(master, request.param("framework_id")),
+            "flags": lambda: {"flags": state.master_state(master)["flags"]},
+            "weights": lambda: endpoints.weights(master),
+            "quota": endpoints.quota_status,
+            "maintenance/status": endpoints.maintenance_status,
+        }
+        return _json(builders[route](), jsonp)
+
+    def _redirect(self, route: str) -> Response:
+        """``/master/redirect`` on the leader (this master is always one): 307 to its own base
+        URL, protocol-relative as Mesos writes it; a path under ``redirect/`` is 404."""
+        if route != "redirect":
+            return _text(404)
+        with self.master.lock:
+            location = f"//{self.master.hostname}:{self.master.port}"
+        return Response(307, headers={"Location": location})
 
     def _authenticate(self, request: Request) -> tuple[str | None, Response | None]:
         if self._credentials is None:

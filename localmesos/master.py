@@ -149,6 +149,8 @@ class Master(Subscriptions, LaunchCalls, SchedulerCalls, TaskBookkeeping, OfferM
         self.last_allocation_ms = 0.0
         #: Durations (ms) of the most recent allocation runs, for timer percentiles.
         self.allocation_run_ms: deque[float] = deque(maxlen=1000)
+        self._event_count_lock = threading.Lock()
+        self._observers.append(self._count_event)
 
     # -- lifecycle -----------------------------------------------------------------------
 
@@ -235,6 +237,8 @@ class Master(Subscriptions, LaunchCalls, SchedulerCalls, TaskBookkeeping, OfferM
             if agent.id in self.agents:
                 raise ValueError(f"agent {agent.id} is already registered")
             self.agents[agent.id] = AgentRecord(agent, link, info, time.time(), agent.total)
+            self._count("messages_register_slave")
+            self._count("slave_registrations")
         logger.info("Added agent %s (%s)", agent.id, agent.total)
         self._loop.trigger()
 
@@ -302,3 +306,28 @@ class Master(Subscriptions, LaunchCalls, SchedulerCalls, TaskBookkeeping, OfferM
 
     def _count(self, metric: str, n: float = 1) -> None:
         self.metrics[metric] = self.metrics.get(metric, 0) + n
+
+    def _count_task_state(
+        self, fw: FrameworkRecord, state: str, source: str | None, reason: str | None
+    ) -> None:
+        """Under the lock: a task of ``fw`` reached the terminal ``state``; as Mesos, count
+        ``tasks_<state>``, the framework's ``tasks/terminal/<state>`` and, for a status with a
+        reason, ``<state>/<source>/<reason>``."""
+        self._count(state.replace("TASK_", "tasks_").lower())
+        fw.count(f"tasks/terminal/{state.lower()}")
+        if reason:
+            self._count(f"{state}/{source or 'SOURCE_MASTER'}/{reason}".lower())
+
+    @property
+    def allocation_latency_ms(self) -> tuple[float, ...]:
+        """Recent allocation-run latencies (request to start), for the timer metric."""
+        return tuple(self._loop.latency_ms)
+
+    def _count_event(self, framework_id: str, event: Mapping[str, Any]) -> None:
+        """Event observer: the per-framework ``events`` and ``events/<type>`` counters."""
+        fw = self.frameworks.get(framework_id)
+        if fw is None:
+            return
+        with self._event_count_lock:
+            fw.count("events")
+            fw.count(f"events/{str(event.get('type', 'unknown')).lower()}")

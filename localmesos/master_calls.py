@@ -138,7 +138,6 @@ class SchedulerCalls:
             status.update(extra)
         if fw.subscription is not None:
             fw.subscription.send({"type": "UPDATE", "update": {"status": status}})
-            fw.count("events/update")
 
     # -- DECLINE / REVIVE / SUPPRESS -----------------------------------------------------
 
@@ -256,6 +255,11 @@ class SchedulerCalls:
         self._count("messages_framework_to_executor")
         agent_id = str(message["agent_id"]["value"])
         record = self.agents.get(agent_id)
+        self._count(
+            "invalid_framework_to_executor_messages"
+            if record is None
+            else "valid_framework_to_executor_messages"
+        )
         if record is not None and hasattr(record.agent, "framework_message"):
             record.link.post(
                 "framework_message",

@@ -82,7 +82,7 @@ class LaunchCalls:
             state = "TASK_DROPPED" if fw.partition_aware else "TASK_LOST"
             for operation in operations:
                 for task in self._operation_tasks(operation):
-                    self._count("tasks_dropped" if fw.partition_aware else "tasks_lost")
+                    self._count_task_state(fw, state, "SOURCE_MASTER", "REASON_INVALID_OFFERS")
                     self._send_master_update(
                         fw,
                         task_id=task["task_id"]["value"],
@@ -465,7 +465,7 @@ class LaunchCalls:
         return record
 
     def _task_invalid(self, fw: FrameworkRecord, task: Mapping[str, Any], error: str) -> None:
-        self._count("tasks_error")
+        self._count_task_state(fw, "TASK_ERROR", "SOURCE_MASTER", "REASON_TASK_INVALID")
         logger.warning(
             "Task %s of framework %s is invalid: %s",
             task["task_id"]["value"], fw.framework_id, error,

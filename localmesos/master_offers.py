@@ -94,7 +94,6 @@ class OfferMaking:
                 fw.allocation_count += len(fw_grants)
                 fw.count("offers/sent", len(offers))
                 fw.subscription.send({"type": "OFFERS", "offers": {"offers": offers}})
-                fw.count("events/offers")
             self.allocation_runs += 1
             self.last_allocation_ms = (time.perf_counter() - started) * 1000.0
             self.allocation_run_ms.append(self.last_allocation_ms)

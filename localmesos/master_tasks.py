@@ -49,6 +49,7 @@ class TaskBookkeeping:
             except Exception:  # noqa: BLE001 - best effort
                 latest = None
         with self.lock:
+            self._count("messages_status_update")
             fw = self.frameworks.get(str(framework_id)) if framework_id else None
             if fw is None:
                 logger.info(
@@ -59,7 +60,6 @@ class TaskBookkeeping:
                 return
             if fw.connected and fw.subscription is not None:
                 fw.subscription.send({"type": "UPDATE", "update": {"status": status}})
-                fw.count("events/update")
             task = fw.tasks.get(task_id)
             if task is None:
                 self._count("invalid_status_updates")
@@ -87,7 +87,13 @@ class TaskBookkeeping:
             task.seen_uuids.add(uuid_b64)
             task.statuses.append({k: v for k, v in status.items() if k not in ("data", "uuid")})
         if not was_terminal and task.state in TERMINAL_STATES:
-            self._count(task.state.replace("TASK_", "tasks_").lower())
+            same = task.state == state
+            self._count_task_state(
+                fw,
+                task.state,
+                status.get("source") if same else None,
+                status.get("reason") if same else None,
+            )
             self._recover_task(fw, task)
             if task.group and task.state != "TASK_FINISHED":
                 self._end_group(fw, task)
@@ -137,7 +143,9 @@ class TaskBookkeeping:
                         "timestamp": now,
                     }
                 )
-                self._count("tasks_killed")
+                self._count_task_state(
+                    fw, "TASK_KILLED", "SOURCE_MASTER", "REASON_FRAMEWORK_REMOVED"
+                )
             self._remove_task(fw, task)
         fw.executors.clear()
         for record in self.agents.values():

@@ -1,24 +1,26 @@
-"""``/master/state`` and ``/metrics/snapshot`` in the JSON shapes of a Mesos 1.11 master.
+"""``/master/state`` in the JSON shapes of a Mesos 1.11 master.
 
 The shapes follow apache/mesos ``src/master/readonly_handler.cpp`` (``FullFrameworkWriter``,
-``SlaveWriter``, ``json(Task)``, ``json(Offer)``) and ``src/master/metrics.cpp``, as summarized
+``SlaveWriter``, ``json(Task)``, ``json(Offer)``), as summarized
 in Mesos' endpoint documentation, so the Mesos web UI and tools written against a real
 master read them unchanged. Resources appear in the object form
 (``{"cpus": 4, "gpus": 0, "mem": 1024, "disk": 0, "ports": "[31000-32000]"}``).
 
-Both builders take a consistent snapshot under the master's lock and return plain dicts; the
-HTTP layer serializes them (with JSONP when asked).
+The builder takes a consistent snapshot under the master's lock and return plain dicts; the
+HTTP layer serializes it (with JSONP when asked). Flags: :mod:`~localmesos.master_flags`;
+metrics: :mod:`~localmesos.metrics`; the other read-only endpoints: :mod:`~localmesos.endpoints`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 from collections.abc import Mapping
-import time
 from typing import TYPE_CHECKING
 from typing import Any
 
 from disauto.common.resources import Resources
+from disauto.localmesos.master_flags import format_duration as format_duration
+from disauto.localmesos.master_flags import master_flags
 from disauto.localmesos.records import MESOS_VERSION
 
 
@@ -33,35 +35,6 @@ if TYPE_CHECKING:
 BUILD_DATE = "2020-11-16 00:00:00"
 BUILD_TIME = 1605484800.0
 BUILD_USER = "localmesos"
-
-_ACTIVE_STATES = ("staging", "starting", "running", "killing", "unreachable")
-_TERMINAL_COUNTERS = (
-    "finished",
-    "failed",
-    "killed",
-    "lost",
-    "error",
-    "dropped",
-    "gone",
-    "gone_by_operator",
-)
-
-
-def format_duration(seconds: float) -> str:
-    """A duration as Mesos (stout ``Duration``) prints it: ``1secs``, ``500ms``, ``1.5mins``."""
-    units = (
-        (7 * 86400.0, "weeks"),
-        (86400.0, "days"),
-        (3600.0, "hrs"),
-        (60.0, "mins"),
-        (1.0, "secs"),
-        (1e-3, "ms"),
-        (1e-6, "us"),
-    )
-    for size, name in units:
-        if seconds >= size:
-            return f"{seconds / size:.10g}{name}"
-    return f"{seconds * 1e9:.10g}ns"
 
 
 def version_json() -> dict[str, Any]:
@@ -219,32 +192,7 @@ def agent_json(
     }
 
 
-def _flags(master: Master) -> dict[str, str]:
-    flags = {
-        "allocation_interval": format_duration(master.allocation_interval),
-        "allocator": "hierarchical",
-        "authenticate_http_frameworks": "true" if master.authenticate else "false",
-        "filter_gpu_resources": "true",
-        "framework_sorter": "drf",
-        "hostname": master.hostname,
-        "max_completed_frameworks": str(master.completed_frameworks.maxlen),
-        "max_completed_tasks_per_framework": str(master.max_completed_tasks_per_framework),
-        "min_allocatable_resources": "|".join(
-            ";".join(f"{k}:{v:g}" for k, v in sorted(r.scalars.items()))
-            for r in master.min_allocatable
-        ),
-        "port": str(master.port),
-        "role_sorter": "drf",
-    }
-    if master.offer_timeout is not None:
-        flags["offer_timeout"] = format_duration(master.offer_timeout)
-    if master.weights:
-        flags["weights"] = ",".join(f"{k}={v:g}" for k, v in sorted(master.weights.items()))
-    flags.update(master.extra_flags)
-    return flags
-
-
-def _agent_usage(master: Master) -> tuple[dict[str, Resources], dict[str, Resources]]:
+def agent_usage(master: Master) -> tuple[dict[str, Resources], dict[str, Resources]]:
     """Under the master's lock: (used, offered) resources per agent."""
     used: dict[str, Resources] = {a: Resources() for a in master.agents}
     offered: dict[str, Resources] = {a: Resources() for a in master.agents}
@@ -264,7 +212,7 @@ def _agent_usage(master: Master) -> tuple[dict[str, Resources], dict[str, Resour
 def master_state(master: Master) -> dict[str, Any]:
     """The body of ``/master/state``."""
     with master.lock:
-        used, offered = _agent_usage(master)
+        used, offered = agent_usage(master)
         leader_info = master.master_info()
         return {
             **version_json(),
@@ -279,7 +227,7 @@ def master_state(master: Master) -> dict[str, Any]:
             "unreachable_slaves": 0.0,
             "leader": master.pid,
             "leader_info": leader_info,
-            "flags": _flags(master),
+            "flags": master_flags(master),
             "slaves": [
                 agent_json(master, record, used[agent_id], offered[agent_id])
                 for agent_id, record in master.agents.items()
@@ -292,97 +240,3 @@ def master_state(master: Master) -> dict[str, Any]:
             "orphan_tasks": [],
             "unregistered_frameworks": [],
         }
-
-
-def metrics_snapshot(master: Master) -> dict[str, float]:
-    """The body of ``/metrics/snapshot``: a flat object of master and allocator metrics."""
-    with master.lock:
-        out: dict[str, float] = {}
-        total = _sum(record.total for record in master.agents.values())
-        used = Resources()
-        states: dict[str, int] = {state: 0 for state in _ACTIVE_STATES}
-        for fw in master.frameworks.values():
-            fw_used, _ = framework_resources(fw)
-            used = used + fw_used
-            for task in fw.tasks.values():
-                name = task.state.replace("TASK_", "").lower()
-                if name in states:
-                    states[name] += 1
-        for name in ("cpus", "gpus", "mem", "disk"):
-            whole = total.scalar(name)
-            part = used.scalar(name)
-            out[f"master/{name}_total"] = whole
-            out[f"master/{name}_used"] = part
-            out[f"master/{name}_percent"] = part / whole if whole else 0.0
-            out[f"master/{name}_revocable_total"] = 0.0
-            out[f"master/{name}_revocable_used"] = 0.0
-            out[f"master/{name}_revocable_percent"] = 0.0
-        connected = sum(1 for fw in master.frameworks.values() if fw.connected)
-        out["master/elected"] = 1.0
-        out["master/uptime_secs"] = time.time() - master.start_time
-        out["master/frameworks_active"] = float(connected)
-        out["master/frameworks_inactive"] = float(len(master.frameworks) - connected)
-        out["master/frameworks_connected"] = float(connected)
-        out["master/frameworks_disconnected"] = float(len(master.frameworks) - connected)
-        out["master/slaves_active"] = float(len(master.agents))
-        out["master/slaves_inactive"] = 0.0
-        out["master/slaves_connected"] = float(len(master.agents))
-        out["master/slaves_disconnected"] = 0.0
-        out["master/slaves_unreachable"] = 0.0
-        out["master/outstanding_offers"] = float(len(master.offers))
-        for state, count in states.items():
-            out[f"master/tasks_{state}"] = float(count)
-        for state in _TERMINAL_COUNTERS:
-            out[f"master/tasks_{state}"] = float(master.metrics.get(f"tasks_{state}", 0))
-        for name, value in master.metrics.items():
-            if not name.startswith("tasks_"):
-                out[f"master/{name}"] = float(value)
-        for name in (
-            "messages_decline_offers",
-            "messages_launch_tasks",
-            "messages_revive_offers",
-            "messages_suppress_offers",
-            "messages_kill_task",
-            "messages_reconcile_tasks",
-            "messages_status_update_acknowledgement",
-            "valid_status_updates",
-            "invalid_status_updates",
-            "valid_status_update_acknowledgements",
-            "invalid_status_update_acknowledgements",
-        ):
-            out.setdefault(f"master/{name}", 0.0)
-        out["allocator/mesos/allocation_runs"] = float(master.allocation_runs)
-        out["allocator/mesos/allocation_run_ms"] = master.last_allocation_ms
-        out.update(timer_stats("allocator/mesos/allocation_run_ms", master.allocation_run_ms))
-        out["allocator/mesos/event_queue_dispatches"] = 0.0
-        for role, count in master.filters.active(time.monotonic()).items():
-            out[f"allocator/mesos/offer_filters/roles/{role}/active"] = float(count)
-        for fw in master.frameworks.values():
-            prefix = f"master/frameworks/{_url_quote(fw.name)}/{fw.framework_id}"
-            out[f"{prefix}/subscribed"] = 1.0 if fw.connected else 0.0
-            for name, value in fw.metrics.items():
-                if name != "subscribed":
-                    out[f"{prefix}/{name}"] = float(value)
-        return out
-
-
-def timer_stats(name: str, samples: Iterable[float]) -> dict[str, float]:
-    """Mesos timer metrics over recent samples: ``<name>/count``, ``/min``, ``/p50``..."""
-    values = sorted(samples)
-    if not values:
-        return {f"{name}/count": 0.0}
-    out = {
-        f"{name}/count": float(len(values)),
-        f"{name}/min": values[0],
-        f"{name}/max": values[-1],
-    }
-    for label, quantile in (("p50", 0.5), ("p90", 0.9), ("p95", 0.95), ("p99", 0.99),
-                            ("p999", 0.999)):
-        out[f"{name}/{label}"] = values[min(len(values) - 1, int(quantile * len(values)))]
-    return out
-
-
-def _url_quote(text: str) -> str:
-    from urllib.parse import quote
-
-    return quote(text, safe="")
