@@ -147,7 +147,8 @@ def test_reports_before_the_loop_exists_are_unavailable() -> None:
             call = lambda: stub.ReportMetrics(  # noqa: E731
                 request_for(1, accuracy=0.5),
                 metadata=trial_metadata(trial_token(JOB_TOKEN, 1)), timeout=5)
-            assert error_of(call) == (grpc.StatusCode.UNAVAILABLE, "AppCore is starting or waits for its framework")
+            assert error_of(call) == (grpc.StatusCode.UNAVAILABLE,
+                                      "AppCore is starting or waits for its framework")
             # The token is still checked first.
             wrong = lambda: stub.ReportMetrics(  # noqa: E731
                 request_for(1, accuracy=0.5), metadata=trial_metadata("x"), timeout=5)
