@@ -81,6 +81,11 @@ class ClusterConfig:
         request_timeout: seconds a client has to send a request once it started one.
         reap_on_exit: start a reaper process that kills the cluster's tasks when this process
             dies without stopping the cluster (``kill -9``; see :mod:`localmesos.reaper`).
+        executor_registration_timeout: seconds a custom executor has to subscribe (Mesos
+            ``--executor_registration_timeout``, 1 min).
+        executor_shutdown_grace_period: SHUTDOWN-to-kill grace of custom executors without
+            ``shutdown_grace_period`` (Mesos ``--executor_shutdown_grace_period``, 5 s).
+        executor_heartbeat_interval: seconds between HEARTBEATs to executors (Mesos: 30 min).
     """
 
     agents: int = 1
@@ -105,6 +110,9 @@ class ClusterConfig:
     default_kill_grace: float = 3.0
     max_failover_timeout: float | None = None
     offer_timeout: float | None = None
+    executor_registration_timeout: float = 60.0
+    executor_shutdown_grace_period: float = 5.0
+    executor_heartbeat_interval: float = 1800.0
     max_completed_frameworks: int = 50
     max_completed_tasks_per_framework: int = 1000
     max_body_bytes: int = 16 * 1024 * 1024
@@ -341,10 +349,16 @@ class LocalCluster:
             retry_interval_max=self.config.status_update_retry_interval_max,
             default_kill_grace=self.config.default_kill_grace,
             master_endpoint=self.address,
+            on_executor_exited=master.exited_executor,
+            on_executor_message=master.executor_message,
+            executor_registration_timeout=self.config.executor_registration_timeout,
+            executor_shutdown_grace=self.config.executor_shutdown_grace_period,
+            executor_heartbeat_interval=self.config.executor_heartbeat_interval,
         )
         with self._lock:
             self._agents.append(agent)
         master.add_agent(agent)
+        agent.libprocess_id = master.agent_path(agent.id).lstrip("/")
         return agent
 
     def stop(self) -> None:
