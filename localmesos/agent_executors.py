@@ -108,8 +108,9 @@ class ExecutorRun:
     pending_termination: tuple[str, str, str] | None = None
     returncode: int | None = None
     cancel: threading.Event = field(default_factory=threading.Event)
-    subscribed: threading.Event = field(default_factory=threading.Event)
     exited: threading.Event = field(default_factory=threading.Event)
+    #: Set once the executor subscribed or ended: the registration timeout's wake-up.
+    settled: threading.Event = field(default_factory=threading.Event)
 
     @property
     def key(self) -> tuple[str, str]:
@@ -361,7 +362,7 @@ class ExecutorHost:
 
     def _registration_timeout(self, run: ExecutorRun) -> None:
         timeout = self._executor_registration_timeout
-        if run.subscribed.wait(timeout) or run.exited.is_set():
+        if run.settled.wait(timeout):
             return
         with self._lock:
             if run.state != REGISTERING:
@@ -382,6 +383,7 @@ class ExecutorHost:
         with self._lock:
             run.state = TERMINATED
             run.exited.set()
+            run.settled.set()
             if run.stream is not None:
                 run.stream.close()
                 run.stream = None
@@ -468,7 +470,7 @@ class ExecutorHost:
                 run.stream.close()
             run.state = RUNNING
             run.stream = stream
-            run.subscribed.set()
+            run.settled.set()
             unacked = {t["task_id"]["value"] for t in subscribe.get("unacknowledged_tasks", [])}
             for task_id in sorted(run.launched):
                 task = self._tasks.get((run.framework_id, task_id))
