@@ -21,12 +21,9 @@ status updates, with the command in a container of its image. A task with
 ``max_completion_time`` that outlives it is killed and ends TASK_FAILED with
 REASON_MAX_COMPLETION_TIME_REACHED.
 
-Not supported (each fails the task with TASK_FAILED and a message saying so):
-
-* the v1 executor API. A task with a custom ``ExecutorInfo`` has the executor's command run the
-  way a command task is run (with the executor environment, ``MESOS_EXECUTOR_ID`` = its executor
-  id) and its states reported by the agent; an executor that tries to subscribe to
-  ``MESOS_AGENT_ENDPOINT`` gets no LAUNCH from it.
+A task with a CUSTOM ``ExecutorInfo`` goes to its executor, launched once per executor id and
+served over the v1 executor HTTP API (:mod:`localmesos.agent_executors`,
+:mod:`localmesos.executor_api`).
 
 Thread safety: every public method may be called from any thread and returns quickly; the work
 of a task runs on a thread of its own. ``send_update`` is always called on the status-update
@@ -53,6 +50,9 @@ import uuid
 from disauto.common.resources import Resources
 from disauto.localmesos import containerizer as containerizer_mod
 from disauto.localmesos import sandbox as sandbox_mod
+from disauto.localmesos.agent_executors import EXECUTOR_HEARTBEAT_INTERVAL
+from disauto.localmesos.agent_executors import ExecutorHost
+from disauto.localmesos.agent_executors import ExecutorRun
 from disauto.localmesos.agent_launch import AgentTask
 from disauto.localmesos.agent_launch import TaskLauncher
 from disauto.localmesos.containerizer import DockerContainerizer
@@ -61,6 +61,7 @@ from disauto.localmesos.logrotate import SandboxLogging
 from disauto.localmesos.records import duration_seconds
 from disauto.localmesos.status_updates import TERMINAL_STATES
 from disauto.localmesos.status_updates import StatusUpdateManager
+from disauto.localmesos.streams import EventObserver
 
 
 logger = logging.getLogger(__name__)
@@ -168,7 +169,13 @@ def _new_uuid() -> str:
     return base64.b64encode(uuid.uuid4().bytes).decode("ascii")
 
 
-class Agent(TaskLauncher):
+ExecutorExited = Callable[[str, str, str, int], None]
+"""``(agent_id, framework_id, executor_id, wait status)``: an executor ended."""
+ExecutorMessage = Callable[[str, str, str, str], None]
+"""``(agent_id, framework_id, executor_id, base64 data)``: an executor's MESSAGE."""
+
+
+class Agent(TaskLauncher, ExecutorHost):
     """One embedded Mesos agent (see the module docstring).
 
     Args:
@@ -187,6 +194,15 @@ class Agent(TaskLauncher):
         containerizer: runs container tasks (default: a :class:`DockerContainerizer` on the
             engine of ``DOCKER_HOST``); when the engine is reachable, containers left by dead
             agents are removed as the agent starts.
+        on_executor_exited: told when a custom executor ended (the master's
+            ``exited_executor``), on the executor's thread, no lock held.
+        on_executor_message: given an executor's MESSAGE (the master's ``executor_message``).
+        executor_registration_timeout: seconds a custom executor has to subscribe (Mesos
+            ``--executor_registration_timeout``, 1 min).
+        executor_shutdown_grace: seconds between SHUTDOWN and the kill when the ExecutorInfo
+            has no ``shutdown_grace_period`` (Mesos ``--executor_shutdown_grace_period``, 5 s).
+        executor_heartbeat_interval: seconds between HEARTBEAT events on executor streams
+            (Mesos: 30 min).
     """
 
     def __init__(
@@ -204,6 +220,11 @@ class Agent(TaskLauncher):
         environment: Mapping[str, str] | None = None,
         containerizer: DockerContainerizer | None = None,
         sandbox_logging: SandboxLogging | None = DEFAULT_SANDBOX_LOGGING,
+        on_executor_exited: ExecutorExited | None = None,
+        on_executor_message: ExecutorMessage | None = None,
+        executor_registration_timeout: float = 60.0,
+        executor_shutdown_grace: float = 5.0,
+        executor_heartbeat_interval: float = EXECUTOR_HEARTBEAT_INTERVAL,
     ) -> None:
         sandbox_mod.check_id(agent_id, what="agent id")
         self._sandbox_logging = sandbox_logging
@@ -214,6 +235,14 @@ class Agent(TaskLauncher):
         self._master_endpoint = master_endpoint
         self._fetch_timeout = fetch_timeout
         self._environment = environment
+        self._on_executor_exited = on_executor_exited
+        self._on_executor_message = on_executor_message
+        self._executor_registration_timeout = executor_registration_timeout
+        self._executor_shutdown_grace = executor_shutdown_grace
+        self._executor_heartbeat_interval = executor_heartbeat_interval
+        self._executor_observers: list[EventObserver] = []
+        #: The libprocess id executors are told (``MESOS_SLAVE_PID``); the cluster sets it.
+        self.libprocess_id = "slave(1)"
         scalars = {"cpus": config.cpus, "mem": config.mem_mb, "disk": config.disk_mb}
         if config.gpus > 0:
             scalars["gpus"] = float(config.gpus)
@@ -223,6 +252,8 @@ class Agent(TaskLauncher):
         self._tasks: dict[tuple[str, str], AgentTask] = {}
         self._sandboxes: dict[tuple[str, str], tuple[str, Path]] = {}  # -> (executor id, dir)
         self._removed_frameworks: set[str] = set()
+        self._executors: dict[tuple[str, str], ExecutorRun] = {}
+        self._completed_executors: list[ExecutorRun] = []
         self._free_gpus: list[int] = list(config.gpu_devices)
         self._threads: set[threading.Thread] = set()
         self._stopped = False
@@ -260,8 +291,13 @@ class Agent(TaskLauncher):
 
     # -- task lifecycle ------------------------------------------------------------------
 
-    def launch_task(self, framework_info: dict[str, Any], task: dict[str, Any]) -> None:
+    def launch_task(self, framework_info: dict[str, Any], task: dict[str, Any],
+                    launch_executor: bool | None = None) -> None:
         """Start running a (master-validated) TaskInfo; returns at once.
+
+        A task with an ``executor`` goes to that custom executor; ``launch_executor`` says
+        whether the master charged a new executor for it (see
+        :meth:`ExecutorHost._launch_on_executor`).
 
         Raises:
             ValueError: when the TaskInfo has no ``task_id.value`` or the framework info no
@@ -299,7 +335,10 @@ class Agent(TaskLauncher):
                 return
             self._removed_frameworks.discard(framework_id)
             self._tasks[record.key] = record
-            self._start_thread(self._run_task, record, name=f"task-{task_id}")
+            if not executor_info:
+                self._start_thread(self._run_task, record, name=f"task-{task_id}")
+        if executor_info:
+            self._launch_on_executor(record, launch_executor)
 
     def kill_task(
         self, framework_id: str, task_id: str, grace_period: float | None = None
@@ -315,7 +354,10 @@ class Agent(TaskLauncher):
             if task is None or task.terminal:
                 logger.info("Ignoring kill of unknown or finished task %s", task_id)
                 return
-            self._request_kill(task, grace_period)
+            if not task.info.get("executor"):
+                self._request_kill(task, grace_period)
+                return
+        self._kill_on_executor(task, grace_period)
 
     def _request_kill(
         self, task: AgentTask, grace_period: float | None, *, override: bool = False
@@ -368,8 +410,9 @@ class Agent(TaskLauncher):
                     continue
                 if task.terminal:
                     del self._tasks[task.key]
-                else:
+                elif not task.info.get("executor"):
                     self._request_kill(task, None)
+            self._shutdown_framework_executors(framework_id)
         dropped = self._updates.remove_framework(framework_id)
         logger.info(
             "Shut down framework %s on agent %s (%d update streams dropped)",
@@ -419,20 +462,29 @@ class Agent(TaskLauncher):
         with self._lock:
             sandboxes = dict(self._sandboxes)
             live = {key: task.state for key, task in self._tasks.items() if not task.terminal}
+            runs = {run.sandbox: run for run in self._executors.values()}
+            for run in runs.values():  # an executor with no task yet is listed too
+                sandboxes.setdefault((run.framework_id, ""), (run.executor_id, run.sandbox))
         frameworks: dict[str, dict[str, Any]] = {}
-        for (framework_id, task_id), (executor_id, path) in sorted(sandboxes.items()):
+        executors: dict[tuple[str, Path], dict[str, Any]] = {}
+        for (framework_id, task_id), (executor_id, path) in sorted(
+            sandboxes.items(), key=lambda item: (item[0][0], item[0][1], str(item[1][1]))
+        ):
             framework = frameworks.setdefault(
                 framework_id,
                 {"id": framework_id, "executors": [], "completed_executors": []},
             )
-            executor = {"id": executor_id, "directory": str(path), "source": task_id,
-                        "tasks": []}
+            executor = executors.get((framework_id, path))
+            if executor is None:
+                run = runs.get(path)
+                source = str(run.info.get("source", "")) if run is not None else task_id
+                executor = {"id": executor_id, "directory": str(path), "source": source,
+                            "tasks": []}
+                executors[(framework_id, path)] = executor
+                active = run is not None or (framework_id, task_id) in live
+                framework["executors" if active else "completed_executors"].append(executor)
             if (framework_id, task_id) in live:
-                executor["tasks"] = [{"id": task_id,
-                                      "state": live[(framework_id, task_id)]}]
-                framework["executors"].append(executor)
-            else:
-                framework["completed_executors"].append(executor)
+                executor["tasks"].append({"id": task_id, "state": live[(framework_id, task_id)]})
         return {
             "id": self.id,
             "hostname": self.config.hostname,
@@ -451,6 +503,12 @@ class Agent(TaskLauncher):
     def unacknowledged_updates(self, framework_id: str, task_id: str) -> list[dict[str, Any]]:
         """Copies of the task's updates not yet acknowledged, oldest first."""
         return self._updates.pending(framework_id, task_id)
+
+    def add_executor_event_observer(self, observer: EventObserver) -> None:
+        """Call ``observer(framework_id, event)`` for every event sent to an executor (from
+        streams opened afterwards)."""
+        with self._lock:
+            self._executor_observers.append(observer)
 
     @property
     def free_gpus(self) -> tuple[int, ...]:
@@ -478,8 +536,9 @@ class Agent(TaskLauncher):
             self._updates.stop()
             with self._lock:
                 for task in self._tasks.values():
-                    if not task.terminal:
+                    if not task.terminal and not task.info.get("executor"):
                         self._request_kill(task, grace_period, override=grace_period is not None)
+                self._stop_executors(grace_period)
         while True:
             with self._lock:
                 alive = [t for t in self._threads if t.is_alive()]

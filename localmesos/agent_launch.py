@@ -205,7 +205,7 @@ class TaskLauncher:
         returncode = process.wait()
         if checker is not None:
             checker.stop()
-        _sweep(sandbox)
+        sweep_sandbox(sandbox)
         process.drain_logs()
         self._finish(task, returncode == 0, executor_mod.describe_exit(returncode),
                      "REASON_COMMAND_EXECUTOR_FAILED")
@@ -377,7 +377,7 @@ class TaskLauncher:
         return False
 
 
-def _sweep(sandbox: Path) -> list[int]:
+def sweep_sandbox(sandbox: Path) -> list[int]:
     """Kill what a command task left running outside its process group (``setsid``,
     daemons): every process whose environment names the task's sandbox.
 

@@ -86,6 +86,11 @@ class ClusterConfig:
         sandbox_logging: caps of each task's sandbox ``stdout``/``stderr`` (Mesos' logrotate
             container logger: 10 MB per file, here one rotated file kept); None writes them
             uncapped (Mesos' default sandbox logger).
+        executor_registration_timeout: seconds a custom executor has to subscribe (Mesos
+            ``--executor_registration_timeout``, 1 min).
+        executor_shutdown_grace_period: SHUTDOWN-to-kill grace of custom executors without
+            ``shutdown_grace_period`` (Mesos ``--executor_shutdown_grace_period``, 5 s).
+        executor_heartbeat_interval: seconds between HEARTBEATs to executors (Mesos: 30 min).
     """
 
     agents: int = 1
@@ -110,6 +115,9 @@ class ClusterConfig:
     default_kill_grace: float = 3.0
     max_failover_timeout: float | None = None
     offer_timeout: float | None = None
+    executor_registration_timeout: float = 60.0
+    executor_shutdown_grace_period: float = 5.0
+    executor_heartbeat_interval: float = 1800.0
     max_completed_frameworks: int = 50
     max_completed_tasks_per_framework: int = 1000
     max_body_bytes: int = 16 * 1024 * 1024
@@ -348,10 +356,16 @@ class LocalCluster:
             default_kill_grace=self.config.default_kill_grace,
             master_endpoint=self.address,
             sandbox_logging=self.config.sandbox_logging,
+            on_executor_exited=master.exited_executor,
+            on_executor_message=master.executor_message,
+            executor_registration_timeout=self.config.executor_registration_timeout,
+            executor_shutdown_grace=self.config.executor_shutdown_grace_period,
+            executor_heartbeat_interval=self.config.executor_heartbeat_interval,
         )
         with self._lock:
             self._agents.append(agent)
         master.add_agent(agent)
+        agent.libprocess_id = master.agent_path(agent.id).lstrip("/")
         return agent
 
     def stop(self) -> None:

@@ -51,6 +51,7 @@ from urllib.parse import parse_qs
 from urllib.parse import urlsplit
 
 from disauto.localmesos import endpoints
+from disauto.localmesos import executor_api
 from disauto.localmesos import metrics
 from disauto.localmesos import operator_api
 from disauto.localmesos import sandbox
@@ -111,6 +112,11 @@ def master_route(path: str) -> str | None:
         if name is not None and name.startswith("redirect/"):
             return "redirect/"
     return None
+
+
+#: ``/api/v1/executor`` (where pymesos' executor driver calls: ``MESOS_AGENT_ENDPOINT`` has no
+#: path) and ``/slave(N)/api/v1/executor`` (where libmesos calls: ``MESOS_SLAVE_PID``).
+_EXECUTOR_PATH = re.compile(r"^(?:/slave\((\d+)\))?/api/v1/executor$")
 
 
 class _BadRequest(Exception):
@@ -570,10 +576,11 @@ class HttpServer:
     def _stream(self, conn: socket.socket, sub: Subscription) -> None:
         """Write a subscription's events as chunked RecordIO until either side ends it."""
         try:
+            stream_id = f"Mesos-Stream-Id: {sub.stream_id}\r\n" if sub.send_stream_id else ""
             head = (
                 "HTTP/1.1 200 OK\r\n"
                 f"Content-Type: {APPLICATION_JSON}\r\n"
-                f"Mesos-Stream-Id: {sub.stream_id}\r\n"
+                f"{stream_id}"
                 "Transfer-Encoding: chunked\r\n"
                 "Cache-Control: no-cache\r\n"
                 "\r\n"
@@ -598,7 +605,10 @@ class HttpServer:
         except (OSError, ValueError):
             return
         finally:
-            self.master.subscription_closed(sub)
+            if sub.on_closed is not None:
+                sub.on_closed(sub)
+            else:
+                self.master.subscription_closed(sub)
             sub.release()
 
     # -- routing -------------------------------------------------------------------------
@@ -609,6 +619,10 @@ class HttpServer:
             return self._scheduler(request)
         if path in operator_api.PATHS:
             return self._operator(request)
+        executor_path = _EXECUTOR_PATH.match(path)
+        if executor_path is not None:
+            index = executor_path.group(1)
+            return self._executor(request, None if index is None else int(index))
         if request.method not in ("GET", "HEAD"):
             if path == "/version" or master_route(path) is not None or path.startswith(
                 ("/metrics", "/files", "/master", "/health", "/static")
@@ -729,6 +743,39 @@ class HttpServer:
         if body is not None:
             return _json(body)
         return Response(status)
+
+    def _executor(self, request: Request, index: int | None) -> Response | Subscription:
+        """The v1 executor API of an agent (:mod:`localmesos.executor_api`)."""
+        agents = self.master.agent_list()
+        if index is not None and not 1 <= index <= len(agents):
+            return _text(404)
+        if request.method != "POST":
+            return _text(
+                405,
+                f"Expecting one of {{ 'POST' }}, but received '{request.method}'",
+                Allow="POST",
+            )
+        content_type = request.header("content-type")
+        if content_type is None:
+            return _text(400, "Expecting 'Content-Type' to be present")
+        if content_type.strip() != APPLICATION_JSON:
+            return _text(415, JSON_ONLY_CONTENT_TYPE)
+        try:
+            call = executor_api.parse_call(request.body)
+        except CallError as exc:
+            return _text(exc.status, str(exc))
+        if call["type"] == "SUBSCRIBE" and not accepts_json(request.header("accept")):
+            return _text(406, JSON_ONLY_ACCEPT)
+        if call["type"] == "HEARTBEAT":
+            return Response(202)
+        found = executor_api.find_agent(agents, index, call)
+        if isinstance(found, tuple):
+            return _text(*found)
+        answer = found.executor_call(call)
+        if isinstance(answer, Subscription):
+            return answer
+        status, message = answer
+        return _text(status, message) if message else Response(status)
 
     def _files(self, request: Request, *, browse: bool) -> Response:
         jsonp = request.param("jsonp")

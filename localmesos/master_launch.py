@@ -277,10 +277,14 @@ class LaunchCalls:
             self._task_invalid(fw, task, error)
             return available
         executor_id = ""
+        launch_executor: bool | None = None
         if executor is not None:
-            executor_id = self._register_executor(fw, agent, role, executor)
+            launch_executor = (agent.agent_id, executor["executor_id"]["value"]) not in (
+                fw.executors)
+            executor_id = self._register_executor(fw, agent, role, executor, hosted=True)
         self._add_task(fw, agent, role, task, executor_id)
-        agent.link.post("launch_task", copy.deepcopy(fw.info), copy.deepcopy(task))
+        agent.link.post("launch_task", copy.deepcopy(fw.info), copy.deepcopy(task),
+                        launch_executor)
         return available - total
 
     def _custom_executor_error(
@@ -422,7 +426,12 @@ class LaunchCalls:
 
     @staticmethod
     def _register_executor(
-        fw: FrameworkRecord, agent: AgentRecord, role: str, executor: dict[str, Any]
+        fw: FrameworkRecord,
+        agent: AgentRecord,
+        role: str,
+        executor: dict[str, Any],
+        *,
+        hosted: bool = False,
     ) -> str:
         """Charge a new executor's resources to the framework; returns the executor's id."""
         executor_id = str(executor["executor_id"]["value"])
@@ -433,6 +442,7 @@ class LaunchCalls:
                 agent_id=agent.agent_id,
                 role=role,
                 resources=resources_of(executor.get("resources", [])),
+                hosted=hosted,
             )
         return executor_id
 

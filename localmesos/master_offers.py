@@ -119,6 +119,11 @@ class OfferMaking:
                 return f"/slave({index})"
         return "/slave(1)"
 
+    def agent_list(self) -> list[Any]:
+        """The agents, in order of addition (``/slave(N)`` is the N-th)."""
+        with self.lock:
+            return [record.agent for record in self.agents.values()]
+
     def agent_state(self, index: int) -> dict[str, Any] | None:
         """``/slave(N)/state`` of the N-th agent, or None."""
         with self.lock:

@@ -98,6 +98,58 @@ class TaskBookkeeping:
             if task.group and task.state != "TASK_FINISHED":
                 self._end_group(fw, task)
 
+    def exited_executor(
+        self, agent_id: str, framework_id: str, executor_id: str, status: int
+    ) -> None:
+        """An agent's executor exited (Mesos ``Master::exitedExecutor``; any thread): its
+        resources are recovered and a connected framework gets FAILURE."""
+        with self.lock:
+            self._count("messages_exited_executor")
+            fw = self.frameworks.get(framework_id)
+            key = (agent_id, executor_id)
+            if agent_id not in self.agents or fw is None or key not in fw.executors:
+                logger.warning("Ignoring unknown exited executor '%s' of framework %s on "
+                               "agent %s", executor_id, framework_id, agent_id)
+                return
+            logger.info("Executor '%s' of framework %s on agent %s exited (wait status %d)",
+                        executor_id, framework_id, agent_id, status)
+            # Recovered resources wait for the next batch allocation, as in Mesos.
+            del fw.executors[key]
+            if not fw.connected or fw.subscription is None:
+                logger.warning("Not forwarding exited executor '%s': framework %s is "
+                               "disconnected", executor_id, framework_id)
+                return
+            fw.subscription.send({
+                "type": "FAILURE",
+                "failure": {"agent_id": {"value": agent_id},
+                            "executor_id": {"value": executor_id}, "status": status},
+            })
+            fw.count("events/failure")
+
+    def executor_message(
+        self, agent_id: str, framework_id: str, executor_id: str, data: str
+    ) -> None:
+        """An executor's MESSAGE (Mesos ``Master::executorMessage``; any thread): to the
+        framework as MESSAGE when it is connected, dropped otherwise."""
+        with self.lock:
+            self._count("messages_executor_to_framework")
+            fw = self.frameworks.get(framework_id)
+            if agent_id not in self.agents or fw is None or not fw.connected or (
+                fw.subscription is None
+            ):
+                logger.warning("Not forwarding executor message of executor '%s' of framework "
+                               "%s: the framework is unknown or disconnected", executor_id,
+                               framework_id)
+                self._count("invalid_executor_to_framework_messages")
+                return
+            fw.subscription.send({
+                "type": "MESSAGE",
+                "message": {"agent_id": {"value": agent_id},
+                            "executor_id": {"value": executor_id}, "data": data},
+            })
+            fw.count("events/message")
+            self._count("valid_executor_to_framework_messages")
+
     def _end_group(self, fw: FrameworkRecord, failed: TaskRecord) -> None:
         """A task of a group failed or was killed: kill the rest (as the default executor)."""
         for task_id in failed.group:
@@ -115,7 +167,7 @@ class TaskBookkeeping:
             executor = fw.executors.get(key)
             if executor is not None:
                 executor.tasks.discard(task.task_id)
-                if not executor.tasks:
+                if not executor.tasks and not executor.hosted:
                     del fw.executors[key]
 
     def _remove_task(self, fw: FrameworkRecord, task: TaskRecord) -> None:

@@ -6,7 +6,8 @@ master's mixins keep:
 * A task stays in ``FrameworkRecord.tasks`` until its terminal update is acknowledged (or its
   framework is removed); then it moves to the bounded ``completed_tasks``. ``recovered`` turns
   true once, when its resources are given back.
-* An :class:`ExecutorRecord` exists while it has a task whose resources are not recovered.
+* An :class:`ExecutorRecord` exists while it has a task whose resources are not recovered, or,
+  for an executor the agent runs itself (``hosted``), until the agent reports its exit.
 * An outstanding offer is in both ``Master.offers`` and its framework's ``offers``.
 """
 
@@ -82,6 +83,10 @@ class ExecutorRecord:
     role: str
     resources: Resources
     tasks: set[str] = field(default_factory=set)
+    #: Run by the agent as a process of its own (a LAUNCH's CUSTOM executor): it holds its
+    #: resources until the agent reports that it exited. Otherwise (LAUNCH_GROUP, whose tasks
+    #: the agent runs as command tasks) until its last task ends.
+    hosted: bool = False
 
 
 @dataclass

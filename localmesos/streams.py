@@ -35,7 +35,8 @@ class AgentLike(Protocol):
 
     def info(self) -> dict[str, Any]: ...
 
-    def launch_task(self, framework_info: dict[str, Any], task: dict[str, Any]) -> None: ...
+    def launch_task(self, framework_info: dict[str, Any], task: dict[str, Any],
+                    launch_executor: bool | None = None) -> None: ...
 
     def kill_task(
         self, framework_id: str, task_id: str, grace_period: float | None = None
@@ -99,6 +100,12 @@ class Subscription:
         self._wake_r.setblocking(False)
         self._wake_w.setblocking(False)
         self.events_sent = 0
+        #: Whether the response names the stream (Mesos sends no ``Mesos-Stream-Id`` to
+        #: executors).
+        self.send_stream_id = True
+        #: Called by the HTTP writer when the stream ends (default: the master's
+        #: ``subscription_closed``).
+        self.on_closed: Callable[[Subscription], None] | None = None
 
     @property
     def wake_fd(self) -> int:

@@ -397,6 +397,25 @@ _SCHEMA: dict[str, dict[str, _Field]] = {
 }
 
 
+def add_messages(
+    messages: Mapping[str, Mapping[str, str]],
+    enums: Mapping[str, Mapping[int, str]] | None = None,
+) -> None:
+    """Teach :func:`convert` more messages (another API's calls, e.g. the executor API's).
+
+    Args:
+        messages: message name -> field name -> spec (``"string!"`` required,
+            ``"[msg:Resource]"`` repeated, ``"enum:TaskState!"``...); names already known are
+            replaced.
+        enums: enum name -> number -> value name, for the ``enum:`` specs.
+    """
+    for name, numbers in (enums or {}).items():
+        _ENUM_NUMBERS[name] = dict(numbers)
+        _ENUMS[name] = tuple(numbers.values())
+    for name, fields in messages.items():
+        _SCHEMA[name] = {key: _f(spec) for key, spec in fields.items()}
+
+
 def _not_expecting(value: Any, name: str) -> _ConvertError:
     return _ConvertError(f"Not expecting a JSON {json_kind(value)} for field '{name}'")
 

@@ -185,7 +185,9 @@ def check_status(status: Any) -> list[str]:
             problems.append(f"status.uuid is not base64 of 16 bytes: {status['uuid']!r}")
         if not _is_id(status.get("agent_id")):
             problems.append("status with uuid lacks agent_id (pymesos acks with it)")
-        if not _is_id(status.get("executor_id")):
+        # A custom executor's own update keeps only the executor_id it set itself (Mesos
+        # src/slave/slave.cpp statusUpdate, src/internal/evolve.cpp); the agent's have one.
+        if not _is_id(status.get("executor_id")) and status.get("source") != "SOURCE_EXECUTOR":
             problems.append("agent status lacks executor_id")
     if "agent_id" in status and not _is_id(status["agent_id"]):
         problems.append("status.agent_id malformed")
@@ -260,6 +262,16 @@ class EventShapeChecker:
             self.counts[kind] = self.counts.get(kind, 0) + 1
             self.problems.extend(f"[{framework_id}] {p}" for p in problems)
 
+    def executor_event(self, framework_id: str, event: dict[str, Any]) -> None:
+        """An agent's executor event observer: strict ``mesos.v1.executor.Event`` shapes."""
+        from tests.localmesos.executor_support import check_executor_event
+
+        problems = check_executor_event(event)
+        with self._lock:
+            kind = f"executor:{event.get('type')}"
+            self.counts[kind] = self.counts.get(kind, 0) + 1
+            self.problems.extend(f"[{framework_id} executor] {p}" for p in problems)
+
     def assert_clean(self) -> None:
         with self._lock:
             assert not self.problems, "malformed events:\n" + "\n".join(self.problems[:20])
@@ -277,12 +289,15 @@ def running_cluster(**overrides: Any) -> Iterator[LocalCluster]:
         "status_update_retry_interval": 1.0,
         "status_update_retry_interval_max": 2.0,
         "default_kill_grace": 1.0,
+        "executor_shutdown_grace_period": 1.0,
     }
     settings.update(overrides)
     cluster = LocalCluster(ClusterConfig(**settings))
     checker = EventShapeChecker(cluster)
     cluster.start()
     cluster.master.add_event_observer(checker)
+    for agent in cluster.agents:
+        agent.add_executor_event_observer(checker.executor_event)
     cluster.shape_checker = checker  # type: ignore[attr-defined]
     try:
         yield cluster

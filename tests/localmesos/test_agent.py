@@ -412,7 +412,9 @@ def test_fetch_failure_fails_the_launch(
     assert (sandbox / "stderr").read_text() == failed["message"] + "\n"
 
 
-def test_custom_executor_command_runs_with_executor_env(agent: Agent, master: Master) -> None:
+def test_custom_executor_gets_executor_env_and_fails_its_task_on_exit(
+    agent: Agent, master: Master
+) -> None:
     executor = {
         "type": "CUSTOM",
         "executor_id": {"value": "my-executor"},
@@ -424,8 +426,12 @@ def test_custom_executor_command_runs_with_executor_env(agent: Agent, master: Ma
     info["executor"] = executor
     agent.launch_task(FW, info)
 
-    finished = master.wait("via-executor", "TASK_FINISHED")
-    assert finished["executor_id"] == {"value": "my-executor"}
+    # The command never subscribes to the executor API and exits: Mesos fails the task it
+    # queued for the executor (sendExecutorTerminatedStatusUpdate).
+    failed = master.wait("via-executor", "TASK_FAILED")
+    assert failed["executor_id"] == {"value": "my-executor"}
+    assert failed["reason"] == "REASON_EXECUTOR_TERMINATED"
+    assert failed["source"] == "SOURCE_AGENT"
     sandbox = agent.task_sandbox(FID, "via-executor")
     assert sandbox is not None
     assert sandbox.parent.parent.name == "my-executor"

@@ -260,9 +260,7 @@ def test_custom_executor_resources_executor_ids_and_shutdown() -> None:
         del task["command"]
         task["executor"] = executor
         raw.launch(offer, [task], refuse_seconds=0)
-        running = _state_of(raw, "e1", "TASK_RUNNING")
-        assert running["executor_id"] == {"value": "exec-1"}
-        leftover = _offers(raw, 2)[1]
+        leftover = _offers(raw, 2)[1]  # e1 stays STAGING: "sleep 30" never subscribes
         assert leftover["executor_ids"] == [{"value": "exec-1"}]
         assert offered(leftover, "cpus") == pytest.approx(2.0 - 0.1 - 0.5)
         fw = framework_state(cluster, str(raw.framework_id))
@@ -273,7 +271,12 @@ def test_custom_executor_resources_executor_ids_and_shutdown() -> None:
             "SHUTDOWN",
             shutdown={"executor_id": {"value": "exec-1"}, "agent_id": offer["agent_id"]},
         )
-        _state_of(raw, "e1", "TASK_KILLED")
+        # "sleep 30" never subscribes: it is killed after the shutdown grace period and the
+        # agent fails its task (Mesos _shutdownExecutor, executorTerminated).
+        failed = _state_of(raw, "e1", "TASK_FAILED")
+        assert failed["reason"] == "REASON_EXECUTOR_TERMINATED"
+        failure = raw.wait_event(lambda e: e["type"] == "FAILURE")["failure"]
+        assert failure["executor_id"] == {"value": "exec-1"}
         raw.close()
 
 
