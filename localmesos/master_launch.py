@@ -206,6 +206,12 @@ class LaunchCalls:
             error = validate_health_check(task["health_check"])
             if error is not None:
                 return error
+            if task.get("container") or task.get("executor"):
+                # Accepted, they would never run here: refused rather than silently ignored.
+                return ("localmesos runs health checks of command tasks only, not of container "
+                        "or custom-executor tasks (docs/local-mode.md)")
+        if task.get("check"):
+            return "localmesos does not run general checks (TaskInfo.check; docs/local-mode.md)"
         if not task.get("resources"):
             return "Task uses no resources"
         error = self._task_resources_error(task["resources"])

@@ -118,6 +118,30 @@ def test_raw_healthy_command_check_sends_one_healthy_update() -> None:
 
 
 @pytest.mark.integration
+@pytest.mark.parametrize(("extra", "message"), [
+    ({"health_check": {"type": "TCP", "tcp": {"port": 1}},
+      "container": {"type": "DOCKER", "docker": {"image": "busybox"}}},
+     "localmesos runs health checks of command tasks only, not of container or custom-executor "
+     "tasks (docs/local-mode.md)"),
+    ({"check": {"type": "COMMAND", "command": {"command": {"value": "true"}}}},
+     "localmesos does not run general checks (TaskInfo.check; docs/local-mode.md)"),
+], ids=["container-health-check", "general-check"])
+def test_checks_that_would_never_run_here_are_refused(extra: dict[str, Any],
+                                                      message: str) -> None:
+    with running_cluster() as cluster:
+        fw = RawFramework(cluster.address)
+        try:
+            fw.subscribe()
+            offer = fw.wait_event(lambda e: e["type"] == "OFFERS")["offers"]["offers"][0]
+            task = {**command_task(offer, "unchecked", "true"), **extra}
+            fw.launch(offer, [task])
+            status = fw.wait_event(lambda e: e["type"] == "UPDATE")["update"]["status"]
+            assert (status["state"], status["message"]) == ("TASK_ERROR", message)
+        finally:
+            fw.close()
+
+
+@pytest.mark.integration
 def test_raw_invalid_health_check_is_task_error() -> None:
     with running_cluster() as cluster:
         fw = RawFramework(cluster.address)
