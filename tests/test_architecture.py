@@ -19,7 +19,7 @@ import pytest
 
 
 ROOT = Path(__file__).resolve().parents[1]
-NAMESPACED = ("common", "protos", "localmesos", "appcore", "framework", "submit")
+NAMESPACED = ("common", "protos", "localmesos", "executor", "appcore", "framework", "submit")
 PACKAGES = (*NAMESPACED, "apprunner_sdk", "bench", "tools")
 
 # package → the packages of this project it may import.
@@ -28,6 +28,7 @@ ALLOWED: dict[str, frozenset[str]] = {
     "common": frozenset({"protos"}),
     "apprunner_sdk": frozenset({"common", "protos"}),
     "localmesos": frozenset({"common", "protos"}),
+    "executor": frozenset({"common"}),
     "appcore": frozenset({"common", "protos"}),
     "framework": frozenset({"common", "protos"}),
     "submit": frozenset({"common", "protos", "appcore", "framework", "localmesos"}),
