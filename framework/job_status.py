@@ -32,6 +32,11 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger("disauto.framework.job")
 
+SLOT_LOST_REASONS = frozenset({"REASON_EXECUTOR_TERMINATED",
+                               "REASON_EXECUTOR_REGISTRATION_TIMEOUT"})
+"""A warm slot's task that ended for one of these was lost with its slot (the executor died or
+never started), not failed by its script: it is queued again as a lost task is."""
+
 MAX_PORT_RETRIES = 10
 """Launches of AppCore again, uncounted, after it found its offered port taken."""
 
@@ -54,6 +59,7 @@ class TaskStatusHandling:
         _outcome: int | None
         _ended_trial_tasks: set[str]
         _finishing_tasks: set[str]
+        _slot_tasks: set[str]
         _on_pending: Callable[[], None]
         _log_tail: Callable[[Mapping[str, Any]], str]
 
@@ -162,7 +168,9 @@ class TaskStatusHandling:
 
     def _retry_lost(self, trial: TrialRow, state: str, status: Mapping[str, Any]) -> bool:
         """Queue a trial again when its task was lost (not failed by its script)."""
-        lost = was_lost(state, str(status.get("reason", "")))
+        reason = str(status.get("reason", ""))
+        lost = was_lost(state, reason) or (
+            trial.task_id in self._slot_tasks and reason in SLOT_LOST_REASONS)
         if (not lost or self._has_result(trial) or self._outcome is not None
                 or trial.retries >= self.config.max_task_retries):
             return False

@@ -85,6 +85,13 @@ class JobConfig:
     """Seconds a trial may run (from TASK_RUNNING) before it is killed as TIMEOUT; 0: none."""
     max_duration: float = 0.0
     """Seconds after which the job ends with TIME_LIMIT_REACHED (``--max-duration``); 0: none."""
+    slot_mode: str = "task"
+    """``--slot-mode``: ``task`` runs each trial as a Mesos command task; ``warm`` runs trials
+    as tasks of long-lived DisAuto executors, one per slot (framework/slots.py)."""
+    executor_command: str = ""
+    """How agents start a warm slot's executor (default: ``python3 -m disauto.executor``)."""
+    slot_idle: float = 10.0
+    """Seconds a warm slot may stay without a trial before it is shut down."""
     master_timeout: float = DEFAULT_MASTER_TIMEOUT
     """Seconds the master may be away (the framework disconnected) before the framework gives
     up (``--master-timeout``): it stops, leaves the job interrupted and exits 3."""
