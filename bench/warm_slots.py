@@ -56,8 +56,10 @@ class Result:
     parallelism: int
     seconds: float
     trials: int
-    wall: float
+    wall: float = 0.0
     total: float = 0.0
+    in_trial: float = 0.0
+    """Mean seconds a trial took beyond its sleep (imports, reporting)."""
     note: str = ""
 
     @property
@@ -77,18 +79,27 @@ class Result:
             return f"| {self.system} | {self.parallelism} | {self.seconds:g} | {self.note} |"
         total = f"{self.total:.1f}" if self.total else "-"
         return (f"| {self.system} | {self.parallelism} | {self.seconds:g} | {self.wall:.2f} | "
-                f"{self.ideal:.2f} | {self.efficiency:.3f} | {self.overhead:.3f} | {total} |")
+                f"{self.ideal:.2f} | {self.efficiency:.3f} | {self.overhead:.3f} | "
+                f"{self.in_trial:.3f} | {total} |")
 
 
-HEADER = ("| system | P | trial s | wall s | ideal s | efficiency | overhead s/slot | total s |\n"
-          "|---|---|---|---|---|---|---|---|")
+HEADER = ("| system | P | trial s | wall s | ideal s | efficiency | overhead s/slot | "
+          "in-trial s | total s |\n|---|---|---|---|---|---|---|---|---|")
 
 
-def _wall(times: Path, expected: int) -> float:
-    spans = [tuple(map(float, line.split())) for line in times.read_text().splitlines() if line]
+def _spans(times: Path, expected: int) -> list[tuple[float, float]]:
+    spans = [(float(a), float(b)) for a, b in
+             (line.split() for line in times.read_text().splitlines() if line)]
     if len(spans) != expected:
         raise RuntimeError(f"{len(spans)} trials recorded their times, not {expected}")
-    return max(end for _, end in spans) - min(begin for begin, _ in spans)
+    return spans
+
+
+def _measured(spans: list[tuple[float, float]], seconds: float) -> dict[str, float]:
+    """wall (first beginning to last end) and in_trial (mean time beyond the sleep)."""
+    wall = max(end for _, end in spans) - min(begin for begin, _ in spans)
+    return {"wall": wall,
+            "in_trial": sum(end - begin for begin, end in spans) / len(spans) - seconds}
 
 
 def run_disauto(mode: str, parallelism: int, seconds: float, trials: int, work: Path) -> Result:
@@ -115,7 +126,8 @@ def run_disauto(mode: str, parallelism: int, seconds: float, trials: int, work: 
     total = time.monotonic() - started
     if done.returncode != 0:
         raise RuntimeError(f"da-submit exited {done.returncode}: {done.stderr[-2000:]}")
-    return Result(f"disauto-{mode}", parallelism, seconds, trials, _wall(times, trials), total)
+    return Result(f"disauto-{mode}", parallelism, seconds, trials, total=total,
+                  **_measured(_spans(times, trials), seconds))
 
 
 def run_optuna(parallelism: int, seconds: float, trials: int, work: Path) -> Result:
@@ -133,8 +145,7 @@ def run_optuna(parallelism: int, seconds: float, trials: int, work: Path) -> Res
 
     study = optuna.create_study(sampler=optuna.samplers.RandomSampler(seed=1))
     study.optimize(objective, n_trials=trials, n_jobs=parallelism)
-    wall = max(end for _, end in spans) - min(begin for begin, _ in spans)
-    return Result("optuna", parallelism, seconds, trials, wall)
+    return Result("optuna", parallelism, seconds, trials, **_measured(spans, seconds))
 
 
 def run_ray(parallelism: int, seconds: float, trials: int, work: Path) -> Result:
@@ -168,7 +179,8 @@ def run_ray(parallelism: int, seconds: float, trials: int, work: Path) -> Result
         tuner.fit()
     finally:
         ray.shutdown()
-    return Result("ray-tune", parallelism, seconds, trials, _wall(times, trials))
+    return Result("ray-tune", parallelism, seconds, trials,
+                  **_measured(_spans(times, trials), seconds))
 
 
 def run(system: str, parallelism: int, seconds: float, trials: int, work: Path) -> Result:

@@ -1,7 +1,8 @@
 """The floors of the code, read from its imports: who may import whom.
 
 Ground floor ``common`` (and the generated ``protos``) is imported by every side and imports
-none of them. The user SDK ``apprunner_sdk`` and the embedded cluster ``localmesos`` stand on it
+none of them. The user SDK ``apprunner_sdk``, the embedded cluster ``localmesos`` and the warm
+slots' executor ``executor`` (it runs on agents: ``common`` and pymesos only) stand on it
 alone; AppCore (``appcore``) and the framework (``framework``) stand on it too and not on each
 other, nor on the embedded development master, so what runs against real Mesos never depends on
 it. ``submit`` puts a job together (only its start of the embedded cluster, ``submit/local.py``,
