@@ -17,18 +17,29 @@ import signal
 import subprocess
 import sys
 import threading
+from typing import Any
 
 
 _PR_SET_PDEATHSIG = 1
 
 
+def _find_prctl() -> Any:
+    """libc's ``prctl``, looked up once in the parent (no loader work after fork)."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        return ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+
+
+_PRCTL = _find_prctl()
+
+
 def _die_with_parent() -> None:
     """In the child before exec: SIGKILL when the executor's thread that forked it dies."""
-    if sys.platform.startswith("linux"):
-        try:
-            ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
-        except (OSError, AttributeError):
-            pass
+    if _PRCTL is not None:
+        _PRCTL(_PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
 def describe_exit(returncode: int) -> str:

@@ -54,6 +54,7 @@ class SlotExecutor(Executor):  # type: ignore[misc]  # pymesos is untyped
         self.shutdown_grace = shutdown_grace
         self._lock = threading.Lock()
         self._tasks: dict[str, tuple[TaskProcess, float]] = {}
+        self._ended: set[str] = set()
         self.launched = 0
 
     def registered(self, driver: Any, executor_info: Any, framework_info: Any,
@@ -109,6 +110,7 @@ class SlotExecutor(Executor):  # type: ignore[misc]  # pymesos is untyped
         returncode = process.wait()
         with self._lock:
             self._tasks.pop(task_id, None)
+            self._ended.add(task_id)
         message = describe_exit(returncode)
         if process.killed.is_set():
             self._update(driver, task_id, "TASK_KILLED", message=message)
@@ -122,6 +124,10 @@ class SlotExecutor(Executor):  # type: ignore[misc]  # pymesos is untyped
         key = str(task_id["value"])
         with self._lock:
             entry = self._tasks.get(key)
+            ended = key in self._ended
+        if ended:
+            logger.info("kill of %s, which already ended: its last update stands", key)
+            return
         if entry is None:
             # Not running here (ended, or never launched): Mesos' executors answer KILLED.
             self._update(driver, key, "TASK_KILLED", message="not running on this executor")

@@ -12,7 +12,9 @@ from typing import Any
 
 import pytest
 
+from tests.e2e.conftest import DaCluster
 from tests.e2e.conftest import common_flags
+from tests.e2e.conftest import da_cluster  # noqa: F401 - a fixture
 from tests.e2e.test_bayesian import STEPPED_RUNNER
 
 
@@ -64,6 +66,19 @@ def test_a_bayesian_job_with_early_stopping_on_warm_slots(submit: Any, workdir: 
     # A pruned trial's task may still be exiting when the next trial is launched, so a third
     # slot can start; never one per trial.
     assert 1 <= len(slots_started(job.job_dir())) <= 4
+
+
+def test_warm_slots_on_a_da_cluster(submit: Any, workdir: Path,
+                                    da_cluster: DaCluster) -> None:  # noqa: F811
+    address = da_cluster.start()
+    job = submit(*common_flags(workdir, "--slot-mode", "warm", "--trail-steps", "6",
+                               "--parallelism", "2", "--master", address))
+    assert job.wait() == 0, job.output
+    results = job.results()
+    assert results["outcome"] == "BUDGET_SPENT", job.output
+    trials = check_budget(results, 6)
+    assert all(t["state"] == "COMPLETED" for t in trials)
+    assert 1 <= len(slots_started(job.job_dir())) <= 2
 
 
 def _executor_of(pid: int) -> int | None:

@@ -70,9 +70,16 @@ def final(raw: RawFramework, task_id: str, timeout: float = 20) -> dict[str, Any
 
 
 def executor_dir(cluster: LocalCluster) -> Path:
-    framework_state = cluster.agents[0].state()["frameworks"][0]
-    executors = framework_state["executors"] + framework_state["completed_executors"]
-    return Path(executors[0]["directory"])
+    """The slot executor's sandbox (once the agent lists it)."""
+    def listed() -> str | None:
+        for framework_state in cluster.agents[0].state()["frameworks"]:
+            for executor in framework_state["executors"] + framework_state[
+                    "completed_executors"]:
+                if executor["id"] == "job-slot-0":
+                    return str(executor["directory"])
+        return None
+
+    return Path(wait_until(listed, timeout=10))
 
 
 def read_pid(path: Path) -> int:
