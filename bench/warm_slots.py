@@ -28,6 +28,7 @@ import json
 import math
 import os
 from pathlib import Path
+import sqlite3
 import subprocess
 import sys
 import tempfile
@@ -46,7 +47,7 @@ x = float(get_params()["x"])
 time.sleep(float(os.environ["BENCH_SLEEP"]))
 report(loss=x, final=True)
 with open(os.environ["BENCH_TIMES"], "a") as out:
-    out.write(f"{began} {time.time()}\\n")
+    out.write(f"{began} {time.time()} {os.environ['DISAUTO_TRIAL_NUMBER']}\\n")
 '''
 
 
@@ -61,6 +62,8 @@ class Result:
     in_trial: float = 0.0
     """Mean seconds a trial took beyond its sleep (imports, reporting)."""
     note: str = ""
+    phases: dict[str, float] | None = None
+    """DisAuto only: the mean seconds of each phase of a trial (:func:`phases`)."""
 
     @property
     def ideal(self) -> float:
@@ -88,7 +91,7 @@ HEADER = ("| system | P | trial s | wall s | ideal s | efficiency | overhead s/s
 
 
 def _spans(times: Path, expected: int) -> list[tuple[float, float]]:
-    spans = [(float(a), float(b)) for a, b in
+    spans = [(float(fields[0]), float(fields[1])) for fields in
              (line.split() for line in times.read_text().splitlines() if line)]
     if len(spans) != expected:
         raise RuntimeError(f"{len(spans)} trials recorded their times, not {expected}")
@@ -127,7 +130,37 @@ def run_disauto(mode: str, parallelism: int, seconds: float, trials: int, work: 
     if done.returncode != 0:
         raise RuntimeError(f"da-submit exited {done.returncode}: {done.stderr[-2000:]}")
     return Result(f"disauto-{mode}", parallelism, seconds, trials, total=total,
+                  phases=phases(work / "home", times, seconds),
                   **_measured(_spans(times, trials), seconds))
+
+
+PHASES = ("launch", "process start", "in trial", "exit + update")
+
+
+def phases(home: Path, times: Path, seconds: float) -> dict[str, float]:
+    """Mean seconds of a DisAuto trial's phases, from the job's record and the trials' own
+    times: **launch** (submitted → TASK_RUNNING recorded: offer, ACCEPT, executor), **process
+    start** (TASK_RUNNING → the script's first line: shell and interpreter), **in trial** (the
+    script's time beyond its sleep: ``apprunner_sdk`` import and reports), **exit + update**
+    (the script's last line → TASK_FINISHED recorded: interpreter exit, status update path)."""
+    (db_path,) = home.glob("jobs/*/job.db")
+    with sqlite3.connect(db_path) as db:
+        created = dict(db.execute("SELECT number, created_at FROM trials").fetchall())
+        recorded: dict[tuple[int, str], float] = {}
+        for task_id, state, at in db.execute(
+                "SELECT task_id, state, recorded_at FROM task_updates "
+                "WHERE task_id LIKE 'trial-%'"):
+            number = int(str(task_id).split("-")[1].split(".")[0])
+            recorded.setdefault((number, str(state)), float(at))
+    sums = dict.fromkeys(PHASES, 0.0)
+    rows = [line.split() for line in times.read_text().splitlines() if line]
+    for began, ended, number in ((float(a), float(b), int(n)) for a, b, n in rows):
+        running = recorded[(number, "TASK_RUNNING")]
+        sums["launch"] += running - created[number]
+        sums["process start"] += began - running
+        sums["in trial"] += ended - began - seconds
+        sums["exit + update"] += recorded[(number, "TASK_FINISHED")] - ended
+    return {name: total / len(rows) for name, total in sums.items()}
 
 
 def run_optuna(parallelism: int, seconds: float, trials: int, work: Path) -> Result:
@@ -201,6 +234,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--systems", nargs="+", default=list(SYSTEMS), choices=SYSTEMS)
     args = parser.parse_args(argv)
     print(HEADER, flush=True)
+    results = []
     with tempfile.TemporaryDirectory(prefix="bench-warm-") as scratch:
         for seconds in args.seconds:
             for parallelism in args.parallelism:
@@ -212,6 +246,14 @@ def main(argv: Sequence[str] | None = None) -> int:
                         result = Result(system, parallelism, seconds, args.trials, 0.0,
                                         note=f"failed: {str(err).splitlines()[-1][:200]}")
                     print(result.row(), flush=True)
+                    results.append(result)
+    print("\nDisAuto's trial phases, mean seconds (bench.warm_slots.phases):\n")
+    print("| system | P | trial s | " + " | ".join(PHASES) + " |")
+    print("|---|---|---|" + "---|" * len(PHASES))
+    for result in results:
+        if result.phases:
+            print(f"| {result.system} | {result.parallelism} | {result.seconds:g} | "
+                  + " | ".join(f"{result.phases[name]:.3f}" for name in PHASES) + " |")
     return 0
 
 
