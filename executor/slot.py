@@ -14,6 +14,7 @@ the next).
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Mapping
 import logging
 import os
@@ -33,6 +34,8 @@ logger = logging.getLogger("disauto.executor")
 SHUTDOWN_GRACE_SHARE = 0.5
 """The part of the executor's shutdown grace period its tasks get between SIGTERM and SIGKILL
 (the rest is for reporting them before the agent kills the executor)."""
+ENDED_KEPT = 1024
+"""Ended task ids remembered: a slot's memory stays flat however many trials it runs."""
 OWN_FILES = frozenset({"stdout", "stderr", slots.TASKS_DIR})
 
 
@@ -54,7 +57,8 @@ class SlotExecutor(Executor):  # type: ignore[misc]  # pymesos is untyped
         self.shutdown_grace = shutdown_grace
         self._lock = threading.Lock()
         self._tasks: dict[str, tuple[TaskProcess, float]] = {}
-        self._ended: set[str] = set()
+        self._ended: OrderedDict[str, None] = OrderedDict()
+        """The latest ended tasks (at most :data:`ENDED_KEPT`), so a late KILL is ignored."""
         self.launched = 0
 
     def registered(self, driver: Any, executor_info: Any, framework_info: Any,
@@ -110,7 +114,9 @@ class SlotExecutor(Executor):  # type: ignore[misc]  # pymesos is untyped
         returncode = process.wait()
         with self._lock:
             self._tasks.pop(task_id, None)
-            self._ended.add(task_id)
+            self._ended[task_id] = None
+            while len(self._ended) > ENDED_KEPT:
+                self._ended.popitem(last=False)
         message = describe_exit(returncode)
         if process.killed.is_set():
             self._update(driver, task_id, "TASK_KILLED", message=message)
