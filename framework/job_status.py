@@ -170,7 +170,7 @@ class TaskStatusHandling:
         """Queue a trial again when its task was lost (not failed by its script)."""
         reason = str(status.get("reason", ""))
         lost = was_lost(state, reason) or (
-            trial.task_id in self._slot_tasks and reason in SLOT_LOST_REASONS)
+            reason in SLOT_LOST_REASONS and _on_a_slot(trial.task_id, status, self._slot_tasks))
         if (not lost or self._has_result(trial) or self._outcome is not None
                 or trial.retries >= self.config.max_task_retries):
             return False
@@ -186,6 +186,14 @@ class TaskStatusHandling:
             logger.debug("cannot read the task's stderr: %s", err)
             return ""
         return f"; stderr: {tail}" if tail else ""
+
+
+def _on_a_slot(task_id: str, status: Mapping[str, Any], slot_tasks: set[str]) -> bool:
+    """Whether the task ran on a warm slot: launched so by this framework, or (a framework
+    resumed since) the agent names a custom executor other than the task's own command
+    executor, whose id is the task's (Mesos)."""
+    executor_id = str((status.get("executor_id") or {}).get("value", ""))
+    return task_id in slot_tasks or bool(executor_id and executor_id != task_id)
 
 
 def port_was_taken(status: Mapping[str, Any]) -> bool:

@@ -103,3 +103,23 @@ def test_a_dead_slot_requeues_its_trial_and_idle_slots_are_shut_down(warm: WarmS
     assert shutdown == {"type": "SHUTDOWN", "framework_id": {"value": "F-1"},
                         "shutdown": {"executor_id": {"value": "job-test-slot-1"},
                                      "agent_id": {"value": "S1"}}}
+
+
+def test_a_resumed_framework_knows_a_slot_task_by_its_executor(tmp_path: Path) -> None:
+    plain = Setup(tmp_path, max_trials=10, parallelism=2)  # no slot table: as after a resume
+    plain.scheduler.resourceOffers(plain.driver, [plain.offer("O0")])
+    plain.controller.attach_appcore("h:1")
+    plain.submit(1)
+    plain.scheduler.resourceOffers(plain.driver, [plain.offer("O1")])
+    lost = task_status("trial-0001", "TASK_FAILED", reason="REASON_EXECUTOR_TERMINATED",
+                       message="Executor terminated", source="SOURCE_AGENT")
+    own = dict(lost, executor_id={"value": "trial-0001"})  # a command task's own executor
+    plain.scheduler.statusUpdate(plain.driver, dict(lost, executor_id={"value": "j-slot-3"}))
+    (trial,) = plain.controller.trials()
+    assert trial.state == "PENDING" and trial.retries == 1
+    plain.scheduler.resourceOffers(plain.driver, [plain.offer("O2")])
+    plain.scheduler.statusUpdate(plain.driver, dict(own, task_id={"value": "trial-0001.1"},
+                                                    executor_id={"value": "trial-0001.1"}))
+    (trial,) = plain.controller.trials()
+    assert trial.state == "FAILED"  # a command task's executor dying is its script's failure
+    plain.store.close()
