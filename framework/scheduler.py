@@ -220,6 +220,11 @@ class JobScheduler(Scheduler):
             self._decline(driver, views, IDLE_REFUSE_SECONDS)
             self._suppress(driver)
             return
+        if self.slots is not None:
+            # Offers of agents with a free slot first: a policy that fills offers in order
+            # then reuses slots before it starts new ones elsewhere.
+            slots = self.slots
+            views.sort(key=lambda view: not slots.has_free(view.agent_id))
         plan = self._policy.plan(views, requests)
         for view in views:
             launches = plan.launches.get(view.id, [])

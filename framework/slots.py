@@ -99,6 +99,11 @@ class SlotTable:
             if slot is not None and slot.task_id:
                 self._by_task.pop(slot.task_id, None)
 
+    def has_free(self, agent_id: str) -> bool:
+        """Whether a slot on ``agent_id`` waits for a trial."""
+        with self._lock:
+            return any(s.agent_id == agent_id and not s.task_id for s in self._slots.values())
+
     def executor_of(self, task_id: str) -> str:
         """The slot executor that ran ``task_id`` ("" for a command task)."""
         with self._lock:

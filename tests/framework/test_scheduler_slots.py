@@ -76,6 +76,21 @@ def test_trials_run_on_slots_that_are_reused(warm: WarmSetup) -> None:
     assert third["executor"] == first["executor"]  # the same slot, the same ExecutorInfo
 
 
+def test_offers_of_agents_with_a_free_slot_are_used_first(warm: WarmSetup) -> None:
+    warm.submit(1)
+    warm.scheduler.resourceOffers(warm.driver, [warm.offer("O1", agent="S2")])
+    warm.scheduler.statusUpdate(warm.driver, task_status("trial-0001", "TASK_FINISHED",
+                                                         agent_id="S2"))
+    warm.submit(2)
+    warm.driver.clear()
+    warm.scheduler.resourceOffers(warm.driver, [warm.offer("O2", agent="S1"),
+                                                warm.offer("O3", agent="S2")])
+    (task,) = warm.driver.launched()
+    assert task["agent_id"] == {"value": "S2"}
+    assert task["executor"]["executor_id"] == {"value": "job-test-slot-0"}
+    assert warm.slots.live() == 1
+
+
 def test_no_room_for_an_executor_runs_a_command_task(warm: WarmSetup) -> None:
     warm.submit(1)
     runner = warm.controller.config.runner
