@@ -88,6 +88,10 @@ def _search_flags(parser: argparse.ArgumentParser) -> None:
     search.add_argument("--max-duration", metavar="DURATION",
                         help="end the job after this long (e.g. 2h, 90m, 1h30m): running trials "
                              "are killed, the record kept")
+    search.add_argument("--deadline", metavar="WHEN",
+                        help="when the search should be done: a local time (2026-11-24T18:00 "
+                             "or 18:00) or a duration from now (2h); --offer-policy deadline "
+                             "schedules by it (docs/deadlines.md)")
     search.add_argument("--trial-timeout", metavar="DURATION",
                         help="kill a trial that runs longer than this (e.g. 10m); it is "
                              "recorded TIMEOUT and its slot refilled")
