@@ -124,6 +124,10 @@ class OfferPolicy(Configurable, abc.ABC):
         """The job's progress and the other jobs' published standings, before each :meth:`plan`
         (only for policies with :attr:`uses_progress`; default: ignored)."""
 
+    def agent_slowdown(self, agent_id: str) -> float:
+        """How much slower than a fast agent trials run on ``agent_id`` (1: as fast)."""
+        return 1.0
+
     def standing(self) -> Any:
         """What the job publishes to the other jobs (a FrameworkInfo label); default none."""
         return None

@@ -224,6 +224,7 @@ class DeadlinePolicy(OfferPolicy):
         self._standing = Standing()
         self._declined_in_row = 0
         self._seen_edge = False
+        self._agents: dict[str, float] = {}  # agent id -> its slowdown, from its offers
         self._counts: dict[str, float] = {
             "accepts": 0, "peer_declines": 0, "edge_declines": 0, "fast_declines": 0,
             "patience_accepts": 0, "edge_launches": 0,
@@ -245,6 +246,9 @@ class DeadlinePolicy(OfferPolicy):
         return {**self._counts, "min_share": float(own.min_share), "tier": float(own.tier),
                 "feasible": float(own.feasible), "edge_ok": float(own.edge_ok)}
 
+    def agent_slowdown(self, agent_id: str) -> float:
+        return self._agents.get(agent_id, 1.0)
+
     def _standing_at(self, held: int, waiting: int) -> Standing:
         if self._progress is None:
             return Standing(tier=1, waiting=waiting, held=held)
@@ -265,6 +269,7 @@ class DeadlinePolicy(OfferPolicy):
         held = len(self._progress.running_elapsed) if self._progress else 0
         self._standing = self._standing_at(held, len(trials))
         slow = {offer.id: self._slowdown(offer) for offer in offers}
+        self._agents.update({offer.agent_id: slow[offer.id] for offer in offers})
         self._seen_edge = self._seen_edge or any(s > 1.0 for s in slow.values())
         remaining = list(requests)
         for offer in self._order(offers, slow):
