@@ -46,6 +46,6 @@ def job_progress(config: JobConfig, trials: Sequence[TrialRow], now: float,
     return JobProgress(
         now=now, job=config.job_id, deadline=config.deadline, parallelism=parallelism,
         remaining_trials=float(max(0, remaining)), running_elapsed=running,
-        durations=durations, cpus=config.runner.cpus, mem_mb=config.runner.mem_mb,
+        durations=durations, waiting=waiting, cpus=config.runner.cpus, mem_mb=config.runner.mem_mb,
         gpus=config.runner.gpus,
     )

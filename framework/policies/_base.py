@@ -58,6 +58,8 @@ class JobProgress:
     """Seconds each launched, unfinished trial has run (its slots: the job's share)."""
     durations: tuple[float, ...] = ()
     """Measured durations of ended trials, divided by their agent's slowdown."""
+    waiting: int = 0
+    """Trials waiting for a slot (pending in the record)."""
     cpus: float = 0.0
     mem_mb: float = 0.0
     gpus: int = 0

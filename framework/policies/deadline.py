@@ -14,8 +14,9 @@ Jobs publish their standing (a FrameworkInfo label, :mod:`framework.peers`) and 
 For each slot of a fitting offer a job asks whether a peer that waits and could use the offer
 ranks ahead of it: tier 0 before tier 1; within tier 0 the smaller ``priority`` first (closest to
 missing); within tier 1 the larger ``gain`` first. If one does, the job declines the offer with
-a short filter, so Mesos offers it to the others; after ``patience`` such declines in a row it
-takes the next fitting offer anyway, so resources are never held back for long.
+a short filter, so Mesos offers it to the others; once it has declined for ``patience_seconds``
+without launching anything it takes the next fitting offer anyway, so a stale or wrong standing
+never holds resources back for long.
 
 Heterogeneous agents: an offer whose agent carries the ``edge_attribute`` is slow (its
 ``slowdown_attribute`` scalar, default ``edge_slowdown``, multiplies trial times). A job whose
@@ -40,7 +41,6 @@ from typing import Any
 from typing import ClassVar
 
 from disauto.common.resources import Resources
-from disauto.common.setting_values import int_setting
 from disauto.common.setting_values import non_negative_number
 from disauto.framework.offers import OfferView
 from disauto.framework.offers import fit
@@ -202,8 +202,10 @@ class DeadlinePolicy(OfferPolicy):
         "decline_filter_seconds": PolicySetting(
             "1", non_negative_number, "a number of seconds >= 0",
             "refuse_seconds of an offer declined for a peer that ranks ahead"),
-        "patience": int_setting(
-            3, 0, "fitting offers declined in a row for peers before one is taken anyway"),
+        "patience_seconds": PolicySetting(
+            "30", non_negative_number, "a number of seconds >= 0",
+            "longest time a job declines fitting offers for peers before it takes one anyway "
+            "(a bound on a stale or wrong standing)"),
         "safety": PolicySetting(
             "1.1", non_negative_number, "a number >= 0",
             "factor on the measured trial time in every prediction (margin for noise)"),
@@ -222,7 +224,7 @@ class DeadlinePolicy(OfferPolicy):
         self._progress: JobProgress | None = None
         self._peers: tuple[Standing, ...] = ()
         self._standing = Standing()
-        self._declined_in_row = 0
+        self._declining_since: float | None = None  # when the current run of declines began
         self._seen_edge = False
         self._agents: dict[str, float] = {}  # agent id -> its slowdown, from its offers
         self._counts: dict[str, float] = {
@@ -236,6 +238,7 @@ class DeadlinePolicy(OfferPolicy):
         """The job's progress and the other jobs' standings, before each :meth:`plan`."""
         self._progress = progress
         self._peers = tuple(p for p in peers if p.job != progress.job)
+        self._standing = self._standing_at(len(progress.running_elapsed), progress.waiting)
 
     def standing(self) -> Standing:
         """What this job publishes (its standing at the last :meth:`plan` or :meth:`observe`)."""
@@ -280,8 +283,7 @@ class DeadlinePolicy(OfferPolicy):
                     continue
                 if request.trial_number is not None:
                     reason = self.decline_reason(left, slow[offer.id], held)
-                    if reason and self._declined_in_row < int(self.settings["patience"]):
-                        self._declined_in_row += 1
+                    if reason and self._patient():
                         self._counts[reason] += 1
                         break
                     if reason:
@@ -291,7 +293,7 @@ class DeadlinePolicy(OfferPolicy):
                 left = left - claim
                 result.launches.setdefault(offer.id, []).append((request, claim))
                 remaining.remove(request)
-                self._declined_in_row = 0
+                self._declining_since = None
             if offer.id in result.launches:
                 self._counts["accepts"] += 1
             elif any(self._claim(offer, offer.available, r) is not None for r in remaining):
@@ -302,6 +304,14 @@ class DeadlinePolicy(OfferPolicy):
         waiting = sum(1 for r in remaining if r.trial_number is not None)
         self._standing = self._standing_at(held, waiting)
         return result
+
+    def _patient(self) -> bool:
+        """Whether the job may still decline for peers (``patience_seconds`` since the first
+        decline of this run, counted on the job's own clock, the progress' ``now``)."""
+        now = self._progress.now if self._progress is not None else 0.0
+        if self._declining_since is None:
+            self._declining_since = now
+        return now - self._declining_since < float(self.settings["patience_seconds"])
 
     @staticmethod
     def _claim(offer: OfferView, left: Resources, request: LaunchRequest) -> Resources | None:
@@ -323,7 +333,8 @@ class DeadlinePolicy(OfferPolicy):
 
         ``edge_declines``: a slow agent would make the job miss a deadline it can still meet;
         ``fast_declines``: the job meets its deadline on slow agents (or cannot meet it at all)
-        and a peer that needs fast agents waits; ``peer_declines``: a peer that waits and fits
+        and a peer below its minimum share that would miss its deadline on slow agents waits;
+        ``peer_declines``: a peer that waits and fits
         ranks ahead (tier, priority, gain).
         """
         own = self._standing_at(held, max(1, self._standing.waiting))
@@ -333,7 +344,7 @@ class DeadlinePolicy(OfferPolicy):
         rivals = [p for p in self._peers if p.wants(offer) and
                   (not slow or p.edge_ok or not p.feasible)]
         if not slow and self._seen_edge and (own.edge_ok or not own.feasible) and any(
-                p.deadline and p.feasible and not p.edge_ok for p in rivals):
+                p.deadline and p.tier == 0 and not p.edge_ok for p in rivals):
             return "fast_declines"
         mine = rank_key(own)
         if any(rank_key(p) < mine for p in rivals):

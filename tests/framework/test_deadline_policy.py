@@ -9,6 +9,7 @@ meet their deadline on them.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from typing import Any
 
@@ -176,11 +177,15 @@ def test_slots_are_counted_one_by_one_in_one_offer() -> None:
     assert launched(plan) == 1
 
 
-def test_patience_bounds_the_declines_in_a_row() -> None:
-    p = policy(patience="2")
-    p.observe(progress(deadline=30, remaining=8, running=3), [peer(tier=0, priority=-3.0)])
-    assert launched(p.plan([view("a", cpus=4)], trials(1))) == 0
-    assert launched(p.plan([view("b", cpus=4)], trials(1))) == 0
+def test_patience_bounds_how_long_a_job_declines_for_peers() -> None:
+    p = policy(patience_seconds="20")
+    rival = [peer(tier=0, priority=-3.0)]
+    for now in (NOW, NOW + 10):
+        p.observe(dataclasses.replace(progress(deadline=30, remaining=8, running=3), now=now),
+                  rival)
+        assert launched(p.plan([view("a", cpus=4)], trials(1))) == 0
+    p.observe(dataclasses.replace(progress(deadline=30, remaining=8, running=3), now=NOW + 20),
+              rival)
     assert launched(p.plan([view("c", cpus=4)], trials(1))) == 1
     assert p.stats()["patience_accepts"] == 1
 

@@ -23,9 +23,11 @@ def test_deadline_is_recorded_in_the_config() -> None:
 @pytest.mark.usefixtures("files")
 def test_deadline_policy_takes_its_settings() -> None:
     config = validate(build_parser().parse_args(argv(
-        "--deadline", "30m", "--offer-policy", "deadline", "--priority-setting", "patience=5")
+        "--deadline", "30m", "--offer-policy", "deadline",
+        "--priority-setting", "patience_seconds=5")
         + ["--priority-setting", "edge_attribute=zone:edge"])).config
-    assert config.offer_policy_settings == {"patience": "5", "edge_attribute": "zone:edge"}
+    assert config.offer_policy_settings == {"patience_seconds": "5",
+                                            "edge_attribute": "zone:edge"}
     assert not config.search.dynamic_priority  # Algorithm 1 is not needed
 
 
