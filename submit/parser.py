@@ -133,7 +133,9 @@ def _cluster_flags(parser: argparse.ArgumentParser) -> None:
     cluster.add_argument("--priority-setting", action="append", default=[], metavar="KEY=VALUE",
                          help="a setting of the dynamic priority strategy (--offer-policy "
                               "dynamic or dynamic-plus), e.g. thresholds=0.01,0.005 or "
-                              "declines_per_level=2; repeatable (docs/dynamic-priority.md)")
+                              "declines_per_level=2, or of --offer-policy deadline, e.g. "
+                              "patience_seconds=60; repeatable (docs/dynamic-priority.md, "
+                              "docs/deadlines.md)")
     cluster.add_argument("--advertise-host", metavar="HOST",
                          help="how tasks reach this machine (default: derived from --master)")
     cluster.add_argument("--bind-all", action="store_true",
