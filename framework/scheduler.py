@@ -23,8 +23,10 @@ from disauto.framework.containers import container_info
 from disauto.framework.containers import task_environment
 from disauto.framework.job import APPCORE_KEY
 from disauto.framework.job import JobController
+from disauto.framework.job_progress import job_progress
 from disauto.framework.offers import OfferView
 from disauto.framework.offers import fit
+from disauto.framework.peers import PeerBoard
 from disauto.framework.policies import LaunchRequest
 from disauto.framework.policies import OfferPolicy
 from disauto.framework.sandbox_logs import SandboxLogs
@@ -79,6 +81,7 @@ class JobScheduler(Scheduler):
             AppCore and the trials when the job uses TLS.
         appcore_bind: where AppCore listens; "" for the host name of its offer.
         logs: remembers agents' endpoints from offers, to read failed tasks' stderr.
+        peers: the other jobs' standings, for policies that read the job's progress.
     """
 
     def __init__(
@@ -92,6 +95,7 @@ class JobScheduler(Scheduler):
         *,
         tls_env: Mapping[str, str] | None = None,
         appcore_bind: str = "",
+        peers: PeerBoard | None = None,
     ) -> None:
         self._job = controller
         self._policy = policy
@@ -101,6 +105,7 @@ class JobScheduler(Scheduler):
         self._trial_env = {**(trial_env or {}), **self._tls_env}
         self._appcore_bind = appcore_bind
         self._logs = logs
+        self._peers = peers
         self._driver: Any = None
         self._suppressed = False
         self._lock = threading.Lock()
@@ -204,6 +209,11 @@ class JobScheduler(Scheduler):
             self._decline(driver, views, IDLE_REFUSE_SECONDS)
             self._suppress(driver)
             return
+        if self._policy.uses_progress:
+            self._policy.observe(
+                job_progress(self._job.config, self._job.trials(), time.time(),
+                             self._policy.agent_slowdown),
+                self._peers.standings() if self._peers is not None else ())
         plan = self._policy.plan(views, requests)
         for view in views:
             tasks = [
