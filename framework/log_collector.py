@@ -23,6 +23,7 @@ import os
 from pathlib import Path
 import threading
 from typing import Any
+from urllib.error import HTTPError
 from urllib.parse import urlencode
 
 from disauto.framework.sandbox_logs import SandboxLogs
@@ -187,13 +188,14 @@ class LogCollector:
         the agent has no such file)."""
         try:
             size = int(self._read(root, f"{path}.1", -1)["offset"])
-            start = max(start, size - self._cap)
-            if start >= size:
-                return b""
-            return self._read_range(root, f"{path}.1", start, size)
-        except Exception as err:  # noqa: BLE001 - no rotated file: nothing to add
-            logger.debug("no rotated %s.1: %s", path, err)
+        except HTTPError as err:
+            if err.code != 404:
+                raise  # the agent did not answer now: this poll fails, the next one retries
+            return b""  # no rotated file: nothing to add
+        start = max(start, size - self._cap)
+        if start >= size:
             return b""
+        return self._read_range(root, f"{path}.1", start, size)
 
     def _trim(self, target: Path, key: tuple[str, str]) -> None:
         """Keep the copy within ``max_task_log_bytes``: cut its beginning at a line boundary

@@ -33,6 +33,7 @@ from disauto.common.slots import EXECUTOR_MODULE
 from disauto.common.tokens import new_job_token
 from disauto.framework.capacity import agent_totals
 from disauto.framework.capacity import unfit
+from disauto.framework.deadline_status import deadline_note
 from disauto.framework.errors import FailedPreconditionError
 from disauto.framework.errors import NotFoundError
 from disauto.framework.fileserver import FileServer
@@ -44,6 +45,7 @@ from disauto.framework.job_update import UpdateRefusedError
 from disauto.framework.job_update import UpdateRequest
 from disauto.framework.job_update import UpdateResult
 from disauto.framework.log_collector import LogCollector
+from disauto.framework.peers import PeerBoard
 from disauto.framework.policies import create_policy
 from disauto.framework.sandbox_logs import SandboxLogs
 from disauto.framework.scheduler import JobScheduler
@@ -239,12 +241,19 @@ class JobRunner:
                                   "bind_host": bind,
                                   "tls_fingerprint": tls.fingerprint if tls else ""})
         self.framework_address = f"{self._advertise}:{grpc_port}"
+        policy = create_policy(offer_policy, config.offer_policy_settings, runner=config.runner)
+        # Policies that rank jobs (deadline) exchange standings through the master alone.
+        self.peers = PeerBoard(policy.standing, lambda: self._driver,
+                               lambda: self.scheduler.master_address,
+                               lambda: self.scheduler.framework_id) \
+            if policy.uses_progress else None
         self.slots = SlotTable(config.job_id, config.slot_idle) \
             if config.slot_mode == "warm" else None
         self.scheduler = JobScheduler(
             self.controller,
-            create_policy(offer_policy, config.offer_policy_settings, runner=config.runner),
+            policy,
             self.framework_address,
+            peers=self.peers,
             uris=self._files.uris(config.files, config.inputs),
             logs=self._logs,
             tls_env=_tls_env(tls),
@@ -311,6 +320,8 @@ class JobRunner:
                 f"{register_timeout:.0f} s"
             )
         self.logs.start()
+        if self.peers is not None:
+            self.peers.start()
         self.check_capacity(every_task=True)
 
     def wait(self, poll: Callable[[], None] | None = None, interval: float = 0.5,
@@ -366,9 +377,10 @@ class JobRunner:
             self._recorded_agents = endpoints
 
     def master_note(self) -> str:
-        """What the progress line says while the master is away (empty while it is there)."""
+        """What the progress line says while the master is away, and where the job stands
+        against its deadline (empty when neither applies)."""
         if self.scheduler.master_away_for() < 5.0:
-            return ""
+            return deadline_note(self.config, self.controller.trials(), time.time())
         since = time.strftime("%H:%M:%S", time.localtime(self.scheduler.master_away_at))
         return (f"the Mesos master is away since {since}; retrying, the job stops after "
                 f"{format_duration(self.config.master_timeout)} without it")
@@ -398,6 +410,8 @@ class JobRunner:
         self._stopped = True
         self.store.set_meta("interrupted_reason", reason)
         self.logs.stop()
+        if self.peers is not None:
+            self.peers.stop()
         if self._driver is not None:
             self._driver.stop(failover=True)  # no TEARDOWN: the framework stays for a resume
             self._driver.join()
@@ -519,6 +533,8 @@ class JobRunner:
         if self.slots is not None:  # TEARDOWN would end them too; say so explicitly first
             self.scheduler.shutdown_slots(self.slots.all(), "the job ended")
         self.logs.stop()
+        if self.peers is not None:
+            self.peers.stop()
         self._collect_best_output()
         if self._driver is not None:
             self._driver.stop()  # TEARDOWN: the master kills whatever is left
@@ -533,6 +549,8 @@ class JobRunner:
         """End a job whose framework was taken away: its tasks are not ours to kill or wait
         for, and a TEARDOWN would be refused (or remove someone else's framework)."""
         self.logs.stop()
+        if self.peers is not None:
+            self.peers.stop()
         self._collect_best_output()
         if self._driver is not None:
             self._driver.stop(failover=True)

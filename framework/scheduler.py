@@ -24,8 +24,10 @@ from disauto.framework.containers import container_info
 from disauto.framework.containers import task_environment
 from disauto.framework.job import APPCORE_KEY
 from disauto.framework.job import JobController
+from disauto.framework.job_progress import job_progress
 from disauto.framework.offers import OfferView
 from disauto.framework.offers import fit
+from disauto.framework.peers import PeerBoard
 from disauto.framework.policies import LaunchRequest
 from disauto.framework.policies import OfferPolicy
 from disauto.framework.sandbox_logs import SandboxLogs
@@ -88,6 +90,7 @@ class JobScheduler(Scheduler):
             AppCore and the trials when the job uses TLS.
         appcore_bind: where AppCore listens; "" for the host name of its offer.
         logs: remembers agents' endpoints from offers, to read failed tasks' stderr.
+        peers: the other jobs' standings, for policies that read the job's progress.
         slots: the job's warm slots (``--slot-mode warm``); None runs each trial as a Mesos
             command task.
         executor_command: how agents start a slot's executor (``-m disauto.executor``).
@@ -104,6 +107,7 @@ class JobScheduler(Scheduler):
         *,
         tls_env: Mapping[str, str] | None = None,
         appcore_bind: str = "",
+        peers: PeerBoard | None = None,
         slots: SlotTable | None = None,
         executor_command: str = "",
     ) -> None:
@@ -115,6 +119,7 @@ class JobScheduler(Scheduler):
         self._trial_env = {**(trial_env or {}), **self._tls_env}
         self._appcore_bind = appcore_bind
         self._logs = logs
+        self._peers = peers
         self.slots = slots
         self._executor_command = executor_command
         self._driver: Any = None
@@ -220,6 +225,11 @@ class JobScheduler(Scheduler):
             self._decline(driver, views, IDLE_REFUSE_SECONDS)
             self._suppress(driver)
             return
+        if self._policy.uses_progress:
+            self._policy.observe(
+                job_progress(self._job.config, self._job.trials(), time.time(),
+                             self._policy.agent_slowdown),
+                self._peers.standings() if self._peers is not None else ())
         if self.slots is not None:
             # Offers of agents with a free slot first: a policy that fills offers in order
             # then reuses slots before it starts new ones elsewhere.

@@ -85,6 +85,9 @@ class JobConfig:
     """Seconds a trial may run (from TASK_RUNNING) before it is killed as TIMEOUT; 0: none."""
     max_duration: float = 0.0
     """Seconds after which the job ends with TIME_LIMIT_REACHED (``--max-duration``); 0: none."""
+    deadline: float = 0.0
+    """When the search should be done, seconds since the epoch (``--deadline``); 0: none. The
+    ``deadline`` offer policy schedules by it; every policy reports whether it is kept."""
     slot_mode: str = "task"
     """``--slot-mode``: ``task`` runs each trial as a Mesos command task; ``warm`` runs trials
     as tasks of long-lived DisAuto executors, one per slot (framework/slots.py)."""

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Sequence
+from dataclasses import replace
 import enum
 import json
 import logging
@@ -180,6 +181,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--attributes", default="", help="agent attributes, e.g. rack:r1;zone:eu")
     parser.add_argument(
+        "--agent-attributes", action="append", default=[], metavar="ATTRS",
+        help="more attributes of one agent, in order: the first use is agent 0's, the next "
+             "agent 1's, ... (e.g. --agents 2 --agent-attributes class:fast "
+             "--agent-attributes 'class:edge;slowdown:2'); repeatable",
+    )
+    parser.add_argument(
         "--allocation-interval", default="1s", help="batch allocation interval (default 1s)"
     )
     parser.add_argument(
@@ -294,7 +301,27 @@ def config_from_args(args: argparse.Namespace) -> ClusterConfig:
         config.agent_list()
     except ValueError as exc:
         raise UsageError(str(exc)) from None
-    return config
+    return _per_agent_attributes(config, args.agent_attributes)
+
+
+def _per_agent_attributes(config: ClusterConfig, texts: Sequence[str]) -> ClusterConfig:
+    """``config`` with agent i's attributes extended by the i-th ``--agent-attributes``
+    (heterogeneous agents, e.g. ``class:edge`` for the deadline policy).
+
+    Raises:
+        UsageError: more uses than agents, or an attribute that does not parse.
+    """
+    if not texts:
+        return config
+    agents = config.agent_list()
+    if len(texts) > len(agents):
+        raise UsageError(f"--agent-attributes: given {len(texts)} times for {len(agents)} "
+                         "agent(s); give it at most once per agent (--agents N)")
+    extra = [parse_attributes(text, flag="--agent-attributes") for text in texts]
+    extra += [{}] * (len(agents) - len(extra))
+    return replace(config, agent_configs=tuple(
+        replace(agent, attributes={**agent.attributes, **more})
+        for agent, more in zip(agents, extra, strict=True)))
 
 
 def _sandbox_logging(args: argparse.Namespace) -> SandboxLogging:

@@ -29,6 +29,7 @@ from typing import Any
 
 from disauto.common import paths
 from disauto.common.trial_state import TrialState
+from disauto.framework.deadline_status import deadline_note
 from disauto.framework.store import JobStore
 from disauto.submit import results as results_mod
 from disauto.submit.exit_status import ExitStatus
@@ -187,6 +188,14 @@ def _print_table(table: Sequence[Sequence[str]], out: IO[str]) -> None:
             print("  ".join("-" * w for w in widths), file=out)
 
 
+def _ended_at(job: Job) -> float | None:
+    """When the job ended, or None while it runs (or was interrupted)."""
+    try:
+        return float(job.meta["ended_at"])
+    except (KeyError, ValueError):
+        return None
+
+
 def cmd_status(args: argparse.Namespace, out: IO[str]) -> ExitStatus:
     job = find(args.job)
     config = job.config
@@ -202,6 +211,9 @@ def cmd_status(args: argparse.Namespace, out: IO[str]) -> ExitStatus:
         "folder": str(job.folder),
         "interrupted_reason": job.meta.get("interrupted_reason", "")
         if job.state == "interrupted" else "",
+        "deadline": config.deadline or None,
+        "deadline_note": deadline_note(config, job.trials, time.time(),
+                                       _ended_at(job)),
     }
     if args.json:
         print(json.dumps(status, indent=2), file=out)
@@ -212,6 +224,8 @@ def cmd_status(args: argparse.Namespace, out: IO[str]) -> ExitStatus:
         print(f"  outcome: {status['message']}", file=out)
     if status["interrupted_reason"]:
         print(f"  interrupted: {status['interrupted_reason']}", file=out)
+    if status["deadline_note"]:
+        print(f"  {status['deadline_note']}", file=out)
     print(f"  trials: {status['done']}/{status['budget']} done, parallelism "
           f"{status['parallelism']}; "
           + ", ".join(f"{n} {s.lower()}" for s, n in status["trials"].items() if n), file=out)

@@ -95,6 +95,10 @@ def _search_flags(parser: argparse.ArgumentParser) -> None:
     search.add_argument("--max-duration", metavar="DURATION",
                         help="end the job after this long (e.g. 2h, 90m, 1h30m): running trials "
                              "are killed, the record kept")
+    search.add_argument("--deadline", metavar="WHEN",
+                        help="when the search should be done: a local time (2026-11-24T18:00 "
+                             "or 18:00) or a duration from now (2h); --offer-policy deadline "
+                             "schedules by it (docs/deadlines.md)")
     search.add_argument("--trial-timeout", metavar="DURATION",
                         help="kill a trial that runs longer than this (e.g. 10m); it is "
                              "recorded TIMEOUT and its slot refilled")
@@ -136,7 +140,9 @@ def _cluster_flags(parser: argparse.ArgumentParser) -> None:
     cluster.add_argument("--priority-setting", action="append", default=[], metavar="KEY=VALUE",
                          help="a setting of the dynamic priority strategy (--offer-policy "
                               "dynamic or dynamic-plus), e.g. thresholds=0.01,0.005 or "
-                              "declines_per_level=2; repeatable (docs/dynamic-priority.md)")
+                              "declines_per_level=2, or of --offer-policy deadline, e.g. "
+                              "patience_seconds=60; repeatable (docs/dynamic-priority.md, "
+                              "docs/deadlines.md)")
     cluster.add_argument("--advertise-host", metavar="HOST",
                          help="how tasks reach this machine (default: derived from --master)")
     cluster.add_argument("--bind-all", action="store_true",

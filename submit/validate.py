@@ -23,6 +23,8 @@ from disauto.appcore.algorithms import algorithm_class
 from disauto.common.certificates import CertificateError
 from disauto.common.certificates import Identity
 from disauto.common.certificates import load
+from disauto.common.deadlines import DeadlineError
+from disauto.common.deadlines import parse_deadline
 from disauto.common.durations import DurationError
 from disauto.common.durations import parse_duration
 from disauto.common.errors import SearchInputError
@@ -66,9 +68,9 @@ def _priority_settings(policy: str, items: Sequence[str]) -> dict[str, str]:
 
     settings = key_values("--priority-setting", items)
     cls = POLICIES[policy]
-    if settings and not cls.uses_priority:
+    if settings and not cls.uses_priority and not cls.SETTINGS:
         raise UsageError(f"--priority-setting: offer policy {policy!r} uses no priorities; "
-                         "use --offer-policy dynamic or dynamic-plus")
+                         "use --offer-policy dynamic, dynamic-plus or deadline")
     try:
         parse_priority_settings(settings)
         cls.parse_settings(settings, others=frozenset(APPCORE_SETTINGS))
@@ -231,6 +233,7 @@ def validate(args: argparse.Namespace) -> Submission:
     priority_settings = _priority_settings(args.offer_policy, args.priority_setting)
     max_duration = _max_duration(args.max_duration, "--max-duration")
     trial_timeout = _max_duration(args.trial_timeout, "--trial-timeout")
+    deadline = _deadline(args.deadline)
     master_timeout = _max_duration(args.master_timeout, "--master-timeout") \
         or DEFAULT_MASTER_TIMEOUT
     files, inputs = _files_and_inputs(args)
@@ -269,6 +272,7 @@ def validate(args: argparse.Namespace) -> Submission:
         docker_image=docker_image,
         appcore_docker_image=appcore_image,
         max_duration=max_duration,
+        deadline=deadline,
         trial_timeout=trial_timeout,
         master_timeout=master_timeout,
         offer_policy_settings={key: value for key, value in priority_settings.items()
@@ -404,6 +408,16 @@ def _seed(text: str | None) -> int:
         raise UsageError(f"--seed: invalid value {text!r}: expected an integer from 0 to "
                          f"{MAX_SEED}")
     return seed
+
+
+def _deadline(text: str | None) -> float:
+    """``--deadline`` in seconds since the epoch; 0 when not given."""
+    if text is None:
+        return 0.0
+    try:
+        return parse_deadline(text, time.time())
+    except DeadlineError as err:
+        raise UsageError(f"--deadline: {err}") from None
 
 
 def _max_duration(text: str | None, flag: str) -> float:

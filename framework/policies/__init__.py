@@ -2,7 +2,8 @@
 
 ``fifo`` accepts the first fitting offer for the oldest waiting task (the paper's baseline);
 ``dynamic`` is the paper's dynamic priority strategy and ``dynamic-plus`` an improved variant
-(:mod:`framework.policies.dynamic`, docs/dynamic-priority.md).
+(:mod:`framework.policies.dynamic`, docs/dynamic-priority.md); ``deadline`` places by each job's
+deadline after EdgeFlow (:mod:`framework.policies.deadline`, docs/deadlines.md).
 """
 
 from __future__ import annotations
@@ -10,11 +11,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from disauto.common.registry import Registry
+from disauto.framework.policies._base import JobProgress
 from disauto.framework.policies._base import LaunchRequest
 from disauto.framework.policies._base import OfferPolicy
 from disauto.framework.policies._base import Plan
 from disauto.framework.policies._base import PolicySetting
 from disauto.framework.policies._base import PolicySettingsError
+from disauto.framework.policies.deadline import DeadlinePolicy
+from disauto.framework.policies.deadline import Standing
 from disauto.framework.policies.dynamic import DynamicPriorityPlusPolicy
 from disauto.framework.policies.dynamic import DynamicPriorityPolicy
 from disauto.framework.policies.fifo import FifoPolicy
@@ -23,14 +27,17 @@ from disauto.framework.spec import TaskResources
 
 __all__ = [
     "POLICIES",
+    "DeadlinePolicy",
     "DynamicPriorityPlusPolicy",
     "DynamicPriorityPolicy",
     "FifoPolicy",
+    "JobProgress",
     "LaunchRequest",
     "OfferPolicy",
     "Plan",
     "PolicySetting",
     "PolicySettingsError",
+    "Standing",
     "UnknownPolicyError",
     "create_policy",
 ]
@@ -42,7 +49,8 @@ class UnknownPolicyError(ValueError):
 POLICIES: Registry[OfferPolicy] = Registry(
     "offer policy", "policies",
     {policy.NAME: policy
-     for policy in (FifoPolicy, DynamicPriorityPolicy, DynamicPriorityPlusPolicy)},
+     for policy in (FifoPolicy, DynamicPriorityPolicy, DynamicPriorityPlusPolicy,
+                   DeadlinePolicy)},
     error=UnknownPolicyError,
 )
 """Policy name to its class."""

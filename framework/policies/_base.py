@@ -20,6 +20,7 @@ from collections.abc import Mapping
 from collections.abc import Sequence
 from dataclasses import dataclass
 from dataclasses import field
+from typing import Any
 from typing import ClassVar
 
 from disauto.common.resources import Resources
@@ -39,6 +40,29 @@ class LaunchRequest:
     ports: int = 0
     priority: int = 0
     trial_number: int | None = None
+
+
+@dataclass(frozen=True)
+class JobProgress:
+    """What a job's record shows of its progress, for policies that predict its end."""
+
+    now: float
+    """Wall-clock seconds since the epoch."""
+    job: str = ""
+    deadline: float = 0.0
+    """Seconds since the epoch (``--deadline``); 0: none."""
+    parallelism: int = 1
+    remaining_trials: float = 0.0
+    """Trials still to start (an estimate for a job with a target; docs/deadlines.md)."""
+    running_elapsed: tuple[float, ...] = ()
+    """Seconds each launched, unfinished trial has run (its slots: the job's share)."""
+    durations: tuple[float, ...] = ()
+    """Measured durations of ended trials, divided by their agent's slowdown."""
+    waiting: int = 0
+    """Trials waiting for a slot (pending in the record)."""
+    cpus: float = 0.0
+    mem_mb: float = 0.0
+    gpus: int = 0
 
 
 @dataclass
@@ -79,6 +103,8 @@ class OfferPolicy(Configurable, abc.ABC):
     SETTINGS_ERROR = PolicySettingsError
     uses_priority: ClassVar[bool] = False
     """Whether the policy reads trial priorities (AppCore then runs Algorithm 1)."""
+    uses_progress: ClassVar[bool] = False
+    """Whether the policy reads the job's progress and its peers' standings (:meth:`observe`)."""
 
     def __init__(
         self,
@@ -95,6 +121,18 @@ class OfferPolicy(Configurable, abc.ABC):
     def _setup(self) -> None:  # noqa: B027 -- an optional hook: most policies need none
         """Build the policy's own state once the common fields are set (instead of overriding
         ``__init__``)."""
+
+    def observe(self, progress: JobProgress, peers: Sequence[Any] = ()) -> None:  # noqa: B027
+        """The job's progress and the other jobs' published standings, before each :meth:`plan`
+        (only for policies with :attr:`uses_progress`; default: ignored)."""
+
+    def agent_slowdown(self, agent_id: str) -> float:
+        """How much slower than a fast agent trials run on ``agent_id`` (1: as fast)."""
+        return 1.0
+
+    def standing(self) -> Any:
+        """What the job publishes to the other jobs (a FrameworkInfo label); default none."""
+        return None
 
     @abc.abstractmethod
     def plan(self, offers: Sequence[OfferView], requests: Sequence[LaunchRequest]) -> Plan:

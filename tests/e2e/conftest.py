@@ -162,14 +162,14 @@ class DaCluster(ClusterProcess):
     """A ``da-cluster`` process (one agent of 4 CPUs and 4 GB, quick allocations) whose tasks
     import this checkout, to kill -9 and start again on the same port."""
 
-    def __init__(self, work_dir: Path) -> None:
+    def __init__(self, work_dir: Path, *, extra: tuple[str, ...] = ()) -> None:
         from disauto.submit.local import free_port_range
 
         low, high = free_port_range(600, low=42000, high=60000)
         super().__init__(
             work_dir,
             ("--agents", "1", "--cpus", "4", "--mem", "4GB", "--ports", f"[{low}-{high}]",
-             "--gpus", "0", "--allocation-interval", "200ms"),
+             "--gpus", "0", "--allocation-interval", "200ms", *extra),
             env={**os.environ,
                  "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")})
 

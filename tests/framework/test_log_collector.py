@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from email.message import Message
 from pathlib import Path
 from typing import Any
+from urllib.error import HTTPError
 from urllib.parse import parse_qs
 from urllib.parse import urlparse
 
@@ -13,7 +15,8 @@ from disauto.framework.sandbox_logs import SandboxLogs
 
 
 class FakeAgent:
-    """Serves a sandbox folder as the agent's ``/files/read`` does (offset -1: the size)."""
+    """Serves a sandbox folder as the agent's ``/files/read`` does (offset -1: the size; a
+    missing file: 404)."""
 
     def __init__(self, sandbox: Path) -> None:
         self.sandbox = sandbox
@@ -23,6 +26,8 @@ class FakeAgent:
 
     def get_json(self, url: str) -> dict[str, Any]:
         query = {k: v[0] for k, v in parse_qs(urlparse(url).query).items()}
+        if not Path(query["path"]).exists():  # as an agent answers a file it does not have
+            raise HTTPError(url, 404, "Not Found", Message(), None)
         data = Path(query["path"]).read_bytes()
         offset = int(query["offset"])
         if offset == -1:
@@ -118,3 +123,24 @@ def test_the_tail_of_a_rotated_file_is_copied_too(tmp_path: Path) -> None:
     assert copy.endswith(b"the last line\n" + _lines(1000, 1010) + b"\n[disauto: the "
                          b"sandbox's stdout was rotated; output written around the rotation "
                          b"may be missing here]\nafter\n")
+
+
+def test_a_rotated_file_the_agent_could_not_serve_is_read_on_the_next_poll(
+        tmp_path: Path) -> None:
+    collector, sandbox = _collector(tmp_path, max_task_log_bytes=64 * 1024)
+    (sandbox / "stdout.1").write_bytes(_lines(0, 5000))  # rotated before the first poll
+    (sandbox / "stdout").write_bytes(b"THE LAST LINE\n")
+    agent_get = collector._logs.get_json
+    failures = []
+
+    def busy_once(url: str) -> dict[str, Any]:
+        if "stdout.1" in url and not failures:
+            failures.append(url)
+            raise HTTPError(url, 503, "Service Unavailable", Message(), None)
+        return agent_get(url)
+
+    collector._logs.get_json = busy_once
+    collector.poll()
+    collector.poll()
+    copy = collector.path("trial-0001", "stdout").read_bytes()
+    assert failures and copy.endswith(_lines(4990, 5000) + b"THE LAST LINE\n")

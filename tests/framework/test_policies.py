@@ -44,9 +44,9 @@ def test_registry_creates_by_name_and_lists_valid_names() -> None:
     policy = create_policy("fifo")
     assert isinstance(policy, FifoPolicy) and isinstance(policy, OfferPolicy)
     assert POLICIES["fifo"] is FifoPolicy and set(POLICIES) == {"fifo", "dynamic",
-                                                                 "dynamic-plus"}
+                                                                 "dynamic-plus", "deadline"}
     with pytest.raises(UnknownPolicyError, match=r"unknown offer policy 'drf'; valid policies: "
-                                                 r"fifo, dynamic, dynamic-plus"):
+                                                 r"fifo, dynamic, dynamic-plus, deadline"):
         create_policy("drf")
 
 

@@ -44,6 +44,9 @@ def _run_main(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str]
         (["--ports", "[32000-31000]"], "--ports"),
         (["--ports", "[1-70000]"], "--ports"),
         (["--attributes", "rack"], "--attributes"),
+        (["--agent-attributes", "class"], "--agent-attributes"),
+        (["--agents", "1", "--agent-attributes", "a:1", "--agent-attributes", "a:2"],
+         "--agent-attributes"),
         (["--allocation-interval", "fast"], "--allocation-interval"),
         (["--allocation-interval", "0s"], "--allocation-interval"),
         (["--heartbeat-interval", "-1s"], "--heartbeat-interval"),
@@ -78,6 +81,20 @@ def test_help(capsys: pytest.CaptureFixture[str]) -> None:
 )
 def test_parse_duration(text: str, seconds: float) -> None:
     assert parse_duration(text, flag="--x") == pytest.approx(seconds)
+
+
+def test_agent_attributes_extend_each_agents_own_in_order() -> None:
+    from disauto.localmesos.cli import build_parser
+    from disauto.localmesos.cli import config_from_args
+
+    args = build_parser().parse_args([
+        "--agents", "3", "--cpus", "2", "--mem", "1GB", "--gpus", "0", "--attributes", "rack:r1",
+        "--agent-attributes", "class:fast", "--agent-attributes", "class:edge;slowdown:2"])
+    agents = config_from_args(args).agent_list()
+    assert [dict(a.attributes) for a in agents] == [
+        {"rack": "r1", "class": "fast"}, {"rack": "r1", "class": "edge", "slowdown": 2.0},
+        {"rack": "r1"}]
+    assert len({a.ports for a in agents}) == 3  # the shared range is still split between them
 
 
 def test_parse_attributes() -> None:

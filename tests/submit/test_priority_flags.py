@@ -41,7 +41,7 @@ def test_dynamic_policies_turn_priorities_on_and_carry_the_settings() -> None:
     [
         (["--priority-setting", "k=2"],
          "--priority-setting: offer policy 'fifo' uses no priorities; use --offer-policy "
-         "dynamic or dynamic-plus"),
+         "dynamic, dynamic-plus or deadline"),
         (["--offer-policy", "dynamic", "--priority-setting", "k"],
          "--priority-setting: invalid value 'k': expected KEY=VALUE"),
         (["--offer-policy", "dynamic", "--priority-setting", "colour=red"],

@@ -1,0 +1,51 @@
+"""A job's progress as the deadline policy reads it, from the trials the controller records.
+
+* ``durations``: every trial that ran to a result or a failure (started and ended recorded),
+  divided by the slowdown of the agent it ran on, so that times measured on slow agents predict
+  fast ones;
+* ``running_elapsed``: how long each launched, unfinished trial has run (0 until it starts);
+* ``remaining_trials``: the budget less the trials submitted, less those waiting to launch
+  (they are counted as remaining too). A job with ``--target`` ends when a trial reaches it,
+  usually long before its budget: it is estimated to need as many trials again as it has
+  completed so far (at least ``parallelism``; never more than its budget) -- with a constant
+  chance q per trial and none reached after n trials, the most likely q is below 1 / n, and the
+  expected trials to go about n (docs/deadlines.md).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from collections.abc import Sequence
+
+from disauto.common.trial_state import TrialState
+from disauto.framework.policies import JobProgress
+from disauto.framework.spec import JobConfig
+from disauto.framework.store import TrialRow
+
+
+def job_progress(config: JobConfig, trials: Sequence[TrialRow], now: float,
+                 slowdown: Callable[[str], float] = lambda agent: 1.0) -> JobProgress:
+    """The :class:`JobProgress` of a job configured by ``config`` with these ``trials``."""
+    search = config.search
+    parallelism = max(1, int(search.parallelism))
+    durations = tuple(
+        (t.ended_at - t.started_at) / slowdown(t.agent_id) for t in trials
+        if t.started_at and t.ended_at and t.state in (TrialState.COMPLETED, TrialState.FAILED)
+    )
+    running = tuple(
+        max(0.0, now - t.started_at) if t.started_at else 0.0 for t in trials
+        if t.state in (TrialState.LAUNCHING, TrialState.RUNNING)
+    )
+    waiting = sum(1 for t in trials if t.state == TrialState.PENDING)
+    budget_left = max(0, int(search.max_trials) - len(trials)) + waiting
+    if search.HasField("target"):
+        completed = sum(1 for t in trials if t.state == TrialState.COMPLETED)
+        remaining = min(budget_left, max(parallelism, completed) - len(running))
+    else:
+        remaining = budget_left
+    return JobProgress(
+        now=now, job=config.job_id, deadline=config.deadline, parallelism=parallelism,
+        remaining_trials=float(max(0, remaining)), running_elapsed=running,
+        durations=durations, waiting=waiting, cpus=config.runner.cpus, mem_mb=config.runner.mem_mb,
+        gpus=config.runner.gpus,
+    )
