@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 from pathlib import Path
@@ -66,6 +67,24 @@ def test_a_bayesian_job_with_early_stopping_on_warm_slots(submit: Any, workdir: 
     # A pruned trial's task may still be exiting when the next trial is launched, so a third
     # slot can start; never one per trial.
     assert 1 <= len(slots_started(job.job_dir())) <= 4
+
+
+def test_a_grid_search_runs_exactly_the_cartesian_product_on_warm_slots(
+        submit: Any, workdir: Path) -> None:
+    (workdir / "grid.json").write_text(json.dumps({"parameters": [
+        {"name": "x", "type": "number", "value": [0.1, 0.3, 0.9]},
+        {"name": "n", "type": "number", "value": [0, 2]},
+    ]}))
+    flags = common_flags(workdir, "--slot-mode", "warm", "--tuning-type", "grid-search",
+                         "--trail-steps", "50", "--parallelism", "3")
+    flags[flags.index(str(workdir / "params.json"))] = str(workdir / "grid.json")
+    job = submit(*flags)
+    assert job.wait() == 0, job.output
+    results = job.results()
+    assert results["outcome"] == "SPACE_EXHAUSTED"
+    seen = sorted((t["assignment"]["x"], t["assignment"]["n"]) for t in results["trials"])
+    assert seen == sorted(itertools.product([0.1, 0.3, 0.9], [0, 2]))
+    assert 1 <= len(slots_started(job.job_dir())) <= 3
 
 
 def test_warm_slots_on_a_da_cluster(submit: Any, workdir: Path,
