@@ -25,7 +25,7 @@ class BuildPyWithProtos(build_py):
 
 
 ROOT = Path(__file__).resolve().parent
-NAMESPACED = ("common", "framework", "appcore", "submit", "protos", "localmesos")
+NAMESPACED = ("common", "framework", "appcore", "submit", "protos", "localmesos", "executor")
 
 
 def layout() -> tuple[list[str], dict[str, str]]:

@@ -121,6 +121,8 @@ class JobController(TaskStatusHandling):
         # Tasks of trials COMPLETED by their final report at the job's end, still running
         # (writing their --output, say): they get a grace period before they are killed.
         self._finishing_tasks: set[str] = set()
+        self._slot_tasks: set[str] = set()
+        """Tasks launched on warm slots: their executor's end is the cluster's, not theirs."""
         self._lock = threading.RLock()
         self._cond = threading.Condition(self._lock)
         self._started = time.time()
@@ -573,8 +575,13 @@ class JobController(TaskStatusHandling):
                 return None
             return self._copy(trial)
 
-    def trial_launched(self, number: int, task_id: str, agent_id: str) -> None:
+    def trial_launched(self, number: int, task_id: str, agent_id: str,
+                       executor_id: str = "") -> None:
+        """Record a trial's launch as ``task_id`` (a task of the warm slot ``executor_id``, or
+        a command task)."""
         with self._lock:
+            if executor_id:
+                self._slot_tasks.add(task_id)
             trial = self._trials[number]
             trial.task_id = task_id
             trial.agent_id = agent_id

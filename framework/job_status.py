@@ -32,6 +32,11 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger("disauto.framework.job")
 
+SLOT_LOST_REASONS = frozenset({"REASON_EXECUTOR_TERMINATED",
+                               "REASON_EXECUTOR_REGISTRATION_TIMEOUT"})
+"""A warm slot's task that ended for one of these was lost with its slot (the executor died or
+never started), not failed by its script: it is queued again as a lost task is."""
+
 MAX_PORT_RETRIES = 10
 """Launches of AppCore again, uncounted, after it found its offered port taken."""
 
@@ -54,6 +59,7 @@ class TaskStatusHandling:
         _outcome: int | None
         _ended_trial_tasks: set[str]
         _finishing_tasks: set[str]
+        _slot_tasks: set[str]
         _on_pending: Callable[[], None]
         _log_tail: Callable[[Mapping[str, Any]], str]
 
@@ -162,7 +168,9 @@ class TaskStatusHandling:
 
     def _retry_lost(self, trial: TrialRow, state: str, status: Mapping[str, Any]) -> bool:
         """Queue a trial again when its task was lost (not failed by its script)."""
-        lost = was_lost(state, str(status.get("reason", "")))
+        reason = str(status.get("reason", ""))
+        lost = was_lost(state, reason) or (
+            reason in SLOT_LOST_REASONS and _on_a_slot(trial.task_id, status, self._slot_tasks))
         if (not lost or self._has_result(trial) or self._outcome is not None
                 or trial.retries >= self.config.max_task_retries):
             return False
@@ -178,6 +186,14 @@ class TaskStatusHandling:
             logger.debug("cannot read the task's stderr: %s", err)
             return ""
         return f"; stderr: {tail}" if tail else ""
+
+
+def _on_a_slot(task_id: str, status: Mapping[str, Any], slot_tasks: set[str]) -> bool:
+    """Whether the task ran on a warm slot: launched so by this framework, or (a framework
+    resumed since) the agent names a custom executor other than the task's own command
+    executor, whose id is the task's (Mesos)."""
+    executor_id = str((status.get("executor_id") or {}).get("value", ""))
+    return task_id in slot_tasks or bool(executor_id and executor_id != task_id)
 
 
 def port_was_taken(status: Mapping[str, Any]) -> bool:

@@ -52,11 +52,13 @@ class LogCollector:
         interval: seconds between polls.
         max_poll_bytes: the most one poll copies of one file.
         max_task_log_bytes: the newest bytes of a task's stream kept in ``folder``.
+        slot_of: the warm slot's executor that ran a task ("" for a command task).
     """
 
     def __init__(self, logs: SandboxLogs, framework_id: Callable[[], str], tasks: Locations,
                  folder: Path, *, interval: float = 1.0, max_poll_bytes: int = 4 << 20,
-                 max_task_log_bytes: int = MAX_TASK_LOG_BYTES) -> None:
+                 max_task_log_bytes: int = MAX_TASK_LOG_BYTES,
+                 slot_of: Callable[[str], str] | None = None) -> None:
         self._logs = logs
         self._framework_id = framework_id
         self._tasks = tasks
@@ -64,6 +66,7 @@ class LogCollector:
         self._interval = interval
         self._max = max_poll_bytes
         self._cap = max_task_log_bytes
+        self._slot_of = slot_of or (lambda task_id: "")
         self._offsets: dict[tuple[str, str], int] = {}
         self._removed: dict[tuple[str, str], int] = {}
         self._sandboxes: dict[str, tuple[str, str]] = {}
@@ -109,8 +112,8 @@ class LogCollector:
     def _copy_task(self, framework_id: str, task_id: str, agent_id: str) -> bool:
         """Copy both streams of a task; False when its sandbox cannot be read (yet)."""
         try:
-            root, directory = self._sandboxes.get(task_id) or self._logs.sandbox(
-                agent_id, framework_id, task_id)
+            root, directory = self._sandboxes.get(task_id) or self._logs.task_sandbox(
+                agent_id, framework_id, task_id, self._slot_of(task_id))
         except Exception as err:  # noqa: BLE001 - an agent that is gone or not ready
             logger.debug("no sandbox for %s yet: %s", task_id, err)
             return False

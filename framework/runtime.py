@@ -29,6 +29,7 @@ from disauto.common import task_env
 from disauto.common.certificates import Identity
 from disauto.common.durations import format_duration
 from disauto.common.processes import start_time
+from disauto.common.slots import EXECUTOR_MODULE
 from disauto.common.tokens import new_job_token
 from disauto.framework.capacity import agent_totals
 from disauto.framework.capacity import unfit
@@ -49,6 +50,7 @@ from disauto.framework.policies import create_policy
 from disauto.framework.sandbox_logs import SandboxLogs
 from disauto.framework.scheduler import JobScheduler
 from disauto.framework.service import make_server
+from disauto.framework.slots import SlotTable
 from disauto.framework.spec import JobConfig
 from disauto.framework.store import JobStore
 from disauto.framework.webui import report
@@ -208,7 +210,10 @@ class JobRunner:
         self.controller = JobController(
             config, self.store, _job_token(job_dir, resume),
             on_pending=self._wake,
-            log_tail=lambda status: self._logs.tail(status, self.scheduler.framework_id),
+            log_tail=lambda status: self._logs.tail(
+                status, self.scheduler.framework_id,
+                slot=self.slots.executor_of(str(status.get("task_id", {}).get("value", "")))
+                if self.slots is not None else ""),
             on_kill=lambda task_ids: self.scheduler.kill(task_ids),
         )
         if resume and not self._same_master:
@@ -242,6 +247,8 @@ class JobRunner:
                                lambda: self.scheduler.master_address,
                                lambda: self.scheduler.framework_id) \
             if policy.uses_progress else None
+        self.slots = SlotTable(config.job_id, config.slot_idle) \
+            if config.slot_mode == "warm" else None
         self.scheduler = JobScheduler(
             self.controller,
             policy,
@@ -251,9 +258,12 @@ class JobRunner:
             logs=self._logs,
             tls_env=_tls_env(tls),
             appcore_bind=bind_host or "",
+            slots=self.slots,
+            executor_command=config.executor_command or f"python3 -m {EXECUTOR_MODULE}",
         )
         self.logs = LogCollector(self._logs, lambda: self.scheduler.framework_id,
-                                 self.controller.task_locations, job_dir / paths.TASK_LOGS)
+                                 self.controller.task_locations, job_dir / paths.TASK_LOGS,
+                                 slot_of=self.slots.executor_of if self.slots else None)
         self._driver: MesosSchedulerDriver | None = None
         self._stopped = False
 
@@ -329,6 +339,7 @@ class JobRunner:
             self._check_master()
             self._check_control()
             self._record_agents()
+            self.scheduler.reap_idle_slots()
             expired = self.controller.expire_trials()
             if expired:
                 self.scheduler.kill(expired)
@@ -519,6 +530,8 @@ class JobRunner:
             live = self.controller.live_task_ids()
         if live:
             logger.warning("tasks still running at teardown: %s", ", ".join(live))
+        if self.slots is not None:  # TEARDOWN would end them too; say so explicitly first
+            self.scheduler.shutdown_slots(self.slots.all(), "the job ended")
         self.logs.stop()
         if self.peers is not None:
             self.peers.stop()

@@ -16,6 +16,8 @@ from typing import Any
 from urllib.parse import urlencode
 from urllib.request import urlopen
 
+from disauto.common import slots
+
 
 logger = logging.getLogger(__name__)
 
@@ -94,13 +96,28 @@ class SandboxLogs:
                             return root, str(executor["directory"])
         return "", ""
 
-    def tail(self, status: Mapping[str, Any], framework_id: str, name: str = "stderr") -> str:
-        """The last bytes of the task's ``name`` file (stderr), "" if it cannot be read."""
+    def task_sandbox(self, agent_id: str, framework_id: str, task_id: str,
+                     slot: str = "") -> tuple[str, str]:
+        """(files base URL, sandbox directory) of a task: a command task's executor is named
+        after it; a warm slot's task has its own folder in the slot executor's sandbox."""
+        if not slot:
+            return self.sandbox(agent_id, framework_id, task_id)
+        root, directory = self.sandbox(agent_id, framework_id, slot)
+        return (root, f"{directory}/{slots.task_sandbox(task_id)}") if directory else ("", "")
+
+    def tail(self, status: Mapping[str, Any], framework_id: str, name: str = "stderr",
+             slot: str = "") -> str:
+        """The last bytes of the task's ``name`` file (stderr), "" if it cannot be read.
+
+        ``slot``: the warm slot's executor that ran the task, if any."""
         agent_id = str((status.get("agent_id") or {}).get("value", ""))
-        executor_id = str((status.get("executor_id") or {}).get("value", "")) or str(
-            (status.get("task_id") or {}).get("value", ""))
+        task_id = str((status.get("task_id") or {}).get("value", ""))
+        executor_id = slot or str((status.get("executor_id") or {}).get("value", "")) or task_id
         try:
-            root, directory = self.sandbox(agent_id, framework_id, executor_id)
+            if slot:
+                root, directory = self.task_sandbox(agent_id, framework_id, task_id, slot)
+            else:
+                root, directory = self.sandbox(agent_id, framework_id, executor_id)
             if not directory:
                 return ""
             path = f"{directory}/{name}"

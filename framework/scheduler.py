@@ -18,6 +18,7 @@ from pymesos import Scheduler
 
 from disauto.common import task_env
 from disauto.common.resources import Resources
+from disauto.common.task_states import has_ended_for_framework
 from disauto.common.tokens import trial_token
 from disauto.framework.containers import container_info
 from disauto.framework.containers import task_environment
@@ -30,6 +31,10 @@ from disauto.framework.peers import PeerBoard
 from disauto.framework.policies import LaunchRequest
 from disauto.framework.policies import OfferPolicy
 from disauto.framework.sandbox_logs import SandboxLogs
+from disauto.framework.slots import SlotTable
+from disauto.framework.slots import as_slot_task
+from disauto.framework.slots import executor_info
+from disauto.framework.slots import executor_resources
 from disauto.framework.tasks import appcore_task
 from disauto.framework.tasks import trial_task
 from disauto.protos import framework_pb2
@@ -46,6 +51,10 @@ SPARE_REFUSE_SECONDS = 0.0
 or could not launch yet): none, so the offer comes back at the next allocation run instead of
 after the policy's filter."""
 
+
+SLOT_ENDED_REASONS = frozenset({"REASON_EXECUTOR_TERMINATED",
+                                "REASON_EXECUTOR_REGISTRATION_TIMEOUT"})
+"""Reasons of a slot task's end that mean its executor is gone (the slot with it)."""
 
 FAILED_OVER = "Framework failed over"
 REMOVED = "Framework has been removed"
@@ -82,6 +91,9 @@ class JobScheduler(Scheduler):
         appcore_bind: where AppCore listens; "" for the host name of its offer.
         logs: remembers agents' endpoints from offers, to read failed tasks' stderr.
         peers: the other jobs' standings, for policies that read the job's progress.
+        slots: the job's warm slots (``--slot-mode warm``); None runs each trial as a Mesos
+            command task.
+        executor_command: how agents start a slot's executor (``-m disauto.executor``).
     """
 
     def __init__(
@@ -96,6 +108,8 @@ class JobScheduler(Scheduler):
         tls_env: Mapping[str, str] | None = None,
         appcore_bind: str = "",
         peers: PeerBoard | None = None,
+        slots: SlotTable | None = None,
+        executor_command: str = "",
     ) -> None:
         self._job = controller
         self._policy = policy
@@ -106,6 +120,8 @@ class JobScheduler(Scheduler):
         self._appcore_bind = appcore_bind
         self._logs = logs
         self._peers = peers
+        self.slots = slots
+        self._executor_command = executor_command
         self._driver: Any = None
         self._suppressed = False
         self._lock = threading.Lock()
@@ -214,11 +230,20 @@ class JobScheduler(Scheduler):
                 job_progress(self._job.config, self._job.trials(), time.time(),
                              self._policy.agent_slowdown),
                 self._peers.standings() if self._peers is not None else ())
+        if self.slots is not None:
+            # Offers of agents with a free slot first: a policy that fills offers in order
+            # then reuses slots before it starts new ones elsewhere.
+            slots = self.slots
+            views.sort(key=lambda view: not slots.has_free(view.agent_id))
         plan = self._policy.plan(views, requests)
         for view in views:
+            launches = plan.launches.get(view.id, [])
+            left = [view.available]  # what the planned claims leave: room for new slots
+            for _, claim in launches:
+                left[0] = left[0] - claim
             tasks = [
-                task for request, claim in plan.launches.get(view.id, [])
-                if (task := self._task_for(request, view, claim)) is not None
+                task for request, claim in launches
+                if (task := self._task_for(request, view, claim, left)) is not None
             ]
             if tasks:
                 logger.info("launching %s on %s", ", ".join(t["name"] for t in tasks),
@@ -231,6 +256,12 @@ class JobScheduler(Scheduler):
                 if refuse > 0 and view.id not in plan.deliberate and self._fits_waiting(view):
                     refuse = SPARE_REFUSE_SECONDS
                 self._decline(driver, [view], refuse)
+        if self.slots is not None:
+            # An offer the policy declined on purpose: the job should yield that agent, so
+            # its idle slots go too.
+            for view in views:
+                if view.id in plan.deliberate:
+                    self.shutdown_slots(self.slots.idle(view.agent_id), "the job yields")
         if not self._job.has_pending():
             self._suppress(driver)
 
@@ -255,8 +286,8 @@ class JobScheduler(Scheduler):
         return {task_env.MASTER_ADDR: self.master_address,
                 task_env.FRAMEWORK_ID: self.framework_id}
 
-    def _task_for(self, request: LaunchRequest, view: OfferView,
-                  claim: Resources) -> dict[str, Any] | None:
+    def _task_for(self, request: LaunchRequest, view: OfferView, claim: Resources,
+                  left: list[Resources]) -> dict[str, Any] | None:
         config = self._job.config
         if request.key == APPCORE_KEY:
             appcore_container = (
@@ -312,8 +343,62 @@ class JobScheduler(Scheduler):
             container=runner_container,
             retries=trial.retries,
         )
-        self._job.trial_launched(trial.number, task["task_id"]["value"], view.agent_id)
+        task_id = task["task_id"]["value"]
+        executor_id = ""
+        if self.slots is not None:
+            task, executor_id = self._on_slot(task, view, left)
+        self._job.trial_launched(trial.number, task_id, view.agent_id, executor_id)
         return task
+
+    def _on_slot(self, task: dict[str, Any], view: OfferView,
+                 left: list[Resources]) -> tuple[dict[str, Any], str]:
+        """``task`` as a task of a slot on the offer's agent (a free one, else a new one when
+        the offer has room for its executor): (the task, the slot's executor id). With neither,
+        the trial runs as a command task, so that a job never waits for room for a slot."""
+        assert self.slots is not None
+        room = left[0].contains(executor_resources())
+        taken = self.slots.take(view.agent_id, task["task_id"]["value"], room)
+        if taken is None:
+            logger.info("no room for a slot on %s: %s runs as a command task", view.hostname,
+                        task["name"])
+            return task, ""
+        executor_id, new = taken
+        if new:
+            left[0] = left[0] - executor_resources()
+            logger.info("starting slot %s on %s", executor_id, view.hostname)
+        executor = executor_info(executor_id, self._executor_command, self._uris,
+                                 self._job.config.job_id)
+        return as_slot_task(task, executor), executor_id
+
+    def reap_idle_slots(self) -> None:
+        """Shut down the slots idle for longer than their idle time."""
+        if self.slots is not None:
+            self.shutdown_slots(self.slots.expired(), "idle")
+
+    def shutdown_slots(self, slots: Sequence[Any], why: str) -> None:
+        """SHUTDOWN the executors of ``slots`` (pymesos 0.3.15 has no shutdownExecutor: the
+        raw v1 call)."""
+        driver = self._driver
+        for slot in slots:
+            logger.info("shutting slot %s down (%s)", slot.executor_id, why)
+            if driver is None or not self.framework_id:
+                continue
+            try:
+                driver._send({  # noqa: SLF001 - the call pymesos lacks
+                    "type": "SHUTDOWN",
+                    "framework_id": {"value": self.framework_id},
+                    "shutdown": {"executor_id": {"value": slot.executor_id},
+                                 "agent_id": {"value": slot.agent_id}},
+                })
+            except Exception:  # noqa: BLE001 - the master is away; TEARDOWN or it ends them
+                logger.warning("cannot shut slot %s down", slot.executor_id, exc_info=True)
+
+    def executorLost(self, driver: Any, executor_id: Mapping[str, Any],  # noqa: N802
+                     agent_id: Mapping[str, Any], status: int) -> None:
+        if self.slots is not None:
+            self.slots.executor_ended(str(executor_id.get("value", "")))
+        logger.info("executor %s on %s ended (wait status %s)", executor_id.get("value"),
+                    agent_id.get("value"), status)
 
     def policy_stats(self) -> dict[str, float]:
         """The offer policy's counters (priority declines, idle raises...), for the job record."""
@@ -352,6 +437,12 @@ class JobScheduler(Scheduler):
         except Exception:  # noqa: BLE001 - not recorded: don't ack, Mesos will resend it
             logger.exception("cannot record the status update %s", status.get("state"))
             return
+        if self.slots is not None and has_ended_for_framework(str(status.get("state"))):
+            task_id = str(status.get("task_id", {}).get("value", ""))
+            if str(status.get("reason", "")) in SLOT_ENDED_REASONS:
+                self.slots.executor_ended(self.slots.executor_of(task_id))
+            else:
+                self.slots.task_ended(task_id)
         if "uuid" in status:
             driver.acknowledgeStatusUpdate(status)
 

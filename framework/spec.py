@@ -88,6 +88,13 @@ class JobConfig:
     deadline: float = 0.0
     """When the search should be done, seconds since the epoch (``--deadline``); 0: none. The
     ``deadline`` offer policy schedules by it; every policy reports whether it is kept."""
+    slot_mode: str = "task"
+    """``--slot-mode``: ``task`` runs each trial as a Mesos command task; ``warm`` runs trials
+    as tasks of long-lived DisAuto executors, one per slot (framework/slots.py)."""
+    executor_command: str = ""
+    """How agents start a warm slot's executor (default: ``python3 -m disauto.executor``)."""
+    slot_idle: float = 10.0
+    """Seconds a warm slot may stay without a trial before it is shut down."""
     master_timeout: float = DEFAULT_MASTER_TIMEOUT
     """Seconds the master may be away (the framework disconnected) before the framework gives
     up (``--master-timeout``): it stops, leaves the job interrupted and exits 3."""

@@ -8,6 +8,8 @@ from pathlib import Path
 import random
 import socket
 
+from disauto.framework.slots import EXECUTOR_CPUS
+from disauto.framework.slots import EXECUTOR_MEM_MB
 from disauto.framework.spec import JobConfig
 from disauto.localmesos import containerizer as containerizer_mod
 from disauto.localmesos.agent import default_mem_mb
@@ -91,8 +93,12 @@ def agent_size(config: JobConfig, agents: int = 1) -> tuple[float, float]:
     """(cpus, MB) each local agent advertises: the machine's, or what the job needs if more."""
     parallelism = max(1, int(config.search.parallelism))
     per_agent = -(-parallelism // agents)  # ceil
-    need_cpus = config.appcore.cpus + per_agent * config.runner.cpus
-    need_mem = config.appcore.mem_mb + per_agent * config.runner.mem_mb
+    # A warm slot holds its executor's resources besides its trial's.
+    warm = config.slot_mode == "warm"
+    slot_cpus = config.runner.cpus + (EXECUTOR_CPUS if warm else 0.0)
+    slot_mem = config.runner.mem_mb + (EXECUTOR_MEM_MB if warm else 0.0)
+    need_cpus = config.appcore.cpus + per_agent * slot_cpus
+    need_mem = config.appcore.mem_mb + per_agent * slot_mem
     return max(float(os.cpu_count() or 1), need_cpus), max(default_mem_mb(), need_mem)
 
 

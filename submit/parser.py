@@ -61,6 +61,13 @@ def _job_flags(parser: argparse.ArgumentParser) -> None:
                      help="memory per trial (e.g. 512M, 5G; default 1G)")
     job.add_argument("--app-runner-cpus", default="1", metavar="N", help="CPUs per trial")
     job.add_argument("--app-runner-gpus", default="0", metavar="N", help="GPUs per trial")
+    job.add_argument("--slot-mode", default="task", metavar="task|warm",
+                     help="task (default): each trial is a Mesos command task; warm: trials "
+                          "run as tasks of long-lived DisAuto executors, one per slot, with no "
+                          "process or fetch to start per trial (docs/warm-slots.md)")
+    job.add_argument("--slot-idle", default="10s", metavar="DURATION",
+                     help="with --slot-mode warm: shut a slot down after it has had no trial "
+                          "this long (default 10s)")
     job.add_argument("--app-core-memory", default="512M", metavar="SIZE",
                      help="memory of the AppCore task (default 512M)")
     job.add_argument("--app-core-cpus", default="0.5", metavar="N",

@@ -28,6 +28,8 @@ from disauto.common.deadlines import parse_deadline
 from disauto.common.durations import DurationError
 from disauto.common.durations import parse_duration
 from disauto.common.errors import SearchInputError
+from disauto.common.slots import EXECUTOR_MODULE
+from disauto.common.slots import SLOT_MODES
 from disauto.common.space import space_from_proto
 from disauto.common.space import space_to_proto
 from disauto.framework.policies import POLICIES
@@ -242,6 +244,7 @@ def validate(args: argparse.Namespace) -> Submission:
     # A loopback master (da-cluster on this machine) runs tasks here: use this Python for them.
     same_host = _on_this_host(args.master)
     docker_image, appcore_image, containerizer = _containers(args, runner.gpus)
+    slot_mode, slot_idle = _slots(args, docker_image, runner.gpus)
     appcore_command = args.app_core_command or (
         f"{sys.executable} -m disauto.appcore" if same_host and not appcore_image
         else "python3 -m disauto.appcore")
@@ -275,6 +278,10 @@ def validate(args: argparse.Namespace) -> Submission:
         offer_policy_settings={key: value for key, value in priority_settings.items()
                                if key in POLICIES[args.offer_policy].SETTINGS},
         containerizer=containerizer,
+        slot_mode=slot_mode,
+        slot_idle=slot_idle,
+        executor_command=f"{sys.executable} -m {EXECUTOR_MODULE}" if same_host
+        else f"python3 -m {EXECUTOR_MODULE}",
     )
     if args.master == "local":
         _check_local(config)
@@ -283,6 +290,19 @@ def validate(args: argparse.Namespace) -> Submission:
                       notes=_warm_start_notes(args.warm_start, dict(search.settings),
                                               search.objective),
                       detach=args.detach, bind_all=args.bind_all, tls=tls)
+
+
+def _slots(args: argparse.Namespace, docker_image: str, gpus: int) -> tuple[str, float]:
+    """``--slot-mode`` and ``--slot-idle``."""
+    mode = args.slot_mode
+    if mode not in SLOT_MODES:
+        raise UsageError(f"--slot-mode: expected one of {', '.join(SLOT_MODES)}, not {mode!r}")
+    if mode == "warm" and docker_image:
+        raise UsageError("--slot-mode warm does not run --docker-image trials yet; use "
+                         "--slot-mode task")
+    if mode == "warm" and gpus:
+        raise UsageError("--slot-mode warm does not run GPU trials yet; use --slot-mode task")
+    return mode, _max_duration(args.slot_idle, "--slot-idle") or 10.0
 
 
 def _resources(args: argparse.Namespace) -> tuple[TaskResources, TaskResources]:

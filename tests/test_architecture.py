@@ -1,7 +1,8 @@
 """The floors of the code, read from its imports: who may import whom.
 
 Ground floor ``common`` (and the generated ``protos``) is imported by every side and imports
-none of them. The user SDK ``apprunner_sdk`` and the embedded cluster ``localmesos`` stand on it
+none of them. The user SDK ``apprunner_sdk``, the embedded cluster ``localmesos`` and the warm
+slots' executor ``executor`` (it runs on agents: ``common`` and pymesos only) stand on it
 alone; AppCore (``appcore``) and the framework (``framework``) stand on it too and not on each
 other, nor on the embedded development master, so what runs against real Mesos never depends on
 it. ``submit`` puts a job together (only its start of the embedded cluster, ``submit/local.py``,
@@ -19,7 +20,7 @@ import pytest
 
 
 ROOT = Path(__file__).resolve().parents[1]
-NAMESPACED = ("common", "protos", "localmesos", "appcore", "framework", "submit")
+NAMESPACED = ("common", "protos", "localmesos", "executor", "appcore", "framework", "submit")
 PACKAGES = (*NAMESPACED, "apprunner_sdk", "bench", "tools")
 
 # package → the packages of this project it may import.
@@ -28,6 +29,7 @@ ALLOWED: dict[str, frozenset[str]] = {
     "common": frozenset({"protos"}),
     "apprunner_sdk": frozenset({"common", "protos"}),
     "localmesos": frozenset({"common", "protos"}),
+    "executor": frozenset({"common"}),
     "appcore": frozenset({"common", "protos"}),
     "framework": frozenset({"common", "protos"}),
     "submit": frozenset({"common", "protos", "appcore", "framework", "localmesos"}),

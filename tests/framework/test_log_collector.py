@@ -9,7 +9,9 @@ from urllib.error import HTTPError
 from urllib.parse import parse_qs
 from urllib.parse import urlparse
 
+from disauto.common import slots
 from disauto.framework.log_collector import LogCollector
+from disauto.framework.sandbox_logs import SandboxLogs
 
 
 class FakeAgent:
@@ -39,12 +41,24 @@ def _collector(tmp_path: Path, **kwargs: Any) -> tuple[LogCollector, Path]:
     sandbox.mkdir()
     (sandbox / "stderr").write_bytes(b"")
     agent = FakeAgent(sandbox)
-    logs: Any = type("Logs", (), {"sandbox": staticmethod(agent.sandbox_of),
-                                  "get_json": staticmethod(agent.get_json)})()
+    logs: Any = SandboxLogs()
+    logs.sandbox = agent.sandbox_of
+    logs.get_json = agent.get_json
     collector = LogCollector(logs, lambda: "F-1", lambda: [("trial-0001", "S1", True)],
                              tmp_path / "logs", **kwargs)
     collector.folder.mkdir()
     return collector, sandbox
+
+
+def test_a_warm_slot_task_is_read_from_its_folder_in_the_slot_sandbox(tmp_path: Path) -> None:
+    collector, sandbox = _collector(tmp_path, slot_of=lambda task_id: "job-slot-0")
+    (sandbox / "stdout").write_bytes(b"the slot executor's own log\n")
+    own = sandbox / slots.task_sandbox("trial-0001")
+    own.mkdir(parents=True)
+    (own / "stdout").write_bytes(b"the trial's output\n")
+    (own / "stderr").write_bytes(b"")
+    collector.poll()
+    assert collector.path("trial-0001", "stdout").read_bytes() == b"the trial's output\n"
 
 
 def _lines(start: int, stop: int) -> bytes:

@@ -22,6 +22,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
+from disauto.common import slots
 from disauto.framework.sandbox_logs import SandboxLogs
 from tests.inprocess import free_port
 from tests.inprocess import task_status
@@ -147,6 +148,18 @@ def test_completed_executors_and_explicit_executor_ids(agent: FakeAgent) -> None
     logs = SandboxLogs()
     logs.remember([offer_from("S1", agent.port, host_key="hostname")])
     assert logs.tail(failed("trial-0007", executor_id="exec-7"), FRAMEWORK) == "it broke"
+
+
+def test_a_warm_slot_task_is_read_from_its_own_folder(agent: FakeAgent) -> None:
+    directory = agent.sandbox("job-slot-2", "the slot's own log\n")
+    own = directory / slots.task_sandbox("trial-0004")
+    own.mkdir(parents=True)
+    (own / "stderr").write_text("Traceback\nValueError: bad x\n")
+    logs = SandboxLogs()
+    logs.remember([offer_from("S1", agent.port)])
+    status = failed("trial-0004", executor_id="job-slot-2")
+    assert logs.tail(status, FRAMEWORK, slot="job-slot-2") == "Traceback | ValueError: bad x"
+    assert logs.task_sandbox("S1", FRAMEWORK, "trial-0004", "job-slot-2")[1] == str(own)
 
 
 def test_another_frameworks_executor_is_not_read(agent: FakeAgent) -> None:

@@ -44,6 +44,15 @@ def test_the_issue_command_validates_into_a_job(files: Path) -> None:
     assert submission.master == "local"
 
 
+def test_slot_mode_is_in_the_job_config(files: Path) -> None:
+    assert validate(build_parser().parse_args(argv())).config.slot_mode == "task"
+    config = validate(build_parser().parse_args(argv("--slot-mode", "warm", "--slot-idle",
+                                                     "30s"))).config
+    assert (config.slot_mode, config.slot_idle) == ("warm", 30.0)
+    assert config.executor_command.endswith("-m disauto.executor")
+    assert type(config).from_json(config.to_json()) == config  # resume keeps it
+
+
 def test_trial_steps_spelling_is_accepted(files: Path) -> None:
     args = argv("--trail-steps", None, "--trial-steps", "7")  # type: ignore[arg-type]
     assert validate(build_parser().parse_args(args)).config.search.max_trials == 7
@@ -76,6 +85,9 @@ def test_trial_steps_spelling_is_accepted(files: Path) -> None:
         (("--tuning-setting", "novalue"), "KEY=VALUE"),
         (("--tuning-setting", "colour=red"), "unknown setting 'colour'"),
         (("--offer-policy", "lottery"), "unknown policy 'lottery'"),
+        (("--slot-mode", "hot"), "--slot-mode: expected one of task, warm, not 'hot'"),
+        (("--slot-mode", "warm", "--app-runner-gpus", "1"), "--slot-mode warm does not run GPU"),
+        (("--slot-mode", "warm", "--slot-idle", "never"), "--slot-idle: invalid duration"),
         (("--direction", "up"), "--direction"),
         (("--app-name", None), "--app-name"),
     ],

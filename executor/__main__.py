@@ -1,0 +1,34 @@
+"""``python3 -m disauto.executor``: a warm slot's executor (run by the Mesos agent)."""
+
+from __future__ import annotations
+
+import logging
+import os
+from pathlib import Path
+import sys
+
+from pymesos import MesosExecutorDriver
+
+from disauto.common.durations import parse_duration
+from disauto.executor.slot import SlotExecutor
+
+
+def _shutdown_grace() -> float:
+    text = os.environ.get("MESOS_EXECUTOR_SHUTDOWN_GRACE_PERIOD", "")
+    try:
+        return parse_duration(text) if text else 5.0
+    except ValueError:
+        return 5.0
+
+
+def main() -> int:
+    logging.basicConfig(level=logging.INFO, stream=sys.stderr,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    sandbox = Path(os.environ.get("MESOS_SANDBOX") or os.getcwd())
+    driver = MesosExecutorDriver(SlotExecutor(sandbox, _shutdown_grace()))
+    driver.run()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,183 @@
+"""The slot's pymesos executor: each LAUNCH runs one trial's command, each KILL ends one.
+
+Status updates are those of Mesos' command executor: TASK_STARTING when the command is about to
+start, TASK_RUNNING once it runs, then TASK_FINISHED (status 0) or TASK_FAILED with the exit in
+the message ("Command exited with status 3"), TASK_KILLED after a KILL. SHUTDOWN kills every
+task (SIGTERM, a grace period shorter than the executor's own, SIGKILL), reports them
+TASK_KILLED, and returns, after which pymesos ends the process.
+
+A task's sandbox is ``<executor sandbox>/tasks/<task id>/`` (``common.slots``): its stdout and
+stderr are there, and it sees the job's files the agent fetched once into the executor's sandbox
+through symbolic links (shared by the slot's trials: a trial that changes one changes it for
+the next).
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Mapping
+import logging
+import os
+from pathlib import Path
+import threading
+from typing import Any
+
+from pymesos import Executor
+
+from disauto.common import slots
+from disauto.executor.process import TaskProcess
+from disauto.executor.process import describe_exit
+
+
+logger = logging.getLogger("disauto.executor")
+
+SHUTDOWN_GRACE_SHARE = 0.5
+"""The part of the executor's shutdown grace period its tasks get between SIGTERM and SIGKILL
+(the rest is for reporting them before the agent kills the executor)."""
+ENDED_KEPT = 1024
+"""Ended task ids remembered: a slot's memory stays flat however many trials it runs."""
+OWN_FILES = frozenset({"stdout", "stderr", slots.TASKS_DIR})
+
+
+def _grace_of(task: Mapping[str, Any]) -> float:
+    nanos = (task.get("kill_policy") or {}).get("grace_period", {}).get("nanoseconds")
+    return int(nanos) / 1e9 if nanos is not None else slots.DEFAULT_KILL_GRACE
+
+
+class SlotExecutor(Executor):  # type: ignore[misc]  # pymesos is untyped
+    """Runs the tasks of one slot, each in a fresh process group.
+
+    Args:
+        sandbox: the executor's sandbox (its working directory).
+        shutdown_grace: the executor's shutdown grace period, in seconds.
+    """
+
+    def __init__(self, sandbox: Path, shutdown_grace: float) -> None:
+        self.sandbox = sandbox
+        self.shutdown_grace = shutdown_grace
+        self._lock = threading.Lock()
+        self._tasks: dict[str, tuple[TaskProcess, float]] = {}
+        self._ended: OrderedDict[str, None] = OrderedDict()
+        """The latest ended tasks (at most :data:`ENDED_KEPT`), so a late KILL is ignored."""
+        self.launched = 0
+
+    def registered(self, driver: Any, executor_info: Any, framework_info: Any,
+                   agent_info: Any) -> None:
+        logger.info("slot %s registered on %s (pid %d)", executor_info["executor_id"]["value"],
+                    agent_info.get("hostname"), os.getpid())
+
+    def launchTask(self, driver: Any, task: Any) -> None:  # noqa: N802 - pymesos API
+        # Runs on pymesos' thread, which lives as long as the executor: the task's shell dies
+        # with the thread that forked it (PR_SET_PDEATHSIG), so it must not be a short one.
+        task_id = str(task["task_id"]["value"])
+        try:
+            command, environment = slots.read_task_data(str(task.get("data") or ""))
+            sandbox = self._task_sandbox(task_id)
+            self._update(driver, task_id, "TASK_STARTING")
+            process = TaskProcess(command, self._environment(task_id, sandbox, environment),
+                                  sandbox)
+        except (slots.TaskDataError, OSError) as err:
+            logger.warning("task %s cannot start: %s", task_id, err)
+            self._update(driver, task_id, "TASK_FAILED", message=f"cannot start: {err}")
+            return
+        with self._lock:
+            self._tasks[task_id] = (process, _grace_of(task))
+            self.launched += 1
+        logger.info("task %s runs as process group %d", task_id, process.pid)
+        self._update(driver, task_id, "TASK_RUNNING")
+        threading.Thread(target=self._reap, args=(driver, task_id, process),
+                         name=f"reap-{task_id}", daemon=True).start()
+
+    def _task_sandbox(self, task_id: str) -> Path:
+        sandbox = self.sandbox / slots.task_sandbox(task_id)
+        sandbox.mkdir(parents=True, exist_ok=True)
+        for entry in self.sandbox.iterdir():
+            if entry.name in OWN_FILES or entry.name.startswith(("stdout.", "stderr.")):
+                continue
+            link = sandbox / entry.name
+            if not link.exists() and not link.is_symlink():
+                link.symlink_to(entry)
+        return sandbox
+
+    @staticmethod
+    def _environment(task_id: str, sandbox: Path, extra: Mapping[str, str]) -> dict[str, str]:
+        """The executor's environment (the agent's, as a command task's) for one task: its own
+        sandbox and task id in Mesos' variables, the executor's own ones removed."""
+        env = {k: v for k, v in os.environ.items()
+               if not k.startswith(("MESOS_EXECUTOR_", "LIBPROCESS_"))}
+        env.update({"MESOS_SANDBOX": str(sandbox), "MESOS_DIRECTORY": str(sandbox),
+                    "MESOS_TASK_ID": task_id})
+        env.update(extra)
+        return env
+
+    def _reap(self, driver: Any, task_id: str, process: TaskProcess) -> None:
+        returncode = process.wait()
+        with self._lock:
+            self._tasks.pop(task_id, None)
+            self._ended[task_id] = None
+            while len(self._ended) > ENDED_KEPT:
+                self._ended.popitem(last=False)
+        message = describe_exit(returncode)
+        if process.killed.is_set():
+            self._update(driver, task_id, "TASK_KILLED", message=message)
+        elif returncode == 0:
+            self._update(driver, task_id, "TASK_FINISHED", message=message)
+        else:
+            self._update(driver, task_id, "TASK_FAILED", message=message)
+        logger.info("task %s: %s", task_id, message)
+
+    def killTask(self, driver: Any, task_id: Any) -> None:  # noqa: N802 - pymesos API
+        key = str(task_id["value"])
+        with self._lock:
+            entry = self._tasks.get(key)
+            ended = key in self._ended
+        if ended:
+            logger.info("kill of %s, which already ended: its last update stands", key)
+            return
+        if entry is None:
+            # Not running here (ended, or never launched): Mesos' executors answer KILLED.
+            self._update(driver, key, "TASK_KILLED", message="not running on this executor")
+            return
+        process, grace = entry
+        threading.Thread(target=process.kill, args=(grace,), name=f"kill-{key}",
+                         daemon=True).start()
+
+    def shutdown(self, driver: Any) -> None:
+        """Kill every task, wait for their reports, and return (pymesos then exits)."""
+        with self._lock:
+            running = list(self._tasks.items())
+        grace = min(slots.DEFAULT_KILL_GRACE, self.shutdown_grace * SHUTDOWN_GRACE_SHARE)
+        logger.info("shutdown: killing %d task(s)", len(running))
+        killers = [threading.Thread(target=process.kill, args=(grace,), daemon=True)
+                   for _, (process, _) in running]
+        for killer in killers:
+            killer.start()
+        for killer in killers:
+            killer.join()
+        for task_id, (process, _) in running:
+            process.wait()
+            # The reaper reports it; wait a moment for that report to be sent.
+            for _ in range(50):
+                with self._lock:
+                    if task_id not in self._tasks:
+                        break
+                threading.Event().wait(0.01)
+
+    def frameworkMessage(self, driver: Any, message: Any) -> None:  # noqa: N802 - pymesos API
+        logger.info("framework message ignored (%d bytes)", len(str(message)))
+
+    def error(self, driver: Any, message: str) -> None:
+        logger.error("agent error: %s", message)
+
+    @staticmethod
+    def _update(driver: Any, task_id: str, state: str, message: str = "",
+                reason: str | None = None) -> None:
+        status: dict[str, Any] = {"task_id": {"value": task_id}, "state": state}
+        if message:
+            status["message"] = message
+        if reason:
+            status["reason"] = reason
+        try:
+            driver.sendStatusUpdate(status)
+        except Exception:  # noqa: BLE001 - the agent went away; the executor ends with it
+            logger.exception("cannot send %s of %s", state, task_id)

@@ -1,0 +1,163 @@
+"""Warm slots: the executors of a job that run trial after trial (``--slot-mode warm``).
+
+A slot is one DisAuto executor (``disauto.executor``, a CUSTOM ``ExecutorInfo`` with its own
+small resources, :data:`EXECUTOR_CPUS` and :data:`EXECUTOR_MEM_MB`) on one agent, with an id
+that is never reused (``<job>-slot-N``). Each trial is launched as a task of a free slot on the
+agent of the offer it is accepted on (the trial's own resources come from the offer as usual);
+a slot is started by the first task sent to it. The table only books: the scheduler calls the
+driver.
+
+A slot ends (SHUTDOWN) when the job ends, when it has been idle for ``idle_seconds``, and when
+the offer policy deliberately declines an offer of its agent while it is idle (the policy says
+the job should yield, e.g. its priority dropped). A slot whose executor ends (crash, kill) is
+forgotten: Mesos fails its live task with REASON_EXECUTOR_TERMINATED, which the framework takes
+as a lost task (queued again, at most ``max_task_retries`` times).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from collections.abc import Sequence
+from dataclasses import dataclass
+import threading
+import time
+from typing import Any
+
+from disauto.common import slots
+from disauto.common.resources import Resources
+
+
+EXECUTOR_CPUS = 0.05
+EXECUTOR_MEM_MB = 64.0
+IDLE_SECONDS = 10.0
+"""How long a slot may wait without a trial before it is shut down (``da-submit
+--slot-idle``)."""
+
+
+def executor_resources() -> Resources:
+    """What a slot's executor holds while it lives, besides its trials."""
+    return Resources({"cpus": EXECUTOR_CPUS, "mem": EXECUTOR_MEM_MB})
+
+
+@dataclass
+class Slot:
+    executor_id: str
+    agent_id: str
+    task_id: str = ""
+    """The trial task it runs, "" while idle."""
+    idle_since: float = 0.0
+
+
+class SlotTable:
+    """The job's slots (thread-safe).
+
+    Args:
+        job_id: names the slots.
+        idle_seconds: an idle slot older than this is shut down.
+    """
+
+    def __init__(self, job_id: str, idle_seconds: float = IDLE_SECONDS) -> None:
+        self._job_id = job_id
+        self.idle_seconds = idle_seconds
+        self._lock = threading.Lock()
+        self._slots: dict[str, Slot] = {}
+        self._by_task: dict[str, str] = {}
+        self._task_executor: dict[str, str] = {}
+        self.started = 0
+
+    def take(self, agent_id: str, task_id: str, can_start: bool) -> tuple[str, bool] | None:
+        """A slot on ``agent_id`` for ``task_id``: (executor id, whether it is new), or None
+        when none is free and ``can_start`` is false."""
+        with self._lock:
+            slot = next((s for s in self._slots.values()
+                         if s.agent_id == agent_id and not s.task_id), None)
+            new = slot is None
+            if slot is None:
+                if not can_start:
+                    return None
+                slot = Slot(slots.slot_executor_id(self._job_id, self.started), agent_id)
+                self.started += 1
+                self._slots[slot.executor_id] = slot
+            slot.task_id = task_id
+            self._by_task[task_id] = slot.executor_id
+            self._task_executor[task_id] = slot.executor_id
+            return slot.executor_id, new
+
+    def task_ended(self, task_id: str) -> None:
+        """The slot's task reached a terminal state: the slot is free."""
+        with self._lock:
+            executor_id = self._by_task.pop(task_id, None)
+            slot = self._slots.get(executor_id or "")
+            if slot is not None and slot.task_id == task_id:
+                slot.task_id = ""
+                slot.idle_since = time.monotonic()
+
+    def executor_ended(self, executor_id: str) -> None:
+        """The executor ended (lost, or shut down): forget the slot."""
+        with self._lock:
+            slot = self._slots.pop(executor_id, None)
+            if slot is not None and slot.task_id:
+                self._by_task.pop(slot.task_id, None)
+
+    def has_free(self, agent_id: str) -> bool:
+        """Whether a slot on ``agent_id`` waits for a trial."""
+        with self._lock:
+            return any(s.agent_id == agent_id and not s.task_id for s in self._slots.values())
+
+    def executor_of(self, task_id: str) -> str:
+        """The slot executor that ran ``task_id`` ("" for a command task)."""
+        with self._lock:
+            return self._task_executor.get(task_id, "")
+
+    def idle(self, agent_id: str | None = None, older_than: float = 0.0) -> list[Slot]:
+        """Idle slots (of one agent), idle for more than ``older_than`` seconds; removed from
+        the table (the caller shuts them down)."""
+        now = time.monotonic()
+        with self._lock:
+            chosen = [s for s in self._slots.values() if not s.task_id
+                      and (agent_id is None or s.agent_id == agent_id)
+                      and now - s.idle_since >= older_than]
+            for slot in chosen:
+                del self._slots[slot.executor_id]
+            return chosen
+
+    def expired(self) -> list[Slot]:
+        return self.idle(older_than=self.idle_seconds)
+
+    def all(self) -> list[Slot]:
+        """Every slot (removed from the table: at the job's end)."""
+        with self._lock:
+            out = list(self._slots.values())
+            self._slots.clear()
+            return out
+
+    def live(self) -> int:
+        with self._lock:
+            return len(self._slots)
+
+
+def executor_info(executor_id: str, command: str, uris: Sequence[Mapping[str, Any]],
+                  job_id: str) -> dict[str, Any]:
+    """The slot's CUSTOM ExecutorInfo: the job's files are fetched once, for all its trials."""
+    return {
+        "executor_id": {"value": executor_id},
+        "type": "CUSTOM",
+        "name": f"DisAuto slot {executor_id}",
+        "command": {"value": command, "shell": True, "uris": [dict(u) for u in uris],
+                    "environment": {"variables": [{"name": "PYTHONUNBUFFERED", "value": "1"}]}},
+        "resources": executor_resources().to_json(),
+        "labels": {"labels": [{"key": "disauto.job", "value": job_id},
+                              {"key": "disauto.role", "value": "slot"}]},
+    }
+
+
+def as_slot_task(task: Mapping[str, Any], executor: Mapping[str, Any]) -> dict[str, Any]:
+    """A trial's command TaskInfo turned into a task of ``executor``: its command and
+    environment move into ``data`` (Mesos forbids a task with both a command and an
+    executor); its URIs are the executor's."""
+    out = {key: value for key, value in task.items() if key != "command"}
+    command = task["command"]
+    env = {v["name"]: v["value"] for v in command.get("environment", {}).get("variables", [])}
+    out["data"] = slots.task_data(str(command["value"]), env)
+    out["executor"] = dict(executor)
+    return out

@@ -1,0 +1,133 @@
+"""Whole jobs with warm slots (``--slot-mode warm``): trials as tasks of DisAuto executors."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+from pathlib import Path
+import re
+import signal
+import time
+from typing import Any
+
+import pytest
+
+from tests.e2e.conftest import DaCluster
+from tests.e2e.conftest import common_flags
+from tests.e2e.conftest import da_cluster  # noqa: F401 - a fixture
+from tests.e2e.test_bayesian import STEPPED_RUNNER
+
+
+pytestmark = pytest.mark.slow
+
+
+def slots_started(job_dir: Path) -> set[str]:
+    """The slot executors the job's framework started (its log says each)."""
+    text = (job_dir / "da-submit.log").read_text()
+    return set(re.findall(r"starting slot (\S+) on", text))
+
+
+def check_budget(results: dict[str, Any], budget: int) -> list[dict[str, Any]]:
+    """Exactly the budget, numbered 1..budget, no assignment twice; the trials by number."""
+    trials = sorted(results["trials"], key=lambda t: t["number"])
+    assert [t["number"] for t in trials] == list(range(1, budget + 1))
+    assignments = [json.dumps(t["assignment"], sort_keys=True) for t in trials]
+    assert len(set(assignments)) == budget
+    return trials
+
+
+def test_a_random_search_runs_its_trials_on_few_executors(submit: Any, workdir: Path) -> None:
+    job = submit(*common_flags(workdir, "--slot-mode", "warm", "--trail-steps", "12",
+                               "--parallelism", "3"), env={"RUNNER_SLEEP": "0.3"})
+    assert job.wait() == 0, job.output
+    results = job.results()
+    assert results["outcome"] == "BUDGET_SPENT", job.output
+    trials = check_budget(results, 12)
+    assert all(t["state"] == "COMPLETED" and t["objective"] is not None for t in trials)
+    started = slots_started(job.job_dir())
+    assert 1 <= len(started) <= 3, started
+    # Each trial's output was collected from its own folder of a slot's sandbox.
+    logs = job.job_dir() / "logs"
+    assert all((logs / f"trial-{n:04d}.stdout").exists() for n in range(1, 13))
+    assert json.loads((job.job_dir() / "results.json").read_text())["outcome"] == "BUDGET_SPENT"
+
+
+def test_a_bayesian_job_with_early_stopping_on_warm_slots(submit: Any, workdir: Path) -> None:
+    (workdir / "runner.py").write_text(STEPPED_RUNNER)
+    job = submit(*common_flags(workdir, "--slot-mode", "warm", "--tuning-type", "bayesian",
+                               "--trail-steps", "8", "--parallelism", "2", "--early-stopping",
+                               "median", "--early-stopping-setting", "n_startup_trials=2"))
+    assert job.wait() == 0, job.output
+    results = job.results()
+    assert results["outcome"] == "BUDGET_SPENT", job.output
+    trials = check_budget(results, 8)
+    states = {t["state"] for t in trials}
+    assert states <= {"COMPLETED", "PRUNED"} and "PRUNED" in states, job.output
+    # A pruned trial's task may still be exiting when the next trial is launched, so a third
+    # slot can start; never one per trial.
+    assert 1 <= len(slots_started(job.job_dir())) <= 4
+
+
+def test_a_grid_search_runs_exactly_the_cartesian_product_on_warm_slots(
+        submit: Any, workdir: Path) -> None:
+    (workdir / "grid.json").write_text(json.dumps({"parameters": [
+        {"name": "x", "type": "number", "value": [0.1, 0.3, 0.9]},
+        {"name": "n", "type": "number", "value": [0, 2]},
+    ]}))
+    flags = common_flags(workdir, "--slot-mode", "warm", "--tuning-type", "grid-search",
+                         "--trail-steps", "50", "--parallelism", "3")
+    flags[flags.index(str(workdir / "params.json"))] = str(workdir / "grid.json")
+    job = submit(*flags)
+    assert job.wait() == 0, job.output
+    results = job.results()
+    assert results["outcome"] == "SPACE_EXHAUSTED"
+    seen = sorted((t["assignment"]["x"], t["assignment"]["n"]) for t in results["trials"])
+    assert seen == sorted(itertools.product([0.1, 0.3, 0.9], [0, 2]))
+    assert 1 <= len(slots_started(job.job_dir())) <= 3
+
+
+def test_warm_slots_on_a_da_cluster(submit: Any, workdir: Path,
+                                    da_cluster: DaCluster) -> None:  # noqa: F811
+    address = da_cluster.start()
+    job = submit(*common_flags(workdir, "--slot-mode", "warm", "--trail-steps", "6",
+                               "--parallelism", "2", "--master", address))
+    assert job.wait() == 0, job.output
+    results = job.results()
+    assert results["outcome"] == "BUDGET_SPENT", job.output
+    trials = check_budget(results, 6)
+    assert all(t["state"] == "COMPLETED" for t in trials)
+    assert 1 <= len(slots_started(job.job_dir())) <= 2
+
+
+def _executor_of(pid: int) -> int | None:
+    """The DisAuto executor process above ``pid``."""
+    while pid > 1:
+        if b"disauto.executor" in Path(f"/proc/{pid}/cmdline").read_bytes():
+            return pid
+        pid = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+    return None
+
+
+def test_a_killed_slot_executor_has_its_trial_retried(submit: Any, workdir: Path) -> None:
+    from disauto.common.processes import with_environment
+
+    job = submit(*common_flags(workdir, "--slot-mode", "warm", "--trail-steps", "6",
+                               "--parallelism", "2"), env={"RUNNER_SLEEP": "3"})
+    deadline = time.monotonic() + 90
+    executor = None
+    while executor is None and time.monotonic() < deadline:
+        runners = [pid for pid in with_environment("DISAUTO_TRIAL_NUMBER", "2")
+                   if b"runner.py" in Path(f"/proc/{pid}/cmdline").read_bytes()]
+        executor = next((e for pid in runners if (e := _executor_of(pid))), None)
+        time.sleep(0.2)
+    assert executor is not None, job.output
+    os.kill(executor, signal.SIGKILL)
+    assert job.wait() == 0, job.output
+    results = job.results()
+    assert results["outcome"] == "BUDGET_SPENT", job.output
+    trials = check_budget(results, 6)
+    assert all(t["state"] == "COMPLETED" for t in trials), job.output
+    retried = trials[1]
+    assert retried["task_id"] == "trial-0002.1", retried  # launched again under a new id
+    assert len(slots_started(job.job_dir())) >= 3  # the dead slot was replaced

@@ -1,0 +1,140 @@
+"""The scheduler with warm slots (``--slot-mode warm``): trials as tasks of slot executors."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from disauto.common import slots
+from disauto.framework.job import JobController
+from disauto.framework.policies import FifoPolicy
+from disauto.framework.sandbox_logs import SandboxLogs
+from disauto.framework.scheduler import JobScheduler
+from disauto.framework.slots import SlotTable
+from disauto.framework.store import JobStore
+from tests.framework.test_scheduler import URIS
+from tests.framework.test_scheduler import RecordingDriver
+from tests.framework.test_scheduler import Setup
+from tests.inprocess import JOB_TOKEN
+from tests.inprocess import job_config
+from tests.inprocess import task_status
+
+
+pytestmark = pytest.mark.integration  # the shared fixtures open a store
+
+
+class SlotDriver(RecordingDriver):
+    def _send(self, body: dict[str, Any]) -> None:
+        self.calls.append(("send", body))
+
+
+class WarmSetup(Setup):
+    def __init__(self, job_dir: Path) -> None:  # noqa: D107 - a Setup with slots
+        self.store = JobStore(job_dir / "job.db")
+        self.driver = SlotDriver()
+        self.controller = JobController(job_config(max_trials=10, parallelism=2), self.store,
+                                        JOB_TOKEN, on_pending=lambda: self.scheduler.wake())
+        self.slots = SlotTable("job-test", idle_seconds=0.0)
+        self.scheduler = JobScheduler(self.controller, FifoPolicy(decline_seconds=5.0),
+                                      "10.0.0.1:5000", uris=URIS, logs=SandboxLogs(),
+                                      slots=self.slots, executor_command="run-executor")
+        self.scheduler.registered(self.driver, {"value": "F-1"},
+                                  {"hostname": "master", "port": 5050})
+        self.scheduler.resourceOffers(self.driver, [self.offer("O0")])  # AppCore
+        self.controller.attach_appcore("h:1")
+        self.driver.clear()
+
+
+@pytest.fixture
+def warm(tmp_path: Path) -> Iterator[WarmSetup]:
+    made = WarmSetup(tmp_path)
+    yield made
+    made.store.close()
+
+
+def test_trials_run_on_slots_that_are_reused(warm: WarmSetup) -> None:
+    warm.submit(1)
+    warm.submit(2)
+    warm.scheduler.resourceOffers(warm.driver, [warm.offer("O1")])
+    first, second = warm.driver.launched()
+    assert "command" not in first
+    assert first["executor"]["executor_id"] == {"value": "job-test-slot-0"}
+    assert second["executor"]["executor_id"] == {"value": "job-test-slot-1"}
+    assert first["executor"]["command"] == {
+        "value": "run-executor", "shell": True, "uris": URIS,
+        "environment": {"variables": [{"name": "PYTHONUNBUFFERED", "value": "1"}]}}
+    command, env = slots.read_task_data(first["data"])
+    assert command == warm.controller.config.launch_cmd and env["DISAUTO_TRIAL_NUMBER"] == "1"
+    warm.scheduler.statusUpdate(warm.driver, task_status("trial-0001", "TASK_FINISHED"))
+    warm.submit(3)
+    warm.driver.clear()
+    warm.scheduler.resourceOffers(warm.driver, [warm.offer("O2")])
+    (third,) = warm.driver.launched()
+    assert third["executor"] == first["executor"]  # the same slot, the same ExecutorInfo
+
+
+def test_offers_of_agents_with_a_free_slot_are_used_first(warm: WarmSetup) -> None:
+    warm.submit(1)
+    warm.scheduler.resourceOffers(warm.driver, [warm.offer("O1", agent="S2")])
+    warm.scheduler.statusUpdate(warm.driver, task_status("trial-0001", "TASK_FINISHED",
+                                                         agent_id="S2"))
+    warm.submit(2)
+    warm.driver.clear()
+    warm.scheduler.resourceOffers(warm.driver, [warm.offer("O2", agent="S1"),
+                                                warm.offer("O3", agent="S2")])
+    (task,) = warm.driver.launched()
+    assert task["agent_id"] == {"value": "S2"}
+    assert task["executor"]["executor_id"] == {"value": "job-test-slot-0"}
+    assert warm.slots.live() == 1
+
+
+def test_no_room_for_an_executor_runs_a_command_task(warm: WarmSetup) -> None:
+    warm.submit(1)
+    runner = warm.controller.config.runner
+    warm.scheduler.resourceOffers(warm.driver, [warm.offer("O1", cpus=runner.cpus,
+                                                           mem=runner.mem_mb)])
+    (task,) = warm.driver.launched()
+    assert "command" in task and "executor" not in task
+    assert warm.slots.live() == 0
+
+
+def test_a_dead_slot_requeues_its_trial_and_idle_slots_are_shut_down(warm: WarmSetup) -> None:
+    warm.submit(1)
+    warm.scheduler.resourceOffers(warm.driver, [warm.offer("O1")])
+    lost = task_status("trial-0001", "TASK_FAILED", agent_id="S1")
+    lost.update(reason="REASON_EXECUTOR_TERMINATED", message="Executor terminated")
+    warm.scheduler.statusUpdate(warm.driver, lost)
+    (trial,) = warm.controller.trials()
+    assert trial.state == "PENDING" and trial.retries == 1
+    assert warm.slots.live() == 0
+    warm.scheduler.resourceOffers(warm.driver, [warm.offer("O2")])
+    assert warm.driver.launched()[-1]["executor"]["executor_id"]["value"] == "job-test-slot-1"
+    warm.scheduler.statusUpdate(warm.driver, task_status("trial-0001.1", "TASK_FINISHED"))
+    warm.scheduler.reap_idle_slots()
+    (shutdown,) = [body for kind, body in warm.driver.calls if kind == "send"]
+    assert shutdown == {"type": "SHUTDOWN", "framework_id": {"value": "F-1"},
+                        "shutdown": {"executor_id": {"value": "job-test-slot-1"},
+                                     "agent_id": {"value": "S1"}}}
+
+
+def test_a_resumed_framework_knows_a_slot_task_by_its_executor(tmp_path: Path) -> None:
+    plain = Setup(tmp_path, max_trials=10, parallelism=2)  # no slot table: as after a resume
+    plain.scheduler.resourceOffers(plain.driver, [plain.offer("O0")])
+    plain.controller.attach_appcore("h:1")
+    plain.submit(1)
+    plain.scheduler.resourceOffers(plain.driver, [plain.offer("O1")])
+    lost = task_status("trial-0001", "TASK_FAILED", reason="REASON_EXECUTOR_TERMINATED",
+                       message="Executor terminated", source="SOURCE_AGENT")
+    own = dict(lost, executor_id={"value": "trial-0001"})  # a command task's own executor
+    plain.scheduler.statusUpdate(plain.driver, dict(lost, executor_id={"value": "j-slot-3"}))
+    (trial,) = plain.controller.trials()
+    assert trial.state == "PENDING" and trial.retries == 1
+    plain.scheduler.resourceOffers(plain.driver, [plain.offer("O2")])
+    plain.scheduler.statusUpdate(plain.driver, dict(own, task_id={"value": "trial-0001.1"},
+                                                    executor_id={"value": "trial-0001.1"}))
+    (trial,) = plain.controller.trials()
+    assert trial.state == "FAILED"  # a command task's executor dying is its script's failure
+    plain.store.close()
