@@ -225,12 +225,19 @@ def test_agent_still_serves_executors_after_the_fuzz(setup: Setup) -> None:
     executor still runs a task end to end."""
     for event in setup.executor.events:
         assert check_executor_event(event) == []
+    def scalar(offer: dict[str, Any], name: str) -> float:
+        return sum(r.get("scalar", {}).get("value", 0.0) for r in offer["resources"]
+                   if r["name"] == name)
+
     def outstanding() -> list[dict[str, Any]]:
+        # An offer still live that holds the task and its executor (0.2 cpus, 64 MB): what
+        # the fuzz left offered may be a fragment too small for them.
         with setup.cluster.master.lock:
             live = set(setup.cluster.master.offers)
-        return [o for o in setup.raw.offers() if o["id"]["value"] in live]
+        return [o for o in setup.raw.offers() if o["id"]["value"] in live
+                and scalar(o, "cpus") >= 0.2 and scalar(o, "mem") >= 64]
 
-    offer = wait_until(outstanding, timeout=10)[-1]
+    offer = wait_until(outstanding, timeout=30)[-1]
     assert setup.raw.launch(offer, [executor_task(offer, "after-fuzz")]) == 202
     # A loaded machine starts a Python executor slowly: a minute, not 20 s.
     setup.raw.wait_event(
