@@ -183,6 +183,21 @@ def _json(value: Any, jsonp: str | None = None) -> Response:
     return Response(200, data.encode("utf-8"), {"Content-Type": APPLICATION_JSON})
 
 
+def _refuse_unless_json_post(request: Request) -> Response | None:
+    """Mesos' first checks of a v1 API call (scheduler, executor): 405 unless POST, 400 without a
+    ``Content-Type``, 415 unless JSON (this master speaks JSON only); None when it passes."""
+    if request.method != "POST":
+        return _text(
+            405, f"Expecting one of {{ 'POST' }}, but received '{request.method}'", Allow="POST"
+        )
+    content_type = request.header("content-type")
+    if content_type is None:
+        return _text(400, "Expecting 'Content-Type' to be present")
+    if content_type.strip() != APPLICATION_JSON:
+        return _text(415, JSON_ONLY_CONTENT_TYPE)
+    return None
+
+
 def accepts_json(accept: str | None) -> bool:
     """libprocess ``Request::acceptsMediaType("application/json")``: an absent or empty
     ``Accept`` accepts everything; otherwise a media range matching it with q > 0 is needed."""
@@ -704,17 +719,9 @@ class HttpServer:
         principal, refusal = self._authenticate(request)
         if refusal is not None:
             return refusal
-        if request.method != "POST":
-            return _text(
-                405,
-                f"Expecting one of {{ 'POST' }}, but received '{request.method}'",
-                Allow="POST",
-            )
-        content_type = request.header("content-type")
-        if content_type is None:
-            return _text(400, "Expecting 'Content-Type' to be present")
-        if content_type.strip() != APPLICATION_JSON:
-            return _text(415, JSON_ONLY_CONTENT_TYPE)
+        refused = _refuse_unless_json_post(request)
+        if refused is not None:
+            return refused
         try:
             call = parse_call(request.body, principal)
         except CallError as exc:
@@ -749,17 +756,9 @@ class HttpServer:
         agents = self.master.agent_list()
         if index is not None and not 1 <= index <= len(agents):
             return _text(404)
-        if request.method != "POST":
-            return _text(
-                405,
-                f"Expecting one of {{ 'POST' }}, but received '{request.method}'",
-                Allow="POST",
-            )
-        content_type = request.header("content-type")
-        if content_type is None:
-            return _text(400, "Expecting 'Content-Type' to be present")
-        if content_type.strip() != APPLICATION_JSON:
-            return _text(415, JSON_ONLY_CONTENT_TYPE)
+        refused = _refuse_unless_json_post(request)
+        if refused is not None:
+            return refused
         try:
             call = executor_api.parse_call(request.body)
         except CallError as exc:
