@@ -364,7 +364,36 @@ def offered(offer: dict[str, Any], name: str) -> float:
 # -- a raw HTTP scheduler ---------------------------------------------------------------------
 
 
-class RawFramework:
+class EventWaiting:
+    """Waiting on a list of events that a reader thread appends to (``events``, under
+    ``_cond``): what the raw framework and the raw executor share."""
+
+    events: list[dict[str, Any]]
+    _cond: threading.Condition
+
+    def wait_event(
+        self, predicate: Callable[[dict[str, Any]], bool], timeout: float = 10.0, start: int = 0
+    ) -> dict[str, Any]:
+        """The first event (from index ``start``) matching ``predicate``; waits for it."""
+        deadline = time.monotonic() + timeout
+        with self._cond:
+            while True:
+                for event in self.events[start:]:
+                    if predicate(event):
+                        return event
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    raise AssertionError(
+                        f"no matching event in {timeout}s; got {[e['type'] for e in self.events]}"
+                    )
+                self._cond.wait(remaining)
+
+    def of_type(self, kind: str) -> list[dict[str, Any]]:
+        with self._cond:
+            return [e for e in self.events if e["type"] == kind]
+
+
+class RawFramework(EventWaiting):
     """A v1 scheduler built on ``http.client`` only.
 
     :meth:`subscribe` opens the event stream and reads it on a thread; :meth:`call` sends calls
@@ -457,27 +486,6 @@ class RawFramework:
             self.ended.set()
             with self._cond:
                 self._cond.notify_all()
-
-    def wait_event(
-        self, predicate: Callable[[dict[str, Any]], bool], timeout: float = 10.0, start: int = 0
-    ) -> dict[str, Any]:
-        """The first event (from index ``start``) matching ``predicate``; waits for it."""
-        deadline = time.monotonic() + timeout
-        with self._cond:
-            while True:
-                for event in self.events[start:]:
-                    if predicate(event):
-                        return event
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    raise AssertionError(
-                        f"no matching event in {timeout}s; got {[e['type'] for e in self.events]}"
-                    )
-                self._cond.wait(remaining)
-
-    def of_type(self, kind: str) -> list[dict[str, Any]]:
-        with self._cond:
-            return [e for e in self.events if e["type"] == kind]
 
     def offers(self, start: int = 0) -> list[dict[str, Any]]:
         with self._cond:

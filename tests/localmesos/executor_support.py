@@ -10,7 +10,6 @@ converted with the master's schema (:func:`localmesos.validation.convert`) and m
 from __future__ import annotations
 
 import base64
-from collections.abc import Callable
 import contextlib
 import http.client
 import json
@@ -19,11 +18,11 @@ from pathlib import Path
 import socket
 import sys
 import threading
-import time
 from typing import Any
 
 from disauto.localmesos import executor_api
 from disauto.localmesos import validation
+from tests.localmesos.cluster_support import EventWaiting
 from tests.localmesos.cluster_support import command_task
 from tests.localmesos.cluster_support import scalar
 
@@ -156,7 +155,7 @@ def pid_alive(pid: int) -> bool:
     return True
 
 
-class RawExecutor:
+class RawExecutor(EventWaiting):
     """An executor written with ``http.client`` only: it subscribes on behalf of an executor
     the agent launched (whose own program never subscribes) and records its events."""
 
@@ -225,25 +224,6 @@ class RawExecutor:
             self.ended.set()
             with self._cond:
                 self._cond.notify_all()
-
-    def wait_event(self, predicate: Callable[[dict[str, Any]], bool],
-                   timeout: float = 10.0) -> dict[str, Any]:
-        deadline = time.monotonic() + timeout
-        with self._cond:
-            while True:
-                for event in self.events:
-                    if predicate(event):
-                        return event
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    raise AssertionError(
-                        f"no matching event in {timeout}s; got {[e['type'] for e in self.events]}"
-                    )
-                self._cond.wait(remaining)
-
-    def of_type(self, kind: str) -> list[dict[str, Any]]:
-        with self._cond:
-            return [e for e in self.events if e["type"] == kind]
 
     def update(self, task_id: str, state: str, uuid_b64: str, **status: Any) -> int:
         status.update(task_id={"value": task_id}, state=state, uuid=uuid_b64,
