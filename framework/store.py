@@ -22,6 +22,9 @@ import threading
 import time
 from typing import Any
 
+from disauto.common.telemetry import USAGE_COLUMNS
+from disauto.common.telemetry import Sample
+from disauto.common.telemetry import TrialUsage
 from disauto.common.trial_state import TrialState
 
 
@@ -79,6 +82,15 @@ CREATE TABLE IF NOT EXISTS appcore_runs (
     launched_at REAL NOT NULL,
     ended_at REAL
 );
+CREATE TABLE IF NOT EXISTS telemetry (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    data_name TEXT NOT NULL,
+    node TEXT NOT NULL,
+    trial INTEGER,
+    time REAL NOT NULL,
+    value REAL NOT NULL
+);
+CREATE INDEX IF NOT EXISTS telemetry_by_name ON telemetry(data_name, node, trial);
 CREATE INDEX IF NOT EXISTS reports_by_trial ON reports(trial_number);
 CREATE INDEX IF NOT EXISTS updates_by_task ON task_updates(task_id);
 """
@@ -105,6 +117,8 @@ class TrialRow:
     created_at: float = 0.0
     started_at: float | None = None
     ended_at: float | None = None
+    usage: TrialUsage = field(default_factory=TrialUsage)
+    """What the trial's task was measured to use (``common/telemetry.py``)."""
 
     @property
     def terminal(self) -> bool:
@@ -278,6 +292,45 @@ class JobStore:
         with self._lock:
             return list(self._db.execute(query + " ORDER BY id", params).fetchall())
 
+    # -- telemetry -----------------------------------------------------------------------------
+
+    def add_samples(self, samples: Sequence[Sample]) -> None:
+        """Record measured or derived samples, in one transaction."""
+        if not samples:
+            return
+        with self._tx() as db:
+            db.executemany(
+                "INSERT INTO telemetry(data_name, node, trial, time, value) VALUES(?, ?, ?, ?, ?)",
+                [(s.data_name, s.node, s.trial, s.time, s.value) for s in samples],
+            )
+
+    def samples(self, data_name: str | None = None, node: str | None = None,
+                trial: int | None = None, since: float | None = None) -> list[Sample]:
+        """The samples recorded, oldest first, narrowed by any of name, node, trial and time."""
+        clauses: list[str] = []
+        params: list[Any] = []
+        for column, value in (("data_name", data_name), ("node", node), ("trial", trial)):
+            if value is not None:
+                clauses.append(f"{column} = ?")
+                params.append(value)
+        if since is not None:
+            clauses.append("time >= ?")
+            params.append(since)
+        query = "SELECT data_name, node, trial, time, value FROM telemetry"
+        if clauses:
+            query += " WHERE " + " AND ".join(clauses)
+        with self._lock:
+            rows = self._db.execute(query + " ORDER BY time, id", params).fetchall()
+        return [Sample(data_name=r[0], node=r[1], trial=r[2], time=r[3], value=r[4])
+                for r in rows]
+
+    def set_trial_usage(self, number: int, usage: TrialUsage) -> None:
+        """Keep a trial's measured usage with it (replacing what was there)."""
+        columns = usage.as_columns()
+        with self._tx() as db:
+            db.execute(f"UPDATE trials SET {', '.join(f'{c} = ?' for c in columns)} "
+                       "WHERE number = ?", (*columns.values(), number))
+
     def add_task_update(self, status: Mapping[str, Any]) -> None:
         """Record a Mesos TaskStatus (JSON form) as received."""
         with self._tx() as db:
@@ -344,11 +397,13 @@ def _trial_from_row(row: dict[str, Any]) -> TrialRow:
         created_at=float(row["created_at"]),
         started_at=row["started_at"],
         ended_at=row["ended_at"],
+        usage=TrialUsage(**{name: row.get(name) for name in USAGE_COLUMNS}),
     )
 
 
 # Columns added after a job store's first version: (table, column, definition).
-_ADDED_COLUMNS = (("trials", "retries", "INTEGER NOT NULL DEFAULT 0"),)
+_ADDED_COLUMNS = (("trials", "retries", "INTEGER NOT NULL DEFAULT 0"),
+                  *(("trials", name, "REAL") for name in USAGE_COLUMNS))
 
 
 def _add_missing_columns(db: sqlite3.Connection) -> None:

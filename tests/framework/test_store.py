@@ -9,6 +9,9 @@ import threading
 
 import pytest
 
+from disauto.common import telemetry
+from disauto.common.telemetry import Sample
+from disauto.common.telemetry import TrialUsage
 from disauto.framework.store import SCHEMA_VERSION
 from disauto.framework.store import JobStore
 from disauto.framework.store import StoreError
@@ -187,3 +190,50 @@ def test_the_record_is_private_to_its_user(tmp_path: Path) -> None:
                 assert (tmp_path / name).stat().st_mode & 0o077 == 0, name
     finally:
         store.close()
+
+
+def test_samples_are_kept_and_narrowed_by_name_node_trial_and_time(store: JobStore,
+                                                                   db_path: Path) -> None:
+    store.add_trial(0, {"x": 1}, priority=0)
+    samples = [Sample(telemetry.MEM_RSS, "agent-1", 10.0, 1e6, trial=0),
+               Sample(telemetry.MEM_RSS, "agent-1", 11.0, 2e6, trial=0),
+               Sample(telemetry.CPUS_USER_TIME, "agent-1", 11.0, 0.5, trial=0),
+               Sample(telemetry.AGENT_CPU_UTILIZATION, "agent-2", 11.5, 0.25)]
+    store.add_samples(samples)
+    store.add_samples([])
+    assert store.samples() == samples[:2] + [samples[2], samples[3]]
+    assert store.samples(data_name=telemetry.MEM_RSS) == samples[:2]
+    assert store.samples(node="agent-2") == [samples[3]]
+    assert store.samples(trial=0, since=11.0) == samples[1:3]
+    store.close()
+    assert JobStore(db_path).samples(data_name=telemetry.MEM_RSS, trial=0) == samples[:2]
+
+
+def test_a_trials_usage_is_kept_with_it_and_unmeasured_is_none(store: JobStore) -> None:
+    store.add_trial(0, {"x": 1}, priority=0)
+    store.add_trial(1, {"x": 2}, priority=0)
+    usage = TrialUsage(peak_rss_bytes=3e8, mean_rss_bytes=2e8, cpu_seconds=4.5)
+    store.set_trial_usage(0, usage)
+    first, second = store.trials()
+    assert first.usage == usage
+    assert first.usage.mean_gpu_utilization is None
+    assert second.usage == TrialUsage()
+
+
+def test_an_older_store_gains_the_usage_columns(db_path: Path) -> None:
+    db_path.parent.mkdir(parents=True)
+    db = sqlite3.connect(str(db_path))
+    db.execute("CREATE TABLE trials (number INTEGER PRIMARY KEY, assignment TEXT NOT NULL, "
+               "state TEXT NOT NULL, priority INTEGER NOT NULL DEFAULT 0, "
+               "task_id TEXT NOT NULL DEFAULT '', agent_id TEXT NOT NULL DEFAULT '', "
+               "objective REAL, metrics TEXT NOT NULL DEFAULT '{}', "
+               "message TEXT NOT NULL DEFAULT '', training_seconds REAL NOT NULL DEFAULT 0, "
+               "final_reported INTEGER NOT NULL DEFAULT 0, created_at REAL NOT NULL, "
+               "started_at REAL, ended_at REAL)")
+    db.execute("INSERT INTO trials(number, assignment, state, created_at) "
+               "VALUES(0, '{}', 'COMPLETED', 1.0)")
+    db.commit()
+    db.close()
+    (row,) = JobStore(db_path).trials()
+    assert row.retries == 0
+    assert row.usage == TrialUsage()
