@@ -97,6 +97,19 @@ def _reset_for_tests() -> None:
         _trial = None
 
 
+def _after_fork_in_child() -> None:
+    """A process forked from one that imported the SDK (a warm slot's pre-imported
+    interpreter, ``--slot-preload``) is a new trial: its clock starts now and it reads its own
+    environment. The parent's connection, if any, is left to the parent."""
+    global _START, _trial, _trial_lock
+    _START = time.monotonic()
+    _trial = None
+    _trial_lock = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
 def _parse_params(text: str) -> dict[str, Any]:
     if not text.strip():
         return {}

@@ -12,7 +12,12 @@ from __future__ import annotations
 
 import base64
 from collections.abc import Mapping
+from collections.abc import Sequence
+from dataclasses import dataclass
 import json
+
+from disauto.common.python_command import NotAPythonCommandError
+from disauto.common.python_command import PythonCommand
 
 
 EXECUTOR_MODULE = "disauto.executor"
@@ -44,20 +49,72 @@ def task_sandbox(task_id: str) -> str:
     return f"{TASKS_DIR}/{task_id}"
 
 
-def task_data(command: str, environment: Mapping[str, str]) -> str:
-    """``TaskInfo.data`` of a slot task: the shell command and its environment."""
-    body = json.dumps({"command": command, "environment": dict(environment)}, sort_keys=True)
-    return base64.b64encode(body.encode()).decode()
+@dataclass(frozen=True)
+class Preload:
+    """``da-submit --slot-preload``: run the trial by forking the slot's interpreter that has
+    imported ``modules``, instead of ``/bin/sh -c`` (``executor/forkserver.py``)."""
+
+    program: PythonCommand
+    """The launch command as one Python program (``common/python_command.py``)."""
+    modules: tuple[str, ...]
 
 
-def read_task_data(data: str) -> tuple[str, dict[str, str]]:
-    """(command, environment) of a slot task's ``data``."""
+@dataclass(frozen=True)
+class SlotTask:
+    """What a slot task's ``data`` carries."""
+
+    command: str
+    environment: dict[str, str]
+    preload: Preload | None = None
+
+
+def task_data(command: str, environment: Mapping[str, str],
+              preload: Preload | None = None) -> str:
+    """``TaskInfo.data`` of a slot task: the shell command, its environment and, with
+    ``--slot-preload``, the program and the modules the slot's interpreter imports."""
+    body: dict[str, object] = {"command": command, "environment": dict(environment)}
+    if preload is not None:
+        body["preload"] = {"program": preload.program.to_json(),
+                           "modules": list(preload.modules)}
+    return base64.b64encode(json.dumps(body, sort_keys=True).encode()).decode()
+
+
+def read_slot_task(data: str) -> SlotTask:
+    """The slot task a task's ``data`` describes."""
     try:
         body = json.loads(base64.b64decode(data, validate=True))
         command = body["command"]
         environment = body.get("environment", {})
-    except (ValueError, TypeError, KeyError) as err:
+        preload = body.get("preload")
+    except (ValueError, TypeError, KeyError, AttributeError) as err:
         raise TaskDataError(f"the task's data is not a DisAuto slot task ({err})") from None
     if not isinstance(command, str) or not command or not isinstance(environment, dict):
         raise TaskDataError("the task's data names no command")
-    return command, {str(k): str(v) for k, v in environment.items()}
+    return SlotTask(command, {str(k): str(v) for k, v in environment.items()},
+                    _read_preload(preload) if preload is not None else None)
+
+
+def _read_preload(body: object) -> Preload:
+    if not isinstance(body, dict) or not isinstance(body.get("modules", []), list):
+        raise TaskDataError("the task's preload is not an object with a list of modules")
+    try:
+        program = PythonCommand.from_json(body.get("program"))
+    except NotAPythonCommandError as err:
+        raise TaskDataError(f"the task's preload program is not one: {err}") from None
+    return Preload(program, tuple(str(m) for m in body.get("modules", [])))
+
+
+def read_task_data(data: str) -> tuple[str, dict[str, str]]:
+    """(command, environment) of a slot task's ``data``."""
+    task = read_slot_task(data)
+    return task.command, task.environment
+
+
+def preload_modules(declared: Sequence[str]) -> tuple[str, ...]:
+    """The modules a slot's interpreter imports: the SDK (whose gRPC import is most of a small
+    trial's start) and then the user's, each once, in order."""
+    out: list[str] = []
+    for name in ("apprunner_sdk", *declared):
+        if name not in out:
+            out.append(name)
+    return tuple(out)

@@ -36,7 +36,7 @@ def _find_prctl() -> Any:
 _PRCTL = _find_prctl()
 
 
-def _die_with_parent() -> None:
+def die_with_parent() -> None:
     """In the child before exec: SIGKILL when the executor's thread that forked it dies."""
     if _PRCTL is not None:
         _PRCTL(_PR_SET_PDEATHSIG, signal.SIGKILL)
@@ -53,33 +53,30 @@ def describe_exit(returncode: int) -> str:
     return f"Command exited with status {returncode}"
 
 
-class TaskProcess:
-    """The running command of one task.
+class GroupProcess:
+    """A task's process that leads its own process group: how it is waited for differs (a
+    child of the executor, or of the slot's pre-imported interpreter), how it is killed not.
 
     Args:
-        command: the shell command.
-        env: its whole environment.
-        sandbox: its working directory, where ``stdout`` and ``stderr`` are written.
+        pid: the process (and its group's) id.
+        sandbox: its working directory.
     """
 
-    def __init__(self, command: str, env: dict[str, str], sandbox: Path) -> None:
+    def __init__(self, pid: int, sandbox: Path) -> None:
+        self.pid = pid
         self.sandbox = sandbox
         self.killed = threading.Event()
-        with open(sandbox / "stdout", "ab") as out, open(sandbox / "stderr", "ab") as err:
-            # The preexec hook only calls prctl (no locks, no allocation worth fearing).
-            self._popen = subprocess.Popen(  # noqa: S603 - the user's own launch command
-                ["/bin/sh", "-c", command], cwd=sandbox, env=env, stdin=subprocess.DEVNULL,
-                stdout=out, stderr=err, start_new_session=True,
-                preexec_fn=_die_with_parent,  # noqa: PLW1509 - see above
-            )
-        self.pid = self._popen.pid
 
-    def wait(self) -> int:
-        """Wait for the command; its return code (negative: the signal that ended it)."""
-        return self._popen.wait()
+    def wait(self, timeout: float | None = None) -> int:
+        """Wait for the command; its return code (negative: the signal that ended it).
+        Raises ``TimeoutError`` after ``timeout`` seconds."""
+        raise NotImplementedError
 
     def poll(self) -> int | None:
-        return self._popen.poll()
+        try:
+            return self.wait(timeout=0)
+        except TimeoutError:
+            return None
 
     def kill(self, grace: float) -> None:
         """SIGTERM the process group, then SIGKILL it after ``grace`` seconds (at once when the
@@ -87,8 +84,8 @@ class TaskProcess:
         self.killed.set()
         self._signal(signal.SIGTERM)
         try:
-            self._popen.wait(timeout=max(grace, 0.0))
-        except subprocess.TimeoutExpired:
+            self.wait(timeout=max(grace, 0.0))
+        except TimeoutError:
             pass
         self._signal(signal.SIGKILL)
 
@@ -97,3 +94,29 @@ class TaskProcess:
             os.killpg(self.pid, signum)
         except (ProcessLookupError, PermissionError):
             pass
+
+
+class TaskProcess(GroupProcess):
+    """The running command of one task, ``/bin/sh -c`` as a child of the executor.
+
+    Args:
+        command: the shell command.
+        env: its whole environment.
+        sandbox: its working directory, where ``stdout`` and ``stderr`` are written.
+    """
+
+    def __init__(self, command: str, env: dict[str, str], sandbox: Path) -> None:
+        with open(sandbox / "stdout", "ab") as out, open(sandbox / "stderr", "ab") as err:
+            # The preexec hook only calls prctl (no locks, no allocation worth fearing).
+            self._popen = subprocess.Popen(  # noqa: S603 - the user's own launch command
+                ["/bin/sh", "-c", command], cwd=sandbox, env=env, stdin=subprocess.DEVNULL,
+                stdout=out, stderr=err, start_new_session=True,
+                preexec_fn=die_with_parent,  # noqa: PLW1509 - see above
+            )
+        super().__init__(self._popen.pid, sandbox)
+
+    def wait(self, timeout: float | None = None) -> int:
+        try:
+            return self._popen.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            raise TimeoutError(f"process {self.pid} still runs") from None

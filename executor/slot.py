@@ -25,6 +25,10 @@ from typing import Any
 from pymesos import Executor
 
 from disauto.common import slots
+from disauto.executor.forkserver import ZYGOTE_LOG
+from disauto.executor.forkserver import ForkServer
+from disauto.executor.forkserver import ForkServerError
+from disauto.executor.process import GroupProcess
 from disauto.executor.process import TaskProcess
 from disauto.executor.process import describe_exit
 
@@ -36,7 +40,7 @@ SHUTDOWN_GRACE_SHARE = 0.5
 (the rest is for reporting them before the agent kills the executor)."""
 ENDED_KEPT = 1024
 """Ended task ids remembered: a slot's memory stays flat however many trials it runs."""
-OWN_FILES = frozenset({"stdout", "stderr", slots.TASKS_DIR})
+OWN_FILES = frozenset({"stdout", "stderr", slots.TASKS_DIR, ZYGOTE_LOG})
 
 
 def _grace_of(task: Mapping[str, Any]) -> float:
@@ -56,7 +60,10 @@ class SlotExecutor(Executor):  # type: ignore[misc]  # pymesos is untyped
         self.sandbox = sandbox
         self.shutdown_grace = shutdown_grace
         self._lock = threading.Lock()
-        self._tasks: dict[str, tuple[TaskProcess, float]] = {}
+        self._tasks: dict[str, tuple[GroupProcess, float]] = {}
+        self._forkserver: ForkServer | None = None
+        """The slot's pre-imported interpreter (``--slot-preload``), started by its first
+        trial that asks for one."""
         self._ended: OrderedDict[str, None] = OrderedDict()
         """The latest ended tasks (at most :data:`ENDED_KEPT`), so a late KILL is ignored."""
         self.launched = 0
@@ -71,12 +78,14 @@ class SlotExecutor(Executor):  # type: ignore[misc]  # pymesos is untyped
         # with the thread that forked it (PR_SET_PDEATHSIG), so it must not be a short one.
         task_id = str(task["task_id"]["value"])
         try:
-            command, environment = slots.read_task_data(str(task.get("data") or ""))
+            slot_task = slots.read_slot_task(str(task.get("data") or ""))
             sandbox = self._task_sandbox(task_id)
             self._update(driver, task_id, "TASK_STARTING")
-            process = TaskProcess(command, self._environment(task_id, sandbox, environment),
-                                  sandbox)
-        except (slots.TaskDataError, OSError) as err:
+            env = self._environment(task_id, sandbox, slot_task.environment)
+            process = (self._fork(slot_task.preload, env, sandbox)
+                       if slot_task.preload is not None
+                       else TaskProcess(slot_task.command, env, sandbox))
+        except (slots.TaskDataError, ForkServerError, OSError) as err:
             logger.warning("task %s cannot start: %s", task_id, err)
             self._update(driver, task_id, "TASK_FAILED", message=f"cannot start: {err}")
             return
@@ -87,6 +96,19 @@ class SlotExecutor(Executor):  # type: ignore[misc]  # pymesos is untyped
         self._update(driver, task_id, "TASK_RUNNING")
         threading.Thread(target=self._reap, args=(driver, task_id, process),
                          name=f"reap-{task_id}", daemon=True).start()
+
+    def _fork(self, preload: slots.Preload, env: dict[str, str],
+              sandbox: Path) -> GroupProcess:
+        """The trial forked from the slot's pre-imported interpreter (started, or started
+        again after it ended, here)."""
+        program = preload.program
+        server = self._forkserver
+        if server is None or not server.alive or \
+                server.key != (program.python, program.options, preload.modules):
+            if server is not None:
+                server.close()
+            server = self._forkserver = ForkServer(program, preload.modules, env, self.sandbox)
+        return server.launch(program.target, program.is_module, program.args, env, sandbox)
 
     def _task_sandbox(self, task_id: str) -> Path:
         sandbox = self.sandbox / slots.task_sandbox(task_id)
@@ -110,7 +132,7 @@ class SlotExecutor(Executor):  # type: ignore[misc]  # pymesos is untyped
         env.update(extra)
         return env
 
-    def _reap(self, driver: Any, task_id: str, process: TaskProcess) -> None:
+    def _reap(self, driver: Any, task_id: str, process: GroupProcess) -> None:
         returncode = process.wait()
         with self._lock:
             self._tasks.pop(task_id, None)
@@ -162,6 +184,8 @@ class SlotExecutor(Executor):  # type: ignore[misc]  # pymesos is untyped
                     if task_id not in self._tasks:
                         break
                 threading.Event().wait(0.01)
+        if self._forkserver is not None:
+            self._forkserver.close()
 
     def frameworkMessage(self, driver: Any, message: Any) -> None:  # noqa: N802 - pymesos API
         logger.info("framework message ignored (%d bytes)", len(str(message)))

@@ -1,0 +1,198 @@
+"""The executor's side of a slot's pre-imported interpreter (``--slot-preload``).
+
+:class:`ForkServer` starts ``executor/zygote.py`` under the launch command's Python with the
+first trial's environment; the zygote imports the declared modules once and forks one child per
+trial. Each trial is a :class:`ForkedProcess`: its own session and process group (killed as a
+``/bin/sh -c`` task is), its exit reported by the zygote, which is its parent. The zygote gets
+SIGKILL when the executor's thread that started it dies, and its children when it dies, so a
+slot killed with ``kill -9`` leaves no trial behind.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+import json
+import logging
+from pathlib import Path
+import socket
+import subprocess
+import threading
+from typing import Any
+
+from disauto.common.python_command import PythonCommand
+from disauto.executor.process import GroupProcess
+from disauto.executor.process import die_with_parent
+
+
+logger = logging.getLogger("disauto.executor")
+
+ZYGOTE = Path(__file__).with_name("zygote.py")
+READY_TIMEOUT = 300.0
+"""Seconds the interpreter may take to import the declared modules (TensorFlow takes many)."""
+FORK_TIMEOUT = 30.0
+ZYGOTE_LOG = "zygote.log"
+"""The interpreter's own output, in the slot's sandbox."""
+
+
+class ForkServerError(RuntimeError):
+    """The pre-imported interpreter cannot start or fork (the message says why)."""
+
+
+class ForkedProcess(GroupProcess):
+    """One trial forked by the zygote: waited for through the zygote's reports."""
+
+    def __init__(self, pid: int, sandbox: Path) -> None:
+        super().__init__(pid, sandbox)
+        self._ended = threading.Event()
+        self._returncode = 0
+
+    def ended(self, returncode: int) -> None:
+        self._returncode = returncode
+        self._ended.set()
+
+    def wait(self, timeout: float | None = None) -> int:
+        if not self._ended.wait(timeout):
+            raise TimeoutError(f"process {self.pid} still runs")
+        return self._returncode
+
+
+class ForkServer:
+    """A slot's pre-imported interpreter.
+
+    Args:
+        program: the launch command as a Python program (its interpreter and options).
+        modules: what the interpreter imports before it forks.
+        env: the environment it starts with (the first trial's).
+        sandbox: the slot's sandbox (its working directory; its log ``zygote.log`` is there).
+    """
+
+    def __init__(self, program: PythonCommand, modules: tuple[str, ...],
+                 env: Mapping[str, str], sandbox: Path) -> None:
+        self.key = (program.python, program.options, modules)
+        ours, theirs = socket.socketpair()
+        self._sock = ours
+        self._lock = threading.Lock()
+        self._replies: dict[str, dict[str, Any]] = {}
+        self._replied = threading.Condition(self._lock)
+        self._processes: dict[int, ForkedProcess] = {}
+        self._early_exits: dict[int, int] = {}
+        self._closed = False
+        self._next_id = 0
+        with open(sandbox / ZYGOTE_LOG, "ab") as log:
+            try:
+                self._popen = subprocess.Popen(  # noqa: S603 - the user's own interpreter
+                    [program.python, *program.options, str(ZYGOTE), str(theirs.fileno()),
+                     *modules],
+                    cwd=sandbox, env=dict(env), stdin=subprocess.DEVNULL, stdout=log,
+                    stderr=log, pass_fds=(theirs.fileno(),), start_new_session=True,
+                    preexec_fn=die_with_parent,  # noqa: PLW1509 - only prctl
+                )
+            except OSError as err:
+                ours.close()
+                raise ForkServerError(f"cannot start {program.python}: {err}") from None
+            finally:
+                theirs.close()
+        self._reader = self._sock.makefile("rb")
+        self._sock.settimeout(READY_TIMEOUT)
+        first = self._read()
+        self._sock.settimeout(None)
+        if first is None or "error" in first:
+            self.close()
+            why = (first or {}).get("error") or "it exited before it was ready"
+            raise ForkServerError(f"the pre-imported interpreter cannot start: {why} "
+                                  f"(see {ZYGOTE_LOG} in the slot's sandbox)")
+        threading.Thread(target=self._serve, name="forkserver", daemon=True).start()
+        logger.info("pre-imported interpreter %d ready with %s", self._popen.pid,
+                    ", ".join(modules))
+
+    @property
+    def alive(self) -> bool:
+        return not self._closed and self._popen.poll() is None
+
+    def launch(self, target: str, is_module: bool, args: tuple[str, ...],
+               env: Mapping[str, str], sandbox: Path) -> ForkedProcess:
+        """Fork one trial running ``target`` in ``sandbox`` (stdout and stderr there)."""
+        with self._lock:
+            if self._closed:
+                raise ForkServerError("the pre-imported interpreter has ended")
+            request_id = str(self._next_id)
+            self._next_id += 1
+        request = {"id": request_id, "target": target, "is_module": is_module,
+                   "args": list(args), "env": dict(env), "cwd": str(sandbox),
+                   "stdout": str(sandbox / "stdout"), "stderr": str(sandbox / "stderr")}
+        try:
+            self._sock.sendall((json.dumps(request) + "\n").encode())
+        except OSError as err:
+            raise ForkServerError(f"the pre-imported interpreter is gone: {err}") from None
+        with self._replied:
+            if not self._replied.wait_for(lambda: request_id in self._replies or self._closed,
+                                          FORK_TIMEOUT):
+                raise ForkServerError("the pre-imported interpreter did not fork in time")
+            reply = self._replies.pop(request_id, None)
+            if reply is None:
+                raise ForkServerError("the pre-imported interpreter ended")
+            if "error" in reply:
+                raise ForkServerError(str(reply["error"]))
+            process = ForkedProcess(int(reply["pid"]), sandbox)
+            early = self._early_exits.pop(process.pid, None)
+            if early is None:
+                self._processes[process.pid] = process
+        if early is not None:
+            process.ended(early)
+        return process
+
+    def _read(self) -> dict[str, Any] | None:
+        try:
+            line = self._reader.readline()
+        except OSError:
+            return None
+        if not line:
+            return None
+        try:
+            message = json.loads(line)
+        except ValueError:
+            logger.warning("the pre-imported interpreter said %r", line[:200])
+            return {}
+        return message if isinstance(message, dict) else {}
+
+    def _serve(self) -> None:
+        while (message := self._read()) is not None:
+            with self._replied:
+                if "id" in message:
+                    self._replies[str(message["id"])] = message
+                    self._replied.notify_all()
+                    continue
+                if "pid" not in message:
+                    continue
+                pid, returncode = int(message["pid"]), int(message.get("returncode", 1))
+                process = self._processes.pop(pid, None)
+                if process is None:
+                    self._early_exits[pid] = returncode
+            if process is not None:
+                process.ended(returncode)
+        self._end()
+
+    def _end(self) -> None:
+        """The zygote is gone: its children died with it (SIGKILL)."""
+        with self._replied:
+            self._closed = True
+            orphans = list(self._processes.values())
+            self._processes.clear()
+            self._replied.notify_all()
+        for process in orphans:
+            process.ended(-9)
+        if orphans:
+            logger.warning("the pre-imported interpreter ended with %d trial(s) running",
+                           len(orphans))
+
+    def close(self) -> None:
+        """End the interpreter (its running children get SIGKILL with it)."""
+        with self._lock:
+            self._closed = True
+        try:
+            self._sock.close()
+        except OSError:
+            pass
+        if self._popen.poll() is None:
+            self._popen.kill()
+        self._popen.wait()

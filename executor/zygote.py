@@ -1,0 +1,220 @@
+"""A warm slot's pre-imported interpreter (``da-submit --slot-preload``): it forks trials.
+
+Run by the slot's executor as ``<the launch command's python> zygote.py FD MODULE...`` with the
+first trial's environment, in the slot's sandbox. It imports the modules once, says whether
+that worked, then serves requests on the socket ``FD``: each request forks a child that becomes
+one trial, running the user's script (``runpy``) exactly as ``python SCRIPT ARGS`` would, in a
+session and process group of its own, with the trial's own environment, working directory,
+stdout and stderr. This file uses the standard library only: it runs in the user's Python,
+which need not have DisAuto installed.
+
+The protocol is JSON, one object per line, over the socket:
+
+* zygote → executor, once: ``{"ready": true}`` or ``{"error": "cannot import numpy: ..."}``;
+* executor → zygote: ``{"id": ..., "target": ..., "is_module": ..., "args": [...], "env": {...},
+  "cwd": ..., "stdout": PATH, "stderr": PATH}``;
+* zygote → executor: ``{"id": ..., "pid": N}`` (or ``{"id": ..., "error": ...}``) at once, and
+  ``{"pid": N, "returncode": R}`` when the child ends (``R`` < 0: the signal that ended it).
+
+What a fork does not give a trial (docs/warm-slots.md): a module's import-time state is shared
+with the slot's other trials as of the import (seed your own generators: ``random`` is re-seeded
+by Python, NumPy's global generator is re-seeded here, others are not); libraries that start
+threads or initialise devices at import are not fork-safe (TensorFlow or PyTorch after CUDA has
+initialised, a gRPC channel opened at import): do not preload those, or only their pure parts.
+"""
+
+from __future__ import annotations
+
+import atexit
+import ctypes
+import importlib
+import json
+import os
+import runpy
+import selectors
+import signal
+import socket
+import sys
+import threading
+import traceback
+from typing import Any
+
+
+_PR_SET_PDEATHSIG = 1
+
+
+def _prctl() -> Any:
+    try:
+        return ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+
+
+_PRCTL = _prctl()
+
+
+def _die_with_parent() -> None:
+    if _PRCTL is not None:
+        _PRCTL(_PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
+def _send(sock: socket.socket, message: dict[str, Any]) -> None:
+    sock.sendall((json.dumps(message) + "\n").encode())
+
+
+def _exit_code(code: object) -> int:
+    """``sys.exit(code)``'s status, as the interpreter computes it."""
+    if code is None:
+        return 0
+    if isinstance(code, int):
+        return code & 0xFF
+    print(code, file=sys.stderr)
+    return 1
+
+
+def _reseed() -> None:
+    """Generators a fork copies: Python's ``random`` re-seeds itself; NumPy's global one not."""
+    numpy = sys.modules.get("numpy")
+    if numpy is not None:
+        try:
+            numpy.random.seed()
+        except Exception:  # noqa: BLE001 - a broken NumPy is the trial's to find
+            pass
+
+
+def _become_trial(request: dict[str, Any], sock: socket.socket) -> int:
+    """In the child: turn into the trial and run it; its exit status."""
+    os.setsid()
+    _die_with_parent()
+    signal.set_wakeup_fd(-1)
+    for signum in (signal.SIGCHLD, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(signum, signal.SIG_DFL)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    sock.close()
+    devnull = os.open(os.devnull, os.O_RDONLY)
+    out = os.open(request["stdout"], os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    err = os.open(request["stderr"], os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    for fd, target in ((devnull, 0), (out, 1), (err, 2)):
+        os.dup2(fd, target)
+        os.close(fd)
+    os.chdir(request["cwd"])
+    os.environ.clear()
+    os.environ.update({str(k): str(v) for k, v in request["env"].items()})
+    _reseed()
+    target, args = str(request["target"]), [str(a) for a in request.get("args", [])]
+    try:
+        if request.get("is_module"):
+            sys.argv = [target, *args]
+            sys.path[0] = os.getcwd()
+            runpy.run_module(target, run_name="__main__", alter_sys=True)
+        else:
+            sys.argv = [target, *args]
+            sys.path[0] = os.path.dirname(os.path.abspath(target))
+            runpy.run_path(target, run_name="__main__")
+        code = 0
+    except SystemExit as exit_:
+        code = _exit_code(exit_.code)
+    except KeyboardInterrupt:
+        code = 128 + signal.SIGINT
+    except BaseException:  # noqa: BLE001 - the script's error, printed as Python would
+        traceback.print_exc()
+        code = 1
+    return code
+
+
+def _finish(code: int) -> None:
+    """End the child as an interpreter's shutdown would, without tearing the modules down:
+    wait for non-daemon threads, run ``atexit`` handlers, flush, exit."""
+    try:
+        shutdown = getattr(threading, "_shutdown", None)
+        if shutdown is not None:
+            shutdown()
+        atexit._run_exitfuncs()
+    except BaseException:  # noqa: BLE001
+        traceback.print_exc()
+        code = code or 1
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except Exception:  # noqa: BLE001
+            pass
+    os._exit(code)
+
+
+def _fork(request: dict[str, Any], sock: socket.socket) -> int:
+    for stream in (sys.stdout, sys.stderr):
+        stream.flush()
+    pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            code = _become_trial(request, sock)
+        finally:
+            _finish(code)
+    return pid
+
+
+def _reap(sock: socket.socket) -> None:
+    while True:
+        try:
+            pid, status = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+        _send(sock, {"pid": pid, "returncode": os.waitstatus_to_exitcode(status)})
+
+
+def serve(sock: socket.socket) -> None:
+    """Fork a trial for each request until the executor closes the socket."""
+    wake_read, wake_write = os.pipe()
+    os.set_blocking(wake_read, False)
+    os.set_blocking(wake_write, False)
+    signal.set_wakeup_fd(wake_write)
+    signal.signal(signal.SIGCHLD, lambda *_: None)
+    selector = selectors.DefaultSelector()
+    selector.register(sock, selectors.EVENT_READ)
+    selector.register(wake_read, selectors.EVENT_READ)
+    pending = b""
+    while True:
+        for key, _ in selector.select():
+            if key.fileobj == wake_read:
+                while True:
+                    try:
+                        if not os.read(wake_read, 512):
+                            break
+                    except BlockingIOError:
+                        break
+                _reap(sock)
+                continue
+            data = sock.recv(1 << 16)
+            if not data:
+                return
+            pending += data
+            while b"\n" in pending:
+                line, pending = pending.split(b"\n", 1)
+                request = json.loads(line)
+                try:
+                    _send(sock, {"id": request["id"], "pid": _fork(request, sock)})
+                except OSError as err:
+                    _send(sock, {"id": request["id"], "error": f"cannot fork: {err}"})
+        _reap(sock)
+
+
+def main(argv: list[str]) -> int:
+    _die_with_parent()
+    sock = socket.socket(fileno=int(argv[1]))
+    sys.path[0] = os.getcwd()  # as ``python -m``: the sandbox, not this file's folder
+    for name in argv[2:]:
+        try:
+            importlib.import_module(name)
+        except BaseException as err:  # noqa: BLE001 - any failure of the user's import
+            _send(sock, {"error": f"cannot import {name}: {type(err).__name__}: {err}"})
+            return 3
+    _send(sock, {"ready": True})
+    serve(sock)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
