@@ -45,6 +45,8 @@ class ForkedProcess(GroupProcess):
         super().__init__(pid, sandbox)
         self._ended = threading.Event()
         self._returncode = 0
+        self.orphaned = False
+        """Whether it ended because the interpreter that forked it died (SIGKILL with it)."""
 
     def ended(self, returncode: int) -> None:
         self._returncode = returncode
@@ -180,6 +182,7 @@ class ForkServer:
             self._processes.clear()
             self._replied.notify_all()
         for process in orphans:
+            process.orphaned = True
             process.ended(-9)
         if orphans:
             logger.warning("the pre-imported interpreter ended with %d trial(s) running",

@@ -25,6 +25,7 @@ from typing import Any
 from pymesos import Executor
 
 from disauto.common import slots
+from disauto.common import task_env
 from disauto.executor.forkserver import ZYGOTE_LOG
 from disauto.executor.forkserver import ForkServer
 from disauto.executor.forkserver import ForkServerError
@@ -40,6 +41,9 @@ SHUTDOWN_GRACE_SHARE = 0.5
 (the rest is for reporting them before the agent kills the executor)."""
 ENDED_KEPT = 1024
 """Ended task ids remembered: a slot's memory stays flat however many trials it runs."""
+TRIAL_OWN = frozenset({task_env.TRIAL_NUMBER, task_env.TRIAL_TOKEN, task_env.PARAMS,
+                       task_env.OUTPUT_DIR, "MESOS_TASK_ID"})
+"""Variables of one trial, left out of the slot's pre-imported interpreter."""
 OWN_FILES = frozenset({"stdout", "stderr", slots.TASKS_DIR, ZYGOTE_LOG})
 
 
@@ -107,8 +111,17 @@ class SlotExecutor(Executor):  # type: ignore[misc]  # pymesos is untyped
                 server.key != (program.python, program.options, preload.modules):
             if server is not None:
                 server.close()
-            server = self._forkserver = ForkServer(program, preload.modules, env, self.sandbox)
+            server = self._forkserver = ForkServer(program, preload.modules,
+                                                   self._slot_environment(env), self.sandbox)
         return server.launch(program.target, program.is_module, program.args, env, sandbox)
+
+    def _slot_environment(self, env: Mapping[str, str]) -> dict[str, str]:
+        """The interpreter's environment: a trial's, less what is the trial's own, with the
+        slot's sandbox as ``MESOS_SANDBOX`` (a forked trial's ``/proc/<pid>/environ`` shows
+        this one: it belongs to the slot, not to the trial that started it)."""
+        out = {k: v for k, v in env.items() if k not in TRIAL_OWN}
+        out.update({"MESOS_SANDBOX": str(self.sandbox), "MESOS_DIRECTORY": str(self.sandbox)})
+        return out
 
     def _task_sandbox(self, task_id: str) -> Path:
         sandbox = self.sandbox / slots.task_sandbox(task_id)
@@ -140,6 +153,14 @@ class SlotExecutor(Executor):  # type: ignore[misc]  # pymesos is untyped
             while len(self._ended) > ENDED_KEPT:
                 self._ended.popitem(last=False)
         message = describe_exit(returncode)
+        if getattr(process, "orphaned", False) and not process.killed.is_set():
+            # Not the script's doing: the slot broke. Its trial is lost with the slot (the
+            # framework runs it again), and the executor ends, as a slot that died would.
+            self._update(driver, task_id, "TASK_FAILED", reason="REASON_EXECUTOR_TERMINATED",
+                         message=f"the slot's pre-imported interpreter died ({message})")
+            logger.error("task %s: the pre-imported interpreter died; the slot ends", task_id)
+            driver.stop()
+            return
         if process.killed.is_set():
             self._update(driver, task_id, "TASK_KILLED", message=message)
         elif returncode == 0:

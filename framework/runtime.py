@@ -29,7 +29,10 @@ from disauto.common import task_env
 from disauto.common.certificates import Identity
 from disauto.common.durations import format_duration
 from disauto.common.processes import start_time
+from disauto.common.python_command import parse_python_command
 from disauto.common.slots import EXECUTOR_MODULE
+from disauto.common.slots import Preload
+from disauto.common.slots import preload_modules
 from disauto.common.tokens import new_job_token
 from disauto.framework.capacity import agent_totals
 from disauto.framework.capacity import unfit
@@ -260,6 +263,7 @@ class JobRunner:
             appcore_bind=bind_host or "",
             slots=self.slots,
             executor_command=config.executor_command or f"python3 -m {EXECUTOR_MODULE}",
+            preload=_preload(config),
         )
         self.logs = LogCollector(self._logs, lambda: self.scheduler.framework_id,
                                  self.controller.task_locations, job_dir / paths.TASK_LOGS,
@@ -612,6 +616,14 @@ def _bind(controller: JobController, host: str, port: int,
             logger.warning("port %d of the framework's gRPC service is taken; AppCore and "
                            "runners still running will not find this framework", port)
     return make_server(controller, host, tls=key_cert)
+
+
+def _preload(config: JobConfig) -> Preload | None:
+    """How a slot's pre-imported interpreter runs a trial (``--slot-preload``), or None."""
+    if config.slot_mode != "warm" or not config.slot_preload:
+        return None
+    return Preload(parse_python_command(config.launch_cmd),
+                   preload_modules(config.slot_preload))
 
 
 def _tls_env(tls: Identity | None) -> dict[str, str]:

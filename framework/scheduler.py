@@ -18,6 +18,7 @@ from pymesos import Scheduler
 
 from disauto.common import task_env
 from disauto.common.resources import Resources
+from disauto.common.slots import Preload
 from disauto.common.task_states import has_ended_for_framework
 from disauto.common.tokens import trial_token
 from disauto.framework.containers import container_info
@@ -94,6 +95,7 @@ class JobScheduler(Scheduler):
         slots: the job's warm slots (``--slot-mode warm``); None runs each trial as a Mesos
             command task.
         executor_command: how agents start a slot's executor (``-m disauto.executor``).
+        preload: with ``--slot-preload``, how a slot's pre-imported interpreter runs a trial.
     """
 
     def __init__(
@@ -110,6 +112,7 @@ class JobScheduler(Scheduler):
         peers: PeerBoard | None = None,
         slots: SlotTable | None = None,
         executor_command: str = "",
+        preload: Preload | None = None,
     ) -> None:
         self._job = controller
         self._policy = policy
@@ -122,6 +125,7 @@ class JobScheduler(Scheduler):
         self._peers = peers
         self.slots = slots
         self._executor_command = executor_command
+        self._preload = preload
         self._driver: Any = None
         self._suppressed = False
         self._lock = threading.Lock()
@@ -368,7 +372,7 @@ class JobScheduler(Scheduler):
             logger.info("starting slot %s on %s", executor_id, view.hostname)
         executor = executor_info(executor_id, self._executor_command, self._uris,
                                  self._job.config.job_id)
-        return as_slot_task(task, executor), executor_id
+        return as_slot_task(task, executor, self._preload), executor_id
 
     def reap_idle_slots(self) -> None:
         """Shut down the slots idle for longer than their idle time."""

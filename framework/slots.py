@@ -151,13 +151,15 @@ def executor_info(executor_id: str, command: str, uris: Sequence[Mapping[str, An
     }
 
 
-def as_slot_task(task: Mapping[str, Any], executor: Mapping[str, Any]) -> dict[str, Any]:
+def as_slot_task(task: Mapping[str, Any], executor: Mapping[str, Any],
+                 preload: slots.Preload | None = None) -> dict[str, Any]:
     """A trial's command TaskInfo turned into a task of ``executor``: its command and
     environment move into ``data`` (Mesos forbids a task with both a command and an
-    executor); its URIs are the executor's."""
+    executor), with how the slot's pre-imported interpreter runs it under ``--slot-preload``;
+    its URIs are the executor's."""
     out = {key: value for key, value in task.items() if key != "command"}
     command = task["command"]
     env = {v["name"]: v["value"] for v in command.get("environment", {}).get("variables", [])}
-    out["data"] = slots.task_data(str(command["value"]), env)
+    out["data"] = slots.task_data(str(command["value"]), env, preload)
     out["executor"] = dict(executor)
     return out

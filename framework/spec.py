@@ -95,6 +95,9 @@ class JobConfig:
     """How agents start a warm slot's executor (default: ``python3 -m disauto.executor``)."""
     slot_idle: float = 10.0
     """Seconds a warm slot may stay without a trial before it is shut down."""
+    slot_preload: tuple[str, ...] = ()
+    """``--slot-preload``: the modules a warm slot's interpreter imports before it forks each
+    trial (the SDK first); empty: each trial is ``/bin/sh -c '<launch command>'``."""
     master_timeout: float = DEFAULT_MASTER_TIMEOUT
     """Seconds the master may be away (the framework disconnected) before the framework gives
     up (``--master-timeout``): it stops, leaves the job interrupted and exits 3."""
@@ -125,6 +128,7 @@ class JobConfig:
             inputs=tuple(InputSpec(**i) for i in data.pop("inputs")),
             output=OutputSpec(**output) if output else None,
             files=tuple(data.pop("files")),
+            slot_preload=tuple(data.pop("slot_preload", ())),
             search=search,
             **data,
         )

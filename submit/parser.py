@@ -68,6 +68,12 @@ def _job_flags(parser: argparse.ArgumentParser) -> None:
     job.add_argument("--slot-idle", default="10s", metavar="DURATION",
                      help="with --slot-mode warm: shut a slot down after it has had no trial "
                           "this long (default 10s)")
+    job.add_argument("--slot-preload", default="", metavar="MODULE[,MODULE...]",
+                     help="with --slot-mode warm: each slot imports these modules (and "
+                          "apprunner_sdk) once in a Python that forks every trial, so a trial "
+                          "pays no interpreter start or import; the launch command must be "
+                          "'python SCRIPT ARGS' or 'python -m MODULE ARGS'; not for modules "
+                          "that start threads or a GPU at import (docs/warm-slots.md)")
     job.add_argument("--app-core-memory", default="512M", metavar="SIZE",
                      help="memory of the AppCore task (default 512M)")
     job.add_argument("--app-core-cpus", default="0.5", metavar="N",

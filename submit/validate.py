@@ -28,6 +28,9 @@ from disauto.common.deadlines import parse_deadline
 from disauto.common.durations import DurationError
 from disauto.common.durations import parse_duration
 from disauto.common.errors import SearchInputError
+from disauto.common.python_command import MODULE_NAME
+from disauto.common.python_command import NotAPythonCommandError
+from disauto.common.python_command import parse_python_command
 from disauto.common.slots import EXECUTOR_MODULE
 from disauto.common.slots import SLOT_MODES
 from disauto.common.space import space_from_proto
@@ -244,6 +247,7 @@ def validate(args: argparse.Namespace) -> Submission:
     # A loopback master (da-cluster on this machine) runs tasks here: use this Python for them.
     same_host = _on_this_host(args.master)
     docker_image, appcore_image, containerizer = _containers(args, runner.gpus)
+    slot_preload = _slot_preload(args, args.slot_mode, docker_image)
     slot_mode, slot_idle = _slots(args, docker_image, runner.gpus)
     appcore_command = args.app_core_command or (
         f"{sys.executable} -m disauto.appcore" if same_host and not appcore_image
@@ -280,6 +284,7 @@ def validate(args: argparse.Namespace) -> Submission:
         containerizer=containerizer,
         slot_mode=slot_mode,
         slot_idle=slot_idle,
+        slot_preload=slot_preload,
         executor_command=f"{sys.executable} -m {EXECUTOR_MODULE}" if same_host
         else f"python3 -m {EXECUTOR_MODULE}",
     )
@@ -303,6 +308,29 @@ def _slots(args: argparse.Namespace, docker_image: str, gpus: int) -> tuple[str,
     if mode == "warm" and gpus:
         raise UsageError("--slot-mode warm does not run GPU trials yet; use --slot-mode task")
     return mode, _max_duration(args.slot_idle, "--slot-idle") or 10.0
+
+
+def _slot_preload(args: argparse.Namespace, slot_mode: str,
+                  docker_image: str) -> tuple[str, ...]:
+    """``--slot-preload``: module names, for warm slots of a plain Python launch command."""
+    text = (args.slot_preload or "").strip()
+    if not text:
+        return ()
+    if slot_mode != "warm":
+        raise UsageError("--slot-preload needs --slot-mode warm (a task per trial has no "
+                         "interpreter to keep)")
+    if docker_image:
+        raise UsageError("--slot-preload does not run --docker-image trials; drop one of them")
+    modules = tuple(name.strip() for name in text.split(","))
+    for name in modules:
+        if not MODULE_NAME.fullmatch(name):
+            raise UsageError(f"--slot-preload: {name!r} is not a module name; expected dotted "
+                             "names separated by commas, e.g. numpy,sklearn.ensemble")
+    try:
+        parse_python_command(args.app_runner_launch_cmd)
+    except NotAPythonCommandError as err:
+        raise UsageError(f"--slot-preload: {err}") from None
+    return modules
 
 
 def _resources(args: argparse.Namespace) -> tuple[TaskResources, TaskResources]:

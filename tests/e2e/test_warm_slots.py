@@ -131,3 +131,79 @@ def test_a_killed_slot_executor_has_its_trial_retried(submit: Any, workdir: Path
     retried = trials[1]
     assert retried["task_id"] == "trial-0002.1", retried  # launched again under a new id
     assert len(slots_started(job.job_dir())) >= 3  # the dead slot was replaced
+
+
+PRELOAD_RUNNER = '''
+import os, time
+from apprunner_sdk import get_params, report
+p = get_params()
+parent = open(f"/proc/{os.getppid()}/cmdline", "rb").read().replace(b"\\0", b" ").decode()
+print(f"parent {os.getppid()} {parent}", flush=True)
+time.sleep(float(os.environ.get("RUNNER_SLEEP", "0")))
+report(accuracy=1.0 - (float(p["x"]) - 0.3) ** 2, final=True)
+'''
+
+
+def _parents(job_dir: Path, budget: int) -> list[str]:
+    """Each trial's parent process as the trial printed it (its stdout copy)."""
+    out = []
+    for number in range(1, budget + 1):
+        text = (job_dir / "logs" / f"trial-{number:04d}.stdout").read_text()
+        out.append(next(line for line in text.splitlines() if line.startswith("parent ")))
+    return out
+
+
+def test_preloaded_slots_fork_every_trial_from_one_interpreter_per_slot(
+        submit: Any, workdir: Path) -> None:
+    (workdir / "runner.py").write_text(PRELOAD_RUNNER)
+    job = submit(*common_flags(workdir, "--slot-mode", "warm", "--slot-preload", "json,csv",
+                               "--trail-steps", "10", "--parallelism", "2"))
+    assert job.wait() == 0, job.output
+    results = job.results()
+    assert results["outcome"] == "BUDGET_SPENT", job.output
+    trials = check_budget(results, 10)
+    assert all(t["state"] == "COMPLETED" for t in trials)
+    parents = _parents(job.job_dir(), 10)
+    assert all("zygote.py" in p and p.endswith("apprunner_sdk json csv ") for p in parents), \
+        parents
+    interpreters = {p.split()[1] for p in parents}
+    started = slots_started(job.job_dir())
+    assert 1 <= len(interpreters) <= len(started) <= 3, (interpreters, started)
+
+
+def _zygote_of_trial(number: int) -> int | None:
+    """The pre-imported interpreter that forked trial ``number`` (its working directory is
+    its own sandbox, ``tasks/trial-NNNN``; its environ shows the interpreter's)."""
+    for entry in Path("/proc").iterdir():
+        try:
+            if not entry.name.isdigit() or not os.readlink(entry / "cwd").endswith(
+                    f"/tasks/trial-{number:04d}"):
+                continue
+            parent = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            if b"zygote.py" in Path(f"/proc/{parent}/cmdline").read_bytes():
+                return parent
+        except OSError:
+            continue
+    return None
+
+
+def test_a_killed_preloaded_interpreter_has_its_trial_retried(submit: Any,
+                                                               workdir: Path) -> None:
+    (workdir / "runner.py").write_text(PRELOAD_RUNNER)
+    job = submit(*common_flags(workdir, "--slot-mode", "warm", "--slot-preload", "json",
+                               "--trail-steps", "6", "--parallelism", "2"),
+                 env={"RUNNER_SLEEP": "3"})
+    deadline = time.monotonic() + 90
+    zygote = None
+    while zygote is None and time.monotonic() < deadline:
+        zygote = _zygote_of_trial(2)
+        time.sleep(0.2)
+    assert zygote is not None, job.output
+    os.kill(zygote, signal.SIGKILL)
+    assert job.wait() == 0, job.output
+    results = job.results()
+    assert results["outcome"] == "BUDGET_SPENT", job.output
+    trials = check_budget(results, 6)
+    assert all(t["state"] == "COMPLETED" for t in trials), job.output
+    assert trials[1]["task_id"] == "trial-0002.1", trials[1]  # lost with its slot, run again
+    assert len(slots_started(job.job_dir())) >= 2

@@ -53,6 +53,13 @@ def test_slot_mode_is_in_the_job_config(files: Path) -> None:
     assert type(config).from_json(config.to_json()) == config  # resume keeps it
 
 
+def test_slot_preload_is_in_the_job_config(files: Path) -> None:
+    config = validate(build_parser().parse_args(argv(
+        "--slot-mode", "warm", "--slot-preload", "numpy, sklearn.ensemble"))).config
+    assert config.slot_preload == ("numpy", "sklearn.ensemble")
+    assert type(config).from_json(config.to_json()) == config
+
+
 def test_trial_steps_spelling_is_accepted(files: Path) -> None:
     args = argv("--trail-steps", None, "--trial-steps", "7")  # type: ignore[arg-type]
     assert validate(build_parser().parse_args(args)).config.search.max_trials == 7
@@ -88,6 +95,14 @@ def test_trial_steps_spelling_is_accepted(files: Path) -> None:
         (("--slot-mode", "hot"), "--slot-mode: expected one of task, warm, not 'hot'"),
         (("--slot-mode", "warm", "--app-runner-gpus", "1"), "--slot-mode warm does not run GPU"),
         (("--slot-mode", "warm", "--slot-idle", "never"), "--slot-idle: invalid duration"),
+        (("--slot-preload", "numpy"), "--slot-preload needs --slot-mode warm"),
+        (("--slot-mode", "warm", "--slot-preload", "numpy,"),
+         "--slot-preload: '' is not a module name; expected dotted names"),
+        (("--slot-mode", "warm", "--slot-preload", "num-py"), "'num-py' is not a module name"),
+        (("--slot-mode", "warm", "--slot-preload", "numpy", "--app-runner-launch-cmd",
+          "cd x && python train.py"), "--slot-preload: 'cd x && python train.py' uses shell"),
+        (("--slot-mode", "warm", "--slot-preload", "numpy", "--docker-image", "img"),
+         "--slot-preload does not run --docker-image trials"),
         (("--direction", "up"), "--direction"),
         (("--app-name", None), "--app-name"),
     ],
