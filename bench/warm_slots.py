@@ -8,6 +8,8 @@ trials (64) that each sleep ``S`` seconds, ``P`` at a time; ideal wall time
 * ``disauto-task`` and ``disauto-warm``: ``da-submit --master local`` (random search) with
   ``--slot-mode task`` / ``warm``; each trial is the user's script in a fresh Python process
   that imports ``apprunner_sdk``, sleeps and reports ``final=True``;
+* ``disauto-preload``: warm slots with ``--slot-preload apprunner_sdk``: each trial is the same
+  script, forked from the slot's interpreter that imported the SDK once;
 * ``optuna``: ``study.optimize(n_jobs=P)`` of the same sleep (threads, in this process);
 * ``ray-tune``: a function trainable, ``reuse_actors=True``, ``max_concurrent_trials=P``.
 
@@ -36,7 +38,7 @@ import time
 
 
 ROOT = Path(__file__).resolve().parents[1]
-SYSTEMS = ("disauto-task", "disauto-warm", "optuna", "ray-tune")
+SYSTEMS = ("disauto-task", "disauto-warm", "disauto-preload", "optuna", "ray-tune")
 
 SLEEP_TRIAL = '''
 import time
@@ -105,7 +107,8 @@ def _measured(spans: list[tuple[float, float]], seconds: float) -> dict[str, flo
             "in_trial": sum(end - begin for begin, end in spans) / len(spans) - seconds}
 
 
-def run_disauto(mode: str, parallelism: int, seconds: float, trials: int, work: Path) -> Result:
+def run_disauto(mode: str, parallelism: int, seconds: float, trials: int, work: Path,
+                *extra: str, system: str = "") -> Result:
     work.mkdir(parents=True)
     (work / "sleep_trial.py").write_text(SLEEP_TRIAL)
     (work / "params.json").write_text(json.dumps(
@@ -122,6 +125,7 @@ def run_disauto(mode: str, parallelism: int, seconds: float, trials: int, work: 
         "--tuning-parameters", str(work / "params.json"), "--tuning-type", "random-search",
         "--trail-steps", str(trials), "--parallelism", str(parallelism), "--seed", "1",
         "--objective", "loss", "--direction", "minimize", "--slot-mode", mode, "--quiet",
+        *extra,
     ]
     started = time.monotonic()
     done = subprocess.run(command, cwd=work, env=env, capture_output=True, text=True,
@@ -129,7 +133,7 @@ def run_disauto(mode: str, parallelism: int, seconds: float, trials: int, work: 
     total = time.monotonic() - started
     if done.returncode != 0:
         raise RuntimeError(f"da-submit exited {done.returncode}: {done.stderr[-2000:]}")
-    return Result(f"disauto-{mode}", parallelism, seconds, trials, total=total,
+    return Result(system or f"disauto-{mode}", parallelism, seconds, trials, total=total,
                   phases=phases(work / "home", times, seconds),
                   **_measured(_spans(times, trials), seconds))
 
@@ -220,6 +224,9 @@ def run(system: str, parallelism: int, seconds: float, trials: int, work: Path) 
     runners: dict[str, Callable[[], Result]] = {
         "disauto-task": lambda: run_disauto("task", parallelism, seconds, trials, work),
         "disauto-warm": lambda: run_disauto("warm", parallelism, seconds, trials, work),
+        "disauto-preload": lambda: run_disauto("warm", parallelism, seconds, trials, work,
+                                               "--slot-preload", "apprunner_sdk",
+                                               system="disauto-preload"),
         "optuna": lambda: run_optuna(parallelism, seconds, trials, work),
         "ray-tune": lambda: run_ray(parallelism, seconds, trials, work),
     }

@@ -57,6 +57,13 @@ SLOT_ENDED_REASONS = frozenset({"REASON_EXECUTOR_TERMINATED",
                                 "REASON_EXECUTOR_REGISTRATION_TIMEOUT"})
 """Reasons of a slot task's end that mean its executor is gone (the slot with it)."""
 
+REVIVE_WINDOW = 5.0
+"""Seconds after the job last declined an offer for want of a task (or left part of one
+unused) during which a newly waiting task REVIVEs, so that the master's filter on those
+resources (a 0 s filter still lasts until its next batch allocation, up to an allocation
+interval) does not keep it waiting; never while a deliberate decline (the policy yields) is in
+force."""
+
 FAILED_OVER = "Framework failed over"
 REMOVED = "Framework has been removed"
 
@@ -128,6 +135,10 @@ class JobScheduler(Scheduler):
         self._preload = preload
         self._driver: Any = None
         self._suppressed = False
+        self._spare_declined_at = float("-inf")
+        """When an offer (or part of one) was last declined only because no task waited."""
+        self._yielding_until = float("-inf")
+        """Until when a deliberate decline of the policy is in force (no REVIVE before)."""
         self._lock = threading.Lock()
         self.registered_event = threading.Event()
         self.framework_id = ""
@@ -255,11 +266,18 @@ class JobScheduler(Scheduler):
                 driver.launchTasks(
                     [{"value": view.id}], tasks, {"refuse_seconds": LEFTOVER_REFUSE_SECONDS}
                 )
+                self._declined_spare()
             else:
                 refuse = plan.refuse_seconds.get(view.id, self._policy.decline_seconds)
                 if refuse > 0 and view.id not in plan.deliberate and self._fits_waiting(view):
                     refuse = SPARE_REFUSE_SECONDS
                 self._decline(driver, [view], refuse)
+                if view.id in plan.deliberate:
+                    with self._lock:
+                        self._yielding_until = max(self._yielding_until,
+                                                   time.monotonic() + refuse)
+                else:
+                    self._declined_spare()
         if self.slots is not None:
             # An offer the policy declined on purpose: the job should yield that agent, so
             # its idle slots go too.
@@ -423,12 +441,23 @@ class JobScheduler(Scheduler):
         if self._job.has_pending():  # a task arrived after we looked: its wake() saw no suppress
             self.wake()
 
-    def wake(self) -> None:
-        """Something waits for an offer: revive if offers are suppressed."""
+    def _declined_spare(self) -> None:
         with self._lock:
-            if not self._suppressed or self._driver is None:
+            self._spare_declined_at = time.monotonic()
+
+    def wake(self) -> None:
+        """Something waits for an offer: revive if offers are suppressed, or if the job
+        filtered resources for want of a task a moment ago (:data:`REVIVE_WINDOW`)."""
+        now = time.monotonic()
+        with self._lock:
+            if self._driver is None:
+                return
+            filtered = (now - self._spare_declined_at < REVIVE_WINDOW
+                        and now >= self._yielding_until)
+            if not self._suppressed and not filtered:
                 return
             self._suppressed = False
+            self._spare_declined_at = float("-inf")
             driver = self._driver
         logger.debug("reviving offers")
         driver.reviveOffers()

@@ -18,6 +18,7 @@ from disauto.common import task_env
 from disauto.common.tokens import trial_token
 from disauto.framework.job import JobController
 from disauto.framework.policies import FifoPolicy
+from disauto.framework.policies import Plan
 from disauto.framework.sandbox_logs import SandboxLogs
 from disauto.framework.scheduler import IDLE_REFUSE_SECONDS
 from disauto.framework.scheduler import LEFTOVER_REFUSE_SECONDS
@@ -303,3 +304,46 @@ def test_kill(setup: Setup) -> None:
     setup.scheduler.kill(["trial-0001", "appcore-1"])
     assert setup.driver.calls == [("kill", {"value": "trial-0001"}),
                                   ("kill", {"value": "appcore-1"})]
+
+
+def test_a_trial_that_arrives_just_after_resources_were_filtered_revives(setup: Setup) -> None:
+    """The rest of an accepted offer is filtered until the master's next batch allocation (a
+    0 s filter); a trial that AppCore submits a moment later REVIVEs rather than waiting for
+    that batch, once, and not when nothing was filtered lately."""
+    setup.scheduler.resourceOffers(setup.driver, [setup.offer("O1", cpus=0.5)])
+    setup.controller.attach_appcore("h:1")
+    setup.submit(1)
+    setup.submit(2)
+    setup.driver.clear()
+    # Room for trial 1 only: the rest of O2 is filtered, trial 2 still waits (no suppress).
+    setup.scheduler.resourceOffers(setup.driver, [setup.offer("O2", cpus=1.5)])
+    assert setup.driver.kinds() == ["launch"]
+    setup.submit(3)
+    assert setup.driver.kinds() == ["launch", "revive"]
+    setup.submit(4)  # the filters are already cleared
+    assert setup.driver.kinds() == ["launch", "revive"]
+
+
+class YieldingPolicy(FifoPolicy):
+    """FIFO that declines every offer on purpose (as the dynamic policies do when the job
+    should yield), with a long filter."""
+
+    def plan(self, offers: Any, requests: Any) -> Plan:
+        return Plan(refuse_seconds={o.id: 30.0 for o in offers},
+                    deliberate={o.id for o in offers})
+
+
+def test_no_revive_while_the_policy_yields_on_purpose(tmp_path: Path) -> None:
+    made = Setup(tmp_path, max_trials=10, parallelism=2)
+    try:
+        made.scheduler.resourceOffers(made.driver, [made.offer("O1", cpus=0.5)])
+        made.controller.attach_appcore("h:1")
+        made.submit(1)
+        made.scheduler._policy = YieldingPolicy()
+        made.driver.clear()
+        made.scheduler.resourceOffers(made.driver, [made.offer("O2")])
+        assert made.driver.calls == [("decline", ([{"value": "O2"}], {"refuse_seconds": 30.0}))]
+        made.submit(2)
+        assert "revive" not in made.driver.kinds()  # the yield's filter stands
+    finally:
+        made.store.close()
