@@ -94,6 +94,21 @@ class Setup:
     priority_settings: tuple[tuple[str, str], ...] = ()
     """Extra ``--priority-setting`` items for the dynamic policies."""
     run_timeout: float = 1200.0
+    slot_mode: str = "task"
+    """How trials run: ``task`` (a Mesos command task each), ``warm`` (warm slots) or
+    ``preload`` (warm slots forking each trial from a pre-imported interpreter)."""
+
+    def slot_flags(self) -> list[str]:
+        """The da-submit flags of :attr:`slot_mode`."""
+        if self.slot_mode == "task":
+            return []
+        flags = ["--slot-mode", "warm"]
+        if self.slot_mode == "preload":
+            flags += ["--slot-preload", "apprunner_sdk"]
+        return flags
+
+
+SLOT_MODES = ("task", "warm", "preload")
 
 
 @dataclass(frozen=True)
@@ -109,14 +124,16 @@ class Cell:
         return f"j{self.jobs}-p{self.parallelism}-{self.policy}"
 
 
-def cells_for(tables: Iterable[str], policies: Sequence[str]) -> list[Cell]:
-    """The distinct cells of the tables (Table 2's one job is Table 3's parallelism 1, ...)."""
+def cells_for(tables: Iterable[str], policies: Sequence[str],
+              parallelisms: Iterable[int] = (1, 2, 4, 8)) -> list[Cell]:
+    """The distinct cells of the tables (Table 2's one job is Table 3's parallelism 1, ...);
+    Table 3's columns narrowed to ``parallelisms``."""
     shapes: list[tuple[int, int]] = []
     for table in tables:
         if table == "2":
             shapes += [(jobs, 1) for jobs in (1, 2, 3, 4)]
         elif table == "3":
-            shapes += [(1, p) for p in (1, 2, 4, 8)]
+            shapes += [(1, p) for p in (1, 2, 4, 8) if p in set(parallelisms)]
         elif table == "4":
             shapes += [(jobs, 4) for jobs in (1, 2, 3, 4)]
         else:
@@ -244,7 +261,7 @@ def run_once(cell: Cell, run: int, setup: Setup, work: Path,
                 "--trail-steps", str(setup.max_trials), "--tuning-type", "random-search",
                 "--tuning-parameters", str(PARAMS), "--parallelism", str(cell.parallelism),
                 "--target", f"{setup.target:g}", "--seed", str(run_seed(run, job)),
-                "--offer-policy", cell.policy, "--quiet",
+                "--offer-policy", cell.policy, "--quiet", *setup.slot_flags(),
             ]
             if cell.policy != "fifo":
                 for name, value in setup.priority_settings:
@@ -358,6 +375,12 @@ def trimmed_mean(values: Sequence[float]) -> float:
     if len(ordered) >= 3:
         ordered = ordered[1:-1]
     return statistics.fmean(ordered) if ordered else float("nan")
+
+
+def _setup_key(record: Mapping[str, Any]) -> dict[str, Any]:
+    """A record's setup, with the fields added since it was written at their defaults (a
+    record without ``slot_mode`` ran a command task per trial)."""
+    return {"slot_mode": "task", **record["setup"]}
 
 
 def load_records(path: Path) -> list[dict[str, Any]]:
@@ -603,8 +626,14 @@ def main(argv: Sequence[str] | None = None) -> int:
                         metavar="KEY=VALUE", help="passed to the dynamic policies' jobs")
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "paper",
                         help="where runs.jsonl and tables.md go")
-    parser.add_argument("--plots", type=Path, default=ROOT / "docs",
-                        help="where the PNG plots go (default docs/)")
+    parser.add_argument("--plots", type=Path, default=None,
+                        help="where the PNG plots go (default docs/, or --out with a "
+                             "--slot-mode other than task)")
+    parser.add_argument("--slot-mode", default="task", choices=SLOT_MODES,
+                        help="task (default): a Mesos command task per trial; warm: warm "
+                             "slots; preload: warm slots with --slot-preload apprunner_sdk")
+    parser.add_argument("--parallelisms", default="1,2,4,8",
+                        help="Table 3's columns to run (default 1,2,4,8)")
     parser.add_argument("--side-by-side", type=int, default=3, metavar="N",
                         help="run up to N policies of one parallelism-1 cell at once, each on "
                              "its own cluster (they use little CPU; default 3, 1 = never)")
@@ -627,12 +656,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.bound_runs < 0:
         parser.error(f"--bound-runs: invalid value {args.bound_runs}: expected an integer >= 0")
     try:
-        cells = cells_for([t.strip() for t in args.tables.split(",") if t.strip()], policies)
+        parallelisms = [int(p) for p in args.parallelisms.split(",") if p.strip()]
+    except ValueError:
+        parser.error(f"--parallelisms: invalid value {args.parallelisms!r}: expected numbers "
+                     "from 1, 2, 4, 8 separated by commas")
+    try:
+        cells = cells_for([t.strip() for t in args.tables.split(",") if t.strip()], policies,
+                          parallelisms)
     except ValueError as err:
         parser.error(f"--tables: {err}")
     default_settings = (("decline_filter_seconds", f"{args.allocation_interval:g}"),)
     setup = Setup(time_scale=args.time_scale, allocation_interval=args.allocation_interval,
-                  priority_settings=default_settings + _settings(args.priority_setting))
+                  priority_settings=default_settings + _settings(args.priority_setting),
+                  slot_mode=args.slot_mode)
+    if args.plots is None:
+        args.plots = ROOT / "docs" if args.slot_mode == "task" else args.out
     setup_key = json.loads(json.dumps(asdict(setup)))  # as the records hold it
     args.out.mkdir(parents=True, exist_ok=True)
     runs_path = args.out / "runs.jsonl"
@@ -640,13 +678,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         runs_path.unlink()
     if not args.report:
         done = {(r["cell"], r["run"]) for r in load_records(runs_path)
-                if r["setup"] == setup_key}
+                if _setup_key(r) == setup_key}
         todo = [(run, cell) for run in range(args.runs) for cell in cells
                 if (cell.key, run) not in done]
         logger.info("%d runs to do (%d cells x %d runs; %d already recorded)", len(todo),
                     len(cells), args.runs, len(done))
         run_groups(todo, setup, runs_path, max(1, args.side_by_side))
-    records = [r for r in load_records(runs_path) if r["setup"] == setup_key
+    records = [r for r in load_records(runs_path) if _setup_key(r) == setup_key
                and r["policy"] in policies]
     text = tables_markdown(records, policies, bound_runs=args.bound_runs)
     (args.out / "tables.md").write_text(text)

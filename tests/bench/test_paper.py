@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from typing import Any
 
 import pytest
@@ -69,7 +70,6 @@ def test_table_3_shows_the_expected_bound_only_when_asked() -> None:
 
 
 def _record(jobs: int, parallelism: int, policy: str, run: int, seconds: float) -> dict[str, Any]:
-    from dataclasses import asdict
     return {"cell": f"j{jobs}-p{parallelism}-{policy}", "jobs": jobs,
             "parallelism": parallelism, "policy": policy, "run": run,
             "setup": asdict(Setup()), "mean_job_seconds": seconds,
@@ -100,3 +100,19 @@ def test_busy_cpus_are_averaged_while_three_or_more_jobs_run() -> None:
     assert busy_cpus_under_contention(_record(2, 4, "fifo", 0, 10.0)) is None
     text = tables_markdown([record], ["fifo"])
     assert "| CPUs busy while 3 or more jobs run, fifo (mean) | - | - | - | 27.0 |" in text
+
+
+def test_slot_modes_become_da_submit_flags_and_old_records_ran_task_mode() -> None:
+    from bench.paper import _setup_key
+    from bench.paper import cells_for
+
+    assert Setup().slot_flags() == []
+    assert Setup(slot_mode="warm").slot_flags() == ["--slot-mode", "warm"]
+    assert Setup(slot_mode="preload").slot_flags() == ["--slot-mode", "warm", "--slot-preload",
+                                                       "apprunner_sdk"]
+    old = asdict(Setup())
+    del old["slot_mode"]
+    assert _setup_key({"setup": old}) == asdict(Setup())
+    assert _setup_key({"setup": asdict(Setup(slot_mode="warm"))})["slot_mode"] == "warm"
+    assert [(c.jobs, c.parallelism) for c in cells_for(["3"], ["fifo"], (1, 8))] == [(1, 1),
+                                                                                    (1, 8)]
