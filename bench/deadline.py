@@ -372,6 +372,25 @@ def mixed_jobs(seed: int) -> list[Workload]:
     return jobs
 
 
+def feasible_jobs(seed: int) -> list[Workload]:
+    """Budget jobs only (their time alone is known), each deadline 1.3-2.5x it: every deadline
+    can be met by the job alone, so what is missed is lost to contention."""
+    rng = random.Random(seed)
+    jobs: list[Workload] = []
+    for index in range(8):
+        runner = GPU if index % 3 == 1 else CPU
+        spec = Workload(
+            name=f"job{index}", arrival=round(rng.uniform(0, 300)),
+            parallelism=rng.choice((4, 6, 8)), budget=rng.choice((24, 48, 72)),
+            seconds=rng.choice((20.0, 40.0, 60.0, 120.0)), runner=runner, kind="budget")
+        if index % 4 != 3:
+            slack = rng.choice((1.3, 1.6, 2.0, 2.5))
+            spec = Workload(**{**spec.__dict__,
+                               "deadline": spec.arrival + slack * alone_seconds(spec)})
+        jobs.append(spec)
+    return jobs
+
+
 def bayes_cluster() -> list[Agent]:
     return [Agent(f"agent{i}", 12.0, 20480.0) for i in range(3)]
 
@@ -383,7 +402,8 @@ def bayes_jobs(seed: int) -> list[Workload]:
                      p_first=0.01, p_last=0.10, learn_trials=20.0) for i in range(4)]
 
 
-WORKLOADS = {"mixed": (mixed_cluster, mixed_jobs), "bayes": (bayes_cluster, bayes_jobs)}
+WORKLOADS = {"mixed": (mixed_cluster, mixed_jobs), "feasible": (mixed_cluster, feasible_jobs),
+             "bayes": (bayes_cluster, bayes_jobs)}
 
 
 def evaluate(workload: str, policies: Sequence[str], seeds: Sequence[int]
