@@ -20,7 +20,10 @@ from disauto.common import task_env
 from disauto.common.resources import Resources
 from disauto.common.slots import Preload
 from disauto.common.task_states import has_ended_for_framework
+from disauto.common.telemetry import AGENT_CPU_UTILIZATION
 from disauto.common.tokens import trial_token
+from disauto.framework.agent_measures import AgentMeasures
+from disauto.framework.agent_measures import agent_measures
 from disauto.framework.containers import container_info
 from disauto.framework.containers import task_environment
 from disauto.framework.job import APPCORE_KEY
@@ -245,12 +248,14 @@ class JobScheduler(Scheduler):
                 job_progress(self._job.config, self._job.trials(), time.time(),
                              self._policy.agent_slowdown),
                 self._peers.standings() if self._peers is not None else ())
+        if self._policy.placement is not None:
+            self._policy.observe_agents(self._agent_measures())
         if self.slots is not None:
             # Offers of agents with a free slot first: a policy that fills offers in order
             # then reuses slots before it starts new ones elsewhere.
             slots = self.slots
             views.sort(key=lambda view: not slots.has_free(view.agent_id))
-        plan = self._policy.plan(views, requests)
+        plan = self._policy.place(views, requests)
         for view in views:
             launches = plan.launches.get(view.id, [])
             left = [view.available]  # what the planned claims leave: room for new slots
@@ -286,6 +291,18 @@ class JobScheduler(Scheduler):
                     self.shutdown_slots(self.slots.idle(view.agent_id), "the job yields")
         if not self._job.has_pending():
             self._suppress(driver)
+
+    def _agent_measures(self) -> AgentMeasures:
+        """What the job's record shows of each agent, for the placement step."""
+        now = time.time()
+        trials = self._job.trials()
+        store = self._job.store
+        placement = self._policy.placement
+        age = placement.sample_age if placement is not None else 0.0
+        return agent_measures(
+            trials, store.task_updates(),
+            store.samples(AGENT_CPU_UTILIZATION, since=now - age), now,
+            job_progress(self._job.config, trials, now).remaining_trials)
 
     def _fits_waiting(self, view: OfferView) -> bool:
         """Whether a task that could launch now fits ``view`` (AppCore submits trials while
@@ -424,7 +441,7 @@ class JobScheduler(Scheduler):
 
     def policy_stats(self) -> dict[str, float]:
         """The offer policy's counters (priority declines, idle raises...), for the job record."""
-        return self._policy.stats()
+        return {**self._policy.stats(), **self._policy.placement_stats()}
 
     def offerRescinded(self, driver: Any, offer_id: Mapping[str, Any]) -> None:  # noqa: N802
         logger.debug("offer %s rescinded", offer_id.get("value"))

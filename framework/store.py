@@ -351,9 +351,9 @@ class JobStore:
             )
 
     def task_updates(self, task_id: str | None = None) -> list[dict[str, Any]]:
-        rows = self._select("SELECT task_id, state, reason, source, message, agent_id "
-                            "FROM task_updates", "task_id", task_id)
-        keys = ("task_id", "state", "reason", "source", "message", "agent_id")
+        rows = self._select("SELECT task_id, state, reason, source, message, agent_id, "
+                            "recorded_at FROM task_updates", "task_id", task_id)
+        keys = ("task_id", "state", "reason", "source", "message", "agent_id", "recorded_at")
         return [dict(zip(keys, row, strict=True)) for row in rows]
 
     # -- AppCore runs --------------------------------------------------------------------------

@@ -35,6 +35,7 @@ from __future__ import annotations
 import base64
 from collections.abc import Callable
 from collections.abc import Mapping
+import contextlib
 from dataclasses import dataclass
 from dataclasses import field
 import logging
@@ -49,6 +50,7 @@ import uuid
 
 from disauto.common.resources import Resources
 from disauto.localmesos import containerizer as containerizer_mod
+from disauto.localmesos import cpu_quota
 from disauto.localmesos import sandbox as sandbox_mod
 from disauto.localmesos.agent_executors import EXECUTOR_HEARTBEAT_INTERVAL
 from disauto.localmesos.agent_executors import ExecutorHost
@@ -126,6 +128,9 @@ class AgentConfig:
     attributes: Mapping[str, str | float] = field(default_factory=dict)
     hostname: str = "127.0.0.1"
     gpu_indices: tuple[int, ...] | None = None
+    speed: float = 1.0
+    """The share (0 < speed <= 1) of its CPUs its tasks get: below 1 a cgroup CPU quota makes
+    the agent that much slower (:mod:`localmesos.cpu_quota`)."""
 
     def __post_init__(self) -> None:
         for name in ("cpus", "mem_mb", "disk_mb"):
@@ -134,6 +139,9 @@ class AgentConfig:
                 raise ValueError(f"invalid agent {name} {value!r}: must be a number > 0")
         if isinstance(self.gpus, bool) or not isinstance(self.gpus, int) or self.gpus < 0:
             raise ValueError(f"invalid agent gpus {self.gpus!r}: must be a whole number >= 0")
+        if isinstance(self.speed, bool) or not isinstance(self.speed, int | float) or \
+                not 0 < self.speed <= 1:
+            raise ValueError(f"invalid agent speed {self.speed!r}: must be a number in (0, 1]")
         if self.gpu_indices is not None:
             indices = tuple(self.gpu_indices)
             if len(indices) != self.gpus or len(set(indices)) != len(indices):
@@ -264,6 +272,10 @@ class Agent(TaskLauncher, ExecutorHost):
             on_terminal_acknowledged=self._forget_task,
             name=f"status-updates-{agent_id}",
         )
+        self._cpu_group: cpu_quota.CpuGroup | None = None
+        if config.speed < 1:
+            self._cpu_group = cpu_quota.CpuGroup(cpu_quota.group_name(agent_id),
+                                                 config.speed * config.cpus)
         self._containers = containerizer or DockerContainerizer(agent_id)
         self._ran_containers = False
         if containerizer_mod.engine_available():
@@ -555,6 +567,19 @@ class Agent(TaskLauncher, ExecutorHost):
             ran_containers, self._ran_containers = self._ran_containers, False
         if ran_containers:
             self._containers.remove_own()
+        if self._cpu_group is not None:
+            self._cpu_group.remove()
+
+    def _in_cpu_group(self) -> contextlib.AbstractContextManager[None]:
+        """Processes started in this block get the agent's CPU share (its speed)."""
+        if self._cpu_group is None:
+            return contextlib.nullcontext()
+        return self._cpu_group.attached()
+
+    @property
+    def cpu_group(self) -> cpu_quota.CpuGroup | None:
+        """The agent's CPU group (None at full speed)."""
+        return self._cpu_group
 
     # -- internals -----------------------------------------------------------------------
 

@@ -43,7 +43,9 @@ checkpointed (an agent restart is the cluster's end).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from collections.abc import Mapping
+import contextlib
 from dataclasses import dataclass
 from dataclasses import field
 import logging
@@ -60,6 +62,7 @@ from disauto.localmesos import executor_api
 from disauto.localmesos import sandbox as sandbox_mod
 from disauto.localmesos.agent_launch import AgentTask
 from disauto.localmesos.agent_launch import sweep_sandbox
+from disauto.localmesos.cpu_quota import CpuQuotaError
 from disauto.localmesos.executor import CommandProcess
 from disauto.localmesos.executor import LaunchError
 from disauto.localmesos.fetcher import FetchCancelled
@@ -129,6 +132,9 @@ def _partition_aware(framework_info: Mapping[str, Any]) -> bool:
 
 class ExecutorHost:
     """Runs custom executors and serves their calls (part of :class:`localmesos.agent.Agent`)."""
+
+    _in_cpu_group: Callable[[], contextlib.AbstractContextManager[None]]
+    """A block whose new processes get the agent's CPU share (:mod:`localmesos.cpu_quota`)."""
 
     # -- from the master -------------------------------------------------------------------
 
@@ -313,9 +319,11 @@ class ExecutorHost:
             with self._lock:
                 if run.cancel.is_set():
                     raise FetchCancelled("the executor was shut down while it was launched")
-                process = CommandProcess.spawn(
-                    executable, argv, env=env, cwd=run.sandbox, stdout=run.sandbox / "stdout",
-                    stderr=run.sandbox / "stderr", run_as=run_as)
+                with self._in_cpu_group():
+                    process = CommandProcess.spawn(
+                        executable, argv, env=env, cwd=run.sandbox,
+                        stdout=run.sandbox / "stdout", stderr=run.sandbox / "stderr",
+                        run_as=run_as)
                 run.process = process
                 self._start_thread(self._registration_timeout, run,
                                    name=f"register-{run.executor_id}")
@@ -324,7 +332,7 @@ class ExecutorHost:
             return process
         except FetchCancelled:
             logger.info("Executor %s was shut down before it was launched", run.executor_id)
-        except (FetchError, LaunchError, ValueError, OSError) as exc:
+        except (FetchError, LaunchError, ValueError, OSError, CpuQuotaError) as exc:
             message = f"Failed to launch container: {exc}"
             run.pending_termination = ("TASK_FAILED", "REASON_CONTAINER_LAUNCH_FAILED", message)
             try:

@@ -7,7 +7,9 @@ A mixin of :class:`localmesos.agent.Agent`; each task runs on a thread of its ow
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from collections.abc import Mapping
+import contextlib
 from dataclasses import dataclass
 from dataclasses import field
 import logging
@@ -26,6 +28,7 @@ from disauto.localmesos import health
 from disauto.localmesos import sandbox as sandbox_mod
 from disauto.localmesos.containerizer import ContainerError
 from disauto.localmesos.containerizer import ContainerProcess
+from disauto.localmesos.cpu_quota import CpuQuotaError
 from disauto.localmesos.executor import CommandProcess
 from disauto.localmesos.executor import LaunchError
 from disauto.localmesos.executor import RunAs
@@ -76,6 +79,8 @@ class TaskLauncher:
 
     _sandbox_logging: SandboxLogging | None
     """The caps of the sandbox's ``stdout``/``stderr`` (None: uncapped, written directly)."""
+    _in_cpu_group: Callable[[], contextlib.AbstractContextManager[None]]
+    """A block whose new processes get the agent's CPU share (:mod:`localmesos.cpu_quota`)."""
 
     def _run_task_steps(self, task: AgentTask) -> None:
         try:
@@ -194,10 +199,12 @@ class TaskLauncher:
             return
         self._emit(task, "TASK_STARTING")
         try:
-            process = CommandProcess.spawn(executable, argv, env=env, cwd=sandbox,
-                                           stdout=sandbox / "stdout", stderr=sandbox / "stderr",
-                                           run_as=run_as, logs=self._sandbox_logging)
-        except LaunchError as exc:
+            with self._in_cpu_group():
+                process = CommandProcess.spawn(executable, argv, env=env, cwd=sandbox,
+                                               stdout=sandbox / "stdout",
+                                               stderr=sandbox / "stderr",
+                                               run_as=run_as, logs=self._sandbox_logging)
+        except (LaunchError, CpuQuotaError) as exc:
             self._fail(task, str(exc), "REASON_COMMAND_EXECUTOR_FAILED", "SOURCE_EXECUTOR")
             return
         self._running(task, process)

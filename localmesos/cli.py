@@ -30,6 +30,7 @@ from disauto.common.resources import SIZE_HELP
 from disauto.common.resources import ResourceError
 from disauto.common.resources import parse_ranges
 from disauto.common.resources import parse_size_mb
+from disauto.localmesos import cpu_quota
 from disauto.localmesos.cluster import ClusterConfig
 from disauto.localmesos.cluster import LocalCluster
 from disauto.localmesos.logrotate import DEFAULT_OPTIONS
@@ -181,6 +182,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--attributes", default="", help="agent attributes, e.g. rack:r1;zone:eu")
     parser.add_argument(
+        "--agent-speed", default="", metavar="S1,S2,...",
+        help="the share of its CPUs each agent's tasks get, in agent order (0 < S <= 1; "
+             "missing ones 1), e.g. --agents 4 --agent-speed 1,1,0.5,0.25: a cgroup CPU quota "
+             "per agent (needs cgroup v1 'cpu' and root; docs/local-mode.md)")
+    parser.add_argument(
         "--agent-attributes", action="append", default=[], metavar="ATTRS",
         help="more attributes of one agent, in order: the first use is agent 0's, the next "
              "agent 1's, ... (e.g. --agents 2 --agent-attributes class:fast "
@@ -301,7 +307,49 @@ def config_from_args(args: argparse.Namespace) -> ClusterConfig:
         config.agent_list()
     except ValueError as exc:
         raise UsageError(str(exc)) from None
-    return _per_agent_attributes(config, args.agent_attributes)
+    config = _per_agent_attributes(config, args.agent_attributes)
+    return _per_agent_speeds(config, args.agent_speed)
+
+
+def parse_speeds(text: str, agents: int, *, flag: str = "--agent-speed") -> list[float]:
+    """``1,0.5`` → one speed per agent (0 < speed <= 1), the missing ones 1.
+
+    Raises:
+        UsageError: a value that is not a number in (0, 1], or more values than agents.
+    """
+    speeds: list[float] = []
+    for item in text.split(","):
+        try:
+            speed = float(item)
+        except ValueError:
+            speed = math.nan
+        if not 0 < speed <= 1:
+            raise UsageError(f"{flag}: invalid value {item.strip()!r}: expected comma-separated "
+                             "numbers in (0, 1], one per agent")
+        speeds.append(speed)
+    if len(speeds) > agents:
+        raise UsageError(f"{flag}: {len(speeds)} speeds for {agents} agent(s); give at most one "
+                         "per agent (--agents N)")
+    return speeds + [1.0] * (agents - len(speeds))
+
+
+def _per_agent_speeds(config: ClusterConfig, text: str) -> ClusterConfig:
+    """``config`` with each agent's ``--agent-speed``; refused where CPU groups cannot be made.
+
+    Raises:
+        UsageError: a bad value, or no cgroup ``cpu`` controller this process may use.
+    """
+    if not text.strip():
+        return config
+    agents = config.agent_list()
+    speeds = parse_speeds(text, len(agents))
+    if any(speed < 1 for speed in speeds):
+        try:
+            cpu_quota.check_available()
+        except cpu_quota.CpuQuotaError as exc:
+            raise UsageError(f"--agent-speed: cannot slow agents down: {exc}") from None
+    return replace(config, agent_configs=tuple(
+        replace(agent, speed=speed) for agent, speed in zip(agents, speeds, strict=True)))
 
 
 def _per_agent_attributes(config: ClusterConfig, texts: Sequence[str]) -> ClusterConfig:

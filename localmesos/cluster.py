@@ -31,6 +31,7 @@ from types import MappingProxyType
 from types import TracebackType
 from typing import Any
 
+from disauto.localmesos import cpu_quota
 from disauto.localmesos.agent import Agent
 from disauto.localmesos.agent import AgentConfig
 from disauto.localmesos.gpus import split_devices
@@ -326,6 +327,8 @@ class LocalCluster:
             host, port = self._http.address
             self._master.set_address(host, port)
             self._master.start()
+            if any(agent.speed < 1 for agent in agent_configs):
+                cpu_quota.remove_stale()  # those of cluster processes killed before they could
             for agent_config in agent_configs:
                 self.add_agent(agent_config)
         except BaseException:

@@ -30,6 +30,8 @@ import subprocess
 import sys
 from typing import IO
 
+from disauto.localmesos import cpu_quota
+
 
 logger = logging.getLogger(__name__)
 
@@ -127,6 +129,7 @@ def main(argv: list[str] | None = None) -> int:
     if len(args) != 1:
         print("usage: python -m disauto.localmesos.reaper WORK_DIR", file=sys.stderr)
         return 2
+    owner = os.getppid()  # the cluster's process, before it dies and we are re-parented
     for signum in (signal.SIGINT, signal.SIGHUP, signal.SIGTERM):
         signal.signal(signum, signal.SIG_IGN)  # only the pipe ends the reaper
     told = b""
@@ -138,6 +141,7 @@ def main(argv: list[str] | None = None) -> int:
     if told.startswith(QUIT):
         return 0
     sweep(Path(args[0]))
+    cpu_quota.remove_stale(owner=owner)  # the slowed agents' CPU groups, emptied by the sweep
     return 0
 
 

@@ -71,12 +71,13 @@ def _priority_settings(policy: str, items: Sequence[str]) -> dict[str, str]:
 
     settings = key_values("--priority-setting", items)
     cls = POLICIES[policy]
-    if settings and not cls.uses_priority and not cls.SETTINGS:
+    appcore = frozenset(APPCORE_SETTINGS) if cls.uses_priority else frozenset()
+    if not cls.uses_priority and any(name in APPCORE_SETTINGS for name in settings):
         raise UsageError(f"--priority-setting: offer policy {policy!r} uses no priorities; "
                          "use --offer-policy dynamic, dynamic-plus or deadline")
     try:
         parse_priority_settings(settings)
-        cls.parse_settings(settings, others=frozenset(APPCORE_SETTINGS))
+        cls.parse_settings(settings, others=appcore)
     except ValueError as err:
         raise UsageError(f"--priority-setting: {err}") from None
     return settings

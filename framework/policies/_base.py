@@ -26,7 +26,10 @@ from typing import ClassVar
 from disauto.common.resources import Resources
 from disauto.common.setting_values import Configurable
 from disauto.common.setting_values import SettingSpec
+from disauto.framework.agent_measures import AgentMeasures
 from disauto.framework.offers import OfferView
+from disauto.framework.policies.placement import PLACEMENT_SETTINGS
+from disauto.framework.policies.placement import Placement
 from disauto.framework.spec import TaskResources
 
 
@@ -106,6 +109,11 @@ class OfferPolicy(Configurable, abc.ABC):
     uses_progress: ClassVar[bool] = False
     """Whether the policy reads the job's progress and its peers' standings (:meth:`observe`)."""
 
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        # Placement is a step of every policy: each accepts its settings.
+        cls.SETTINGS = {**cls.SETTINGS, **PLACEMENT_SETTINGS}
+
     def __init__(
         self,
         decline_seconds: float = 5.0,
@@ -116,6 +124,10 @@ class OfferPolicy(Configurable, abc.ABC):
         self.decline_seconds = decline_seconds
         self.settings = self.parse_settings(settings or {})
         self.runner = runner
+        self.placement: Placement | None = (
+            Placement(self.settings) if self.settings["placement"] == "capability" else None)
+        """The placement step (``placement=capability``), or None."""
+        self._measures: AgentMeasures | None = None
         self._setup()
 
     def _setup(self) -> None:  # noqa: B027 -- an optional hook: most policies need none
@@ -125,6 +137,38 @@ class OfferPolicy(Configurable, abc.ABC):
     def observe(self, progress: JobProgress, peers: Sequence[Any] = ()) -> None:  # noqa: B027
         """The job's progress and the other jobs' published standings, before each :meth:`plan`
         (only for policies with :attr:`uses_progress`; default: ignored)."""
+
+    def observe_agents(self, measures: AgentMeasures) -> None:
+        """What the job measured of each agent, before each :meth:`place` (only read with a
+        :attr:`placement` step)."""
+        self._measures = measures
+
+    def speed_rank(self, agent_id: str) -> int:
+        """The agent's measured speed class for policies that sort offers themselves (0 without
+        placement or measurements; negative: faster)."""
+        if self.placement is None or self._measures is None:
+            return 0
+        return self.placement.speed_rank(self._measures.agent(agent_id))
+
+    def place(self, offers: Sequence[OfferView], requests: Sequence[LaunchRequest]) -> Plan:
+        """:meth:`plan`, after the placement step where there is one: the offers it avoids are
+        declined on purpose with its filters; the rest go to :meth:`plan` fastest first."""
+        if self.placement is None or self._measures is None:
+            return self.plan(offers, requests)
+        waiting = sum(1 for r in requests if r.trial_number is not None)
+        arranged = self.placement.arrange(offers, waiting, self._measures)
+        result = self.plan(arranged.kept, requests)
+        for offer_id, seconds in arranged.avoided.items():
+            result.refuse_seconds[offer_id] = seconds
+            result.deliberate.add(offer_id)
+        if any(r.trial_number is not None for launches in result.launches.values()
+               for r, _ in launches):
+            self.placement.launched()
+        return result
+
+    def placement_stats(self) -> dict[str, float]:
+        """The placement step's counters (empty without one)."""
+        return dict(self.placement.counts) if self.placement is not None else {}
 
     def agent_slowdown(self, agent_id: str) -> float:
         """How much slower than a fast agent trials run on ``agent_id`` (1: as fast)."""

@@ -239,8 +239,11 @@ class DynamicPriorityPlusPolicy(DynamicPriorityPolicy):
         if head.trial_number is None:  # AppCore: the cheapest place first
             return sorted(ordered, key=lambda o: self.appcore_cost(o.available, head))
         # Trials: best fit (fewest free trial slots first); sorted() keeps the GPU order on ties.
+        # With placement, the faster speed class first, best fit within it.
+        runner = self.runner
         return sorted(ordered, key=lambda o: (o.has_gpus != (head.resources.gpus > 0),
-                                              trial_slots(o.available, self.runner)))
+                                              self.speed_rank(o.agent_id),
+                                              trial_slots(o.available, runner)))
 
     def _decline_for(self, head: LaunchRequest, offer: OfferView) -> bool:
         if head.trial_number is None:

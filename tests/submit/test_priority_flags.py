@@ -46,8 +46,15 @@ def test_dynamic_policies_turn_priorities_on_and_carry_the_settings() -> None:
          "--priority-setting: invalid value 'k': expected KEY=VALUE"),
         (["--offer-policy", "dynamic", "--priority-setting", "colour=red"],
          "--priority-setting: unknown setting 'colour' for offer policy 'dynamic'; valid "
-         "settings: decline_filter_seconds, declines_per_level, idle_repeats, k, m, thresholds, "
-         "tolerance"),
+         "settings: decline_filter_seconds, declines_per_level, idle_repeats, k, m, placement, "
+         "placement_exclude_seconds, placement_failures, placement_filter_seconds, "
+         "placement_patience_seconds, placement_sample_age, placement_saturation, "
+         "placement_slower, thresholds, tolerance"),
+        (["--priority-setting", "placement=fast"],
+         "setting 'placement' for offer policy 'fifo' must be 'none' or 'capability', got "
+         "'fast'"),
+        (["--priority-setting", "colour=red"],
+         "unknown setting 'colour' for offer policy 'fifo'; valid settings: placement, "),
         (["--offer-policy", "dynamic", "--priority-setting", "pack_patience=2"],
          "unknown setting 'pack_patience' for offer policy 'dynamic'"),
         (["--offer-policy", "dynamic", "--priority-setting", "m=1"],
@@ -74,6 +81,16 @@ def test_a_master_on_this_machine_runs_tasks_with_this_python(master: str) -> No
     config = validate(build_parser().parse_args(argv("--master", master))).config
     assert config.appcore_command == f"{sys.executable} -m disauto.appcore"
     assert config.extra_env["PATH"].startswith(str(Path(sys.executable).parent))
+
+
+@pytest.mark.usefixtures("files")
+def test_placement_settings_reach_every_policy() -> None:
+    for policy in ("fifo", "dynamic-plus"):
+        config = validate(build_parser().parse_args(argv() + [
+            "--offer-policy", policy, "--priority-setting", "placement=capability",
+            "--priority-setting", "placement_saturation=0.8"])).config
+        assert config.offer_policy_settings == {"placement": "capability",
+                                                "placement_saturation": "0.8"}
 
 
 @pytest.mark.usefixtures("files")
