@@ -9,7 +9,10 @@ TASK_KILLED, and returns, after which pymesos ends the process.
 A task's sandbox is ``<executor sandbox>/tasks/<task id>/`` (``common.slots``): its stdout and
 stderr are there, and it sees the job's files the agent fetched once into the executor's sandbox
 through symbolic links (shared by the slot's trials: a trial that changes one changes it for
-the next).
+the next; the links are relative, so they resolve inside a slot's container too).
+
+With a :class:`executor.container.SlotContainer` (``--docker-image``) each task's command runs
+in the slot's one container instead of on the host, and SHUTDOWN removes the container.
 """
 
 from __future__ import annotations
@@ -25,6 +28,9 @@ from typing import Any
 from pymesos import Executor
 
 from disauto.common import slots
+from disauto.executor.container import ContainerError
+from disauto.executor.container import ContainerTaskProcess
+from disauto.executor.container import SlotContainer
 from disauto.executor.process import TaskProcess
 from disauto.executor.process import describe_exit
 
@@ -50,13 +56,16 @@ class SlotExecutor(Executor):  # type: ignore[misc]  # pymesos is untyped
     Args:
         sandbox: the executor's sandbox (its working directory).
         shutdown_grace: the executor's shutdown grace period, in seconds.
+        container: the slot's container, when its trials run in one (``--docker-image``).
     """
 
-    def __init__(self, sandbox: Path, shutdown_grace: float) -> None:
+    def __init__(self, sandbox: Path, shutdown_grace: float,
+                 container: SlotContainer | None = None) -> None:
         self.sandbox = sandbox
         self.shutdown_grace = shutdown_grace
+        self.container = container
         self._lock = threading.Lock()
-        self._tasks: dict[str, tuple[TaskProcess, float]] = {}
+        self._tasks: dict[str, tuple[TaskProcess | ContainerTaskProcess, float]] = {}
         self._ended: OrderedDict[str, None] = OrderedDict()
         """The latest ended tasks (at most :data:`ENDED_KEPT`), so a late KILL is ignored."""
         self.launched = 0
@@ -74,9 +83,14 @@ class SlotExecutor(Executor):  # type: ignore[misc]  # pymesos is untyped
             command, environment = slots.read_task_data(str(task.get("data") or ""))
             sandbox = self._task_sandbox(task_id)
             self._update(driver, task_id, "TASK_STARTING")
-            process = TaskProcess(command, self._environment(task_id, sandbox, environment),
-                                  sandbox)
-        except (slots.TaskDataError, OSError) as err:
+            process: TaskProcess | ContainerTaskProcess
+            if self.container is not None:
+                process = self.container.run(task_id, command, environment, sandbox,
+                                             task.get("resources") or ())
+            else:
+                process = TaskProcess(command,
+                                      self._environment(task_id, sandbox, environment), sandbox)
+        except (slots.TaskDataError, OSError, ContainerError) as err:
             logger.warning("task %s cannot start: %s", task_id, err)
             self._update(driver, task_id, "TASK_FAILED", message=f"cannot start: {err}")
             return
@@ -96,7 +110,7 @@ class SlotExecutor(Executor):  # type: ignore[misc]  # pymesos is untyped
                 continue
             link = sandbox / entry.name
             if not link.exists() and not link.is_symlink():
-                link.symlink_to(entry)
+                link.symlink_to(os.path.relpath(entry, sandbox))
         return sandbox
 
     @staticmethod
@@ -110,7 +124,8 @@ class SlotExecutor(Executor):  # type: ignore[misc]  # pymesos is untyped
         env.update(extra)
         return env
 
-    def _reap(self, driver: Any, task_id: str, process: TaskProcess) -> None:
+    def _reap(self, driver: Any, task_id: str,
+              process: TaskProcess | ContainerTaskProcess) -> None:
         returncode = process.wait()
         with self._lock:
             self._tasks.pop(task_id, None)
@@ -162,6 +177,8 @@ class SlotExecutor(Executor):  # type: ignore[misc]  # pymesos is untyped
                     if task_id not in self._tasks:
                         break
                 threading.Event().wait(0.01)
+        if self.container is not None:
+            self.container.remove()
 
     def frameworkMessage(self, driver: Any, message: Any) -> None:  # noqa: N802 - pymesos API
         logger.info("framework message ignored (%d bytes)", len(str(message)))
