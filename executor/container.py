@@ -94,6 +94,12 @@ def _reason(exc: BaseException) -> str:
     return " ".join(str(text).split())
 
 
+def _is_not_found(exc: BaseException) -> bool:
+    from docker.errors import NotFound
+
+    return isinstance(exc, NotFound) or "No such container" in _reason(exc)
+
+
 def _engine_errors() -> tuple[type[BaseException], ...]:
     from docker.errors import DockerException
     from requests.exceptions import RequestException
@@ -273,17 +279,24 @@ class SlotContainer:
         logger.info("slot container %s now limited to %g CPUs, %g MB", self.name, cpus, mem_mb)
 
     def _watch(self) -> None:
-        """Wait for the container's end (the attachment closes); then the slot is lost unless
-        it is being removed."""
-        sock = getattr(self._stdin, "_sock", self._stdin)
+        """Wait for the container's end (the engine's blocking wait, on a client of its own);
+        then the slot is lost unless it is being removed."""
         try:
-            while sock.recv(4096):
-                pass
-        except OSError:
-            pass
-        self.gone.set()
-        if not self._closing.is_set():
-            self._on_lost(self)
+            client = self._engine()
+        except ContainerError as exc:
+            logger.warning("cannot watch container %s: %s", self.name, exc)
+            return
+        while not self.gone.is_set():
+            try:
+                client.wait(self.id, timeout=None)
+                break
+            except _engine_errors() as exc:
+                if _is_not_found(exc):
+                    break
+                logger.info("container %s: wait: %s (again)", self.name, _reason(exc))
+                self._closing.wait(1.0)
+        client.close()
+        self.lost()
 
     def remove(self) -> None:
         """Remove the container now (SHUTDOWN); errors are logged."""
@@ -393,6 +406,8 @@ class ContainerTaskProcess:
             self._stream = self._client.exec_start(self._exec, stream=True)
         except errors as exc:
             self._close()
+            if _is_not_found(exc):  # it ended under the slot: the slot is lost
+                container.lost()
             raise ContainerError(f"cannot exec in container {container.name}: "
                                  f"{_reason(exc)}") from None
 
