@@ -10,6 +10,9 @@ trials (64) that each sleep ``S`` seconds, ``P`` at a time; ideal wall time
   that imports ``apprunner_sdk``, sleeps and reports ``final=True``;
 * ``disauto-preload``: warm slots with ``--slot-preload apprunner_sdk``: each trial is the same
   script, forked from the slot's interpreter that imported the SDK once;
+* with ``--docker``, also ``disauto-task-docker`` and ``disauto-warm-docker``: the same with
+  ``--docker-image`` (``--image``, default the runner image ``make images`` builds): a
+  container per trial, or one container per slot that runs each trial with ``docker exec``;
 * ``optuna``: ``study.optimize(n_jobs=P)`` of the same sleep (threads, in this process);
 * ``ray-tune``: a function trainable, ``reuse_actors=True``, ``max_concurrent_trials=P``.
 
@@ -39,6 +42,8 @@ import time
 
 ROOT = Path(__file__).resolve().parents[1]
 SYSTEMS = ("disauto-task", "disauto-warm", "disauto-preload", "optuna", "ray-tune")
+DOCKER_SYSTEMS = ("disauto-task-docker", "disauto-warm-docker")
+RUNNER_IMAGE = "disauto/apprunner-small:latest"
 
 SLEEP_TRIAL = '''
 import time
@@ -108,19 +113,24 @@ def _measured(spans: list[tuple[float, float]], seconds: float) -> dict[str, flo
 
 
 def run_disauto(mode: str, parallelism: int, seconds: float, trials: int, work: Path,
-                *extra: str, system: str = "") -> Result:
+                image: str = "", extra: tuple[str, ...] = (), system: str = "") -> Result:
+    """One DisAuto cell; with ``image`` its trials run in containers of it (the times file is
+    in the ``--output`` folder, which is mounted in them, and the trials' settings are in the
+    launch command: a container gets only the task's environment); ``extra`` flags added."""
     work.mkdir(parents=True)
     (work / "sleep_trial.py").write_text(SLEEP_TRIAL)
     (work / "params.json").write_text(json.dumps(
         {"parameters": [{"name": "x", "type": "bound", "value": [0.0, 1.0]}]}))
-    times = work / "times.txt"
-    env = {**os.environ, "DISAUTO_HOME": str(work / "home"), "BENCH_TIMES": str(times),
-           "BENCH_SLEEP": str(seconds),
+    (work / "out").mkdir()
+    times = work / "out" / "times.txt"
+    env = {**os.environ, "DISAUTO_HOME": str(work / "home"),
            "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    launch = f"BENCH_TIMES={times} BENCH_SLEEP={seconds} python sleep_trial.py"
+    docker = ["--docker-image", image, "--output", f"{work / 'out'}#unused"] if image else []
     command = [
         sys.executable, "-m", "disauto.submit.cli", "--app-name", f"bench-{mode}",
-        "--files", str(work / "sleep_trial.py"), "--app-runner-launch-cmd",
-        "python sleep_trial.py", "--app-runner-cpus", "0.1", "--app-runner-memory", "64M",
+        "--files", str(work / "sleep_trial.py"), "--app-runner-launch-cmd", launch, *docker,
+        "--app-runner-cpus", "0.1", "--app-runner-memory", "64M",
         "--app-core-cpus", "0.5", "--app-core-memory", "256M",
         "--tuning-parameters", str(work / "params.json"), "--tuning-type", "random-search",
         "--trail-steps", str(trials), "--parallelism", str(parallelism), "--seed", "1",
@@ -133,7 +143,8 @@ def run_disauto(mode: str, parallelism: int, seconds: float, trials: int, work: 
     total = time.monotonic() - started
     if done.returncode != 0:
         raise RuntimeError(f"da-submit exited {done.returncode}: {done.stderr[-2000:]}")
-    return Result(system or f"disauto-{mode}", parallelism, seconds, trials, total=total,
+    return Result(system or f"disauto-{mode}{'-docker' if image else ''}", parallelism,
+                  seconds, trials, total=total,
                   phases=phases(work / "home", times, seconds),
                   **_measured(_spans(times, trials), seconds))
 
@@ -220,13 +231,18 @@ def run_ray(parallelism: int, seconds: float, trials: int, work: Path) -> Result
                   **_measured(_spans(times, trials), seconds))
 
 
-def run(system: str, parallelism: int, seconds: float, trials: int, work: Path) -> Result:
+def run(system: str, parallelism: int, seconds: float, trials: int, work: Path,
+        image: str = RUNNER_IMAGE) -> Result:
     runners: dict[str, Callable[[], Result]] = {
         "disauto-task": lambda: run_disauto("task", parallelism, seconds, trials, work),
         "disauto-warm": lambda: run_disauto("warm", parallelism, seconds, trials, work),
         "disauto-preload": lambda: run_disauto("warm", parallelism, seconds, trials, work,
-                                               "--slot-preload", "apprunner_sdk",
+                                               extra=("--slot-preload", "apprunner_sdk"),
                                                system="disauto-preload"),
+        "disauto-task-docker": lambda: run_disauto("task", parallelism, seconds, trials, work,
+                                                   image),
+        "disauto-warm-docker": lambda: run_disauto("warm", parallelism, seconds, trials, work,
+                                                   image),
         "optuna": lambda: run_optuna(parallelism, seconds, trials, work),
         "ray-tune": lambda: run_ray(parallelism, seconds, trials, work),
     }
@@ -238,8 +254,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--trials", type=int, default=64)
     parser.add_argument("--parallelism", type=int, nargs="+", default=[8, 16])
     parser.add_argument("--seconds", type=float, nargs="+", default=[1.0, 0.1])
-    parser.add_argument("--systems", nargs="+", default=list(SYSTEMS), choices=SYSTEMS)
+    parser.add_argument("--systems", nargs="+", default=list(SYSTEMS),
+                        choices=SYSTEMS + DOCKER_SYSTEMS)
+    parser.add_argument("--docker", action="store_true",
+                        help="also run the DisAuto rows with --docker-image (both modes)")
+    parser.add_argument("--image", default=RUNNER_IMAGE,
+                        help=f"the image of the docker rows (default {RUNNER_IMAGE})")
     args = parser.parse_args(argv)
+    if args.docker:
+        args.systems += [f"{s}-docker" for s in ("disauto-task", "disauto-warm")
+                         if s in args.systems and f"{s}-docker" not in args.systems]
     print(HEADER, flush=True)
     results = []
     with tempfile.TemporaryDirectory(prefix="bench-warm-") as scratch:
@@ -248,7 +272,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 for system in args.systems:
                     work = Path(scratch) / f"{system}-{parallelism}-{seconds:g}"
                     try:
-                        result = run(system, parallelism, seconds, args.trials, work)
+                        result = run(system, parallelism, seconds, args.trials, work,
+                                     args.image)
                     except Exception as err:  # noqa: BLE001 - one failed cell, not the table
                         result = Result(system, parallelism, seconds, args.trials, 0.0,
                                         note=f"failed: {str(err).splitlines()[-1][:200]}")

@@ -14,7 +14,9 @@ import base64
 from collections.abc import Mapping
 from collections.abc import Sequence
 from dataclasses import dataclass
+from dataclasses import field
 import json
+import os
 
 from disauto.common.python_command import NotAPythonCommandError
 from disauto.common.python_command import PythonCommand
@@ -35,6 +37,77 @@ SLOT_MODES = ("task", "warm")
 
 class TaskDataError(ValueError):
     """A slot task's ``data`` is not what the framework sends."""
+
+
+SPEC_ENV = "DISAUTO_SLOT_CONTAINER"
+"""The executor's environment variable that holds its container's :class:`ContainerSpec`
+(JSON), set by the framework in the slot's ExecutorInfo."""
+
+
+class ContainerSpecError(ValueError):
+    """:data:`SPEC_ENV` is not what the framework sends; the message says what is wrong."""
+
+
+@dataclass(frozen=True)
+class ContainerSpec:
+    """What the framework decides about a slot's container (:data:`SPEC_ENV`).
+
+    Attributes:
+        image: the Docker image reference.
+        force_pull: pull it when the container is created even if it is local.
+        host_paths: absolute host folders mounted read-write at the same path.
+        executor_cpus: the executor's own CPUs (part of the container's limit).
+        executor_mem_mb: the executor's own memory, in MB.
+        labels: labels of the container (the job's).
+    """
+
+    image: str
+    force_pull: bool = False
+    host_paths: tuple[str, ...] = ()
+    executor_cpus: float = 0.0
+    executor_mem_mb: float = 0.0
+    labels: Mapping[str, str] = field(default_factory=dict)
+
+    def to_json(self) -> str:
+        return json.dumps({"image": self.image, "force_pull": self.force_pull,
+                           "host_paths": list(self.host_paths),
+                           "executor_cpus": self.executor_cpus,
+                           "executor_mem_mb": self.executor_mem_mb,
+                           "labels": dict(self.labels)}, sort_keys=True)
+
+    @classmethod
+    def from_json(cls, text: str) -> ContainerSpec:
+        """Read :data:`SPEC_ENV`.
+
+        Raises:
+            ContainerSpecError: naming what is wrong with it.
+        """
+        try:
+            data = json.loads(text)
+        except ValueError as exc:
+            raise ContainerSpecError(f"{SPEC_ENV} is not JSON: {exc}") from None
+        if not isinstance(data, dict):
+            raise ContainerSpecError(f"{SPEC_ENV} must be a JSON object")
+        image = data.get("image")
+        if not isinstance(image, str) or not image.strip() or any(c.isspace() for c in image):
+            raise ContainerSpecError(
+                f"{SPEC_ENV}: 'image' must be an image reference, not {image!r}")
+        paths = data.get("host_paths", [])
+        if not isinstance(paths, list) or not all(
+                isinstance(p, str) and os.path.isabs(p) and ":" not in p for p in paths):
+            raise ContainerSpecError(
+                f"{SPEC_ENV}: 'host_paths' must be absolute paths without ':'")
+        labels = data.get("labels", {})
+        if not isinstance(labels, dict):
+            raise ContainerSpecError(f"{SPEC_ENV}: 'labels' must be an object")
+        try:
+            cpus = float(data.get("executor_cpus", 0.0))
+            mem = float(data.get("executor_mem_mb", 0.0))
+        except (TypeError, ValueError):
+            raise ContainerSpecError(
+                f"{SPEC_ENV}: 'executor_cpus' and 'executor_mem_mb' must be numbers") from None
+        return cls(image, bool(data.get("force_pull", False)), tuple(paths), cpus, mem,
+                   {str(k): str(v) for k, v in labels.items()})
 
 
 def slot_executor_id(job_id: str, number: int) -> str:

@@ -10,6 +10,9 @@ import sys
 from pymesos import MesosExecutorDriver
 
 from disauto.common.durations import parse_duration
+from disauto.executor.container import ContainerError
+from disauto.executor.container import SlotContainer
+from disauto.executor.container import spec_from_environment
 from disauto.executor.slot import SlotExecutor
 
 
@@ -25,7 +28,13 @@ def main() -> int:
     logging.basicConfig(level=logging.INFO, stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     sandbox = Path(os.environ.get("MESOS_SANDBOX") or os.getcwd())
-    driver = MesosExecutorDriver(SlotExecutor(sandbox, _shutdown_grace()))
+    try:
+        spec = spec_from_environment()
+    except ContainerError as err:
+        print(f"disauto.executor: {err}", file=sys.stderr)
+        return 2
+    container = SlotContainer(spec, sandbox) if spec is not None else None
+    driver = MesosExecutorDriver(SlotExecutor(sandbox, _shutdown_grace(), container))
     driver.run()
     return 0
 

@@ -9,7 +9,10 @@ TASK_KILLED, and returns, after which pymesos ends the process.
 A task's sandbox is ``<executor sandbox>/tasks/<task id>/`` (``common.slots``): its stdout and
 stderr are there, and it sees the job's files the agent fetched once into the executor's sandbox
 through symbolic links (shared by the slot's trials: a trial that changes one changes it for
-the next).
+the next; the links are relative, so they resolve inside a slot's container too).
+
+With a :class:`executor.container.SlotContainer` (``--docker-image``) each task's command runs
+in the slot's one container instead of on the host, and SHUTDOWN removes the container.
 """
 
 from __future__ import annotations
@@ -26,6 +29,9 @@ from pymesos import Executor
 
 from disauto.common import slots
 from disauto.common import task_env
+from disauto.executor.container import ContainerError
+from disauto.executor.container import ContainerTaskProcess
+from disauto.executor.container import SlotContainer
 from disauto.executor.forkserver import ZYGOTE_LOG
 from disauto.executor.forkserver import ForkServer
 from disauto.executor.forkserver import ForkServerError
@@ -58,13 +64,16 @@ class SlotExecutor(Executor):  # type: ignore[misc]  # pymesos is untyped
     Args:
         sandbox: the executor's sandbox (its working directory).
         shutdown_grace: the executor's shutdown grace period, in seconds.
+        container: the slot's container, when its trials run in one (``--docker-image``).
     """
 
-    def __init__(self, sandbox: Path, shutdown_grace: float) -> None:
+    def __init__(self, sandbox: Path, shutdown_grace: float,
+                 container: SlotContainer | None = None) -> None:
         self.sandbox = sandbox
         self.shutdown_grace = shutdown_grace
+        self.container = container
         self._lock = threading.Lock()
-        self._tasks: dict[str, tuple[GroupProcess, float]] = {}
+        self._tasks: dict[str, tuple[GroupProcess | ContainerTaskProcess, float]] = {}
         self._forkserver: ForkServer | None = None
         """The slot's pre-imported interpreter (``--slot-preload``), started by its first
         trial that asks for one."""
@@ -85,11 +94,17 @@ class SlotExecutor(Executor):  # type: ignore[misc]  # pymesos is untyped
             slot_task = slots.read_slot_task(str(task.get("data") or ""))
             sandbox = self._task_sandbox(task_id)
             self._update(driver, task_id, "TASK_STARTING")
-            env = self._environment(task_id, sandbox, slot_task.environment)
-            process = (self._fork(slot_task.preload, env, sandbox)
-                       if slot_task.preload is not None
-                       else TaskProcess(slot_task.command, env, sandbox))
-        except (slots.TaskDataError, ForkServerError, OSError) as err:
+            process: GroupProcess | ContainerTaskProcess
+            if self.container is not None:
+                process = self.container.run(task_id, slot_task.command,
+                                             slot_task.environment, sandbox,
+                                             task.get("resources") or ())
+            else:
+                env = self._environment(task_id, sandbox, slot_task.environment)
+                process = (self._fork(slot_task.preload, env, sandbox)
+                           if slot_task.preload is not None
+                           else TaskProcess(slot_task.command, env, sandbox))
+        except (slots.TaskDataError, ForkServerError, OSError, ContainerError) as err:
             logger.warning("task %s cannot start: %s", task_id, err)
             self._update(driver, task_id, "TASK_FAILED", message=f"cannot start: {err}")
             return
@@ -131,7 +146,7 @@ class SlotExecutor(Executor):  # type: ignore[misc]  # pymesos is untyped
                 continue
             link = sandbox / entry.name
             if not link.exists() and not link.is_symlink():
-                link.symlink_to(entry)
+                link.symlink_to(os.path.relpath(entry, sandbox))
         return sandbox
 
     @staticmethod
@@ -145,7 +160,8 @@ class SlotExecutor(Executor):  # type: ignore[misc]  # pymesos is untyped
         env.update(extra)
         return env
 
-    def _reap(self, driver: Any, task_id: str, process: GroupProcess) -> None:
+    def _reap(self, driver: Any, task_id: str,
+              process: GroupProcess | ContainerTaskProcess) -> None:
         returncode = process.wait()
         with self._lock:
             self._tasks.pop(task_id, None)
@@ -207,6 +223,8 @@ class SlotExecutor(Executor):  # type: ignore[misc]  # pymesos is untyped
                 threading.Event().wait(0.01)
         if self._forkserver is not None:
             self._forkserver.close()
+        if self.container is not None:
+            self.container.remove()
 
     def frameworkMessage(self, driver: Any, message: Any) -> None:  # noqa: N802 - pymesos API
         logger.info("framework message ignored (%d bytes)", len(str(message)))

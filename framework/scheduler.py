@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from collections.abc import Sequence
+import dataclasses
 import logging
 import threading
 import time
@@ -18,6 +19,7 @@ from pymesos import Scheduler
 
 from disauto.common import task_env
 from disauto.common.resources import Resources
+from disauto.common.slots import ContainerSpec as SlotContainerSpec
 from disauto.common.slots import Preload
 from disauto.common.task_states import has_ended_for_framework
 from disauto.common.telemetry import AGENT_CPU_UTILIZATION
@@ -37,6 +39,7 @@ from disauto.framework.policies import OfferPolicy
 from disauto.framework.sandbox_logs import SandboxLogs
 from disauto.framework.slots import SlotTable
 from disauto.framework.slots import as_slot_task
+from disauto.framework.slots import container_spec
 from disauto.framework.slots import executor_info
 from disauto.framework.slots import executor_resources
 from disauto.framework.tasks import appcore_task
@@ -255,6 +258,7 @@ class JobScheduler(Scheduler):
             # then reuses slots before it starts new ones elsewhere.
             slots = self.slots
             views.sort(key=lambda view: not slots.has_free(view.agent_id))
+            views = [self._with_slot_gpus(view) for view in views]
         plan = self._policy.place(views, requests)
         for view in views:
             launches = plan.launches.get(view.id, [])
@@ -303,6 +307,17 @@ class JobScheduler(Scheduler):
             trials, store.task_updates(),
             store.samples(AGENT_CPU_UTILIZATION, since=now - age), now,
             job_progress(self._job.config, trials, now).remaining_trials)
+
+    def _with_slot_gpus(self, view: OfferView) -> OfferView:
+        """``view`` with the GPUs its agent's free slots hold: they are not offered (their
+        executors hold them), but a trial planned on them runs on such a slot. Every trial of
+        a job wants as many GPUs, so the trials planned beyond the free slots use offered
+        GPUs."""
+        assert self.slots is not None
+        held = self.slots.free_gpus(view.agent_id)
+        if not held:
+            return view
+        return dataclasses.replace(view, available=view.available + Resources({"gpus": held}))
 
     def _fits_waiting(self, view: OfferView) -> bool:
         """Whether a task that could launch now fits ``view`` (AppCore submits trials while
@@ -395,8 +410,10 @@ class JobScheduler(Scheduler):
         the offer has room for its executor): (the task, the slot's executor id). With neither,
         the trial runs as a command task, so that a job never waits for room for a slot."""
         assert self.slots is not None
+        gpus = int(Resources.from_json(task.get("resources") or []).scalar("gpus"))
+        # A new slot's GPUs are its trial's (moved to the executor): room for the rest.
         room = left[0].contains(executor_resources())
-        taken = self.slots.take(view.agent_id, task["task_id"]["value"], room)
+        taken = self.slots.take(view.agent_id, task["task_id"]["value"], room, gpus)
         if taken is None:
             logger.info("no room for a slot on %s: %s runs as a command task", view.hostname,
                         task["name"])
@@ -406,8 +423,17 @@ class JobScheduler(Scheduler):
             left[0] = left[0] - executor_resources()
             logger.info("starting slot %s on %s", executor_id, view.hostname)
         executor = executor_info(executor_id, self._executor_command, self._uris,
-                                 self._job.config.job_id)
+                                 self._job.config.job_id, self._slot_container(), gpus)
         return as_slot_task(task, executor, self._preload), executor_id
+
+    def _slot_container(self) -> SlotContainerSpec | None:
+        """The container of the job's slots (``--docker-image``), or None."""
+        config = self._job.config
+        if not config.docker_image:
+            return None
+        return container_spec(
+            config.docker_image, False,
+            [config.output.destination] if config.output is not None else [], config.job_id)
 
     def reap_idle_slots(self) -> None:
         """Shut down the slots idle for longer than their idle time."""

@@ -12,6 +12,12 @@ the offer policy deliberately declines an offer of its agent while it is idle (t
 the job should yield, e.g. its priority dropped). A slot whose executor ends (crash, kill) is
 forgotten: Mesos fails its live task with REASON_EXECUTOR_TERMINATED, which the framework takes
 as a lost task (queued again, at most ``max_task_retries`` times).
+
+With ``--docker-image`` the ExecutorInfo carries the slot's container settings
+(:class:`common.slots.ContainerSpec` in :data:`common.slots.SPEC_ENV`): the executor keeps one
+container for the slot and runs each trial in it. A GPU trial's slot holds the trial's GPUs in
+the executor's resources (the agent assigns them once, for the slot's life) and its tasks hold
+none; such a slot is reused only for trials that want the same number of GPUs.
 """
 
 from __future__ import annotations
@@ -34,9 +40,10 @@ IDLE_SECONDS = 10.0
 --slot-idle``)."""
 
 
-def executor_resources() -> Resources:
-    """What a slot's executor holds while it lives, besides its trials."""
-    return Resources({"cpus": EXECUTOR_CPUS, "mem": EXECUTOR_MEM_MB})
+def executor_resources(gpus: int = 0) -> Resources:
+    """What a slot's executor holds while it lives, besides its trials' CPUs and memory: its
+    own share, and the GPUs of a GPU slot."""
+    return Resources({"cpus": EXECUTOR_CPUS, "mem": EXECUTOR_MEM_MB, "gpus": float(gpus)})
 
 
 @dataclass
@@ -46,6 +53,8 @@ class Slot:
     task_id: str = ""
     """The trial task it runs, "" while idle."""
     idle_since: float = 0.0
+    gpus: int = 0
+    """The GPUs its executor holds (its trials want exactly this many)."""
 
 
 class SlotTable:
@@ -65,17 +74,20 @@ class SlotTable:
         self._task_executor: dict[str, str] = {}
         self.started = 0
 
-    def take(self, agent_id: str, task_id: str, can_start: bool) -> tuple[str, bool] | None:
-        """A slot on ``agent_id`` for ``task_id``: (executor id, whether it is new), or None
-        when none is free and ``can_start`` is false."""
+    def take(self, agent_id: str, task_id: str, can_start: bool,
+             gpus: int = 0) -> tuple[str, bool] | None:
+        """A slot on ``agent_id`` for ``task_id`` (a trial of ``gpus`` GPUs): (executor id,
+        whether it is new), or None when none is free and ``can_start`` is false. Only a slot
+        holding exactly ``gpus`` GPUs is reused."""
         with self._lock:
             slot = next((s for s in self._slots.values()
-                         if s.agent_id == agent_id and not s.task_id), None)
+                         if s.agent_id == agent_id and not s.task_id and s.gpus == gpus), None)
             new = slot is None
             if slot is None:
                 if not can_start:
                     return None
-                slot = Slot(slots.slot_executor_id(self._job_id, self.started), agent_id)
+                slot = Slot(slots.slot_executor_id(self._job_id, self.started), agent_id,
+                            gpus=gpus)
                 self.started += 1
                 self._slots[slot.executor_id] = slot
             slot.task_id = task_id
@@ -103,6 +115,12 @@ class SlotTable:
         """Whether a slot on ``agent_id`` waits for a trial."""
         with self._lock:
             return any(s.agent_id == agent_id and not s.task_id for s in self._slots.values())
+
+    def free_gpus(self, agent_id: str) -> int:
+        """The GPUs that free slots on ``agent_id`` hold (their next trials use them)."""
+        with self._lock:
+            return sum(s.gpus for s in self._slots.values()
+                       if s.agent_id == agent_id and not s.task_id)
 
     def executor_of(self, task_id: str) -> str:
         """The slot executor that ran ``task_id`` ("" for a command task)."""
@@ -136,16 +154,29 @@ class SlotTable:
             return len(self._slots)
 
 
+def container_spec(image: str, force_pull: bool, host_paths: Sequence[str],
+                   job_id: str) -> slots.ContainerSpec:
+    """The container settings of a job's slots (``--docker-image``)."""
+    return slots.ContainerSpec(image, force_pull, tuple(host_paths), EXECUTOR_CPUS,
+                               EXECUTOR_MEM_MB, {"disauto.job": job_id, "disauto.role": "slot"})
+
+
 def executor_info(executor_id: str, command: str, uris: Sequence[Mapping[str, Any]],
-                  job_id: str) -> dict[str, Any]:
-    """The slot's CUSTOM ExecutorInfo: the job's files are fetched once, for all its trials."""
+                  job_id: str, container: slots.ContainerSpec | None = None,
+                  gpus: int = 0) -> dict[str, Any]:
+    """The slot's CUSTOM ExecutorInfo: the job's files are fetched once, for all its trials;
+    with ``container`` its trials run in one container of the image; ``gpus`` it holds for
+    its life."""
+    variables = [{"name": "PYTHONUNBUFFERED", "value": "1"}]
+    if container is not None:
+        variables.append({"name": slots.SPEC_ENV, "value": container.to_json()})
     return {
         "executor_id": {"value": executor_id},
         "type": "CUSTOM",
         "name": f"DisAuto slot {executor_id}",
         "command": {"value": command, "shell": True, "uris": [dict(u) for u in uris],
-                    "environment": {"variables": [{"name": "PYTHONUNBUFFERED", "value": "1"}]}},
-        "resources": executor_resources().to_json(),
+                    "environment": {"variables": variables}},
+        "resources": executor_resources(gpus).to_json(),
         "labels": {"labels": [{"key": "disauto.job", "value": job_id},
                               {"key": "disauto.role", "value": "slot"}]},
     }
@@ -156,8 +187,10 @@ def as_slot_task(task: Mapping[str, Any], executor: Mapping[str, Any],
     """A trial's command TaskInfo turned into a task of ``executor``: its command and
     environment move into ``data`` (Mesos forbids a task with both a command and an
     executor), with how the slot's pre-imported interpreter runs it under ``--slot-preload``;
-    its URIs are the executor's."""
-    out = {key: value for key, value in task.items() if key != "command"}
+    its URIs are the executor's, its container (if any) the slot's, and its GPUs the
+    executor's (a GPU slot holds them)."""
+    out = {key: value for key, value in task.items() if key not in ("command", "container")}
+    out["resources"] = [r for r in task.get("resources") or [] if r.get("name") != "gpus"]
     command = task["command"]
     env = {v["name"]: v["value"] for v in command.get("environment", {}).get("variables", [])}
     out["data"] = slots.task_data(str(command["value"]), env, preload)

@@ -36,9 +36,14 @@ A mixin of :class:`localmesos.agent.Agent`. What a Mesos 1.11 agent does for a t
 * **Messages.** A framework MESSAGE reaches a subscribed executor as MESSAGE (dropped
   otherwise); an executor's MESSAGE goes to the master, which sends the scheduler MESSAGE.
 
-Not done: GPUs of custom executors and their tasks are not assigned (no GPU variables are
-set), containers (an executor ``ContainerInfo`` image) are refused, and nothing is
-checkpointed (an agent restart is the cluster's end).
+* **GPUs.** The ``gpus`` of the ExecutorInfo's resources are assigned to the executor when it
+  is launched, for its whole life (its environment names them: ``CUDA_VISIBLE_DEVICES`` and
+  ``NVIDIA_VISIBLE_DEVICES``, which its tasks' processes inherit), and freed when it ends. Too
+  few free GPUs fail its tasks (REASON_CONTAINER_LAUNCH_FAILED).
+
+Not done: ``gpus`` in the resources of a custom executor's *tasks* are not assigned (hold
+them in the executor's), containers (an executor ``ContainerInfo`` image) are refused, and
+nothing is checkpointed (an agent restart is the cluster's end).
 """
 
 from __future__ import annotations
@@ -57,6 +62,8 @@ import time
 from typing import Any
 import uuid
 
+from disauto.common.resources import ResourceError
+from disauto.common.resources import Resources
 from disauto.localmesos import executor as executor_mod
 from disauto.localmesos import executor_api
 from disauto.localmesos import sandbox as sandbox_mod
@@ -110,6 +117,10 @@ class ExecutorRun:
     #: (state, reason, message) its live tasks get when it ends, if not Mesos' default.
     pending_termination: tuple[str, str, str] | None = None
     returncode: int | None = None
+    #: The GPU indices assigned to it (its ExecutorInfo's ``gpus``), held while it lives.
+    gpus: tuple[int, ...] = ()
+    #: Why its GPUs could not be assigned ("" when they were): its launch fails with it.
+    gpu_error: str = ""
     cancel: threading.Event = field(default_factory=threading.Event)
     exited: threading.Event = field(default_factory=threading.Event)
     #: Set once the executor subscribed or ended: the registration timeout's wake-up.
@@ -185,8 +196,30 @@ class ExecutorHost:
                                        task.executor_id, container_id)
         run = ExecutorRun(task.framework_id, task.executor_id, info, task.framework_info,
                           container_id, path)
+        self._assign_executor_gpus(run)
         self._executors[run.key] = run
         return run
+
+    def _assign_executor_gpus(self, run: ExecutorRun) -> None:
+        """Under the lock: give the run the ``gpus`` of its ExecutorInfo's resources."""
+        try:
+            wanted = Resources.from_json(list(run.info.get("resources") or [])).scalar("gpus")
+        except ResourceError as exc:
+            run.gpu_error = f"Invalid executor resources: {exc}"
+            return
+        if wanted <= 0:
+            return
+        if wanted != int(wanted):
+            run.gpu_error = f"The 'gpus' resource must be a whole number, got {wanted:g}"
+            return
+        if int(wanted) > len(self._free_gpus):
+            run.gpu_error = (f"The executor needs {int(wanted)} GPUs but only "
+                             f"{len(self._free_gpus)} of agent {self.id}'s {self.config.gpus} "
+                             "are free")
+            return
+        self._free_gpus.sort()
+        run.gpus = tuple(self._free_gpus[:int(wanted)])
+        del self._free_gpus[:int(wanted)]
 
     def _deliver(self, run: ExecutorRun, task: AgentTask) -> None:
         """Under the lock: LAUNCH a task on the subscribed executor."""
@@ -304,6 +337,8 @@ class ExecutorHost:
                                        run.executor_id, run.container_id)
             for name in ("stdout", "stderr"):
                 (run.sandbox / name).touch()
+            if run.gpu_error:
+                raise LaunchError(run.gpu_error)
             image = (run.info.get("container") or {})
             if image:
                 raise LaunchError("The embedded agent runs custom executors as processes only: "
@@ -352,7 +387,7 @@ class ExecutorHost:
             command=command, sandbox=run.sandbox, ids=ids,
             agent_endpoint=self._master_endpoint,
             shutdown_grace_period=self._executor_shutdown_grace if grace is None else grace,
-            run_as=run_as,
+            run_as=run_as, gpus=run.gpus if self.config.gpus > 0 else None,
         )
         env.pop("MESOS_TASK_ID", None)
         checkpoint = bool(run.framework_info.get("checkpoint"))
@@ -390,6 +425,8 @@ class ExecutorHost:
         sweep_sandbox(run.sandbox)
         with self._lock:
             run.state = TERMINATED
+            self._free_gpus.extend(run.gpus)
+            run.gpus = ()
             run.exited.set()
             run.settled.set()
             if run.stream is not None:

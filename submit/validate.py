@@ -249,7 +249,7 @@ def validate(args: argparse.Namespace) -> Submission:
     same_host = _on_this_host(args.master)
     docker_image, appcore_image, containerizer = _containers(args, runner.gpus)
     slot_preload = _slot_preload(args, args.slot_mode, docker_image)
-    slot_mode, slot_idle = _slots(args, docker_image, runner.gpus)
+    slot_mode, slot_idle = _slots(args)
     appcore_command = args.app_core_command or (
         f"{sys.executable} -m disauto.appcore" if same_host and not appcore_image
         else "python3 -m disauto.appcore")
@@ -298,16 +298,11 @@ def validate(args: argparse.Namespace) -> Submission:
                       detach=args.detach, bind_all=args.bind_all, tls=tls)
 
 
-def _slots(args: argparse.Namespace, docker_image: str, gpus: int) -> tuple[str, float]:
-    """``--slot-mode`` and ``--slot-idle``."""
+def _slots(args: argparse.Namespace) -> tuple[str, float]:
+    """``--slot-mode`` and ``--slot-idle`` (warm slots run container and GPU trials too)."""
     mode = args.slot_mode
     if mode not in SLOT_MODES:
         raise UsageError(f"--slot-mode: expected one of {', '.join(SLOT_MODES)}, not {mode!r}")
-    if mode == "warm" and docker_image:
-        raise UsageError("--slot-mode warm does not run --docker-image trials yet; use "
-                         "--slot-mode task")
-    if mode == "warm" and gpus:
-        raise UsageError("--slot-mode warm does not run GPU trials yet; use --slot-mode task")
     return mode, _max_duration(args.slot_idle, "--slot-idle") or 10.0
 
 

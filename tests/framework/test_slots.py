@@ -5,6 +5,7 @@ from __future__ import annotations
 from disauto.common import slots
 from disauto.framework.slots import SlotTable
 from disauto.framework.slots import as_slot_task
+from disauto.framework.slots import container_spec
 from disauto.framework.slots import executor_info
 
 
@@ -53,3 +54,42 @@ def test_a_command_task_becomes_a_task_of_the_slot() -> None:
     assert slots.read_task_data(out["data"]) == ("python train.py", {"A": "1"})
     assert executor["command"]["uris"] == [{"value": "http://f/train.py"}]
     assert executor["type"] == "CUSTOM"
+
+
+def test_a_gpu_slot_is_reused_only_for_as_many_gpus() -> None:
+    table = SlotTable("job", idle_seconds=0.0)
+    assert table.take("S1", "t1", can_start=True, gpus=1) == ("job-slot-0", True)
+    table.task_ended("t1")
+    assert table.free_gpus("S1") == 1 and table.free_gpus("S2") == 0
+    assert table.take("S1", "t2", can_start=False, gpus=2) is None  # holds 1, not 2
+    assert table.take("S1", "t2", can_start=False) is None  # nor 0
+    assert table.take("S1", "t2", can_start=False, gpus=1) == ("job-slot-0", False)
+    assert table.free_gpus("S1") == 0  # busy again
+
+
+def test_a_gpu_slot_holds_its_gpus_in_the_executor_and_its_tasks_none() -> None:
+    task = {"task_id": {"value": "trial-0001"}, "name": "trial-0001",
+            "resources": [{"name": "cpus", "type": "SCALAR", "scalar": {"value": 0.5}},
+                          {"name": "gpus", "type": "SCALAR", "scalar": {"value": 2.0}}],
+            "command": {"value": "python runner.py"},
+            "container": {"type": "DOCKER", "docker": {"image": "img"}}}
+    executor = executor_info("job-slot-0", "python3 -m disauto.executor", [], "job", gpus=2)
+    held = {r["name"]: r["scalar"]["value"] for r in executor["resources"]}
+    assert held["gpus"] == 2.0
+    converted = as_slot_task(task, executor)
+    assert [r["name"] for r in converted["resources"]] == ["cpus"]
+    assert "container" not in converted and "command" not in converted
+
+
+def test_a_container_slot_carries_its_container_in_the_executor_environment() -> None:
+    spec = container_spec("registry.example.com/runner:1", False, ["/data/out"], "job")
+    executor = executor_info("job-slot-0", "python3 -m disauto.executor", [], "job", spec)
+    variables = {v["name"]: v["value"]
+                 for v in executor["command"]["environment"]["variables"]}
+    back = slots.ContainerSpec.from_json(variables[slots.SPEC_ENV])
+    assert back == spec
+    assert back.host_paths == ("/data/out",) and back.labels["disauto.job"] == "job"
+    assert "container" not in executor  # the executor itself runs on the host
+    plain = executor_info("job-slot-1", "python3 -m disauto.executor", [], "job")
+    assert slots.SPEC_ENV not in {v["name"] for v in
+                                  plain["command"]["environment"]["variables"]}
