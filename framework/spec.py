@@ -95,6 +95,9 @@ class JobConfig:
     """How agents start a warm slot's executor (default: ``python3 -m disauto.executor``)."""
     slot_idle: float = 10.0
     """Seconds a warm slot may stay without a trial before it is shut down."""
+    telemetry_interval: float = 1.0
+    """Seconds between polls of the agents' ``/monitor/statistics`` (``--telemetry-interval``,
+    framework/telemetry); 0: no telemetry."""
     master_timeout: float = DEFAULT_MASTER_TIMEOUT
     """Seconds the master may be away (the framework disconnected) before the framework gives
     up (``--master-timeout``): it stops, leaves the job interrupted and exits 3."""

@@ -68,6 +68,9 @@ def _job_flags(parser: argparse.ArgumentParser) -> None:
     job.add_argument("--slot-idle", default="10s", metavar="DURATION",
                      help="with --slot-mode warm: shut a slot down after it has had no trial "
                           "this long (default 10s)")
+    job.add_argument("--telemetry-interval", default="1s", metavar="DURATION",
+                     help="measure every trial's CPU, memory and GPU this often, from the "
+                          "agents' /monitor/statistics (default 1s; 0 turns telemetry off)")
     job.add_argument("--app-core-memory", default="512M", metavar="SIZE",
                      help="memory of the AppCore task (default 512M)")
     job.add_argument("--app-core-cpus", default="0.5", metavar="N",
