@@ -30,6 +30,8 @@ from disauto.common.metrics import check_metrics
 from disauto.common.report import Report
 from disauto.common.space import assignment_to_proto
 from disauto.common.space import space_from_proto
+from disauto.common.telemetry import Sample
+from disauto.common.telemetry import TrialUsage
 from disauto.common.trial_state import TrialState
 from disauto.framework.errors import AlreadyExistsError
 from disauto.framework.errors import FailedPreconditionError
@@ -144,6 +146,8 @@ class JobController(TaskStatusHandling):
         self._outcome: int | None = None
         self._outcome_message = ""
         self._done = threading.Event()
+        self.memory_note: Callable[[int], str] = lambda number: ""
+        """What telemetry measured of a trial's memory (its OOM failure message names it)."""
 
     # -- reading -------------------------------------------------------------------------------
 
@@ -567,6 +571,19 @@ class JobController(TaskStatusHandling):
             self._appcore_address = ""
             self.store.add_appcore_run(self._appcore_attempt, task_id, agent_id)
             return True
+
+    def add_samples(self, samples: Sequence[Sample]) -> None:
+        """Keep telemetry samples (framework/telemetry) in the job store."""
+        self.store.add_samples(samples)
+
+    def set_trial_usage(self, number: int, usage: TrialUsage) -> None:
+        """Keep a trial's measured usage with it, here and in the job store."""
+        with self._lock:
+            trial = self._trials.get(number)
+            if trial is None:
+                return
+            trial.usage = usage
+            self.store.set_trial_usage(number, usage)
 
     def trial_for_launch(self, number: int) -> TrialRow | None:
         with self._lock:

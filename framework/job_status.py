@@ -37,6 +37,9 @@ SLOT_LOST_REASONS = frozenset({"REASON_EXECUTOR_TERMINATED",
 """A warm slot's task that ended for one of these was lost with its slot (the executor died or
 never started), not failed by its script: it is queued again as a lost task is."""
 
+MEMORY_LIMITATION = "REASON_CONTAINER_LIMITATION_MEMORY"
+"""The reason of a task its container's memory limit killed (Mesos' cgroups/mem isolator)."""
+
 MAX_PORT_RETRIES = 10
 """Launches of AppCore again, uncounted, after it found its offered port taken."""
 
@@ -62,6 +65,7 @@ class TaskStatusHandling:
         _slot_tasks: set[str]
         _on_pending: Callable[[], None]
         _log_tail: Callable[[Mapping[str, Any]], str]
+        memory_note: Callable[[int], str]
 
         def finish(self, outcome: int, message: str) -> None: ...
         def _queue_again(self, trial: TrialRow, message: str) -> None: ...
@@ -163,8 +167,16 @@ class TaskStatusHandling:
         elif state == "TASK_KILLED":
             self._set_state(trial, TrialState.KILLED, describe_status(status))
         else:
-            self._set_state(trial, TrialState.FAILED, describe_status(status) + self._tail(status))
+            self._set_state(trial, TrialState.FAILED, describe_status(status)
+                            + self._memory(trial, status) + self._tail(status))
         return False
+
+    def _memory(self, trial: TrialRow, status: Mapping[str, Any]) -> str:
+        """For a trial killed for its memory: what telemetry measured of it, and the limit."""
+        if status.get("reason") != MEMORY_LIMITATION:
+            return ""
+        note = self.memory_note(trial.number)
+        return f"; {note}" if note else ""
 
     def _retry_lost(self, trial: TrialRow, state: str, status: Mapping[str, Any]) -> bool:
         """Queue a trial again when its task was lost (not failed by its script)."""

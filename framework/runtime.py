@@ -56,6 +56,9 @@ from disauto.framework.service import make_server
 from disauto.framework.slots import SlotTable
 from disauto.framework.spec import JobConfig
 from disauto.framework.store import JobStore
+from disauto.framework.telemetry.monitor import StatisticsCollector
+from disauto.framework.telemetry.monitor import TaskPlace
+from disauto.framework.telemetry.monitor import TelemetryLoop
 from disauto.framework.webui import report
 from disauto.framework.webui.server import JobPageServer
 from disauto.framework.webui.sources import KILL_TRIALS_KEY
@@ -268,6 +271,13 @@ class JobRunner:
         self.logs = LogCollector(self._logs, lambda: self.scheduler.framework_id,
                                  self.controller.task_locations, job_dir / paths.TASK_LOGS,
                                  slot_of=self.slots.executor_of if self.slots else None)
+        # Telemetry (framework/telemetry): the agents' /monitor/statistics, per trial.
+        self.telemetry = TelemetryLoop(
+            [StatisticsCollector(self._logs.endpoints, lambda: self.scheduler.framework_id,
+                                 self._task_places)],
+            self.controller, config.telemetry_interval) if config.telemetry_interval > 0 else None
+        if self.telemetry is not None:
+            self.controller.memory_note = self.telemetry.memory_note
         self._driver: MesosSchedulerDriver | None = None
         self._stopped = False
 
@@ -324,6 +334,8 @@ class JobRunner:
                 f"{register_timeout:.0f} s"
             )
         self.logs.start()
+        if self.telemetry is not None:
+            self.telemetry.start()
         if self.peers is not None:
             self.peers.start()
         self.check_capacity(every_task=True)
@@ -570,7 +582,20 @@ class JobRunner:
                   **self.scheduler.policy_stats()}
         self.store.set_meta("offer_counts", json.dumps(counts, sort_keys=True))
 
+    def _task_places(self) -> list[TaskPlace]:
+        """Where the job's trials run now (the telemetry collector measures those)."""
+        places = []
+        for trial in self.controller.trials():
+            if not trial.task_id or not trial.agent_id or not trial.state.is_in_flight():
+                continue
+            slot = self.slots.executor_of(trial.task_id) if self.slots is not None else ""
+            places.append(TaskPlace(trial.agent_id, slot or trial.task_id, trial.number,
+                                    shared=bool(slot)))
+        return places
+
     def _shutdown_services(self) -> None:
+        if self.telemetry is not None:
+            self.telemetry.stop()
         self._server.stop(grace=2).wait()
         self._files.stop()
         self.page.stop()

@@ -98,6 +98,9 @@ class JobConfig:
     slot_preload: tuple[str, ...] = ()
     """``--slot-preload``: the modules a warm slot's interpreter imports before it forks each
     trial (the SDK first); empty: each trial is ``/bin/sh -c '<launch command>'``."""
+    telemetry_interval: float = 1.0
+    """Seconds between polls of the agents' ``/monitor/statistics`` (``--telemetry-interval``,
+    framework/telemetry); 0: no telemetry."""
     master_timeout: float = DEFAULT_MASTER_TIMEOUT
     """Seconds the master may be away (the framework disconnected) before the framework gives
     up (``--master-timeout``): it stops, leaves the job interrupted and exits 3."""

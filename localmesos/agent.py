@@ -58,8 +58,12 @@ from disauto.localmesos.agent_executors import ExecutorRun
 from disauto.localmesos.agent_launch import AgentTask
 from disauto.localmesos.agent_launch import TaskLauncher
 from disauto.localmesos.containerizer import DockerContainerizer
+from disauto.localmesos.executor import CommandProcess
 from disauto.localmesos.logrotate import DEFAULT_SANDBOX_LOGGING
 from disauto.localmesos.logrotate import SandboxLogging
+from disauto.localmesos.monitor import ExecutorEntry
+from disauto.localmesos.monitor import ResourceMonitor
+from disauto.localmesos.monitor import mem_limit_bytes
 from disauto.localmesos.records import duration_seconds
 from disauto.localmesos.status_updates import TERMINAL_STATES
 from disauto.localmesos.status_updates import StatusUpdateManager
@@ -173,6 +177,19 @@ def _grace_seconds(kill_policy: Any) -> float | None:
     return duration_seconds(kill_policy.get("grace_period"))
 
 
+def _scalars(infos: list[Mapping[str, Any]]) -> dict[str, float]:
+    """The summed scalar resources of TaskInfos/ExecutorInfos (malformed ones count 0)."""
+    total: dict[str, float] = {}
+    for info in infos:
+        for resource in info.get("resources") or []:
+            value = (resource.get("scalar") or {}).get("value") if isinstance(resource, Mapping) \
+                else None
+            if isinstance(value, int | float) and not isinstance(value, bool):
+                name = str(resource.get("name"))
+                total[name] = total.get(name, 0.0) + float(value)
+    return total
+
+
 def _new_uuid() -> str:
     return base64.b64encode(uuid.uuid4().bytes).decode("ascii")
 
@@ -278,6 +295,7 @@ class Agent(TaskLauncher, ExecutorHost):
                                                  config.speed * config.cpus)
         self._containers = containerizer or DockerContainerizer(agent_id)
         self._ran_containers = False
+        self._monitor = ResourceMonitor()
         if containerizer_mod.engine_available():
             with self._lock:
                 self._start_thread(self._containers.reap_orphans, name=f"reap-{agent_id}")
@@ -458,6 +476,47 @@ class Agent(TaskLauncher, ExecutorHost):
                 path.parent / "latest"
             )
         return roots
+
+    def monitor_statistics(self) -> list[dict[str, Any]]:
+        """``/monitor/statistics``: what each executor running here uses (Mesos'
+        ``ResourceUsage`` per executor; :mod:`localmesos.monitor`).
+
+        A command task is its own executor (the executor id is the task id), measured as its
+        process session; a custom executor is measured as its own session, which holds the
+        processes of the tasks it runs; a container task from its cgroup. ``cpus_limit`` and
+        ``mem_limit_bytes`` are the resources of the executor and its live tasks.
+        """
+        entries = []
+        with self._lock:
+            for task in self._tasks.values():
+                if task.terminal or task.process is None or task.info.get("executor"):
+                    continue
+                scalars = _scalars([task.info])
+                entries.append(ExecutorEntry(
+                    framework_id=task.framework_id, executor_id=task.executor_id,
+                    executor_name=f"Command Executor (Task: {task.task_id})",
+                    source=task.task_id, pid=task.process.pid,
+                    container=not isinstance(task.process, CommandProcess),
+                    cpus_limit=scalars.get("cpus"),
+                    mem_limit_bytes=mem_limit_bytes(scalars.get("mem", 0.0)),
+                ))
+            for run in self._executors.values():
+                if run.process is None or run.process.exited:
+                    continue
+                infos = [run.info] + [
+                    self._tasks[(run.framework_id, task_id)].info for task_id in run.launched
+                    if (run.framework_id, task_id) in self._tasks
+                    and not self._tasks[(run.framework_id, task_id)].terminal
+                ]
+                scalars = _scalars(infos)
+                entries.append(ExecutorEntry(
+                    framework_id=run.framework_id, executor_id=run.executor_id,
+                    executor_name=str(run.info.get("name", "")),
+                    source=str(run.info.get("source", "")), pid=run.process.pid,
+                    container=False, cpus_limit=scalars.get("cpus"),
+                    mem_limit_bytes=mem_limit_bytes(scalars.get("mem", 0.0)),
+                ))
+        return self._monitor.statistics(entries)
 
     def running_tasks(self) -> list[tuple[str, str]]:
         """``(framework_id, task_id)`` of every task that has not reached a terminal state."""

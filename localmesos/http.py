@@ -13,6 +13,8 @@ Routes (all on one loopback port, as ``libprocess`` serves a master):
   ``path``, ``offset``, ``length``, ``jsonp``) over every agent's sandboxes.
 * ``POST /api/v1`` and ``/master/api/v1``: the operator API's read calls
   (:mod:`localmesos.operator_api`).
+* ``GET /slave(N)/monitor/statistics`` (also ``.json``): the N-th agent's executors' resource
+  usage (:mod:`localmesos.monitor`).
 * ``GET /`` and ``/static/*``: the web UI (:mod:`localmesos.webui`).
 
 Transport rules are a Mesos master's (Mesos' scheduler HTTP API documentation): SUBSCRIBE is
@@ -94,6 +96,8 @@ _TASK_PARAMS = ("limit", "offset", "order", "framework_id", "task_id")
 _MAX_HEADERS = 100
 _SCHEDULER_PATHS = ("/api/v1/scheduler", "/master/api/v1/scheduler")
 _AGENT_STATE = re.compile(r"^/slave\((\d+)\)/state(?:\.json)?$")
+#: An agent's ``/monitor/statistics`` (:mod:`localmesos.monitor`), at its libprocess path.
+_AGENT_STATISTICS = re.compile(r"^/slave\((\d+)\)/monitor/statistics(?:\.json)?$")
 #: The master's read-only endpoints. libprocess hands a request whose first path segment names
 #: no process to the master, so each is served at the root too (``/tasks`` is ``/master/tasks``).
 _MASTER_ROUTES = frozenset({
@@ -638,6 +642,9 @@ class HttpServer:
         if executor_path is not None:
             index = executor_path.group(1)
             return self._executor(request, None if index is None else int(index))
+        statistics = _AGENT_STATISTICS.match(path)
+        if statistics is not None:
+            return self._statistics(request, int(statistics.group(1)))
         if request.method not in ("GET", "HEAD"):
             if path == "/version" or master_route(path) is not None or path.startswith(
                 ("/metrics", "/files", "/master", "/health", "/static")
@@ -696,6 +703,18 @@ class HttpServer:
             "maintenance/status": endpoints.maintenance_status,
         }
         return _json(builders[route](), jsonp)
+
+    def _statistics(self, request: Request, index: int) -> Response:
+        """``/slave(N)/monitor/statistics``: the N-th agent's executors' resource usage.
+        Mesos serves it to GET alone (405 naming GET otherwise), JSONP with ``?jsonp=cb``."""
+        if request.method != "GET":
+            return _text(405, f"Expecting one of {{ 'GET' }}, but received '{request.method}'",
+                         Allow="GET")
+        agents = self.master.agent_list()
+        if not 1 <= index <= len(agents) or not hasattr(agents[index - 1],
+                                                        "monitor_statistics"):
+            return _text(404)
+        return _json(agents[index - 1].monitor_statistics(), request.param("jsonp"))
 
     def _redirect(self, route: str) -> Response:
         """``/master/redirect`` on the leader (this master is always one): 307 to its own base

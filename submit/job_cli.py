@@ -31,6 +31,7 @@ from disauto.common import paths
 from disauto.common.trial_state import TrialState
 from disauto.framework.deadline_status import deadline_note
 from disauto.framework.store import JobStore
+from disauto.framework.telemetry.usage import megabytes
 from disauto.submit import results as results_mod
 from disauto.submit.exit_status import ExitStatus
 from disauto.submit.jobs import Job
@@ -200,7 +201,8 @@ def cmd_status(args: argparse.Namespace, out: IO[str]) -> ExitStatus:
     job = find(args.job)
     config = job.config
     appcore = json.loads(job.meta.get("appcore", "{}"))
-    running = [{"trial": t.number, "task": t.task_id, "agent": t.agent_id, "state": str(t.state)}
+    running = [{"trial": t.number, "task": t.task_id, "agent": t.agent_id, "state": str(t.state),
+                "usage": t.usage.as_columns()}
                for t in job.trials if t.state in (TrialState.LAUNCHING, TrialState.RUNNING)]
     status = {
         **job.summary(), "trials": job.counts(), "message": job.meta.get("outcome_message", ""),
@@ -214,6 +216,7 @@ def cmd_status(args: argparse.Namespace, out: IO[str]) -> ExitStatus:
         "deadline": config.deadline or None,
         "deadline_note": deadline_note(config, job.trials, time.time(),
                                        _ended_at(job)),
+        "usage": results_mod.usage_summary(job.trials),
     }
     if args.json:
         print(json.dumps(status, indent=2), file=out)
@@ -234,13 +237,27 @@ def cmd_status(args: argparse.Namespace, out: IO[str]) -> ExitStatus:
               file=out)
     print(f"  AppCore: {status['appcore']['task'] or '-'} "
           f"{status['appcore']['address'] or ''} {status['appcore']['state']}".rstrip(), file=out)
+    for line in results_mod.usage_lines(job.trials, config.runner.mem_mb):
+        print(f"  usage: {line}", file=out)
     for task in running:
         print(f"  running: trial-{task['trial']:04d} task {task['task']} on agent "
-              f"{task['agent']} ({task['state']})", file=out)
+              f"{task['agent']} ({task['state']}{_usage_text(task['usage'])})", file=out)
     print(f"  master {status['master']}, framework {status['framework_id'] or '-'}, "
           f"elapsed {_fmt_seconds(status['duration_seconds'])}", file=out)
     print(f"  folder {job.folder}", file=out)
     return ExitStatus.SUCCESS
+
+
+def _usage_text(usage: dict[str, float | None]) -> str:
+    """``, peak 213 MB, CPU 1.2 s`` of a trial's measured usage ("" when not measured)."""
+    text = ""
+    if usage.get("peak_rss_bytes") is not None:
+        text += f", peak {megabytes(float(usage['peak_rss_bytes'] or 0))}"
+    if usage.get("cpu_seconds") is not None:
+        text += f", CPU {usage['cpu_seconds']:.1f} s"
+    if usage.get("mean_gpu_utilization") is not None:
+        text += f", GPU {usage['mean_gpu_utilization']:.0f} %"
+    return text
 
 
 def _log_task(job: Job, which: str) -> tuple[str, str, bool]:

@@ -74,6 +74,9 @@ def _job_flags(parser: argparse.ArgumentParser) -> None:
                           "pays no interpreter start or import; the launch command must be "
                           "'python SCRIPT ARGS' or 'python -m MODULE ARGS'; not for modules "
                           "that start threads or a GPU at import (docs/warm-slots.md)")
+    job.add_argument("--telemetry-interval", default="1s", metavar="DURATION",
+                     help="measure every trial's CPU, memory and GPU this often, from the "
+                          "agents' /monitor/statistics (default 1s; 0 turns telemetry off)")
     job.add_argument("--app-core-memory", default="512M", metavar="SIZE",
                      help="memory of the AppCore task (default 512M)")
     job.add_argument("--app-core-cpus", default="0.5", metavar="N",

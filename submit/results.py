@@ -13,6 +13,8 @@ from disauto.common import paths
 from disauto.framework.job import Progress
 from disauto.framework.job import sorted_trials
 from disauto.framework.store import TrialRow
+from disauto.framework.telemetry.usage import megabytes
+from disauto.framework.telemetry.usage import suggested_memory_mb
 
 
 def _fmt(value: Any) -> str:
@@ -93,7 +95,42 @@ def trial_dict(trial: TrialRow) -> dict[str, Any]:
     return {"number": trial.number, "state": str(trial.state), "objective": trial.objective,
             "assignment": trial.assignment, "metrics": trial.metrics,
             "training_seconds": trial.training_seconds, "task_id": trial.task_id,
-            "message": trial.message}
+            "message": trial.message, "usage": trial.usage.as_columns()}
+
+
+def usage_summary(trials: Sequence[TrialRow]) -> dict[str, Any]:
+    """What telemetry measured of the job: its largest peak memory (and whose), the CPU
+    seconds of all its trials, and the ``--app-runner-memory`` (MB) that fits them."""
+    peaks = [(t.usage.peak_rss_bytes, t.number) for t in trials
+             if t.usage.peak_rss_bytes is not None]
+    cpu = [t.usage.cpu_seconds for t in trials if t.usage.cpu_seconds is not None]
+    largest = max(peaks) if peaks else None
+    return {
+        "largest_peak_rss_bytes": largest[0] if largest else None,
+        "largest_peak_trial": largest[1] if largest else None,
+        "total_cpu_seconds": round(sum(cpu), 3) if cpu else None,
+        "suggested_app_runner_memory_mb": suggested_memory_mb([p for p, _ in peaks]),
+    }
+
+
+def usage_lines(trials: Sequence[TrialRow], memory_mb: float | None = None) -> list[str]:
+    """The job summary's lines on measured usage (none when nothing was measured).
+
+    Args:
+        trials: the job's trials.
+        memory_mb: the ``--app-runner-memory`` the job ran with, to compare the suggestion.
+    """
+    usage = usage_summary(trials)
+    if usage["largest_peak_rss_bytes"] is None:
+        return []
+    cpu = usage["total_cpu_seconds"] or 0.0
+    lines = [f"largest peak memory {megabytes(usage['largest_peak_rss_bytes'])} "
+             f"(trial-{usage['largest_peak_trial']:04d}), CPU {cpu:.1f} s in all trials"]
+    suggested = usage["suggested_app_runner_memory_mb"]
+    if memory_mb is None or suggested != memory_mb:
+        lines.append(f"--app-runner-memory {suggested}M fits the trials seen (1.2 x the largest "
+                     "peak" + (f"; this job asked {memory_mb:g}M)" if memory_mb else ")"))
+    return lines
 
 
 def write(job_dir: Path, summary: dict[str, Any], trials: Sequence[TrialRow],
@@ -119,9 +156,21 @@ def write_csv(handle: IO[str], trials: Sequence[TrialRow], maximize: bool,
         metrics += [n for n in trial.metrics if n not in metrics]
     writer = csv.writer(handle)
     writer.writerow(["trial", "state", "objective", *params,
-                     *(f"metric:{m}" for m in metrics), "training_seconds", "message"])
+                     *(f"metric:{m}" for m in metrics), "training_seconds", "message",
+                     *USAGE_CSV])
     for t in ordered:
         writer.writerow([t.number, t.state, "" if t.objective is None else t.objective,
                          *(t.assignment.get(p, "") for p in params),
                          *(t.metrics.get(m, "") for m in metrics),
-                         round(t.training_seconds, 3), t.message])
+                         round(t.training_seconds, 3), t.message, *_usage_cells(t)])
+
+
+USAGE_CSV = ("peak_rss_mb", "cpu_seconds", "mean_gpu_utilization")
+"""The measured usage columns of results.csv (empty where not measured)."""
+
+
+def _usage_cells(trial: TrialRow) -> list[str]:
+    usage = trial.usage
+    return ["" if usage.peak_rss_bytes is None else f"{usage.peak_rss_bytes / (1 << 20):.1f}",
+            "" if usage.cpu_seconds is None else f"{usage.cpu_seconds:.3f}",
+            "" if usage.mean_gpu_utilization is None else f"{usage.mean_gpu_utilization:.1f}"]

@@ -336,6 +336,7 @@ def _report(runner: Any, job_dir: Path, out: IO[str], err: IO[str], objective: s
         "best": None if best is None else {
             "trial": best.number, "objective": best.objective, "assignment": best.assignment,
         },
+        "usage": results.usage_summary(trials),
     }
     order = [p.name for p in runner.config.search.space.parameters]
     json_path, csv_path = results.write(job_dir, summary, trials, maximize, order)
@@ -358,6 +359,8 @@ def _report(runner: Any, job_dir: Path, out: IO[str], err: IO[str], objective: s
             why = f"; the first failure: trial-{failed[0].number:04d}: {failed[0].message}" \
                 if failed else ""
             print(f"{PROG}: error: no trial produced a result{why}", file=err)
+        for line in results.usage_lines(trials, runner.config.runner.mem_mb):
+            print(f"{PROG}: {line}", file=out)
         print(f"{PROG}: results in {json_path} and {csv_path}", file=out)
     except OSError:
         pass

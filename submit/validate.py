@@ -286,6 +286,7 @@ def validate(args: argparse.Namespace) -> Submission:
         slot_mode=slot_mode,
         slot_idle=slot_idle,
         slot_preload=slot_preload,
+        telemetry_interval=_telemetry_interval(args.telemetry_interval),
         executor_command=f"{sys.executable} -m {EXECUTOR_MODULE}" if same_host
         else f"python3 -m {EXECUTOR_MODULE}",
     )
@@ -442,6 +443,16 @@ def _deadline(text: str | None) -> float:
         return parse_deadline(text, time.time())
     except DeadlineError as err:
         raise UsageError(f"--deadline: {err}") from None
+
+
+def _telemetry_interval(text: str) -> float:
+    """``--telemetry-interval`` in seconds; 0 (or ``0s``) turns telemetry off."""
+    if text.strip() in ("0", "0s", "0.0"):
+        return 0.0
+    try:
+        return parse_duration(text)
+    except DurationError as err:
+        raise UsageError(f"--telemetry-interval: {err}; or 0 to turn telemetry off") from None
 
 
 def _max_duration(text: str | None, flag: str) -> float:

@@ -83,17 +83,21 @@ def test_written_results(tmp_path: Path) -> None:
     assert data["trials"][0] == {
         "number": 3, "state": "COMPLETED", "objective": 0.95,
         "assignment": {"lr": 0.03, "act": "relu"}, "metrics": {"accuracy": 0.95},
-        "training_seconds": 3.75, "task_id": "trial-0003", "message": ""}
+        "training_seconds": 3.75, "task_id": "trial-0003", "message": "",
+        "usage": {"peak_rss_bytes": None, "mean_rss_bytes": None, "cpu_seconds": None,
+                  "mean_gpu_utilization": None, "peak_gpu_memory_bytes": None}}
     assert data["trials"][4]["message"] == "TASK_FAILED: exit 1"
     assert data["trials"][4]["objective"] is None
 
     with csv_path.open(newline="") as handle:
         rows = list(csv.reader(handle))
     assert rows[0] == ["trial", "state", "objective", "lr", "act", "metric:accuracy",
-                       "training_seconds", "message"]
+                       "training_seconds", "message", "peak_rss_mb", "cpu_seconds",
+                       "mean_gpu_utilization"]
     assert [r[0] for r in rows[1:]] == ["3", "1", "7", "5", "2", "4", "6"]
-    assert rows[1] == ["3", "COMPLETED", "0.95", "0.03", "relu", "0.95", "3.75", ""]
-    assert rows[5] == ["2", "FAILED", "", "0.02", "relu", "", "2.5", "TASK_FAILED: exit 1"]
+    assert rows[1] == ["3", "COMPLETED", "0.95", "0.03", "relu", "0.95", "3.75", "", "", "", ""]
+    assert rows[5] == ["2", "FAILED", "", "0.02", "relu", "", "2.5", "TASK_FAILED: exit 1",
+                       "", "", ""]
 
 
 def test_progress_line() -> None:
