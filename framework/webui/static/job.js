@@ -1,4 +1,4 @@
-// The DisAuto job page: polls the job's JSON (api/data) while it runs, or shows the data a
+// The DisAuto job page: polls the job's JSON (api/page) while it runs, or shows the data a
 // report.html carries inline (window.DISAUTO_DATA). Plots are Plotly's (plotly.min.js from the
 // plotly Python package).
 "use strict";
@@ -307,7 +307,7 @@ function render(data) {
 
 async function refresh() {
   try {
-    const response = await fetch("api/data");
+    const response = await fetch("api/page");
     const data = await response.json();
     if (!response.ok) { say(data.error, true); return; }
     render(data);
