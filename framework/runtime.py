@@ -53,6 +53,9 @@ from disauto.framework.service import make_server
 from disauto.framework.slots import SlotTable
 from disauto.framework.spec import JobConfig
 from disauto.framework.store import JobStore
+from disauto.framework.telemetry.processors import builtin_processors
+from disauto.framework.telemetry.registry import Registry
+from disauto.framework.telemetry.scheduler import TelemetryScheduler
 from disauto.framework.webui import report
 from disauto.framework.webui.server import JobPageServer
 from disauto.framework.webui.sources import KILL_TRIALS_KEY
@@ -171,6 +174,9 @@ class JobRunner:
             runners still running reach the new framework; on the same master the recorded
             FrameworkID is re-subscribed (Mesos failover) and its tasks reconciled, on a new
             one (``--master local`` boots a fresh cluster) the trials in flight run again.
+        telemetry: run the registry of collectors and processors (``framework/telemetry``)
+            on its scheduler while the job runs, and serve it at the job page's
+            ``api/registry``; False: the data service only reads what the record holds.
     """
 
     def __init__(
@@ -184,6 +190,7 @@ class JobRunner:
         bind_host: str | None = None,
         tls: Identity | None = None,
         resume: bool = False,
+        telemetry: bool = True,
     ) -> None:
         self.config = config
         self.job_dir = job_dir
@@ -230,8 +237,15 @@ class JobRunner:
         self.page = JobPageServer(
             lambda: {config.job_id: self._page_source}, bind, self._advertise,
             port=_int(previous["webui_port"]) if resume else 0, single=config.job_id)
+        # Telemetry (framework/telemetry): the registry is kept in the record, so a resumed
+        # job has the entries its user added; the built-in collectors join it here.
+        self.telemetry = Registry(self.store, processors=builtin_processors(),
+                                  workdir=job_dir) if telemetry else None
+        self._telemetry_runs = TelemetryScheduler(self.telemetry) \
+            if self.telemetry is not None else None
         self._page_source = LiveJob(self.controller, job_dir,
-                                    lambda task_ids: self.scheduler.kill(task_ids))
+                                    lambda task_ids: self.scheduler.kill(task_ids),
+                                    self.telemetry)
         self.page_url = self.page.job_url(config.job_id)
         self._page_kills: set[int] = set()
         self.store.set_meta_many({"grpc_port": str(grpc_port),
@@ -320,6 +334,8 @@ class JobRunner:
                 f"{register_timeout:.0f} s"
             )
         self.logs.start()
+        if self._telemetry_runs is not None:
+            self._telemetry_runs.start()
         if self.peers is not None:
             self.peers.start()
         self.check_capacity(every_task=True)
@@ -567,6 +583,8 @@ class JobRunner:
         self.store.set_meta("offer_counts", json.dumps(counts, sort_keys=True))
 
     def _shutdown_services(self) -> None:
+        if self._telemetry_runs is not None:
+            self._telemetry_runs.stop()
         self._server.stop(grace=2).wait()
         self._files.stop()
         self.page.stop()
