@@ -102,9 +102,12 @@ class Client:
         return response.status, data, dict(response.getheaders())
 
 
-def record_telemetry(recorded: Recorded, start: float = 1_000.0) -> None:
-    """Samples of memory and CPU for trials 1-8 (ten each, a second apart, on ``AGENT``), one
-    node-wide figure on another agent, and the usage of the completed trials 1-5."""
+def record_telemetry(recorded: Recorded, start: float | None = None) -> None:
+    """Samples of memory and CPU for trials 1-8 (ten each, a second apart, on ``AGENT``, from
+    ``start + 100 * trial``; ``start`` defaults to when the job started), one node-wide figure on
+    another agent, and the usage of the completed trials 1-5."""
+    if start is None:
+        start = float(recorded.store.get_meta("started_at") or 0.0) - 100.0
     samples: list[Sample] = []
     for trial in range(1, recorded.running + 1):
         for i in range(10):

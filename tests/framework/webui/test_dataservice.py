@@ -33,7 +33,7 @@ ENTRY = {"name": "disk", "kind": "collector", "interval": 5,
 @pytest.fixture
 def recorded(tmp_path: Path) -> Recorded:
     recorded = Recorded(tmp_path / "job-test")
-    record_telemetry(recorded)
+    record_telemetry(recorded, start=1_000.0)
     return recorded
 
 
