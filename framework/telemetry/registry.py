@@ -404,9 +404,8 @@ class Registry:
             FailedPreconditionError: it is running already.
         """
         with self._lock:
-            status = self._status.get(name)
             self.get(name)
-            assert status is not None
+            status = self._status[name]
             if status.running_since is not None:
                 raise FailedPreconditionError(f"{name!r} is running already")
             status.running_since = time.time()
