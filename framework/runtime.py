@@ -56,9 +56,14 @@ from disauto.framework.service import make_server
 from disauto.framework.slots import SlotTable
 from disauto.framework.spec import JobConfig
 from disauto.framework.store import JobStore
+from disauto.framework.telemetry.monitor import COLLECTOR_NAME
 from disauto.framework.telemetry.monitor import StatisticsCollector
 from disauto.framework.telemetry.monitor import TaskPlace
 from disauto.framework.telemetry.monitor import TelemetryLoop
+from disauto.framework.telemetry.processors import builtin_processors
+from disauto.framework.telemetry.registry import BuiltinCollector
+from disauto.framework.telemetry.registry import Registry
+from disauto.framework.telemetry.scheduler import TelemetryScheduler
 from disauto.framework.webui import report
 from disauto.framework.webui.server import JobPageServer
 from disauto.framework.webui.sources import KILL_TRIALS_KEY
@@ -177,6 +182,9 @@ class JobRunner:
             runners still running reach the new framework; on the same master the recorded
             FrameworkID is re-subscribed (Mesos failover) and its tasks reconciled, on a new
             one (``--master local`` boots a fresh cluster) the trials in flight run again.
+        telemetry: run the registry of collectors and processors (``framework/telemetry``)
+            on its scheduler while the job runs, and serve it at the job page's
+            ``api/registry``; False: the data service only reads what the record holds.
     """
 
     def __init__(
@@ -190,6 +198,7 @@ class JobRunner:
         bind_host: str | None = None,
         tls: Identity | None = None,
         resume: bool = False,
+        telemetry: bool = True,
     ) -> None:
         self.config = config
         self.job_dir = job_dir
@@ -236,8 +245,25 @@ class JobRunner:
         self.page = JobPageServer(
             lambda: {config.job_id: self._page_source}, bind, self._advertise,
             port=_int(previous["webui_port"]) if resume else 0, single=config.job_id)
+        # Telemetry (framework/telemetry): the registry is kept in the record, so a resumed
+        # job has the entries its user added; the built-in collector (the agents'
+        # /monitor/statistics every --telemetry-interval, 0: none) keeps each trial's usage.
+        self._usage = TelemetryLoop(
+            [StatisticsCollector(self._logs.endpoints, lambda: self.scheduler.framework_id,
+                                 self._task_places)],
+            self.controller) if telemetry and config.telemetry_interval > 0 else None
+        collectors = [BuiltinCollector(COLLECTOR_NAME, config.telemetry_interval,
+                                       self._usage.measure)] if self._usage is not None else []
+        if self._usage is not None:
+            self.controller.memory_note = self._usage.memory_note
+        self.telemetry = Registry(self.store, collectors=collectors,
+                                  processors=builtin_processors(),
+                                  workdir=job_dir) if telemetry else None
+        self._telemetry_runs = TelemetryScheduler(self.telemetry) \
+            if self.telemetry is not None else None
         self._page_source = LiveJob(self.controller, job_dir,
-                                    lambda task_ids: self.scheduler.kill(task_ids))
+                                    lambda task_ids: self.scheduler.kill(task_ids),
+                                    self.telemetry)
         self.page_url = self.page.job_url(config.job_id)
         self._page_kills: set[int] = set()
         self.store.set_meta_many({"grpc_port": str(grpc_port),
@@ -271,13 +297,6 @@ class JobRunner:
         self.logs = LogCollector(self._logs, lambda: self.scheduler.framework_id,
                                  self.controller.task_locations, job_dir / paths.TASK_LOGS,
                                  slot_of=self.slots.executor_of if self.slots else None)
-        # Telemetry (framework/telemetry): the agents' /monitor/statistics, per trial.
-        self.telemetry = TelemetryLoop(
-            [StatisticsCollector(self._logs.endpoints, lambda: self.scheduler.framework_id,
-                                 self._task_places)],
-            self.controller, config.telemetry_interval) if config.telemetry_interval > 0 else None
-        if self.telemetry is not None:
-            self.controller.memory_note = self.telemetry.memory_note
         self._driver: MesosSchedulerDriver | None = None
         self._stopped = False
 
@@ -334,8 +353,8 @@ class JobRunner:
                 f"{register_timeout:.0f} s"
             )
         self.logs.start()
-        if self.telemetry is not None:
-            self.telemetry.start()
+        if self._telemetry_runs is not None:
+            self._telemetry_runs.start()
         if self.peers is not None:
             self.peers.start()
         self.check_capacity(every_task=True)
@@ -594,8 +613,10 @@ class JobRunner:
         return places
 
     def _shutdown_services(self) -> None:
-        if self.telemetry is not None:
-            self.telemetry.stop()
+        if self._telemetry_runs is not None:
+            self._telemetry_runs.stop()
+        if self._usage is not None:
+            self._usage.poll()  # the figures of the trials that just ended
         self._server.stop(grace=2).wait()
         self._files.stop()
         self.page.stop()

@@ -324,6 +324,41 @@ class JobStore:
         return [Sample(data_name=r[0], node=r[1], trial=r[2], time=r[3], value=r[4])
                 for r in rows]
 
+    def samples_after(self, after_id: int, data_names: Sequence[str],
+                      limit: int = 100_000) -> tuple[list[Sample], int]:
+        """The samples of ``data_names`` recorded after row ``after_id`` (in the order
+        recorded, at most ``limit``), and the row id to ask after next time (a processor's
+        cursor: it sees every sample once, whatever time the sample carries)."""
+        if not data_names:
+            return [], after_id
+        marks = ", ".join("?" for _ in data_names)
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT id, data_name, node, trial, time, value FROM telemetry "
+                f"WHERE id > ? AND data_name IN ({marks}) ORDER BY id LIMIT ?",
+                (after_id, *data_names, limit)).fetchall()
+        cursor = int(rows[-1][0]) if rows else after_id
+        return [Sample(data_name=r[1], node=r[2], trial=r[3], time=r[4], value=r[5])
+                for r in rows], cursor
+
+    def last_sample_id(self) -> int:
+        """The id of the newest sample row (0: none)."""
+        with self._lock:
+            row = self._db.execute("SELECT MAX(id) FROM telemetry").fetchone()
+        return int(row[0] or 0)
+
+    def sample_series(self) -> list[dict[str, Any]]:
+        """What the telemetry table holds, per data name and node: how many samples, the
+        trials they belong to, the first and last time."""
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT data_name, node, COUNT(*), MIN(time), MAX(time), "
+                "GROUP_CONCAT(DISTINCT trial) FROM telemetry "
+                "GROUP BY data_name, node ORDER BY data_name, node").fetchall()
+        return [{"data_name": r[0], "node": r[1], "count": int(r[2]), "first": r[3],
+                 "last": r[4], "trials": sorted(int(t) for t in (r[5] or "").split(",") if t)}
+                for r in rows]
+
     def set_trial_usage(self, number: int, usage: TrialUsage) -> None:
         """Keep a trial's measured usage with it (replacing what was there)."""
         columns = usage.as_columns()

@@ -450,9 +450,13 @@ def _telemetry_interval(text: str) -> float:
     if text.strip() in ("0", "0s", "0.0"):
         return 0.0
     try:
-        return parse_duration(text)
+        seconds = parse_duration(text)
     except DurationError as err:
         raise UsageError(f"--telemetry-interval: {err}; or 0 to turn telemetry off") from None
+    if seconds < 0.2:
+        raise UsageError(f"--telemetry-interval: {text!r} is too often: at least 0.2s, or 0 to "
+                         "turn telemetry off")
+    return seconds
 
 
 def _max_duration(text: str | None, flag: str) -> float:

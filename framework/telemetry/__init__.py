@@ -1,6 +1,7 @@
-"""Telemetry of a job's trials: collectors that measure, summaries kept with each trial.
+"""Telemetry of a job's trials (docs/telemetry.md).
 
-``monitor``: the built-in collector, polling the agents' ``/monitor/statistics``; ``usage``:
-per-trial summaries (:class:`common.telemetry.TrialUsage`); ``gpu``: NVML figures where the
-GPU is. See docs/telemetry.md.
+``registry``: the job's collectors and processors (commands or built-in callables), run on a
+schedule (``scheduler``), their samples kept in the job store; ``monitor``: the built-in
+collector, polling the agents' ``/monitor/statistics``; ``processors``: the built-in processors;
+``usage``: per-trial summaries (:class:`common.telemetry.TrialUsage`) kept with each trial.
 """

@@ -150,9 +150,6 @@ class StatisticsCollector:
                          telemetry.CPUS_LIMIT, telemetry.MEM_RSS, telemetry.MEM_LIMIT):
                 if isinstance(stats.get(name), int | float):
                     samples.append(Sample(name, agent_id, when, float(stats[name]), place.trial))
-            if rate is not None:
-                samples.append(Sample(telemetry.CPU_UTILIZATION, agent_id, when, round(rate, 4),
-                                      place.trial))
         cpus = self._cpus_of(agent_id, endpoint)
         if measured and cpus:
             samples.append(Sample(telemetry.AGENT_CPU_UTILIZATION, agent_id, latest,
@@ -172,47 +169,35 @@ class StatisticsCollector:
 
 
 class TelemetryLoop:
-    """Runs collectors every ``interval`` seconds on a thread of its own, stores what they
-    measure and keeps each measured trial's usage (:class:`common.telemetry.TrialUsage`) in
-    the store, so that it is current while the trial runs and final once it ended.
+    """The built-in collector as the registry runs it: polls ``collectors``, keeps each
+    measured trial's usage (:class:`common.telemetry.TrialUsage`) in the store, so that it is
+    current while the trial runs and final once it ended, and returns the samples (the
+    registry, ``registry.BuiltinCollector``, stores them and runs it at its interval).
 
     Args:
         collectors: objects with ``collect() -> list[Sample]``; the first may also have
             ``baseline(trial)`` (see :class:`StatisticsCollector`).
         store: where samples and usage go (``add_samples``, ``set_trial_usage``: the job
             store, or the job controller, which keeps the usage with its trials too).
-        interval: seconds between polls (> 0).
     """
 
-    def __init__(self, collectors: list[Any], store: Any, interval: float) -> None:
-        if interval <= 0:
-            raise ValueError(f"invalid telemetry interval {interval!r}: must be > 0")
+    def __init__(self, collectors: list[Any], store: Any) -> None:
         self._collectors = collectors
         self._store = store
-        self._interval = interval
         self._lock = threading.Lock()
         self._usage: dict[int, UsageAccumulator] = {}
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="telemetry", daemon=True)
-
-    def start(self) -> None:
-        self._thread.start()
-
-    def stop(self) -> None:
-        """Stop polling after one last poll (the figures of trials that just ended)."""
-        if self._stop.is_set():
-            return
-        self._stop.set()
-        if self._thread.is_alive():
-            self._thread.join(timeout=self._interval + 10)
-
-    def _run(self) -> None:
-        while not self._stop.wait(self._interval):
-            self.poll()
-        self.poll()
 
     def poll(self) -> list[Sample]:
-        """One poll of every collector; the samples stored."""
+        """One measurement, its samples stored too (the last one, when the job ends)."""
+        samples = self.measure()
+        try:
+            self._store.add_samples(samples)
+        except Exception:  # noqa: BLE001 - a store error must not end the job
+            logger.exception("cannot store telemetry")
+        return samples
+
+    def measure(self) -> list[Sample]:
+        """One poll of every collector; each trial's usage updated, the samples returned."""
         samples: list[Sample] = []
         for collector in self._collectors:
             try:
@@ -234,7 +219,6 @@ class TelemetryLoop:
                 touched.add(sample.trial)
             summaries = {number: self._usage[number].usage() for number in touched}
         try:
-            self._store.add_samples(samples)
             for number, usage in sorted(summaries.items()):
                 self._store.set_trial_usage(number, usage)
         except Exception:  # noqa: BLE001 - a store error must not end the job

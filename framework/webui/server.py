@@ -7,12 +7,16 @@ Routes (every answer but the pages and their scripts is JSON; every error is one
     GET  /api/jobs                           every job's facts
     GET  /static/<file>                      the page's script and style, plotly.min.js
     GET  /jobs/<id>/                         a job's page
-    GET  /jobs/<id>/api/data                 the page's data (views.page_data)
+    GET  /jobs/<id>/api/page                 the page's data (views.page_data)
     GET  /jobs/<id>/api/trials/<n>/log       ?stream=stdout|stderr&offset=N: a log's next bytes
     POST /jobs/<id>/api/kill                 end the job             (the job token needed)
     POST /jobs/<id>/api/trials/<n>/kill      kill trial n            (the job token needed)
+    *    /jobs/<id>/api/registry[/<name>]    the telemetry registry  (dataservice.py)
+    GET  /jobs/<id>/api/data[/names]         the telemetry samples   (dataservice.py)
+    *    /api/registry..., /api/data...      the same, on a server of one job (the framework's)
 
-POSTs carry the job token as ``Authorization: Bearer <token>``: none is 401, a wrong one 403.
+POSTs, PUTs and DELETEs carry the job token as ``Authorization: Bearer <token>``: none is 401,
+a wrong one 403.
 Reading needs no token (the page is read-only without it); the server listens where the
 framework's other servers do (loopback in local mode).
 """
@@ -34,6 +38,7 @@ from typing import Any
 from urllib.parse import parse_qs
 from urllib.parse import urlsplit
 
+from disauto.framework.webui import dataservice
 from disauto.framework.webui.sources import ActionError
 from disauto.framework.webui.sources import JobSource
 from disauto.framework.webui.views import job_view
@@ -52,6 +57,8 @@ _STATIC_TYPES = {".html": "text/html; charset=utf-8", ".js": "text/javascript; c
                  ".css": "text/css; charset=utf-8"}
 _JOB_ROUTE = re.compile(r"/jobs/([^/]+)(/.*)?")
 _TRIAL_ROUTE = re.compile(r"/api/trials/(\d{1,9})/(log|kill)")
+_ENTRY_ROUTE = re.compile(r"/api/registry/([^/]+)")
+_SERVICE_ROUTE = re.compile(r"/api/(registry|data)(/.*)?")
 
 
 def static_bytes(name: str) -> bytes:
@@ -110,9 +117,13 @@ class _Handler(BaseHTTPRequestHandler):
         self._dispatch("POST")
 
     def do_PUT(self) -> None:  # noqa: N802
-        self._error(405, "method not allowed")
+        self._dispatch("PUT")
 
-    do_DELETE = do_PATCH = do_PUT  # noqa: N815
+    def do_DELETE(self) -> None:  # noqa: N802
+        self._dispatch("DELETE")
+
+    def do_PATCH(self) -> None:  # noqa: N802
+        self._error(405, "method not allowed")
 
     def _dispatch(self, method: str) -> None:
         try:
@@ -140,6 +151,14 @@ class _Handler(BaseHTTPRequestHandler):
             if source is None:
                 raise ActionError(404, f"no job {match.group(1)!r} here")
             self._job(method, source, match.group(2) or "", query)
+        elif _SERVICE_ROUTE.fullmatch(path) is not None:
+            # The data service at the root, as the paper has it: a server of one job only.
+            source = self.server.sources().get(self.server.single) \
+                if self.server.single else None
+            if source is None:
+                raise ActionError(404, f"this server shows several jobs: use "
+                                       f"/jobs/<id>{path} (GET /api/jobs lists them)")
+            self._job(method, source, path, query)
         else:
             raise ActionError(404, f"no such page: {path}")
 
@@ -163,8 +182,10 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(301, b"", "text/plain", {"Location": f"/jobs/{source.job_id}/"})
         elif rest == "/" and method == "GET":
             self._send(200, static_bytes("job.html"), _STATIC_TYPES[".html"])
-        elif rest == "/api/data" and method == "GET":
+        elif rest == "/api/page" and method == "GET":
             self._json(200, page_data(source.record()))
+        elif rest.startswith(("/api/registry", "/api/data")):
+            self._service(method, source, rest, query)
         elif rest == "/api/kill" and method == "POST":
             self._authorize(source)
             self._json(200, {"ok": True, "message": source.kill_job()})
@@ -177,13 +198,51 @@ class _Handler(BaseHTTPRequestHandler):
                 self._json(200, {"ok": True, "message": source.kill_trial(number)})
             else:
                 raise ActionError(405, f"{method} is not allowed on {self.path}")
-        elif rest in ("/", "/api/data", "/api/kill"):
+        elif rest in ("/", "/api/page", "/api/kill"):
             raise ActionError(405, f"{method} is not allowed on {urlsplit(self.path).path}")
         else:
             raise ActionError(404, f"no such page: {urlsplit(self.path).path}")
 
-    def _authorize(self, source: JobSource) -> None:
-        """Check the job token and the body (empty or a JSON object).
+    def _service(self, method: str, source: JobSource, rest: str,
+                 query: Mapping[str, list[str]]) -> None:
+        """The telemetry data service (``dataservice.py``)."""
+        entry = _ENTRY_ROUTE.fullmatch(rest)
+        if rest == "/api/data":
+            allowed = ("GET",)
+        elif rest == "/api/data/names":
+            allowed = ("GET",)
+        elif rest == "/api/registry":
+            allowed = ("GET", "POST")
+        elif entry is not None:
+            allowed = ("GET", "PUT", "DELETE")
+        else:
+            raise ActionError(404, f"no such page: {urlsplit(self.path).path} (the data "
+                                   "service has api/registry, api/registry/<name>, api/data, "
+                                   "api/data/names)")
+        if method not in allowed:
+            raise ActionError(405, f"{method} is not allowed on {urlsplit(self.path).path} "
+                                   f"({', '.join(allowed)} is)")
+        if rest == "/api/data":
+            self._json(200, dataservice.samples(source, query))
+        elif rest == "/api/data/names":
+            self._json(200, dataservice.names(source))
+        elif entry is None and method == "GET":
+            self._json(200, dataservice.registry_list(source))
+        elif entry is None:
+            body = self._authorize(source)
+            self._json(201, dataservice.registry_add(source, body))
+        elif method == "GET":
+            self._json(200, dataservice.registry_entry(source, entry.group(1)))
+        elif method == "PUT":
+            body = self._authorize(source)
+            self._json(200, dataservice.registry_update(source, entry.group(1), body))
+        else:
+            self._authorize(source)
+            self._json(200, dataservice.registry_delete(source, entry.group(1)))
+
+    def _authorize(self, source: JobSource) -> dict[str, Any] | None:
+        """Check the job token and the body (empty or a JSON object); the body's object, or
+        None when it was empty.
 
         Raises:
             ActionError: 401 without a token, 403 with a wrong one, 400/413 for the body.
@@ -204,6 +263,8 @@ class _Handler(BaseHTTPRequestHandler):
                 raise ActionError(400, "the request body is not valid JSON") from None
             if not isinstance(parsed, dict):
                 raise ActionError(400, "the request body must be a JSON object")
+            return parsed
+        return None
 
     def _body(self) -> bytes:
         try:

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import abc
 from collections.abc import Callable
+from collections.abc import Iterator
+from contextlib import contextmanager
 import json
 from pathlib import Path
 
@@ -18,6 +20,7 @@ from disauto.framework.errors import FailedPreconditionError
 from disauto.framework.errors import NotFoundError
 from disauto.framework.job import JobController
 from disauto.framework.store import JobStore
+from disauto.framework.telemetry.registry import Registry
 from disauto.framework.webui.views import Record
 from disauto.framework.webui.views import read_record
 
@@ -54,6 +57,16 @@ class JobSource(abc.ABC):
     def kill_trial(self, number: int) -> str:
         """Kill one trial (recorded KILLED, its slot refilled); what was done, in one line."""
 
+    @abc.abstractmethod
+    @contextmanager
+    def store(self) -> Iterator[JobStore]:
+        """The job's store, to read (telemetry samples, the kept registry)."""
+
+    def registry(self) -> Registry | None:
+        """The running registry of collectors and processors, or None: this server reads
+        the job from its record (or the job runs without telemetry), and cannot change it."""
+        return None
+
     def token(self) -> str:
         """The job token (``<job folder>/job.token``); "" when there is none."""
         try:
@@ -86,10 +99,19 @@ class LiveJob(JobSource):
     """
 
     def __init__(self, controller: JobController, folder: Path,
-                 kill_tasks: Callable[[list[str]], None]) -> None:
+                 kill_tasks: Callable[[list[str]], None],
+                 registry: Registry | None = None) -> None:
         super().__init__(controller.config.job_id, folder)
         self._controller = controller
         self._kill_tasks = kill_tasks
+        self._registry = registry
+
+    @contextmanager
+    def store(self) -> Iterator[JobStore]:
+        yield self._controller.store
+
+    def registry(self) -> Registry | None:
+        return self._registry
 
     def token(self) -> str:
         return self._controller.job_token
@@ -132,6 +154,14 @@ class RecordedJob(JobSource):
 
     def _store(self) -> JobStore:
         return JobStore(self.folder / paths.JOB_DB)
+
+    @contextmanager
+    def store(self) -> Iterator[JobStore]:
+        store = self._store()
+        try:
+            yield store
+        finally:
+            store.close()
 
     def record(self) -> Record:
         store = self._store()

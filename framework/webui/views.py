@@ -2,7 +2,8 @@
 
 A :class:`Record` is what the page needs of a job: its meta values, trials and reports, and
 whether it runs. :func:`page_data` turns it into one JSON object — the job, its trials (with
-each trial's intermediate values), parameter importance and the resources placeholder — which
+each trial's intermediate values and measured usage), parameter importance and whether
+resource use was measured — which
 the page polls while the job runs and ``report.html`` carries inline.
 """
 
@@ -28,8 +29,10 @@ META_KEYS = ("job_id", "config", "state", "outcome", "outcome_message", "started
              "ended_at", "offer_policy", "master", "submitted_master", "webui_url",
              "interrupted_reason", "framework_id")
 
-TELEMETRY_NOTE = ("Resource use (CPU, memory, GPU per trial) is not collected yet: the "
-                  "telemetry issue will fill this place. No numbers are shown until then.")
+TELEMETRY_NOTE = ("Resource use of the chosen trial over time: its memory (resident set) and "
+                  "the CPUs it kept busy, as the telemetry collectors sampled them (the data "
+                  "service's api/data). The trials table has each trial's peak memory, CPU "
+                  "seconds and mean GPU utilisation.")
 
 
 @dataclass(frozen=True)
@@ -139,6 +142,7 @@ def trial_view(trial: TrialRow, intermediate: Sequence[tuple[int, float]],
         "ended_at": trial.ended_at,
         "duration_seconds": duration,
         "intermediate": [[step, value] for step, value in intermediate],
+        "usage": trial.usage.as_columns(),
     }
 
 
@@ -177,7 +181,9 @@ def page_data(record: Record) -> dict[str, Any]:
         "job": job,
         "trials": [trial_view(t, steps.get(t.number, []), record.now) for t in record.trials],
         "importance": importance_view(record),
-        "telemetry": {"available": False, "note": TELEMETRY_NOTE},
+        "telemetry": {"available": any(value is not None for t in record.trials
+                                       for value in t.usage.as_columns().values()),
+                      "note": TELEMETRY_NOTE},
         "generated_at": record.now,
     }
 

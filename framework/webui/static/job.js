@@ -1,4 +1,4 @@
-// The DisAuto job page: polls the job's JSON (api/data) while it runs, or shows the data a
+// The DisAuto job page: polls the job's JSON (api/page) while it runs, or shows the data a
 // report.html carries inline (window.DISAUTO_DATA). Plots are Plotly's (plotly.min.js from the
 // plotly Python package).
 "use strict";
@@ -8,6 +8,7 @@ const IN_FLIGHT = ["PENDING", "LAUNCHING", "RUNNING"];
 const page = {
   data: null, sort: { key: "number", dir: 1 }, token: "",
   log: { trial: null, stream: "stdout", offset: -1, busy: false },
+  usage: { trial: null, busy: false },
 };
 const $ = (id) => document.getElementById(id);
 const tokenKey = () => "disauto-token:" + location.pathname;
@@ -49,6 +50,18 @@ function fmtNumber(value) {
   if (value === null || value === undefined) return "";
   if (typeof value !== "number") return String(value);
   return Number.isInteger(value) ? String(value) : value.toPrecision(6).replace(/\.?0+$/, "");
+}
+
+function fmtBytes(bytes) {
+  if (bytes === null || bytes === undefined) return "";
+  const units = ["B", "KiB", "MiB", "GiB", "TiB"];
+  let value = bytes, unit = 0;
+  while (value >= 1024 && unit < units.length - 1) { value /= 1024; unit++; }
+  return (unit ? value.toFixed(1) : String(Math.round(value))) + " " + units[unit];
+}
+
+function fmtPercent(value) {
+  return value === null || value === undefined ? "" : value.toFixed(1) + " %";
 }
 
 function fmtSeconds(seconds) {
@@ -101,6 +114,9 @@ function columns(job) {
     })),
     { key: "objective", title: job.objective, value: (t) => t.objective },
     { key: "duration", title: "duration", value: (t) => t.duration_seconds, text: fmtSeconds },
+    { key: "peak_rss", title: "peak memory", value: (t) => t.usage.peak_rss_bytes, text: fmtBytes },
+    { key: "cpu_seconds", title: "CPU s", value: (t) => t.usage.cpu_seconds },
+    { key: "gpu", title: "mean GPU", value: (t) => t.usage.mean_gpu_utilization, text: fmtPercent },
     { key: "agent", title: "agent", value: (t) => t.agent },
     { key: "message", title: "message", value: (t) => t.message },
   ];
@@ -250,6 +266,72 @@ function renderPlots(data) {
   }], layout("importance", ""), CONFIG);
 }
 
+// -- a trial's resource use: memory and CPU over time (the data service's api/data)
+
+function renderUsageChoices(data) {
+  const select = $("usage-trial");
+  const have = new Set([...select.options].map((o) => o.value));
+  for (const trial of data.trials) {
+    if (!have.has(String(trial.number))) select.add(new Option("trial " + trial.number, trial.number));
+  }
+  if (page.usage.trial === null && data.trials.length) {
+    const running = data.trials.find((t) => t.state === "RUNNING");
+    selectUsage((running || data.trials[data.trials.length - 1]).number);
+  } else if (page.usage.trial !== null && data.job.state === "running") {
+    pollUsage();
+  }
+}
+
+function selectUsage(number) {
+  page.usage = { trial: number, busy: false };
+  $("usage-trial").value = String(number);
+  $("usage-title").textContent = "trial " + number;
+  pollUsage();
+}
+
+async function series(dataName, trial) {
+  const response = await fetch("api/data?dataName=" + encodeURIComponent(dataName) + "&trial=" + trial);
+  if (response.status === 404) return [];  // nothing of that name measured yet
+  const answer = await response.json();
+  if (!response.ok) throw new Error(answer.error);
+  return answer.samples;
+}
+
+function usagePlot(id, samples, title, scale) {
+  const start = page.data.job.started_at || 0;
+  const byNode = new Map();
+  for (const s of samples) {
+    if (!byNode.has(s.node)) byNode.set(s.node, []);
+    byNode.get(s.node).push(s);
+  }
+  const traces = [...byNode.entries()].map(([node, points]) => ({
+    name: node, mode: "lines+markers", marker: { size: 4 },
+    x: points.map((s) => s.time - start), y: points.map((s) => s.value / scale),
+  }));
+  const empty = traces.length ? {} : { annotations: [{
+    text: "no samples of this trial", showarrow: false, xref: "paper", yref: "paper", x: 0.5, y: 0.5 }] };
+  Plotly.react(id, traces, layout("seconds since the job started", title,
+    Object.assign({ showlegend: byNode.size > 1 }, empty)), CONFIG);
+  $(id).dataset.points = String(samples.length);
+}
+
+async function pollUsage() {
+  const usage = page.usage;
+  if (OFFLINE || usage.trial === null || usage.busy) return;
+  usage.busy = true;
+  try {
+    const [memory, cpu] = await Promise.all([series("mem_rss_bytes", usage.trial),
+      series("cpu_utilization", usage.trial)]);
+    if (usage !== page.usage) return;  // another trial was chosen meanwhile
+    usagePlot("plot-memory", memory, "memory (MiB)", 1024 * 1024);
+    usagePlot("plot-cpu", cpu, "CPUs busy", 1);
+  } catch (err) {
+    $("telemetry-note").textContent = "cannot read the trial's samples: " + err.message;
+  } finally {
+    usage.busy = false;
+  }
+}
+
 // -- a trial's log, following while it grows
 
 function renderLogChoices(data) {
@@ -301,13 +383,15 @@ function render(data) {
   renderJob(data.job);
   renderTrials(data);
   renderPlots(data);
-  $("telemetry-note").textContent = data.telemetry.note;
-  if (!OFFLINE) renderLogChoices(data);
+  $("telemetry-note").textContent = OFFLINE
+    ? "Each trial's measured usage is in the trials table; the charts over time need the "
+      + "job's server (da-job ui)." : data.telemetry.note;
+  if (!OFFLINE) { renderLogChoices(data); renderUsageChoices(data); }
 }
 
 async function refresh() {
   try {
-    const response = await fetch("api/data");
+    const response = await fetch("api/page");
     const data = await response.json();
     if (!response.ok) { say(data.error, true); return; }
     render(data);
@@ -328,6 +412,8 @@ function start() {
     $("offline-note").hidden = false;
     $("actions").hidden = true;
     $("log-section").hidden = true;
+    $("usage-plots").hidden = true;
+    $("usage-trial").hidden = true;
     render(window.DISAUTO_DATA);
     return;
   }
@@ -343,6 +429,7 @@ function start() {
   };
   $("log-trial").onchange = () => selectLog(Number($("log-trial").value));
   $("log-stream").onchange = () => selectLog(page.log.trial);
+  $("usage-trial").onchange = () => selectUsage(Number($("usage-trial").value));
   refresh().then(schedule);
   setInterval(pollLog, 1000);
 }

@@ -3,10 +3,16 @@ driven as the scheduler and AppCore would (no server, no process)."""
 
 from __future__ import annotations
 
+import http.client
+import json
 from pathlib import Path
 import time
+from typing import Any
 
+from disauto.common import telemetry
 from disauto.common.report import Report
+from disauto.common.telemetry import Sample
+from disauto.common.telemetry import TrialUsage
 from disauto.framework.job import JobController
 from disauto.framework.store import JobStore
 from disauto.framework.tasks import trial_task_id
@@ -75,3 +81,44 @@ class Recorded:
     def report(self, number: int, value: float, *, step: int | None = None,
                final: bool = False) -> None:
         self.controller.record_report(Report(number, {"accuracy": value}, step, final, 1.0))
+
+
+class Client:
+    """Real HTTP requests to a page server on this machine; JSON answers decoded."""
+
+    def __init__(self, port: int) -> None:
+        self.port = port
+
+    def request(self, method: str, path: str, body: bytes | None = None,
+                token: str | None = None) -> tuple[int, Any, dict[str, str]]:
+        connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=10)
+        headers = {"Authorization": f"Bearer {token}"} if token is not None else {}
+        connection.request(method, path, body=body, headers=headers)
+        response = connection.getresponse()
+        raw = response.read()
+        connection.close()
+        kind = response.getheader("Content-Type", "")
+        data = json.loads(raw) if kind == "application/json" else raw
+        return response.status, data, dict(response.getheaders())
+
+
+def record_telemetry(recorded: Recorded, start: float | None = None) -> None:
+    """Samples of memory and CPU for trials 1-8 (ten each, a second apart, on ``AGENT``, from
+    ``start + 100 * trial``; ``start`` defaults to when the job started), one node-wide figure on
+    another agent, and the usage of the completed trials 1-5."""
+    if start is None:
+        start = float(recorded.store.get_meta("started_at") or 0.0) - 100.0
+    samples: list[Sample] = []
+    for trial in range(1, recorded.running + 1):
+        for i in range(10):
+            when = start + trial * 100 + i
+            samples.append(Sample(telemetry.MEM_RSS, AGENT, when, (trial * 10 + i) * 2**20,
+                                  trial))
+            samples.append(Sample(telemetry.CPU_UTILIZATION, AGENT, when, 0.1 * (i % 5),
+                                  trial))
+    samples.append(Sample(telemetry.AGENT_CPU_UTILIZATION, "agent-2", start, 0.25))
+    recorded.store.add_samples(samples)
+    for trial in range(1, 6):
+        recorded.store.set_trial_usage(trial, TrialUsage(
+            peak_rss_bytes=(trial * 10 + 9) * 2**20, mean_rss_bytes=(trial * 10 + 4.5) * 2**20,
+            cpu_seconds=2.0 * trial, mean_gpu_utilization=None if trial % 2 else 40.0 + trial))

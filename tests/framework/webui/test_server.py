@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-import http.client
 import json
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -16,27 +14,11 @@ from disauto.framework.webui.sources import KILL_TRIALS_KEY
 from disauto.framework.webui.sources import LiveJob
 from disauto.framework.webui.sources import RecordedJob
 from tests.framework.webui.records import TOKEN
+from tests.framework.webui.records import Client
 from tests.framework.webui.records import Recorded
 
 
 pytestmark = pytest.mark.integration  # starts an HTTP server
-
-
-class Client:
-    def __init__(self, port: int) -> None:
-        self.port = port
-
-    def request(self, method: str, path: str, body: bytes | None = None,
-                token: str | None = None) -> tuple[int, Any, dict[str, str]]:
-        connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=10)
-        headers = {"Authorization": f"Bearer {token}"} if token is not None else {}
-        connection.request(method, path, body=body, headers=headers)
-        response = connection.getresponse()
-        raw = response.read()
-        connection.close()
-        kind = response.getheader("Content-Type", "")
-        data = json.loads(raw) if kind == "application/json" else raw
-        return response.status, data, dict(response.getheaders())
 
 
 @pytest.fixture
@@ -66,12 +48,12 @@ def test_the_root_leads_to_the_one_job_and_the_page_is_served(
     status, body, _ = client.request("GET", "/static/plotly.min.js")
     assert status == 200 and len(body) > 4_000_000
     status, body, _ = client.request("GET", "/static/job.js")
-    assert status == 200 and b"api/data" in body
+    assert status == 200 and b"api/page" in body
 
 
 def test_the_data_endpoint_answers_the_views(live: tuple[Client, list[list[str]]]) -> None:
     client, _ = live
-    status, data, _ = client.request("GET", "/jobs/job-test/api/data")
+    status, data, _ = client.request("GET", "/jobs/job-test/api/page")
     assert status == 200 and data["job"]["state"] == "running" and len(data["trials"]) == 9
 
 
@@ -85,8 +67,9 @@ def test_the_data_endpoint_answers_the_views(live: tuple[Client, list[list[str]]
                                                              "stderr"),
     ("GET", "/jobs/job-test/api/trials/1/log?offset=x", 400, "offset must be an integer"),
     ("GET", "/jobs/job-test/api/kill", 405, "GET is not allowed on /jobs/job-test/api/kill"),
-    ("POST", "/jobs/job-test/api/data", 405, "POST is not allowed on /jobs/job-test/api/data"),
-    ("PUT", "/jobs/job-test/api/kill", 405, "method not allowed"),
+    ("POST", "/jobs/job-test/api/page", 405, "POST is not allowed on /jobs/job-test/api/page"),
+    ("PUT", "/jobs/job-test/api/kill", 405, "PUT is not allowed on /jobs/job-test/api/kill"),
+    ("PATCH", "/jobs/job-test/api/kill", 405, "method not allowed"),
 ])
 def test_bad_requests_are_one_line_json_errors(live: tuple[Client, list[list[str]]],
                                                method: str, path: str, status: int,
@@ -194,6 +177,6 @@ def test_a_recorded_job_serves_the_same_page_and_kills_through_the_record(
         states["state"] = "ended"
         status, data, _ = client.request("POST", "/jobs/job-test/api/kill", token=TOKEN)
         assert (status, data) == (409, {"error": "job job-test has already ended"})
-        assert client.request("GET", "/jobs/job-test/api/data")[1]["job"]["state"] == "ended"
+        assert client.request("GET", "/jobs/job-test/api/page")[1]["job"]["state"] == "ended"
     finally:
         server.stop()
