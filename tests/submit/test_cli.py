@@ -97,6 +97,8 @@ def test_trial_steps_spelling_is_accepted(files: Path) -> None:
          "--app-runner-gpus 1: this machine has 0"),
         (("--slot-mode", "warm", "--slot-idle", "never"), "--slot-idle: invalid duration"),
         (("--slot-preload", "numpy"), "--slot-preload needs --slot-mode warm"),
+        (("--telemetry-interval", "100ms"),
+         "--telemetry-interval: '100ms' is too often: at least 0.2s, or 0"),
         (("--slot-mode", "warm", "--slot-preload", "numpy,"),
          "--slot-preload: '' is not a module name; expected dotted names"),
         (("--slot-mode", "warm", "--slot-preload", "num-py"), "'num-py' is not a module name"),
