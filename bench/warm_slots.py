@@ -48,12 +48,12 @@ RUNNER_IMAGE = "disauto/apprunner-small:latest"
 SLEEP_TRIAL = '''
 import time
 began = time.time()
-import os
+import os, sys
 from apprunner_sdk import get_params, report
 x = float(get_params()["x"])
-time.sleep(float(os.environ["BENCH_SLEEP"]))
+time.sleep(float(sys.argv[2]))
 report(loss=x, final=True)
-with open(os.environ["BENCH_TIMES"], "a") as out:
+with open(sys.argv[1], "a") as out:
     out.write(f"{began} {time.time()} {os.environ['DISAUTO_TRIAL_NUMBER']}\\n")
 '''
 
@@ -125,7 +125,7 @@ def run_disauto(mode: str, parallelism: int, seconds: float, trials: int, work: 
     times = work / "out" / "times.txt"
     env = {**os.environ, "DISAUTO_HOME": str(work / "home"),
            "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
-    launch = f"BENCH_TIMES={times} BENCH_SLEEP={seconds} python sleep_trial.py"
+    launch = f"python sleep_trial.py {times} {seconds}"
     docker = ["--docker-image", image, "--output", f"{work / 'out'}#unused"] if image else []
     command = [
         sys.executable, "-m", "disauto.submit.cli", "--app-name", f"bench-{mode}",
