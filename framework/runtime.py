@@ -278,6 +278,7 @@ class JobRunner:
             self.controller, config.telemetry_interval) if config.telemetry_interval > 0 else None
         if self.telemetry is not None:
             self.controller.memory_note = self.telemetry.memory_note
+            self.controller.exact_usage = self.telemetry.record_exact
         self._driver: MesosSchedulerDriver | None = None
         self._stopped = False
 
