@@ -20,6 +20,7 @@ import threading
 from typing import Any
 
 from disauto.common.python_command import PythonCommand
+from disauto.common.task_usage import TaskUsage
 from disauto.executor.process import GroupProcess
 from disauto.executor.process import die_with_parent
 
@@ -38,6 +39,17 @@ class ForkServerError(RuntimeError):
     """The pre-imported interpreter cannot start or fork (the message says why)."""
 
 
+def _usage_of(rusage: Any) -> TaskUsage | None:
+    """A trial's usage from the zygote's exit message (None when it says none)."""
+    if not isinstance(rusage, dict):
+        return None
+    try:
+        return TaskUsage(float(rusage["utime"]), float(rusage["stime"]),
+                         int(rusage["maxrss_kb"]) * 1024)
+    except (KeyError, TypeError, ValueError):
+        return None
+
+
 class ForkedProcess(GroupProcess):
     """One trial forked by the zygote: waited for through the zygote's reports."""
 
@@ -48,8 +60,9 @@ class ForkedProcess(GroupProcess):
         self.orphaned = False
         """Whether it ended because the interpreter that forked it died (SIGKILL with it)."""
 
-    def ended(self, returncode: int) -> None:
+    def ended(self, returncode: int, usage: TaskUsage | None = None) -> None:
         self._returncode = returncode
+        self.usage = usage
         self._ended.set()
 
     def wait(self, timeout: float | None = None) -> int:
@@ -77,7 +90,7 @@ class ForkServer:
         self._replies: dict[str, dict[str, Any]] = {}
         self._replied = threading.Condition(self._lock)
         self._processes: dict[int, ForkedProcess] = {}
-        self._early_exits: dict[int, int] = {}
+        self._early_exits: dict[int, tuple[int, TaskUsage | None]] = {}
         self._closed = False
         self._next_id = 0
         with open(sandbox / ZYGOTE_LOG, "ab") as log:
@@ -140,7 +153,7 @@ class ForkServer:
             if early is None:
                 self._processes[process.pid] = process
         if early is not None:
-            process.ended(early)
+            process.ended(*early)
         return process
 
     def _read(self) -> dict[str, Any] | None:
@@ -167,11 +180,12 @@ class ForkServer:
                 if "pid" not in message:
                     continue
                 pid, returncode = int(message["pid"]), int(message.get("returncode", 1))
+                usage = _usage_of(message.get("rusage"))
                 process = self._processes.pop(pid, None)
                 if process is None:
-                    self._early_exits[pid] = returncode
+                    self._early_exits[pid] = (returncode, usage)
             if process is not None:
-                process.ended(returncode)
+                process.ended(returncode, usage)
         self._end()
 
     def _end(self) -> None:

@@ -19,6 +19,9 @@ import sys
 import threading
 from typing import Any
 
+from disauto.common.task_usage import TaskUsage
+from disauto.common.task_usage import from_rusage
+
 
 _PR_SET_PDEATHSIG = 1
 
@@ -66,6 +69,9 @@ class GroupProcess:
         self.pid = pid
         self.sandbox = sandbox
         self.killed = threading.Event()
+        self.usage: TaskUsage | None = None
+        """What it used, measured when it was reaped (``os.wait4``); None until then, or
+        when it could not be measured."""
 
     def wait(self, timeout: float | None = None) -> int:
         """Wait for the command; its return code (negative: the signal that ended it).
@@ -99,6 +105,10 @@ class GroupProcess:
 class TaskProcess(GroupProcess):
     """The running command of one task, ``/bin/sh -c`` as a child of the executor.
 
+    It is reaped with ``os.wait4`` (on a thread of its own, the only one that waits for it),
+    so its exact use is known when it ends (:attr:`GroupProcess.usage`): the shell's and its
+    waited-for descendants' CPU seconds and their largest resident set.
+
     Args:
         command: the shell command.
         env: its whole environment.
@@ -114,9 +124,27 @@ class TaskProcess(GroupProcess):
                 preexec_fn=die_with_parent,  # noqa: PLW1509 - see above
             )
         super().__init__(self._popen.pid, sandbox)
+        self._ended = threading.Event()
+        self._returncode = 0
+        threading.Thread(target=self._reap, name=f"wait4-{self.pid}", daemon=True).start()
+
+    def _reap(self) -> None:
+        while True:
+            try:
+                _, status, rusage = os.wait4(self.pid, 0)
+                break
+            except InterruptedError:
+                continue
+            except ChildProcessError:  # reaped elsewhere: nothing to measure
+                status, rusage = 0, None
+                break
+        self._returncode = os.waitstatus_to_exitcode(status) if rusage is not None else 0
+        self._popen.returncode = self._returncode  # Popen must not wait for it again
+        if rusage is not None:
+            self.usage = from_rusage(rusage)
+        self._ended.set()
 
     def wait(self, timeout: float | None = None) -> int:
-        try:
-            return self._popen.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            raise TimeoutError(f"process {self.pid} still runs") from None
+        if not self._ended.wait(timeout):
+            raise TimeoutError(f"process {self.pid} still runs")
+        return self._returncode

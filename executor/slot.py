@@ -2,7 +2,9 @@
 
 Status updates are those of Mesos' command executor: TASK_STARTING when the command is about to
 start, TASK_RUNNING once it runs, then TASK_FINISHED (status 0) or TASK_FAILED with the exit in
-the message ("Command exited with status 3"), TASK_KILLED after a KILL. SHUTDOWN kills every
+the message ("Command exited with status 3"), TASK_KILLED after a KILL. A terminal update of a
+task whose process the executor reaped carries what it used in its ``data``
+(``common/task_usage.py``). SHUTDOWN kills every
 task (SIGTERM, a grace period shorter than the executor's own, SIGKILL), reports them
 TASK_KILLED, and returns, after which pymesos ends the process.
 
@@ -29,6 +31,7 @@ from pymesos import Executor
 
 from disauto.common import slots
 from disauto.common import task_env
+from disauto.common import task_usage
 from disauto.executor.container import ContainerError
 from disauto.executor.container import ContainerTaskProcess
 from disauto.executor.container import SlotContainer
@@ -164,10 +167,17 @@ class SlotExecutor(Executor):  # type: ignore[misc]  # pymesos is untyped
               process: GroupProcess | ContainerTaskProcess) -> None:
         returncode = process.wait()
         with self._lock:
-            self._tasks.pop(task_id, None)
-            self._ended[task_id] = None
+            self._ended[task_id] = None  # a late KILL is ignored from now on
             while len(self._ended) > ENDED_KEPT:
                 self._ended.popitem(last=False)
+        try:
+            self._report_end(driver, task_id, process, returncode)
+        finally:
+            with self._lock:  # only now: SHUTDOWN waits for the report to be sent
+                self._tasks.pop(task_id, None)
+
+    def _report_end(self, driver: Any, task_id: str,
+                    process: GroupProcess | ContainerTaskProcess, returncode: int) -> None:
         message = describe_exit(returncode)
         if getattr(process, "orphaned", False) and not process.killed.is_set():
             # Not the script's doing: the slot broke. Its trial is lost with the slot (the
@@ -177,12 +187,14 @@ class SlotExecutor(Executor):  # type: ignore[misc]  # pymesos is untyped
             logger.error("task %s: the pre-imported interpreter died; the slot ends", task_id)
             driver.stop()
             return
+        usage = getattr(process, "usage", None)
+        data = task_usage.status_data(usage) if usage is not None else ""
         if process.killed.is_set():
-            self._update(driver, task_id, "TASK_KILLED", message=message)
+            self._update(driver, task_id, "TASK_KILLED", message=message, data=data)
         elif returncode == 0:
-            self._update(driver, task_id, "TASK_FINISHED", message=message)
+            self._update(driver, task_id, "TASK_FINISHED", message=message, data=data)
         else:
-            self._update(driver, task_id, "TASK_FAILED", message=message)
+            self._update(driver, task_id, "TASK_FAILED", message=message, data=data)
         logger.info("task %s: %s", task_id, message)
 
     def killTask(self, driver: Any, task_id: Any) -> None:  # noqa: N802 - pymesos API
@@ -234,10 +246,12 @@ class SlotExecutor(Executor):  # type: ignore[misc]  # pymesos is untyped
 
     @staticmethod
     def _update(driver: Any, task_id: str, state: str, message: str = "",
-                reason: str | None = None) -> None:
+                reason: str | None = None, data: str = "") -> None:
         status: dict[str, Any] = {"task_id": {"value": task_id}, "state": state}
         if message:
             status["message"] = message
+        if data:
+            status["data"] = data  # what the task used (common/task_usage.py)
         if reason:
             status["reason"] = reason
         try:

@@ -14,7 +14,10 @@ The protocol is JSON, one object per line, over the socket:
 * executor → zygote: ``{"id": ..., "target": ..., "is_module": ..., "args": [...], "env": {...},
   "cwd": ..., "stdout": PATH, "stderr": PATH}``;
 * zygote → executor: ``{"id": ..., "pid": N}`` (or ``{"id": ..., "error": ...}``) at once, and
-  ``{"pid": N, "returncode": R}`` when the child ends (``R`` < 0: the signal that ended it).
+  ``{"pid": N, "returncode": R, "rusage": {"utime": U, "stime": S, "maxrss_kb": K}}`` when the
+  child ends (``R`` < 0: the signal that ended it; the rusage is ``os.wait4``'s of the child:
+  its CPU seconds since the fork and its largest resident set, which counts the pages it
+  shares with this interpreter, as the trial's own ``getrusage`` does).
 
 What a fork does not give a trial (docs/warm-slots.md): a module's import-time state is shared
 with the slot's other trials as of the import (seed your own generators: ``random`` is re-seeded
@@ -157,12 +160,14 @@ def _fork(request: dict[str, Any], sock: socket.socket) -> int:
 def _reap(sock: socket.socket) -> None:
     while True:
         try:
-            pid, status = os.waitpid(-1, os.WNOHANG)
+            pid, status, rusage = os.wait4(-1, os.WNOHANG)
         except ChildProcessError:
             return
         if pid == 0:
             return
-        _send(sock, {"pid": pid, "returncode": os.waitstatus_to_exitcode(status)})
+        _send(sock, {"pid": pid, "returncode": os.waitstatus_to_exitcode(status),
+                     "rusage": {"utime": rusage.ru_utime, "stime": rusage.ru_stime,
+                                "maxrss_kb": rusage.ru_maxrss}})
 
 
 def serve(sock: socket.socket) -> None:

@@ -30,6 +30,7 @@ from disauto.common.metrics import check_metrics
 from disauto.common.report import Report
 from disauto.common.space import assignment_to_proto
 from disauto.common.space import space_from_proto
+from disauto.common.task_usage import TaskUsage
 from disauto.common.telemetry import Sample
 from disauto.common.telemetry import TrialUsage
 from disauto.common.trial_state import TrialState
@@ -148,6 +149,8 @@ class JobController(TaskStatusHandling):
         self._done = threading.Event()
         self.memory_note: Callable[[int], str] = lambda number: ""
         """What telemetry measured of a trial's memory (its OOM failure message names it)."""
+        self.exact_usage: Callable[[int, TaskUsage], None] = lambda number, usage: None
+        """Takes what an executor measured of a trial's task when it ended (telemetry)."""
 
     # -- reading -------------------------------------------------------------------------------
 

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 from typing import Any
 
 from disauto.common import task_env
+from disauto.common import task_usage
 from disauto.common.task_states import has_ended_for_framework
 from disauto.common.task_states import was_lost
 from disauto.common.trial_state import TrialState
@@ -26,6 +27,7 @@ from disauto.protos import framework_pb2
 
 
 if TYPE_CHECKING:
+    from disauto.common.task_usage import TaskUsage
     from disauto.framework.spec import JobConfig
     from disauto.framework.store import JobStore
 
@@ -66,6 +68,7 @@ class TaskStatusHandling:
         _on_pending: Callable[[], None]
         _log_tail: Callable[[Mapping[str, Any]], str]
         memory_note: Callable[[int], str]
+        exact_usage: Callable[[int, TaskUsage], None]
 
         def finish(self, outcome: int, message: str) -> None: ...
         def _queue_again(self, trial: TrialRow, message: str) -> None: ...
@@ -131,6 +134,10 @@ class TaskStatusHandling:
 
     def _on_trial_status(self, trial: TrialRow, state: str, status: Mapping[str, Any]) -> bool:
         """Record a status of the trial's task; True when the trial waits for an offer again."""
+        if has_ended_for_framework(state):
+            exact = task_usage.read_status_data(status.get("data"))
+            if exact is not None:  # the executor measured the task when it ended
+                self.exact_usage(trial.number, exact)
         if trial.terminal:
             if has_ended_for_framework(state):
                 self._ended_trial_tasks.discard(trial.task_id)

@@ -256,6 +256,7 @@ class JobRunner:
                                        self._usage.measure)] if self._usage is not None else []
         if self._usage is not None:
             self.controller.memory_note = self._usage.memory_note
+            self.controller.exact_usage = self._usage.record_exact
         self.telemetry = Registry(self.store, collectors=collectors,
                                   processors=builtin_processors(),
                                   workdir=job_dir) if telemetry else None

@@ -216,7 +216,7 @@ def cmd_status(args: argparse.Namespace, out: IO[str]) -> ExitStatus:
         "deadline": config.deadline or None,
         "deadline_note": deadline_note(config, job.trials, time.time(),
                                        _ended_at(job)),
-        "usage": results_mod.usage_summary(job.trials),
+        "usage": results_mod.usage_summary(job.trials, config.runner.mem_mb),
     }
     if args.json:
         print(json.dumps(status, indent=2), file=out)

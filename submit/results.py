@@ -12,10 +12,14 @@ from typing import Any
 from disauto.common import paths
 from disauto.framework.job import Progress
 from disauto.framework.job import sorted_trials
+from disauto.framework.job_status import MEMORY_LIMITATION
 from disauto.framework.store import TrialRow
 from disauto.framework.telemetry.usage import megabytes
 from disauto.framework.telemetry.usage import suggested_memory_mb
 
+
+KILLED_NEED = 2.0
+"""A trial killed by its memory limit counts as needing this many times the limit."""
 
 def _fmt(value: Any) -> str:
     if isinstance(value, float):
@@ -98,18 +102,33 @@ def trial_dict(trial: TrialRow) -> dict[str, Any]:
             "message": trial.message, "usage": trial.usage.as_columns()}
 
 
-def usage_summary(trials: Sequence[TrialRow]) -> dict[str, Any]:
+def memory_killed(trials: Sequence[TrialRow]) -> list[int]:
+    """The trials their container's memory limit killed (Mesos'
+    REASON_CONTAINER_LIMITATION_MEMORY, recorded in their failure message)."""
+    return [t.number for t in trials if MEMORY_LIMITATION in (t.message or "")]
+
+
+def usage_summary(trials: Sequence[TrialRow], memory_mb: float | None = None) -> dict[str, Any]:
     """What telemetry measured of the job: its largest peak memory (and whose), the CPU
-    seconds of all its trials, and the ``--app-runner-memory`` (MB) that fits them."""
+    seconds of all its trials, and the ``--app-runner-memory`` (MB) that fits them.
+
+    A trial killed by its memory limit needed more than the limit, and nothing can measure how
+    much more (the kernel stops it there): it counts as needing at least
+    :data:`KILLED_NEED` times the job's ``memory_mb``, so the suggestion is above the limit."""
     peaks = [(t.usage.peak_rss_bytes, t.number) for t in trials
              if t.usage.peak_rss_bytes is not None]
     cpu = [t.usage.cpu_seconds for t in trials if t.usage.cpu_seconds is not None]
     largest = max(peaks) if peaks else None
+    killed = memory_killed(trials)
+    needs = [p for p, _ in peaks]
+    if killed and memory_mb:
+        needs.append(KILLED_NEED * memory_mb * 1024 * 1024)
     return {
         "largest_peak_rss_bytes": largest[0] if largest else None,
         "largest_peak_trial": largest[1] if largest else None,
         "total_cpu_seconds": round(sum(cpu), 3) if cpu else None,
-        "suggested_app_runner_memory_mb": suggested_memory_mb([p for p, _ in peaks]),
+        "memory_killed_trials": killed,
+        "suggested_app_runner_memory_mb": suggested_memory_mb(needs),
     }
 
 
@@ -120,14 +139,21 @@ def usage_lines(trials: Sequence[TrialRow], memory_mb: float | None = None) -> l
         trials: the job's trials.
         memory_mb: the ``--app-runner-memory`` the job ran with, to compare the suggestion.
     """
-    usage = usage_summary(trials)
+    usage = usage_summary(trials, memory_mb)
     if usage["largest_peak_rss_bytes"] is None:
         return []
     cpu = usage["total_cpu_seconds"] or 0.0
     lines = [f"largest peak memory {megabytes(usage['largest_peak_rss_bytes'])} "
              f"(trial-{usage['largest_peak_trial']:04d}), CPU {cpu:.1f} s in all trials"]
     suggested = usage["suggested_app_runner_memory_mb"]
-    if memory_mb is None or suggested != memory_mb:
+    killed = usage["memory_killed_trials"]
+    if killed and memory_mb:
+        names = ", ".join(f"trial-{n:04d}" for n in killed[:3]) + (" ..." if len(killed) > 3
+                                                                  else "")
+        lines.append(f"{names} killed by the {memory_mb:g}M memory limit needed more: "
+                     f"--app-runner-memory {suggested}M at least ({KILLED_NEED:g} x the limit "
+                     "that killed it, 1.2 x for room; a peak beyond a limit cannot be measured)")
+    elif memory_mb is None or suggested != memory_mb:
         lines.append(f"--app-runner-memory {suggested}M fits the trials seen (1.2 x the largest "
                      "peak" + (f"; this job asked {memory_mb:g}M)" if memory_mb else ")"))
     return lines

@@ -336,7 +336,7 @@ def _report(runner: Any, job_dir: Path, out: IO[str], err: IO[str], objective: s
         "best": None if best is None else {
             "trial": best.number, "objective": best.objective, "assignment": best.assignment,
         },
-        "usage": results.usage_summary(trials),
+        "usage": results.usage_summary(trials, runner.config.runner.mem_mb),
     }
     order = [p.name for p in runner.config.search.space.parameters]
     json_path, csv_path = results.write(job_dir, summary, trials, maximize, order)

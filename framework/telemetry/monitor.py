@@ -33,6 +33,7 @@ from typing import Any
 from urllib.request import urlopen
 
 from disauto.common import telemetry
+from disauto.common.task_usage import TaskUsage
 from disauto.common.telemetry import Sample
 from disauto.framework.telemetry.usage import UsageAccumulator
 from disauto.framework.telemetry.usage import megabytes
@@ -225,13 +226,26 @@ class TelemetryLoop:
             logger.exception("cannot store telemetry")
         return samples
 
+    def record_exact(self, trial: int, exact: TaskUsage) -> None:
+        """Take what the executor measured when the trial's task ended (``TaskStatus.data``)
+        as the trial's CPU seconds and peak memory, now and after any later poll."""
+        with self._lock:
+            accumulator = self._usage.setdefault(trial, UsageAccumulator())
+            accumulator.exact = exact
+            usage = accumulator.usage()
+        try:
+            self._store.set_trial_usage(trial, usage)
+        except Exception:  # noqa: BLE001 - a store error must not end the job
+            logger.exception("cannot store the usage of trial %d", trial)
+
     def memory_note(self, trial: int) -> str:
         """``measured peak 612 MB of the 512 MB limit`` for a trial, "" when not measured."""
         with self._lock:
             accumulator = self._usage.get(trial)
-            if accumulator is None or accumulator.rss_peak is None:
+            peak = accumulator.peak() if accumulator is not None else None
+            if accumulator is None or peak is None:
                 return ""
-            note = f"measured peak {megabytes(accumulator.rss_peak)}"
+            note = f"measured peak {megabytes(peak)}"
             if accumulator.mem_limit:
                 note += f" of the {megabytes(accumulator.mem_limit)} limit"
             return note

@@ -1,5 +1,8 @@
 """A trial's usage summary, built up sample by sample (:class:`common.telemetry.TrialUsage`).
 
+When the executor measured the trial exactly when it ended (a warm slot's task: the
+``TaskStatus.data`` of ``common/task_usage.py``), its CPU seconds and peak memory are those
+figures. Otherwise:
 CPU seconds are the last cumulative figure of the trial's executor less what that executor had
 used before the trial started on it (zero for a command task, whose executor is the task; the
 warm slot's figure at the poll before the trial's first, for a slot's task). Memory figures are
@@ -11,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from disauto.common import telemetry
+from disauto.common.task_usage import TaskUsage
 from disauto.common.telemetry import Sample
 from disauto.common.telemetry import TrialUsage
 
@@ -33,6 +37,9 @@ class UsageAccumulator:
     gpu_count: int = 0
     gpu_memory_peak: float | None = None
     cpu_user: float = 0.0
+    exact: TaskUsage | None = None
+    """What the executor measured when it reaped the trial (``common/task_usage.py``): when
+    known, the trial's CPU seconds and peak memory are these, not the sampled ones."""
 
     def add(self, sample: Sample) -> None:
         """Take one sample of the trial into the summary (other names are ignored)."""
@@ -54,13 +61,32 @@ class UsageAccumulator:
             self.gpu_memory_peak = value if self.gpu_memory_peak is None \
                 else max(self.gpu_memory_peak, value)
 
+    def peak(self) -> float | None:
+        """The trial's peak resident set: the exact one when known, else the sampled one."""
+        return float(self.exact.max_rss_bytes) if self.exact is not None else self.rss_peak
+
+    def cpu_seconds(self) -> float | None:
+        if self.exact is not None:
+            return round(self.exact.cpu_seconds, 3)
+        if self.cpu_total is None:
+            return None
+        return round(max(0.0, self.cpu_total - self.cpu_baseline), 3)
+
+    def mean_rss(self) -> float | None:
+        """The mean of the sampled resident sets. A warm slot's samples include its executor
+        and pre-imported interpreter, so where they exceed the trial's exact peak the mean is
+        that peak: the trial's own mean can be no more."""
+        if not self.rss_count:
+            return None
+        mean = self.rss_sum / self.rss_count
+        return min(mean, float(self.exact.max_rss_bytes)) if self.exact is not None else mean
+
     def usage(self) -> TrialUsage:
-        """The summary so far (None where nothing of a kind was sampled)."""
+        """The summary so far (None where nothing of a kind was measured)."""
         return TrialUsage(
-            peak_rss_bytes=self.rss_peak,
-            mean_rss_bytes=self.rss_sum / self.rss_count if self.rss_count else None,
-            cpu_seconds=None if self.cpu_total is None
-            else round(max(0.0, self.cpu_total - self.cpu_baseline), 3),
+            peak_rss_bytes=self.peak(),
+            mean_rss_bytes=self.mean_rss(),
+            cpu_seconds=self.cpu_seconds(),
             mean_gpu_utilization=self.gpu_sum / self.gpu_count if self.gpu_count else None,
             peak_gpu_memory_bytes=self.gpu_memory_peak,
         )

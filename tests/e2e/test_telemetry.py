@@ -86,6 +86,28 @@ def test_da_cluster_job_records_what_its_trials_used(submit: Any, workdir: Path,
         cluster.kill()
 
 
+# The same work without the wait: a warm slot's executor measures the trial when it reaps it,
+# so its figures are exact without a poll after the work.
+QUICK_RUNNER = LOAD_RUNNER.replace("time.sleep(2.5)\n", "")
+
+
+@pytest.mark.parametrize("preload", [(), ("--slot-preload", "json")], ids=["shell", "preload"])
+def test_warm_slot_trials_are_measured_exactly_one_by_one(submit: Any, workdir: Path,
+                                                          preload: tuple[str, ...]) -> None:
+    (workdir / "runner.py").write_text(QUICK_RUNNER)
+    job = submit(*common_flags(workdir, "--trail-steps", "3", "--parallelism", "1",
+                               "--app-runner-memory", "512M", "--telemetry-interval", "0.5s",
+                               "--slot-mode", "warm", *preload))
+    assert job.wait(240) == 0, job.output
+    trials = job.results()["trials"]
+    assert len(trials) == 3
+    # One slot ran the three one after another: the second and third trials' figures are
+    # their own, not the slot's running total nor the executor's or interpreter's.
+    log = (job.job_dir() / "da-submit.log").read_text()
+    assert log.count("starting slot") == 1, log
+    _check_usage(trials)
+
+
 def test_telemetry_off(submit: Any, workdir: Path) -> None:
     job = submit(*common_flags(workdir, "--trail-steps", "1", "--telemetry-interval", "0"))
     assert job.wait(240) == 0, job.output

@@ -180,3 +180,35 @@ def test_killing_the_interpreter_ends_its_running_trials(server: ForkServer,
     assert not server.alive
     with pytest.raises(ForkServerError):
         server.launch("train.py", False, (), _env(slot), sandbox)
+
+
+LOAD = textwrap.dedent('''
+    import json, resource, time
+    block = bytearray(80 * 1024 * 1024)
+    for i in range(0, len(block), 4096):
+        block[i] = 1
+    end = time.process_time() + 0.5
+    while time.process_time() < end:
+        pass
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    print(json.dumps([own.ru_utime + own.ru_stime, own.ru_maxrss * 1024]))
+''')
+
+
+def test_each_trial_is_measured_exactly_when_it_is_reaped(server: ForkServer,
+                                                          slot: Path) -> None:
+    (slot / "load.py").write_text(LOAD)
+    for name in ("first", "second"):  # the second trial's figures are its own, not a sum
+        sandbox = slot / "tasks" / name
+        sandbox.mkdir(parents=True)
+        process = server.launch(str(slot / "load.py"), False, (), _env(slot), sandbox)
+        assert process.wait(timeout=30) == 0
+        own_cpu, own_peak = _output_list(sandbox)
+        assert process.usage is not None
+        assert own_cpu <= process.usage.cpu_seconds <= own_cpu + 0.2
+        assert process.usage.max_rss_bytes == own_peak
+
+
+def _output_list(sandbox: Path) -> list[float]:
+    import json
+    return list(json.loads((sandbox / "stdout").read_text().splitlines()[0]))

@@ -15,6 +15,7 @@ from urllib.parse import urlencode
 import pytest
 
 from disauto.common import slots
+from disauto.common import task_usage
 from disauto.localmesos.cluster import LocalCluster
 from tests.localmesos.cluster_support import RawFramework
 from tests.localmesos.cluster_support import command_task
@@ -99,6 +100,8 @@ def test_one_executor_runs_each_task_in_its_own_sandbox_and_process(tmp_path: Pa
             finished = final(raw, f"t{n}")
             assert finished["state"] == "TASK_FINISHED"
             assert finished["message"] == "Command exited with status 0"
+            usage = task_usage.read_status_data(finished.get("data"))  # what it used
+            assert usage is not None and usage.max_rss_bytes > 0
             assert [s["state"] for s in raw.updates(f"t{n}")] == [
                 "TASK_STARTING", "TASK_RUNNING", "TASK_FINISHED"]
         root = executor_dir(cluster)

@@ -159,3 +159,21 @@ def test_parameters_follow_the_parameter_files_order(tmp_path: Path) -> None:
     _, csv_path = results.write(tmp_path, {}, trials, maximize=True, param_order=("lr", "act"))
     with csv_path.open(newline="") as handle:
         assert next(csv.reader(handle))[3:6] == ["lr", "act", "zeta"]
+
+
+def test_a_trial_killed_by_its_memory_limit_makes_the_suggestion_exceed_the_limit() -> None:
+    from disauto.common.telemetry import TrialUsage
+
+    mb = 1 << 20
+    trials = [row(1, "COMPLETED", 0.5, usage=TrialUsage(peak_rss_bytes=40 * mb)),
+              row(2, "FAILED", usage=TrialUsage(peak_rss_bytes=17 * mb),
+                  message="TASK_FAILED REASON_CONTAINER_LIMITATION_MEMORY: Memory limit "
+                          "exceeded; measured peak 17 MB of the 64 MB limit")]
+    usage = results.usage_summary(trials, 64)
+    assert usage["memory_killed_trials"] == [2]
+    assert usage["suggested_app_runner_memory_mb"] == 192  # 1.2 x (2 x 64 MB), to 64 MB
+    (_, advice) = results.usage_lines(trials, 64)
+    assert advice.startswith("trial-0002 killed by the 64M memory limit needed more: "
+                             "--app-runner-memory 192M at least")
+    # Without a kill the suggestion fits the measured peaks as before.
+    assert results.usage_summary(trials[:1], 64)["suggested_app_runner_memory_mb"] == 64

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from disauto.common import telemetry
+from disauto.common.task_usage import TaskUsage
 from disauto.common.telemetry import Sample
 from disauto.framework.telemetry.usage import UsageAccumulator
 from disauto.framework.telemetry.usage import suggested_memory_mb
@@ -51,3 +52,26 @@ def test_suggested_memory_is_1_2_times_the_peak_rounded_up_to_64_mb() -> None:
     assert suggested_memory_mb([]) is None
     assert suggested_memory_mb([200 * _MB, 100 * _MB]) == 256  # 240 MB -> 256
     assert suggested_memory_mb([320 * _MB]) == 384  # 384 exactly
+
+
+def test_the_executors_exact_figures_win_over_the_sampled_ones() -> None:
+    accumulator = UsageAccumulator(cpu_baseline=5.0)  # a slot: sampled figures mix trials
+    accumulator.add(_sample(telemetry.MEM_RSS, 260 * _MB))
+    accumulator.add(_sample(telemetry.CPUS_USER_TIME, 6.5))
+    accumulator.add(_sample(telemetry.CPUS_SYSTEM_TIME, 0.5))
+    accumulator.exact = TaskUsage(1.0, 0.25, 210 * _MB)
+    usage = accumulator.usage()
+    assert usage.peak_rss_bytes == 210 * _MB and usage.cpu_seconds == 1.25
+    # The sampled mean includes the slot's own processes: never more than the trial's peak.
+    assert usage.mean_rss_bytes == 210 * _MB
+    accumulator.add(_sample(telemetry.MEM_RSS, 400 * _MB))  # a later poll changes neither
+    assert accumulator.usage().peak_rss_bytes == 210 * _MB
+    accumulator.exact = TaskUsage(1.0, 0.25, 500 * _MB)
+    assert accumulator.usage().mean_rss_bytes == 330 * _MB  # the sampled mean where lower
+
+
+def test_exact_figures_alone_make_a_summary() -> None:
+    accumulator = UsageAccumulator(exact=TaskUsage(0.5, 0.0, 64 * _MB))
+    usage = accumulator.usage()
+    assert (usage.peak_rss_bytes, usage.cpu_seconds, usage.mean_rss_bytes) == (64 * _MB, 0.5,
+                                                                                None)

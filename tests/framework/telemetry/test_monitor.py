@@ -1,0 +1,131 @@
+"""The framework's collector of ``/monitor/statistics`` against real agents: an embedded agent
+running a real busy task, an agent that cannot be reached (a closed port) and servers that
+answer garbage."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+import contextlib
+from http.server import BaseHTTPRequestHandler
+from http.server import ThreadingHTTPServer
+import socket
+import sys
+import threading
+import time
+
+import pytest
+
+from disauto.common import telemetry
+from disauto.common.telemetry import Sample
+from disauto.framework.telemetry.monitor import StatisticsCollector
+from disauto.framework.telemetry.monitor import TaskPlace
+from tests.localmesos.cluster_support import RawFramework
+from tests.localmesos.cluster_support import command_task
+from tests.localmesos.cluster_support import running_cluster
+from tests.localmesos.cluster_support import wait_until
+
+
+pytestmark = pytest.mark.integration  # starts agents, processes and HTTP servers
+
+BUSY = f"exec {sys.executable} -c 'while True: pass'"
+GARBAGE = {
+    "/html/monitor/statistics": (b"<html>not JSON</html>", "text/html"),
+    "/object/monitor/statistics": (b'{"unexpected": 1}', "application/json"),
+    "/entries/monitor/statistics": (b'[1, "x", {"statistics": "nope"}, {"executor_id": 3}]',
+                                    "application/json"),
+    "/truncated/monitor/statistics": (b'[{"executor_id": "t", "statis', "application/json"),
+}
+
+
+class _Garbage(BaseHTTPRequestHandler):
+    def do_GET(self) -> None:  # noqa: N802 - http.server's API
+        body, kind = GARBAGE.get(self.path, (b'{"resources": {"cpus": 2}}', "application/json"))
+        self.send_response(200)
+        self.send_header("Content-Type", kind)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@contextlib.contextmanager
+def garbage_server() -> Iterator[str]:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Garbage)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def closed_port() -> int:
+    """A port nothing listens on (bound, then closed)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@contextlib.contextmanager
+def busy_task() -> Iterator[tuple[str, str, str]]:
+    """A real task spinning one CPU on an embedded agent of 2 CPUs: (endpoint, agent id,
+    framework id)."""
+    with running_cluster(cpus=2.0) as cluster:
+        raw = RawFramework(cluster.address, auto_acknowledge=True)
+        try:
+            framework_id = raw.subscribe()
+            offer = raw.wait_event(lambda e: e["type"] == "OFFERS")["offers"]["offers"][0]
+            assert raw.launch(offer, [command_task(offer, "busy", BUSY, cpus=1.0)]) == 202
+            wait_until(lambda: any(s["state"] == "TASK_RUNNING" for s in raw.updates("busy")),
+                       timeout=30)
+            yield (f"http://{cluster.address}/slave(1)", offer["agent_id"]["value"],
+                   framework_id)
+        finally:
+            raw.close()
+
+
+def _named(samples: list[Sample], name: str) -> list[Sample]:
+    return [s for s in samples if s.data_name == name]
+
+
+def _poll_twice(collector: StatisticsCollector) -> list[Sample]:
+    """Two polls a measuring interval apart (utilisation is a rate between two polls)."""
+    first = collector.collect()
+    assert _named(first, telemetry.MEM_RSS), first
+    threading.Event().wait(1.5)
+    return collector.collect()
+
+
+def test_agent_cpu_utilization_of_a_busy_task_is_about_busy_over_cpus() -> None:
+    with busy_task() as (endpoint, agent_id, framework_id):
+        collector = StatisticsCollector(lambda: {agent_id: endpoint}, lambda: framework_id,
+                                        lambda: [TaskPlace(agent_id, "busy", 1)])
+        samples = _poll_twice(collector)
+    (agent,) = _named(samples, telemetry.AGENT_CPU_UTILIZATION)
+    assert agent.trial is None and agent.node == agent_id
+    # One busy core of two: about 0.5 (a generous band: the machine is shared).
+    assert 0.25 <= agent.value <= 0.75, agent
+    (trial,) = _named(samples, telemetry.CPU_UTILIZATION)
+    assert trial.trial == 1 and 0.5 <= trial.value <= 1.5, trial
+
+
+def test_unreachable_and_garbage_agents_are_skipped_and_the_others_read() -> None:
+    with busy_task() as (endpoint, agent_id, framework_id), garbage_server() as garbage:
+        endpoints = {agent_id: endpoint,
+                     "closed": f"http://127.0.0.1:{closed_port()}/slave(1)",
+                     **{name: garbage + "/" + name for name in ("html", "object", "entries",
+                                                                "truncated")}}
+        places = [TaskPlace(agent_id, "busy", 1)] + [
+            TaskPlace(name, "t", n) for n, name in enumerate(sorted(endpoints), start=2)
+            if name != agent_id]
+        collector = StatisticsCollector(lambda: endpoints, lambda: framework_id,
+                                        lambda: places, timeout=5.0)
+        started = time.monotonic()
+        samples = _poll_twice(collector)
+        assert time.monotonic() - started < 30  # a closed port is refused, not waited on
+    assert {s.node for s in samples} == {agent_id}
+    assert {s.trial for s in samples} == {1, None}
+    assert _named(samples, telemetry.MEM_RSS) and _named(samples, telemetry.CPU_UTILIZATION)
