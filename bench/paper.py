@@ -51,6 +51,8 @@ import time
 from typing import Any
 from urllib.request import urlopen
 
+from bench.jobs import kill_all
+from bench.jobs import wait_all
 from disauto.common.trial_state import TrialState
 from disauto.localmesos.cluster import ClusterConfig
 from disauto.localmesos.cluster import LocalCluster
@@ -269,18 +271,9 @@ def run_once(cell: Cell, run: int, setup: Setup, work: Path,
             log = (work / f"job{job}.log").open("wb")
             processes.append(subprocess.Popen(args, cwd=work, env=env, stdout=log,
                                               stderr=subprocess.STDOUT))
-        deadline = time.monotonic() + setup.run_timeout
-        for process in processes:
-            try:
-                process.wait(max(1.0, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait(10)
+        wait_all(processes, setup.run_timeout)
     finally:
-        for process in processes:
-            if process.poll() is None:
-                process.kill()
-                process.wait(10)
+        kill_all(processes)
         poller.stop()
         cluster.stop()
     jobs = [_read_job(db) for db in sorted(home.glob("jobs/*/job.db"))]

@@ -30,6 +30,8 @@ import tempfile
 import time
 from typing import Any
 
+from bench.jobs import kill_all
+from bench.jobs import wait_all
 from disauto.localmesos.agent import AgentConfig
 from disauto.localmesos.cluster import ClusterConfig
 from disauto.localmesos.cluster import LocalCluster
@@ -106,18 +108,9 @@ def run_once(config: str, seed: int, args: argparse.Namespace, loops: int,
             log = (work / f"job{job}.log").open("wb")
             processes.append(subprocess.Popen(command, cwd=work, env=env, stdout=log,
                                               stderr=subprocess.STDOUT))
-        deadline = time.monotonic() + args.timeout
-        for process in processes:
-            try:
-                process.wait(max(1.0, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait(10)
+        wait_all(processes, args.timeout)
     finally:
-        for process in processes:
-            if process.poll() is None:
-                process.kill()
-                process.wait(10)
+        kill_all(processes)
         cluster.stop()
     jobs = [read_job(db) for db in sorted(home.glob("jobs/*/job.db"))]
     for job in jobs:

@@ -33,6 +33,17 @@ def is_running(pid: int, started: str) -> bool:
     return state not in ("Z", "X")
 
 
+def pid_exists(pid: int) -> bool:
+    """Whether a process ``pid`` exists (any user's; a zombie too)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
 def this_process() -> tuple[int, str]:
     """(pid, start time) of this process."""
     pid = os.getpid()

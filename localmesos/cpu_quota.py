@@ -30,6 +30,8 @@ import re
 import threading
 import time
 
+from disauto.common.processes import pid_exists
+
 
 __all__ = ["CPU_MOUNT", "CpuGroup", "CpuQuotaError", "check_available", "group_name",
            "remove_group", "remove_stale"]
@@ -156,20 +158,10 @@ def remove_stale(mount: Path = CPU_MOUNT, owner: int | None = None) -> list[Path
             if not found or not path.is_dir():
                 continue
             pid = int(found.group(1))
-            if pid == owner or (owner is None and not _alive(pid)):
+            if pid == owner or (owner is None and not pid_exists(pid)):
                 remove_group(path)
                 removed.append(path)
     return removed
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def _thread_group(mount: Path) -> Path:

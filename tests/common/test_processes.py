@@ -35,3 +35,14 @@ def test_processes_are_found_by_their_environment() -> None:
     finally:
         child.kill()
         child.wait()
+
+
+@pytest.mark.integration
+def test_pid_exists_until_the_process_is_reaped() -> None:
+    from disauto.common.processes import pid_exists
+
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    assert pid_exists(child.pid)  # running, or a zombie until it is waited for
+    child.wait()
+    assert not pid_exists(child.pid)
+    assert pid_exists(1)  # init: another user's process exists too

@@ -13,13 +13,13 @@ import base64
 import contextlib
 import http.client
 import json
-import os
 from pathlib import Path
 import socket
 import sys
 import threading
 from typing import Any
 
+from disauto.common.processes import pid_exists
 from disauto.localmesos import executor_api
 from disauto.localmesos import validation
 from tests.localmesos.cluster_support import EventWaiting
@@ -142,12 +142,8 @@ def executor_task(offer: dict[str, Any], task_id: str, action: str = "finish",
 
 
 def pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
+    if not pid_exists(pid):
         return False
-    except PermissionError:
-        return True
     # A zombie is dead for our purposes.
     with contextlib.suppress(OSError):
         stat = Path(f"/proc/{pid}/stat").read_text()

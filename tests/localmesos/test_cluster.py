@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 import socket
 import threading
@@ -10,6 +9,7 @@ import time
 
 import pytest
 
+from disauto.common.processes import pid_exists
 from disauto.localmesos.agent import AgentConfig
 from disauto.localmesos.cluster import ClusterConfig
 from disauto.localmesos.cluster import LocalCluster
@@ -24,14 +24,6 @@ pytestmark = pytest.mark.integration  # starts processes or servers
 
 
 SMALL = {"cpus": 1.0, "mem_mb": 256.0, "disk_mb": 100.0, "allocation_interval": 0.1}
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return True
 
 
 def test_start_serves_agents_with_the_configured_resources() -> None:
@@ -109,7 +101,7 @@ def test_stop_kills_tasks_joins_threads_and_is_idempotent() -> None:
     cluster.stop()
     assert time.monotonic() - started < 10
     assert raw.ended.wait(5)  # the event stream was closed
-    assert not _alive(pid)
+    assert not pid_exists(pid)
     assert not work_dir.exists()  # a temporary work dir is removed
     cluster.stop()
     raw.close()
