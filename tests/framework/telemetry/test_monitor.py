@@ -19,6 +19,7 @@ from disauto.common import telemetry
 from disauto.common.telemetry import Sample
 from disauto.framework.telemetry.monitor import StatisticsCollector
 from disauto.framework.telemetry.monitor import TaskPlace
+from disauto.framework.telemetry.processors import CpuUtilization
 from tests.localmesos.cluster_support import RawFramework
 from tests.localmesos.cluster_support import command_task
 from tests.localmesos.cluster_support import running_cluster
@@ -92,11 +93,15 @@ def _named(samples: list[Sample], name: str) -> list[Sample]:
 
 
 def _poll_twice(collector: StatisticsCollector) -> list[Sample]:
-    """Two polls a measuring interval apart (utilisation is a rate between two polls)."""
+    """Two polls a measuring interval apart (utilisation is a rate between two polls): the
+    second poll's samples, with the per-trial ``cpu_utilization`` that the built-in processor
+    derives from both."""
     first = collector.collect()
     assert _named(first, telemetry.MEM_RSS), first
     threading.Event().wait(1.5)
-    return collector.collect()
+    second = collector.collect()
+    inputs = [s for s in first + second if s.data_name in CpuUtilization.INPUTS]
+    return second + CpuUtilization()(inputs)
 
 
 def test_agent_cpu_utilization_of_a_busy_task_is_about_busy_over_cpus() -> None:
