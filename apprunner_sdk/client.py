@@ -44,6 +44,10 @@ REPORT_WINDOW = 600.0
 AppCore waits for a framework that went away (``appcore.__main__.FRAMEWORK_WAIT``)."""
 
 
+GPU_SAMPLES_TIMEOUT = 3.0
+"""Seconds one sending of GPU samples may take: telemetry must not hold the trial's exit."""
+
+
 class AppCoreUnreachableError(ConnectionError):
     """AppCore could not be reached within the retry budget."""
 
@@ -226,7 +230,7 @@ class AppCoreClient:
         request = gpu_samples.to_proto(self._trial_number, readings)
         try:
             self._appcore().ReportGpuSamples(request, metadata=self._metadata,
-                                             timeout=self._timeout)
+                                             timeout=min(self._timeout, GPU_SAMPLES_TIMEOUT))
         except grpc.RpcError as err:
             if err.code() in _RETRYABLE:
                 raise AppCoreUnreachableError(
