@@ -12,7 +12,9 @@ from typing import TypeVar
 
 import grpc
 
+from disauto.common import gpu_samples
 from disauto.common import tls
+from disauto.common.gpu_samples import GpuReading
 from disauto.common.report import Report
 from disauto.common.space import Assignment
 from disauto.common.space import assignment_to_proto
@@ -102,6 +104,12 @@ class FrameworkClient:
         """Have the framework record a runner's report; the trial as it is then."""
         return self._stub.RecordReport(report.to_proto(), metadata=self._metadata,
                                        timeout=self._timeout).trial
+
+    def record_gpu_samples(self, number: int, readings: Sequence[GpuReading]) -> int:
+        """Have the framework record a trial's GPU samples; how many it recorded."""
+        return self._stub.RecordGpuSamples(gpu_samples.to_proto(number, readings),
+                                           metadata=self._metadata,
+                                           timeout=self._timeout).recorded
 
     def prune(self, number: int, message: str) -> common_pb2.Trial:
         """Tell the framework that the early-stopping rule stopped trial ``number``."""

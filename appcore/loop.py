@@ -17,6 +17,7 @@ state, and the algorithm is only called under it.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from collections.abc import Sequence
 from dataclasses import dataclass
 import logging
 import queue
@@ -31,6 +32,7 @@ from disauto.appcore.framework_client import FrameworkClient
 from disauto.appcore.priority import priority_for
 from disauto.appcore.pruners import PrunerRecord
 from disauto.appcore.pruners import create_pruner
+from disauto.common.gpu_samples import GpuReading
 from disauto.common.report import Report
 from disauto.common.space import Assignment
 from disauto.common.space import assignment_from_proto
@@ -310,6 +312,11 @@ class TrialLoop:
             self._finished.clear()
 
     # -- reports from runners --------------------------------------------------------------------
+
+    def record_gpu_samples(self, number: int, readings: Sequence[GpuReading]) -> int:
+        """Have the framework record a runner's GPU samples; how many it recorded. AppCore
+        itself does nothing with them (they are the trial's telemetry, not its metrics)."""
+        return self._framework.record_gpu_samples(number, readings)
 
     def report(self, report: Report) -> bool:
         """Record a runner's report through the framework; True when the runner should stop.

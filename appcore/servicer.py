@@ -7,6 +7,7 @@ from dataclasses import replace
 import grpc
 
 from disauto.appcore.loop import TrialLoop
+from disauto.common import gpu_samples
 from disauto.common import grpc_server
 from disauto.common.metrics import MetricError
 from disauto.common.metrics import check_metrics
@@ -68,6 +69,31 @@ class AppCoreServicer(appcore_pb2_grpc.AppCoreServiceServicer):
             context.abort(grpc.StatusCode.UNAVAILABLE,
                           f"the framework could not record the report: {err.details()}")
         return appcore_pb2.ReportMetricsReply(should_stop=stop)
+
+    def ReportGpuSamples(  # noqa: N802 - gRPC method name
+        self, request: common_pb2.GpuSamples, context: grpc.ServicerContext
+    ) -> common_pb2.GpuSamplesReply:
+        token = dict(context.invocation_metadata()).get(TOKEN_METADATA, "")
+        if not check_trial_token(self._job_token, request.trial_number, str(token)):
+            context.abort(grpc.StatusCode.UNAUTHENTICATED,
+                          f"missing or wrong token for trial {request.trial_number}")
+        number, readings = gpu_samples.from_proto(request)
+        try:
+            gpu_samples.check_readings(readings)
+        except gpu_samples.GpuSampleError as err:
+            context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(err))
+        loop = self._loop
+        if loop is None:
+            context.abort(grpc.StatusCode.UNAVAILABLE,
+                          "AppCore is starting or waits for its framework")
+        try:
+            recorded = loop.record_gpu_samples(number, readings)
+        except grpc.RpcError as err:
+            if err.code() in _PASSED_THROUGH:
+                context.abort(err.code(), err.details() or err.code().name)
+            context.abort(grpc.StatusCode.UNAVAILABLE,
+                          f"the framework could not record the GPU samples: {err.details()}")
+        return common_pb2.GpuSamplesReply(recorded=recorded)
 
 
 def make_server(servicer: AppCoreServicer, host: str, port: int, *,

@@ -27,6 +27,7 @@ import threading
 import time
 from typing import Any
 
+from apprunner_sdk import gpu
 from apprunner_sdk.client import AppCoreClient
 from apprunner_sdk.client import AppCoreUnreachableError
 from apprunner_sdk.client import ReportRejectedError
@@ -61,19 +62,37 @@ class _Trial:
         self.final_sent = False
         self.stop = False
         self.lock = threading.Lock()
-        address = environ.get(task_env.APPCORE_ADDR, "")
-        self.client: AppCoreClient | None = None
-        if address and self.number is not None:
-            self.client = AppCoreClient(
-                address,
-                environ.get(task_env.FRAMEWORK_ADDR, ""),
-                self.number,
-                environ.get(task_env.TRIAL_TOKEN, ""),
-                master_address=environ.get(task_env.MASTER_ADDR, ""),
-                framework_id=environ.get(task_env.FRAMEWORK_ID, ""),
-                appcore_certificate=environ.get(task_env.APPCORE_CERT, ""),
-                framework_trust=tls.framework_trust(environ),
-            )
+        self.client = _client(environ, self.number)
+        # The trial's GPU figures are measured here, where its GPUs are (apprunner_sdk.gpu),
+        # and sent on a connection of their own, so the sampler's thread never waits on a
+        # report's retries (nor they on it).
+        self.gpu_client = _client(environ, self.number)
+        self.gpu = gpu.start_sampler(environ, self.gpu_client.send_gpu_samples) \
+            if self.gpu_client is not None else None
+
+    def close(self) -> None:
+        if self.gpu is not None:
+            self.gpu.stop()
+        for client in (self.gpu_client, self.client):
+            if client is not None:
+                client.close()
+
+
+def _client(environ: Mapping[str, str], number: int | None) -> AppCoreClient | None:
+    """A client of AppCore for the trial, or None outside DisAuto."""
+    address = environ.get(task_env.APPCORE_ADDR, "")
+    if not address or number is None:
+        return None
+    return AppCoreClient(
+        address,
+        environ.get(task_env.FRAMEWORK_ADDR, ""),
+        number,
+        environ.get(task_env.TRIAL_TOKEN, ""),
+        master_address=environ.get(task_env.MASTER_ADDR, ""),
+        framework_id=environ.get(task_env.FRAMEWORK_ID, ""),
+        appcore_certificate=environ.get(task_env.APPCORE_CERT, ""),
+        framework_trust=tls.framework_trust(environ),
+    )
 
 
 _trial: _Trial | None = None
@@ -92,8 +111,8 @@ def _reset_for_tests() -> None:
     """Forget the trial so the next call re-reads the environment (tests only)."""
     global _trial
     with _trial_lock:
-        if _trial is not None and _trial.client is not None:
-            _trial.client.close()
+        if _trial is not None:
+            _trial.close()
         _trial = None
 
 

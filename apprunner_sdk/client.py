@@ -11,13 +11,16 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from collections.abc import Mapping
+from collections.abc import Sequence
 import logging
 import time
 from typing import TypeVar
 
 import grpc
 
+from disauto.common import gpu_samples
 from disauto.common import tls
+from disauto.common.gpu_samples import GpuReading
 from disauto.common.rendezvous import framework_address
 from disauto.common.report import Report
 from disauto.common.task_env import TOKEN_METADATA
@@ -39,6 +42,10 @@ another process took after the framework moved may never answer."""
 REPORT_WINDOW = 600.0
 """Seconds a report is retried while AppCore is unreachable or answers UNAVAILABLE: as long as
 AppCore waits for a framework that went away (``appcore.__main__.FRAMEWORK_WAIT``)."""
+
+
+GPU_SAMPLES_TIMEOUT = 3.0
+"""Seconds one sending of GPU samples may take: telemetry must not hold the trial's exit."""
 
 
 class AppCoreUnreachableError(ConnectionError):
@@ -210,3 +217,23 @@ class AppCoreClient:
             ),
         )
         return bool(reply.should_stop)
+
+    def send_gpu_samples(self, readings: Sequence[GpuReading]) -> None:
+        """Send the trial's GPU samples (``apprunner_sdk.gpu``): one attempt, no retries (the
+        sampler keeps them for its next interval).
+
+        Raises:
+            AppCoreUnreachableError: AppCore did not answer, or answered UNAVAILABLE.
+            ReportRejectedError, PermissionError, LookupError, RuntimeError: AppCore refused
+                them (see :func:`raise_for_rpc_error`).
+        """
+        request = gpu_samples.to_proto(self._trial_number, readings)
+        try:
+            self._appcore().ReportGpuSamples(request, metadata=self._metadata,
+                                             timeout=min(self._timeout, GPU_SAMPLES_TIMEOUT))
+        except grpc.RpcError as err:
+            if err.code() in _RETRYABLE:
+                raise AppCoreUnreachableError(
+                    f"GPU samples: AppCore at {self._address} unreachable "
+                    f"({err.details() or err.code().name})") from None
+            raise_for_rpc_error(err, "GPU samples")

@@ -23,8 +23,10 @@ import threading
 import time
 from typing import Any
 
+from disauto.common import gpu_samples
 from disauto.common.durations import format_duration
 from disauto.common.errors import InvalidAssignmentError
+from disauto.common.gpu_samples import GpuReading
 from disauto.common.metrics import MetricError
 from disauto.common.metrics import check_metrics
 from disauto.common.report import Report
@@ -151,6 +153,9 @@ class JobController(TaskStatusHandling):
         """What telemetry measured of a trial's memory (its OOM failure message names it)."""
         self.exact_usage: Callable[[int, TaskUsage], None] = lambda number, usage: None
         """Takes what an executor measured of a trial's task when it ended (telemetry)."""
+        self.gpu_samples: Callable[[list[Sample]], None] | None = None
+        """Stores a trial's GPU samples and folds them into its usage (telemetry); None while
+        the job's telemetry is off."""
 
     # -- reading -------------------------------------------------------------------------------
 
@@ -578,6 +583,37 @@ class JobController(TaskStatusHandling):
     def add_samples(self, samples: Sequence[Sample]) -> None:
         """Keep telemetry samples (framework/telemetry) in the job store."""
         self.store.add_samples(samples)
+
+    def record_gpu_samples(self, number: int, readings: Sequence[GpuReading]) -> int:
+        """Record a trial's GPU samples (its runner measured them; ``apprunner_sdk.gpu``) as
+        telemetry of the agent it runs on; how many samples were stored. Any trial that was
+        launched may send them, also after it ended (a batch that waited for AppCore).
+
+        Raises:
+            InvalidArgumentError: a bad batch (:func:`common.gpu_samples.check_readings`).
+            NotFoundError: no such trial.
+            FailedPreconditionError: telemetry is off, or the trial was never launched.
+        """
+        try:
+            gpu_samples.check_readings(readings)
+        except gpu_samples.GpuSampleError as err:
+            raise InvalidArgumentError(str(err)) from None
+        with self._lock:
+            trial = self._trials.get(number)
+            if trial is None:
+                raise NotFoundError(f"trial {number} does not exist")
+            node = trial.agent_id
+        record = self.gpu_samples
+        if record is None:
+            raise FailedPreconditionError(
+                "telemetry is off for this job (--telemetry-interval 0): GPU samples are not "
+                "recorded")
+        if not node:
+            raise FailedPreconditionError(
+                f"trial {number} was never launched: it has no agent to record GPU samples of")
+        samples = gpu_samples.as_samples(number, node, readings)
+        record(samples)
+        return len(samples)
 
     def set_trial_usage(self, number: int, usage: TrialUsage) -> None:
         """Keep a trial's measured usage with it, here and in the job store."""

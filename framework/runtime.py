@@ -257,6 +257,9 @@ class JobRunner:
         if self._usage is not None:
             self.controller.memory_note = self._usage.memory_note
             self.controller.exact_usage = self._usage.record_exact
+            # GPU samples come from the trials' own runners (apprunner_sdk.gpu), where the GPU
+            # is, through AppCore: stored and folded into the usage like the agents' figures.
+            self.controller.gpu_samples = self._usage.record_samples
         self.telemetry = Registry(self.store, collectors=collectors,
                                   processors=builtin_processors(),
                                   workdir=job_dir) if telemetry else None

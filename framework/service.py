@@ -10,6 +10,7 @@ from typing import TypeVar
 
 import grpc
 
+from disauto.common import gpu_samples
 from disauto.common import grpc_server
 from disauto.common.errors import InvalidAssignmentError
 from disauto.common.report import Report
@@ -135,6 +136,14 @@ class FrameworkServicer(framework_pb2_grpc.FrameworkServiceServicer):
         trial = handle(context, lambda: self._job.prune_trial(request.trial_number,
                                                               request.message))
         return framework_pb2.PruneTrialReply(trial=trial)
+
+    def RecordGpuSamples(  # noqa: N802
+        self, request: common_pb2.GpuSamples, context: grpc.ServicerContext
+    ) -> common_pb2.GpuSamplesReply:
+        self._require_job_token(context)
+        number, readings = gpu_samples.from_proto(request)
+        recorded = handle(context, lambda: self._job.record_gpu_samples(number, readings))
+        return common_pb2.GpuSamplesReply(recorded=recorded)
 
     def ResolveAppCore(  # noqa: N802
         self, request: framework_pb2.ResolveAppCoreRequest, context: grpc.ServicerContext

@@ -257,6 +257,8 @@ def _usage_text(usage: dict[str, float | None]) -> str:
         text += f", CPU {usage['cpu_seconds']:.1f} s"
     if usage.get("mean_gpu_utilization") is not None:
         text += f", GPU {usage['mean_gpu_utilization']:.0f} %"
+    if usage.get("peak_gpu_memory_bytes") is not None:
+        text += f", GPU memory {megabytes(float(usage['peak_gpu_memory_bytes'] or 0))}"
     return text
 
 

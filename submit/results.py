@@ -123,12 +123,23 @@ def usage_summary(trials: Sequence[TrialRow], memory_mb: float | None = None) ->
     needs = [p for p, _ in peaks]
     if killed and memory_mb:
         needs.append(KILLED_NEED * memory_mb * 1024 * 1024)
+    gpu = [t.usage.mean_gpu_utilization for t in trials
+           if t.usage.mean_gpu_utilization is not None]
+    gpu_peaks = [(t.usage.peak_gpu_memory_bytes, t.number) for t in trials
+                 if t.usage.peak_gpu_memory_bytes is not None]
+    gpu_largest = max(gpu_peaks) if gpu_peaks else None
     return {
         "largest_peak_rss_bytes": largest[0] if largest else None,
         "largest_peak_trial": largest[1] if largest else None,
         "total_cpu_seconds": round(sum(cpu), 3) if cpu else None,
         "memory_killed_trials": killed,
         "suggested_app_runner_memory_mb": suggested_memory_mb(needs),
+        # GPU figures (absent where no trial had a GPU NVML could read): the mean of the
+        # trials' mean utilisations, and the largest peak of a trial's GPU memory.
+        "mean_gpu_utilization": round(sum(gpu) / len(gpu), 2) if gpu else None,
+        "gpu_trials": len(gpu),
+        "largest_peak_gpu_memory_bytes": gpu_largest[0] if gpu_largest else None,
+        "largest_peak_gpu_memory_trial": gpu_largest[1] if gpu_largest else None,
     }
 
 
@@ -140,8 +151,9 @@ def usage_lines(trials: Sequence[TrialRow], memory_mb: float | None = None) -> l
         memory_mb: the ``--app-runner-memory`` the job ran with, to compare the suggestion.
     """
     usage = usage_summary(trials, memory_mb)
+    gpu = _gpu_line(usage)
     if usage["largest_peak_rss_bytes"] is None:
-        return []
+        return [gpu] if gpu else []
     cpu = usage["total_cpu_seconds"] or 0.0
     lines = [f"largest peak memory {megabytes(usage['largest_peak_rss_bytes'])} "
              f"(trial-{usage['largest_peak_trial']:04d}), CPU {cpu:.1f} s in all trials"]
@@ -156,7 +168,21 @@ def usage_lines(trials: Sequence[TrialRow], memory_mb: float | None = None) -> l
     elif memory_mb is None or suggested != memory_mb:
         lines.append(f"--app-runner-memory {suggested}M fits the trials seen (1.2 x the largest "
                      "peak" + (f"; this job asked {memory_mb:g}M)" if memory_mb else ")"))
-    return lines
+    return lines + ([gpu] if gpu else [])
+
+
+def _gpu_line(usage: dict[str, Any]) -> str:
+    """``GPU 47 % busy on average (2 trials), largest GPU memory 2048 MB (trial-0001)``, or ""
+    when no trial has GPU figures."""
+    parts = []
+    if usage["mean_gpu_utilization"] is not None:
+        trials = usage["gpu_trials"]
+        parts.append(f"GPU {usage['mean_gpu_utilization']:.0f} % busy on average "
+                     f"({trials} trial{'s' if trials != 1 else ''})")
+    if usage["largest_peak_gpu_memory_bytes"] is not None:
+        parts.append(f"largest GPU memory {megabytes(usage['largest_peak_gpu_memory_bytes'])} "
+                     f"(trial-{usage['largest_peak_gpu_memory_trial']:04d})")
+    return ", ".join(parts)
 
 
 def write(job_dir: Path, summary: dict[str, Any], trials: Sequence[TrialRow],
@@ -191,7 +217,7 @@ def write_csv(handle: IO[str], trials: Sequence[TrialRow], maximize: bool,
                          round(t.training_seconds, 3), t.message, *_usage_cells(t)])
 
 
-USAGE_CSV = ("peak_rss_mb", "cpu_seconds", "mean_gpu_utilization")
+USAGE_CSV = ("peak_rss_mb", "cpu_seconds", "mean_gpu_utilization", "peak_gpu_memory_mb")
 """The measured usage columns of results.csv (empty where not measured)."""
 
 
@@ -199,4 +225,6 @@ def _usage_cells(trial: TrialRow) -> list[str]:
     usage = trial.usage
     return ["" if usage.peak_rss_bytes is None else f"{usage.peak_rss_bytes / (1 << 20):.1f}",
             "" if usage.cpu_seconds is None else f"{usage.cpu_seconds:.3f}",
-            "" if usage.mean_gpu_utilization is None else f"{usage.mean_gpu_utilization:.1f}"]
+            "" if usage.mean_gpu_utilization is None else f"{usage.mean_gpu_utilization:.1f}",
+            "" if usage.peak_gpu_memory_bytes is None
+            else f"{usage.peak_gpu_memory_bytes / (1 << 20):.1f}"]

@@ -206,9 +206,25 @@ class TelemetryLoop:
             except Exception:  # noqa: BLE001 - a broken collector must not end the job
                 logger.exception("telemetry collector %s failed",
                                  getattr(collector, "name", collector))
+        self._fold(samples)
+        return samples
+
+    def record_samples(self, samples: list[Sample]) -> None:
+        """Store samples measured elsewhere (a runner's GPU samples, sent over gRPC) and fold
+        them into their trials' usage.
+
+        Raises:
+            Exception: the store could not keep them (the caller answers the sender).
+        """
+        self._store.add_samples(samples)
+        self._fold(samples)
+
+    def _fold(self, samples: list[Sample]) -> None:
+        """Take samples into their trials' usage and keep the new summaries in the store."""
         if not samples:
-            return samples
-        baseline = getattr(self._collectors[0], "baseline", lambda trial: 0.0)
+            return
+        baseline = getattr(self._collectors[0], "baseline", lambda trial: 0.0) \
+            if self._collectors else (lambda trial: 0.0)
         touched: set[int] = set()
         with self._lock:
             for sample in samples:
@@ -224,7 +240,6 @@ class TelemetryLoop:
                 self._store.set_trial_usage(number, usage)
         except Exception:  # noqa: BLE001 - a store error must not end the job
             logger.exception("cannot store telemetry")
-        return samples
 
     def record_exact(self, trial: int, exact: TaskUsage) -> None:
         """Take what the executor measured when the trial's task ended (``TaskStatus.data``)

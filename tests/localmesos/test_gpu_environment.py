@@ -18,6 +18,12 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 #: DisAuto's code that runs on agents or decides placement (localmesos is the embedded agent).
 DISAUTO_PACKAGES = ("apprunner_sdk", "appcore", "framework", "submit", "common")
+#: The one reader allowed, and why: the SDK's GPU sampler (issue 18) measures the GPUs a CUDA
+#: program in the trial would use. Where ``CUDA_VISIBLE_DEVICES`` is set it narrows them, as the
+#: CUDA runtime does (the embedded agent's process tasks); where it is unset (a real agent) the
+#: sampler measures every device NVML can open, which the devices cgroup limits to the task's.
+#: Nothing depends on the variable (``tests/apprunner_sdk/test_gpu.py`` checks the unset case).
+NARROWING_ONLY = {"apprunner_sdk/gpu.py"}
 
 
 @pytest.mark.parametrize("package", DISAUTO_PACKAGES)
@@ -25,6 +31,7 @@ def test_disauto_code_never_reads_gpu_visibility_variables(package: str) -> None
     readers = [
         f"{path.relative_to(ROOT)}:{number}"
         for path in sorted((ROOT / package).rglob("*.py"))
+        if str(path.relative_to(ROOT)) not in NARROWING_ONLY
         for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
         if "CUDA_VISIBLE_DEVICES" in line or "NVIDIA_VISIBLE_DEVICES" in line
     ]

@@ -93,11 +93,12 @@ def test_written_results(tmp_path: Path) -> None:
         rows = list(csv.reader(handle))
     assert rows[0] == ["trial", "state", "objective", "lr", "act", "metric:accuracy",
                        "training_seconds", "message", "peak_rss_mb", "cpu_seconds",
-                       "mean_gpu_utilization"]
+                       "mean_gpu_utilization", "peak_gpu_memory_mb"]
     assert [r[0] for r in rows[1:]] == ["3", "1", "7", "5", "2", "4", "6"]
-    assert rows[1] == ["3", "COMPLETED", "0.95", "0.03", "relu", "0.95", "3.75", "", "", "", ""]
+    assert rows[1] == ["3", "COMPLETED", "0.95", "0.03", "relu", "0.95", "3.75", "", "", "", "",
+                       ""]
     assert rows[5] == ["2", "FAILED", "", "0.02", "relu", "", "2.5", "TASK_FAILED: exit 1",
-                       "", "", ""]
+                       "", "", "", ""]
 
 
 def test_progress_line() -> None:
@@ -177,3 +178,24 @@ def test_a_trial_killed_by_its_memory_limit_makes_the_suggestion_exceed_the_limi
                              "--app-runner-memory 192M at least")
     # Without a kill the suggestion fits the measured peaks as before.
     assert results.usage_summary(trials[:1], 64)["suggested_app_runner_memory_mb"] == 64
+
+
+def test_gpu_figures_are_summarised_only_where_measured() -> None:
+    from disauto.common.telemetry import TrialUsage
+
+    mb = 1 << 20
+    trials = [row(1, "COMPLETED", 0.5, usage=TrialUsage(mean_gpu_utilization=40.0,
+                                                          peak_gpu_memory_bytes=1024 * mb)),
+              row(2, "COMPLETED", 0.6, usage=TrialUsage(mean_gpu_utilization=61.0,
+                                                          peak_gpu_memory_bytes=2048 * mb)),
+              row(3, "COMPLETED", 0.7)]
+    usage = results.usage_summary(trials)
+    assert (usage["mean_gpu_utilization"], usage["gpu_trials"]) == (50.5, 2)
+    assert (usage["largest_peak_gpu_memory_bytes"], usage["largest_peak_gpu_memory_trial"]) \
+        == (2048 * mb, 2)
+    assert results.usage_lines(trials) == [
+        "GPU 50 % busy on average (2 trials), largest GPU memory 2048 MB (trial-0002)"]
+    nothing = results.usage_summary(trials[2:])
+    assert nothing["mean_gpu_utilization"] is None and nothing["gpu_trials"] == 0
+    assert nothing["largest_peak_gpu_memory_bytes"] is None
+    assert results.usage_lines(trials[2:]) == []

@@ -320,11 +320,19 @@ async function pollUsage() {
   if (OFFLINE || usage.trial === null || usage.busy) return;
   usage.busy = true;
   try {
-    const [memory, cpu] = await Promise.all([series("mem_rss_bytes", usage.trial),
-      series("cpu_utilization", usage.trial)]);
+    const [memory, cpu, gpu, gpuMemory] = await Promise.all([
+      series("mem_rss_bytes", usage.trial), series("cpu_utilization", usage.trial),
+      series("gpu_utilization_percent", usage.trial), series("gpu_memory_used_bytes", usage.trial)]);
     if (usage !== page.usage) return;  // another trial was chosen meanwhile
     usagePlot("plot-memory", memory, "memory (MiB)", 1024 * 1024);
     usagePlot("plot-cpu", cpu, "CPUs busy", 1);
+    // GPU charts only for a trial with GPU samples (its runner measured its GPUs through NVML).
+    const hasGpu = gpu.length > 0 || gpuMemory.length > 0;
+    for (const box of document.querySelectorAll(".usage-gpu")) box.hidden = !hasGpu;
+    if (hasGpu) {
+      usagePlot("plot-gpu", gpu, "GPU busy (%)", 1);
+      usagePlot("plot-gpu-memory", gpuMemory, "GPU memory (MiB)", 1024 * 1024);
+    }
   } catch (err) {
     $("telemetry-note").textContent = "cannot read the trial's samples: " + err.message;
   } finally {

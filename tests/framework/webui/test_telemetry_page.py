@@ -10,11 +10,15 @@ from typing import Any
 
 import pytest
 
+from disauto.common.telemetry import GPU_MEMORY_USED
+from disauto.common.telemetry import GPU_UTILIZATION
+from disauto.common.telemetry import Sample
 from disauto.framework.webui import report
 from disauto.framework.webui.server import JobPageServer
 from disauto.framework.webui.sources import LiveJob
 from disauto.framework.webui.views import read_record
 from tests.conftest import SCREENSHOTS
+from tests.framework.webui.records import AGENT
 from tests.framework.webui.records import Recorded
 from tests.framework.webui.records import record_telemetry
 
@@ -26,6 +30,11 @@ pytestmark = [pytest.mark.integration, pytest.mark.slow]  # a server and a brows
 def recorded(tmp_path: Path) -> Recorded:
     recorded = Recorded(tmp_path / "job-test")
     record_telemetry(recorded)
+    # Trial 2 held a GPU: its runner's samples (apprunner_sdk.gpu), ten of each.
+    when = float(recorded.store.get_meta("started_at") or 0.0) + 100.0
+    recorded.store.add_samples(
+        [Sample(GPU_UTILIZATION, AGENT, when + i, 40.0 + i % 5, 2) for i in range(10)]
+        + [Sample(GPU_MEMORY_USED, AGENT, when + i, (500 + i) * 2**20, 2) for i in range(10)])
     return recorded
 
 
@@ -68,6 +77,13 @@ def test_usage_columns_and_a_trials_charts(browser: Any, page_url: str) -> None:
         # Plotly drew a line of ten points in each chart.
         expect(page.locator("#plot-memory .scatterlayer .point")).to_have_count(10)
         expect(page.locator("#plot-cpu .scatterlayer .point")).to_have_count(10)
+        # Trial 3 had no GPU: no GPU charts. Trial 2's runner sent GPU samples: charted.
+        assert page.locator(".usage-gpu").first.is_hidden()
+        page.select_option("#usage-trial", "2")
+        expect(page.locator("#plot-gpu")).to_have_attribute("data-points", "10")
+        expect(page.locator("#plot-gpu-memory")).to_have_attribute("data-points", "10")
+        expect(page.locator("#plot-gpu .scatterlayer .point")).to_have_count(10)
+        expect(page.locator(".usage-gpu").first).to_be_visible()
         # A trial with no samples says so in the chart.
         page.select_option("#usage-trial", "9")
         expect(page.locator("#plot-memory")).to_have_attribute("data-points", "0")
