@@ -123,3 +123,11 @@ def test_bad_telemetry_interval_is_one_line(submit: Any, workdir: Path) -> None:
     assert len(errors) == 1 and errors[0].startswith(
         "da-submit: error: --telemetry-interval: invalid duration 'often'"), job.output
     assert json.dumps(job.lines).count("Traceback") == 0
+
+
+def test_container_trials_record_what_they_used(submit: Any, workdir: Path, runner_image: str,
+                                                docker_engine: Any) -> None:
+    """A ``--docker-image`` trial is measured from its container's cgroup (the engine's
+    accounting), against what the process inside says it used."""
+    job = _run(submit, workdir, "--docker-image", runner_image)
+    _check_usage(job.results()["trials"])

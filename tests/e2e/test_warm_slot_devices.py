@@ -82,16 +82,22 @@ class EngineWatch:
         self._thread.join(10)
 
 
+@pytest.mark.parametrize("where", ["local", "da-cluster"])
 def test_a_warm_job_runs_its_trials_in_one_container_per_slot(
-        submit: Any, workdir: Path, runner_image: str, docker_engine: Any) -> None:
+        submit: Any, workdir: Path, runner_image: str, docker_engine: Any, tmp_path: Path,
+        where: str) -> None:
     (workdir / "runner.py").write_text(RUNNER)
+    cluster = DaCluster(tmp_path / "da-cluster") if where == "da-cluster" else None
+    master = ("--master", cluster.start()) if cluster is not None else ()
     watch = EngineWatch(docker_engine)
     try:
         job = submit(*flags(workdir, 0.5, "--trail-steps", "8", "--parallelism", "2",
-                            "--docker-image", runner_image))
+                            "--docker-image", runner_image, *master))
         assert job.wait(300) == 0, job.output
     finally:
         watch.stop()
+        if cluster is not None:
+            cluster.kill()
     results = job.results()
     assert results["outcome"] == "BUDGET_SPENT", job.output
     trials = check_budget(results, 8)

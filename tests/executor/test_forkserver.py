@@ -206,7 +206,8 @@ def test_each_trial_is_measured_exactly_when_it_is_reaped(server: ForkServer,
         own_cpu, own_peak = _output_list(sandbox)
         assert process.usage is not None
         assert own_cpu <= process.usage.cpu_seconds <= own_cpu + 0.2
-        assert process.usage.max_rss_bytes == own_peak
+        # The trial measured itself a moment before it exited (its exit may touch more).
+        assert own_peak <= process.usage.max_rss_bytes <= own_peak + 4 * 1024 * 1024
 
 
 def _output_list(sandbox: Path) -> list[float]:
