@@ -39,6 +39,7 @@ from disauto.framework.policies import OfferPolicy
 from disauto.framework.sandbox_logs import SandboxLogs
 from disauto.framework.slots import SlotTable
 from disauto.framework.slots import as_slot_task
+from disauto.framework.slots import carved
 from disauto.framework.slots import container_spec
 from disauto.framework.slots import executor_info
 from disauto.framework.slots import executor_resources
@@ -410,17 +411,27 @@ class JobScheduler(Scheduler):
         the offer has room for its executor): (the task, the slot's executor id). With neither,
         the trial runs as a command task, so that a job never waits for room for a slot."""
         assert self.slots is not None
-        gpus = int(Resources.from_json(task.get("resources") or []).scalar("gpus"))
-        # A new slot's GPUs are its trial's (moved to the executor): room for the rest.
-        room = left[0].contains(executor_resources())
+        claim = Resources.from_json(task.get("resources") or [])
+        gpus = int(claim.scalar("gpus"))
+        share = executor_resources()
+        # A slot of a big enough trial is carved out of its trial's claim (framework/slots.py
+        # carved); else its executor needs room besides. A new slot's GPUs are its trial's
+        # (moved to the executor).
+        carve = carved(claim.scalar("cpus"), claim.scalar("mem"))
+        room = carve or left[0].contains(share)
         taken = self.slots.take(view.agent_id, task["task_id"]["value"], room, gpus)
         if taken is None:
             logger.info("no room for a slot on %s: %s runs as a command task", view.hostname,
                         task["name"])
             return task, ""
         executor_id, new = taken
+        if carve:
+            task = {**task, "resources": (claim - share).to_json()}
+            if not new:  # the slot's executor holds its share already: that part goes back
+                left[0] = left[0] + share
+        elif new:
+            left[0] = left[0] - share
         if new:
-            left[0] = left[0] - executor_resources()
             logger.info("starting slot %s on %s", executor_id, view.hostname)
         executor = executor_info(executor_id, self._executor_command, self._uris,
                                  self._job.config.job_id, self._slot_container(), gpus)

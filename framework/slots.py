@@ -46,6 +46,15 @@ def executor_resources(gpus: int = 0) -> Resources:
     return Resources({"cpus": EXECUTOR_CPUS, "mem": EXECUTOR_MEM_MB, "gpus": float(gpus)})
 
 
+def carved(cpus: float, mem_mb: float) -> bool:
+    """Whether a slot's executor share is carved out of its trials' own resources: when a
+    trial asks for at least twice that share (``--app-runner-cpus 4`` gives the executor 0.05
+    of the 4 CPUs and the trial's task 3.95), so that a slot takes exactly what a command task
+    would and packs agents the same way (Tables 2-4: three 4-CPU trials per 12-CPU agent).
+    Smaller trials get the share on top of theirs."""
+    return cpus >= 2 * EXECUTOR_CPUS and mem_mb >= 2 * EXECUTOR_MEM_MB
+
+
 @dataclass
 class Slot:
     executor_id: str

@@ -10,6 +10,7 @@ import socket
 
 from disauto.framework.slots import EXECUTOR_CPUS
 from disauto.framework.slots import EXECUTOR_MEM_MB
+from disauto.framework.slots import carved
 from disauto.framework.spec import JobConfig
 from disauto.localmesos import containerizer as containerizer_mod
 from disauto.localmesos.agent import default_mem_mb
@@ -93,8 +94,8 @@ def agent_size(config: JobConfig, agents: int = 1) -> tuple[float, float]:
     """(cpus, MB) each local agent advertises: the machine's, or what the job needs if more."""
     parallelism = max(1, int(config.search.parallelism))
     per_agent = -(-parallelism // agents)  # ceil
-    # A warm slot holds its executor's resources besides its trial's.
-    warm = config.slot_mode == "warm"
+    # A warm slot of a small trial holds its executor's resources besides its trial's.
+    warm = config.slot_mode == "warm" and not carved(config.runner.cpus, config.runner.mem_mb)
     slot_cpus = config.runner.cpus + (EXECUTOR_CPUS if warm else 0.0)
     slot_mem = config.runner.mem_mb + (EXECUTOR_MEM_MB if warm else 0.0)
     need_cpus = config.appcore.cpus + per_agent * slot_cpus

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+import dataclasses
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +14,10 @@ from disauto.framework.job import JobController
 from disauto.framework.policies import FifoPolicy
 from disauto.framework.sandbox_logs import SandboxLogs
 from disauto.framework.scheduler import JobScheduler
+from disauto.framework.slots import EXECUTOR_CPUS
+from disauto.framework.slots import EXECUTOR_MEM_MB
 from disauto.framework.slots import SlotTable
+from disauto.framework.spec import TaskResources
 from disauto.framework.store import JobStore
 from tests.framework.test_scheduler import URIS
 from tests.framework.test_scheduler import RecordingDriver
@@ -32,10 +36,14 @@ class SlotDriver(RecordingDriver):
 
 
 class WarmSetup(Setup):
-    def __init__(self, job_dir: Path) -> None:  # noqa: D107 - a Setup with slots
+    def __init__(self, job_dir: Path,  # noqa: D107 - a Setup with slots
+                 runner: TaskResources | None = None) -> None:
         self.store = JobStore(job_dir / "job.db")
         self.driver = SlotDriver()
-        self.controller = JobController(job_config(max_trials=10, parallelism=2), self.store,
+        config = job_config(max_trials=10, parallelism=2)
+        if runner is not None:
+            config = dataclasses.replace(config, runner=runner)
+        self.controller = JobController(config, self.store,
                                         JOB_TOKEN, on_pending=lambda: self.scheduler.wake())
         self.slots = SlotTable("job-test", idle_seconds=0.0)
         self.scheduler = JobScheduler(self.controller, FifoPolicy(decline_seconds=5.0),
@@ -91,14 +99,49 @@ def test_offers_of_agents_with_a_free_slot_are_used_first(warm: WarmSetup) -> No
     assert warm.slots.live() == 1
 
 
-def test_no_room_for_an_executor_runs_a_command_task(warm: WarmSetup) -> None:
+def _scalars(resources: list[dict[str, Any]]) -> dict[str, float]:
+    return {r["name"]: r["scalar"]["value"] for r in resources if r["type"] == "SCALAR"}
+
+
+def test_a_big_trials_slot_is_carved_out_of_what_the_trial_asked(warm: WarmSetup) -> None:
+    """A 1-CPU, 128 MB trial on an offer of exactly that: its slot's executor takes its share
+    of the trial's claim, so a slot packs an agent as a command task would."""
     warm.submit(1)
     runner = warm.controller.config.runner
     warm.scheduler.resourceOffers(warm.driver, [warm.offer("O1", cpus=runner.cpus,
                                                            mem=runner.mem_mb)])
     (task,) = warm.driver.launched()
-    assert "command" in task and "executor" not in task
-    assert warm.slots.live() == 0
+    assert "executor" in task and "command" not in task
+    task_part = _scalars(task["resources"])
+    executor_part = _scalars(task["executor"]["resources"])
+    assert task_part["cpus"] + executor_part["cpus"] == pytest.approx(runner.cpus)
+    assert task_part["mem"] + executor_part["mem"] == pytest.approx(runner.mem_mb)
+    assert executor_part["cpus"] == EXECUTOR_CPUS and executor_part["mem"] == EXECUTOR_MEM_MB
+    # The trial ends; the next one reuses the slot with the same split, on an offer of its size.
+    warm.scheduler.statusUpdate(warm.driver, task_status(task["task_id"]["value"],
+                                                         "TASK_FINISHED", agent_id="S1"))
+    warm.submit(2)
+    warm.driver.clear()
+    warm.scheduler.resourceOffers(warm.driver, [warm.offer("O2", cpus=runner.cpus,
+                                                           mem=runner.mem_mb)])
+    (second,) = warm.driver.launched()
+    assert second["executor"]["executor_id"] == task["executor"]["executor_id"]
+    assert _scalars(second["resources"]) == task_part
+    assert warm.slots.live() == 1
+
+
+def test_no_room_for_a_small_trials_executor_runs_a_command_task(tmp_path: Path) -> None:
+    small = TaskResources(cpus=0.05, mem_mb=64.0)  # less than twice an executor's share
+    warm = WarmSetup(tmp_path, runner=small)
+    try:
+        warm.submit(1)
+        warm.scheduler.resourceOffers(warm.driver, [warm.offer("O1", cpus=small.cpus,
+                                                               mem=small.mem_mb)])
+        (task,) = warm.driver.launched()
+        assert "command" in task and "executor" not in task
+        assert warm.slots.live() == 0
+    finally:
+        warm.store.close()
 
 
 def test_a_dead_slot_requeues_its_trial_and_idle_slots_are_shut_down(warm: WarmSetup) -> None:
