@@ -37,6 +37,7 @@ from disauto.framework.peers import PeerBoard
 from disauto.framework.policies import LaunchRequest
 from disauto.framework.policies import OfferPolicy
 from disauto.framework.sandbox_logs import SandboxLogs
+from disauto.framework.slot_adoption import running_slots
 from disauto.framework.slots import SlotTable
 from disauto.framework.slots import as_slot_task
 from disauto.framework.slots import container_spec
@@ -109,6 +110,8 @@ class JobScheduler(Scheduler):
             command task.
         executor_command: how agents start a slot's executor (``-m disauto.executor``).
         preload: with ``--slot-preload``, how a slot's pre-imported interpreter runs a trial.
+        master_auth: (principal, secret) for the master's HTTP endpoints (the slots a
+            resumed framework adopts are read from ``/master/frameworks``).
     """
 
     def __init__(
@@ -126,6 +129,7 @@ class JobScheduler(Scheduler):
         slots: SlotTable | None = None,
         executor_command: str = "",
         preload: Preload | None = None,
+        master_auth: tuple[str, str] | None = None,
     ) -> None:
         self._job = controller
         self._policy = policy
@@ -139,6 +143,7 @@ class JobScheduler(Scheduler):
         self.slots = slots
         self._executor_command = executor_command
         self._preload = preload
+        self._master_auth = master_auth
         self._driver: Any = None
         self._suppressed = False
         self._spare_declined_at = float("-inf")
@@ -182,6 +187,7 @@ class JobScheduler(Scheduler):
             self._away_since = None
             self.master_away_at = 0.0
         logger.info("re-registered with master %s; reconciling tasks", master_info.get("hostname"))
+        self._adopt_slots()
         # By id, so that the master answers for tasks it does not know (a restarted master):
         # TASK_GONE / TASK_UNKNOWN / TASK_LOST, after which the trial is launched again.
         live = self._job.live_tasks()
@@ -190,6 +196,28 @@ class JobScheduler(Scheduler):
                                    for task_id, agent in live])
         driver.reconcileTasks([])
         self.registered_event.set()
+
+    def _adopt_slots(self) -> None:
+        """Take over the job's slots that run under its FrameworkID (a resumed framework's
+        predecessor started them): busy with the trial the record says runs on each, else
+        idle from now (shut down after the idle time unless reused). Before the tasks are
+        reconciled, so that their statuses free the slots they ran on."""
+        if self.slots is None or not self.master_address:
+            return
+        try:
+            running = running_slots(self.master_address, self.framework_id,
+                                    self._job.config.job_id, auth=self._master_auth,
+                                    timeout=3.0)
+        except (OSError, ValueError) as err:  # statuses of their live tasks adopt them still
+            logger.warning("cannot list the job's running slots: %s", err)
+            return
+        busy = self._job.slot_tasks_in_flight()
+        for slot in running:
+            if self.slots.adopt(slot.executor_id, slot.agent_id, busy.get(slot.executor_id, ""),
+                                slot.gpus):
+                logger.info("adopting slot %s on %s (%s)", slot.executor_id, slot.agent_id,
+                            f"running {busy[slot.executor_id]}" if slot.executor_id in busy
+                            else "idle")
 
     def disconnected(self, driver: Any) -> None:
         logger.warning("disconnected from the Mesos master; pymesos re-subscribes")
@@ -508,6 +536,8 @@ class JobScheduler(Scheduler):
     # -- status updates ----------------------------------------------------------------------
 
     def statusUpdate(self, driver: Any, status: Mapping[str, Any]) -> None:  # noqa: N802
+        if self.slots is not None:
+            self._adopt_from(status)
         try:
             self._job.on_status(status)
         except Exception:  # noqa: BLE001 - not recorded: don't ack, Mesos will resend it
@@ -521,6 +551,19 @@ class JobScheduler(Scheduler):
                 self.slots.task_ended(task_id)
         if "uuid" in status:
             driver.acknowledgeStatusUpdate(status)
+
+    def _adopt_from(self, status: Mapping[str, Any]) -> None:
+        """A live task of a slot this framework did not start (its predecessor did): the
+        agent names the executor, which therefore runs; adopt the slot, busy with it."""
+        assert self.slots is not None
+        executor_id = str((status.get("executor_id") or {}).get("value", ""))
+        task_id = str((status.get("task_id") or {}).get("value", ""))
+        if not executor_id or executor_id == task_id \
+                or has_ended_for_framework(str(status.get("state"))):
+            return
+        agent_id = str((status.get("agent_id") or {}).get("value", ""))
+        if self.slots.adopt(executor_id, agent_id, task_id):
+            logger.info("adopting slot %s on %s (running %s)", executor_id, agent_id, task_id)
 
     def kill(self, task_ids: Sequence[str]) -> None:
         if self._driver is None:

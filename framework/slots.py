@@ -7,6 +7,12 @@ agent of the offer it is accepted on (the trial's own resources come from the of
 a slot is started by the first task sent to it. The table only books: the scheduler calls the
 driver.
 
+Slot numbers are counted in the job's record (``on_start``), so a resumed framework never
+reuses an id its predecessor gave a slot that may still run under the same FrameworkID (Mesos
+refuses a task whose ExecutorInfo differs from that of a running executor with its id). It
+**adopts** the slots that still run instead (:meth:`SlotTable.adopt`): they are freed when their
+trial ends, reused, and shut down when idle, like its own.
+
 A slot ends (SHUTDOWN) when the job ends, when it has been idle for ``idle_seconds``, and when
 the offer policy deliberately declines an offer of its agent while it is idle (the policy says
 the job should yield, e.g. its priority dropped). A slot whose executor ends (crash, kill) is
@@ -22,6 +28,7 @@ none; such a slot is reused only for trials that want the same number of GPUs.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from collections.abc import Mapping
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -63,16 +70,26 @@ class SlotTable:
     Args:
         job_id: names the slots.
         idle_seconds: an idle slot older than this is shut down.
+        started: how many slots the job started before (in earlier framework incarnations):
+            the next one is numbered from there.
+        on_start: told the new count each time a slot is numbered, before it is launched
+            (the runtime keeps it in the job's record).
     """
 
-    def __init__(self, job_id: str, idle_seconds: float = IDLE_SECONDS) -> None:
+    def __init__(self, job_id: str, idle_seconds: float = IDLE_SECONDS, *, started: int = 0,
+                 on_start: Callable[[int], None] | None = None) -> None:
         self._job_id = job_id
         self.idle_seconds = idle_seconds
         self._lock = threading.Lock()
         self._slots: dict[str, Slot] = {}
         self._by_task: dict[str, str] = {}
         self._task_executor: dict[str, str] = {}
-        self.started = 0
+        self._gone: set[str] = set()
+        """Executors ended or shut down: never adopted again."""
+        self._on_start = on_start or (lambda count: None)
+        self.started = started
+        self.adopted = 0
+        """How many slots of an earlier framework incarnation this table took over."""
 
     def take(self, agent_id: str, task_id: str, can_start: bool,
              gpus: int = 0) -> tuple[str, bool] | None:
@@ -89,11 +106,37 @@ class SlotTable:
                 slot = Slot(slots.slot_executor_id(self._job_id, self.started), agent_id,
                             gpus=gpus)
                 self.started += 1
+                self._on_start(self.started)
                 self._slots[slot.executor_id] = slot
             slot.task_id = task_id
             self._by_task[task_id] = slot.executor_id
             self._task_executor[task_id] = slot.executor_id
             return slot.executor_id, new
+
+    def adopt(self, executor_id: str, agent_id: str, task_id: str = "", gpus: int = 0) -> bool:
+        """Take over a slot of an earlier incarnation of the job's framework that still runs:
+        busy with ``task_id`` (a live task of it), else idle from now. Whether it was new to
+        the table; an executor of another job, or one that ended, is not adopted."""
+        number = slots.slot_number(self._job_id, executor_id)
+        if number is None:
+            return False
+        with self._lock:
+            if executor_id in self._gone:
+                return False
+            if number >= self.started:  # a record written before slots were counted
+                self.started = number + 1
+                self._on_start(self.started)
+            slot = self._slots.get(executor_id)
+            new = slot is None
+            if slot is None:
+                slot = Slot(executor_id, agent_id, idle_since=time.monotonic(), gpus=gpus)
+                self._slots[executor_id] = slot
+                self.adopted += 1
+            if task_id and not slot.task_id and task_id not in self._by_task:
+                slot.task_id = task_id
+                self._by_task[task_id] = executor_id
+                self._task_executor[task_id] = executor_id
+            return new
 
     def task_ended(self, task_id: str) -> None:
         """The slot's task reached a terminal state: the slot is free."""
@@ -107,6 +150,8 @@ class SlotTable:
     def executor_ended(self, executor_id: str) -> None:
         """The executor ended (lost, or shut down): forget the slot."""
         with self._lock:
+            if executor_id:
+                self._gone.add(executor_id)
             slot = self._slots.pop(executor_id, None)
             if slot is not None and slot.task_id:
                 self._by_task.pop(slot.task_id, None)
@@ -137,6 +182,7 @@ class SlotTable:
                       and now - s.idle_since >= older_than]
             for slot in chosen:
                 del self._slots[slot.executor_id]
+                self._gone.add(slot.executor_id)
             return chosen
 
     def expired(self) -> list[Slot]:
@@ -146,6 +192,7 @@ class SlotTable:
         """Every slot (removed from the table: at the job's end)."""
         with self._lock:
             out = list(self._slots.values())
+            self._gone.update(self._slots)
             self._slots.clear()
             return out
 
