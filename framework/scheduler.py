@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from collections.abc import Sequence
 import dataclasses
+import json
 import logging
 import threading
 import time
@@ -70,6 +71,10 @@ unused) during which a newly waiting task REVIVEs, so that the master's filter o
 resources (a 0 s filter still lasts until its next batch allocation, up to an allocation
 interval) does not keep it waiting; never while a deliberate decline (the policy yields) is in
 force."""
+
+SLOT_INFO_KEY = "slot_executor:"
+"""The record's key prefix of a slot's ExecutorInfo (JSON): a resumed framework that adopts the
+slot sends exactly that one with its tasks."""
 
 FAILED_OVER = "Framework failed over"
 REMOVED = "Framework has been removed"
@@ -214,10 +219,21 @@ class JobScheduler(Scheduler):
         busy = self._job.slot_tasks_in_flight()
         for slot in running:
             if self.slots.adopt(slot.executor_id, slot.agent_id, busy.get(slot.executor_id, ""),
-                                slot.gpus):
+                                slot.gpus, self._recorded_info(slot.executor_id)):
                 logger.info("adopting slot %s on %s (%s)", slot.executor_id, slot.agent_id,
                             f"running {busy[slot.executor_id]}" if slot.executor_id in busy
                             else "idle")
+
+    def _recorded_info(self, executor_id: str) -> dict[str, Any] | None:
+        """The ExecutorInfo the record says a slot was started with (None: not recorded)."""
+        try:
+            text = self._job.store.get_meta(SLOT_INFO_KEY + executor_id)
+            info = json.loads(text) if text else None
+        except Exception:  # noqa: BLE001 - never raise out of a callback
+            logger.warning("cannot read the recorded ExecutorInfo of %s", executor_id,
+                           exc_info=True)
+            return None
+        return info if isinstance(info, dict) else None
 
     def disconnected(self, driver: Any) -> None:
         logger.warning("disconnected from the Mesos master; pymesos re-subscribes")
@@ -298,7 +314,7 @@ class JobScheduler(Scheduler):
                 if (task := self._task_for(request, view, claim, left)) is not None
             ]
             if tasks:
-                logger.info("launching %s on %s", ", ".join(t["name"] for t in tasks),
+                logger.info("launching %s on %s", ", ".join(_launch_name(t) for t in tasks),
                             view.hostname)
                 driver.launchTasks(
                     [{"value": view.id}], tasks, {"refuse_seconds": LEFTOVER_REFUSE_SECONDS}
@@ -447,11 +463,15 @@ class JobScheduler(Scheduler):
                         task["name"])
             return task, ""
         executor_id, new = taken
+        executor = None if new else self.slots.info_of(executor_id)
+        if executor is None:
+            executor = executor_info(executor_id, self._executor_command, self._uris,
+                                     self._job.config.job_id, self._slot_container(), gpus)
+            self.slots.set_info(executor_id, executor)
+            self._job.store.set_meta(SLOT_INFO_KEY + executor_id, json.dumps(executor))
         if new:
             left[0] = left[0] - executor_resources()
             logger.info("starting slot %s on %s", executor_id, view.hostname)
-        executor = executor_info(executor_id, self._executor_command, self._uris,
-                                 self._job.config.job_id, self._slot_container(), gpus)
         return as_slot_task(task, executor, self._preload), executor_id
 
     def _slot_container(self) -> SlotContainerSpec | None:
@@ -562,7 +582,9 @@ class JobScheduler(Scheduler):
                 or has_ended_for_framework(str(status.get("state"))):
             return
         agent_id = str((status.get("agent_id") or {}).get("value", ""))
-        if self.slots.adopt(executor_id, agent_id, task_id):
+        info = self._recorded_info(executor_id)
+        gpus = int(Resources.from_json(info.get("resources") or []).scalar("gpus")) if info else 0
+        if self.slots.adopt(executor_id, agent_id, task_id, gpus, info):
             logger.info("adopting slot %s on %s (running %s)", executor_id, agent_id, task_id)
 
     def kill(self, task_ids: Sequence[str]) -> None:
@@ -570,6 +592,15 @@ class JobScheduler(Scheduler):
             return
         for task_id in task_ids:
             self._driver.killTask({"value": task_id})
+
+
+def _launch_name(task: Mapping[str, Any]) -> str:
+    """A task as the launch line names it: ``trial-0007``, or ``trial-0007 (job-slot-3)`` for a
+    task of a warm slot."""
+    executor = task.get("executor")
+    if executor is None:
+        return str(task["name"])
+    return f"{task['name']} ({executor['executor_id']['value']})"
 
 
 def _http_address(master_info: Mapping[str, Any]) -> str:

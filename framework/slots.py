@@ -62,6 +62,11 @@ class Slot:
     idle_since: float = 0.0
     gpus: int = 0
     """The GPUs its executor holds (its trials want exactly this many)."""
+    info: dict[str, Any] | None = None
+    """The ExecutorInfo it was started with: every task sent to it must carry exactly this
+    one (Mesos refuses another with the same ExecutorID), so an adopted slot is reused only
+    when it is known (the record keeps it); None: not known yet, or never."""
+    adopted: bool = False
 
 
 class SlotTable:
@@ -98,7 +103,8 @@ class SlotTable:
         holding exactly ``gpus`` GPUs is reused."""
         with self._lock:
             slot = next((s for s in self._slots.values()
-                         if s.agent_id == agent_id and not s.task_id and s.gpus == gpus), None)
+                         if s.agent_id == agent_id and not s.task_id and s.gpus == gpus
+                         and self._reusable(s)), None)
             new = slot is None
             if slot is None:
                 if not can_start:
@@ -113,10 +119,30 @@ class SlotTable:
             self._task_executor[task_id] = slot.executor_id
             return slot.executor_id, new
 
-    def adopt(self, executor_id: str, agent_id: str, task_id: str = "", gpus: int = 0) -> bool:
+    @staticmethod
+    def _reusable(slot: Slot) -> bool:
+        """Whether a free slot may take a trial: an adopted one only with its ExecutorInfo."""
+        return not slot.adopted or slot.info is not None
+
+    def set_info(self, executor_id: str, info: dict[str, Any]) -> None:
+        """The ExecutorInfo a slot was started with (what its later tasks carry)."""
+        with self._lock:
+            slot = self._slots.get(executor_id)
+            if slot is not None:
+                slot.info = dict(info)
+
+    def info_of(self, executor_id: str) -> dict[str, Any] | None:
+        with self._lock:
+            slot = self._slots.get(executor_id)
+            return dict(slot.info) if slot is not None and slot.info is not None else None
+
+    def adopt(self, executor_id: str, agent_id: str, task_id: str = "", gpus: int = 0,
+              info: dict[str, Any] | None = None) -> bool:
         """Take over a slot of an earlier incarnation of the job's framework that still runs:
-        busy with ``task_id`` (a live task of it), else idle from now. Whether it was new to
-        the table; an executor of another job, or one that ended, is not adopted."""
+        busy with ``task_id`` (a live task of it), else idle from now; ``info`` is the
+        ExecutorInfo it was started with (without it the slot takes no more trials and is
+        shut down once idle). Whether it was new to the table; an executor of another job,
+        or one that ended, is not adopted."""
         number = slots.slot_number(self._job_id, executor_id)
         if number is None:
             return False
@@ -129,9 +155,12 @@ class SlotTable:
             slot = self._slots.get(executor_id)
             new = slot is None
             if slot is None:
-                slot = Slot(executor_id, agent_id, idle_since=time.monotonic(), gpus=gpus)
+                slot = Slot(executor_id, agent_id, idle_since=time.monotonic(), gpus=gpus,
+                            info=dict(info) if info is not None else None, adopted=True)
                 self._slots[executor_id] = slot
                 self.adopted += 1
+            elif slot.info is None and info is not None:
+                slot.info = dict(info)
             if task_id and not slot.task_id and task_id not in self._by_task:
                 slot.task_id = task_id
                 self._by_task[task_id] = executor_id
@@ -179,7 +208,7 @@ class SlotTable:
         with self._lock:
             chosen = [s for s in self._slots.values() if not s.task_id
                       and (agent_id is None or s.agent_id == agent_id)
-                      and now - s.idle_since >= older_than]
+                      and (now - s.idle_since >= older_than or not self._reusable(s))]
             for slot in chosen:
                 del self._slots[slot.executor_id]
                 self._gone.add(slot.executor_id)
