@@ -115,6 +115,13 @@ def slot_executor_id(job_id: str, number: int) -> str:
     return f"{job_id}-slot-{number}"
 
 
+def slot_number(job_id: str, executor_id: str) -> int | None:
+    """N of ``<job>-slot-N``, or None when ``executor_id`` names no slot of that job."""
+    prefix = f"{job_id}-slot-"
+    tail = executor_id[len(prefix):] if executor_id.startswith(prefix) else ""
+    return int(tail) if tail.isdigit() and tail.isascii() else None
+
+
 def task_sandbox(task_id: str) -> str:
     """A slot task's sandbox, relative to its executor's: ``tasks/<task id>``."""
     if not task_id or "/" in task_id or task_id in (".", ".."):

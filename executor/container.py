@@ -322,7 +322,8 @@ class SlotContainer:
     # -- trials -----------------------------------------------------------------------------
 
     def run(self, task_id: str, command: str, environment: Mapping[str, str],
-            sandbox: Path, resources: Sequence[Mapping[str, Any]] = ()) -> ContainerTaskProcess:
+            sandbox: Path, resources: Sequence[Mapping[str, Any]] = (),
+            output: tuple[Path, Path] | None = None) -> ContainerTaskProcess:
         """Start one trial's command in the container (creating it at the first trial).
 
         Args:
@@ -331,6 +332,9 @@ class SlotContainer:
             environment: its own environment (the TaskInfo's, not the executor's).
             sandbox: its sandbox on the host, inside the executor's.
             resources: its TaskInfo resources (the container's limits follow them).
+            output: where its stdout and stderr go on the host, inside the executor's
+                sandbox (the named pipes of ``executor/task_output.py``); None: the files
+                ``stdout`` and ``stderr`` of its sandbox.
 
         Raises:
             ContainerError: with the reason it cannot start.
@@ -345,7 +349,9 @@ class SlotContainer:
                if name in os.environ},
             **{k: v for k, v in environment.items() if k != "PATH"},
         }
-        return ContainerTaskProcess(self, command, env, inside, sandbox)
+        streams = ("stdout", "stderr") if output is None else tuple(
+            f"{SANDBOX_PATH}/{path.relative_to(self.sandbox).as_posix()}" for path in output)
+        return ContainerTaskProcess(self, command, env, inside, sandbox, streams)
 
     def client(self) -> Any:
         """A fresh Engine API client (one per trial: the blocking exec stream holds it)."""
@@ -374,9 +380,9 @@ def _end_executor(container: SlotContainer) -> None:
     os._exit(CONTAINER_LOST_EXIT)
 
 
-_WRAPPER = 'exec >>stdout 2>>stderr </dev/null; exec /bin/sh -c "$1"'
-"""Run inside the trial's sandbox: output to its files, then the command in the same process
-(so the exec's PID stays the process group leader)."""
+_WRAPPER = 'exec >>"$2" 2>>"$3" </dev/null; exec /bin/sh -c "$1"'
+"""Run inside the trial's sandbox: output to its files (or the executor's pipes into them), then
+the command in the same process (so the exec's PID stays the process group leader)."""
 
 
 class ContainerTaskProcess:
@@ -388,10 +394,12 @@ class ContainerTaskProcess:
         env: its environment inside the container.
         workdir: its sandbox inside the container.
         sandbox: its sandbox on the host.
+        streams: where its stdout and stderr go inside the container.
     """
 
     def __init__(self, container: SlotContainer, command: str, env: Mapping[str, str],
-                 workdir: str, sandbox: Path) -> None:
+                 workdir: str, sandbox: Path,
+                 streams: tuple[str, ...] = ("stdout", "stderr")) -> None:
         self.sandbox = sandbox
         self.killed = threading.Event()
         self._container = container
@@ -401,7 +409,8 @@ class ContainerTaskProcess:
         errors = _engine_errors()
         try:
             self._exec = str(self._client.exec_create(
-                container.id, ["/bin/sh", "-c", _WRAPPER, "sh", command], environment=dict(env),
+                container.id, ["/bin/sh", "-c", _WRAPPER, "sh", command, *streams],
+                environment=dict(env),
                 workdir=workdir, stdout=True, stderr=True)["Id"])
             self._stream = self._client.exec_start(self._exec, stream=True)
         except errors as exc:

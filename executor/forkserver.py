@@ -125,8 +125,10 @@ class ForkServer:
         return not self._closed and self._popen.poll() is None
 
     def launch(self, target: str, is_module: bool, args: tuple[str, ...],
-               env: Mapping[str, str], sandbox: Path) -> ForkedProcess:
-        """Fork one trial running ``target`` in ``sandbox`` (stdout and stderr there)."""
+               env: Mapping[str, str], sandbox: Path,
+               output: tuple[Path, Path] | None = None) -> ForkedProcess:
+        """Fork one trial running ``target`` in ``sandbox``: its stdout and stderr into
+        ``output`` (the executor's named pipes into its files), else the files there."""
         with self._lock:
             if self._closed:
                 raise ForkServerError("the pre-imported interpreter has ended")
@@ -134,7 +136,8 @@ class ForkServer:
             self._next_id += 1
         request = {"id": request_id, "target": target, "is_module": is_module,
                    "args": list(args), "env": dict(env), "cwd": str(sandbox),
-                   "stdout": str(sandbox / "stdout"), "stderr": str(sandbox / "stderr")}
+                   "stdout": str(output[0] if output else sandbox / "stdout"),
+                   "stderr": str(output[1] if output else sandbox / "stderr")}
         try:
             self._sock.sendall((json.dumps(request) + "\n").encode())
         except OSError as err:

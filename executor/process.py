@@ -21,6 +21,7 @@ from typing import Any
 
 from disauto.common.task_usage import TaskUsage
 from disauto.common.task_usage import from_rusage
+from disauto.executor.task_output import TaskOutput
 
 
 _PR_SET_PDEATHSIG = 1
@@ -113,16 +114,22 @@ class TaskProcess(GroupProcess):
         command: the shell command.
         env: its whole environment.
         sandbox: its working directory, where ``stdout`` and ``stderr`` are written.
+        output: the capped pipes its stdout and stderr go through (drained by the caller once
+            it ended); None: straight into the files, uncapped.
     """
 
-    def __init__(self, command: str, env: dict[str, str], sandbox: Path) -> None:
+    def __init__(self, command: str, env: dict[str, str], sandbox: Path,
+                 output: TaskOutput | None = None) -> None:
         with open(sandbox / "stdout", "ab") as out, open(sandbox / "stderr", "ab") as err:
             # The preexec hook only calls prctl (no locks, no allocation worth fearing).
             self._popen = subprocess.Popen(  # noqa: S603 - the user's own launch command
                 ["/bin/sh", "-c", command], cwd=sandbox, env=env, stdin=subprocess.DEVNULL,
-                stdout=out, stderr=err, start_new_session=True,
+                stdout=output.fds[0] if output else out,
+                stderr=output.fds[1] if output else err, start_new_session=True,
                 preexec_fn=die_with_parent,  # noqa: PLW1509 - see above
             )
+        if output is not None:
+            output.started()
         super().__init__(self._popen.pid, sandbox)
         self._ended = threading.Event()
         self._returncode = 0

@@ -41,6 +41,8 @@ from disauto.executor.forkserver import ForkServerError
 from disauto.executor.process import GroupProcess
 from disauto.executor.process import TaskProcess
 from disauto.executor.process import describe_exit
+from disauto.executor.task_output import FIFO_DIR
+from disauto.executor.task_output import TaskOutput
 
 
 logger = logging.getLogger("disauto.executor")
@@ -53,7 +55,7 @@ ENDED_KEPT = 1024
 TRIAL_OWN = frozenset({task_env.TRIAL_NUMBER, task_env.TRIAL_TOKEN, task_env.PARAMS,
                        task_env.OUTPUT_DIR, "MESOS_TASK_ID"})
 """Variables of one trial, left out of the slot's pre-imported interpreter."""
-OWN_FILES = frozenset({"stdout", "stderr", slots.TASKS_DIR, ZYGOTE_LOG})
+OWN_FILES = frozenset({"stdout", "stderr", slots.TASKS_DIR, ZYGOTE_LOG, FIFO_DIR})
 
 
 def _grace_of(task: Mapping[str, Any]) -> float:
@@ -77,6 +79,7 @@ class SlotExecutor(Executor):  # type: ignore[misc]  # pymesos is untyped
         self.container = container
         self._lock = threading.Lock()
         self._tasks: dict[str, tuple[GroupProcess | ContainerTaskProcess, float]] = {}
+        self._outputs: dict[str, TaskOutput] = {}
         self._forkserver: ForkServer | None = None
         """The slot's pre-imported interpreter (``--slot-preload``), started by its first
         trial that asks for one."""
@@ -93,25 +96,33 @@ class SlotExecutor(Executor):  # type: ignore[misc]  # pymesos is untyped
         # Runs on pymesos' thread, which lives as long as the executor: the task's shell dies
         # with the thread that forked it (PR_SET_PDEATHSIG), so it must not be a short one.
         task_id = str(task["task_id"]["value"])
+        output: TaskOutput | None = None
         try:
             slot_task = slots.read_slot_task(str(task.get("data") or ""))
             sandbox = self._task_sandbox(task_id)
             self._update(driver, task_id, "TASK_STARTING")
+            # Capped and rotated as the agent caps a command task's output; a task that opens
+            # its output by path (a fork, an exec in the container) gets named pipes.
+            plain = self.container is None and slot_task.preload is None
+            output = TaskOutput(sandbox, None if plain else self.sandbox / FIFO_DIR)
             process: GroupProcess | ContainerTaskProcess
             if self.container is not None:
                 process = self.container.run(task_id, slot_task.command,
                                              slot_task.environment, sandbox,
-                                             task.get("resources") or ())
+                                             task.get("resources") or (), output.fifos)
             else:
                 env = self._environment(task_id, sandbox, slot_task.environment)
-                process = (self._fork(slot_task.preload, env, sandbox)
+                process = (self._fork(slot_task.preload, env, sandbox, output)
                            if slot_task.preload is not None
-                           else TaskProcess(slot_task.command, env, sandbox))
+                           else TaskProcess(slot_task.command, env, sandbox, output))
         except (slots.TaskDataError, ForkServerError, OSError, ContainerError) as err:
+            if output is not None:
+                output.drain(0)
             logger.warning("task %s cannot start: %s", task_id, err)
             self._update(driver, task_id, "TASK_FAILED", message=f"cannot start: {err}")
             return
         with self._lock:
+            self._outputs[task_id] = output
             self._tasks[task_id] = (process, _grace_of(task))
             self.launched += 1
         logger.info("task %s runs as process group %d", task_id, process.pid)
@@ -119,8 +130,8 @@ class SlotExecutor(Executor):  # type: ignore[misc]  # pymesos is untyped
         threading.Thread(target=self._reap, args=(driver, task_id, process),
                          name=f"reap-{task_id}", daemon=True).start()
 
-    def _fork(self, preload: slots.Preload, env: dict[str, str],
-              sandbox: Path) -> GroupProcess:
+    def _fork(self, preload: slots.Preload, env: dict[str, str], sandbox: Path,
+              output: TaskOutput) -> GroupProcess:
         """The trial forked from the slot's pre-imported interpreter (started, or started
         again after it ended, here)."""
         program = preload.program
@@ -131,7 +142,8 @@ class SlotExecutor(Executor):  # type: ignore[misc]  # pymesos is untyped
                 server.close()
             server = self._forkserver = ForkServer(program, preload.modules,
                                                    self._slot_environment(env), self.sandbox)
-        return server.launch(program.target, program.is_module, program.args, env, sandbox)
+        return server.launch(program.target, program.is_module, program.args, env, sandbox,
+                             output.fifos)
 
     def _slot_environment(self, env: Mapping[str, str]) -> dict[str, str]:
         """The interpreter's environment: a trial's, less what is the trial's own, with the
@@ -166,6 +178,10 @@ class SlotExecutor(Executor):  # type: ignore[misc]  # pymesos is untyped
     def _reap(self, driver: Any, task_id: str,
               process: GroupProcess | ContainerTaskProcess) -> None:
         returncode = process.wait()
+        with self._lock:
+            output = self._outputs.pop(task_id, None)
+        if output is not None:
+            output.drain()  # its last output is in its files before its end is reported
         with self._lock:
             self._ended[task_id] = None  # a late KILL is ignored from now on
             while len(self._ended) > ENDED_KEPT:

@@ -138,6 +138,9 @@ class JobController(TaskStatusHandling):
         self._task_to_trial: dict[str, int] = {
             t.task_id: t.number for t in self._trials.values() if t.task_id
         }
+        # A resumed framework knows its predecessor's slot tasks from the record.
+        self._slot_tasks.update(t.task_id for t in self._trials.values()
+                                if t.task_id and t.executor_id)
         runs = store.appcore_runs()
         self._appcore_attempt = max((r["attempt"] for r in runs), default=0)
         self._appcore_task_id = ""
@@ -641,9 +644,27 @@ class JobController(TaskStatusHandling):
             trial = self._trials[number]
             trial.task_id = task_id
             trial.agent_id = agent_id
+            trial.executor_id = executor_id
             self._task_to_trial[task_id] = number
-            self.store.update_trial(number, task_id=task_id, agent_id=agent_id)
+            self.store.update_trial(number, task_id=task_id, agent_id=agent_id,
+                                    executor_id=executor_id)
             self._set_state(trial, TrialState.LAUNCHING, "")
+
+    def executor_of(self, task_id: str) -> str:
+        """The warm slot's executor that ran a trial's current task, as recorded ("" for a
+        command task, AppCore's, or a task of no trial): it outlives the framework that
+        launched the task, so a resumed one still finds the task's sandbox."""
+        with self._lock:
+            number = self._task_to_trial.get(task_id)
+            trial = self._trials.get(number) if number is not None else None
+            return trial.executor_id if trial is not None and trial.task_id == task_id else ""
+
+    def slot_tasks_in_flight(self) -> dict[str, str]:
+        """Executor id → the task of a trial in flight the record says runs on it (what a
+        resumed framework's adopted slots were busy with)."""
+        with self._lock:
+            return {t.executor_id: t.task_id for t in self._trials.values()
+                    if t.executor_id and t.task_id and t.state in _ON_AN_AGENT}
 
     def live_task_ids(self) -> list[str]:
         """Tasks launched and not yet terminal (to kill when the job ends)."""

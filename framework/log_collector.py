@@ -5,6 +5,9 @@ goes. The collector follows every task of the job through the agent's ``/files``
 calls the Mesos web UI makes, so it works against real Mesos agents and the embedded ones, and
 appends what is new to ``<job folder>/logs/<task id>.stdout`` / ``.stderr``. A task that ended
 is read once more, then left alone; :meth:`LogCollector.stop` reads every task a last time.
+How far each copy got is kept beside the copies (``logs/.offsets.json``, rewritten after each
+poll that copied something), so a resumed framework's collector carries on each copy where its
+predecessor stopped instead of copying the task's output again.
 
 Bounded, whatever the task prints: one poll copies at most ``max_poll_bytes`` of a file (a
 task that writes faster has the middle of its output replaced by one ``[disauto: N bytes
@@ -18,6 +21,7 @@ container logger: it shrinks) is followed from its new beginning, with a line sa
 from __future__ import annotations
 
 from collections.abc import Callable
+import json
 import logging
 import os
 from pathlib import Path
@@ -39,6 +43,9 @@ _NOTES_ROOM = 512
 READ_CHUNK = 16 * 4096
 """A Mesos agent answers at most 16 pages of a file per ``/files/read``."""
 Locations = Callable[[], list[tuple[str, str, bool]]]
+OFFSETS = ".offsets.json"
+"""The file of ``folder`` that says how far each copy got (task, stream → offset in the
+sandbox's file, bytes trimmed from the copy)."""
 
 
 class LogCollector:
@@ -69,6 +76,8 @@ class LogCollector:
         self._slot_of = slot_of or (lambda task_id: "")
         self._offsets: dict[tuple[str, str], int] = {}
         self._removed: dict[tuple[str, str], int] = {}
+        self._saved: dict[str, list[int]] = {}
+        self._load_offsets()
         self._sandboxes: dict[str, tuple[str, str]] = {}
         self._done: set[str] = set()
         self._stop = threading.Event()
@@ -77,6 +86,44 @@ class LogCollector:
 
     def path(self, task_id: str, stream: str) -> Path:
         return self.folder / f"{task_id}.{stream}"
+
+    def _load_offsets(self) -> None:
+        """Take over how far an earlier collector of the job (a framework since resumed)
+        copied each stream; a missing or unreadable file means from the beginning."""
+        try:
+            saved = json.loads((self.folder / OFFSETS).read_text())
+        except (OSError, ValueError):
+            return
+        if not isinstance(saved, dict):
+            return
+        for name, value in saved.items():
+            task_id, _, stream = str(name).rpartition("\t")
+            if stream not in STREAMS or not isinstance(value, list) or len(value) != 2:
+                continue
+            try:
+                offset, removed = int(value[0]), int(value[1])
+            except (TypeError, ValueError):
+                continue
+            self._offsets[(task_id, stream)] = offset
+            if removed:
+                self._removed[(task_id, stream)] = removed
+        self._saved = {f"{t}\t{s}": [o, self._removed.get((t, s), 0)]
+                       for (t, s), o in self._offsets.items()}
+
+    def _save_offsets(self) -> None:
+        """Keep how far each copy got, when that changed (atomically)."""
+        now = {f"{t}\t{s}": [o, self._removed.get((t, s), 0)]
+               for (t, s), o in self._offsets.items()}
+        if now == self._saved:
+            return
+        partial = self.folder / (OFFSETS + ".partial")
+        try:
+            partial.write_text(json.dumps(now, sort_keys=True))
+            os.replace(partial, self.folder / OFFSETS)
+        except OSError as err:
+            logger.warning("cannot keep the log copies' offsets: %s", err)
+            return
+        self._saved = now
 
     def start(self) -> None:
         self.folder.mkdir(parents=True, exist_ok=True)
@@ -108,6 +155,8 @@ class LogCollector:
                 copied = self._copy_task(framework_id, task_id, agent_id)
                 if copied and not live:
                     self._done.add(task_id)  # its last output is in; sandboxes stay put
+            if self.folder.is_dir():
+                self._save_offsets()
 
     def _copy_task(self, framework_id: str, task_id: str, agent_id: str) -> bool:
         """Copy both streams of a task; False when its sandbox cannot be read (yet)."""

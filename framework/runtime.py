@@ -227,8 +227,7 @@ class JobRunner:
             on_pending=self._wake,
             log_tail=lambda status: self._logs.tail(
                 status, self.scheduler.framework_id,
-                slot=self.slots.executor_of(str(status.get("task_id", {}).get("value", "")))
-                if self.slots is not None else ""),
+                slot=self._slot_of(str(status.get("task_id", {}).get("value", "")))),
             on_kill=lambda task_ids: self.scheduler.kill(task_ids),
         )
         if resume and not self._same_master:
@@ -283,8 +282,13 @@ class JobRunner:
                                lambda: self.scheduler.master_address,
                                lambda: self.scheduler.framework_id) \
             if policy.uses_progress else None
-        self.slots = SlotTable(config.job_id, config.slot_idle) \
-            if config.slot_mode == "warm" else None
+        # Slots are numbered across framework incarnations (the count is in the record): a
+        # resumed framework's new slots never take the id of one its predecessor started.
+        self.slots = SlotTable(
+            config.job_id, config.slot_idle,
+            started=_int(self.store.get_meta(SLOTS_STARTED_KEY) or "0"),
+            on_start=lambda count: self.store.set_meta(SLOTS_STARTED_KEY, str(count)),
+        ) if config.slot_mode == "warm" else None
         self.scheduler = JobScheduler(
             self.controller,
             policy,
@@ -297,12 +301,19 @@ class JobRunner:
             slots=self.slots,
             executor_command=config.executor_command or f"python3 -m {EXECUTOR_MODULE}",
             preload=_preload(config),
+            master_auth=(master.principal, master.secret or "") if master.principal else None,
         )
         self.logs = LogCollector(self._logs, lambda: self.scheduler.framework_id,
                                  self.controller.task_locations, job_dir / paths.TASK_LOGS,
-                                 slot_of=self.slots.executor_of if self.slots else None)
+                                 slot_of=self._slot_of)
         self._driver: MesosSchedulerDriver | None = None
         self._stopped = False
+
+    def _slot_of(self, task_id: str) -> str:
+        """The warm slot's executor that ran ``task_id`` ("" for a command task): as this
+        framework launched it, else as the record says (a task launched before a resume)."""
+        slot = self.slots.executor_of(task_id) if self.slots is not None else ""
+        return slot or self.controller.executor_of(task_id)
 
     def _wake(self) -> None:
         if self._driver is not None:
@@ -611,7 +622,7 @@ class JobRunner:
         for trial in self.controller.trials():
             if not trial.task_id or not trial.agent_id or not trial.state.is_in_flight():
                 continue
-            slot = self.slots.executor_of(trial.task_id) if self.slots is not None else ""
+            slot = self._slot_of(trial.task_id)
             places.append(TaskPlace(trial.agent_id, slot or trial.task_id, trial.number,
                                     shared=bool(slot)))
         return places
@@ -645,6 +656,10 @@ class JobRunner:
             logger.warning("cannot copy the best output %s to %s: %s", source, target, err)
             return
         self.store.set_meta("best_output", str(target))
+
+
+SLOTS_STARTED_KEY = "slots_started"
+"""The record's count of the warm slots the job started, across framework incarnations."""
 
 
 def _int(text: str) -> int:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from collections.abc import Sequence
 import dataclasses
+import json
 import logging
 import threading
 import time
@@ -37,6 +38,7 @@ from disauto.framework.peers import PeerBoard
 from disauto.framework.policies import LaunchRequest
 from disauto.framework.policies import OfferPolicy
 from disauto.framework.sandbox_logs import SandboxLogs
+from disauto.framework.slot_adoption import running_slots
 from disauto.framework.slots import SlotTable
 from disauto.framework.slots import as_slot_task
 from disauto.framework.slots import carved
@@ -70,6 +72,10 @@ unused) during which a newly waiting task REVIVEs, so that the master's filter o
 resources (a 0 s filter still lasts until its next batch allocation, up to an allocation
 interval) does not keep it waiting; never while a deliberate decline (the policy yields) is in
 force."""
+
+SLOT_INFO_KEY = "slot_executor:"
+"""The record's key prefix of a slot's ExecutorInfo (JSON): a resumed framework that adopts the
+slot sends exactly that one with its tasks."""
 
 FAILED_OVER = "Framework failed over"
 REMOVED = "Framework has been removed"
@@ -110,6 +116,8 @@ class JobScheduler(Scheduler):
             command task.
         executor_command: how agents start a slot's executor (``-m disauto.executor``).
         preload: with ``--slot-preload``, how a slot's pre-imported interpreter runs a trial.
+        master_auth: (principal, secret) for the master's HTTP endpoints (the slots a
+            resumed framework adopts are read from ``/master/frameworks``).
     """
 
     def __init__(
@@ -127,6 +135,7 @@ class JobScheduler(Scheduler):
         slots: SlotTable | None = None,
         executor_command: str = "",
         preload: Preload | None = None,
+        master_auth: tuple[str, str] | None = None,
     ) -> None:
         self._job = controller
         self._policy = policy
@@ -140,6 +149,7 @@ class JobScheduler(Scheduler):
         self.slots = slots
         self._executor_command = executor_command
         self._preload = preload
+        self._master_auth = master_auth
         self._driver: Any = None
         self._suppressed = False
         self._spare_declined_at = float("-inf")
@@ -183,6 +193,7 @@ class JobScheduler(Scheduler):
             self._away_since = None
             self.master_away_at = 0.0
         logger.info("re-registered with master %s; reconciling tasks", master_info.get("hostname"))
+        self._adopt_slots()
         # By id, so that the master answers for tasks it does not know (a restarted master):
         # TASK_GONE / TASK_UNKNOWN / TASK_LOST, after which the trial is launched again.
         live = self._job.live_tasks()
@@ -191,6 +202,39 @@ class JobScheduler(Scheduler):
                                    for task_id, agent in live])
         driver.reconcileTasks([])
         self.registered_event.set()
+
+    def _adopt_slots(self) -> None:
+        """Take over the job's slots that run under its FrameworkID (a resumed framework's
+        predecessor started them): busy with the trial the record says runs on each, else
+        idle from now (shut down after the idle time unless reused). Before the tasks are
+        reconciled, so that their statuses free the slots they ran on."""
+        if self.slots is None or not self.master_address:
+            return
+        try:
+            running = running_slots(self.master_address, self.framework_id,
+                                    self._job.config.job_id, auth=self._master_auth,
+                                    timeout=3.0)
+        except (OSError, ValueError) as err:  # statuses of their live tasks adopt them still
+            logger.warning("cannot list the job's running slots: %s", err)
+            return
+        busy = self._job.slot_tasks_in_flight()
+        for slot in running:
+            if self.slots.adopt(slot.executor_id, slot.agent_id, busy.get(slot.executor_id, ""),
+                                slot.gpus, self._recorded_info(slot.executor_id)):
+                logger.info("adopting slot %s on %s (%s)", slot.executor_id, slot.agent_id,
+                            f"running {busy[slot.executor_id]}" if slot.executor_id in busy
+                            else "idle")
+
+    def _recorded_info(self, executor_id: str) -> dict[str, Any] | None:
+        """The ExecutorInfo the record says a slot was started with (None: not recorded)."""
+        try:
+            text = self._job.store.get_meta(SLOT_INFO_KEY + executor_id)
+            info = json.loads(text) if text else None
+        except Exception:  # noqa: BLE001 - never raise out of a callback
+            logger.warning("cannot read the recorded ExecutorInfo of %s", executor_id,
+                           exc_info=True)
+            return None
+        return info if isinstance(info, dict) else None
 
     def disconnected(self, driver: Any) -> None:
         logger.warning("disconnected from the Mesos master; pymesos re-subscribes")
@@ -259,7 +303,7 @@ class JobScheduler(Scheduler):
             # then reuses slots before it starts new ones elsewhere.
             slots = self.slots
             views.sort(key=lambda view: not slots.has_free(view.agent_id))
-            views = [self._with_slot_gpus(view) for view in views]
+            views = [self._with_slot_room(view) for view in views]
         plan = self._policy.place(views, requests)
         for view in views:
             launches = plan.launches.get(view.id, [])
@@ -271,7 +315,7 @@ class JobScheduler(Scheduler):
                 if (task := self._task_for(request, view, claim, left)) is not None
             ]
             if tasks:
-                logger.info("launching %s on %s", ", ".join(t["name"] for t in tasks),
+                logger.info("launching %s on %s", ", ".join(_launch_name(t) for t in tasks),
                             view.hostname)
                 driver.launchTasks(
                     [{"value": view.id}], tasks, {"refuse_seconds": LEFTOVER_REFUSE_SECONDS}
@@ -309,16 +353,24 @@ class JobScheduler(Scheduler):
             store.samples(AGENT_CPU_UTILIZATION, since=now - age), now,
             job_progress(self._job.config, trials, now).remaining_trials)
 
-    def _with_slot_gpus(self, view: OfferView) -> OfferView:
-        """``view`` with the GPUs its agent's free slots hold: they are not offered (their
-        executors hold them), but a trial planned on them runs on such a slot. Every trial of
-        a job wants as many GPUs, so the trials planned beyond the free slots use offered
-        GPUs."""
+    def _with_slot_room(self, view: OfferView) -> OfferView:
+        """``view`` with what its agent's free slots hold for their next trials: they are not
+        offered (their executors hold them), but a trial planned on them runs on such a slot.
+        That is a GPU slot's GPUs and, when slots are carved out of their trials
+        (``framework/slots.py`` carved), each free slot's executor share: a trial that reuses
+        the slot needs only the rest of its claim from the offer. Every trial of a job wants as
+        much, so the trials planned beyond the free slots use offered resources."""
         assert self.slots is not None
-        held = self.slots.free_gpus(view.agent_id)
+        held = {"gpus": float(self.slots.free_gpus(view.agent_id))}
+        runner = self._job.config.runner
+        if carved(runner.cpus, runner.mem_mb):
+            free = self.slots.free_count(view.agent_id)
+            share = executor_resources()
+            held.update(cpus=free * share.scalar("cpus"), mem=free * share.scalar("mem"))
+        held = {name: value for name, value in held.items() if value}
         if not held:
             return view
-        return dataclasses.replace(view, available=view.available + Resources({"gpus": held}))
+        return dataclasses.replace(view, available=view.available + Resources(held))
 
     def _fits_waiting(self, view: OfferView) -> bool:
         """Whether a task that could launch now fits ``view`` (AppCore submits trials while
@@ -426,15 +478,19 @@ class JobScheduler(Scheduler):
             return task, ""
         executor_id, new = taken
         if carve:
+            # Its executor's share comes out of the claim: a new slot's executor takes it; a
+            # free slot's holds it already and was counted into the offer (_with_slot_room).
             task = {**task, "resources": (claim - share).to_json()}
-            if not new:  # the slot's executor holds its share already: that part goes back
-                left[0] = left[0] + share
         elif new:
             left[0] = left[0] - share
+        executor = None if new else self.slots.info_of(executor_id)
+        if executor is None:
+            executor = executor_info(executor_id, self._executor_command, self._uris,
+                                     self._job.config.job_id, self._slot_container(), gpus)
+            self.slots.set_info(executor_id, executor)
+            self._job.store.set_meta(SLOT_INFO_KEY + executor_id, json.dumps(executor))
         if new:
             logger.info("starting slot %s on %s", executor_id, view.hostname)
-        executor = executor_info(executor_id, self._executor_command, self._uris,
-                                 self._job.config.job_id, self._slot_container(), gpus)
         return as_slot_task(task, executor, self._preload), executor_id
 
     def _slot_container(self) -> SlotContainerSpec | None:
@@ -519,6 +575,8 @@ class JobScheduler(Scheduler):
     # -- status updates ----------------------------------------------------------------------
 
     def statusUpdate(self, driver: Any, status: Mapping[str, Any]) -> None:  # noqa: N802
+        if self.slots is not None:
+            self._adopt_from(status)
         try:
             self._job.on_status(status)
         except Exception:  # noqa: BLE001 - not recorded: don't ack, Mesos will resend it
@@ -533,11 +591,35 @@ class JobScheduler(Scheduler):
         if "uuid" in status:
             driver.acknowledgeStatusUpdate(status)
 
+    def _adopt_from(self, status: Mapping[str, Any]) -> None:
+        """A live task of a slot this framework did not start (its predecessor did): the
+        agent names the executor, which therefore runs; adopt the slot, busy with it."""
+        assert self.slots is not None
+        executor_id = str((status.get("executor_id") or {}).get("value", ""))
+        task_id = str((status.get("task_id") or {}).get("value", ""))
+        if not executor_id or executor_id == task_id \
+                or has_ended_for_framework(str(status.get("state"))):
+            return
+        agent_id = str((status.get("agent_id") or {}).get("value", ""))
+        info = self._recorded_info(executor_id)
+        gpus = int(Resources.from_json(info.get("resources") or []).scalar("gpus")) if info else 0
+        if self.slots.adopt(executor_id, agent_id, task_id, gpus, info):
+            logger.info("adopting slot %s on %s (running %s)", executor_id, agent_id, task_id)
+
     def kill(self, task_ids: Sequence[str]) -> None:
         if self._driver is None:
             return
         for task_id in task_ids:
             self._driver.killTask({"value": task_id})
+
+
+def _launch_name(task: Mapping[str, Any]) -> str:
+    """A task as the launch line names it: ``trial-0007``, or ``trial-0007 (job-slot-3)`` for a
+    task of a warm slot."""
+    executor = task.get("executor")
+    if executor is None:
+        return str(task["name"])
+    return f"{task['name']} ({executor['executor_id']['value']})"
 
 
 def _http_address(master_info: Mapping[str, Any]) -> str:

@@ -7,6 +7,12 @@ agent of the offer it is accepted on (the trial's own resources come from the of
 a slot is started by the first task sent to it. The table only books: the scheduler calls the
 driver.
 
+Slot numbers are counted in the job's record (``on_start``), so a resumed framework never
+reuses an id its predecessor gave a slot that may still run under the same FrameworkID (Mesos
+refuses a task whose ExecutorInfo differs from that of a running executor with its id). It
+**adopts** the slots that still run instead (:meth:`SlotTable.adopt`): they are freed when their
+trial ends, reused, and shut down when idle, like its own.
+
 A slot ends (SHUTDOWN) when the job ends, when it has been idle for ``idle_seconds``, and when
 the offer policy deliberately declines an offer of its agent while it is idle (the policy says
 the job should yield, e.g. its priority dropped). A slot whose executor ends (crash, kill) is
@@ -22,6 +28,7 @@ none; such a slot is reused only for trials that want the same number of GPUs.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from collections.abc import Mapping
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -64,6 +71,11 @@ class Slot:
     idle_since: float = 0.0
     gpus: int = 0
     """The GPUs its executor holds (its trials want exactly this many)."""
+    info: dict[str, Any] | None = None
+    """The ExecutorInfo it was started with: every task sent to it must carry exactly this
+    one (Mesos refuses another with the same ExecutorID), so an adopted slot is reused only
+    when it is known (the record keeps it); None: not known yet, or never."""
+    adopted: bool = False
 
 
 class SlotTable:
@@ -72,16 +84,26 @@ class SlotTable:
     Args:
         job_id: names the slots.
         idle_seconds: an idle slot older than this is shut down.
+        started: how many slots the job started before (in earlier framework incarnations):
+            the next one is numbered from there.
+        on_start: told the new count each time a slot is numbered, before it is launched
+            (the runtime keeps it in the job's record).
     """
 
-    def __init__(self, job_id: str, idle_seconds: float = IDLE_SECONDS) -> None:
+    def __init__(self, job_id: str, idle_seconds: float = IDLE_SECONDS, *, started: int = 0,
+                 on_start: Callable[[int], None] | None = None) -> None:
         self._job_id = job_id
         self.idle_seconds = idle_seconds
         self._lock = threading.Lock()
         self._slots: dict[str, Slot] = {}
         self._by_task: dict[str, str] = {}
         self._task_executor: dict[str, str] = {}
-        self.started = 0
+        self._gone: set[str] = set()
+        """Executors ended or shut down: never adopted again."""
+        self._on_start = on_start or (lambda count: None)
+        self.started = started
+        self.adopted = 0
+        """How many slots of an earlier framework incarnation this table took over."""
 
     def take(self, agent_id: str, task_id: str, can_start: bool,
              gpus: int = 0) -> tuple[str, bool] | None:
@@ -90,7 +112,8 @@ class SlotTable:
         holding exactly ``gpus`` GPUs is reused."""
         with self._lock:
             slot = next((s for s in self._slots.values()
-                         if s.agent_id == agent_id and not s.task_id and s.gpus == gpus), None)
+                         if s.agent_id == agent_id and not s.task_id and s.gpus == gpus
+                         and self._reusable(s)), None)
             new = slot is None
             if slot is None:
                 if not can_start:
@@ -98,11 +121,60 @@ class SlotTable:
                 slot = Slot(slots.slot_executor_id(self._job_id, self.started), agent_id,
                             gpus=gpus)
                 self.started += 1
+                self._on_start(self.started)
                 self._slots[slot.executor_id] = slot
             slot.task_id = task_id
             self._by_task[task_id] = slot.executor_id
             self._task_executor[task_id] = slot.executor_id
             return slot.executor_id, new
+
+    @staticmethod
+    def _reusable(slot: Slot) -> bool:
+        """Whether a free slot may take a trial: an adopted one only with its ExecutorInfo."""
+        return not slot.adopted or slot.info is not None
+
+    def set_info(self, executor_id: str, info: dict[str, Any]) -> None:
+        """The ExecutorInfo a slot was started with (what its later tasks carry)."""
+        with self._lock:
+            slot = self._slots.get(executor_id)
+            if slot is not None:
+                slot.info = dict(info)
+
+    def info_of(self, executor_id: str) -> dict[str, Any] | None:
+        with self._lock:
+            slot = self._slots.get(executor_id)
+            return dict(slot.info) if slot is not None and slot.info is not None else None
+
+    def adopt(self, executor_id: str, agent_id: str, task_id: str = "", gpus: int = 0,
+              info: dict[str, Any] | None = None) -> bool:
+        """Take over a slot of an earlier incarnation of the job's framework that still runs:
+        busy with ``task_id`` (a live task of it), else idle from now; ``info`` is the
+        ExecutorInfo it was started with (without it the slot takes no more trials and is
+        shut down once idle). Whether it was new to the table; an executor of another job,
+        or one that ended, is not adopted."""
+        number = slots.slot_number(self._job_id, executor_id)
+        if number is None:
+            return False
+        with self._lock:
+            if executor_id in self._gone:
+                return False
+            if number >= self.started:  # a record written before slots were counted
+                self.started = number + 1
+                self._on_start(self.started)
+            slot = self._slots.get(executor_id)
+            new = slot is None
+            if slot is None:
+                slot = Slot(executor_id, agent_id, idle_since=time.monotonic(), gpus=gpus,
+                            info=dict(info) if info is not None else None, adopted=True)
+                self._slots[executor_id] = slot
+                self.adopted += 1
+            elif slot.info is None and info is not None:
+                slot.info = dict(info)
+            if task_id and not slot.task_id and task_id not in self._by_task:
+                slot.task_id = task_id
+                self._by_task[task_id] = executor_id
+                self._task_executor[task_id] = executor_id
+            return new
 
     def task_ended(self, task_id: str) -> None:
         """The slot's task reached a terminal state: the slot is free."""
@@ -116,6 +188,8 @@ class SlotTable:
     def executor_ended(self, executor_id: str) -> None:
         """The executor ended (lost, or shut down): forget the slot."""
         with self._lock:
+            if executor_id:
+                self._gone.add(executor_id)
             slot = self._slots.pop(executor_id, None)
             if slot is not None and slot.task_id:
                 self._by_task.pop(slot.task_id, None)
@@ -124,6 +198,12 @@ class SlotTable:
         """Whether a slot on ``agent_id`` waits for a trial."""
         with self._lock:
             return any(s.agent_id == agent_id and not s.task_id for s in self._slots.values())
+
+    def free_count(self, agent_id: str) -> int:
+        """How many slots on ``agent_id`` wait for a trial."""
+        with self._lock:
+            return sum(1 for s in self._slots.values()
+                       if s.agent_id == agent_id and not s.task_id)
 
     def free_gpus(self, agent_id: str) -> int:
         """The GPUs that free slots on ``agent_id`` hold (their next trials use them)."""
@@ -143,9 +223,10 @@ class SlotTable:
         with self._lock:
             chosen = [s for s in self._slots.values() if not s.task_id
                       and (agent_id is None or s.agent_id == agent_id)
-                      and now - s.idle_since >= older_than]
+                      and (now - s.idle_since >= older_than or not self._reusable(s))]
             for slot in chosen:
                 del self._slots[slot.executor_id]
+                self._gone.add(slot.executor_id)
             return chosen
 
     def expired(self) -> list[Slot]:
@@ -155,6 +236,7 @@ class SlotTable:
         """Every slot (removed from the table: at the job's end)."""
         with self._lock:
             out = list(self._slots.values())
+            self._gone.update(self._slots)
             self._slots.clear()
             return out
 

@@ -42,6 +42,7 @@ CREATE TABLE IF NOT EXISTS trials (
     priority INTEGER NOT NULL DEFAULT 0,
     task_id TEXT NOT NULL DEFAULT '',
     agent_id TEXT NOT NULL DEFAULT '',
+    executor_id TEXT NOT NULL DEFAULT '',
     objective REAL,
     metrics TEXT NOT NULL DEFAULT '{}',
     message TEXT NOT NULL DEFAULT '',
@@ -107,6 +108,8 @@ class TrialRow:
     priority: int = 0
     task_id: str = ""
     agent_id: str = ""
+    executor_id: str = ""
+    """The warm slot's executor its task runs on ("" for a command task)."""
     objective: float | None = None
     metrics: dict[str, float] = field(default_factory=dict)
     message: str = ""
@@ -423,6 +426,7 @@ def _trial_from_row(row: dict[str, Any]) -> TrialRow:
         priority=int(row["priority"]),
         task_id=str(row["task_id"]),
         agent_id=str(row["agent_id"]),
+        executor_id=str(row.get("executor_id") or ""),
         objective=row["objective"],
         metrics=json.loads(row["metrics"]),
         message=str(row["message"]),
@@ -438,6 +442,7 @@ def _trial_from_row(row: dict[str, Any]) -> TrialRow:
 
 # Columns added after a job store's first version: (table, column, definition).
 _ADDED_COLUMNS = (("trials", "retries", "INTEGER NOT NULL DEFAULT 0"),
+                  ("trials", "executor_id", "TEXT NOT NULL DEFAULT ''"),
                   *(("trials", name, "REAL") for name in USAGE_COLUMNS))
 
 

@@ -48,6 +48,8 @@ import time
 from typing import Any
 import uuid
 
+from disauto.common.logrotate import DEFAULT_SANDBOX_LOGGING
+from disauto.common.logrotate import SandboxLogging
 from disauto.common.resources import Resources
 from disauto.localmesos import containerizer as containerizer_mod
 from disauto.localmesos import cpu_quota
@@ -59,8 +61,6 @@ from disauto.localmesos.agent_launch import AgentTask
 from disauto.localmesos.agent_launch import TaskLauncher
 from disauto.localmesos.containerizer import DockerContainerizer
 from disauto.localmesos.executor import CommandProcess
-from disauto.localmesos.logrotate import DEFAULT_SANDBOX_LOGGING
-from disauto.localmesos.logrotate import SandboxLogging
 from disauto.localmesos.monitor import ExecutorEntry
 from disauto.localmesos.monitor import ResourceMonitor
 from disauto.localmesos.monitor import mem_limit_bytes

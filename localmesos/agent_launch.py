@@ -19,6 +19,7 @@ import signal
 import threading
 from typing import Any
 
+from disauto.common.logrotate import SandboxLogging
 from disauto.common.processes import with_environment
 from disauto.common.resources import ResourceError
 from disauto.common.resources import Resources
@@ -38,7 +39,6 @@ from disauto.localmesos.fetcher import FetchError
 from disauto.localmesos.fetcher import fetch_uris
 from disauto.localmesos.health import HealthChecker
 from disauto.localmesos.health import health_probe
-from disauto.localmesos.logrotate import SandboxLogging
 from disauto.localmesos.records import duration_seconds
 
 

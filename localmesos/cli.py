@@ -26,6 +26,11 @@ from types import FrameType
 from typing import NoReturn
 
 from disauto.common import durations
+from disauto.common.logrotate import DEFAULT_OPTIONS
+from disauto.common.logrotate import LogRotateError
+from disauto.common.logrotate import Rotation
+from disauto.common.logrotate import SandboxLogging
+from disauto.common.logrotate import parse_options
 from disauto.common.resources import SIZE_HELP
 from disauto.common.resources import ResourceError
 from disauto.common.resources import parse_ranges
@@ -33,11 +38,6 @@ from disauto.common.resources import parse_size_mb
 from disauto.localmesos import cpu_quota
 from disauto.localmesos.cluster import ClusterConfig
 from disauto.localmesos.cluster import LocalCluster
-from disauto.localmesos.logrotate import DEFAULT_OPTIONS
-from disauto.localmesos.logrotate import LogRotateError
-from disauto.localmesos.logrotate import Rotation
-from disauto.localmesos.logrotate import SandboxLogging
-from disauto.localmesos.logrotate import parse_options
 from disauto.localmesos.records import MESOS_VERSION
 
 

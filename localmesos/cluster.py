@@ -31,13 +31,13 @@ from types import MappingProxyType
 from types import TracebackType
 from typing import Any
 
+from disauto.common.logrotate import DEFAULT_SANDBOX_LOGGING
+from disauto.common.logrotate import SandboxLogging
 from disauto.localmesos import cpu_quota
 from disauto.localmesos.agent import Agent
 from disauto.localmesos.agent import AgentConfig
 from disauto.localmesos.gpus import split_devices
 from disauto.localmesos.http import HttpServer
-from disauto.localmesos.logrotate import DEFAULT_SANDBOX_LOGGING
-from disauto.localmesos.logrotate import SandboxLogging
 from disauto.localmesos.master import Master
 from disauto.localmesos.reaper import Reaper
 from disauto.localmesos.state import format_duration

@@ -66,6 +66,10 @@ import threading
 from typing import Any
 import uuid
 
+from disauto.common.logrotate import UNCAPPED
+from disauto.common.logrotate import RotatingFile
+from disauto.common.logrotate import Rotation
+from disauto.common.logrotate import SandboxLogging
 from disauto.localmesos.container_request import CPU_SHARES_PER_CPU
 from disauto.localmesos.container_request import ENGINE_LOG_MAX
 from disauto.localmesos.container_request import INSTALL_HINT
@@ -85,10 +89,6 @@ from disauto.localmesos.container_request import ImageRef
 from disauto.localmesos.container_request import build_request
 from disauto.localmesos.container_request import container_image
 from disauto.localmesos.container_request import is_container_task
-from disauto.localmesos.logrotate import UNCAPPED
-from disauto.localmesos.logrotate import RotatingFile
-from disauto.localmesos.logrotate import Rotation
-from disauto.localmesos.logrotate import SandboxLogging
 
 
 logger = logging.getLogger(__name__)

@@ -15,7 +15,7 @@ for a ``CommandInfo``, on the local machine:
   framework passes ports explicitly.
 * **Process.** The child runs in the sandbox, in its own session and process group
   (``start_new_session``), with stdin from ``/dev/null``; its stdout/stderr go through pipes
-  into the sandbox's capped, rotated ``stdout``/``stderr`` files (:mod:`localmesos.logrotate`,
+  into the sandbox's capped, rotated ``stdout``/``stderr`` files (:mod:`common.logrotate`,
   Mesos' logrotate container logger), or, without caps, straight into them.
 * **User.** Only when the agent runs as root and the requested user exists and differs does the
   child run as that user (the sandbox is chowned to it first). Otherwise the child runs as the
@@ -42,8 +42,8 @@ import subprocess
 import threading
 from typing import Any
 
-from disauto.localmesos.logrotate import LogPump
-from disauto.localmesos.logrotate import SandboxLogging
+from disauto.common.logrotate import LogPump
+from disauto.common.logrotate import SandboxLogging
 
 
 logger = logging.getLogger(__name__)
@@ -296,7 +296,7 @@ class CommandProcess:
         logs: SandboxLogging | None = None,
     ) -> CommandProcess:
         """Start the command; with ``logs`` its output goes through capped, rotated files
-        (:mod:`localmesos.logrotate`), else straight into ``stdout``/``stderr``.
+        (:mod:`common.logrotate`), else straight into ``stdout``/``stderr``.
 
         Raises:
             LaunchError: when it cannot be started (no such executable, not permitted, ...).

@@ -27,6 +27,7 @@ from disauto.localmesos.records import MESOS_VERSION
 if TYPE_CHECKING:
     from disauto.localmesos.master import Master
     from disauto.localmesos.records import AgentRecord
+    from disauto.localmesos.records import ExecutorRecord
     from disauto.localmesos.records import FrameworkRecord
     from disauto.localmesos.records import OfferRecord
     from disauto.localmesos.records import TaskRecord
@@ -49,6 +50,23 @@ def version_json() -> dict[str, Any]:
 
 def _labels(labels: Mapping[str, Any] | None) -> list[dict[str, Any]]:
     return list((labels or {}).get("labels", []))
+
+
+def executor_json(framework_id: str, executor: ExecutorRecord) -> dict[str, Any]:
+    """An executor as ``/master/state`` lists it: Mesos' ``model(ExecutorInfo)`` (ids as
+    strings, resources in the object form) plus the agent's id as ``slave_id``."""
+    info = executor.info
+    out: dict[str, Any] = {
+        "executor_id": str((info.get("executor_id") or {}).get("value", "")),
+        "name": str(info.get("name", "")),
+        "framework_id": framework_id,
+        "command": dict(info.get("command") or {}),
+        "resources": executor.resources.to_state(),
+        "slave_id": executor.agent_id,
+    }
+    if info.get("labels"):
+        out["labels"] = _labels(info["labels"])
+    return out
 
 
 def _status_json(status: Mapping[str, Any]) -> dict[str, Any]:
@@ -147,9 +165,7 @@ def framework_json(fw: FrameworkRecord, *, completed: bool = False) -> dict[str,
     out["unreachable_tasks"] = []
     out["completed_tasks"] = [task_json(t) for t in fw.completed_tasks]
     out["offers"] = [offer_json(o) for o in fw.offers.values()]
-    out["executors"] = [
-        dict(executor.info, slave_id=executor.agent_id) for executor in fw.executors.values()
-    ]
+    out["executors"] = [executor_json(fw.framework_id, e) for e in fw.executors.values()]
     if info.get("labels"):
         out["labels"] = _labels(info["labels"])
     out["offer_constraints"] = fw.offer_constraints

@@ -262,15 +262,16 @@ def _usage_text(usage: dict[str, float | None]) -> str:
     return text
 
 
-def _log_task(job: Job, which: str) -> tuple[str, str, bool]:
-    """(task id, agent id, whether its task may still run) of ``appcore`` or a trial number."""
+def _log_task(job: Job, which: str) -> tuple[str, str, bool, str]:
+    """(task id, agent id, whether its task may still run, the warm slot's executor it runs
+    on or "") of ``appcore`` or a trial number."""
     if which == "appcore":
         appcore = json.loads(job.meta.get("appcore", "{}"))
         task = appcore.get("task_id", "")
         if not task:
             raise JobCommandError(f"job {job.job_id} has not launched AppCore yet")
         return task, str(appcore.get("agent_id", "")), appcore.get("state") in (
-            "LAUNCHING", "RUNNING", "ATTACHED")
+            "LAUNCHING", "RUNNING", "ATTACHED"), ""
     try:
         number = int(which)
     except ValueError:
@@ -281,17 +282,18 @@ def _log_task(job: Job, which: str) -> tuple[str, str, bool]:
         raise JobCommandError(f"job {job.job_id} has no trial {number} (it has "
                               f"{len(job.trials)})")
     live = trial.state in (TrialState.LAUNCHING, TrialState.RUNNING)
-    return trial.task_id or f"trial-{number:04d}", trial.agent_id or "", live
+    return trial.task_id or f"trial-{number:04d}", trial.agent_id or "", live, \
+        trial.executor_id
 
 
 def cmd_logs(args: argparse.Namespace, out: IO[str]) -> ExitStatus:
     job = find(args.job)
     stream = "stderr" if args.stderr else "stdout"
-    task, agent, live = _log_task(job, args.trial)
+    task, agent, live, slot = _log_task(job, args.trial)
     endpoints = json.loads(job.meta.get("agent_endpoints") or "{}")
     if job.state == "interrupted" and live and agent in endpoints:
         # No framework copies its output now, but the task may still run on its agent.
-        return _logs_from_agent(job, task, agent, endpoints, stream, args.follow, out)
+        return _logs_from_agent(job, task, agent, endpoints, stream, args.follow, out, slot)
     path = job.folder / paths.TASK_LOGS / f"{task}.{stream}"
     offset = 0
     while True:
@@ -311,15 +313,16 @@ def cmd_logs(args: argparse.Namespace, out: IO[str]) -> ExitStatus:
 
 
 def _logs_from_agent(job: Job, task: str, agent: str, endpoints: dict[str, str], stream: str,
-                     follow: bool, out: IO[str]) -> ExitStatus:
+                     follow: bool, out: IO[str], slot: str = "") -> ExitStatus:
     """A live task's ``stream`` read through its agent's ``/files`` API (a real Mesos agent's
-    or the embedded one's), followed while the job stays interrupted."""
+    or the embedded one's), followed while the job stays interrupted. ``slot``: the warm
+    slot's executor the task runs on (its sandbox is a folder of that executor's)."""
     from disauto.framework.sandbox_logs import SandboxLogs
 
     logs = SandboxLogs(endpoints=endpoints)
     framework_id = job.meta.get("framework_id", "")
     try:
-        root, directory = logs.sandbox(agent, framework_id, task)
+        root, directory = logs.task_sandbox(agent, framework_id, task, slot)
     except (OSError, ValueError, KeyError) as err:
         raise JobCommandError(f"cannot reach agent {agent} of task {task}: {err}",
                               ExitStatus.ERROR) from None

@@ -181,11 +181,14 @@ def da_cluster(tmp_path: Path) -> Iterator[DaCluster]:
     made.kill()
 
 
-def nothing_left(job: str, within: float = 15.0) -> bool:
-    """Whether every process of the job (its tasks) is gone within ``within`` seconds."""
+def nothing_left(job: str, within: float = 15.0, framework_id: str = "") -> bool:
+    """Whether every process of the job (its tasks) is gone within ``within`` seconds; with
+    ``framework_id`` also every executor an agent started for it (a warm slot's executor has
+    no ``DISAUTO_JOB_ID``, but the agent gives it ``MESOS_FRAMEWORK_ID``)."""
     deadline = time.monotonic() + within
     while time.monotonic() < deadline:
-        if not with_environment("DISAUTO_JOB_ID", job):
+        if not with_environment("DISAUTO_JOB_ID", job) and not (
+                framework_id and with_environment("MESOS_FRAMEWORK_ID", framework_id)):
             return True
         time.sleep(0.2)
     return False

@@ -175,14 +175,19 @@ report(accuracy=0.5, final=True)
 '''
 
 
-def test_a_trial_printing_100_mb_leaves_small_folders(submit: Any, workdir: Path) -> None:
+@pytest.mark.parametrize("slot_mode", ["task", "warm"])
+def test_a_trial_printing_100_mb_leaves_small_folders(submit: Any, workdir: Path,
+                                                      slot_mode: str) -> None:
     (workdir / "runner.py").write_text(FLOOD)
-    job = submit(*common_flags(workdir, "--trail-steps", "1", "--parallelism", "1"))
+    job = submit(*common_flags(workdir, "--trail-steps", "1", "--parallelism", "1",
+                               "--slot-mode", slot_mode))
     assert job.wait(timeout=180) == 0, job.output
     job_dir = job.job_dir()
     meta, trials = _record(job_dir)
     assert meta["outcome"] == "BUDGET_SPENT" and [t[1] for t in trials] == ["COMPLETED"]
-    sandbox = next(job_dir.glob("cluster/**/executors/trial-0001/runs/*[!t]"))
+    # A slot task's sandbox is its folder in the slot executor's: capped the same way.
+    sandbox = next(job_dir.glob("cluster/**/executors/trial-0001/runs/*[!t]")) \
+        if slot_mode == "task" else next(job_dir.glob("cluster/**/runs/*/tasks/trial-0001"))
     files = {p.name: p.stat().st_size for p in sandbox.iterdir() if p.name.startswith("stdout")}
     assert set(files) == {"stdout", "stdout.1"} and max(files.values()) <= 10 * 2**20, files
     assert (sandbox / "stdout").read_bytes().endswith(b"THE LAST LINE OF STDOUT\n")

@@ -157,13 +157,45 @@ def test_a_running_job_takes_a_larger_budget_and_parallelism_from_another_shell(
     assert with_environment("DISAUTO_JOB_ID", job) == []
 
 
-@pytest.mark.parametrize("where", ["local", "da-cluster"])
+def warm_slots_checked(shell: Shell, job: str) -> list[str]:
+    """Check what a warm job's framework incarnations did with its slots: no slot id started
+    twice, no task refused (a clashing ExecutorInfo), and after each adoption of a slot by a
+    resumed framework the slot took a trial, was shut down before the job's end (idle, or the
+    job yielding), or was adopted again by the next incarnation: none held its resources until
+    the TEARDOWN. The adopted ids."""
+    log = (shell.home / "jobs" / job / "da-submit.log").read_text()
+    started = re.findall(r"starting slot (\S+) on", log)
+    assert started and len(started) == len(set(started)), started  # never reused
+    with shell.db(job) as db:
+        refused = db.execute("SELECT task_id, message FROM task_updates "
+                             "WHERE state = 'TASK_ERROR'").fetchall()
+    assert not refused, refused
+    adopted = re.findall(r"adopting slot (\S+) on", log)
+    for slot in set(adopted):
+        events = []
+        for line in log.splitlines():
+            if f"adopting slot {slot} on" in line:
+                events.append("adopting")
+            elif "launching " in line and f"({slot})" in line:
+                events.append("launching")
+            elif (shut := re.search(rf"shutting slot {re.escape(slot)} down \((.*)\)", line)):
+                events.append(shut.group(1))
+        for at, event in enumerate(events):
+            if event == "adopting":
+                after = events[at + 1] if at + 1 < len(events) else "nothing"
+                assert after in ("adopting", "launching", "idle", "the job yields"), (
+                    slot, events)
+    return adopted
+
+
+@pytest.mark.parametrize(("where", "slot_mode"), [
+    ("local", "task"), ("da-cluster", "task"), ("da-cluster", "warm")])
 def test_three_framework_deaths_and_resumes_lose_and_double_nothing(
-        shell: Shell, workdir: Path, da_cluster: DaCluster, where: str) -> None:
+        shell: Shell, workdir: Path, da_cluster: DaCluster, where: str, slot_mode: str) -> None:
     budget = 14
     master = ["--master", da_cluster.start()] if where == "da-cluster" else []
     job = shell.submit(*common_flags(workdir, "--trail-steps", str(budget), "--parallelism", "2",
-                                     *master))
+                                     "--slot-mode", slot_mode, *master))
     done = 0
     for _ in range(3):
         status = shell.wait_until(job, lambda s, d=done: s["done"] >= d + 2 and s["running"])
@@ -190,7 +222,10 @@ def test_three_framework_deaths_and_resumes_lose_and_double_nothing(
         assert sum(t[3] for t in trials) >= 1  # trials in flight at a death ran again
     else:
         assert sum(t[3] for t in trials) == 0  # adopted on the cluster that lived on
-    assert nothing_left(job)
+    framework_id = status["framework_id"]
+    assert nothing_left(job, framework_id=framework_id)  # no task, no slot executor
+    if slot_mode == "warm":
+        assert warm_slots_checked(shell, job), "the resumed frameworks adopted no slot"
 
 
 def test_ids_that_name_no_job_or_several_are_one_line_errors(shell: Shell,
@@ -257,16 +292,18 @@ def test_a_job_whose_offered_port_is_taken_completes(shell: Shell, workdir: Path
     assert runs[-1][0] != "TASK_FAILED" and all(r[0] == "TASK_FAILED" for r in runs[:-1])
 
 
+@pytest.mark.parametrize("slot_mode", ["task", "warm"])
 @pytest.mark.parametrize("port_taken", [False, True], ids=["same-port", "port-taken-tls"])
 def test_on_a_cluster_that_lives_on_the_resumed_framework_adopts_appcore_and_trials(
-        shell: Shell, workdir: Path, da_cluster: DaCluster, port_taken: bool) -> None:
+        shell: Shell, workdir: Path, da_cluster: DaCluster, port_taken: bool,
+        slot_mode: str) -> None:
     address = da_cluster.start()  # a da-cluster process: the master outlives the framework
     budget = 10
     # The moved framework serves TLS too: the resumed one keeps the job's certificate, which
     # AppCore and runners already trust.
     tls = ["--tls"] if port_taken else []
     job = shell.submit(*common_flags(workdir, "--trail-steps", str(budget), "--parallelism",
-                                     "2", "--master", address, *tls))
+                                     "2", "--master", address, "--slot-mode", slot_mode, *tls))
     before = shell.wait_until(job, lambda s: s["done"] >= 2 and len(s["running"]) == 2)
     framework_id = before["framework_id"]
     meta = dict(shell.db(job).execute("SELECT key, value FROM meta"))
@@ -301,3 +338,9 @@ def test_on_a_cluster_that_lives_on_the_resumed_framework_adopts_appcore_and_tri
     assert [t[2] for t in trials] == [0] * budget  # the running trials were adopted, not re-run
     assert appcores == [("appcore-1",)]  # AppCore kept going: the same task throughout
     assert finals == set(range(1, budget + 1))
+    # The running trial's output before and after the framework's death is in its copy.
+    copy = (shell.home / "jobs" / job / "logs" / f"trial-{running:04d}.stdout").read_text()
+    assert copy.count(f"trial {running} starts") == 1, copy
+    assert nothing_left(job, framework_id=framework_id)
+    if slot_mode == "warm":
+        assert warm_slots_checked(shell, job), "the resumed framework adopted no slot"

@@ -213,3 +213,26 @@ def test_each_trial_is_measured_exactly_when_it_is_reaped(server: ForkServer,
 def _output_list(sandbox: Path) -> list[float]:
     import json
     return list(json.loads((sandbox / "stdout").read_text().splitlines()[0]))
+
+
+def test_a_forked_trial_writes_through_the_executors_named_pipes(server: ForkServer,
+                                                                  slot: Path) -> None:
+    from disauto.common.logrotate import MIN_SIZE
+    from disauto.common.logrotate import Rotation
+    from disauto.common.logrotate import SandboxLogging
+    from disauto.executor.task_output import FIFO_DIR
+    from disauto.executor.task_output import TaskOutput
+
+    sandbox = slot / "tasks" / "piped"
+    sandbox.mkdir(parents=True)
+    (sandbox / "train.py").symlink_to(slot / "train.py")
+    output = TaskOutput(sandbox, slot / FIFO_DIR,
+                        SandboxLogging(Rotation(MIN_SIZE, 1), Rotation(MIN_SIZE, 1)))
+    assert output.fifos is not None
+    process = server.launch("train.py", False, (), _env(slot, TRIAL_VALUE="piped"), sandbox,
+                            output.fifos)
+    assert process.wait(timeout=30) == 0
+    output.drain()
+    assert _output(sandbox)["env"] == "piped"  # the files the collector reads, as ever
+    assert (sandbox / "stderr").read_text() == "to stderr\n"
+    assert not list((slot / FIFO_DIR).iterdir())  # the pipes are gone once drained

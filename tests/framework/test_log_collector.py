@@ -144,3 +144,16 @@ def test_a_rotated_file_the_agent_could_not_serve_is_read_on_the_next_poll(
     collector.poll()
     copy = collector.path("trial-0001", "stdout").read_bytes()
     assert failures and copy.endswith(_lines(4990, 5000) + b"THE LAST LINE\n")
+
+
+def test_a_resumed_framework_carries_each_copy_on_where_its_predecessor_stopped(
+        tmp_path: Path) -> None:
+    first, sandbox = _collector(tmp_path)
+    (sandbox / "stdout").write_bytes(b"before the framework died\n")
+    first.poll()  # then the framework is killed: no stop(), no last poll
+    (sandbox / "stdout").write_bytes(b"before the framework died\nafter the resume\n")
+    second = LogCollector(first._logs, lambda: "F-1",  # noqa: SLF001 - the same agent
+                          lambda: [("trial-0001", "S1", False)], first.folder)
+    second.poll()
+    assert second.path("trial-0001", "stdout").read_bytes() == (
+        b"before the framework died\nafter the resume\n")

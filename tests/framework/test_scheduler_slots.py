@@ -117,13 +117,14 @@ def test_a_big_trials_slot_is_carved_out_of_what_the_trial_asked(warm: WarmSetup
     assert task_part["cpus"] + executor_part["cpus"] == pytest.approx(runner.cpus)
     assert task_part["mem"] + executor_part["mem"] == pytest.approx(runner.mem_mb)
     assert executor_part["cpus"] == EXECUTOR_CPUS and executor_part["mem"] == EXECUTOR_MEM_MB
-    # The trial ends; the next one reuses the slot with the same split, on an offer of its size.
+    # The trial ends; the next one reuses the slot with the same split, on an offer of what
+    # the trial's task gave back (the executor keeps its share).
     warm.scheduler.statusUpdate(warm.driver, task_status(task["task_id"]["value"],
                                                          "TASK_FINISHED", agent_id="S1"))
     warm.submit(2)
     warm.driver.clear()
-    warm.scheduler.resourceOffers(warm.driver, [warm.offer("O2", cpus=runner.cpus,
-                                                           mem=runner.mem_mb)])
+    warm.scheduler.resourceOffers(warm.driver, [warm.offer("O2", cpus=task_part["cpus"],
+                                                           mem=task_part["mem"])])
     (second,) = warm.driver.launched()
     assert second["executor"]["executor_id"] == task["executor"]["executor_id"]
     assert _scalars(second["resources"]) == task_part

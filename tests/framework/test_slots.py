@@ -93,3 +93,35 @@ def test_a_container_slot_carries_its_container_in_the_executor_environment() ->
     plain = executor_info("job-slot-1", "python3 -m disauto.executor", [], "job")
     assert slots.SPEC_ENV not in {v["name"] for v in
                                   plain["command"]["environment"]["variables"]}
+
+
+def test_slot_numbers_go_on_from_the_record_and_are_told_before_use() -> None:
+    told: list[int] = []
+    table = SlotTable("job", started=3, on_start=told.append)
+    assert table.take("S1", "t1", can_start=True) == ("job-slot-3", True)
+    assert told == [4]
+
+
+def test_an_adopted_slot_is_freed_by_its_task_reused_with_its_info_or_reaped() -> None:
+    table = SlotTable("job", idle_seconds=60.0, started=2)
+    info = {"executor_id": {"value": "job-slot-0"}}
+    assert table.adopt("job-slot-0", "S1", "trial-0001", info=info)
+    assert not table.adopt("job-slot-0", "S1", "trial-0001")  # known already
+    assert not table.adopt("other-slot-0", "S1") and not table.adopt("job-appcore", "S1")
+    assert table.take("S1", "t2", can_start=False) is None  # busy
+    table.task_ended("trial-0001")
+    assert table.take("S1", "t2", can_start=False) == ("job-slot-0", False)
+    assert table.info_of("job-slot-0") == info
+    # Without its ExecutorInfo an adopted slot takes no trial and goes at the next reap.
+    assert table.adopt("job-slot-1", "S1")
+    assert table.take("S1", "t3", can_start=False) is None
+    assert [s.executor_id for s in table.expired()] == ["job-slot-1"]
+    assert not table.adopt("job-slot-1", "S1")  # shut down: never adopted again
+    assert table.adopted == 2
+
+
+def test_adopting_a_slot_numbered_past_the_count_moves_the_count_on() -> None:
+    told: list[int] = []
+    table = SlotTable("job", on_start=told.append)
+    table.adopt("job-slot-4", "S1")
+    assert told == [5] and table.take("S1", "t", can_start=True) == ("job-slot-5", True)

@@ -6,6 +6,7 @@ from collections.abc import Iterator
 from pathlib import Path
 import sqlite3
 import threading
+import time
 
 import pytest
 
@@ -139,7 +140,9 @@ def test_task_updates_are_recorded_as_received(store: JobStore) -> None:
     store.add_task_update(task_status("trial-0001", "TASK_FAILED", message="exit 3",
                                       reason="REASON_COMMAND_EXECUTOR_FAILED"))
     store.add_task_update(task_status("appcore-1", "TASK_RUNNING", agent_id="S9"))
-    assert store.task_updates("trial-0001") == [
+    updates = store.task_updates("trial-0001")
+    assert all(abs(u.pop("recorded_at") - time.time()) < 60 for u in updates)
+    assert updates == [
         {"task_id": "trial-0001", "state": "TASK_RUNNING", "reason": "",
          "source": "SOURCE_EXECUTOR", "message": "", "agent_id": "agent-S0"},
         {"task_id": "trial-0001", "state": "TASK_FAILED",

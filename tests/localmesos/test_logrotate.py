@@ -9,16 +9,16 @@ import time
 
 import pytest
 
+from disauto.common.logrotate import DEFAULT_SANDBOX_LOGGING
+from disauto.common.logrotate import MIN_SIZE
+from disauto.common.logrotate import LogRotateError
+from disauto.common.logrotate import RotatingFile
+from disauto.common.logrotate import Rotation
+from disauto.common.logrotate import SandboxLogging
+from disauto.common.logrotate import parse_options
 from disauto.localmesos.cli import UsageError
 from disauto.localmesos.cli import build_parser
 from disauto.localmesos.cli import config_from_args
-from disauto.localmesos.logrotate import DEFAULT_SANDBOX_LOGGING
-from disauto.localmesos.logrotate import MIN_SIZE
-from disauto.localmesos.logrotate import LogRotateError
-from disauto.localmesos.logrotate import RotatingFile
-from disauto.localmesos.logrotate import Rotation
-from disauto.localmesos.logrotate import SandboxLogging
-from disauto.localmesos.logrotate import parse_options
 from tests.localmesos.cluster_support import RawFramework
 from tests.localmesos.cluster_support import command_task
 from tests.localmesos.cluster_support import running_cluster

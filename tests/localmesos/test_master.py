@@ -264,8 +264,10 @@ def test_custom_executor_resources_executor_ids_and_shutdown() -> None:
         assert leftover["executor_ids"] == [{"value": "exec-1"}]
         assert offered(leftover, "cpus") == pytest.approx(2.0 - 0.1 - 0.5)
         fw = framework_state(cluster, str(raw.framework_id))
-        assert fw is not None and fw["executors"][0]["executor_id"] == {"value": "exec-1"}
-        assert fw["executors"][0]["framework_id"] == {"value": raw.framework_id}
+        # Mesos' model(ExecutorInfo): ids as strings, resources in the object form.
+        assert fw is not None and fw["executors"][0]["executor_id"] == "exec-1"
+        assert fw["executors"][0]["framework_id"] == raw.framework_id
+        assert fw["executors"][0]["resources"]["cpus"] == pytest.approx(0.5)
         assert fw["tasks"][0]["executor_id"] == "exec-1"
         raw.call(
             "SHUTDOWN",

@@ -10,6 +10,10 @@ container's stdout and stderr into a companion process that appends to the sandb
 Here a thread per stream does the same without ``logrotate``: the task writes into a pipe, so a
 task printing as fast as it can is never blocked by more than the pipe's buffer, and each file
 stays within its cap. Only the ``rotate N`` option is understood; any other is refused.
+
+Shared by the embedded agent (command and container tasks) and the warm slots' executor (its
+tasks' ``stdout``/``stderr``, the same caps and file names), which hands a task that opens its
+files itself (a forked trial, a ``docker exec``) a named pipe instead (:meth:`LogPump.fifo`).
 """
 
 from __future__ import annotations
@@ -32,7 +36,11 @@ MIN_SIZE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
 """Mesos refuses sizes under one memory page."""
 UNCAPPED = 2**62
 """A size no log reaches: no rotation (Mesos' default sandbox logger)."""
-_READ_SIZE = 64 * 1024
+_READ_SIZE = 1024 * 1024
+_PIPE_SIZE = 1024 * 1024
+"""Asked of the kernel for each pipe (``F_SETPIPE_SZ``; an unprivileged process gets up to
+``/proc/sys/fs/pipe-max-size``, 1 MiB by default): fewer, larger reads for a task that floods."""
+_F_SETPIPE_SZ = 1031
 
 
 class LogRotateError(ValueError):
@@ -157,12 +165,29 @@ class LogPump:
     of it), and :meth:`drain` once the child exited.
     """
 
-    def __init__(self, path: Path, rotation: Rotation) -> None:
-        self._file = RotatingFile(path, rotation)
-        self._read_fd, self.write_fd = os.pipe()
+    def __init__(self, path: Path, rotation: Rotation, *, fifo: Path | None = None) -> None:
+        self._fifo = fifo
+        if fifo is None:
+            self._read_fd, self.write_fd = os.pipe()
+        else:
+            # Opened for reading first (without waiting for a writer), then for writing: the
+            # pump's own write end keeps the pipe open until drain(), so it reads to the end
+            # of what every writer wrote, however late the task opens it.
+            os.mkfifo(fifo, 0o622)
+            self._read_fd = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+            self.write_fd = os.open(fifo, os.O_WRONLY | os.O_CLOEXEC)
+            os.set_blocking(self._read_fd, True)
         os.set_inheritable(self._read_fd, False)
+        _grow(self._read_fd)
+        self._file = RotatingFile(path, rotation)
         self._thread = threading.Thread(target=self._copy, name=f"log-{path.name}", daemon=True)
         self._thread.start()
+
+    @classmethod
+    def fifo(cls, path: Path, rotation: Rotation, fifo: Path) -> LogPump:
+        """A pump that reads the named pipe ``fifo`` (made here), for a task that opens its
+        output by path; :meth:`drain` once it exited (which removes ``fifo``)."""
+        return cls(path, rotation, fifo=fifo)
 
     def _copy(self) -> None:
         try:
@@ -191,4 +216,16 @@ class LogPump:
         """
         self.started()
         self._thread.join(timeout)
+        if self._fifo is not None:
+            _unlink(self._fifo)
         return not self._thread.is_alive()
+
+
+def _grow(fd: int) -> None:
+    """Ask for a larger pipe buffer (best effort: the default one works, only slower)."""
+    try:
+        import fcntl
+
+        fcntl.fcntl(fd, _F_SETPIPE_SZ, _PIPE_SIZE)
+    except (ImportError, OSError):
+        pass
