@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
+from typing import TypeVar
 
 import grpc
 
@@ -27,6 +29,9 @@ _PASSED_THROUGH = {
 }
 
 
+_T = TypeVar("_T")
+
+
 class AppCoreServicer(appcore_pb2_grpc.AppCoreServiceServicer):
     """Receives runners' reports.
 
@@ -48,52 +53,55 @@ class AppCoreServicer(appcore_pb2_grpc.AppCoreServiceServicer):
     def ReportMetrics(  # noqa: N802 - gRPC method name
         self, request: common_pb2.Report, context: grpc.ServicerContext
     ) -> appcore_pb2.ReportMetricsReply:
-        token = dict(context.invocation_metadata()).get(TOKEN_METADATA, "")
-        if not check_trial_token(self._job_token, request.trial_number, str(token)):
-            context.abort(grpc.StatusCode.UNAUTHENTICATED,
-                          f"missing or wrong token for trial {request.trial_number}")
+        self._check_token(request.trial_number, context)
         report = Report.from_proto(request)
         try:
             report = replace(report, metrics=check_metrics(report.metrics))
         except MetricError as err:
             context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(err))
-        loop = self._loop
-        if loop is None:
-            context.abort(grpc.StatusCode.UNAVAILABLE,
-                          "AppCore is starting or waits for its framework")
-        try:
-            stop = loop.report(report)
-        except grpc.RpcError as err:
-            if err.code() in _PASSED_THROUGH:
-                context.abort(err.code(), err.details() or err.code().name)
-            context.abort(grpc.StatusCode.UNAVAILABLE,
-                          f"the framework could not record the report: {err.details()}")
+        loop = self._loop_or_abort(context)
+        stop = self._forward(context, "the report", lambda: loop.report(report))
         return appcore_pb2.ReportMetricsReply(should_stop=stop)
 
     def ReportGpuSamples(  # noqa: N802 - gRPC method name
         self, request: common_pb2.GpuSamples, context: grpc.ServicerContext
     ) -> common_pb2.GpuSamplesReply:
-        token = dict(context.invocation_metadata()).get(TOKEN_METADATA, "")
-        if not check_trial_token(self._job_token, request.trial_number, str(token)):
-            context.abort(grpc.StatusCode.UNAUTHENTICATED,
-                          f"missing or wrong token for trial {request.trial_number}")
+        self._check_token(request.trial_number, context)
         number, readings = gpu_samples.from_proto(request)
         try:
             gpu_samples.check_readings(readings)
         except gpu_samples.GpuSampleError as err:
             context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(err))
+        loop = self._loop_or_abort(context)
+        recorded = self._forward(context, "the GPU samples",
+                                 lambda: loop.record_gpu_samples(number, readings))
+        return common_pb2.GpuSamplesReply(recorded=recorded)
+
+    def _check_token(self, trial_number: int, context: grpc.ServicerContext) -> None:
+        token = dict(context.invocation_metadata()).get(TOKEN_METADATA, "")
+        if not check_trial_token(self._job_token, trial_number, str(token)):
+            context.abort(grpc.StatusCode.UNAUTHENTICATED,
+                          f"missing or wrong token for trial {trial_number}")
+
+    def _loop_or_abort(self, context: grpc.ServicerContext) -> TrialLoop:
         loop = self._loop
         if loop is None:
             context.abort(grpc.StatusCode.UNAVAILABLE,
                           "AppCore is starting or waits for its framework")
+        assert loop is not None  # abort raises
+        return loop
+
+    @staticmethod
+    def _forward(context: grpc.ServicerContext, what: str, call: Callable[[], _T]) -> _T:
+        """``call()`` (a call to the framework), its errors as the runner should see them."""
         try:
-            recorded = loop.record_gpu_samples(number, readings)
+            return call()
         except grpc.RpcError as err:
             if err.code() in _PASSED_THROUGH:
                 context.abort(err.code(), err.details() or err.code().name)
             context.abort(grpc.StatusCode.UNAVAILABLE,
-                          f"the framework could not record the GPU samples: {err.details()}")
-        return common_pb2.GpuSamplesReply(recorded=recorded)
+                          f"the framework could not record {what}: {err.details()}")
+            raise  # abort raises; for the type checker
 
 
 def make_server(servicer: AppCoreServicer, host: str, port: int, *,
