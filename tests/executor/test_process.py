@@ -3,6 +3,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
+import resource
 import signal
 import sys
 
@@ -31,13 +32,17 @@ LOAD = ("import resource, time, json\n"
 def test_a_reaped_task_says_exactly_what_it_used(tmp_path: Path) -> None:
     (tmp_path / "load.py").write_text(LOAD)
     # Two commands, so the shell does not exec the last one: the usage is of its descendants.
+    # Linux counts in a child's peak the resident set it was forked with (exec keeps the old
+    # image's high-water mark): the forking process's own, here this test process's.
+    forker = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
     process = TaskProcess(f"true; {sys.executable} load.py; true", dict(os.environ), tmp_path)
     assert process.wait(timeout=60) == 0
     own_cpu, own_peak = json.loads((tmp_path / "stdout").read_text())
     usage = process.usage
     assert usage is not None
     assert own_cpu <= usage.cpu_seconds <= own_cpu + 0.2
-    assert usage.max_rss_bytes == own_peak  # the largest resident set: the Python's
+    # The largest resident set: the Python's, unless the process that forked it was larger.
+    assert own_peak <= usage.max_rss_bytes <= max(own_peak, forker) + 4 * 1024 * 1024
 
 
 @pytest.mark.integration  # starts processes
