@@ -6,8 +6,11 @@ calls the Mesos web UI makes, so it works against real Mesos agents and the embe
 appends what is new to ``<job folder>/logs/<task id>.stdout`` / ``.stderr``. A task that ended
 is read once more, then left alone; :meth:`LogCollector.stop` reads every task a last time.
 How far each copy got is kept beside the copies (``logs/.offsets.json``, rewritten after each
-poll that copied something), so a resumed framework's collector carries on each copy where its
-predecessor stopped instead of copying the task's output again.
+poll that copied something: the sandbox offset reached and the copy's length then), so a
+resumed framework's collector carries on each copy where its predecessor stopped instead of
+copying the task's output again; what a framework appended after its last record and before it
+died is cut off the copy first (it is copied again from the recorded offset), so nothing is in
+a copy twice.
 
 Bounded, whatever the task prints: one poll copies at most ``max_poll_bytes`` of a file (a
 task that writes faster has the middle of its output replaced by one ``[disauto: N bytes
@@ -98,22 +101,46 @@ class LogCollector:
             return
         for name, value in saved.items():
             task_id, _, stream = str(name).rpartition("\t")
-            if stream not in STREAMS or not isinstance(value, list) or len(value) != 2:
+            if stream not in STREAMS or not isinstance(value, list) or len(value) not in (2, 3):
                 continue
             try:
                 offset, removed = int(value[0]), int(value[1])
+                length = int(value[2]) if len(value) == 3 else None
             except (TypeError, ValueError):
                 continue
             self._offsets[(task_id, stream)] = offset
             if removed:
                 self._removed[(task_id, stream)] = removed
-        self._saved = {f"{t}\t{s}": [o, self._removed.get((t, s), 0)]
-                       for (t, s), o in self._offsets.items()}
+            if length is not None:
+                self._cut_unrecorded(self.path(task_id, stream), length)
+        self._saved = self._record()
+
+    @staticmethod
+    def _cut_unrecorded(copy: Path, length: int) -> None:
+        """Cut off what was appended to ``copy`` after its length was last recorded."""
+        try:
+            if copy.stat().st_size > length:
+                with copy.open("r+b") as handle:
+                    handle.truncate(length)
+        except OSError as err:
+            logger.warning("cannot cut %s back to its recorded length: %s", copy, err)
+
+    def _record(self) -> dict[str, list[int]]:
+        """What ``logs/.offsets.json`` keeps: per copy, [sandbox offset, bytes cut off its
+        beginning, its length]."""
+        out = {}
+        for (task_id, stream), offset in self._offsets.items():
+            try:
+                length = self.path(task_id, stream).stat().st_size
+            except OSError:
+                length = 0
+            out[f"{task_id}\t{stream}"] = [offset, self._removed.get((task_id, stream), 0),
+                                            length]
+        return out
 
     def _save_offsets(self) -> None:
         """Keep how far each copy got, when that changed (atomically)."""
-        now = {f"{t}\t{s}": [o, self._removed.get((t, s), 0)]
-               for (t, s), o in self._offsets.items()}
+        now = self._record()
         if now == self._saved:
             return
         partial = self.folder / (OFFSETS + ".partial")

@@ -157,3 +157,18 @@ def test_a_resumed_framework_carries_each_copy_on_where_its_predecessor_stopped(
     second.poll()
     assert second.path("trial-0001", "stdout").read_bytes() == (
         b"before the framework died\nafter the resume\n")
+
+
+def test_what_a_dying_framework_appended_after_its_last_record_is_not_copied_twice(
+        tmp_path: Path) -> None:
+    first, sandbox = _collector(tmp_path)
+    (sandbox / "stdout").write_bytes(b"one\n")
+    first.poll()  # recorded: offset 4, copy length 4
+    (sandbox / "stdout").write_bytes(b"one\ntwo\n")
+    copy = first.path("trial-0001", "stdout")
+    with copy.open("ab") as out:  # the dying framework appended "two" but recorded nothing
+        out.write(b"two\n")
+    second = LogCollector(first._logs, lambda: "F-1",  # noqa: SLF001 - the same agent
+                          lambda: [("trial-0001", "S1", False)], first.folder)
+    second.poll()
+    assert copy.read_bytes() == b"one\ntwo\n"
