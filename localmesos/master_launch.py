@@ -133,7 +133,9 @@ class LaunchCalls:
         kind = operation.get("type", "UNKNOWN")
         message = f"Operation {kind} is not supported by localmesos (no reservations or volumes)"
         logger.warning("Framework %s: %s", fw.framework_id, message)
-        if "id" in operation and fw.subscription is not None:
+        # Feedback goes to an operation that names itself; an empty id names nothing (Mesos'
+        # IDs must not be empty), so it gets none, as an operation without an id.
+        if (operation.get("id") or {}).get("value") and fw.subscription is not None:
             fw.subscription.send(
                 {
                     "type": "UPDATE_OPERATION_STATUS",

@@ -523,12 +523,16 @@ def test_unsupported_operations_with_an_id_get_operation_error() -> None:
         raw = RawFramework(cluster.address)
         raw.subscribe()
         offer = _offers(raw)[0]
+        nameless = {"type": "RESERVE", "id": {"value": ""}, "reserve": {}}
         reserve = {"type": "RESERVE", "id": {"value": "op-1"}, "reserve": {}}
-        raw.accept([offer["id"]["value"]], [reserve])
+        raw.accept([offer["id"]["value"]], [nameless, reserve])
+        # The empty id names no operation (found by the fuzz test): only op-1 gets a status.
         event = raw.wait_event(lambda e: e["type"] == "UPDATE_OPERATION_STATUS")
         status = event["update_operation_status"]["status"]
         assert status["operation_id"] == {"value": "op-1"}
         assert status["state"] == "OPERATION_ERROR" and "uuid" not in status
+        time.sleep(0.3)
+        assert sum(e["type"] == "UPDATE_OPERATION_STATUS" for e in raw.events) == 1
         raw.close()
 
 
