@@ -146,16 +146,45 @@ class SlotTask:
     command: str
     environment: dict[str, str]
     preload: Preload | None = None
+    warmup: Warmup | None = None
+    """Set on a slot's warm-up task: the executor prepares the slot for trials like this one
+    and ends the task, without running ``command``."""
+
+
+@dataclass(frozen=True)
+class Warmup:
+    """A warm-up task (``framework/slots.py`` warm_up_task): the slot starts what its trials
+    will share -- its container, sized for trials of ``cpus`` and ``mem_mb``, and its
+    pre-imported interpreter -- before the first trial is sent, and the task then ends
+    TASK_FINISHED (TASK_FAILED with the reason when the slot cannot be prepared)."""
+
+    cpus: float
+    mem_mb: float
+
+
+WARMUP_SUFFIX = "-warmup"
+"""A warm-up task's id is its slot's executor id with this suffix."""
+
+
+def warmup_task_id(executor_id: str) -> str:
+    return executor_id + WARMUP_SUFFIX
+
+
+def is_warmup_task(task_id: str) -> bool:
+    return task_id.endswith(WARMUP_SUFFIX) and "-slot-" in task_id
 
 
 def task_data(command: str, environment: Mapping[str, str],
-              preload: Preload | None = None) -> str:
+              preload: Preload | None = None, warmup: Warmup | None = None) -> str:
     """``TaskInfo.data`` of a slot task: the shell command, its environment and, with
-    ``--slot-preload``, the program and the modules the slot's interpreter imports."""
+    ``--slot-preload``, the program and the modules the slot's interpreter imports; a warm-up
+    task says so and what its trials will take."""
     body: dict[str, object] = {"command": command, "environment": dict(environment)}
     if preload is not None:
         body["preload"] = {"program": preload.program.to_json(),
                            "modules": list(preload.modules)}
+    if warmup is not None:
+        body["warmup"] = {"cpus": warmup.cpus, "mem_mb": warmup.mem_mb}
     return base64.b64encode(json.dumps(body, sort_keys=True).encode()).decode()
 
 
@@ -166,12 +195,25 @@ def read_slot_task(data: str) -> SlotTask:
         command = body["command"]
         environment = body.get("environment", {})
         preload = body.get("preload")
+        warmup = body.get("warmup")
     except (ValueError, TypeError, KeyError, AttributeError) as err:
         raise TaskDataError(f"the task's data is not a DisAuto slot task ({err})") from None
     if not isinstance(command, str) or not command or not isinstance(environment, dict):
         raise TaskDataError("the task's data names no command")
     return SlotTask(command, {str(k): str(v) for k, v in environment.items()},
-                    _read_preload(preload) if preload is not None else None)
+                    _read_preload(preload) if preload is not None else None,
+                    _read_warmup(warmup) if warmup is not None else None)
+
+
+def _read_warmup(body: object) -> Warmup:
+    try:
+        cpus, mem_mb = float(body["cpus"]), float(body["mem_mb"])  # type: ignore[index]
+    except (KeyError, TypeError, ValueError):
+        raise TaskDataError("the task's warmup is not an object with numbers 'cpus' and "
+                            "'mem_mb'") from None
+    if not (cpus >= 0 and mem_mb >= 0):
+        raise TaskDataError("the task's warmup 'cpus' and 'mem_mb' must be >= 0")
+    return Warmup(cpus, mem_mb)
 
 
 def _read_preload(body: object) -> Preload:

@@ -99,6 +99,9 @@ class SlotExecutor(Executor):  # type: ignore[misc]  # pymesos is untyped
         output: TaskOutput | None = None
         try:
             slot_task = slots.read_slot_task(str(task.get("data") or ""))
+            if slot_task.warmup is not None:
+                self._warm_up(driver, task_id, slot_task)
+                return
             sandbox = self._task_sandbox(task_id)
             self._update(driver, task_id, "TASK_STARTING")
             # Capped and rotated as the agent caps a command task's output; a task that opens
@@ -130,10 +133,31 @@ class SlotExecutor(Executor):  # type: ignore[misc]  # pymesos is untyped
         threading.Thread(target=self._reap, args=(driver, task_id, process),
                          name=f"reap-{task_id}", daemon=True).start()
 
-    def _fork(self, preload: slots.Preload, env: dict[str, str], sandbox: Path,
-              output: TaskOutput) -> GroupProcess:
-        """The trial forked from the slot's pre-imported interpreter (started, or started
-        again after it ended, here)."""
+    def _warm_up(self, driver: Any, task_id: str, slot_task: slots.SlotTask) -> None:
+        """Start what the slot's trials share -- its container, its pre-imported interpreter
+        -- and end the warm-up task: FINISHED, or FAILED with why the slot cannot run them
+        (its trials would fail the same way). On pymesos' thread, as a trial's start: the
+        agent's next LAUNCH for this slot waits until the slot is ready."""
+        assert slot_task.warmup is not None
+        self._update(driver, task_id, "TASK_RUNNING")
+        try:
+            if self.container is not None:
+                self.container.ensure(slot_task.warmup.cpus, slot_task.warmup.mem_mb)
+            elif slot_task.preload is not None:
+                env = self._environment(task_id, self.sandbox, slot_task.environment)
+                self._preloaded(slot_task.preload, env)
+        except (ForkServerError, OSError, ContainerError) as err:
+            logger.warning("slot warm-up %s failed: %s", task_id, err)
+            self._remember_ended(task_id)
+            self._update(driver, task_id, "TASK_FAILED", message=f"cannot warm up: {err}")
+            return
+        logger.info("slot warmed up (%s)", task_id)
+        self._remember_ended(task_id)
+        self._update(driver, task_id, "TASK_FINISHED", message="the slot is ready")
+
+    def _preloaded(self, preload: slots.Preload, env: Mapping[str, str]) -> ForkServer:
+        """The slot's pre-imported interpreter for ``preload`` (started, or started again
+        after it ended or when the trial wants another interpreter, here)."""
         program = preload.program
         server = self._forkserver
         if server is None or not server.alive or \
@@ -142,6 +166,13 @@ class SlotExecutor(Executor):  # type: ignore[misc]  # pymesos is untyped
                 server.close()
             server = self._forkserver = ForkServer(program, preload.modules,
                                                    self._slot_environment(env), self.sandbox)
+        return server
+
+    def _fork(self, preload: slots.Preload, env: dict[str, str], sandbox: Path,
+              output: TaskOutput) -> GroupProcess:
+        """The trial forked from the slot's pre-imported interpreter."""
+        program = preload.program
+        server = self._preloaded(preload, env)
         return server.launch(program.target, program.is_module, program.args, env, sandbox,
                              output.fifos)
 
@@ -182,15 +213,18 @@ class SlotExecutor(Executor):  # type: ignore[misc]  # pymesos is untyped
             output = self._outputs.pop(task_id, None)
         if output is not None:
             output.drain()  # its last output is in its files before its end is reported
-        with self._lock:
-            self._ended[task_id] = None  # a late KILL is ignored from now on
-            while len(self._ended) > ENDED_KEPT:
-                self._ended.popitem(last=False)
+        self._remember_ended(task_id)
         try:
             self._report_end(driver, task_id, process, returncode)
         finally:
             with self._lock:  # only now: SHUTDOWN waits for the report to be sent
                 self._tasks.pop(task_id, None)
+
+    def _remember_ended(self, task_id: str) -> None:
+        with self._lock:
+            self._ended[task_id] = None  # a late KILL is ignored from now on
+            while len(self._ended) > ENDED_KEPT:
+                self._ended.popitem(last=False)
 
     def _report_end(self, driver: Any, task_id: str,
                     process: GroupProcess | ContainerTaskProcess, returncode: int) -> None:

@@ -17,6 +17,7 @@ import time
 from typing import TYPE_CHECKING
 from typing import Any
 
+from disauto.common import slots
 from disauto.common import task_env
 from disauto.common import task_usage
 from disauto.common.task_states import has_ended_for_framework
@@ -90,6 +91,9 @@ class TaskStatusHandling:
                 else:
                     logger.info("status %s of %s, an earlier launch of trial %d", state,
                                 task_id, trial.number)
+            elif slots.is_warmup_task(task_id):
+                if state in ("TASK_FAILED", "TASK_ERROR", "TASK_LOST", "TASK_DROPPED"):
+                    logger.warning("slot warm-up %s: %s", task_id, describe_status(status))
             else:
                 logger.warning("status %s for unknown task %s", state, task_id)
         if pending:

@@ -22,6 +22,7 @@ from disauto.common import task_env
 from disauto.common.resources import Resources
 from disauto.common.slots import ContainerSpec as SlotContainerSpec
 from disauto.common.slots import Preload
+from disauto.common.slots import is_warmup_task
 from disauto.common.task_states import has_ended_for_framework
 from disauto.common.telemetry import AGENT_CPU_UTILIZATION
 from disauto.common.tokens import trial_token
@@ -39,12 +40,14 @@ from disauto.framework.policies import LaunchRequest
 from disauto.framework.policies import OfferPolicy
 from disauto.framework.sandbox_logs import SandboxLogs
 from disauto.framework.slot_adoption import running_slots
+from disauto.framework.slots import WARMUP_RESOURCES
 from disauto.framework.slots import SlotTable
 from disauto.framework.slots import as_slot_task
 from disauto.framework.slots import carved
 from disauto.framework.slots import container_spec
 from disauto.framework.slots import executor_info
 from disauto.framework.slots import executor_resources
+from disauto.framework.slots import warm_up_task
 from disauto.framework.tasks import appcore_task
 from disauto.framework.tasks import trial_task
 from disauto.protos import framework_pb2
@@ -305,6 +308,7 @@ class JobScheduler(Scheduler):
             views.sort(key=lambda view: not slots.has_free(view.agent_id))
             views = [self._with_slot_room(view) for view in views]
         plan = self._policy.place(views, requests)
+        warm = [self._warm_up_wanted(plan.launches.values())]
         for view in views:
             launches = plan.launches.get(view.id, [])
             left = [view.available]  # what the planned claims leave: room for new slots
@@ -314,6 +318,8 @@ class JobScheduler(Scheduler):
                 task for request, claim in launches
                 if (task := self._task_for(request, view, claim, left)) is not None
             ]
+            if warm[0] > 0 and view.id not in plan.deliberate:
+                tasks += self._warm_ups(view, left, warm)
             if tasks:
                 logger.info("launching %s on %s", ", ".join(_launch_name(t) for t in tasks),
                             view.hostname)
@@ -427,10 +433,7 @@ class JobScheduler(Scheduler):
         output_dir = ""
         if config.output is not None:
             output_dir = f"{config.output.destination}/trial-{trial.number:04d}"
-        runner_container = container_info(
-            config.docker_image, config.containerizer,
-            host_paths=[config.output.destination] if config.output is not None else [],
-        ) if config.docker_image else None
+        runner_container = self._runner_container()
         task = trial_task(
             trial_number=trial.number,
             agent_id=view.agent_id,
@@ -456,6 +459,15 @@ class JobScheduler(Scheduler):
             task, executor_id = self._on_slot(task, view, left)
         self._job.trial_launched(trial.number, task_id, view.agent_id, executor_id)
         return task
+
+    def _runner_container(self) -> dict[str, Any] | None:
+        """The ContainerInfo of the job's trials (``--docker-image``), or None."""
+        config = self._job.config
+        if not config.docker_image:
+            return None
+        return container_info(
+            config.docker_image, config.containerizer,
+            host_paths=[config.output.destination] if config.output is not None else [])
 
     def _on_slot(self, task: dict[str, Any], view: OfferView,
                  left: list[Resources]) -> tuple[dict[str, Any], str]:
@@ -492,6 +504,49 @@ class JobScheduler(Scheduler):
         if new:
             logger.info("starting slot %s on %s", executor_id, view.hostname)
         return as_slot_task(task, executor, self._preload), executor_id
+
+    def _warm_up_wanted(self, launches: Any) -> int:
+        """How many slots to start before their trials: in the round that launches AppCore,
+        up to the job's parallelism (its first trials come once AppCore runs). Not for GPU
+        trials: a slot would hold its GPUs, which other jobs may want, before any trial."""
+        if self.slots is None or self._job.config.runner.gpus:
+            return 0
+        if not any(request.key == APPCORE_KEY for planned in launches for request, _ in planned):
+            return 0
+        return max(0, int(self._job.config.search.parallelism) - self.slots.live())
+
+    def _warm_ups(self, view: OfferView, left: list[Resources],
+                  budget: list[int]) -> list[dict[str, Any]]:
+        """Warm-up tasks for the slots ``view`` has room for: each where a trial will fit
+        beside the slots started before it (``framework/slots.py`` warm_up_task)."""
+        assert self.slots is not None
+        config = self._job.config
+        runner = config.runner
+        share = executor_resources()
+        own = share + WARMUP_RESOURCES
+        trial = Resources({"cpus": runner.cpus, "mem": runner.mem_mb})
+        if not carved(runner.cpus, runner.mem_mb):
+            trial = trial + share
+        room = left[0]
+        container = self._slot_container()
+        env = {**task_environment({**config.extra_env, **self._trial_env,
+                                   **self._rendezvous_env()}, self._runner_container()),
+               task_env.JOB_ID: config.job_id}
+        tasks = []
+        while budget[0] > 0 and room.contains(trial) and left[0].contains(own):
+            executor_id = self.slots.start_idle(view.agent_id)
+            executor = executor_info(executor_id, self._executor_command, self._uris,
+                                     config.job_id, container)
+            self.slots.set_info(executor_id, executor)
+            self._job.store.set_meta(SLOT_INFO_KEY + executor_id, json.dumps(executor))
+            tasks.append(warm_up_task(executor, view.agent_id, config.launch_cmd, env,
+                                      runner.cpus, runner.mem_mb, self._preload))
+            room = room - trial
+            left[0] = left[0] - own
+            budget[0] -= 1
+            logger.info("starting slot %s on %s before its first trial", executor_id,
+                        view.hostname)
+        return tasks
 
     def _slot_container(self) -> SlotContainerSpec | None:
         """The container of the job's slots (``--docker-image``), or None."""
@@ -597,9 +652,9 @@ class JobScheduler(Scheduler):
         assert self.slots is not None
         executor_id = str((status.get("executor_id") or {}).get("value", ""))
         task_id = str((status.get("task_id") or {}).get("value", ""))
-        if not executor_id or executor_id == task_id \
+        if not executor_id or executor_id == task_id or is_warmup_task(task_id) \
                 or has_ended_for_framework(str(status.get("state"))):
-            return
+            return  # a warm-up task does not keep its slot from trials
         agent_id = str((status.get("agent_id") or {}).get("value", ""))
         info = self._recorded_info(executor_id)
         gpus = int(Resources.from_json(info.get("resources") or []).scalar("gpus")) if info else 0

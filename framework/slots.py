@@ -128,6 +128,18 @@ class SlotTable:
             self._task_executor[task_id] = slot.executor_id
             return slot.executor_id, new
 
+    def start_idle(self, agent_id: str) -> str:
+        """Number a new slot on ``agent_id`` that waits for trials from now (a warm-up task
+        starts its executor): its executor id."""
+        with self._lock:
+            slot = Slot(slots.slot_executor_id(self._job_id, self.started), agent_id,
+                        idle_since=time.monotonic())
+            self.started += 1
+            self._on_start(self.started)
+            self._slots[slot.executor_id] = slot
+            self._task_executor[slots.warmup_task_id(slot.executor_id)] = slot.executor_id
+            return slot.executor_id
+
     @staticmethod
     def _reusable(slot: Slot) -> bool:
         """Whether a free slot may take a trial: an adopted one only with its ExecutorInfo."""
@@ -271,6 +283,38 @@ def executor_info(executor_id: str, command: str, uris: Sequence[Mapping[str, An
         "labels": {"labels": [{"key": "disauto.job", "value": job_id},
                               {"key": "disauto.role", "value": "slot"}]},
     }
+
+
+WARMUP_RESOURCES = Resources({"cpus": 0.01})
+"""A warm-up task's own claim, besides its new executor's share (Mesos refuses a task without
+resources); it gives it back when it ends, once the slot is ready."""
+
+
+def warm_up_task(executor: Mapping[str, Any], agent_id: str, command: str,
+                 environment: Mapping[str, str], trial_cpus: float, trial_mem_mb: float,
+                 preload: slots.Preload | None = None) -> dict[str, Any]:
+    """The task that starts a slot before its first trial (``common.slots.Warmup``): its
+    executor, container and pre-imported interpreter start while AppCore does, so the first
+    trials start at once instead of waiting for all of that together. ``command`` and
+    ``environment`` are the trials' (the interpreter starts with that environment)."""
+    executor_id = str(executor["executor_id"]["value"])
+    return {
+        "name": "slot warm-up",
+        "task_id": {"value": slots.warmup_task_id(executor_id)},
+        "agent_id": {"value": agent_id},
+        "resources": WARMUP_RESOURCES.to_json(),
+        "executor": dict(executor),
+        "data": slots.task_data(command, environment, preload,
+                                slots.Warmup(trial_cpus, trial_mem_mb)),
+        "labels": {"labels": [{"key": "disauto.job", "value": _job_label(executor)},
+                              {"key": "disauto.role", "value": "slot-warm-up"}]},
+    }
+
+
+def _job_label(executor: Mapping[str, Any]) -> str:
+    labels = (executor.get("labels") or {}).get("labels") or []
+    return next((str(label.get("value", "")) for label in labels
+                 if label.get("key") == "disauto.job"), "")
 
 
 def as_slot_task(task: Mapping[str, Any], executor: Mapping[str, Any],

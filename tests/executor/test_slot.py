@@ -16,6 +16,7 @@ import pytest
 
 from disauto.common import slots
 from disauto.common import task_usage
+from disauto.common.python_command import parse_python_command
 from disauto.localmesos.cluster import LocalCluster
 from tests.localmesos.cluster_support import RawFramework
 from tests.localmesos.cluster_support import command_task
@@ -165,3 +166,53 @@ def test_a_killed_executor_takes_its_tasks_with_it() -> None:
         assert failed["state"] == "TASK_FAILED"
         assert failed["reason"] == "REASON_EXECUTOR_TERMINATED"
         wait_until(lambda: not pid_alive(pid), timeout=10)
+
+
+def test_a_warm_up_task_starts_the_slots_interpreter_before_its_first_trial(
+        tmp_path: Path) -> None:
+    """A warm-up task (``framework/slots.py`` warm_up_task) starts the pre-imported
+    interpreter and ends FINISHED; the next trial is forked from that very interpreter. One
+    that names a module that cannot be imported ends FAILED, naming it."""
+    script = tmp_path / "trial.py"
+    script.write_text("import os\nopen('ppid', 'w').write(str(os.getppid()))\n")
+    command = f"{sys.executable} trial.py"
+    preload = slots.Preload(parse_python_command(command), ("json",))
+    warm_up = slots.Warmup(0.1, 32.0)
+    with framework() as (cluster, raw):
+        used: set[str] = set()
+        executor = slot([{"value": str(script)}])
+        launch(raw, used, slots.warmup_task_id("job-slot-0"), command, executor=executor,
+               data=slots.task_data(command, {}, preload, warm_up))
+        ready = final(raw, "job-slot-0-warmup")
+        assert (ready["state"], ready["message"]) == ("TASK_FINISHED", "the slot is ready")
+        assert [s["state"] for s in raw.updates("job-slot-0-warmup")] == [
+            "TASK_RUNNING", "TASK_FINISHED"]
+        root = executor_dir(cluster)
+        interpreters = [pid for pid in _pids() if _cwd(pid) == root
+                        and b"zygote.py" in Path(f"/proc/{pid}/cmdline").read_bytes()]
+        assert len(interpreters) == 1  # started by the warm-up, before any trial
+        launch(raw, used, "t1", command, executor=executor,
+               data=slots.task_data(command, {}, preload))
+        assert final(raw, "t1")["state"] == "TASK_FINISHED"
+        assert read_pid(root / slots.task_sandbox("t1") / "ppid") == interpreters[0]
+        assert not (root / slots.task_sandbox("job-slot-0-warmup")).exists()
+
+        broken = slots.Preload(parse_python_command(command), ("no_such_module_here",))
+        other = {**slot([{"value": str(script)}]), "executor_id": {"value": "job-slot-1"}}
+        launch(raw, used, "job-slot-1-warmup", command, executor=other,
+               data=slots.task_data(command, {}, broken, warm_up))
+        failed = final(raw, "job-slot-1-warmup")
+        assert failed["state"] == "TASK_FAILED"
+        assert failed["message"].startswith("cannot warm up: ")
+        assert "no_such_module_here" in failed["message"]
+
+
+def _pids() -> list[int]:
+    return [int(entry.name) for entry in Path("/proc").iterdir() if entry.name.isdigit()]
+
+
+def _cwd(pid: int) -> Path | None:
+    try:
+        return Path(os.readlink(f"/proc/{pid}/cwd"))
+    except OSError:
+        return None

@@ -36,11 +36,17 @@ class SlotDriver(RecordingDriver):
 
 
 class WarmSetup(Setup):
+    """A job with warm slots whose AppCore runs. By default AppCore's offer had room for
+    AppCore alone, so no slot started before the first trial; ``appcore_offer`` a bigger one
+    (warm-ups)."""
+
     def __init__(self, job_dir: Path,  # noqa: D107 - a Setup with slots
-                 runner: TaskResources | None = None) -> None:
+                 runner: TaskResources | None = None,
+                 appcore_offer: tuple[float, float] = (0.5, 64.0), parallelism: int = 2
+                 ) -> None:
         self.store = JobStore(job_dir / "job.db")
         self.driver = SlotDriver()
-        config = job_config(max_trials=10, parallelism=2)
+        config = job_config(max_trials=10, parallelism=parallelism)
         if runner is not None:
             config = dataclasses.replace(config, runner=runner)
         self.controller = JobController(config, self.store,
@@ -51,7 +57,9 @@ class WarmSetup(Setup):
                                       slots=self.slots, executor_command="run-executor")
         self.scheduler.registered(self.driver, {"value": "F-1"},
                                   {"hostname": "master", "port": 5050})
-        self.scheduler.resourceOffers(self.driver, [self.offer("O0")])  # AppCore
+        cpus, mem = appcore_offer
+        self.scheduler.resourceOffers(self.driver, [self.offer("O0", cpus, mem)])  # AppCore
+        self.appcore_round = self.driver.launched()
         self.controller.attach_appcore("h:1")
         self.driver.clear()
 
@@ -182,3 +190,69 @@ def test_a_resumed_framework_knows_a_slot_task_by_its_executor(tmp_path: Path) -
     (trial,) = plain.controller.trials()
     assert trial.state == "FAILED"  # a command task's executor dying is its script's failure
     plain.store.close()
+
+
+def test_slots_start_with_appcore_where_trials_will_fit_and_take_the_first_trials(
+        tmp_path: Path) -> None:
+    """The round that launches AppCore also starts a slot per trial slot (the parallelism)
+    where a trial will fit: their executors, interpreters and containers start while
+    AppCore does. The first trials go to those slots; no new executor starts."""
+    warm = WarmSetup(tmp_path, appcore_offer=(2.6, 4096.0), parallelism=3)  # room: 2 trials
+    appcore, *warm_ups = warm.appcore_round
+    assert appcore["name"] == "appcore"
+    assert [t["task_id"]["value"] for t in warm_ups] == ["job-test-slot-0-warmup",
+                                                         "job-test-slot-1-warmup"]
+    first = warm_ups[0]
+    assert _scalars(first["resources"]) == {"cpus": 0.01}
+    assert _scalars(first["executor"]["resources"]) == {"cpus": EXECUTOR_CPUS,
+                                                        "mem": EXECUTOR_MEM_MB}
+    task = slots.read_slot_task(first["data"])
+    runner = warm.controller.config.runner
+    assert task.warmup == slots.Warmup(runner.cpus, runner.mem_mb)
+    assert task.command == warm.controller.config.launch_cmd
+    assert task.environment["DISAUTO_JOB_ID"] == warm.controller.config.job_id
+    assert "DISAUTO_TRIAL_NUMBER" not in task.environment
+    assert warm.slots.live() == 2 and warm.slots.free_count("S1") == 2
+    assert warm.store.get_meta("slot_executor:job-test-slot-0")  # adoptable after a resume
+
+    # A running warm-up does not keep its slot from trials; its end changes nothing.
+    warm.scheduler.statusUpdate(warm.driver, {
+        **task_status("job-test-slot-0-warmup", "TASK_RUNNING"),
+        "executor_id": {"value": "job-test-slot-0"}})
+    assert warm.slots.free_count("S1") == 2
+    warm.scheduler.statusUpdate(warm.driver, task_status("job-test-slot-0-warmup",
+                                                         "TASK_FINISHED"))
+    for number in (1, 2, 3):
+        warm.submit(number)
+    warm.scheduler.resourceOffers(warm.driver, [warm.offer("O1", cpus=8.0)])
+    launched = warm.driver.launched()
+    assert [t["executor"]["executor_id"]["value"] for t in launched] == [
+        "job-test-slot-0", "job-test-slot-1", "job-test-slot-2"]
+    assert launched[0]["executor"] == first["executor"]  # the warmed slot, as started
+    assert slots.read_slot_task(launched[0]["data"]).warmup is None  # a trial, run
+    assert warm.slots.live() == 3
+    warm.store.close()
+
+
+def test_no_warm_up_without_appcore_or_room_or_for_gpu_trials(tmp_path: Path) -> None:
+    small = WarmSetup(tmp_path / "a", appcore_offer=(1.4, 4096.0))  # AppCore + 0.9 CPUs
+    assert [t["name"] for t in small.appcore_round] == ["appcore"]
+    small.submit(1)
+    small.scheduler.resourceOffers(small.driver, [small.offer("O1", cpus=8.0)])
+    assert [t["name"] for t in small.driver.launched()] == ["trial-0001"]  # no AppCore: none
+    small.store.close()
+    gpu = WarmSetup(tmp_path / "b", runner=TaskResources(cpus=1.0, mem_mb=128.0, gpus=1),
+                    appcore_offer=(8.0, 4096.0))
+    assert [t["name"] for t in gpu.appcore_round] == ["appcore"]
+    gpu.store.close()
+
+
+def test_a_warm_up_whose_executor_ended_forgets_its_slot(tmp_path: Path) -> None:
+    warm = WarmSetup(tmp_path, appcore_offer=(2.0, 4096.0), parallelism=1)
+    assert warm.slots.live() == 1
+    warm.scheduler.statusUpdate(warm.driver, task_status(
+        "job-test-slot-0-warmup", "TASK_FAILED", reason="REASON_EXECUTOR_TERMINATED",
+        message="cannot warm up: the executor ended"))
+    assert warm.slots.live() == 0
+    assert warm.controller.trials() == []  # not a trial: nothing recorded as one
+    warm.store.close()
