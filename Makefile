@@ -37,9 +37,12 @@ protos: $(PROTO_STAMP)
 lint: venv
 	$(VENV)/bin/ruff check .
 
+# Two workers: most of the suite's time is whole jobs waiting on their processes, so a second
+# worker nearly halves it on the 2-core machine; the tests that start Docker or the browser
+# share one worker (tests/conftest.py).
 test: venv
 	$(VENV)/bin/ruff check .
-	$(PY) -m pytest
+	$(PY) -m pytest -n 2 --dist loadgroup
 
 # The unit tests alone: nothing starts a process or a server (tests/conftest.py enforces it).
 test-fast: venv

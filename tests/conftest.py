@@ -176,3 +176,17 @@ def pytest_runtest_setup(item: pytest.Item) -> Iterator[None]:
 def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
     with _guarded(item):
         yield
+
+
+# -- two workers (`make test` runs pytest -n 2) ---------------------------------------------------
+
+ENGINE_FIXTURES = frozenset({"docker_engine", "runner_image", "browser"})
+"""Session fixtures that install and start machine-wide things (apt-get, dockerd, chromium):
+every test that uses one runs on the same worker (``--dist loadgroup``), so one worker owns
+the engine it starts and stops, and no two apt-gets race for dpkg's lock."""
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if ENGINE_FIXTURES.intersection(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.xdist_group("engines"))

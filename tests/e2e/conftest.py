@@ -108,6 +108,21 @@ class Job:
     def results(self) -> dict[str, Any]:
         return json.loads((self.job_dir() / "results.json").read_text())
 
+    def trial_processes(self, number: int, script: str = "runner.py") -> list[int]:
+        """Pids of this job's trial ``number`` running ``script`` (never another job's: tests
+        run two at a time)."""
+        from disauto.common.processes import with_environment
+
+        ours = set(with_environment("DISAUTO_JOB_ID", self.job_dir().name))
+        found = []
+        for pid in with_environment("DISAUTO_TRIAL_NUMBER", str(number)):
+            try:
+                if pid in ours and script.encode() in Path(f"/proc/{pid}/cmdline").read_bytes():
+                    found.append(pid)
+            except OSError:
+                continue  # gone meanwhile
+        return found
+
 
 @pytest.fixture
 def workdir(tmp_path: Path) -> Path:

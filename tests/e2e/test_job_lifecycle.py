@@ -188,8 +188,10 @@ def warm_slots_checked(shell: Shell, job: str) -> list[str]:
     return adopted
 
 
-@pytest.mark.parametrize(("where", "slot_mode"), [
-    ("local", "task"), ("da-cluster", "task"), ("da-cluster", "warm")])
+# Each place and each slot mode once: the embedded cluster inside da-submit with command
+# tasks, a da-cluster process with warm slots (the da-cluster task-mode pair adds nothing that
+# these two and the adoption tests below do not check, and costs 25 s of `make test`).
+@pytest.mark.parametrize(("where", "slot_mode"), [("local", "task"), ("da-cluster", "warm")])
 def test_three_framework_deaths_and_resumes_lose_and_double_nothing(
         shell: Shell, workdir: Path, da_cluster: DaCluster, where: str, slot_mode: str) -> None:
     budget = 14
@@ -292,11 +294,11 @@ def test_a_job_whose_offered_port_is_taken_completes(shell: Shell, workdir: Path
     assert runs[-1][0] != "TASK_FAILED" and all(r[0] == "TASK_FAILED" for r in runs[:-1])
 
 
-# Warm slots' adoption does not depend on where the framework's port is: the taken port (and
-# TLS) runs in task mode only, which keeps `make test` within its time.
-@pytest.mark.parametrize(("port_taken", "slot_mode"), [
-    (False, "task"), (False, "warm"), (True, "task")],
-    ids=["same-port-task", "same-port-warm", "port-taken-tls-task"])
+# Warm slots' adoption does not depend on where the framework's port is, nor command tasks'
+# on whether it moved: each mode once (the taken port, with TLS, in task mode), which keeps
+# `make test` within its time.
+@pytest.mark.parametrize(("port_taken", "slot_mode"), [(False, "warm"), (True, "task")],
+                         ids=["same-port-warm", "port-taken-tls-task"])
 def test_on_a_cluster_that_lives_on_the_resumed_framework_adopts_appcore_and_trials(
         shell: Shell, workdir: Path, da_cluster: DaCluster, port_taken: bool,
         slot_mode: str) -> None:

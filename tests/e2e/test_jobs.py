@@ -231,15 +231,12 @@ report(accuracy=float(get_params()["x"]), final=True)
 
 def test_a_trial_killed_with_sigkill_is_failed_with_its_stderr(submit: Any,
                                                                workdir: Path) -> None:
-    from disauto.common.processes import with_environment
-
     (workdir / "runner.py").write_text(KILLED_RUNNER)
     job = submit(*common_flags(workdir, "--trail-steps", "4", "--parallelism", "2"))
     deadline = time.monotonic() + 90
     victims: list[int] = []
     while not victims and time.monotonic() < deadline:
-        victims = [pid for pid in with_environment("DISAUTO_TRIAL_NUMBER", "2")
-                   if b"runner.py" in Path(f"/proc/{pid}/cmdline").read_bytes()]
+        victims = job.trial_processes(2)
         time.sleep(0.2)
     assert victims, job.output
     time.sleep(1.0)  # its stderr line is written

@@ -125,16 +125,12 @@ def test_a_warm_job_runs_its_trials_in_one_container_per_slot(
         time.sleep(0.2)
 
 
-def _trial_process(number: int, timeout: float = 120.0) -> int:
-    """The host pid of trial ``number``'s runner (inside its slot's container)."""
+def _trial_process(job: Any, number: int, timeout: float = 120.0) -> int:
+    """The host pid of the job's trial ``number``'s runner (inside its slot's container)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        for pid in with_environment("DISAUTO_TRIAL_NUMBER", str(number)):
-            try:
-                if b"runner.py" in Path(f"/proc/{pid}/cmdline").read_bytes():
-                    return pid
-            except OSError:
-                continue
+        for pid in job.trial_processes(number):
+            return int(pid)
         time.sleep(0.2)
     raise AssertionError(f"trial {number} never ran")
 
@@ -157,7 +153,7 @@ def test_a_killed_slot_container_has_its_trial_retried_as_lost(
     (workdir / "runner.py").write_text(RUNNER)
     job = submit(*flags(workdir, 3, "--trail-steps", "6", "--parallelism", "2",
                         "--docker-image", runner_image))
-    runner = _trial_process(2)
+    runner = _trial_process(job, 2)
     env = _environ(runner)
     container, executor_id = env["MESOS_CONTAINER_NAME"], env["MESOS_EXECUTOR_ID"]
     if how == "docker kill":

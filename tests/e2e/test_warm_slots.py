@@ -110,15 +110,12 @@ def _executor_of(pid: int) -> int | None:
 
 
 def test_a_killed_slot_executor_has_its_trial_retried(submit: Any, workdir: Path) -> None:
-    from disauto.common.processes import with_environment
-
     job = submit(*common_flags(workdir, "--slot-mode", "warm", "--trail-steps", "6",
                                "--parallelism", "2"), env={"RUNNER_SLEEP": "3"})
     deadline = time.monotonic() + 90
     executor = None
     while executor is None and time.monotonic() < deadline:
-        runners = [pid for pid in with_environment("DISAUTO_TRIAL_NUMBER", "2")
-                   if b"runner.py" in Path(f"/proc/{pid}/cmdline").read_bytes()]
+        runners = job.trial_processes(2)
         executor = next((e for pid in runners if (e := _executor_of(pid))), None)
         time.sleep(0.2)
     assert executor is not None, job.output
