@@ -31,6 +31,7 @@ the pymesos IO thread and the peer publisher; the standing is an immutable snaps
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from collections.abc import Mapping
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -51,8 +52,8 @@ from disauto.framework.policies._base import Plan
 from disauto.framework.policies._base import PolicySetting
 
 
-__all__ = ["DeadlinePolicy", "Standing", "offer_slowdown", "predict_end", "rank_key",
-           "standing_of"]
+__all__ = ["DeadlinePolicy", "Standing", "needs_share_now", "offer_slowdown", "predict_end",
+           "rank_key", "remaining_work", "standing_of"]
 
 INF = math.inf
 
@@ -75,6 +76,9 @@ class Standing:
     edge_ok: bool = True
     """Whether the deadline is still met on slow agents (always true without a deadline)."""
     predicted_end: float = INF
+    remaining_work: float = INF
+    """Slot-seconds of work left (running trials' rest + trials to start x trial time); INF:
+    not measured yet. Tier 1's order under ``leftover=srpt``."""
     cpus: float = 0.0
     mem_mb: float = 0.0
     gpus: int = 0
@@ -88,7 +92,7 @@ class Standing:
     def from_json(cls, data: Mapping[str, Any]) -> Standing:
         known = cls.__dataclass_fields__
         values = {key: value for key, value in data.items() if key in known}
-        for key in ("priority", "gain", "predicted_end"):
+        for key in ("priority", "gain", "predicted_end", "remaining_work"):
             if key in values and values[key] is None:
                 values[key] = INF
         return cls(**values)
@@ -112,21 +116,26 @@ def trial_seconds(progress: JobProgress) -> float | None:
     return None
 
 
+def remaining_work(progress: JobProgress, seconds: float, slowdown: float = 1.0) -> float:
+    """Slot-seconds of work the job has left: its running trials' expected rest plus every trial
+    still to start (x ``slowdown``)."""
+    rests = sum(max(0.0, seconds - elapsed) for elapsed in progress.running_elapsed)
+    return rests + progress.remaining_trials * seconds * slowdown
+
+
 def predict_end(progress: JobProgress, slots: int, seconds: float,
                 slowdown: float = 1.0) -> float:
     """When the job ends with ``slots`` slots and trials of ``seconds`` (new ones x ``slowdown``).
 
-    A fluid estimate: the work left (the running trials' expected rest plus every trial still to
-    start) spread over the slots, never shorter than the longest running trial's rest nor than
-    one new trial.
+    A fluid estimate: the work left (:func:`remaining_work`) spread over the slots, never
+    shorter than the longest running trial's rest nor than one new trial.
     """
     rests = [max(0.0, seconds - elapsed) for elapsed in progress.running_elapsed]
-    new = progress.remaining_trials * seconds * slowdown
     if not rests and progress.remaining_trials <= 0:
         return progress.now
     if slots <= 0:
         return INF
-    span = (sum(rests) + new) / slots
+    span = remaining_work(progress, seconds, slowdown) / slots
     floor = max(rests, default=0.0)
     if progress.remaining_trials > 0:
         floor = max(floor, seconds * slowdown)
@@ -134,8 +143,13 @@ def predict_end(progress: JobProgress, slots: int, seconds: float,
 
 
 def standing_of(progress: JobProgress, held: int, waiting: int, *, edge_slowdown: float,
-                safety: float, job: str = "") -> Standing:
-    """A job's standing holding ``held`` slots with ``waiting`` trials waiting."""
+                safety: float, job: str = "", jit_margin: float | None = None) -> Standing:
+    """A job's standing holding ``held`` slots with ``waiting`` trials waiting.
+
+    ``jit_margin``: None, the paper's rule (a feasible job below its minimum share is in tier
+    0); a number m, "just in time" -- only once its slack at full parallelism,
+    ``deadline - end(parallelism)``, is below m trial times (see :func:`needs_share_now`).
+    """
     base = Standing(job=job, deadline=progress.deadline, held=held, waiting=waiting,
                     cpus=progress.cpus, mem_mb=progress.mem_mb, gpus=progress.gpus,
                     updated=progress.now)
@@ -149,22 +163,53 @@ def standing_of(progress: JobProgress, held: int, waiting: int, *, edge_slowdown
     end_now = predict_end(progress, held, seconds)
     end_more = predict_end(progress, held + 1, seconds)
     gain = end_now - end_more if math.isfinite(end_now) else INF
+    base = replace(base, gain=gain, predicted_end=end_now,
+                   remaining_work=remaining_work(progress, seconds))
     if not progress.deadline:
-        return replace(base, tier=1, gain=gain, predicted_end=end_now)
+        return replace(base, tier=1)
     most = max(progress.parallelism, held)
     share = next((a for a in range(1, most + 1)
                   if predict_end(progress, a, seconds) <= progress.deadline), 0)
     feasible = share > 0
     edge_ok = predict_end(progress, max(held, 1), seconds, edge_slowdown) <= progress.deadline
-    tier = 0 if feasible and held < share else 1
-    return replace(base, tier=tier, priority=progress.deadline - end_more, gain=gain,
-                   min_share=share, feasible=feasible, edge_ok=edge_ok, predicted_end=end_now)
+    urgent = jit_margin is None or needs_share_now(progress, seconds, most, jit_margin)
+    tier = 0 if feasible and held < share and urgent else 1
+    return replace(base, tier=tier, priority=progress.deadline - end_more, min_share=share,
+                   feasible=feasible, edge_ok=edge_ok)
 
 
-def rank_key(standing: Standing) -> tuple[float, float, float]:
-    """Smaller goes first: tier, then (tier 0) the smaller priority or (tier 1) the larger gain."""
+def needs_share_now(progress: JobProgress, seconds: float, most: int, margin: float) -> bool:
+    """Whether a deadline job must claim its minimum share now ("just in time"): its slack with
+    ``most`` slots, ``deadline - end(most)``, is below ``margin`` trials of ``seconds``. A job
+    with more slack could wait that long idle and still make it, so it does not yet push jobs
+    that would end sooner out of the way."""
+    return progress.deadline - predict_end(progress, most, seconds) < margin * seconds
+
+
+LEFTOVER = ("gain", "srpt")
+"""Tier 1's orders: the paper's largest ``gain`` first, or the least ``remaining_work``."""
+MIN_SHARE = ("eager", "jit")
+"""When a deadline job below its share enters tier 0: at once (the paper) or just in time."""
+
+
+def one_of(names: Sequence[str]) -> Callable[[str], str]:
+    """A parser of one of ``names`` (surrounding blanks allowed)."""
+
+    def parse(text: str) -> str:
+        if text.strip() not in names:
+            raise ValueError(text)
+        return text.strip()
+
+    return parse
+
+
+def rank_key(standing: Standing, leftover: str = "gain") -> tuple[float, float, float]:
+    """Smaller goes first: tier, then (tier 0) the smaller priority or (tier 1) the larger gain
+    (``leftover="gain"``) or the least remaining work (``"srpt"``)."""
     if standing.tier == 0:
         return (0.0, standing.priority, -standing.gain)
+    if leftover == "srpt":
+        return (1.0, standing.remaining_work, -standing.gain)
     return (1.0, -standing.gain, standing.priority)
 
 
@@ -218,6 +263,17 @@ class DeadlinePolicy(OfferPolicy):
         "edge_slowdown": PolicySetting(
             "2", non_negative_number, "a number >= 1",
             "slowdown assumed for a slow agent that does not publish one"),
+        "leftover": PolicySetting(
+            "gain", one_of(LEFTOVER), "gain or srpt",
+            "order of tier 1 (slots beyond the minimum shares): the largest gain of one more "
+            "slot first (the paper) or the least remaining work first (srpt)"),
+        "min_share": PolicySetting(
+            "eager", one_of(MIN_SHARE), "eager or jit",
+            "when a deadline job below its minimum share enters tier 0: at once (eager, the "
+            "paper) or once its slack at full parallelism is below jit_margin trials (jit)"),
+        "jit_margin": PolicySetting(
+            "2", non_negative_number, "a number >= 0",
+            "min_share=jit: the slack, in the job's trial times, below which it claims its share"),
     }
 
     def _setup(self) -> None:
@@ -255,9 +311,11 @@ class DeadlinePolicy(OfferPolicy):
     def _standing_at(self, held: int, waiting: int) -> Standing:
         if self._progress is None:
             return Standing(tier=1, waiting=waiting, held=held)
+        jit = self.settings["min_share"] == "jit"
         return standing_of(self._progress, held, waiting,
                            edge_slowdown=float(self.settings["edge_slowdown"]),
-                           safety=float(self.settings["safety"]), job=self._progress.job)
+                           safety=float(self.settings["safety"]), job=self._progress.job,
+                           jit_margin=float(self.settings["jit_margin"]) if jit else None)
 
     def _slowdown(self, offer: OfferView) -> float:
         return offer_slowdown(offer, str(self.settings["edge_attribute"]),
@@ -346,7 +404,8 @@ class DeadlinePolicy(OfferPolicy):
         if not slow and self._seen_edge and (own.edge_ok or not own.feasible) and any(
                 p.deadline and p.tier == 0 and not p.edge_ok for p in rivals):
             return "fast_declines"
-        mine = rank_key(own)
-        if any(rank_key(p) < mine for p in rivals):
+        leftover = str(self.settings["leftover"])
+        mine = rank_key(own, leftover)
+        if any(rank_key(p, leftover) < mine for p in rivals):
             return "peer_declines"
         return ""
