@@ -76,6 +76,9 @@ class Standing:
     edge_ok: bool = True
     """Whether the deadline is still met on slow agents (always true without a deadline)."""
     predicted_end: float = INF
+    next_end: float = INF
+    """The predicted end with one more slot, ``end(A + 1)``; tier 1's order under
+    ``leftover=finish``."""
     remaining_work: float = INF
     """Slot-seconds of work left (running trials' rest + trials to start x trial time); INF:
     not measured yet. Tier 1's order under ``leftover=srpt``."""
@@ -92,7 +95,7 @@ class Standing:
     def from_json(cls, data: Mapping[str, Any]) -> Standing:
         known = cls.__dataclass_fields__
         values = {key: value for key, value in data.items() if key in known}
-        for key in ("priority", "gain", "predicted_end", "remaining_work"):
+        for key in ("priority", "gain", "predicted_end", "next_end", "remaining_work"):
             if key in values and values[key] is None:
                 values[key] = INF
         return cls(**values)
@@ -163,7 +166,7 @@ def standing_of(progress: JobProgress, held: int, waiting: int, *, edge_slowdown
     end_now = predict_end(progress, held, seconds)
     end_more = predict_end(progress, held + 1, seconds)
     gain = end_now - end_more if math.isfinite(end_now) else INF
-    base = replace(base, gain=gain, predicted_end=end_now,
+    base = replace(base, gain=gain, predicted_end=end_now, next_end=end_more,
                    remaining_work=remaining_work(progress, seconds))
     if not progress.deadline:
         return replace(base, tier=1)
@@ -186,7 +189,7 @@ def needs_share_now(progress: JobProgress, seconds: float, most: int, margin: fl
     return progress.deadline - predict_end(progress, most, seconds) < margin * seconds
 
 
-LEFTOVER = ("gain", "srpt")
+LEFTOVER = ("gain", "srpt", "finish")
 """Tier 1's orders: the paper's largest ``gain`` first, or the least ``remaining_work``."""
 MIN_SHARE = ("eager", "jit")
 """When a deadline job below its share enters tier 0: at once (the paper) or just in time."""
@@ -210,6 +213,8 @@ def rank_key(standing: Standing, leftover: str = "gain") -> tuple[float, float, 
         return (0.0, standing.priority, -standing.gain)
     if leftover == "srpt":
         return (1.0, standing.remaining_work, -standing.gain)
+    if leftover == "finish":
+        return (1.0, standing.next_end, -standing.gain)
     return (1.0, -standing.gain, standing.priority)
 
 
