@@ -53,7 +53,7 @@ from disauto.framework.policies._base import PolicySetting
 
 
 __all__ = ["DeadlinePolicy", "Standing", "needs_share_now", "offer_slowdown", "predict_end",
-           "rank_key", "remaining_work", "standing_of"]
+           "rank_key", "remaining_work", "standing_of", "work_class"]
 
 INF = math.inf
 
@@ -195,6 +195,14 @@ MIN_SHARE = ("eager", "jit")
 """When a deadline job below its share enters tier 0: at once (the paper) or just in time."""
 
 
+def at_least_one(text: str) -> float:
+    """A finite number ``>= 1``."""
+    value = non_negative_number(text)
+    if value < 1.0:
+        raise ValueError(text)
+    return value
+
+
 def one_of(names: Sequence[str]) -> Callable[[str], str]:
     """A parser of one of ``names`` (surrounding blanks allowed)."""
 
@@ -206,16 +214,27 @@ def one_of(names: Sequence[str]) -> Callable[[str], str]:
     return parse
 
 
-def rank_key(standing: Standing, leftover: str = "gain") -> tuple[float, float, float]:
-    """Smaller goes first: tier, then (tier 0) the smaller priority or (tier 1) the larger gain
-    (``leftover="gain"``) or the least remaining work (``"srpt"``)."""
+def rank_key(standing: Standing, leftover: str = "gain", band: float = 1.0
+             ) -> tuple[float, float, float]:
+    """Smaller goes first: tier, then (tier 0) the smaller priority or (tier 1) by ``leftover``:
+    the larger gain (``"gain"``), the least remaining work (``"srpt"``; with ``band`` > 1 works
+    within the same power of ``band`` count as equal and the sooner ``next_end`` goes first),
+    or the sooner ``next_end`` (``"finish"``)."""
     if standing.tier == 0:
         return (0.0, standing.priority, -standing.gain)
     if leftover == "srpt":
-        return (1.0, standing.remaining_work, -standing.gain)
+        return (1.0, work_class(standing.remaining_work, band), -standing.gain)
     if leftover == "finish":
         return (1.0, standing.next_end, -standing.gain)
     return (1.0, -standing.gain, standing.priority)
+
+
+def work_class(work: float, band: float) -> float:
+    """``work`` itself (``band`` <= 1), or the power of ``band`` it falls in: estimates of
+    remaining work are rough, so works within a factor of ``band`` rank as equal."""
+    if band <= 1.0 or not math.isfinite(work):
+        return work
+    return float(math.floor(math.log(max(work, 1.0), band)))
 
 
 def offer_slowdown(offer: OfferView, edge_attribute: str, slowdown_attribute: str,
@@ -272,6 +291,10 @@ class DeadlinePolicy(OfferPolicy):
             "gain", one_of(LEFTOVER), "gain or srpt",
             "order of tier 1 (slots beyond the minimum shares): the largest gain of one more "
             "slot first (the paper) or the least remaining work first (srpt)"),
+        "srpt_band": PolicySetting(
+            "1", at_least_one, "a number >= 1",
+            "leftover=srpt: remaining works within the same power of this factor rank as equal "
+            "(then the sooner end with one more slot first); 1: exact"),
         "min_share": PolicySetting(
             "eager", one_of(MIN_SHARE), "eager or jit",
             "when a deadline job below its minimum share enters tier 0: at once (eager, the "
@@ -410,7 +433,8 @@ class DeadlinePolicy(OfferPolicy):
                 p.deadline and p.tier == 0 and not p.edge_ok for p in rivals):
             return "fast_declines"
         leftover = str(self.settings["leftover"])
-        mine = rank_key(own, leftover)
-        if any(rank_key(p, leftover) < mine for p in rivals):
+        band = float(self.settings["srpt_band"])
+        mine = rank_key(own, leftover, band)
+        if any(rank_key(p, leftover, band) < mine for p in rivals):
             return "peer_declines"
         return ""

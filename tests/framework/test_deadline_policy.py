@@ -28,6 +28,7 @@ from disauto.framework.policies.deadline import predict_end
 from disauto.framework.policies.deadline import rank_key
 from disauto.framework.policies.deadline import remaining_work
 from disauto.framework.policies.deadline import standing_of
+from disauto.framework.policies.deadline import work_class
 from disauto.framework.spec import TaskResources
 
 
@@ -307,6 +308,19 @@ def test_srpt_a_short_job_takes_the_offer_over_a_longer_one() -> None:
     assert launched(p.plan([view("a", cpus=8)], trials(4))) == 2
 
 
+def test_srpt_band_works_within_a_factor_rank_as_equal_and_then_the_larger_gain() -> None:
+    assert work_class(70.0, 2.0) == work_class(100.0, 2.0) == 6.0
+    assert work_class(70.0, 1.0) == 70.0 and work_class(math.inf, 2.0) == math.inf
+    own = progress(remaining=8, running=2)  # 100 s of work; one more slot gains 50 - 33.3
+    shorter = [peer(tier=1, gain=5.0, remaining_work=70.0)]
+    p = policy(leftover="srpt")
+    p.observe(own, shorter)
+    assert launched(p.plan([view("a", cpus=4)], trials(4))) == 0
+    p = policy(leftover="srpt", srpt_band="2")
+    p.observe(own, shorter)
+    assert launched(p.plan([view("a", cpus=4)], trials(4))) == 1
+
+
 def test_finish_the_job_that_ends_sooner_with_one_more_slot_goes_first() -> None:
     own = progress(remaining=8, running=4)  # 120 s of work: one more slot ends at +24
     p = policy(leftover="finish")
@@ -362,7 +376,7 @@ def test_just_in_time_margin_sets_when_the_share_is_claimed() -> None:
 
 
 @pytest.mark.parametrize("name, value", [("leftover", "fastest"), ("min_share", "late"),
-                                         ("jit_margin", "-1")])
+                                         ("jit_margin", "-1"), ("srpt_band", "0.5")])
 def test_an_invalid_rule_setting_is_refused_with_one_line(name: str, value: str) -> None:
     with pytest.raises(PolicySettingsError) as err:
         create_policy("deadline", {name: value})
