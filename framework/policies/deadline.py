@@ -4,17 +4,24 @@ Each job predicts its own end from what its record shows -- the measured duratio
 trials, the trials still to run and the slots it holds -- and turns that into a *standing*:
 
 * ``min_share``: the fewest trial slots with which the predicted end meets the deadline (the
-  paper's minimum satisfying share); a job below it is in tier 0, any other in tier 1;
+  paper's minimum satisfying share); a job below it is in tier 0 -- by default (``min_share=jit``)
+  only once its slack at full parallelism, ``deadline - end(parallelism)``, is below
+  ``jit_margin`` (2) of its trial times, so a job with slack does not push others early (the
+  paper, ``min_share=eager``: at once) -- any other in tier 1;
 * ``priority = deadline - end(A + 1)``: how far from its deadline the job would end with one
   more slot (the paper's equation 7; >= 0: it then makes it);
 * ``gain = end(A) - end(A + 1)``: the time one more slot saves (the paper's rule for the GPUs
-  left over after every minimum share: to whoever gains most).
+  left over after every minimum share: to whoever gains most, ``leftover=gain``);
+* ``remaining_work``: the slot-seconds of work left; by default (``leftover=srpt``) tier 1 goes
+  to the least first (shortest remaining processing time, what keeps the mean job time low;
+  docs/deadlines.md has the figures).
 
 Jobs publish their standing (a FrameworkInfo label, :mod:`framework.peers`) and read the others'.
 For each slot of a fitting offer a job asks whether a peer that waits and could use the offer
 ranks ahead of it: tier 0 before tier 1; within tier 0 the smaller ``priority`` first (closest to
-missing); within tier 1 the larger ``gain`` first. If one does, the job declines the offer with
-a short filter, so Mesos offers it to the others; once it has declined for ``patience_seconds``
+missing); within tier 1 the least remaining work (or the larger ``gain``) first. If one does,
+the job declines the offer with a short filter, so Mesos offers it to the others; once it has
+declined for ``patience_seconds``
 without launching anything it takes the next fitting offer anyway, so a stale or wrong standing
 never holds resources back for long.
 
@@ -288,7 +295,7 @@ class DeadlinePolicy(OfferPolicy):
             "2", non_negative_number, "a number >= 1",
             "slowdown assumed for a slow agent that does not publish one"),
         "leftover": PolicySetting(
-            "gain", one_of(LEFTOVER), "gain or srpt",
+            "srpt", one_of(LEFTOVER), "gain or srpt",
             "order of tier 1 (slots beyond the minimum shares): the largest gain of one more "
             "slot first (the paper) or the least remaining work first (srpt)"),
         "srpt_band": PolicySetting(
@@ -296,7 +303,7 @@ class DeadlinePolicy(OfferPolicy):
             "leftover=srpt: remaining works within the same power of this factor rank as equal "
             "(then the sooner end with one more slot first); 1: exact"),
         "min_share": PolicySetting(
-            "eager", one_of(MIN_SHARE), "eager or jit",
+            "jit", one_of(MIN_SHARE), "eager or jit",
             "when a deadline job below its minimum share enters tier 0: at once (eager, the "
             "paper) or once its slack at full parallelism is below jit_margin trials (jit)"),
         "jit_margin": PolicySetting(

@@ -141,6 +141,12 @@ def test_at_its_share_a_job_declines_for_a_peer_below_its_share() -> None:
     assert p.stats()["peer_declines"] == 1
 
 
+def test_the_defaults_are_remaining_work_order_and_the_share_just_in_time() -> None:
+    assert (policy().settings["leftover"], policy().settings["min_share"],
+            policy().settings["jit_margin"], policy().settings["srpt_band"]) == \
+        ("srpt", "jit", 2.0, 1.0)
+
+
 def test_the_priority_formula_decides_between_two_jobs_below_their_share() -> None:
     # Both below their share; the one whose end with one more slot is further past its deadline
     # (smaller priority) goes first.
@@ -153,12 +159,12 @@ def test_the_priority_formula_decides_between_two_jobs_below_their_share() -> No
     assert launched(p.plan([view("a", cpus=4)], trials(4))) == 1
 
 
-def test_extra_slots_go_to_the_job_that_gains_most() -> None:
-    p = policy()
+def test_paper_extra_slots_go_to_the_job_that_gains_most() -> None:
+    p = policy(leftover="gain")
     own = progress(remaining=8, running=4)  # no deadline: gain = 20 - 16 = 4 s
     p.observe(own, [peer(tier=1, gain=30.0)])
     assert launched(p.plan([view("a", cpus=4)], trials(4))) == 0
-    p = policy()
+    p = policy(leftover="gain")
     p.observe(own, [peer(tier=1, gain=1.0)])
     assert launched(p.plan([view("a", cpus=4)], trials(4))) == 1
 
