@@ -21,9 +21,8 @@ For each slot of a fitting offer a job asks whether a peer that waits and could 
 ranks ahead of it: tier 0 before tier 1; within tier 0 the smaller ``priority`` first (closest to
 missing); within tier 1 the least remaining work (or the larger ``gain``) first. If one does,
 the job declines the offer with a short filter, so Mesos offers it to the others; once it has
-declined for ``patience_seconds``
-without launching anything it takes the next fitting offer anyway, so a stale or wrong standing
-never holds resources back for long.
+declined for ``patience_seconds`` without launching anything it takes the next fitting offer
+anyway, so a stale or wrong standing never holds resources back for long.
 
 Heterogeneous agents: an offer whose agent carries the ``edge_attribute`` is slow (its
 ``slowdown_attribute`` scalar, default ``edge_slowdown``, multiplies trial times). A job whose
