@@ -4,19 +4,25 @@ Each job predicts its own end from what its record shows -- the measured duratio
 trials, the trials still to run and the slots it holds -- and turns that into a *standing*:
 
 * ``min_share``: the fewest trial slots with which the predicted end meets the deadline (the
-  paper's minimum satisfying share); a job below it is in tier 0, any other in tier 1;
+  paper's minimum satisfying share); a job below it is in tier 0 -- by default (``min_share=jit``)
+  only once its slack at full parallelism, ``deadline - end(parallelism)``, is below
+  ``jit_margin`` (2) of its trial times, so a job with slack does not push others early (the
+  paper, ``min_share=eager``: at once) -- any other in tier 1;
 * ``priority = deadline - end(A + 1)``: how far from its deadline the job would end with one
   more slot (the paper's equation 7; >= 0: it then makes it);
 * ``gain = end(A) - end(A + 1)``: the time one more slot saves (the paper's rule for the GPUs
-  left over after every minimum share: to whoever gains most).
+  left over after every minimum share: to whoever gains most, ``leftover=gain``);
+* ``remaining_work``: the slot-seconds of work left; by default (``leftover=srpt``) tier 1 goes
+  to the least first (shortest remaining processing time, what keeps the mean job time low;
+  docs/deadlines.md has the figures).
 
 Jobs publish their standing (a FrameworkInfo label, :mod:`framework.peers`) and read the others'.
 For each slot of a fitting offer a job asks whether a peer that waits and could use the offer
 ranks ahead of it: tier 0 before tier 1; within tier 0 the smaller ``priority`` first (closest to
-missing); within tier 1 the larger ``gain`` first. If one does, the job declines the offer with
-a short filter, so Mesos offers it to the others; once it has declined for ``patience_seconds``
-without launching anything it takes the next fitting offer anyway, so a stale or wrong standing
-never holds resources back for long.
+missing); within tier 1 the least remaining work (or the larger ``gain``) first. If one does,
+the job declines the offer with a short filter, so Mesos offers it to the others; once it has
+declined for ``patience_seconds`` without launching anything it takes the next fitting offer
+anyway, so a stale or wrong standing never holds resources back for long.
 
 Heterogeneous agents: an offer whose agent carries the ``edge_attribute`` is slow (its
 ``slowdown_attribute`` scalar, default ``edge_slowdown``, multiplies trial times). A job whose
@@ -31,6 +37,7 @@ the pymesos IO thread and the peer publisher; the standing is an immutable snaps
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from collections.abc import Mapping
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -51,8 +58,8 @@ from disauto.framework.policies._base import Plan
 from disauto.framework.policies._base import PolicySetting
 
 
-__all__ = ["DeadlinePolicy", "Standing", "offer_slowdown", "predict_end", "rank_key",
-           "standing_of"]
+__all__ = ["DeadlinePolicy", "Standing", "needs_share_now", "offer_slowdown", "predict_end",
+           "rank_key", "remaining_work", "standing_of", "work_class"]
 
 INF = math.inf
 
@@ -75,6 +82,12 @@ class Standing:
     edge_ok: bool = True
     """Whether the deadline is still met on slow agents (always true without a deadline)."""
     predicted_end: float = INF
+    next_end: float = INF
+    """The predicted end with one more slot, ``end(A + 1)``; tier 1's order under
+    ``leftover=finish``."""
+    remaining_work: float = INF
+    """Slot-seconds of work left (running trials' rest + trials to start x trial time); INF:
+    not measured yet. Tier 1's order under ``leftover=srpt``."""
     cpus: float = 0.0
     mem_mb: float = 0.0
     gpus: int = 0
@@ -88,7 +101,7 @@ class Standing:
     def from_json(cls, data: Mapping[str, Any]) -> Standing:
         known = cls.__dataclass_fields__
         values = {key: value for key, value in data.items() if key in known}
-        for key in ("priority", "gain", "predicted_end"):
+        for key in ("priority", "gain", "predicted_end", "next_end", "remaining_work"):
             if key in values and values[key] is None:
                 values[key] = INF
         return cls(**values)
@@ -112,21 +125,26 @@ def trial_seconds(progress: JobProgress) -> float | None:
     return None
 
 
+def remaining_work(progress: JobProgress, seconds: float, slowdown: float = 1.0) -> float:
+    """Slot-seconds of work the job has left: its running trials' expected rest plus every trial
+    still to start (x ``slowdown``)."""
+    rests = sum(max(0.0, seconds - elapsed) for elapsed in progress.running_elapsed)
+    return rests + progress.remaining_trials * seconds * slowdown
+
+
 def predict_end(progress: JobProgress, slots: int, seconds: float,
                 slowdown: float = 1.0) -> float:
     """When the job ends with ``slots`` slots and trials of ``seconds`` (new ones x ``slowdown``).
 
-    A fluid estimate: the work left (the running trials' expected rest plus every trial still to
-    start) spread over the slots, never shorter than the longest running trial's rest nor than
-    one new trial.
+    A fluid estimate: the work left (:func:`remaining_work`) spread over the slots, never
+    shorter than the longest running trial's rest nor than one new trial.
     """
     rests = [max(0.0, seconds - elapsed) for elapsed in progress.running_elapsed]
-    new = progress.remaining_trials * seconds * slowdown
     if not rests and progress.remaining_trials <= 0:
         return progress.now
     if slots <= 0:
         return INF
-    span = (sum(rests) + new) / slots
+    span = remaining_work(progress, seconds, slowdown) / slots
     floor = max(rests, default=0.0)
     if progress.remaining_trials > 0:
         floor = max(floor, seconds * slowdown)
@@ -134,8 +152,13 @@ def predict_end(progress: JobProgress, slots: int, seconds: float,
 
 
 def standing_of(progress: JobProgress, held: int, waiting: int, *, edge_slowdown: float,
-                safety: float, job: str = "") -> Standing:
-    """A job's standing holding ``held`` slots with ``waiting`` trials waiting."""
+                safety: float, job: str = "", jit_margin: float | None = None) -> Standing:
+    """A job's standing holding ``held`` slots with ``waiting`` trials waiting.
+
+    ``jit_margin``: None, the paper's rule (a feasible job below its minimum share is in tier
+    0); a number m, "just in time" -- only once its slack at full parallelism,
+    ``deadline - end(parallelism)``, is below m trial times (see :func:`needs_share_now`).
+    """
     base = Standing(job=job, deadline=progress.deadline, held=held, waiting=waiting,
                     cpus=progress.cpus, mem_mb=progress.mem_mb, gpus=progress.gpus,
                     updated=progress.now)
@@ -149,23 +172,75 @@ def standing_of(progress: JobProgress, held: int, waiting: int, *, edge_slowdown
     end_now = predict_end(progress, held, seconds)
     end_more = predict_end(progress, held + 1, seconds)
     gain = end_now - end_more if math.isfinite(end_now) else INF
+    base = replace(base, gain=gain, predicted_end=end_now, next_end=end_more,
+                   remaining_work=remaining_work(progress, seconds))
     if not progress.deadline:
-        return replace(base, tier=1, gain=gain, predicted_end=end_now)
+        return replace(base, tier=1)
     most = max(progress.parallelism, held)
     share = next((a for a in range(1, most + 1)
                   if predict_end(progress, a, seconds) <= progress.deadline), 0)
     feasible = share > 0
     edge_ok = predict_end(progress, max(held, 1), seconds, edge_slowdown) <= progress.deadline
-    tier = 0 if feasible and held < share else 1
-    return replace(base, tier=tier, priority=progress.deadline - end_more, gain=gain,
-                   min_share=share, feasible=feasible, edge_ok=edge_ok, predicted_end=end_now)
+    urgent = jit_margin is None or needs_share_now(progress, seconds, most, jit_margin)
+    tier = 0 if feasible and held < share and urgent else 1
+    return replace(base, tier=tier, priority=progress.deadline - end_more, min_share=share,
+                   feasible=feasible, edge_ok=edge_ok)
 
 
-def rank_key(standing: Standing) -> tuple[float, float, float]:
-    """Smaller goes first: tier, then (tier 0) the smaller priority or (tier 1) the larger gain."""
+def needs_share_now(progress: JobProgress, seconds: float, most: int, margin: float) -> bool:
+    """Whether a deadline job must claim its minimum share now ("just in time"): its slack with
+    ``most`` slots, ``deadline - end(most)``, is below ``margin`` trials of ``seconds``. A job
+    with more slack could wait that long idle and still make it, so it does not yet push jobs
+    that would end sooner out of the way."""
+    return progress.deadline - predict_end(progress, most, seconds) < margin * seconds
+
+
+LEFTOVER = ("gain", "srpt", "finish")
+"""Tier 1's orders: the paper's largest ``gain`` first, or the least ``remaining_work``."""
+MIN_SHARE = ("eager", "jit")
+"""When a deadline job below its share enters tier 0: at once (the paper) or just in time."""
+
+
+def at_least_one(text: str) -> float:
+    """A finite number ``>= 1``."""
+    value = non_negative_number(text)
+    if value < 1.0:
+        raise ValueError(text)
+    return value
+
+
+def one_of(names: Sequence[str]) -> Callable[[str], str]:
+    """A parser of one of ``names`` (surrounding blanks allowed)."""
+
+    def parse(text: str) -> str:
+        if text.strip() not in names:
+            raise ValueError(text)
+        return text.strip()
+
+    return parse
+
+
+def rank_key(standing: Standing, leftover: str = "gain", band: float = 1.0
+             ) -> tuple[float, float, float]:
+    """Smaller goes first: tier, then (tier 0) the smaller priority or (tier 1) by ``leftover``:
+    the larger gain (``"gain"``), the least remaining work (``"srpt"``; with ``band`` > 1 works
+    within the same power of ``band`` count as equal and the sooner ``next_end`` goes first),
+    or the sooner ``next_end`` (``"finish"``)."""
     if standing.tier == 0:
         return (0.0, standing.priority, -standing.gain)
+    if leftover == "srpt":
+        return (1.0, work_class(standing.remaining_work, band), -standing.gain)
+    if leftover == "finish":
+        return (1.0, standing.next_end, -standing.gain)
     return (1.0, -standing.gain, standing.priority)
+
+
+def work_class(work: float, band: float) -> float:
+    """``work`` itself (``band`` <= 1), or the power of ``band`` it falls in: estimates of
+    remaining work are rough, so works within a factor of ``band`` rank as equal."""
+    if band <= 1.0 or not math.isfinite(work):
+        return work
+    return float(math.floor(math.log(max(work, 1.0), band)))
 
 
 def offer_slowdown(offer: OfferView, edge_attribute: str, slowdown_attribute: str,
@@ -218,6 +293,21 @@ class DeadlinePolicy(OfferPolicy):
         "edge_slowdown": PolicySetting(
             "2", non_negative_number, "a number >= 1",
             "slowdown assumed for a slow agent that does not publish one"),
+        "leftover": PolicySetting(
+            "srpt", one_of(LEFTOVER), "gain or srpt",
+            "order of tier 1 (slots beyond the minimum shares): the largest gain of one more "
+            "slot first (the paper) or the least remaining work first (srpt)"),
+        "srpt_band": PolicySetting(
+            "1", at_least_one, "a number >= 1",
+            "leftover=srpt: remaining works within the same power of this factor rank as equal "
+            "(then the sooner end with one more slot first); 1: exact"),
+        "min_share": PolicySetting(
+            "jit", one_of(MIN_SHARE), "eager or jit",
+            "when a deadline job below its minimum share enters tier 0: at once (eager, the "
+            "paper) or once its slack at full parallelism is below jit_margin trials (jit)"),
+        "jit_margin": PolicySetting(
+            "2", non_negative_number, "a number >= 0",
+            "min_share=jit: the slack, in the job's trial times, below which it claims its share"),
     }
 
     def _setup(self) -> None:
@@ -255,9 +345,11 @@ class DeadlinePolicy(OfferPolicy):
     def _standing_at(self, held: int, waiting: int) -> Standing:
         if self._progress is None:
             return Standing(tier=1, waiting=waiting, held=held)
+        jit = self.settings["min_share"] == "jit"
         return standing_of(self._progress, held, waiting,
                            edge_slowdown=float(self.settings["edge_slowdown"]),
-                           safety=float(self.settings["safety"]), job=self._progress.job)
+                           safety=float(self.settings["safety"]), job=self._progress.job,
+                           jit_margin=float(self.settings["jit_margin"]) if jit else None)
 
     def _slowdown(self, offer: OfferView) -> float:
         return offer_slowdown(offer, str(self.settings["edge_attribute"]),
@@ -346,7 +438,9 @@ class DeadlinePolicy(OfferPolicy):
         if not slow and self._seen_edge and (own.edge_ok or not own.feasible) and any(
                 p.deadline and p.tier == 0 and not p.edge_ok for p in rivals):
             return "fast_declines"
-        mine = rank_key(own)
-        if any(rank_key(p) < mine for p in rivals):
+        leftover = str(self.settings["leftover"])
+        band = float(self.settings["srpt_band"])
+        mine = rank_key(own, leftover, band)
+        if any(rank_key(p, leftover, band) < mine for p in rivals):
             return "peer_declines"
         return ""

@@ -23,9 +23,12 @@ from disauto.framework.policies import LaunchRequest
 from disauto.framework.policies import PolicySettingsError
 from disauto.framework.policies import Standing
 from disauto.framework.policies import create_policy
+from disauto.framework.policies.deadline import needs_share_now
 from disauto.framework.policies.deadline import predict_end
 from disauto.framework.policies.deadline import rank_key
+from disauto.framework.policies.deadline import remaining_work
 from disauto.framework.policies.deadline import standing_of
+from disauto.framework.policies.deadline import work_class
 from disauto.framework.spec import TaskResources
 
 
@@ -138,6 +141,12 @@ def test_at_its_share_a_job_declines_for_a_peer_below_its_share() -> None:
     assert p.stats()["peer_declines"] == 1
 
 
+def test_the_defaults_are_remaining_work_order_and_the_share_just_in_time() -> None:
+    assert (policy().settings["leftover"], policy().settings["min_share"],
+            policy().settings["jit_margin"], policy().settings["srpt_band"]) == \
+        ("srpt", "jit", 2.0, 1.0)
+
+
 def test_the_priority_formula_decides_between_two_jobs_below_their_share() -> None:
     # Both below their share; the one whose end with one more slot is further past its deadline
     # (smaller priority) goes first.
@@ -150,12 +159,12 @@ def test_the_priority_formula_decides_between_two_jobs_below_their_share() -> No
     assert launched(p.plan([view("a", cpus=4)], trials(4))) == 1
 
 
-def test_extra_slots_go_to_the_job_that_gains_most() -> None:
-    p = policy()
+def test_paper_extra_slots_go_to_the_job_that_gains_most() -> None:
+    p = policy(leftover="gain")
     own = progress(remaining=8, running=4)  # no deadline: gain = 20 - 16 = 4 s
     p.observe(own, [peer(tier=1, gain=30.0)])
     assert launched(p.plan([view("a", cpus=4)], trials(4))) == 0
-    p = policy()
+    p = policy(leftover="gain")
     p.observe(own, [peer(tier=1, gain=1.0)])
     assert launched(p.plan([view("a", cpus=4)], trials(4))) == 1
 
@@ -260,3 +269,121 @@ def test_standing_round_trips_through_json_with_infinities() -> None:
     own = standing_of(progress(), 0, 4, edge_slowdown=2, safety=1)
     assert math.isinf(own.priority)
     assert Standing.from_json(own.to_json()) == own
+
+
+# -- departures from the paper: tier 1 by remaining work, the minimum share just in time ---------
+
+def test_remaining_work_is_the_running_rest_plus_the_trials_to_start() -> None:
+    job = dataclasses.replace(progress(remaining=5, seconds=10.0), running_elapsed=(4.0, 12.0))
+    assert remaining_work(job, 10.0) == pytest.approx(6.0 + 0.0 + 50.0)
+    own = standing_of(progress(remaining=5, running=2), 2, 3, edge_slowdown=2, safety=1)
+    assert own.remaining_work == pytest.approx(70.0)
+    assert own.next_end == pytest.approx(NOW + 70.0 / 3)
+
+
+def test_tier_one_orders_by_gain_remaining_work_or_next_end() -> None:
+    short = peer(tier=1, gain=2.0, remaining_work=40.0, next_end=NOW + 40.0)
+    long = peer(tier=1, gain=30.0, remaining_work=400.0, next_end=NOW + 100.0)
+    wide = peer(tier=1, gain=1.0, remaining_work=200.0, next_end=NOW + 20.0)
+    urgent = peer(tier=0, priority=-5.0, remaining_work=1000.0)
+    assert sorted([short, long, wide, urgent], key=rank_key) == [urgent, long, short, wide]
+    assert sorted([short, long, wide, urgent], key=lambda s: rank_key(s, "srpt")) == \
+        [urgent, short, wide, long]
+    assert sorted([short, long, wide, urgent], key=lambda s: rank_key(s, "finish")) == \
+        [urgent, wide, short, long]
+
+
+def test_srpt_a_long_job_leaves_the_offer_to_a_shorter_one() -> None:
+    # No deadline, 4 trials running and 40 to start, of 10 s (440 s of work), 4 slots held:
+    # one more slot gains 110 - 88 = 22 s. The peer has 50 s of work left and gains 5 s.
+    own = progress(remaining=40, running=4)
+    shorter = peer(tier=1, gain=5.0, remaining_work=50.0)
+    p = policy(leftover="srpt")
+    p.observe(own, [shorter])
+    plan = p.plan([view("a", cpus=4)], trials(4))
+    assert launched(plan) == 0 and plan.deliberate == {"a"}
+    # The paper's rule gives the slot to the larger gain: the long job takes it.
+    p = policy(leftover="gain")
+    p.observe(own, [shorter])
+    assert launched(p.plan([view("a", cpus=4)], trials(4))) == 1
+
+
+def test_srpt_a_short_job_takes_the_offer_over_a_longer_one() -> None:
+    p = policy(leftover="srpt")
+    p.observe(progress(remaining=4, running=4), [peer(tier=1, gain=500.0, remaining_work=900.0)])
+    assert launched(p.plan([view("a", cpus=8)], trials(4))) == 2
+
+
+def test_srpt_band_works_within_a_factor_rank_as_equal_and_then_the_larger_gain() -> None:
+    assert work_class(70.0, 2.0) == work_class(100.0, 2.0) == 6.0
+    assert work_class(70.0, 1.0) == 70.0 and work_class(math.inf, 2.0) == math.inf
+    own = progress(remaining=8, running=2)  # 100 s of work; one more slot gains 50 - 33.3
+    shorter = [peer(tier=1, gain=5.0, remaining_work=70.0)]
+    p = policy(leftover="srpt")
+    p.observe(own, shorter)
+    assert launched(p.plan([view("a", cpus=4)], trials(4))) == 0
+    p = policy(leftover="srpt", srpt_band="2")
+    p.observe(own, shorter)
+    assert launched(p.plan([view("a", cpus=4)], trials(4))) == 1
+
+
+def test_finish_the_job_that_ends_sooner_with_one_more_slot_goes_first() -> None:
+    own = progress(remaining=8, running=4)  # 120 s of work: one more slot ends at +24
+    p = policy(leftover="finish")
+    p.observe(own, [peer(tier=1, remaining_work=60.0, next_end=NOW + 30.0)])
+    assert launched(p.plan([view("a", cpus=4)], trials(4))) == 1
+    p = policy(leftover="finish")
+    p.observe(own, [peer(tier=1, remaining_work=60.0, next_end=NOW + 20.0)])
+    assert launched(p.plan([view("a", cpus=4)], trials(4))) == 0
+
+
+def test_just_in_time_a_deadline_job_with_slack_is_not_yet_in_tier_zero() -> None:
+    # 8 trials of 10 s, parallelism 4: 4 slots end at +20. A 100 s deadline leaves 80 s of
+    # slack (8 trials' time): with a 2-trial margin the job need not claim its share yet.
+    relaxed = progress(deadline=100, remaining=8)
+    assert not needs_share_now(relaxed, 10.0, 4, 2.0)
+    eager = standing_of(relaxed, 0, 4, edge_slowdown=2, safety=1)
+    jit = standing_of(relaxed, 0, 4, edge_slowdown=2, safety=1, jit_margin=2.0)
+    assert (eager.tier, eager.min_share) == (0, 1)
+    assert (jit.tier, jit.min_share) == (1, 1)
+    # 35 s: 15 s of slack, under 2 trials: it claims its share (3 slots end at +26.7).
+    tight = progress(deadline=35, remaining=8)
+    assert needs_share_now(tight, 10.0, 4, 2.0)
+    assert standing_of(tight, 0, 4, edge_slowdown=2, safety=1, jit_margin=2.0).tier == 0
+
+
+def test_just_in_time_a_relaxed_deadline_job_leaves_the_offer_to_a_shorter_job() -> None:
+    relaxed = progress(deadline=100, remaining=8)  # 80 s of work, 80 s of slack
+    shorter = [peer(tier=1, gain=5.0, remaining_work=30.0)]
+    p = policy(leftover="srpt", min_share="jit")
+    p.observe(relaxed, shorter)
+    plan = p.plan([view("a", cpus=4)], trials(4))
+    assert launched(plan) == 0 and p.standing().tier == 1
+    # Eager (the paper): below its share the job is in tier 0 and takes it.
+    p = policy(leftover="srpt", min_share="eager")
+    p.observe(relaxed, shorter)
+    assert launched(p.plan([view("a", cpus=4)], trials(4))) == 1
+
+
+def test_just_in_time_a_deadline_job_without_slack_takes_the_offer() -> None:
+    p = policy(leftover="srpt", min_share="jit")
+    p.observe(progress(deadline=35, remaining=8), [peer(tier=1, remaining_work=30.0)])
+    assert launched(p.plan([view("a", cpus=8)], trials(4))) == 2
+    assert p.standing().tier == 0  # 2 slots of its share of 3
+
+
+def test_just_in_time_margin_sets_when_the_share_is_claimed() -> None:
+    relaxed = progress(deadline=100, remaining=8)  # 80 s of slack = 8 trials
+    rival = [peer(tier=1, remaining_work=30.0)]
+    for margin, taken in (("7", 0), ("9", 1)):
+        p = policy(leftover="srpt", min_share="jit", jit_margin=margin)
+        p.observe(relaxed, rival)
+        assert launched(p.plan([view("a", cpus=4)], trials(4))) == taken, margin
+
+
+@pytest.mark.parametrize("name, value", [("leftover", "fastest"), ("min_share", "late"),
+                                         ("jit_margin", "-1"), ("srpt_band", "0.5")])
+def test_an_invalid_rule_setting_is_refused_with_one_line(name: str, value: str) -> None:
+    with pytest.raises(PolicySettingsError) as err:
+        create_policy("deadline", {name: value})
+    assert "\n" not in str(err.value) and name in str(err.value)
