@@ -228,7 +228,7 @@ def figures(jobs: Sequence[Workload], records: Mapping[str, Mapping[str, Any]], 
         record = records.get(spec.name, {})
         ended = record.get("ended_at", math.nan)
         done = not math.isnan(ended) and record.get("outcome") in FINISHED
-        end = (ended - start) / time_scale + first if done else (stopped - start) / time_scale
+        end = ((ended if done else stopped) - start) / time_scale + first
         ends.append(end)
         times.append(end - spec.arrival)
         if spec.deadline:

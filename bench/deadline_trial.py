@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Mapping
+from collections.abc import Sequence
 import json
 import os
 from pathlib import Path
@@ -35,6 +36,13 @@ def agent_slowdown(agents: list[Mapping[str, Any]], agent_id: str) -> float:
     raise LookupError(f"agent {agent_id!r} is not in the master's /master/slaves")
 
 
+def trial_plan(draws: Mapping[str, Sequence[float]], number: int, slowdown: float,
+               time_scale: float) -> tuple[float, float]:
+    """(real seconds to sleep, objective to report) of trial ``number``."""
+    seconds, objective = draws[str(number)]
+    return float(seconds) * slowdown * time_scale, float(objective)
+
+
 def _agents(master: str) -> list[Mapping[str, Any]]:
     with urlopen(f"http://{master}/master/slaves", timeout=10) as response:  # noqa: S310
         return list(json.loads(response.read())["slaves"])
@@ -48,11 +56,12 @@ def main(argv: list[str] | None = None) -> None:
     number = trial_number()
     if number is None:
         raise SystemExit("deadline_trial: no trial number (DISAUTO_TRIAL_NUMBER)")
-    seconds, objective = json.loads(args.draws.read_text())[str(number)]
     slowdown = agent_slowdown(_agents(os.environ["DISAUTO_MASTER_ADDR"]),
                               os.environ["MESOS_SLAVE_ID"])
-    time.sleep(float(seconds) * slowdown * args.time_scale)
-    report(accuracy=float(objective), final=True)
+    sleep, objective = trial_plan(json.loads(args.draws.read_text()), number, slowdown,
+                                  args.time_scale)
+    time.sleep(sleep)
+    report(accuracy=objective, final=True)
 
 
 if __name__ == "__main__":
