@@ -289,7 +289,7 @@ def run_real(setup: Setup, policy: str, seed: int, work: Path) -> dict[str, Any]
                default=stopped)
     result["utilisation"] = _busy(poller, last - start)  # a fraction; the poller starts at start
     return {"figures": result, "jobs": records, "exit_codes": [p.returncode for p in processes],
-            "wall_seconds": stopped - start}
+            "start": start, "wall_seconds": stopped - start}
 
 
 def run_sim(setup: Setup, policy: str, seed: int) -> dict[str, float]:
