@@ -1,6 +1,8 @@
 """Deadlines: a workload where scheduling matters, under every offer policy (issue 19).
 
-Run with ``python -m bench.deadline`` (``--seeds N``; about a minute per 10 seeds on one core).
+Run with ``python -m bench.deadline`` (``--seeds N``; about a minute per 10 seeds on one core);
+``python -m bench.deadline --real ...`` runs real jobs instead, next to this simulation's figures
+(:mod:`bench.deadline_real`).
 A no-overhead simulation that drives the *real* policy objects (``framework.policies``: their
 ``plan`` on :class:`~framework.offers.OfferView` offers, the deadline policy's ``observe`` with
 the same :func:`~framework.job_progress.job_progress` the scheduler builds, Algorithm 1 of
@@ -493,6 +495,11 @@ def markdown(workload: str, figures: dict[str, dict[str, float]]) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    args_list = list(sys.argv[1:] if argv is None else argv)
+    if "--real" in args_list:  # real jobs on the embedded cluster, next to this simulation
+        from bench.deadline_real import main as real_main
+
+        return real_main([a for a in args_list if a != "--real"])
     parser = argparse.ArgumentParser(prog="python -m bench.deadline", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--seeds", type=int, default=20, help="simulated clusters per policy")
