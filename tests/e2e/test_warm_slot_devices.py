@@ -59,12 +59,12 @@ def said(job_dir: Path, task_id: str) -> dict[str, str]:
 
 
 class EngineWatch:
-    """The slot containers the engine runs while a job runs (polled by name)."""
+    """The slot containers the engine runs while a job runs (polled by name, with the job that
+    each belongs to: an earlier test's slot containers may still be on their way out)."""
 
     def __init__(self, engine: Any) -> None:
         self.engine = engine
-        self.names: set[str] = set()
-        self.most_at_once = 0
+        self.seen: list[set[tuple[str, str]]] = []
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._poll, daemon=True)
         self._thread.start()
@@ -72,10 +72,17 @@ class EngineWatch:
     def _poll(self) -> None:
         while not self._stop.is_set():
             found = self.engine.containers(filters={"label": "disauto.role=slot"})
-            names = {str(c["Names"][0]).lstrip("/") for c in found}
-            self.names |= names
-            self.most_at_once = max(self.most_at_once, len(names))
+            self.seen.append({(str((c.get("Labels") or {}).get("disauto.job", "")),
+                               str(c["Names"][0]).lstrip("/")) for c in found})
             self._stop.wait(0.2)
+
+    def names(self, job: str) -> set[str]:
+        """Every slot container of ``job`` seen."""
+        return {name for each in self.seen for owner, name in each if owner == job}
+
+    def most_at_once(self, job: str) -> int:
+        return max((sum(1 for owner, _ in each if owner == job) for each in self.seen),
+                   default=0)
 
     def stop(self) -> None:
         self._stop.set()
@@ -117,8 +124,9 @@ def test_a_warm_job_runs_its_trials_in_one_container_per_slot(
         by_slot[printed["slot"]].add(printed["container"])
     assert all(len(names) == 1 for names in by_slot.values()), by_slot
     # Through the engine: those containers, no more than `parallelism` at once, and all gone.
-    assert containers <= watch.names, (containers, watch.names)
-    assert watch.most_at_once <= 2
+    job_id = job.job_dir().name
+    assert containers <= watch.names(job_id), (containers, watch.seen)
+    assert watch.most_at_once(job_id) <= 2
     deadline = time.monotonic() + 30
     while docker_engine.containers(all=True, filters={"label": "disauto.role=slot"}):
         assert time.monotonic() < deadline, "slot containers outlived their job"
