@@ -75,6 +75,10 @@ from disauto.protos import framework_pb2
 
 logger = logging.getLogger(__name__)
 
+PAGE_LINGER_SECONDS = 3.0
+"""At the job's end, how long an open job page gets to fetch the final record before the page
+server stops (two of its polls)."""
+
 
 class MasterUnreachableError(ConnectionError):
     """The Mesos master cannot be reached or refuses the framework."""
@@ -634,7 +638,7 @@ class JobRunner:
             self._usage.poll()  # the figures of the trials that just ended
         self._server.stop(grace=2).wait()
         self._files.stop()
-        self.page.stop()
+        self.page.stop(linger=PAGE_LINGER_SECONDS)
 
     def _collect_best_output(self) -> None:
         """Copy the best trial's output to ``DST/NAME`` (``--output DST#NAME``)."""

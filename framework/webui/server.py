@@ -34,6 +34,7 @@ import logging
 from pathlib import Path
 import re
 import threading
+import time
 from typing import Any
 from urllib.parse import parse_qs
 from urllib.parse import urlsplit
@@ -183,7 +184,11 @@ class _Handler(BaseHTTPRequestHandler):
         elif rest == "/" and method == "GET":
             self._send(200, static_bytes("job.html"), _STATIC_TYPES[".html"])
         elif rest == "/api/page" and method == "GET":
+            ending = self.server.ending  # type: ignore[attr-defined]
+            self.server.last_page_poll = time.monotonic()  # type: ignore[attr-defined]
             self._json(200, page_data(source.record()))
+            if ending:
+                self.server.final_served.set()  # type: ignore[attr-defined]
         elif rest.startswith(("/api/registry", "/api/data")):
             self._service(method, source, rest, query)
         elif rest == "/api/kill" and method == "POST":
@@ -311,10 +316,20 @@ def _summary(source: JobSource) -> dict[str, Any]:
         return {"job_id": source.job_id, "error": f"{type(err).__name__}: {err}"}
 
 
+PAGE_RECENT_SECONDS = 10.0
+"""A page that asked for its data this recently is open (it asks every 1.5 s while its job
+runs)."""
+
+
 class _PageServer(ThreadingHTTPServer):
     daemon_threads = True
     sources: Sources
     single: str
+    last_page_poll = float("-inf")
+    """When a page last asked for its data (``time.monotonic``)."""
+    ending = False
+    """Set by :meth:`JobPageServer.stop`: the record is final."""
+    final_served: threading.Event
 
 
 class JobPageServer:
@@ -338,6 +353,7 @@ class JobPageServer:
             self._server = _PageServer((bind_host, 0), _Handler)
         self._server.sources = sources
         self._server.single = single
+        self._server.final_served = threading.Event()
         self._advertise = advertise_host
         self._thread = threading.Thread(target=self._server.serve_forever,
                                         name="disauto-jobpage", daemon=True)
@@ -362,7 +378,14 @@ class JobPageServer:
         """Serve in this thread until :meth:`stop` (``da-job ui``)."""
         self._server.serve_forever()
 
-    def stop(self) -> None:
+    def stop(self, linger: float = 0.0) -> None:
+        """Stop serving. With ``linger``, an open page (one that asked for its data in the last
+        :data:`PAGE_RECENT_SECONDS`) gets up to that many seconds to fetch the final record
+        first, so that it shows how its job ended instead of the last state it polled."""
+        recent = time.monotonic() - self._server.last_page_poll < PAGE_RECENT_SECONDS
+        if linger > 0 and recent and self._thread.is_alive():
+            self._server.ending = True
+            self._server.final_served.wait(linger)
         if self._thread.is_alive():  # shutdown() waits for a serve_forever that never ran
             self._server.shutdown()
         self._server.server_close()

@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 import json
 from pathlib import Path
+import threading
+import time
 
 import pytest
 
@@ -180,3 +182,37 @@ def test_a_recorded_job_serves_the_same_page_and_kills_through_the_record(
         assert client.request("GET", "/jobs/job-test/api/page")[1]["job"]["state"] == "ended"
     finally:
         server.stop()
+
+
+def test_an_open_page_gets_the_final_record_before_the_server_stops(recorded: Recorded) -> None:
+    """stop(linger) waits for an open page's next poll (at most ``linger`` s), so the page
+    shows how its job ended; with no page open it stops at once."""
+    source = LiveJob(recorded.controller, recorded.folder, lambda ids: None)
+    server = JobPageServer(lambda: {"job-test": source}, "127.0.0.1", "127.0.0.1",
+                           single="job-test")
+    server.start()
+    started = time.monotonic()
+    server.stop(linger=5.0)  # no page has polled: nothing to wait for
+    assert time.monotonic() - started < 1.0
+
+    server = JobPageServer(lambda: {"job-test": source}, "127.0.0.1", "127.0.0.1",
+                           single="job-test")
+    server.start()
+    client = Client(server.port)
+    assert client.request("GET", "/jobs/job-test/api/page")[0] == 200  # a page is open
+    polled: list[int] = []
+    poll = threading.Timer(0.5, lambda: polled.append(
+        client.request("GET", "/jobs/job-test/api/page")[0]))
+    poll.start()
+    started = time.monotonic()
+    server.stop(linger=5.0)
+    waited = time.monotonic() - started
+    poll.join()
+    assert polled == [200] and 0.4 < waited < 4.0  # it served that poll, then stopped
+    started = time.monotonic()
+    late = JobPageServer(lambda: {"job-test": source}, "127.0.0.1", "127.0.0.1",
+                         single="job-test")
+    late.start()
+    Client(late.port).request("GET", "/jobs/job-test/api/page")
+    late.stop(linger=0.3)  # the page never comes back: at most the linger
+    assert time.monotonic() - started < 2.0
