@@ -12,15 +12,14 @@ with no agents yet is never judged.
 
 from __future__ import annotations
 
-import base64
 from collections.abc import Mapping
 from collections.abc import Sequence
 import json
 import logging
 from typing import Any
-from urllib.request import Request
 from urllib.request import urlopen
 
+from disauto.common.master_http import master_request
 from disauto.framework.spec import TaskResources
 
 
@@ -43,10 +42,7 @@ def agent_totals(master_address: str, *, auth: tuple[str, str] | None = None,
         OSError: the master cannot be asked.
         ValueError: its answer is not the ``/master/slaves`` JSON.
     """
-    request = Request(f"http://{master_address}/master/slaves")
-    if auth is not None:
-        token = base64.b64encode(f"{auth[0]}:{auth[1]}".encode()).decode()
-        request.add_header("Authorization", f"Basic {token}")
+    request = master_request(f"http://{master_address}/master/slaves", *(auth or ()))
     with urlopen(request, timeout=timeout) as response:  # noqa: S310 - the master's URL
         state = json.loads(response.read())
     agents = state.get("slaves")

@@ -6,7 +6,6 @@ returns when the job ends, ``stop()`` kills what still runs and tears the framew
 
 from __future__ import annotations
 
-import base64
 from collections.abc import Callable
 from dataclasses import dataclass
 import getpass
@@ -19,7 +18,6 @@ import socket
 import time
 from typing import Any
 from urllib.error import HTTPError
-from urllib.request import Request
 from urllib.request import urlopen
 
 from pymesos import MesosSchedulerDriver
@@ -28,6 +26,7 @@ from disauto.common import paths
 from disauto.common import task_env
 from disauto.common.certificates import Identity
 from disauto.common.durations import format_duration
+from disauto.common.master_http import master_request
 from disauto.common.processes import start_time
 from disauto.common.python_command import parse_python_command
 from disauto.common.slots import EXECUTOR_MODULE
@@ -131,10 +130,8 @@ def check_credentials(uri: str, principal: str | None, secret: str | None,
     if uri.startswith(("zk://", "zoo://")):
         return
     address = uri if ":" in uri else f"{uri}:5050"
-    request = Request(f"http://{address}/api/v1/scheduler")
-    if principal:
-        token = base64.b64encode(f"{principal}:{secret or ''}".encode()).decode()
-        request.add_header("Authorization", f"Basic {token}")
+    request = master_request(f"http://{address}/api/v1/scheduler", principal or "",
+                             secret or "")
     try:
         with urlopen(request, timeout=timeout):  # noqa: S310 - the master's URL
             return

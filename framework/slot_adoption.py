@@ -10,16 +10,15 @@ a list of Resource) are read too.
 
 from __future__ import annotations
 
-import base64
 from collections.abc import Mapping
 from dataclasses import dataclass
 import json
 from typing import Any
 from urllib.parse import urlencode
-from urllib.request import Request
 from urllib.request import urlopen
 
 from disauto.common import slots
+from disauto.common.master_http import master_request
 from disauto.common.resources import Resources
 
 
@@ -42,10 +41,8 @@ def running_slots(master_address: str, framework_id: str, job_id: str, *,
         ValueError: its answer is not the ``/master/frameworks`` JSON.
     """
     query = urlencode({"framework_id": framework_id})
-    request = Request(f"http://{master_address}/master/frameworks?{query}")
-    if auth is not None:
-        token = base64.b64encode(f"{auth[0]}:{auth[1]}".encode()).decode()
-        request.add_header("Authorization", f"Basic {token}")
+    request = master_request(f"http://{master_address}/master/frameworks?{query}",
+                             *(auth or ()))
     with urlopen(request, timeout=timeout) as response:  # noqa: S310 - the job's master
         body = json.loads(response.read())
     return slots_of(body, framework_id, job_id)

@@ -8,7 +8,6 @@ carries it on). Job ids may be abbreviated to any unique prefix.
 
 from __future__ import annotations
 
-import base64
 from collections import Counter
 from dataclasses import dataclass
 from functools import cached_property
@@ -18,10 +17,10 @@ import socket
 import time
 from typing import Any
 from urllib.error import HTTPError
-from urllib.request import Request
 from urllib.request import urlopen
 
 from disauto.common import paths
+from disauto.common.master_http import master_request
 from disauto.common.processes import is_running
 from disauto.common.trial_state import TrialState
 from disauto.framework.job import sorted_trials
@@ -187,10 +186,8 @@ def master_frameworks(master: str, principal: str | None = None, secret: str | N
     address = master.split("://", 1)[-1].rstrip("/")
     if ":" not in address:
         address += ":5050"
-    request = Request(f"http://{address}/master/frameworks")
-    if principal:
-        token = base64.b64encode(f"{principal}:{secret or ''}".encode()).decode()
-        request.add_header("Authorization", f"Basic {token}")
+    request = master_request(f"http://{address}/master/frameworks", principal or "",
+                             secret or "")
     try:
         with urlopen(request, timeout=timeout) as response:  # noqa: S310 - the user's master
             body = json.loads(response.read())
