@@ -308,7 +308,7 @@ class JobScheduler(Scheduler):
             views.sort(key=lambda view: not slots.has_free(view.agent_id))
             views = [self._with_slot_room(view) for view in views]
         plan = self._policy.place(views, requests)
-        warm = [self._warm_up_wanted(plan.launches.values())]
+        warm = self._warm_up_wanted(plan.launches.values())
         for view in views:
             launches = plan.launches.get(view.id, [])
             left = [view.available]  # what the planned claims leave: room for new slots
@@ -318,8 +318,10 @@ class JobScheduler(Scheduler):
                 task for request, claim in launches
                 if (task := self._task_for(request, view, claim, left)) is not None
             ]
-            if warm[0] > 0 and view.id not in plan.deliberate:
-                tasks += self._warm_ups(view, left, warm)
+            if warm > 0 and view.id not in plan.deliberate:
+                warm_ups = self._warm_ups(view, left, warm)
+                warm -= len(warm_ups)
+                tasks += warm_ups
             if tasks:
                 logger.info("launching %s on %s", ", ".join(_launch_name(t) for t in tasks),
                             view.hostname)
@@ -516,9 +518,9 @@ class JobScheduler(Scheduler):
         return max(0, int(self._job.config.search.parallelism) - self.slots.live())
 
     def _warm_ups(self, view: OfferView, left: list[Resources],
-                  budget: list[int]) -> list[dict[str, Any]]:
-        """Warm-up tasks for the slots ``view`` has room for: each where a trial will fit
-        beside the slots started before it (``framework/slots.py`` warm_up_task)."""
+                  most: int) -> list[dict[str, Any]]:
+        """Warm-up tasks for at most ``most`` slots ``view`` has room for: each where a trial
+        will fit beside the slots started before it (``framework/slots.py`` warm_up_task)."""
         assert self.slots is not None
         config = self._job.config
         runner = config.runner
@@ -532,18 +534,18 @@ class JobScheduler(Scheduler):
         env = {**task_environment({**config.extra_env, **self._trial_env,
                                    **self._rendezvous_env()}, self._runner_container()),
                task_env.JOB_ID: config.job_id}
-        tasks = []
-        while budget[0] > 0 and room.contains(trial) and left[0].contains(own):
+        tasks: list[dict[str, Any]] = []
+        while len(tasks) < most and room.contains(trial) and left[0].contains(own):
             executor_id = self.slots.start_idle(view.agent_id)
             executor = executor_info(executor_id, self._executor_command, self._uris,
                                      config.job_id, container)
             self.slots.set_info(executor_id, executor)
             self._job.store.set_meta(SLOT_INFO_KEY + executor_id, json.dumps(executor))
-            tasks.append(warm_up_task(executor, view.agent_id, config.launch_cmd, env,
-                                      runner.cpus, runner.mem_mb, self._preload))
+            tasks.append(warm_up_task(executor, view.agent_id, config.job_id,
+                                      config.launch_cmd, env, runner.cpus, runner.mem_mb,
+                                      self._preload))
             room = room - trial
             left[0] = left[0] - own
-            budget[0] -= 1
             logger.info("starting slot %s on %s before its first trial", executor_id,
                         view.hostname)
         return tasks

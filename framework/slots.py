@@ -290,7 +290,7 @@ WARMUP_RESOURCES = Resources({"cpus": 0.01})
 resources); it gives it back when it ends, once the slot is ready."""
 
 
-def warm_up_task(executor: Mapping[str, Any], agent_id: str, command: str,
+def warm_up_task(executor: Mapping[str, Any], agent_id: str, job_id: str, command: str,
                  environment: Mapping[str, str], trial_cpus: float, trial_mem_mb: float,
                  preload: slots.Preload | None = None) -> dict[str, Any]:
     """The task that starts a slot before its first trial (``common.slots.Warmup``): its
@@ -306,15 +306,9 @@ def warm_up_task(executor: Mapping[str, Any], agent_id: str, command: str,
         "executor": dict(executor),
         "data": slots.task_data(command, environment, preload,
                                 slots.Warmup(trial_cpus, trial_mem_mb)),
-        "labels": {"labels": [{"key": "disauto.job", "value": _job_label(executor)},
+        "labels": {"labels": [{"key": "disauto.job", "value": job_id},
                               {"key": "disauto.role", "value": "slot-warm-up"}]},
     }
-
-
-def _job_label(executor: Mapping[str, Any]) -> str:
-    labels = (executor.get("labels") or {}).get("labels") or []
-    return next((str(label.get("value", "")) for label in labels
-                 if label.get("key") == "disauto.job"), "")
 
 
 def as_slot_task(task: Mapping[str, Any], executor: Mapping[str, Any],
