@@ -474,16 +474,20 @@ class ContainerTaskProcess:
         return int(code) if isinstance(code, int) else None
 
     def kill(self, grace: float) -> None:
-        """SIGTERM the process group (from the host), then SIGKILL it after ``grace``."""
+        """SIGTERM the process group (from the host), then SIGKILL it after ``grace``.
+
+        Only while the engine says the command runs: its process is not this executor's
+        child, so once it ended the kernel may give its pid, as a process group, to anyone."""
         self.killed.set()
         pid = self.pid
-        if not pid:
+        if not pid or self.poll() is not None:
             return
         self._signal(pid, signal.SIGTERM)
         deadline = time.monotonic() + max(grace, 0.0)
         while time.monotonic() < deadline and self.poll() is None:
             time.sleep(0.05)
-        self._signal(pid, signal.SIGKILL)
+        if self.poll() is None:
+            self._signal(pid, signal.SIGKILL)
 
     @staticmethod
     def _signal(pid: int, signum: int) -> None:

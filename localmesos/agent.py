@@ -59,8 +59,8 @@ from disauto.localmesos.agent_executors import ExecutorHost
 from disauto.localmesos.agent_executors import ExecutorRun
 from disauto.localmesos.agent_launch import AgentTask
 from disauto.localmesos.agent_launch import TaskLauncher
+from disauto.localmesos.containerizer import ContainerProcess
 from disauto.localmesos.containerizer import DockerContainerizer
-from disauto.localmesos.executor import CommandProcess
 from disauto.localmesos.monitor import ExecutorEntry
 from disauto.localmesos.monitor import ResourceMonitor
 from disauto.localmesos.monitor import mem_limit_bytes
@@ -496,9 +496,11 @@ class Agent(TaskLauncher, ExecutorHost):
                     framework_id=task.framework_id, executor_id=task.executor_id,
                     executor_name=f"Command Executor (Task: {task.task_id})",
                     source=task.task_id, pid=task.process.pid,
-                    container=not isinstance(task.process, CommandProcess),
+                    container=isinstance(task.process, ContainerProcess),
                     cpus_limit=scalars.get("cpus"),
                     mem_limit_bytes=mem_limit_bytes(scalars.get("mem", 0.0)),
+                    cgroups=task.process.cgroups
+                    if isinstance(task.process, ContainerProcess) else None,
                 ))
             for run in self._executors.values():
                 if run.process is None or run.process.exited:

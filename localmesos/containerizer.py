@@ -89,6 +89,7 @@ from disauto.localmesos.container_request import ImageRef
 from disauto.localmesos.container_request import build_request
 from disauto.localmesos.container_request import container_image
 from disauto.localmesos.container_request import is_container_task
+from disauto.localmesos.monitor import container_cgroups
 
 
 logger = logging.getLogger(__name__)
@@ -226,6 +227,8 @@ class ContainerProcess:
         self.id = container_id
         self.name = name
         self.pid: int | None = None
+        self.cgroups: dict[str, str] = {}
+        """The container's cgroups, read right after its start (``monitor.container_cgroups``)."""
         self._stdout = stdout
         self._stderr = stderr
         self._lock = threading.Lock()
@@ -269,6 +272,8 @@ class ContainerProcess:
             self.pid = int(self._client.inspect_container(self.id)["State"]["Pid"]) or None
         except unreadable:
             self.pid = None
+        if self.pid:
+            self.cgroups = container_cgroups(self.pid, self.id)
 
     def _copy_output(self, stream: Any) -> None:
         """Append every chunk of output to the sandbox files as it arrives."""

@@ -18,7 +18,11 @@ session of its own under the executor). ``mem_rss_bytes`` is the sum of the proc
 sets. A
 container is measured from its cgroup (v1, as Docker's cgroupfs driver makes it:
 ``cpuacct.stat``, ``memory.stat``, ``memory.limit_in_bytes``), which counts every process in
-it. Counters are kept monotonic per executor, as cgroup counters are.
+it. The container's cgroups are read once, from its init process right after it starts, and only
+paths that name the container are kept: the init's pid is not the agent's child, so once the
+container ends the kernel may give that pid to any process, whose cgroup (the agent's, the
+machine's) must never be taken for the container's. A container that ended has no cgroup left
+to read, and is left out. Counters are kept monotonic per executor, as cgroup counters are.
 
 Only what is measured is served: a figure that cannot be read is left out, never invented.
 """
@@ -26,6 +30,7 @@ Only what is measured is served: a figure that cannot be read is left out, never
 from __future__ import annotations
 
 from collections.abc import Iterable
+from collections.abc import Mapping
 from dataclasses import dataclass
 import os
 from pathlib import Path
@@ -130,6 +135,14 @@ def process_cgroups(pid: int, proc: Path = Path("/proc")) -> dict[str, str]:
     return found
 
 
+def container_cgroups(pid: int, container_id: str, proc: Path = Path("/proc")) -> dict[str, str]:
+    """Controller → cgroup path of a container whose init process is ``pid``, only those paths
+    that name ``container_id`` (Docker's cgroupfs driver makes ``/docker/<id>``, its systemd
+    driver ``.../docker-<id>.scope``). Empty when ``pid`` is no longer the container's."""
+    return {controller: path for controller, path in process_cgroups(pid, proc).items()
+            if container_id and container_id in path}
+
+
 def cgroup_statistics(cgroups: dict[str, str], root: Path = CGROUP_ROOT) -> dict[str, Any]:
     """ResourceStatistics figures of a container's cgroups (v1), what of them can be read."""
     stats: dict[str, Any] = {}
@@ -181,6 +194,8 @@ class ExecutorEntry:
     container: bool
     cpus_limit: float | None
     mem_limit_bytes: int | None
+    cgroups: Mapping[str, str] | None = None
+    """A container's cgroups (:func:`container_cgroups`), read when it started."""
 
 
 class ResourceMonitor:
@@ -201,11 +216,12 @@ class ResourceMonitor:
         answer = []
         seen = set()
         for entry in entries:
-            if not entry.pid:
-                continue
             if entry.container:
-                figures = cgroup_statistics(process_cgroups(entry.pid, self._proc),
-                                            self._cgroup_root)
+                if not entry.cgroups:
+                    continue
+                figures = cgroup_statistics(dict(entry.cgroups), self._cgroup_root)
+            elif not entry.pid:
+                continue
             else:
                 figures = session_statistics(processes, entry.pid)
                 if not figures["processes"]:

@@ -1,13 +1,21 @@
-"""A container slot's settings, limits and devices (executor/container.py); its containers on a
-real engine are tested end to end in tests/e2e/test_warm_slot_devices.py."""
+"""A container slot's settings, limits and devices (executor/container.py), and how a trial's
+command in it is killed, on a real engine; its containers are tested end to end in
+tests/e2e/test_warm_slot_devices.py."""
 
 from __future__ import annotations
+
+from pathlib import Path
+import signal
+import subprocess
+import time
+from typing import Any
 
 import pytest
 
 from disauto.common.slots import SPEC_ENV
 from disauto.common.slots import ContainerSpec
 from disauto.executor.container import ContainerError
+from disauto.executor.container import SlotContainer
 from disauto.executor.container import spec_from_environment
 from disauto.executor.container import task_limits
 from disauto.executor.container import visible_gpus
@@ -50,3 +58,40 @@ def test_the_slot_devices_are_the_executors_cuda_visible_devices() -> None:
     assert visible_gpus({"CUDA_VISIBLE_DEVICES": "1, 3"}) == ("1", "3")
     assert visible_gpus({"CUDA_VISIBLE_DEVICES": ""}) == ()
     assert visible_gpus({}) == ()
+
+
+@pytest.mark.integration
+def test_a_command_that_ended_is_not_signalled_again(tmp_path: Path, runner_image: str,
+                                                     docker_engine: Any) -> None:
+    """A trial's exec is not the executor's child: once it ended, the kernel may give its pid to
+    any new process group of the machine (pids wrap within minutes under ``make test``). A kill
+    that arrives after the end (the framework's, a timeout's) must not reach that group."""
+    container = SlotContainer(ContainerSpec(runner_image, labels={"disauto.job": "kill-test"}),
+                              tmp_path)
+    bystander = None
+    try:
+        process = container.run("t1", "exit 3", {}, _sandbox(tmp_path, "t1"))
+        assert process.wait() == 3
+        # The ended command's pid, as a process group, now someone else's.
+        bystander = subprocess.Popen(["sleep", "60"], start_new_session=True)
+        process._pid = bystander.pid  # noqa: SLF001 - the reuse the kernel would make
+        process.kill(0.2)
+        time.sleep(0.3)
+        assert bystander.poll() is None, "a process group that took the ended pid was killed"
+        # While it runs, the kill does reach it.
+        running = container.run("t2", "sleep 60", {}, _sandbox(tmp_path, "t2"))
+        assert running.pid
+        started = time.monotonic()
+        running.kill(5.0)
+        assert running.wait() == -signal.SIGTERM and time.monotonic() - started < 5.0
+    finally:
+        if bystander is not None:
+            bystander.kill()
+            bystander.wait()
+        container.remove()
+
+
+def _sandbox(root: Path, task_id: str) -> Path:
+    path = root / "tasks" / task_id
+    path.mkdir(parents=True)
+    return path

@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import http.client
 import json
+import os
 from pathlib import Path
 import sys
 from typing import Any
 
 import pytest
 
+from disauto.localmesos.monitor import ExecutorEntry
+from disauto.localmesos.monitor import ResourceMonitor
+from disauto.localmesos.monitor import container_cgroups
 from disauto.localmesos.monitor import read_processes
 from disauto.localmesos.monitor import session_statistics
 from tests.localmesos.cluster_support import RawFramework
@@ -81,11 +85,80 @@ LOAD = ("import time\n"
 
 def test_session_statistics_counts_this_process() -> None:
     """Against this very process (not a session leader under pytest: its own session)."""
-    import os
     figures = session_statistics(read_processes(), os.getsid(0))
     assert figures["processes"] >= 1 and figures["threads"] >= 1
     assert figures["mem_rss_bytes"] > 10 * _MB
     assert figures["cpus_user_time_secs"] > 0
+
+
+_CONTAINER = "0f3c9a7e" * 8
+
+
+def _proc_with(tmp_path: Path, pid: int, cgroup_lines: str) -> Path:
+    """A /proc holding one process and its ``cgroup`` file (cgroup v1 lines)."""
+    (tmp_path / "proc" / str(pid)).mkdir(parents=True)
+    (tmp_path / "proc" / str(pid) / "cgroup").write_text(cgroup_lines)
+    return tmp_path / "proc"
+
+
+def _cgroup_root(tmp_path: Path, path: str, rss: int) -> Path:
+    """A cgroup v1 root with one memory and cpuacct group at ``path``, as the kernel shows
+    them (``memory.stat``, ``memory.usage_in_bytes``, ``cpuacct.stat`` in ticks)."""
+    root = tmp_path / "cgroup"
+    memory = root / "memory" / path.lstrip("/")
+    memory.mkdir(parents=True)
+    (memory / "memory.stat").write_text(f"cache 4096\nrss {rss}\ntotal_cache 4096\n"
+                                        f"total_rss {rss}\ntotal_mapped_file 0\n")
+    (memory / "memory.usage_in_bytes").write_text(f"{rss + 4096}\n")
+    (memory / "cgroup.procs").write_text("1\n2\n")
+    (memory / "tasks").write_text("1\n2\n3\n")
+    cpuacct = root / "cpuacct" / path.lstrip("/")
+    cpuacct.mkdir(parents=True)
+    (cpuacct / "cpuacct.stat").write_text("user 150\nsystem 50\n")
+    return root
+
+
+def _container_entry(pid: int, cgroups: dict[str, str]) -> ExecutorEntry:
+    return ExecutorEntry(framework_id="fw", executor_id="t", executor_name="Command Executor",
+                         source="t", pid=pid, container=True, cpus_limit=1.0,
+                         mem_limit_bytes=512 * _MB, cgroups=cgroups)
+
+
+def test_a_container_is_measured_from_the_cgroups_read_when_it_started(tmp_path: Path) -> None:
+    """Its init's pid is not the agent's child: once the container ends, the kernel may give
+    that pid to any process (it did under a loaded ``make test``, and the trial was recorded
+    with the sandbox's 1.3 GB as its peak). The figures come from the container's own cgroups,
+    read while its init was surely its own, whatever the pid is now."""
+    docker_lines = (f"4:memory:/docker/{_CONTAINER}\n2:cpuacct:/docker/{_CONTAINER}\n"
+                    "9:name=systemd:/\n")
+    cgroups = container_cgroups(4242, _CONTAINER, _proc_with(tmp_path / "a", 4242, docker_lines))
+    assert cgroups == {"memory": f"/docker/{_CONTAINER}", "cpuacct": f"/docker/{_CONTAINER}"}
+    # The same pid, now some other process of the machine's: nothing of it is the container's.
+    reused = _proc_with(tmp_path / "b", 4242, "4:memory:/process_api/abc\n2:cpuacct:/\n")
+    assert container_cgroups(4242, _CONTAINER, reused) == {}
+    assert container_cgroups(4243, _CONTAINER, reused) == {}  # gone: nothing
+    root = _cgroup_root(tmp_path, f"/docker/{_CONTAINER}", rss=200 * _MB)
+    monitor = ResourceMonitor(proc=reused, cgroup_root=root)
+    (entry,) = monitor.statistics([_container_entry(4242, cgroups)])
+    stats = entry["statistics"]
+    assert stats["mem_rss_bytes"] == 200 * _MB and stats["mem_total_bytes"] == 200 * _MB + 4096
+    assert stats["cpus_user_time_secs"] == pytest.approx(150 / _ticks())
+    assert stats["cpus_system_time_secs"] == pytest.approx(50 / _ticks())
+    assert stats["processes"] == 2 and stats["threads"] == 3
+    assert check_statistics([entry]) == []
+
+
+def test_a_container_whose_cgroups_are_gone_or_unknown_is_left_out(tmp_path: Path) -> None:
+    """An ended container's cgroups are removed: it is not measured at all (Mesos lists only
+    executors it can measure), and one whose cgroups could not be read at its start never is."""
+    root = _cgroup_root(tmp_path, "/docker/other", rss=200 * _MB)
+    monitor = ResourceMonitor(proc=tmp_path / "noproc", cgroup_root=root)
+    gone = {"memory": f"/docker/{_CONTAINER}", "cpuacct": f"/docker/{_CONTAINER}"}
+    assert monitor.statistics([_container_entry(4242, gone), _container_entry(4242, {})]) == []
+
+
+def _ticks() -> float:
+    return float(os.sysconf("SC_CLK_TCK"))
 
 
 @pytest.mark.integration
