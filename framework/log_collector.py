@@ -34,6 +34,7 @@ from urllib.error import HTTPError
 from urllib.parse import urlencode
 
 from disauto.framework.sandbox_logs import SandboxLogs
+from disauto.framework.sandbox_logs import task_sandbox_in
 
 
 logger = logging.getLogger(__name__)
@@ -161,7 +162,7 @@ class LogCollector:
         self._stop.set()
         if self._thread.is_alive():
             self._thread.join(10)
-        self.poll(final=True)
+        self.poll()
 
     def _run(self) -> None:
         while not self._stop.wait(self._interval):
@@ -170,32 +171,56 @@ class LogCollector:
             except Exception:  # noqa: BLE001 - the collector must outlive one bad poll
                 logger.exception("log collection failed; trying again")
 
-    def poll(self, final: bool = False) -> None:
-        """Copy what is new of each task not yet done (every task when ``final``)."""
+    def poll(self) -> None:
+        """Copy what is new of each task not yet done.
+
+        An agent's ``/state`` is read at most once per poll, and only when a task on it has no
+        known sandbox yet: on a cluster shared by many jobs it lists every executor of every
+        framework, so reading it once per task made a job's polls, and its last one, grow with
+        the whole cluster's history. A task that ended and that its agent does not list (it
+        never started, or the agent forgot it) has nothing to copy, and is done."""
         with self._poll_lock:
             framework_id = self._framework_id()
             if not framework_id:
                 return
+            executors: dict[str, dict[str, tuple[str, str]] | None] = {}
             for task_id, agent_id, live in self._tasks():
                 if task_id in self._done:
                     continue
-                copied = self._copy_task(framework_id, task_id, agent_id)
+                copied = self._copy_task(framework_id, task_id, agent_id, live, executors)
                 if copied and not live:
                     self._done.add(task_id)  # its last output is in; sandboxes stay put
             if self.folder.is_dir():
                 self._save_offsets()
 
-    def _copy_task(self, framework_id: str, task_id: str, agent_id: str) -> bool:
+    def _locate(self, framework_id: str, task_id: str, agent_id: str, live: bool,
+                executors: dict[str, dict[str, tuple[str, str]] | None]) -> tuple[str, str]:
+        """The task's (files base URL, sandbox directory), ("", "") when not (yet) known;
+        ``executors`` caches each agent's executors for this poll (None: it did not answer)."""
+        if task_id in self._sandboxes:
+            return self._sandboxes[task_id]
+        if agent_id not in executors:
+            try:
+                executors[agent_id] = self._logs.executor_sandboxes(agent_id, framework_id)
+            except Exception as err:  # noqa: BLE001 - an agent that is gone or not ready
+                logger.debug("cannot read the state of agent %s: %s", agent_id, err)
+                executors[agent_id] = None
+        listed = executors[agent_id]
+        if listed is None:
+            return "", ""
+        found = task_sandbox_in(listed, task_id, self._slot_of(task_id))
+        if found[1]:
+            self._sandboxes[task_id] = found
+        elif not live and listed:
+            self._done.add(task_id)  # ended, and its agent knows no sandbox of it
+        return found
+
+    def _copy_task(self, framework_id: str, task_id: str, agent_id: str, live: bool,
+                   executors: dict[str, dict[str, tuple[str, str]] | None]) -> bool:
         """Copy both streams of a task; False when its sandbox cannot be read (yet)."""
-        try:
-            root, directory = self._sandboxes.get(task_id) or self._logs.task_sandbox(
-                agent_id, framework_id, task_id, self._slot_of(task_id))
-        except Exception as err:  # noqa: BLE001 - an agent that is gone or not ready
-            logger.debug("no sandbox for %s yet: %s", task_id, err)
-            return False
+        root, directory = self._locate(framework_id, task_id, agent_id, live, executors)
         if not directory:
             return False
-        self._sandboxes[task_id] = (root, directory)
         try:
             for stream in STREAMS:
                 self._copy_stream(root, f"{directory}/{stream}", task_id, stream)

@@ -78,32 +78,41 @@ class SandboxLogs:
         with urlopen(url, timeout=self._timeout) as response:  # noqa: S310 - agent URL
             return json.loads(response.read().decode("utf-8", "replace"))
 
-    def sandbox(self, agent_id: str, framework_id: str, executor_id: str) -> tuple[str, str]:
-        """(files base URL, sandbox directory) of an executor, or ("", "")."""
+    def executor_sandboxes(self, agent_id: str, framework_id: str) -> dict[str, tuple[str, str]]:
+        """Executor id → (files base URL, sandbox directory) of every executor of the framework
+        on the agent, live or completed, from one ``/state``; empty when the agent's endpoint
+        is not known.
+
+        Raises:
+            OSError, ValueError: the agent did not answer, or not with JSON.
+        """
         with self._lock:
             endpoint = self._agents.get(agent_id, "")
         if not endpoint:
-            return "", ""
+            return {}
         state = self.get_json(endpoint + "/state")
+        root = endpoint.rsplit("/", 1)[0] if "(" in endpoint else endpoint
+        found: dict[str, tuple[str, str]] = {}
         for key in ("frameworks", "completed_frameworks"):
             for framework in state.get(key, []):
                 if framework.get("id") != framework_id:
                     continue
                 for ekey in ("executors", "completed_executors"):
                     for executor in framework.get(ekey, []):
-                        if executor.get("id") == executor_id and executor.get("directory"):
-                            root = endpoint.rsplit("/", 1)[0] if "(" in endpoint else endpoint
-                            return root, str(executor["directory"])
-        return "", ""
+                        if executor.get("id") and executor.get("directory"):
+                            found.setdefault(str(executor["id"]),
+                                             (root, str(executor["directory"])))
+        return found
+
+    def sandbox(self, agent_id: str, framework_id: str, executor_id: str) -> tuple[str, str]:
+        """(files base URL, sandbox directory) of an executor, or ("", "")."""
+        return self.executor_sandboxes(agent_id, framework_id).get(executor_id, ("", ""))
 
     def task_sandbox(self, agent_id: str, framework_id: str, task_id: str,
                      slot: str = "") -> tuple[str, str]:
         """(files base URL, sandbox directory) of a task: a command task's executor is named
         after it; a warm slot's task has its own folder in the slot executor's sandbox."""
-        if not slot:
-            return self.sandbox(agent_id, framework_id, task_id)
-        root, directory = self.sandbox(agent_id, framework_id, slot)
-        return (root, f"{directory}/{slots.task_sandbox(task_id)}") if directory else ("", "")
+        return task_sandbox_in(self.executor_sandboxes(agent_id, framework_id), task_id, slot)
 
     def tail(self, status: Mapping[str, Any], framework_id: str, name: str = "stderr",
              slot: str = "") -> str:
@@ -131,3 +140,14 @@ class SandboxLogs:
             return ""
         lines = [line for line in str(data).splitlines() if line.strip()]
         return " | ".join(lines[-5:])[-self._max_bytes:]
+
+
+def task_sandbox_in(executors: Mapping[str, tuple[str, str]], task_id: str,
+                    slot: str = "") -> tuple[str, str]:
+    """A task's (files base URL, sandbox directory) among ``executors`` (as
+    :meth:`SandboxLogs.executor_sandboxes` gives them), ("", "") when its executor is not
+    there."""
+    if not slot:
+        return executors.get(task_id, ("", ""))
+    root, directory = executors.get(slot, ("", ""))
+    return (root, f"{directory}/{slots.task_sandbox(task_id)}") if directory else ("", "")

@@ -2,16 +2,23 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from email.message import Message
 from pathlib import Path
+import threading
 from typing import Any
 from urllib.error import HTTPError
 from urllib.parse import parse_qs
 from urllib.parse import urlparse
 
+import pytest
+
 from disauto.common import slots
 from disauto.framework.log_collector import LogCollector
 from disauto.framework.sandbox_logs import SandboxLogs
+from tests.framework.test_sandbox_logs import FRAMEWORK
+from tests.framework.test_sandbox_logs import FakeAgent as HttpAgent
+from tests.framework.test_sandbox_logs import offer_from
 
 
 class FakeAgent:
@@ -21,8 +28,9 @@ class FakeAgent:
     def __init__(self, sandbox: Path) -> None:
         self.sandbox = sandbox
 
-    def sandbox_of(self, agent_id: str, framework_id: str, task_id: str) -> tuple[str, str]:
-        return "http://agent", str(self.sandbox)
+    def executors(self, agent_id: str, framework_id: str) -> dict[str, tuple[str, str]]:
+        """The one task's executor and a warm slot's, both with this sandbox."""
+        return {name: ("http://agent", str(self.sandbox)) for name in ("trial-0001", "job-slot-0")}
 
     def get_json(self, url: str) -> dict[str, Any]:
         query = {k: v[0] for k, v in parse_qs(urlparse(url).query).items()}
@@ -42,7 +50,7 @@ def _collector(tmp_path: Path, **kwargs: Any) -> tuple[LogCollector, Path]:
     (sandbox / "stderr").write_bytes(b"")
     agent = FakeAgent(sandbox)
     logs: Any = SandboxLogs()
-    logs.sandbox = agent.sandbox_of
+    logs.executor_sandboxes = agent.executors
     logs.get_json = agent.get_json
     collector = LogCollector(logs, lambda: "F-1", lambda: [("trial-0001", "S1", True)],
                              tmp_path / "logs", **kwargs)
@@ -172,3 +180,43 @@ def test_what_a_dying_framework_appended_after_its_last_record_is_not_copied_twi
                           lambda: [("trial-0001", "S1", False)], first.folder)
     second.poll()
     assert copy.read_bytes() == b"one\ntwo\n"
+
+
+@pytest.fixture
+def http_agent(tmp_path: Path) -> Iterator[HttpAgent]:
+    """An agent's ``/state`` and ``/files/read`` over HTTP, recording the requests."""
+    server = HttpAgent(tmp_path / "agent")
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.01},
+                              daemon=True)
+    thread.start()
+    yield server
+    server.shutdown()
+    server.server_close()
+
+
+@pytest.mark.integration
+def test_an_agents_state_is_read_once_per_poll_and_an_unlisted_ended_task_is_done(
+        http_agent: HttpAgent, tmp_path: Path) -> None:
+    """On a cluster many jobs share, an agent's ``/state`` lists every framework's executors:
+    one read per poll serves every task on it, and a task that ended without a sandbox there
+    (it never started) is not looked for again, at the next polls or the last one."""
+    for number in range(1, 6):
+        http_agent.sandbox(f"trial-{number:04d}", f"stderr of {number}\n")
+    tasks = [(f"trial-{number:04d}", "S1", number == 5) for number in range(1, 7)]
+    logs = SandboxLogs()
+    logs.remember([offer_from("S1", http_agent.port)])
+    collector = LogCollector(logs, lambda: FRAMEWORK, lambda: tasks, tmp_path / "logs")
+    collector.folder.mkdir()
+    collector.poll()
+    states = [r for r in http_agent.requests if r.endswith("/state")]
+    assert len(states) == 1
+    for number in range(1, 6):
+        assert collector.path(f"trial-{number:04d}", "stderr").read_text() == \
+            f"stderr of {number}\n"
+    assert not collector.path("trial-0006", "stdout").exists()  # never started: no copy
+    http_agent.requests.clear()
+    collector.poll()
+    collector.stop()  # the last poll: only the live task's files, no /state
+    assert [r for r in http_agent.requests if r.endswith("/state")] == []
+    assert {r.split("path=")[1].split("%2F")[-1].split("&")[0] for r in http_agent.requests} == \
+        {"stdout", "stderr"} and all("trial-0005" in r for r in http_agent.requests)

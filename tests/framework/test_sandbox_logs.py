@@ -162,6 +162,21 @@ def test_a_warm_slot_task_is_read_from_its_own_folder(agent: FakeAgent) -> None:
     assert logs.task_sandbox("S1", FRAMEWORK, "trial-0004", "job-slot-2")[1] == str(own)
 
 
+def test_one_state_lists_every_executor_of_the_framework(agent: FakeAgent) -> None:
+    live = agent.sandbox("trial-0001", "")
+    done = agent.sandbox("trial-0002", "", completed=True)
+    agent.sandbox("trial-0003", "", framework_id="F-9999")
+    logs = SandboxLogs()
+    logs.remember([offer_from("S1", agent.port)])
+    root = f"http://127.0.0.1:{agent.port}"
+    assert logs.executor_sandboxes("S1", FRAMEWORK) == {
+        "trial-0001": (root, str(live)), "trial-0002": (root, str(done)),
+        "someone-else": (root, str(agent.root / "nope"))}
+    assert agent.requests == ["/slave(1)/state"]
+    assert logs.executor_sandboxes("S9", FRAMEWORK) == {}  # an agent never offered: no request
+    assert agent.requests == ["/slave(1)/state"]
+
+
 def test_another_frameworks_executor_is_not_read(agent: FakeAgent) -> None:
     agent.sandbox("trial-0001", "not ours\n", framework_id="F-9999")
     logs = SandboxLogs()
