@@ -9,8 +9,8 @@ How far each copy got is kept beside the copies (``logs/.offsets.json``, rewritt
 poll that copied something: the sandbox offset reached and the copy's length then), so a
 resumed framework's collector carries on each copy where its predecessor stopped instead of
 copying the task's output again; what a framework appended after its last record and before it
-died is cut off the copy first (it is copied again from the recorded offset), so nothing is in
-a copy twice.
+died is cut off the copy first (it is copied again from the recorded offset), and a copy with no
+record at all is emptied before its first copy, so nothing is in a copy twice.
 
 Bounded, whatever the task prints: one poll copies at most ``max_poll_bytes`` of a file (a
 task that writes faster has the middle of its output replaced by one ``[disauto: N bytes
@@ -240,7 +240,13 @@ class LogCollector:
         offset = self._offsets.get(key, 0)
         size = int(self._read(root, path, -1)["offset"])
         target = self.path(task_id, stream)
-        target.touch()  # an empty stream is still a stream the task had
+        if key in self._offsets:
+            target.touch()  # an empty stream is still a stream the task had
+        else:
+            # Nothing of this copy is recorded: what is in it, a framework appended before it
+            # died and before its first record. It is copied again from the sandbox.
+            target.write_bytes(b"")
+            self._removed.pop(key, None)
         notes = []
         earlier = b""
         if size < offset or key not in self._offsets:

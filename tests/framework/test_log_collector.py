@@ -182,6 +182,22 @@ def test_what_a_dying_framework_appended_after_its_last_record_is_not_copied_twi
     assert copy.read_bytes() == b"one\ntwo\n"
 
 
+def test_a_copy_a_dying_framework_never_recorded_is_copied_again_not_appended_to(
+        tmp_path: Path) -> None:
+    """Killed after its first copy of a task's output and before its first record of it: the
+    copy holds what no record says it holds, and the resumed framework's first copy replaces
+    it (a resume in make test found the trial's first line twice)."""
+    first, sandbox = _collector(tmp_path)
+    (sandbox / "stdout").write_bytes(b"trial 3 starts\n")
+    copy = first.path("trial-0001", "stdout")
+    copy.write_bytes(b"trial 3 starts\n")  # appended; the framework died before recording it
+    (sandbox / "stdout").write_bytes(b"trial 3 starts\ntrial 3 ends\n")
+    second = LogCollector(first._logs, lambda: "F-1",  # noqa: SLF001 - the same agent
+                          lambda: [("trial-0001", "S1", False)], first.folder)
+    second.poll()
+    assert copy.read_bytes() == b"trial 3 starts\ntrial 3 ends\n"
+
+
 @pytest.fixture
 def http_agent(tmp_path: Path) -> Iterator[HttpAgent]:
     """An agent's ``/state`` and ``/files/read`` over HTTP, recording the requests."""

@@ -226,9 +226,11 @@ def test_pymesos_update_framework_applies_and_validates_constraints() -> None:
             driver._send(call)  # noqa: SLF001
             fw = cluster.master.frameworks[sched.framework_id]
             assert fw.offer_constraints == NEEDS_RACK
+            # Counted before the declines: without a filter the rack agent may be offered again
+            # before the last decline is sent.
+            seen = len(sched.offers)
             for offer in list(sched.offers):
                 driver.declineOffer([offer["id"]], {"refuse_seconds": 0})
-            seen = len(sched.offers)
             sched.wait(lambda: len(sched.offers) > seen)
             time.sleep(0.5)  # several allocation runs: the bare agent is never offered
             assert len(sched.offers) == seen + 1 and sched.offers[-1].get("attributes")
