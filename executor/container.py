@@ -340,8 +340,22 @@ class SlotContainer:
             ContainerError: with the reason it cannot start.
         """
         self.ensure(*task_limits(resources))
-        inside = f"{SANDBOX_PATH}/{sandbox.relative_to(self.sandbox).as_posix()}"
-        env = {
+        env = self.task_environment(task_id, environment, sandbox)
+        streams = ("stdout", "stderr") if output is None else tuple(
+            self.inside(path) for path in output)
+        return ContainerTaskProcess(self, command, env, self.inside(sandbox), sandbox, streams)
+
+    def inside(self, path: Path) -> str:
+        """Where ``path``, in the executor's sandbox on the host, is in the container."""
+        relative = path.relative_to(self.sandbox).as_posix()
+        return SANDBOX_PATH if relative == "." else f"{SANDBOX_PATH}/{relative}"
+
+    def task_environment(self, task_id: str, environment: Mapping[str, str],
+                         sandbox: Path) -> dict[str, str]:
+        """A trial's environment in the container, over the image's (whose ``PATH`` stays):
+        Mesos' variables with its sandbox in the container, then the TaskInfo's own."""
+        inside = self.inside(sandbox)
+        return {
             "MESOS_SANDBOX": inside, "MESOS_DIRECTORY": inside, "MESOS_TASK_ID": task_id,
             "MESOS_CONTAINER_NAME": self.name,
             **{name: os.environ[name] for name in ("MESOS_FRAMEWORK_ID", "MESOS_EXECUTOR_ID",
@@ -349,9 +363,21 @@ class SlotContainer:
                if name in os.environ},
             **{k: v for k, v in environment.items() if k != "PATH"},
         }
-        streams = ("stdout", "stderr") if output is None else tuple(
-            f"{SANDBOX_PATH}/{path.relative_to(self.sandbox).as_posix()}" for path in output)
-        return ContainerTaskProcess(self, command, env, inside, sandbox, streams)
+
+    def exec(self, command: str, environment: Mapping[str, str], log: Path,
+             ) -> ContainerTaskProcess:
+        """Run ``command`` of the slot's own (its pre-imported interpreter) in the container,
+        in the slot's sandbox, with its output appended to ``log`` there.
+
+        Raises:
+            ContainerError: the container is not running, or the engine refused the exec.
+        """
+        with self._lock:
+            if not self.id or self.gone.is_set():
+                raise ContainerError(f"the slot's container {self.name or ''} is not running")
+        where = self.inside(log)
+        return ContainerTaskProcess(self, command, dict(environment), SANDBOX_PATH,
+                                    self.sandbox, (where, where))
 
     def client(self) -> Any:
         """A fresh Engine API client (one per trial: the blocking exec stream holds it)."""

@@ -6,6 +6,13 @@ trial. Each trial is a :class:`ForkedProcess`: its own session and process group
 ``/bin/sh -c`` task is), its exit reported by the zygote, which is its parent. The zygote gets
 SIGKILL when the executor's thread that started it dies, and its children when it dies, so a
 slot killed with ``kill -9`` leaves no trial behind.
+
+In a slot's container (``--docker-image``) the zygote is the container's Python: a copy of
+``zygote.py`` in the slot's sandbox, ``docker exec``'d there, connecting back to a socket the
+executor listens on in the sandbox (the container sees the sandbox at ``/mnt/mesos/sandbox``).
+Its trials' pids are the container's, which the host cannot signal: a kill is a request to the
+zygote (:class:`ContainerForkedProcess`), which signals the trial's group while it is its
+unreaped child. The zygote ends when the executor closes the socket, and with the container.
 """
 
 from __future__ import annotations
@@ -13,14 +20,21 @@ from __future__ import annotations
 from collections.abc import Mapping
 import json
 import logging
+import os
 from pathlib import Path
+import shlex
+import shutil
 import socket
 import subprocess
 import threading
+import time
 from typing import Any
 
 from disauto.common.python_command import PythonCommand
 from disauto.common.task_usage import TaskUsage
+from disauto.executor.container import ContainerError
+from disauto.executor.container import ContainerTaskProcess
+from disauto.executor.container import SlotContainer
 from disauto.executor.process import GroupProcess
 from disauto.executor.process import die_with_parent
 
@@ -33,6 +47,12 @@ READY_TIMEOUT = 300.0
 FORK_TIMEOUT = 30.0
 ZYGOTE_LOG = "zygote.log"
 """The interpreter's own output, in the slot's sandbox."""
+CLOSE_WAIT = 2.0
+"""Seconds a container's zygote has to end on its own once its socket is closed."""
+ZYGOTE_COPY = ".zygote.py"
+"""The copy of ``zygote.py`` a container's Python runs, in the slot's sandbox."""
+ZYGOTE_SOCKET = ".zygote.sock"
+"""Where a container's zygote connects to the executor, in the slot's sandbox."""
 
 
 class ForkServerError(RuntimeError):
@@ -71,28 +91,67 @@ class ForkedProcess(GroupProcess):
         return self._returncode
 
 
+class ContainerForkedProcess(ForkedProcess):
+    """A trial forked in a slot's container: its pid is the container's, so it is signalled
+    by its zygote, not from the host."""
+
+    def __init__(self, pid: int, sandbox: Path, server: ForkServer) -> None:
+        super().__init__(pid, sandbox)
+        self._server = server
+
+    def _signal(self, signum: int) -> None:
+        if not self._ended.is_set():
+            self._server.signal_group(self.pid, signum)
+
+
 class ForkServer:
     """A slot's pre-imported interpreter.
 
     Args:
         program: the launch command as a Python program (its interpreter and options).
         modules: what the interpreter imports before it forks.
-        env: the environment it starts with (the first trial's).
+        env: the environment it starts with (the first trial's; in a container, over the
+            image's).
         sandbox: the slot's sandbox (its working directory; its log ``zygote.log`` is there).
+        container: the slot's container, when the interpreter is the container's Python.
     """
 
     def __init__(self, program: PythonCommand, modules: tuple[str, ...],
-                 env: Mapping[str, str], sandbox: Path) -> None:
+                 env: Mapping[str, str], sandbox: Path,
+                 container: SlotContainer | None = None) -> None:
         self.key = (program.python, program.options, modules)
-        ours, theirs = socket.socketpair()
-        self._sock = ours
+        self.container = container
         self._lock = threading.Lock()
+        self._send_lock = threading.Lock()
         self._replies: dict[str, dict[str, Any]] = {}
         self._replied = threading.Condition(self._lock)
         self._processes: dict[int, ForkedProcess] = {}
         self._early_exits: dict[int, tuple[int, TaskUsage | None]] = {}
         self._closed = False
         self._next_id = 0
+        self._popen: subprocess.Popen[bytes] | None = None
+        self._exec: ContainerTaskProcess | None = None
+        if container is None:
+            self._sock = self._start_here(program, modules, env, sandbox)
+        else:
+            self._sock = self._start_in(container, program, modules, env, sandbox)
+        self._reader = self._sock.makefile("rb")
+        self._sock.settimeout(READY_TIMEOUT)
+        first = self._read()
+        self._sock.settimeout(None)
+        if first is None or "error" in first:
+            self.close()
+            why = (first or {}).get("error") or "it exited before it was ready"
+            raise ForkServerError(f"the pre-imported interpreter cannot start: {why} "
+                                  f"(see {ZYGOTE_LOG} in the slot's sandbox)")
+        threading.Thread(target=self._serve, name="forkserver", daemon=True).start()
+        logger.info("pre-imported interpreter ready with %s%s", ", ".join(modules),
+                    f" in container {container.name}" if container is not None else "")
+
+    def _start_here(self, program: PythonCommand, modules: tuple[str, ...],
+                    env: Mapping[str, str], sandbox: Path) -> socket.socket:
+        """Start the zygote as the executor's child, on one end of a socket pair."""
+        ours, theirs = socket.socketpair()
         with open(sandbox / ZYGOTE_LOG, "ab") as log:
             try:
                 self._popen = subprocess.Popen(  # noqa: S603 - the user's own interpreter
@@ -107,22 +166,70 @@ class ForkServer:
                 raise ForkServerError(f"cannot start {program.python}: {err}") from None
             finally:
                 theirs.close()
-        self._reader = self._sock.makefile("rb")
-        self._sock.settimeout(READY_TIMEOUT)
-        first = self._read()
-        self._sock.settimeout(None)
-        if first is None or "error" in first:
-            self.close()
-            why = (first or {}).get("error") or "it exited before it was ready"
-            raise ForkServerError(f"the pre-imported interpreter cannot start: {why} "
-                                  f"(see {ZYGOTE_LOG} in the slot's sandbox)")
-        threading.Thread(target=self._serve, name="forkserver", daemon=True).start()
-        logger.info("pre-imported interpreter %d ready with %s", self._popen.pid,
-                    ", ".join(modules))
+        return ours
+
+    def _start_in(self, container: SlotContainer, program: PythonCommand,
+                  modules: tuple[str, ...], env: Mapping[str, str],
+                  sandbox: Path) -> socket.socket:
+        """Start the zygote in the slot's container and take its connection to a socket in
+        the sandbox (bound through the sandbox's descriptor: its host path may be longer than
+        a socket path can be)."""
+        shutil.copyfile(ZYGOTE, sandbox / ZYGOTE_COPY)
+        folder = os.open(sandbox, os.O_RDONLY | os.O_DIRECTORY)
+        listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            (sandbox / ZYGOTE_SOCKET).unlink(missing_ok=True)
+            listener.bind(f"/proc/self/fd/{folder}/{ZYGOTE_SOCKET}")
+            listener.listen(1)
+            listener.settimeout(0.2)
+            command = shlex.join([program.python, *program.options,
+                                  container.inside(sandbox / ZYGOTE_COPY),
+                                  f"unix:{container.inside(sandbox / ZYGOTE_SOCKET)}",
+                                  *modules])
+            try:
+                self._exec = container.exec(command, env, sandbox / ZYGOTE_LOG)
+            except ContainerError as err:
+                raise ForkServerError(f"cannot start {program.python} in the container: "
+                                      f"{err}") from None
+            deadline = time.monotonic() + READY_TIMEOUT
+            while True:
+                try:
+                    ours, _ = listener.accept()
+                    break
+                except TimeoutError:
+                    code = self._exec.poll()
+                    if code is not None or time.monotonic() > deadline:
+                        self._exec.kill(0)
+                        why = f"it exited with status {code}" if code is not None \
+                            else f"it did not connect within {READY_TIMEOUT:g} s"
+                        raise ForkServerError(
+                            f"the pre-imported interpreter cannot start: {why} (see "
+                            f"{ZYGOTE_LOG} in the slot's sandbox)") from None
+        finally:
+            listener.close()
+            os.close(folder)
+            (sandbox / ZYGOTE_SOCKET).unlink(missing_ok=True)
+        ours.settimeout(None)
+        return ours
 
     @property
     def alive(self) -> bool:
-        return not self._closed and self._popen.poll() is None
+        if self._closed:
+            return False
+        if self._popen is not None:
+            return self._popen.poll() is None
+        return self._exec is not None and self._exec.poll() is None
+
+    def signal_group(self, pgid: int, signum: int) -> None:
+        """Ask the zygote to signal the group of its trial ``pgid`` (in a container)."""
+        try:
+            self._send({"signal": int(signum), "pgid": pgid})
+        except OSError:
+            pass  # the zygote is gone, and its trials with it
+
+    def _send(self, message: dict[str, Any]) -> None:
+        with self._send_lock:  # one line at a time, whichever thread sends
+            self._sock.sendall((json.dumps(message) + "\n").encode())
 
     def launch(self, target: str, is_module: bool, args: tuple[str, ...],
                env: Mapping[str, str], sandbox: Path,
@@ -134,12 +241,16 @@ class ForkServer:
                 raise ForkServerError("the pre-imported interpreter has ended")
             request_id = str(self._next_id)
             self._next_id += 1
+        where = (lambda path: path.as_posix()) if self.container is None \
+            else self.container.inside
         request = {"id": request_id, "target": target, "is_module": is_module,
-                   "args": list(args), "env": dict(env), "cwd": str(sandbox),
-                   "stdout": str(output[0] if output else sandbox / "stdout"),
-                   "stderr": str(output[1] if output else sandbox / "stderr")}
+                   "args": list(args), "env": dict(env), "cwd": where(sandbox),
+                   "stdout": where(output[0] if output else sandbox / "stdout"),
+                   "stderr": where(output[1] if output else sandbox / "stderr")}
+        if self.container is not None:
+            request["inherit"] = True  # over the image's environment, as a container's exec
         try:
-            self._sock.sendall((json.dumps(request) + "\n").encode())
+            self._send(request)
         except OSError as err:
             raise ForkServerError(f"the pre-imported interpreter is gone: {err}") from None
         with self._replied:
@@ -151,7 +262,9 @@ class ForkServer:
                 raise ForkServerError("the pre-imported interpreter ended")
             if "error" in reply:
                 raise ForkServerError(str(reply["error"]))
-            process = ForkedProcess(int(reply["pid"]), sandbox)
+            pid = int(reply["pid"])
+            process = ForkedProcess(pid, sandbox) if self.container is None \
+                else ContainerForkedProcess(pid, sandbox, self)
             early = self._early_exits.pop(process.pid, None)
             if early is None:
                 self._processes[process.pid] = process
@@ -213,6 +326,12 @@ class ForkServer:
             self._sock.close()
         except OSError:
             pass
-        if self._popen.poll() is None:
-            self._popen.kill()
-        self._popen.wait()
+        if self._popen is not None:
+            if self._popen.poll() is None:
+                self._popen.kill()
+            self._popen.wait()
+        if self._exec is not None:  # it ends on the closed socket; or it is killed
+            deadline = time.monotonic() + CLOSE_WAIT
+            while self._exec.poll() is None and time.monotonic() < deadline:
+                time.sleep(0.02)
+            self._exec.kill(0)

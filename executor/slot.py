@@ -14,7 +14,9 @@ through symbolic links (shared by the slot's trials: a trial that changes one ch
 the next; the links are relative, so they resolve inside a slot's container too).
 
 With a :class:`executor.container.SlotContainer` (``--docker-image``) each task's command runs
-in the slot's one container instead of on the host, and SHUTDOWN removes the container.
+in the slot's one container instead of on the host, and SHUTDOWN removes the container; with
+``--slot-preload`` too, the pre-imported interpreter is the container's Python, and each trial
+is forked there.
 """
 
 from __future__ import annotations
@@ -35,7 +37,10 @@ from disauto.common import task_usage
 from disauto.executor.container import ContainerError
 from disauto.executor.container import ContainerTaskProcess
 from disauto.executor.container import SlotContainer
+from disauto.executor.container import task_limits
+from disauto.executor.forkserver import ZYGOTE_COPY
 from disauto.executor.forkserver import ZYGOTE_LOG
+from disauto.executor.forkserver import ZYGOTE_SOCKET
 from disauto.executor.forkserver import ForkServer
 from disauto.executor.forkserver import ForkServerError
 from disauto.executor.process import GroupProcess
@@ -55,7 +60,8 @@ ENDED_KEPT = 1024
 TRIAL_OWN = frozenset({task_env.TRIAL_NUMBER, task_env.TRIAL_TOKEN, task_env.PARAMS,
                        task_env.OUTPUT_DIR, "MESOS_TASK_ID"})
 """Variables of one trial, left out of the slot's pre-imported interpreter."""
-OWN_FILES = frozenset({"stdout", "stderr", slots.TASKS_DIR, ZYGOTE_LOG, FIFO_DIR})
+OWN_FILES = frozenset({"stdout", "stderr", slots.TASKS_DIR, ZYGOTE_LOG, ZYGOTE_COPY,
+                       ZYGOTE_SOCKET, FIFO_DIR})
 
 
 def _grace_of(task: Mapping[str, Any]) -> float:
@@ -109,7 +115,11 @@ class SlotExecutor(Executor):  # type: ignore[misc]  # pymesos is untyped
             plain = self.container is None and slot_task.preload is None
             output = TaskOutput(sandbox, None if plain else self.sandbox / FIFO_DIR)
             process: GroupProcess | ContainerTaskProcess
-            if self.container is not None:
+            if self.container is not None and slot_task.preload is not None:
+                self.container.ensure(*task_limits(task.get("resources") or ()))
+                env = self.container.task_environment(task_id, slot_task.environment, sandbox)
+                process = self._fork(slot_task.preload, env, sandbox, output)
+            elif self.container is not None:
                 process = self.container.run(task_id, slot_task.command,
                                              slot_task.environment, sandbox,
                                              task.get("resources") or (), output.fifos)
@@ -143,8 +153,10 @@ class SlotExecutor(Executor):  # type: ignore[misc]  # pymesos is untyped
         try:
             if self.container is not None:
                 self.container.ensure(slot_task.warmup.cpus, slot_task.warmup.mem_mb)
-            elif slot_task.preload is not None:
-                env = self._environment(task_id, self.sandbox, slot_task.environment)
+            if slot_task.preload is not None:
+                env = self._environment(task_id, self.sandbox, slot_task.environment) \
+                    if self.container is None else self.container.task_environment(
+                        task_id, slot_task.environment, self.sandbox)
                 self._preloaded(slot_task.preload, env)
         except (ForkServerError, OSError, ContainerError) as err:
             logger.warning("slot warm-up %s failed: %s", task_id, err)
@@ -165,7 +177,8 @@ class SlotExecutor(Executor):  # type: ignore[misc]  # pymesos is untyped
             if server is not None:
                 server.close()
             server = self._forkserver = ForkServer(program, preload.modules,
-                                                   self._slot_environment(env), self.sandbox)
+                                                   self._slot_environment(env), self.sandbox,
+                                                   self.container)
         return server
 
     def _fork(self, preload: slots.Preload, env: dict[str, str], sandbox: Path,
@@ -181,7 +194,9 @@ class SlotExecutor(Executor):  # type: ignore[misc]  # pymesos is untyped
         slot's sandbox as ``MESOS_SANDBOX`` (a forked trial's ``/proc/<pid>/environ`` shows
         this one: it belongs to the slot, not to the trial that started it)."""
         out = {k: v for k, v in env.items() if k not in TRIAL_OWN}
-        out.update({"MESOS_SANDBOX": str(self.sandbox), "MESOS_DIRECTORY": str(self.sandbox)})
+        sandbox = str(self.sandbox) if self.container is None \
+            else self.container.inside(self.sandbox)
+        out.update({"MESOS_SANDBOX": sandbox, "MESOS_DIRECTORY": sandbox})
         return out
 
     def _task_sandbox(self, task_id: str) -> Path:

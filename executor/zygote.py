@@ -1,8 +1,10 @@
 """A warm slot's pre-imported interpreter (``da-submit --slot-preload``): it forks trials.
 
 Run by the slot's executor as ``<the launch command's python> zygote.py FD MODULE...`` with the
-first trial's environment, in the slot's sandbox. It imports the modules once, says whether
-that worked, then serves requests on the socket ``FD``: each request forks a child that becomes
+first trial's environment, in the slot's sandbox; in a slot's container (``--docker-image``) as
+``python zygote.py unix:PATH MODULE...``, a copy of this file in the slot's sandbox, connecting to
+the executor's socket at ``PATH`` in the sandbox. It imports the modules once, says whether
+that worked, then serves requests on the socket: each request forks a child that becomes
 one trial, running the user's script (``runpy``) exactly as ``python SCRIPT ARGS`` would, in a
 session and process group of its own, with the trial's own environment, working directory,
 stdout and stderr. This file uses the standard library only: it runs in the user's Python,
@@ -12,7 +14,10 @@ The protocol is JSON, one object per line, over the socket:
 
 * zygote → executor, once: ``{"ready": true}`` or ``{"error": "cannot import numpy: ..."}``;
 * executor → zygote: ``{"id": ..., "target": ..., "is_module": ..., "args": [...], "env": {...},
-  "cwd": ..., "stdout": PATH, "stderr": PATH}``;
+  "cwd": ..., "stdout": PATH, "stderr": PATH}`` (with ``"inherit": true`` the trial's
+  environment is the zygote's own, as the container's image set it, updated with ``env``);
+* executor → zygote: ``{"signal": N, "pgid": P}``: send signal ``N`` to the process group ``P``
+  of a trial not yet reaped (in a container, whose pids the executor cannot signal);
 * zygote → executor: ``{"id": ..., "pid": N}`` (or ``{"id": ..., "error": ...}``) at once, and
   ``{"pid": N, "returncode": R, "rusage": {"utime": U, "stime": S, "maxrss_kb": K}}`` when the
   child ends (``R`` < 0: the signal that ended it; the rusage is ``os.wait4``'s of the child:
@@ -101,8 +106,9 @@ def _become_trial(request: dict[str, Any], sock: socket.socket) -> int:
         os.dup2(fd, target)
         os.close(fd)
     os.chdir(request["cwd"])
+    own = {str(k): str(v) for k, v in request["env"].items()}
     os.environ.clear()
-    os.environ.update({str(k): str(v) for k, v in request["env"].items()})
+    os.environ.update({**_STARTED_WITH, **own} if request.get("inherit") else own)
     _reseed()
     target, args = str(request["target"]), [str(a) for a in request.get("args", [])]
     try:
@@ -157,7 +163,17 @@ def _fork(request: dict[str, Any], sock: socket.socket) -> int:
     return pid
 
 
-def _reap(sock: socket.socket) -> None:
+def _signal_group(request: dict[str, Any], children: set[int]) -> None:
+    """Signal the group of a child not yet reaped (its pid cannot belong to anyone else)."""
+    pgid = int(request["pgid"])
+    if pgid in children:
+        try:
+            os.killpg(pgid, int(request["signal"]))
+        except (ProcessLookupError, PermissionError):
+            pass
+
+
+def _reap(sock: socket.socket, children: set[int]) -> None:
     while True:
         try:
             pid, status, rusage = os.wait4(-1, os.WNOHANG)
@@ -165,6 +181,7 @@ def _reap(sock: socket.socket) -> None:
             return
         if pid == 0:
             return
+        children.discard(pid)
         _send(sock, {"pid": pid, "returncode": os.waitstatus_to_exitcode(status),
                      "rusage": {"utime": rusage.ru_utime, "stime": rusage.ru_stime,
                                 "maxrss_kb": rusage.ru_maxrss}})
@@ -181,6 +198,7 @@ def serve(sock: socket.socket) -> None:
     selector.register(sock, selectors.EVENT_READ)
     selector.register(wake_read, selectors.EVENT_READ)
     pending = b""
+    children: set[int] = set()
     while True:
         for key, _ in selector.select():
             if key.fileobj == wake_read:
@@ -190,7 +208,7 @@ def serve(sock: socket.socket) -> None:
                             break
                     except BlockingIOError:
                         break
-                _reap(sock)
+                _reap(sock, children)
                 continue
             data = sock.recv(1 << 16)
             if not data:
@@ -199,16 +217,35 @@ def serve(sock: socket.socket) -> None:
             while b"\n" in pending:
                 line, pending = pending.split(b"\n", 1)
                 request = json.loads(line)
+                if "signal" in request:
+                    _signal_group(request, children)
+                    continue
                 try:
-                    _send(sock, {"id": request["id"], "pid": _fork(request, sock)})
+                    pid = _fork(request, sock)
                 except OSError as err:
                     _send(sock, {"id": request["id"], "error": f"cannot fork: {err}"})
-        _reap(sock)
+                    continue
+                children.add(pid)
+                _send(sock, {"id": request["id"], "pid": pid})
+        _reap(sock, children)
+
+
+_STARTED_WITH = dict(os.environ)
+"""The environment the zygote started with (the base of an ``inherit`` request's)."""
+
+
+def _connect(where: str) -> socket.socket:
+    """The executor's socket: an inherited descriptor ``FD``, or ``unix:PATH`` to connect to."""
+    if where.startswith("unix:"):
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        sock.connect(where[len("unix:"):])
+        return sock
+    return socket.socket(fileno=int(where))
 
 
 def main(argv: list[str]) -> int:
     _die_with_parent()
-    sock = socket.socket(fileno=int(argv[1]))
+    sock = _connect(argv[1])
     sys.path[0] = os.getcwd()  # as ``python -m``: the sandbox, not this file's folder
     for name in argv[2:]:
         try:

@@ -248,7 +248,7 @@ def validate(args: argparse.Namespace) -> Submission:
     # A loopback master (da-cluster on this machine) runs tasks here: use this Python for them.
     same_host = _on_this_host(args.master)
     docker_image, appcore_image, containerizer = _containers(args, runner.gpus)
-    slot_preload = _slot_preload(args, args.slot_mode, docker_image)
+    slot_preload = _slot_preload(args, args.slot_mode)
     slot_mode, slot_idle = _slots(args)
     appcore_command = args.app_core_command or (
         f"{sys.executable} -m disauto.appcore" if same_host and not appcore_image
@@ -307,17 +307,15 @@ def _slots(args: argparse.Namespace) -> tuple[str, float]:
     return mode, _max_duration(args.slot_idle, "--slot-idle") or 10.0
 
 
-def _slot_preload(args: argparse.Namespace, slot_mode: str,
-                  docker_image: str) -> tuple[str, ...]:
-    """``--slot-preload``: module names, for warm slots of a plain Python launch command."""
+def _slot_preload(args: argparse.Namespace, slot_mode: str) -> tuple[str, ...]:
+    """``--slot-preload``: module names, for warm slots of a plain Python launch command (on
+    the host, or the ``--docker-image``'s Python)."""
     text = (args.slot_preload or "").strip()
     if not text:
         return ()
     if slot_mode != "warm":
         raise UsageError("--slot-preload needs --slot-mode warm (a task per trial has no "
                          "interpreter to keep)")
-    if docker_image:
-        raise UsageError("--slot-preload does not run --docker-image trials; drop one of them")
     modules = tuple(name.strip() for name in text.split(","))
     for name in modules:
         if not MODULE_NAME.fullmatch(name):

@@ -133,6 +133,66 @@ def test_a_warm_job_runs_its_trials_in_one_container_per_slot(
         time.sleep(0.2)
 
 
+# Says what forked it and where it runs; trial 3 sleeps far longer than the job may take.
+PRELOADED_RUNNER = '''
+import os, sys, time
+from apprunner_sdk import get_params, report
+p = get_params()
+parent = open(f"/proc/{os.getppid()}/cmdline", "rb").read().replace(b"\\0", b" ").decode()
+init = open("/proc/1/cmdline", "rb").read().replace(b"\\0", b" ").decode()
+print(f"container={os.environ.get('MESOS_CONTAINER_NAME', '')}", flush=True)
+print(f"parent={parent}", flush=True)
+print(f"python={sys.executable}", flush=True)
+print(f"init={init}", flush=True)
+print(f"sandbox={os.environ.get('MESOS_SANDBOX')}", flush=True)
+print(f"cwd={os.getcwd()}", flush=True)
+print(f"path={os.environ.get('PATH', '')}", flush=True)
+print(f"number={os.environ.get('DISAUTO_TRIAL_NUMBER')}", flush=True)
+if os.environ.get("DISAUTO_TRIAL_NUMBER") == "3":
+    time.sleep(600)
+report(accuracy=1.0 - (float(p.get("x", 0.5)) - 0.3) ** 2, final=True)
+'''
+
+
+def test_preloaded_slots_in_containers_fork_trials_from_the_images_python(
+        submit: Any, workdir: Path, runner_image: str, docker_engine: Any) -> None:
+    """``--slot-preload`` with ``--docker-image``: each slot's interpreter is the image's
+    Python in the slot's container, which forks every trial there; a trial that runs past
+    ``--trial-timeout`` is killed through it (its pid is the container's)."""
+    (workdir / "runner.py").write_text(PRELOADED_RUNNER)
+    job = submit(*common_flags(workdir, "--slot-mode", "warm", "--slot-preload",
+                               "apprunner_sdk", "--docker-image", runner_image,
+                               "--trail-steps", "6", "--parallelism", "2",
+                               "--trial-timeout", "8s"))
+    assert job.wait(240) == 0, job.output
+    results = job.results()
+    assert results["outcome"] == "BUDGET_SPENT", job.output
+    trials = check_budget(results, 6)
+    assert [t["state"] for t in trials] == ["COMPLETED"] * 2 + ["TIMEOUT"] + ["COMPLETED"] * 3
+    prints = [said(job.job_dir(), t["task_id"]) for t in trials]
+    started = slots_started(job.job_dir())
+    for trial, printed in zip(trials, prints, strict=True):
+        # Forked by the launch command's `python`, the image's, running the sandbox's copy.
+        assert printed["parent"] == ("python /mnt/mesos/sandbox/.zygote.py "
+                                     "unix:/mnt/mesos/sandbox/.zygote.sock apprunner_sdk "
+                                     ), printed
+        assert printed["python"] == "/usr/local/bin/python", printed
+        assert printed["init"].startswith("/sbin/docker-init -- /bin/sh -c while read"), printed
+        own = f"/mnt/mesos/sandbox/tasks/{trial['task_id']}"
+        assert printed["sandbox"] == printed["cwd"] == own, printed
+        assert "/usr/local/bin" in printed["path"].split(":"), printed  # the image's PATH
+        assert printed["number"] == str(trial["number"]), printed
+        if trial["state"] == "COMPLETED":
+            assert trial["usage"]["peak_rss_bytes"] > 0, trial  # measured when reaped
+    containers = {p["container"] for p in prints}
+    assert 1 <= len(containers) <= len(started), (containers, started)
+    ours = {"label": f"disauto.job={job.job_dir().name}"}
+    deadline = time.monotonic() + 30
+    while docker_engine.containers(all=True, filters=ours):
+        assert time.monotonic() < deadline, "slot containers outlived their job"
+        time.sleep(0.2)
+
+
 def _trial_process(job: Any, number: int, timeout: float = 120.0) -> int:
     """The host pid of the job's trial ``number``'s runner (inside its slot's container)."""
     deadline = time.monotonic() + timeout

@@ -236,3 +236,64 @@ def test_a_forked_trial_writes_through_the_executors_named_pipes(server: ForkSer
     assert _output(sandbox)["env"] == "piped"  # the files the collector reads, as ever
     assert (sandbox / "stderr").read_text() == "to stderr\n"
     assert not list((slot / FIFO_DIR).iterdir())  # the pipes are gone once drained
+
+
+IN_CONTAINER = textwrap.dedent('''
+    import json, os, sys, time
+    print(json.dumps({"cwd": os.getcwd(), "value": os.environ.get("TRIAL_VALUE"),
+                      "path": os.environ.get("PATH", ""), "python": sys.executable,
+                      "sandbox": os.environ.get("MESOS_SANDBOX"), "argv": sys.argv}),
+          flush=True)
+    if sys.argv[1:] == ["sleep"]:
+        time.sleep(60)
+''')
+
+
+def test_in_a_container_the_images_python_forks_the_trials(
+        tmp_path: Path, runner_image: str, docker_engine: object) -> None:
+    """With ``--docker-image`` the interpreter is the image's Python in the slot's container:
+    trials run there with container paths and the image's environment, and are killed through
+    the interpreter (their pids are the container's); what cannot start is named."""
+    from disauto.common.slots import ContainerSpec
+    from disauto.executor.container import SlotContainer
+
+    (tmp_path / "train.py").write_text(IN_CONTAINER)
+    container = SlotContainer(ContainerSpec(runner_image, labels={"disauto.job": "zygote-test"}),
+                              tmp_path)
+    server = None
+    try:
+        container.ensure(0.5, 256)
+        program = PythonCommand("python", "train.py", False)
+        slot_env = {"MESOS_SANDBOX": "/mnt/mesos/sandbox"}
+        server = ForkServer(program, ("json",), slot_env, tmp_path, container)
+        sandboxes = []
+        for name in ("a", "b"):
+            sandbox = tmp_path / "tasks" / name
+            sandbox.mkdir(parents=True)
+            (sandbox / "train.py").symlink_to("../../train.py")  # relative: it resolves inside
+            sandboxes.append(sandbox)
+        inside = "/mnt/mesos/sandbox/tasks/a"
+        process = server.launch("train.py", False, ("--x", "1"),
+                                {"TRIAL_VALUE": "one", "MESOS_SANDBOX": inside}, sandboxes[0])
+        assert process.wait(timeout=30) == 0
+        out = _output(sandboxes[0])
+        assert out["cwd"] == out["sandbox"] == inside
+        assert out["python"] == "/usr/local/bin/python" and out["value"] == "one"
+        assert "/usr/local/bin" in str(out["path"]).split(":")  # the image's, inherited
+        assert out["argv"] == ["train.py", "--x", "1"]
+        assert process.usage is not None and process.usage.max_rss_bytes > 0
+        sleeper = server.launch("train.py", False, ("sleep",), {}, sandboxes[1])
+        _wait_for_output(sandboxes[1])
+        sleeper.kill(grace=5)
+        assert sleeper.wait(timeout=10) == -signal.SIGTERM
+        assert server.alive
+        with pytest.raises(ForkServerError, match="cannot import no_such_module"):
+            ForkServer(program, ("no_such_module",), slot_env, tmp_path, container)
+        with pytest.raises(ForkServerError, match="exited with status 127"):
+            ForkServer(PythonCommand("/nonexistent/python3", "train.py", False), (), slot_env,
+                       tmp_path, container)
+    finally:
+        if server is not None:
+            server.close()
+        container.remove()
+    assert not server.alive

@@ -104,8 +104,6 @@ def test_trial_steps_spelling_is_accepted(files: Path) -> None:
         (("--slot-mode", "warm", "--slot-preload", "num-py"), "'num-py' is not a module name"),
         (("--slot-mode", "warm", "--slot-preload", "numpy", "--app-runner-launch-cmd",
           "cd x && python train.py"), "--slot-preload: 'cd x && python train.py' uses shell"),
-        (("--slot-mode", "warm", "--slot-preload", "numpy", "--docker-image", "img"),
-         "--slot-preload does not run --docker-image trials"),
         (("--direction", "up"), "--direction"),
         (("--app-name", None), "--app-name"),
     ],
