@@ -10,9 +10,10 @@ trials (64) that each sleep ``S`` seconds, ``P`` at a time; ideal wall time
   that imports ``apprunner_sdk``, sleeps and reports ``final=True``;
 * ``disauto-preload``: warm slots with ``--slot-preload apprunner_sdk``: each trial is the same
   script, forked from the slot's interpreter that imported the SDK once;
-* with ``--docker``, also ``disauto-task-docker`` and ``disauto-warm-docker``: the same with
-  ``--docker-image`` (``--image``, default the runner image ``make images`` builds): a
-  container per trial, or one container per slot that runs each trial with ``docker exec``;
+* with ``--docker``, also ``disauto-task-docker``, ``disauto-warm-docker`` and
+  ``disauto-preload-docker``: the same with ``--docker-image`` (``--image``, default the
+  runner image ``make images`` builds): a container per trial, one container per slot that
+  runs each trial with ``docker exec``, or one per slot whose Python forks each trial;
 * ``optuna``: ``study.optimize(n_jobs=P)`` of the same sleep (threads, in this process);
 * ``ray-tune``: a function trainable, ``reuse_actors=True``, ``max_concurrent_trials=P``.
 
@@ -42,7 +43,7 @@ import time
 
 ROOT = Path(__file__).resolve().parents[1]
 SYSTEMS = ("disauto-task", "disauto-warm", "disauto-preload", "optuna", "ray-tune")
-DOCKER_SYSTEMS = ("disauto-task-docker", "disauto-warm-docker")
+DOCKER_SYSTEMS = ("disauto-task-docker", "disauto-warm-docker", "disauto-preload-docker")
 RUNNER_IMAGE = "disauto/apprunner-small:latest"
 
 SLEEP_TRIAL = '''
@@ -243,6 +244,9 @@ def run(system: str, parallelism: int, seconds: float, trials: int, work: Path,
                                                    image),
         "disauto-warm-docker": lambda: run_disauto("warm", parallelism, seconds, trials, work,
                                                    image),
+        "disauto-preload-docker": lambda: run_disauto(
+            "warm", parallelism, seconds, trials, work, image,
+            extra=("--slot-preload", "apprunner_sdk"), system="disauto-preload-docker"),
         "optuna": lambda: run_optuna(parallelism, seconds, trials, work),
         "ray-tune": lambda: run_ray(parallelism, seconds, trials, work),
     }
@@ -257,12 +261,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--systems", nargs="+", default=list(SYSTEMS),
                         choices=SYSTEMS + DOCKER_SYSTEMS)
     parser.add_argument("--docker", action="store_true",
-                        help="also run the DisAuto rows with --docker-image (both modes)")
+                        help="also run the DisAuto rows with --docker-image (every mode)")
     parser.add_argument("--image", default=RUNNER_IMAGE,
                         help=f"the image of the docker rows (default {RUNNER_IMAGE})")
     args = parser.parse_args(argv)
     if args.docker:
-        args.systems += [f"{s}-docker" for s in ("disauto-task", "disauto-warm")
+        args.systems += [f"{s}-docker" for s in ("disauto-task", "disauto-warm",
+                                                  "disauto-preload")
                          if s in args.systems and f"{s}-docker" not in args.systems]
     print(HEADER, flush=True)
     results = []
