@@ -18,7 +18,11 @@ skipped]`` line), and each copy keeps only the newest ``max_task_log_bytes`` (1 
 when it grows past that, its beginning is cut at a line boundary and one added first line says how
 many bytes were removed. So a job folder holds at most about 1 MiB per task and stream, on a real
 Mesos cluster as on the embedded one. A sandbox file the agent rotated (Mesos' logrotate
-container logger: it shrinks) is followed from its new beginning, with a line saying so.
+container logger) is followed from its new beginning, with a line saying so, after the tail of
+``<stream>.1`` not copied yet. A rotation is told by the file having shrunk, by its bytes before
+the copy's offset no longer being those copied (the last :data:`FINGERPRINT` bytes, read again
+when it grew), or, when nothing of it had been copied, by a ``<stream>.1`` that was not there
+or not that size at the last poll.
 """
 
 from __future__ import annotations
@@ -44,6 +48,9 @@ MAX_TASK_LOG_BYTES = 1 << 20
 """The newest bytes of each task's stdout and stderr kept in the job folder (1 MiB)."""
 HEADER = b"[disauto: "
 _NOTES_ROOM = 512
+FINGERPRINT = 64
+"""The last bytes of a copied stream read again at the next poll that finds it grown, to tell
+a rotated file from the same file."""
 READ_CHUNK = 16 * 4096
 """A Mesos agent answers at most 16 pages of a file per ``/files/read``."""
 Locations = Callable[[], list[tuple[str, str, bool]]]
@@ -81,6 +88,11 @@ class LogCollector:
         self._offsets: dict[tuple[str, str], int] = {}
         self._removed: dict[tuple[str, str], int] = {}
         self._saved: dict[str, list[int]] = {}
+        self._tails: dict[tuple[str, str], bytes] = {}
+        """The last bytes copied of each stream's current sandbox file (how a rotation that
+        left the file larger than the copy's offset is told)."""
+        self._rotated_sizes: dict[tuple[str, str], int] = {}
+        """The size of each stream's ``<stream>.1`` when last read (-1: there was none)."""
         self._load_offsets()
         self._sandboxes: dict[str, tuple[str, str]] = {}
         self._done: set[str] = set()
@@ -249,14 +261,18 @@ class LogCollector:
             self._removed.pop(key, None)
         notes = []
         earlier = b""
-        if size < offset or key not in self._offsets:
+        known = key in self._offsets
+        rotated = known and (size < offset or (size > offset
+                                               and self._replaced(root, path, key, offset)))
+        if rotated or not known:
             # The agent rotated the file (Mesos' logrotate logger): what was written before
             # it is in `<stream>.1`; the part not copied yet is its tail.
-            earlier = self._rotated_tail(root, path, 0 if size >= offset else offset)
-            if size < offset:
+            earlier = self._rotated_tail(root, path, offset if rotated else 0, key)
+            if rotated:
                 notes.append(f"[disauto: the sandbox's {stream} was rotated; output written "
                              "around the rotation may be missing here]")
             offset = 0
+            self._tails.pop(key, None)
         if earlier:
             with target.open("ab") as out:
                 out.write(earlier)
@@ -268,12 +284,40 @@ class LogCollector:
         start = max(offset, size - self._max, size - self._cap + min(_NOTES_ROOM, self._cap // 4))
         if start > offset:
             notes.append(f"[disauto: {start - offset} bytes skipped]")
+        data = self._read_range(root, path, start, size)
         with target.open("ab") as out:
             if notes:
                 out.write(("\n" + "\n".join(notes) + "\n").encode())
-            out.write(self._read_range(root, path, start, size))
+            out.write(data)
+        before = self._tails.get(key, b"") if start == offset else b""
+        self._tails[key] = (before + data)[-FINGERPRINT:]
         self._offsets[key] = size
         self._trim(target, key)
+
+    def _replaced(self, root: str, path: str, key: tuple[str, str], offset: int) -> bool:
+        """Whether the sandbox file that grew past ``offset`` is no longer the one copied up to
+        there: rotated (its bytes before ``offset`` are not those copied), or, when nothing of
+        it was copied yet, a ``<stream>.1`` that was not there, or not that size, before."""
+        if offset == 0:
+            seen = self._rotated_sizes.get(key)
+            return seen is not None and self._size(root, f"{path}.1") != seen
+        copied = self._tails.get(key)
+        if not copied:
+            return False  # not known (a resumed framework): only a shrunk file says so
+        now = self._read_range(root, path, max(0, offset - FINGERPRINT), offset)
+        # The last bytes only: a read that begins inside a UTF-8 character decodes it
+        # differently from the copy, which read it whole.
+        last = min(len(copied), FINGERPRINT // 2)
+        return now[-last:] != copied[-last:]
+
+    def _size(self, root: str, path: str) -> int:
+        """A sandbox file's size, -1 when the agent has no such file."""
+        try:
+            return int(self._read(root, path, -1)["offset"])
+        except HTTPError as err:
+            if err.code != 404:
+                raise  # the agent did not answer now: this poll fails, the next one retries
+            return -1
 
     def _read_range(self, root: str, path: str, start: int, end: int) -> bytes:
         """Bytes ``start..end`` of a sandbox file, in reads no larger than an agent answers.
@@ -290,15 +334,11 @@ class LogCollector:
             start += length
         return b"".join(parts)
 
-    def _rotated_tail(self, root: str, path: str, start: int) -> bytes:
+    def _rotated_tail(self, root: str, path: str, start: int, key: tuple[str, str]) -> bytes:
         """The bytes of the rotated ``path.1`` from ``start``, at most the copy's cap (none when
-        the agent has no such file)."""
-        try:
-            size = int(self._read(root, f"{path}.1", -1)["offset"])
-        except HTTPError as err:
-            if err.code != 404:
-                raise  # the agent did not answer now: this poll fails, the next one retries
-            return b""  # no rotated file: nothing to add
+        the agent has no such file); its size is kept to tell the next rotation by."""
+        size = self._size(root, f"{path}.1")
+        self._rotated_sizes[key] = size
         start = max(start, size - self._cap)
         if start >= size:
             return b""

@@ -41,7 +41,9 @@ class FakeAgent:
         if offset == -1:
             return {"offset": len(data), "data": ""}
         length = int(query.get("length", len(data)))
-        return {"offset": offset, "data": data[offset:offset + length].decode()}
+        # As the embedded agent answers: a read that cuts a UTF-8 character replaces it.
+        return {"offset": offset,
+                "data": data[offset:offset + length].decode("utf-8", "replace")}
 
 
 def _collector(tmp_path: Path, **kwargs: Any) -> tuple[LogCollector, Path]:
@@ -131,6 +133,54 @@ def test_the_tail_of_a_rotated_file_is_copied_too(tmp_path: Path) -> None:
     assert copy.endswith(b"the last line\n" + _lines(1000, 1010) + b"\n[disauto: the "
                          b"sandbox's stdout was rotated; output written around the rotation "
                          b"may be missing here]\nafter\n")
+
+
+_ROTATED = (b"\n[disauto: the sandbox's stdout was rotated; output written around the "
+            b"rotation may be missing here]\n")
+
+
+def test_a_file_rotated_before_anything_of_it_was_copied_is_read_from_stdout_1(
+        tmp_path: Path) -> None:
+    """A trial that floods: the poll that found its ``stdout`` empty, then the next one finds
+    it rotated (``stdout.1`` now there) with only the last line left (make test once copied
+    just that line)."""
+    collector, sandbox = _collector(tmp_path, max_task_log_bytes=4096)
+    (sandbox / "stdout").write_bytes(b"")
+    collector.poll()
+    (sandbox / "stdout.1").write_bytes(_lines(0, 1000))
+    (sandbox / "stdout").write_bytes(b"THE LAST LINE\n")
+    collector.poll()
+    copy = collector.path("trial-0001", "stdout").read_bytes()
+    assert copy.endswith(_lines(990, 1000) + _ROTATED + b"THE LAST LINE\n"), copy[-300:]
+
+
+def test_a_file_rotated_and_grown_past_the_copy_is_told_by_its_last_bytes(
+        tmp_path: Path) -> None:
+    """Rotated, and the new file already longer than what was copied of the old one: its
+    size alone does not tell; the bytes before the copy's offset do."""
+    collector, sandbox = _collector(tmp_path)
+    (sandbox / "stdout").write_bytes(_lines(0, 100))
+    collector.poll()
+    (sandbox / "stdout.1").write_bytes(_lines(0, 150))  # the old file, with what came after
+    (sandbox / "stdout").write_bytes(_lines(500, 700))
+    collector.poll()
+    assert collector.path("trial-0001", "stdout").read_bytes() == (
+        _lines(0, 150) + _ROTATED + _lines(500, 700))
+
+
+def test_a_growing_file_of_wide_characters_is_not_taken_for_a_rotated_one(
+        tmp_path: Path) -> None:
+    """The bytes before the offset are read again from a point that may cut a UTF-8
+    character, which the agent then answers replaced: only the last ones are compared."""
+    collector, sandbox = _collector(tmp_path)
+    bar = "\u2588" * 50 + "\n"  # a progress bar: 3 bytes a character
+    (sandbox / "stdout").write_text(bar * 3)
+    collector.poll()
+    (sandbox / "stdout").write_text(bar * 5)
+    collector.poll()
+    (sandbox / "stdout").write_text(bar * 9)
+    collector.poll()
+    assert collector.path("trial-0001", "stdout").read_text() == bar * 9
 
 
 def test_a_rotated_file_the_agent_could_not_serve_is_read_on_the_next_poll(
