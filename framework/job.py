@@ -41,7 +41,9 @@ from disauto.framework.errors import FailedPreconditionError
 from disauto.framework.errors import InvalidArgumentError
 from disauto.framework.errors import JobEndedError
 from disauto.framework.errors import NotFoundError
+from disauto.framework.job_status import ON_AN_AGENT
 from disauto.framework.job_status import TaskStatusHandling
+from disauto.framework.job_status import tasks_left_running
 from disauto.framework.job_update import UpdateRefusedError
 from disauto.framework.job_update import UpdateRequest
 from disauto.framework.job_update import check_update
@@ -61,7 +63,6 @@ logger = logging.getLogger(__name__)
 APPCORE_KEY = "appcore"
 """AppCore launches again, beyond its restarts, when another process took its offered port."""
 # A trial whose task was launched and has not ended.
-_ON_AN_AGENT = frozenset({TrialState.LAUNCHING, TrialState.RUNNING})
 # The event "the job's spec changed" (da-job update) in the event list; trial numbers start at 1.
 _SPEC_CHANGED = 0
 
@@ -120,9 +121,11 @@ class JobController(TaskStatusHandling):
         self._log_tail = log_tail
         self._on_kill = on_kill
         self._prune_grace = prune_grace
+        self._trials: dict[int, TrialRow] = {t.number: t for t in store.trials()}
         # Tasks of trials that ended before them (pruned, timed out) and have not reported a
-        # terminal Mesos state yet.
-        self._ended_trial_tasks: set[str] = set()
+        # terminal Mesos state yet; a resumed framework kills its predecessor's.
+        self._ended_trial_tasks = tasks_left_running(list(self._trials.values()), store)
+        self._kills_on_resume = set(self._ended_trial_tasks)
         # Tasks of trials COMPLETED by their final report at the job's end, still running
         # (writing their --output, say): they get a grace period before they are killed.
         self._finishing_tasks: set[str] = set()
@@ -131,7 +134,6 @@ class JobController(TaskStatusHandling):
         self._lock = threading.RLock()
         self._cond = threading.Condition(self._lock)
         self._started = time.time()
-        self._trials: dict[int, TrialRow] = {t.number: t for t in store.trials()}
         # (sequence, trial number or _SPEC_CHANGED)
         self._events: list[tuple[int, int]] = []
         self._sequence = 0
@@ -386,7 +388,7 @@ class JobController(TaskStatusHandling):
                 raise NotFoundError(f"trial {number} does not exist")
             if trial.terminal:
                 return self.trial_proto(trial)
-            task_id = trial.task_id if trial.state in _ON_AN_AGENT else ""
+            task_id = trial.task_id if trial.state in ON_AN_AGENT else ""
             self._set_state(trial, TrialState.PRUNED, message or "stopped early by the pruner")
             if task_id:
                 self._ended_trial_tasks.add(task_id)
@@ -421,7 +423,7 @@ class JobController(TaskStatusHandling):
             if self._has_result(trial):
                 raise FailedPreconditionError(
                     f"trial {number} already reported its final result")
-            task_id = trial.task_id if trial.state in _ON_AN_AGENT else ""
+            task_id = trial.task_id if trial.state in ON_AN_AGENT else ""
             self._set_state(trial, TrialState.KILLED, message)
             if task_id:
                 self._ended_trial_tasks.add(task_id)  # live until its terminal status
@@ -517,7 +519,7 @@ class JobController(TaskStatusHandling):
                 elif self._has_result(trial) and not trial.terminal:
                     # Its final report is in the record: the trial is done, whatever happens
                     # to its task when the job's tasks are killed.
-                    if trial.state in _ON_AN_AGENT and trial.task_id:
+                    if trial.state in ON_AN_AGENT and trial.task_id:
                         self._finishing_tasks.add(trial.task_id)
                     self._set_state(trial, TrialState.COMPLETED, "")
             logger.info("job ends: %s: %s", framework_pb2.JobOutcome.Name(outcome), message)
@@ -531,7 +533,7 @@ class JobController(TaskStatusHandling):
         self.finish(framework_pb2.FRAMEWORK_LOST, message)
         with self._lock:
             for trial in self._trials.values():
-                if trial.state in _ON_AN_AGENT:
+                if trial.state in ON_AN_AGENT:
                     self._set_state(trial, TrialState.KILLED, f"its task's end is unknown: "
                                     f"{message}")
             self._ended_trial_tasks.clear()
@@ -659,18 +661,11 @@ class JobController(TaskStatusHandling):
             trial = self._trials.get(number) if number is not None else None
             return trial.executor_id if trial is not None and trial.task_id == task_id else ""
 
-    def slot_tasks_in_flight(self) -> dict[str, str]:
-        """Executor id → the task of a trial in flight the record says runs on it (what a
-        resumed framework's adopted slots were busy with)."""
-        with self._lock:
-            return {t.executor_id: t.task_id for t in self._trials.values()
-                    if t.executor_id and t.task_id and t.state in _ON_AN_AGENT}
-
     def live_task_ids(self) -> list[str]:
         """Tasks launched and not yet terminal (to kill when the job ends)."""
         with self._lock:
             ids = [t.task_id for t in self._trials.values()
-                   if t.task_id and t.state in _ON_AN_AGENT]
+                   if t.task_id and t.state in ON_AN_AGENT]
             ids += sorted(self._ended_trial_tasks | self._finishing_tasks)
             # An AppCore that ended (terminal status after the job ended, or past its restarts)
             # is not live: JobRunner.stop waits for live tasks until its grace period ends.

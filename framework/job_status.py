@@ -47,6 +47,22 @@ MAX_PORT_RETRIES = 10
 """Launches of AppCore again, uncounted, after it found its offered port taken."""
 
 
+ON_AN_AGENT = frozenset({TrialState.LAUNCHING, TrialState.RUNNING})
+"""Trial states whose task is launched and not yet ended."""
+ENDED_BY_THE_FRAMEWORK = frozenset({TrialState.TIMEOUT, TrialState.PRUNED, TrialState.KILLED})
+"""Trial states the framework records before its task ends (and kills the task)."""
+
+
+def tasks_left_running(trials: list[TrialRow], store: JobStore) -> set[str]:
+    """The tasks of trials an earlier framework of the job ended itself (timed out, pruned,
+    killed) and of which no terminal status is recorded: its kill may have died with it, and
+    the task may still run (on a warm slot, which must not look idle while it does)."""
+    ended = {str(u["task_id"]) for u in store.task_updates()
+             if has_ended_for_framework(str(u["state"]))}
+    return {t.task_id for t in trials
+            if t.task_id and t.state in ENDED_BY_THE_FRAMEWORK and t.task_id not in ended}
+
+
 class TaskStatusHandling:
     """Mesos status updates of the job's tasks (part of :class:`framework.job.JobController`)."""
 
@@ -71,9 +87,28 @@ class TaskStatusHandling:
         memory_note: Callable[[int], str]
         exact_usage: Callable[[int, TaskUsage], None]
 
+        _kills_on_resume: set[str]
+
         def finish(self, outcome: int, message: str) -> None: ...
         def _queue_again(self, trial: TrialRow, message: str) -> None: ...
         def _set_state(self, trial: TrialRow, state: TrialState, message: str) -> None: ...
+
+    def kills_on_resume(self) -> list[str]:
+        """Once: the tasks an earlier framework of the job ended and may not have killed
+        (:func:`tasks_left_running`), for the resumed framework to kill."""
+        with self._lock:
+            out = sorted(self._kills_on_resume & self._ended_trial_tasks)
+            self._kills_on_resume.clear()
+            return out
+
+    def slot_tasks_in_flight(self) -> dict[str, str]:
+        """Executor id → the task the record says runs on it (what a resumed framework's
+        adopted slots are busy with): a trial's in flight, or one ended by the framework whose
+        task has not ended yet."""
+        with self._lock:
+            return {t.executor_id: t.task_id for t in self._trials.values()
+                    if t.executor_id and t.task_id
+                    and (t.state in ON_AN_AGENT or t.task_id in self._ended_trial_tasks)}
 
     def on_status(self, status: Mapping[str, Any]) -> None:
         """Record a Mesos status update (before the scheduler acknowledges it)."""

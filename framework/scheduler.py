@@ -204,6 +204,13 @@ class JobScheduler(Scheduler):
             driver.reconcileTasks([{"task_id": {"value": task_id}, "agent_id": {"value": agent}}
                                    for task_id, agent in live])
         driver.reconcileTasks([])
+        # Tasks the predecessor timed out, pruned or killed, and whose end is not recorded:
+        # its kill may have died with it.
+        stale = self._job.kills_on_resume()
+        if stale:
+            logger.info("killing %d task(s) an earlier framework ended: %s", len(stale),
+                        ", ".join(stale))
+            self.kill(stale)
         self.registered_event.set()
 
     def _adopt_slots(self) -> None:

@@ -401,6 +401,42 @@ def test_a_trial_running_past_its_timeout_is_recorded_timeout_and_killed(
     job.store.close()
 
 
+def test_a_resumed_framework_kills_what_its_predecessor_ended_but_may_not_have_killed(
+        make: Callable[..., Job]) -> None:
+    """A framework that timed a trial out (or pruned or killed it) and died before its kill
+    took effect: the record says the trial ended, but its task may run on. The next framework
+    of the job kills it once, keeps its slot busy until it ends, and counts it as live (to
+    reconcile); a task whose end is recorded is left alone."""
+    from dataclasses import replace
+
+    job = Job(make(max_trials=10).db_path.parent / "r", replace(job_config(max_trials=10),
+                                                                  trial_timeout=5.0))
+    for number in (1, 2, 3):
+        job.controller.submit_trial(number, assignment(number), priority=0)
+        trial = job.controller.trial_for_launch(number)
+        assert trial is not None
+        job.controller.trial_launched(number, task_name(number), AGENT,
+                                      executor_id=f"{job.controller.config.job_id}-slot-{number}")
+        job.status(number, "TASK_RUNNING")
+    started = job.trial(1).started_at
+    assert sorted(job.controller.expire_trials(now=started + 6.0)) == [
+        task_name(1), task_name(2), task_name(3)]
+    job.status(2, "TASK_KILLED")  # trial 2's kill took effect; 1's and 3's never came back
+    resumed = JobController(job.controller.config, job.store, "tok")
+    assert resumed.kills_on_resume() == [task_name(1), task_name(3)]
+    assert resumed.kills_on_resume() == []  # once
+    assert {task_name(1), task_name(3)} <= set(resumed.live_task_ids())
+    assert task_name(2) not in resumed.live_task_ids()
+    slot = f"{job.controller.config.job_id}-slot-"
+    assert resumed.slot_tasks_in_flight() == {f"{slot}1": task_name(1), f"{slot}3": task_name(3)}
+    resumed.on_status(task_status(task_name(1), "TASK_KILLED"))
+    assert task_name(1) not in resumed.live_task_ids()
+    assert resumed.slot_tasks_in_flight() == {f"{slot}3": task_name(3)}
+    assert {t.number: t.state for t in resumed.trials()} == {1: "TIMEOUT", 2: "TIMEOUT",
+                                                             3: "TIMEOUT"}
+    job.store.close()
+
+
 def test_a_script_that_fails_is_not_retried(job: Job) -> None:
     job.controller.submit_trial(1, ASSIGN, priority=0)
     job.launch(1)

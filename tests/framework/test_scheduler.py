@@ -9,7 +9,9 @@ talking to a real master is exercised by the local-mode end-to-end tests.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
+import time
 from typing import Any
 
 import pytest
@@ -80,10 +82,11 @@ URIS = [{"value": "http://10.0.0.1:8000/s/files/0/train.py", "extract": False,
 
 
 class Setup:
-    def __init__(self, job_dir: Path, **config: Any) -> None:
+    def __init__(self, job_dir: Path, trial_timeout: float = 0.0, **config: Any) -> None:
         self.store = JobStore(job_dir / "job.db")
         self.driver = RecordingDriver()
-        self.controller = JobController(job_config(**config), self.store, JOB_TOKEN,
+        settings = replace(job_config(**config), trial_timeout=trial_timeout)
+        self.controller = JobController(settings, self.store, JOB_TOKEN,
                                         on_pending=lambda: self.scheduler.wake())
         self.scheduler = JobScheduler(self.controller, FifoPolicy(decline_seconds=5.0),
                                       "10.0.0.1:5000", uris=URIS, trial_env={"T": "1"},
@@ -298,6 +301,33 @@ def test_reregistration_reconciles_and_forgets_suppression(setup: Setup) -> None
     ]
     setup.scheduler.resourceOffers(setup.driver, [setup.offer("O3")])
     assert setup.driver.kinds()[-1] == "suppress"  # suppressed again after the re-subscribe
+
+
+def test_a_resumed_framework_kills_the_tasks_its_predecessor_timed_out(
+        tmp_path: Path) -> None:
+    """Its predecessor recorded trial 1 timed out and died before the kill reached the task:
+    the resumed framework reconciles the task and kills it, once."""
+    first = Setup(tmp_path, max_trials=10, parallelism=2, trial_timeout=1.0)
+    first.submit(1)
+    first.scheduler.resourceOffers(first.driver, [first.offer("O1")])
+    first.controller.attach_appcore("h:1")
+    first.scheduler.resourceOffers(first.driver, [first.offer("O2")])
+    (task,) = [t.task_id for t in first.controller.trials() if t.task_id]
+    first.controller.on_status(task_status(task, "TASK_RUNNING"))
+    assert first.controller.expire_trials(now=time.time() + 5.0) == [task]
+    first.store.close()  # killed -9 before it killed the task
+    resumed = Setup(tmp_path, max_trials=10, parallelism=2, trial_timeout=1.0)
+    try:
+        resumed.driver.clear()
+        resumed.scheduler.reregistered(resumed.driver, {"hostname": "master"})
+        reconciled = [call for call in resumed.driver.calls if call[0] == "reconcile"]
+        assert {"task_id": {"value": task}, "agent_id": {"value": "S1"}} in reconciled[0][1]
+        assert resumed.driver.calls[-1] == ("kill", {"value": task})
+        resumed.driver.clear()
+        resumed.scheduler.reregistered(resumed.driver, {"hostname": "master"})
+        assert [c for c in resumed.driver.calls if c[0] == "kill"] == []  # once
+    finally:
+        resumed.store.close()
 
 
 def test_kill(setup: Setup) -> None:
