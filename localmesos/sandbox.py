@@ -118,22 +118,24 @@ def create_sandbox(
 # -- resolving request paths ------------------------------------------------------------------
 
 
-def _normalize_roots(root_dirs: Roots) -> list[tuple[str, str]]:
-    """``[(virtual prefix without trailing '/', real root path)]`` for each served root."""
-    pairs: list[tuple[str, str]] = []
+def _virtual(name: StrPath) -> str:
+    """A served name as a virtual prefix: absolute, no trailing or doubled '/'."""
+    return "/" + "/".join(p for p in str(name).split("/") if p)
+
+
+def _named_roots(root_dirs: Roots) -> Iterable[tuple[str, StrPath]]:
+    """``(virtual prefix, root as given)`` for each served root, without touching the disk for
+    a mapping (an agent serves one root per sandbox it ever made: resolving every one of them
+    on every request made ``/files/read`` slow in proportion to the tasks ever run)."""
     if isinstance(root_dirs, Mapping):
-        items: Iterable[tuple[str, StrPath]] = root_dirs.items()
-    else:
-        items = []
-        for root in root_dirs:
-            # Serve a directory under the path it was given and under its canonical path, so a
-            # work dir reached through a symlink (macOS /tmp) is found either way.
-            items.append((os.path.abspath(root), root))
-            items.append((os.path.realpath(root), root))
-    for name, real in items:
-        virtual = "/" + "/".join(p for p in str(name).split("/") if p)
-        pairs.append((virtual, os.path.realpath(real)))
-    return pairs
+        for name, real in root_dirs.items():
+            yield _virtual(name), real
+        return
+    for root in root_dirs:
+        # Serve a directory under the path it was given and under its canonical path, so a
+        # work dir reached through a symlink (macOS /tmp) is found either way.
+        yield _virtual(os.path.abspath(root)), root
+        yield _virtual(os.path.realpath(root)), root
 
 
 def _inside(path: str, root: str) -> bool:
@@ -155,39 +157,37 @@ def resolve(root_dirs: Roots, path: str) -> Path:
         SandboxError: for an empty path or one that resolves outside its root.
         SandboxNotFound: when no root matches or the path does not exist.
     """
+    return _resolve(root_dirs, path)[0]
+
+
+def _resolve(root_dirs: Roots, path: str) -> tuple[Path, str]:
+    """:func:`resolve`, with the canonical root the path was found in (the longest served
+    prefix of the request: only that root is resolved on disk)."""
     if not path or "\0" in path:
         raise SandboxError("Expecting 'path=value' in query")
     parts = [p for p in path.split("/") if p and p != "."]
     virtual = "/" + "/".join(parts)
-    best: tuple[str, str] | None = None
-    for prefix, real_root in _normalize_roots(root_dirs):
+    best: tuple[str, StrPath] | None = None
+    for prefix, root in _named_roots(root_dirs):
         if virtual == prefix or virtual.startswith(prefix.rstrip("/") + "/"):
             if best is None or len(prefix) > len(best[0]):
-                best = (prefix, real_root)
+                best = (prefix, root)
     if best is None:
         raise SandboxNotFound(f"'{path}' is not in any sandbox")
-    prefix, real_root = best
+    prefix, root = best
+    real_root = os.path.realpath(root)
     suffix = virtual[len(prefix) :].lstrip("/")
     if not os.path.isdir(real_root):
         # An attached file (or a root that is gone): only the exact path names it.
         if suffix or not os.path.exists(real_root):
             raise SandboxNotFound(f"'{path}' does not exist")
-        return Path(real_root)
+        return Path(real_root), real_root
     real = os.path.realpath(os.path.join(real_root, suffix))
     if not _inside(real, real_root):
         raise SandboxError(f"'{path}' is inaccessible")
     if not os.path.exists(real):
         raise SandboxNotFound(f"'{path}' does not exist")
-    return Path(real)
-
-
-def _root_of(root_dirs: Roots, real: Path) -> str | None:
-    """The served real root holding ``real`` (the longest), if any."""
-    found: str | None = None
-    for _, real_root in _normalize_roots(root_dirs):
-        if _inside(str(real), real_root) and (found is None or len(real_root) > len(found)):
-            found = real_root
-    return found
+    return Path(real), real_root
 
 
 # -- /files/browse ----------------------------------------------------------------------------
@@ -232,11 +232,10 @@ def browse(root_dirs: Roots, path: str) -> list[dict[str, Any]]:
         SandboxError: see :func:`resolve`.
         SandboxNotFound: see :func:`resolve`.
     """
-    real = resolve(root_dirs, path)
+    real, root = _resolve(root_dirs, path)
     shown = path.rstrip("/") or "/"
     if not real.is_dir():
         return [file_info(shown, real.stat())]
-    root = _root_of(root_dirs, real) or str(real)
     listing: list[dict[str, Any]] = []
     try:
         names = sorted(os.listdir(real))
@@ -271,10 +270,9 @@ def open_file(root_dirs: Roots, path: str) -> tuple[int, Path]:
         SandboxError: for a directory, an escape, or a file that cannot be opened.
         SandboxNotFound: when the path does not exist.
     """
-    real = resolve(root_dirs, path)
+    real, root = _resolve(root_dirs, path)
     if real.is_dir():
         raise SandboxError("Cannot read a directory")
-    root = _root_of(root_dirs, real) or str(real)
     try:
         fd = os.open(real, os.O_RDONLY | os.O_CLOEXEC | getattr(os, "O_NOFOLLOW", 0))
     except FileNotFoundError:
