@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import Iterator
 from email.message import Message
 from pathlib import Path
-import threading
 from typing import Any
 from urllib.error import HTTPError
 from urllib.parse import parse_qs
@@ -19,6 +18,7 @@ from disauto.framework.sandbox_logs import SandboxLogs
 from tests.framework.test_sandbox_logs import FRAMEWORK
 from tests.framework.test_sandbox_logs import FakeAgent as HttpAgent
 from tests.framework.test_sandbox_logs import offer_from
+from tests.framework.test_sandbox_logs import serving
 
 
 class FakeAgent:
@@ -251,13 +251,8 @@ def test_a_copy_a_dying_framework_never_recorded_is_copied_again_not_appended_to
 @pytest.fixture
 def http_agent(tmp_path: Path) -> Iterator[HttpAgent]:
     """An agent's ``/state`` and ``/files/read`` over HTTP, recording the requests."""
-    server = HttpAgent(tmp_path / "agent")
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.01},
-                              daemon=True)
-    thread.start()
-    yield server
-    server.shutdown()
-    server.server_close()
+    with serving(tmp_path / "agent") as server:
+        yield server
 
 
 @pytest.mark.integration

@@ -11,6 +11,7 @@ the requests it gets so the tests can check that only the tail is read. The embe
 from __future__ import annotations
 
 from collections.abc import Iterator
+from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler
 from http.server import ThreadingHTTPServer
 import json
@@ -96,15 +97,24 @@ class _AgentHandler(BaseHTTPRequestHandler):
         pass
 
 
-@pytest.fixture
-def agent(tmp_path: Path) -> Iterator[FakeAgent]:
-    server = FakeAgent(tmp_path)
+@contextmanager
+def serving(root: Path) -> Iterator[FakeAgent]:
+    """A :class:`FakeAgent` over ``root``, answering on a thread until the block ends."""
+    server = FakeAgent(root)
     thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.01},
                               daemon=True)
     thread.start()
-    yield server
-    server.shutdown()
-    server.server_close()
+    try:
+        yield server
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+@pytest.fixture
+def agent(tmp_path: Path) -> Iterator[FakeAgent]:
+    with serving(tmp_path) as server:
+        yield server
 
 
 def offer_from(agent_id: str, port: int, host_key: str = "ip", path: str = "/slave(1)",
