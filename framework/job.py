@@ -62,7 +62,6 @@ logger = logging.getLogger(__name__)
 
 APPCORE_KEY = "appcore"
 """AppCore launches again, beyond its restarts, when another process took its offered port."""
-# A trial whose task was launched and has not ended.
 # The event "the job's spec changed" (da-job update) in the event list; trial numbers start at 1.
 _SPEC_CHANGED = 0
 
