@@ -52,8 +52,8 @@ def slot(uris: list[dict[str, Any]] | None = None) -> dict[str, Any]:
 def launch(raw: RawFramework, used: set[str], task_id: str, command: str,
            env: dict[str, str] | None = None, executor: dict[str, Any] | None = None,
            **extra: Any) -> dict[str, Any]:
-    offer = wait_until(lambda: next((o for o in raw.offers() if o["id"]["value"] not in used),
-                                    None), timeout=10)
+    offer = wait_until(lambda: next((o for o in raw.offers() if o["id"]["value"] not in used
+                                     and _fits(o)), None), timeout=10)
     used.add(offer["id"]["value"])
     task = command_task(offer, task_id, "unused", cpus=0.1, mem=32)
     del task["command"]
@@ -62,6 +62,16 @@ def launch(raw: RawFramework, used: set[str], task_id: str, command: str,
     task.update(extra)
     raw.launch(offer, [task], refuse_seconds=0)
     return offer
+
+
+def _fits(offer: dict[str, Any]) -> bool:
+    """Whether an offer holds a task and a new slot's executor (0.1 CPU and 32 MB each): the
+    resources a finished task frees come back as an offer of their own, too small for both."""
+    held: dict[str, float] = {}
+    for resource in offer["resources"]:
+        if resource.get("type", "SCALAR") == "SCALAR":
+            held[resource["name"]] = held.get(resource["name"], 0.0) + resource["scalar"]["value"]
+    return held.get("cpus", 0.0) >= 0.2 - 1e-9 and held.get("mem", 0.0) >= 64
 
 
 def final(raw: RawFramework, task_id: str, timeout: float = 20) -> dict[str, Any]:
