@@ -95,8 +95,12 @@ def detach(job_id: str, python_args: Sequence[str], out: IO[str],
     page = _meta(job_dir, "webui_url")
     if page:
         print(job_page_line(page, (job_dir / paths.TOKEN).read_text().strip()), file=out)
-    print(f"{PROG}: follow it with: da-job status {job_id} | da-job logs {job_id} -f | "
-          f"da-job kill {job_id}", file=out)
+    # One command a line, and only commands that do no harm when the whole block is pasted:
+    # the kill is named inside a sentence (a line that starts "da-submit:" runs nothing).
+    print(f"{PROG}: follow it with:", file=out)
+    print(f"  da-job status {job_id}", file=out)
+    print(f"  da-job logs {job_id} -f", file=out)
+    print(f"{PROG}: to stop it, run da-job kill {job_id}", file=out)
     print(f"{PROG}: its output: {job_dir / paths.DETACHED_OUT}", file=out)
     return ExitStatus.SUCCESS
 

@@ -47,6 +47,7 @@ class Shell:
                     "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
         self.cwd = cwd
         self.home = home
+        self.submitted = ""  # what the last --detach printed
 
     def run(self, module: str, *args: str,
             timeout: float = 120) -> subprocess.CompletedProcess[str]:
@@ -56,7 +57,17 @@ class Shell:
     def submit(self, *args: str) -> str:
         done = self.run("disauto.submit.cli", *args, "--detach", timeout=60)
         assert done.returncode == 0, done.stdout + done.stderr
+        self.submitted = done.stdout
         return done.stdout.split("job ", 1)[1].split()[0]
+
+    def paste(self, text: str) -> None:
+        """Paste ``text`` into a shell as a user would: every line runs (da-job on the PATH), a
+        line that follows forever stopped after a few seconds."""
+        env = {**self.env, "PATH": str(Path(sys.executable).parent) + os.pathsep
+               + self.env.get("PATH", "")}
+        for line in text.splitlines():
+            subprocess.run(["timeout", "5", "bash", "-c", line], cwd=self.cwd, env=env,
+                           capture_output=True, check=False)
 
     def job(self, *args: str) -> subprocess.CompletedProcess[str]:
         return self.run("disauto.submit.job_cli", *args)
@@ -100,6 +111,9 @@ def shell(workdir: Path, tmp_path: Path) -> Any:
 def test_a_detached_job_is_listed_followed_and_killed_from_another_shell(
         shell: Shell, workdir: Path) -> None:
     job = shell.submit(*common_flags(workdir, "--trail-steps", "40", "--parallelism", "2"))
+    assert f"  da-job status {job}\n" in shell.submitted
+    shell.paste(shell.submitted)  # the whole hint pasted into a shell: the job goes on
+    assert shell.status(job)["state"] == "running"
     status = shell.wait_until(job, lambda s: s["done"] >= 2)
     assert status["state"] == "running" and status["budget"] == 40
     assert status["appcore"]["address"] and len(status["running"]) <= 2
