@@ -28,6 +28,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from collections.abc import Sequence
 import logging
+import math
+import random
 from typing import Protocol
 
 from disauto.appcore.algorithms import FINISHED
@@ -39,8 +41,10 @@ from disauto.common.errors import InvalidSettingsError
 from disauto.common.space import Assignment
 from disauto.common.space import CategoricalParam
 from disauto.common.space import IntParam
+from disauto.common.space import Param
 from disauto.common.space import RealParam
 from disauto.common.space import SearchSpace
+from disauto.common.space import Value
 from disauto.common.trial_state import TrialState
 
 
@@ -72,6 +76,20 @@ class Make(Protocol):
 
     def __call__(self, *, seed: int = 7, space: SearchSpace = SPACE,
                  parallelism: int = 1) -> SearchAlgorithm: ...
+
+
+def draw(param: Param, rng: random.Random) -> Value:
+    """A valid value of ``param`` drawn from ``rng``, for made-up implementations."""
+    if isinstance(param, RealParam):
+        if param.step is not None:
+            return rng.choice(list(param.step_points()))
+        if param.log:
+            return min(param.high, max(param.low, math.exp(
+                rng.uniform(math.log(param.low), math.log(param.high)))))
+        return rng.uniform(param.low, param.high)
+    if isinstance(param, IntParam):
+        return rng.choice(range(param.low, param.high + 1, param.step))
+    return rng.choice(param.choices)
 
 
 def outcome(number: int) -> tuple[float | None, TrialState]:

@@ -8,7 +8,6 @@ from collections.abc import Callable
 from collections.abc import Mapping
 from collections.abc import Sequence
 import itertools
-import math
 import random
 
 import pytest
@@ -26,9 +25,6 @@ from disauto.appcore.algorithms.bayesian import BayesianSearch
 from disauto.common.setting_values import SettingSpec
 from disauto.common.setting_values import int_setting
 from disauto.common.space import Assignment
-from disauto.common.space import IntParam
-from disauto.common.space import Param
-from disauto.common.space import RealParam
 from disauto.common.space import SearchSpace
 from tests.appcore.algorithms.contract import SPACE
 from tests.appcore.algorithms.contract import Make
@@ -43,6 +39,7 @@ from tests.appcore.algorithms.contract import check_settings_are_checked
 from tests.appcore.algorithms.contract import check_suggestions_fit_the_space
 from tests.appcore.algorithms.contract import check_tell_takes_every_outcome
 from tests.appcore.algorithms.contract import check_trial_numbers_start_at_one
+from tests.appcore.algorithms.contract import draw
 from tests.appcore.algorithms.contract import sequence
 
 
@@ -132,19 +129,6 @@ def test_the_budget_seed_direction_and_parallelism_are_checked(name: str) -> Non
 # -- the checks are not vacuous -------------------------------------------------------------------
 
 
-def _draw(param: Param, rng: random.Random) -> float | int | str:
-    if isinstance(param, RealParam):
-        if param.step is not None:
-            return rng.choice(list(param.step_points()))
-        if param.log:
-            return min(param.high, max(param.low, math.exp(
-                rng.uniform(math.log(param.low), math.log(param.high)))))
-        return rng.uniform(param.low, param.high)
-    if isinstance(param, IntParam):
-        return rng.choice(range(param.low, param.high + 1, param.step))
-    return rng.choice(param.choices)
-
-
 class Sound(SearchAlgorithm):
     """A made-up algorithm that keeps the contract: draws from one seeded stream, so its state
     advances with each ask and a restart must replay the record."""
@@ -157,7 +141,7 @@ class Sound(SearchAlgorithm):
 
     def ask(self, trial_number: int) -> Assignment | None | Finished:
         self._check_trial_number(trial_number)
-        return {param.name: _draw(param, self._rng) for param in self.space}
+        return {param.name: draw(param, self._rng) for param in self.space}
 
     def restore(self, history: Sequence[TrialRecord]) -> None:
         self._check_history_replays(history)
@@ -222,7 +206,7 @@ class WrapsAround(Enumerates):
 
 class NumbersFromZero(Sound):
     def ask(self, trial_number: int) -> Assignment | None | Finished:
-        return {param.name: _draw(param, self._rng) for param in self.space}
+        return {param.name: draw(param, self._rng) for param in self.space}
 
 
 def _crash(text: str) -> int:
