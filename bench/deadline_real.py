@@ -159,7 +159,7 @@ def agent_configs(agents: Sequence[Agent], port_base: int) -> tuple[AgentConfig,
 
 
 def policy_flags(policy: str, setup: Setup) -> list[str]:
-    """``--offer-policy`` and the ``--priority-setting``s: the policy's own settings, then the
+    """``--offer-policy`` and the ``--policy-setting``s: the policy's own settings, then the
     time settings scaled like the trials."""
     name, settings = policy_spec(policy)
     scaled: dict[str, str] = {}
@@ -169,7 +169,7 @@ def policy_flags(policy: str, setup: Setup) -> list[str]:
         scaled["patience_seconds"] = f"{PATIENCE_SECONDS * setup.time_scale:g}"
     flags = ["--offer-policy", name]
     for key, value in {**scaled, **settings}.items():
-        flags += ["--priority-setting", f"{key}={value}"]
+        flags += ["--policy-setting", f"{key}={value}"]
     return flags
 
 

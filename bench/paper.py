@@ -267,7 +267,7 @@ def run_once(cell: Cell, run: int, setup: Setup, work: Path,
             ]
             if cell.policy != "fifo":
                 for name, value in setup.priority_settings:
-                    args += ["--priority-setting", f"{name}={value}"]
+                    args += ["--policy-setting", f"{name}={value}"]
             log = (work / f"job{job}.log").open("wb")
             processes.append(subprocess.Popen(args, cwd=work, env=env, stdout=log,
                                               stderr=subprocess.STDOUT))

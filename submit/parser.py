@@ -23,6 +23,24 @@ class UsageError(DisAutoUsageError):
     """A flag is wrong; the message names it and what would be valid."""
 
 
+POLICY_SETTING = "--policy-setting"
+"""The flag of the offer policy's settings (``KEY=VALUE``, repeatable)."""
+PRIORITY_SETTING = "--priority-setting"
+"""Its older name, an alias: the first policy settings were the dynamic priority strategy's."""
+
+
+class SpelledAppend(argparse.Action):
+    """``append``, and how the flag of each item was spelled (in ``<dest>_flags``), so that an
+    error names the flag the user typed, ``--policy-setting`` or its alias."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
+                 values: Any, option_string: str | None = None) -> None:
+        setattr(namespace, self.dest, [*(getattr(namespace, self.dest, None) or []), values])
+        spelled = getattr(namespace, f"{self.dest}_flags", None) or []
+        setattr(namespace, f"{self.dest}_flags",
+                [*spelled, option_string or self.option_strings[0]])
+
+
 class ArgumentParser(argparse.ArgumentParser):
     def error(self, message: str) -> Any:  # argparse's own errors become UsageError
         raise UsageError(message)
@@ -146,12 +164,15 @@ def _cluster_flags(parser: argparse.ArgumentParser) -> None:
     cluster.add_argument("--secret-file", metavar="FILE",
                          help="file holding the principal's secret")
     cluster.add_argument("--offer-policy", default="fifo", help=f"one of {', '.join(POLICIES)}")
-    cluster.add_argument("--priority-setting", action="append", default=[], metavar="KEY=VALUE",
-                         help="a setting of the dynamic priority strategy (--offer-policy "
-                              "dynamic or dynamic-plus), e.g. thresholds=0.01,0.005 or "
-                              "declines_per_level=2, or of --offer-policy deadline, e.g. "
-                              "patience_seconds=60; repeatable (docs/dynamic-priority.md, "
-                              "docs/deadlines.md)")
+    cluster.add_argument(POLICY_SETTING, PRIORITY_SETTING, dest="policy_setting",
+                         action=SpelledAppend, default=[], metavar="KEY=VALUE",
+                         help="a setting of the offer policy: of every policy, e.g. "
+                              "placement=capability (docs/placement.md); of dynamic and "
+                              "dynamic-plus, e.g. thresholds=0.01,0.005 or declines_per_level=2 "
+                              "(docs/dynamic-priority.md); of deadline, e.g. "
+                              "patience_seconds=60 (docs/deadlines.md); repeatable. "
+                              f"{PRIORITY_SETTING} is its older name, an alias")
+    parser.set_defaults(policy_setting_flags=[])
     cluster.add_argument("--advertise-host", metavar="HOST",
                          help="how tasks reach this machine (default: derived from --master)")
     cluster.add_argument("--bind-all", action="store_true",

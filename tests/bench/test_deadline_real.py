@@ -89,7 +89,7 @@ def test_time_settings_are_scaled_like_the_trials_and_the_policys_own_are_kept()
     assert policy_flags("fifo", setup) == ["--offer-policy", "fifo"]
     flags = policy_flags("deadline:leftover=gain", setup)
     assert flags[:2] == ["--offer-policy", "deadline"]
-    settings = [flags[i + 1] for i, f in enumerate(flags) if f == "--priority-setting"]
+    settings = [flags[i + 1] for i, f in enumerate(flags) if f == "--policy-setting"]
     assert settings == ["decline_filter_seconds=0.1", "patience_seconds=3", "leftover=gain"]
 
 
