@@ -10,6 +10,8 @@ import logging
 from typing import Any
 
 from disauto.appcore.algorithms import ALGORITHMS
+from disauto.appcore.algorithms.bayesian import BACKENDS
+from disauto.appcore.pruners import PRUNERS
 from disauto.framework.policies import POLICIES
 from disauto.submit.errors import DisAutoUsageError
 
@@ -134,8 +136,8 @@ def _search_flags(parser: argparse.ArgumentParser) -> None:
     search.add_argument("--seed", metavar="N",
                         help="seed of the search (default: random, printed)")
     search.add_argument("--bayes-backend", metavar="NAME",
-                        help="with --tuning-type bayesian: tpe (Optuna, default), gp "
-                             "(scikit-optimize), qmc (Optuna)")
+                        help="with --tuning-type bayesian: the library's model, one of "
+                             f"{', '.join(BACKENDS)} (default tpe; README)")
     search.add_argument("--bayes-mode", metavar="MODE",
                         help="with --tuning-type bayesian: async (default: suggest when a slot "
                              "frees) or sync (batches of --parallelism)")
@@ -143,8 +145,8 @@ def _search_flags(parser: argparse.ArgumentParser) -> None:
                         help="with --tuning-type bayesian: an earlier job's results.json (its "
                              "results teach the model) or a JSON list of points to run first")
     search.add_argument("--early-stopping", default="none", metavar="RULE",
-                        help="stop unpromising trials on their step reports: none (default), "
-                             "median, asha")
+                        help="stop unpromising trials on their step reports: one of "
+                             f"{', '.join(PRUNERS)} (default none)")
     search.add_argument("--early-stopping-setting", action="append", default=[],
                         metavar="KEY=VALUE",
                         help="a setting of the early-stopping rule, e.g. min_resource=1; "
