@@ -101,7 +101,7 @@ def outcome(number: int) -> tuple[float | None, TrialState]:
 class Driver:
     """AppCore's loop in miniature: keeps up to ``parallelism`` trials in flight, asks each new
     number again after "nothing now" once the oldest trial in flight has ended, stops at
-    :data:`FINISHED`.
+    :data:`FINISHED`; every assignment it gets is checked against the space.
 
     Args:
         algorithm: The algorithm driven.
@@ -112,6 +112,7 @@ class Driver:
     def __init__(self, algorithm: SearchAlgorithm, parallelism: int,
                  flying: Sequence[int] = ()) -> None:
         self.algorithm = algorithm
+        self.space = algorithm.space
         self.parallelism = parallelism
         self.flying = list(flying)
         self.told: dict[int, tuple[float | None, TrialState]] = {}
@@ -140,6 +141,7 @@ class Driver:
                 self.finished = True
                 return issued
             assert isinstance(answer, dict), f"ask({number}) answered {answer!r}"
+            check_suggestions_fit_the_space([(number, answer)], self.space)
             issued.append((number, answer))
             self.flying.append(number)
         return issued
