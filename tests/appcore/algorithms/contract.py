@@ -33,7 +33,6 @@ import random
 from typing import Protocol
 
 from disauto.appcore.algorithms import FINISHED
-from disauto.appcore.algorithms import RecordState
 from disauto.appcore.algorithms import SearchAlgorithm
 from disauto.appcore.algorithms import TrialRecord
 from disauto.common.errors import InvalidAssignmentError
@@ -187,8 +186,7 @@ def check_restore_continues(make: Make, done: int, more: int = 2, parallelism: i
     history = []
     for number, assignment in issued:
         value, state = original.told.get(number, (None, TrialState.RUNNING))
-        record_state: RecordState = state
-        history.append(TrialRecord(number, assignment, value, record_state))
+        history.append(TrialRecord(number, assignment, value, state))
     restored = Driver(make(parallelism=parallelism), parallelism, original.flying)
     restored.algorithm.restore(history)
     last = issued[-1][0] if issued else 0

@@ -72,14 +72,14 @@ def name(request: pytest.FixtureRequest) -> str:
     return str(request.param)
 
 
+Variant = tuple[Make, type[SearchAlgorithm], dict[str, str]]
+"""A fresh instance's maker, the class, the settings."""
+
+
 @pytest.fixture(params=sorted(VARIANTS))
-def variant(request: pytest.FixtureRequest) -> tuple[Make, type[SearchAlgorithm],
-                                                      dict[str, str]]:
+def variant(request: pytest.FixtureRequest) -> Variant:
     algorithm, settings = VARIANTS[str(request.param)]
     return maker(algorithm, settings), algorithm_class(algorithm), settings
-
-
-Variant = tuple[Make, type[SearchAlgorithm], dict[str, str]]
 
 
 def test_the_registry_names_each_class_by_its_name(name: str) -> None:
