@@ -148,7 +148,7 @@ def _serve(framework: FrameworkClient, servicer: AppCoreServicer, server: grpc.S
                 seed=spec.seed,
                 direction="minimize" if spec.direction == common_pb2.MINIMIZE else "maximize",
                 settings=dict(spec.settings),
-                parallelism=max(1, spec.parallelism),
+                parallelism=spec.parallelism,  # the algorithm refuses < 1 in one line
             )
             algorithm.restore(TrialLoop.records(list(reply.trials)))
             loop = TrialLoop(framework, spec, algorithm, list(reply.trials))

@@ -252,13 +252,19 @@ class TrialLoop:
             self._on_trial(event.trial)
 
     def _on_spec(self, spec: common_pb2.JobSpec) -> None:
-        """Go on with the job's spec as ``da-job update`` changed it (budget, parallelism)."""
+        """Go on with the job's spec as ``da-job update`` changed it (budget, parallelism); a
+        spec without a trial in flight (parallelism < 1, which the framework refuses) is
+        refused in one line and the job goes on as it was."""
+        if spec.parallelism < 1:
+            logger.error("ignoring a job update to parallelism %d: it must be at least 1",
+                         spec.parallelism)
+            return
         logger.info("the job was updated: trial budget %d → %d, parallelism %d → %d",
                     self._spec.max_trials, spec.max_trials, self._spec.parallelism,
                     spec.parallelism)
         self._spec = spec
         # Sizes a synchronous Bayesian search's next batches.
-        self._algorithm.parallelism = max(1, spec.parallelism)
+        self._algorithm.parallelism = spec.parallelism
 
     def _on_trial(self, trial: common_pb2.Trial) -> None:
         if trial.state in IN_FLIGHT or trial.number not in self._in_flight:

@@ -1,13 +1,13 @@
-"""Deadlines with real jobs: ``bench.deadline``'s workloads on the embedded cluster (issue 19).
+"""Deadlines with real jobs: ``bench.deadline_sim``'s workloads on the embedded cluster (issue 19).
 
 Run with ``python -m bench.deadline_real`` (or ``python -m bench.deadline --real``). For each
 seed and policy it starts one :class:`~localmesos.cluster.LocalCluster` shaped like the
-simulated cluster -- one agent per :class:`~bench.deadline.Agent`, with its CPUs, memory and
+simulated cluster -- one agent per :class:`~bench.deadline_sim.Agent`, with its CPUs, memory and
 GPUs (the embedded agents advertise GPUs they do not have: scheduling only) and its attributes
 (``class:fast``, or ``class:edge;slowdown:2``) -- and submits every job as its own ``da-submit``
 process (``--master``, ``--offer-policy``, ``--deadline``) at its arrival time x
 ``--time-scale``. Each trial is :mod:`bench.deadline_trial`: it sleeps the duration
-:func:`~bench.deadline.trial_draw` gives it (x its agent's ``slowdown`` attribute, x the time
+:func:`~bench.deadline_sim.trial_draw` gives it (x its agent's ``slowdown`` attribute, x the time
 scale) and reports the drawn objective, so a budget job spends its budget and a target job
 (``--target 0.95``) ends at the same trial as in the simulation.
 
@@ -20,12 +20,12 @@ deadline policy gets ``decline_filter_seconds`` = the allocation interval and
 A job's time is from its arrival (when its ``da-submit`` starts) to its record's ``ended_at``;
 it meets its deadline when it ends by it. Figures are in the workload's (unscaled) seconds,
 next to the no-overhead simulation of the same jobs, policy and seed at the same allocation
-interval (:class:`~bench.deadline.Simulation`), and the ratio real / sim: the distance to the
+interval (:class:`~bench.deadline_sim.Simulation`), and the ratio real / sim: the distance to the
 ideal. CPU busy is the master's ``cpus_percent`` (allocated CPUs) averaged until the last job
 ends; the simulation's is the CPUs its trials hold.
 
 ``--jobs N`` keeps the workload's first N jobs and ``--budget-scale F`` scales every budget (each
-deadline keeps its slack over the job's time alone, :func:`~bench.deadline.alone_seconds`): the
+deadline keeps its slack over the job's time alone, :func:`~bench.deadline_sim.alone_seconds`): the
 machine this runs on may not start a few hundred trial processes a minute.
 """
 
@@ -49,17 +49,17 @@ import tempfile
 import time
 from typing import Any
 
-from bench.deadline import ALONE
-from bench.deadline import APPCORE
-from bench.deadline import WORKLOADS
-from bench.deadline import Agent
-from bench.deadline import Simulation
-from bench.deadline import Workload
-from bench.deadline import _number
-from bench.deadline import _percentile
-from bench.deadline import alone_seconds
-from bench.deadline import policy_spec
-from bench.deadline import trial_draw
+from bench.deadline_sim import ALONE
+from bench.deadline_sim import APPCORE
+from bench.deadline_sim import WORKLOADS
+from bench.deadline_sim import Agent
+from bench.deadline_sim import Simulation
+from bench.deadline_sim import Workload
+from bench.deadline_sim import _number
+from bench.deadline_sim import _percentile
+from bench.deadline_sim import alone_seconds
+from bench.deadline_sim import policy_spec
+from bench.deadline_sim import trial_draw
 from bench.jobs import kill_all
 from bench.jobs import wait_all
 from bench.paper import MetricsPoller
@@ -159,7 +159,7 @@ def agent_configs(agents: Sequence[Agent], port_base: int) -> tuple[AgentConfig,
 
 
 def policy_flags(policy: str, setup: Setup) -> list[str]:
-    """``--offer-policy`` and the ``--priority-setting``s: the policy's own settings, then the
+    """``--offer-policy`` and the ``--policy-setting``s: the policy's own settings, then the
     time settings scaled like the trials."""
     name, settings = policy_spec(policy)
     scaled: dict[str, str] = {}
@@ -169,7 +169,7 @@ def policy_flags(policy: str, setup: Setup) -> list[str]:
         scaled["patience_seconds"] = f"{PATIENCE_SECONDS * setup.time_scale:g}"
     flags = ["--offer-policy", name]
     for key, value in {**scaled, **settings}.items():
-        flags += ["--priority-setting", f"{key}={value}"]
+        flags += ["--policy-setting", f"{key}={value}"]
     return flags
 
 

@@ -2,8 +2,8 @@
 objective.
 
 ``--draws FILE`` (shipped with ``--files``) maps each trial number to ``[seconds on a fast
-agent, objective]``, made by :func:`bench.deadline.trial_draw` for the job's seed and index, the
-same draws the simulation uses. The trial sleeps ``seconds x slowdown x --time-scale``, where
+agent, objective]``, made by :func:`bench.deadline_sim.trial_draw` for the job's seed and index,
+the same draws the simulation uses. The trial sleeps ``seconds x slowdown x --time-scale``, where
 ``slowdown`` is the ``slowdown`` scalar attribute of the agent it runs on (1 without one), read
 from the master's ``/master/slaves`` for ``MESOS_SLAVE_ID``: the embedded agents cannot make a
 sleeping process slower (``--agent-speed`` caps CPU time, and a sleep uses none), so the trial

@@ -11,10 +11,10 @@ import random
 import statistics
 from typing import Any
 
-from bench.paper import PAPER
-from bench.paper import cell_values
-from bench.paper import ideal_speedups
-from bench.paper import trimmed_mean
+from bench.paper_records import PAPER
+from bench.paper_records import cell_values
+from bench.paper_records import ideal_speedups
+from bench.paper_records import trimmed_mean
 
 
 # -- plots --------------------------------------------------------------------------------------

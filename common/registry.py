@@ -5,6 +5,9 @@ A :class:`Registry` maps a name (what the user types: ``--tuning-type random-sea
 class, given directly or as ``"module:Class"`` and imported on first use, so that a library an
 implementation needs (Optuna, scikit-optimize) loads only for the jobs that use it. An unknown
 name raises the registry's error with one line that lists the valid names.
+
+How to add an implementation, and the contract suite that tests every registered one:
+docs/extending.md.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """Settings of named implementations (``--tuning-setting``, ``--early-stopping-setting``,
-``--priority-setting``): their declarations, the value parsers, and one way to check them.
+``--policy-setting``): their declarations, the value parsers, and one way to check them.
 
 Settings arrive as text. Each implementation declares what it accepts as :class:`SettingSpec`
 entries; :func:`parse_settings` rejects unknown names, parses every value (defaults filled in)

@@ -27,7 +27,7 @@ def job_progress(config: JobConfig, trials: Sequence[TrialRow], now: float,
                  slowdown: Callable[[str], float] = lambda agent: 1.0) -> JobProgress:
     """The :class:`JobProgress` of a job configured by ``config`` with these ``trials``."""
     search = config.search
-    parallelism = max(1, int(search.parallelism))
+    parallelism = int(search.parallelism)  # >= 1: da-submit and da-job update check it
     durations = tuple(
         (t.ended_at - t.started_at) / slowdown(t.agent_id) for t in trials
         if t.started_at and t.ended_at and t.state in (TrialState.COMPLETED, TrialState.FAILED)

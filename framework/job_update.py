@@ -76,8 +76,13 @@ def check_update(spec: common_pb2.JobSpec, submitted: int, request: UpdateReques
     """Refuse a change that the job, with ``submitted`` trials recorded, cannot take.
 
     Raises:
-        UpdateRefusedError: a budget below the trials already submitted (naming the minimum).
+        UpdateRefusedError: a budget below the trials already submitted (naming the minimum),
+            or a parallelism below 1 (``da-job`` refuses it; a request in the record is read
+            as it is).
     """
+    if request.parallelism is not None and request.parallelism < 1:
+        raise UpdateRefusedError(
+            f"a parallelism of {request.parallelism} runs no trial; it must be at least 1")
     if request.max_trials is not None and request.max_trials < submitted:
         raise UpdateRefusedError(
             f"a trial budget of {request.max_trials} is below the {submitted} trials already "

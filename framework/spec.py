@@ -79,7 +79,7 @@ class JobConfig:
     containerizer: str = "mesos"
     """How Mesos runs the images: ``mesos`` (MESOS + Docker image, GPUs) or ``docker``."""
     offer_policy_settings: dict[str, str] = field(default_factory=dict)
-    """The offer policy's own ``--priority-setting`` items (Algorithm 1's go to AppCore in
+    """The offer policy's own ``--policy-setting`` items (Algorithm 1's go to AppCore in
     ``search.priority_settings``)."""
     trial_timeout: float = 0.0
     """Seconds a trial may run (from TASK_RUNNING) before it is killed as TIMEOUT; 0: none."""

@@ -92,7 +92,7 @@ def _local_gpu_devices(config: JobConfig) -> tuple[int, ...]:
 
 def agent_size(config: JobConfig, agents: int = 1) -> tuple[float, float]:
     """(cpus, MB) each local agent advertises: the machine's, or what the job needs if more."""
-    parallelism = max(1, int(config.search.parallelism))
+    parallelism = int(config.search.parallelism)  # >= 1: validate.py checks it
     per_agent = -(-parallelism // agents)  # ceil
     # A warm slot of a small trial holds its executor's resources besides its trial's.
     warm = config.slot_mode == "warm" and not carved(config.runner.cpus, config.runner.mem_mb)

@@ -10,6 +10,8 @@ import logging
 from typing import Any
 
 from disauto.appcore.algorithms import ALGORITHMS
+from disauto.appcore.algorithms.bayesian import BACKENDS
+from disauto.appcore.pruners import PRUNERS
 from disauto.framework.policies import POLICIES
 from disauto.submit.errors import DisAutoUsageError
 
@@ -21,6 +23,24 @@ logger = logging.getLogger(__name__)
 
 class UsageError(DisAutoUsageError):
     """A flag is wrong; the message names it and what would be valid."""
+
+
+POLICY_SETTING = "--policy-setting"
+"""The flag of the offer policy's settings (``KEY=VALUE``, repeatable)."""
+PRIORITY_SETTING = "--priority-setting"
+"""Its older name, an alias: the first policy settings were the dynamic priority strategy's."""
+
+
+class SpelledAppend(argparse.Action):
+    """``append``, and how the flag of each item was spelled (in ``<dest>_flags``), so that an
+    error names the flag the user typed, ``--policy-setting`` or its alias."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
+                 values: Any, option_string: str | None = None) -> None:
+        setattr(namespace, self.dest, [*(getattr(namespace, self.dest, None) or []), values])
+        spelled = getattr(namespace, f"{self.dest}_flags", None) or []
+        setattr(namespace, f"{self.dest}_flags",
+                [*spelled, option_string or self.option_strings[0]])
 
 
 class ArgumentParser(argparse.ArgumentParser):
@@ -116,8 +136,8 @@ def _search_flags(parser: argparse.ArgumentParser) -> None:
     search.add_argument("--seed", metavar="N",
                         help="seed of the search (default: random, printed)")
     search.add_argument("--bayes-backend", metavar="NAME",
-                        help="with --tuning-type bayesian: tpe (Optuna, default), gp "
-                             "(scikit-optimize), qmc (Optuna)")
+                        help="with --tuning-type bayesian: the library's model, one of "
+                             f"{', '.join(BACKENDS)} (default tpe; README)")
     search.add_argument("--bayes-mode", metavar="MODE",
                         help="with --tuning-type bayesian: async (default: suggest when a slot "
                              "frees) or sync (batches of --parallelism)")
@@ -125,8 +145,8 @@ def _search_flags(parser: argparse.ArgumentParser) -> None:
                         help="with --tuning-type bayesian: an earlier job's results.json (its "
                              "results teach the model) or a JSON list of points to run first")
     search.add_argument("--early-stopping", default="none", metavar="RULE",
-                        help="stop unpromising trials on their step reports: none (default), "
-                             "median, asha")
+                        help="stop unpromising trials on their step reports: one of "
+                             f"{', '.join(PRUNERS)} (default none)")
     search.add_argument("--early-stopping-setting", action="append", default=[],
                         metavar="KEY=VALUE",
                         help="a setting of the early-stopping rule, e.g. min_resource=1; "
@@ -146,12 +166,15 @@ def _cluster_flags(parser: argparse.ArgumentParser) -> None:
     cluster.add_argument("--secret-file", metavar="FILE",
                          help="file holding the principal's secret")
     cluster.add_argument("--offer-policy", default="fifo", help=f"one of {', '.join(POLICIES)}")
-    cluster.add_argument("--priority-setting", action="append", default=[], metavar="KEY=VALUE",
-                         help="a setting of the dynamic priority strategy (--offer-policy "
-                              "dynamic or dynamic-plus), e.g. thresholds=0.01,0.005 or "
-                              "declines_per_level=2, or of --offer-policy deadline, e.g. "
-                              "patience_seconds=60; repeatable (docs/dynamic-priority.md, "
-                              "docs/deadlines.md)")
+    cluster.add_argument(POLICY_SETTING, PRIORITY_SETTING, dest="policy_setting",
+                         action=SpelledAppend, default=[], metavar="KEY=VALUE",
+                         help="a setting of the offer policy: of every policy, e.g. "
+                              "placement=capability (docs/placement.md); of dynamic and "
+                              "dynamic-plus, e.g. thresholds=0.01,0.005 or declines_per_level=2 "
+                              "(docs/dynamic-priority.md); of deadline, e.g. "
+                              "patience_seconds=60 (docs/deadlines.md); repeatable. "
+                              f"{PRIORITY_SETTING} is its older name, an alias")
+    parser.set_defaults(policy_setting_flags=[])
     cluster.add_argument("--advertise-host", metavar="HOST",
                          help="how tasks reach this machine (default: derived from --master)")
     cluster.add_argument("--bind-all", action="store_true",

@@ -43,6 +43,7 @@ from disauto.framework.spec import OutputSpec
 from disauto.framework.spec import TaskResources
 from disauto.protos import common_pb2
 from disauto.submit.params import load_parameter_file
+from disauto.submit.parser import POLICY_SETTING
 from disauto.submit.parser import UsageError
 from disauto.submit.values import existing_file
 from disauto.submit.values import key_values
@@ -64,22 +65,30 @@ MAX_GPUS = 1024
 logger = logging.getLogger(__name__)
 
 
-def _priority_settings(policy: str, items: Sequence[str]) -> dict[str, str]:
-    """``--priority-setting`` items, checked against AppCore's and the offer policy's names."""
+def _policy_settings(policy: str, items: Sequence[str], spellings: Sequence[str] = ()
+                     ) -> dict[str, str]:
+    """``--policy-setting`` items (or its alias ``--priority-setting``, as ``spellings`` says
+    each was typed), checked against the offer policy's settings and, for a policy that reads
+    trial priorities, AppCore's Algorithm 1 settings. Errors name the flag as typed."""
     from disauto.appcore.priority import SETTINGS as APPCORE_SETTINGS
     from disauto.appcore.priority import parse_priority_settings
 
-    settings = key_values("--priority-setting", items)
+    typed = [*spellings, *[POLICY_SETTING] * (len(items) - len(spellings))]
+    flag = typed[0] if len(set(typed)) == 1 else POLICY_SETTING
+    settings: dict[str, str] = {}
+    for item, spelled in zip(items, typed, strict=False):
+        settings.update(key_values(spelled, [item]))
     cls = POLICIES[policy]
     appcore = frozenset(APPCORE_SETTINGS) if cls.uses_priority else frozenset()
     if not cls.uses_priority and any(name in APPCORE_SETTINGS for name in settings):
-        raise UsageError(f"--priority-setting: offer policy {policy!r} uses no priorities; "
-                         "use --offer-policy dynamic, dynamic-plus or deadline")
+        ranking = [name for name, other in POLICIES.items() if other.uses_priority]
+        raise UsageError(f"{flag}: offer policy {policy!r} uses no priorities; use "
+                         f"--offer-policy {' or '.join(ranking)}")
     try:
         parse_priority_settings(settings)
         cls.parse_settings(settings, others=appcore)
     except ValueError as err:
-        raise UsageError(f"--priority-setting: {err}") from None
+        raise UsageError(f"{flag}: {err}") from None
     return settings
 
 
@@ -234,7 +243,8 @@ def validate(args: argparse.Namespace) -> Submission:
     if args.offer_policy not in POLICIES:
         raise UsageError(f"--offer-policy: unknown policy {args.offer_policy!r}; valid: "
                          f"{', '.join(sorted(POLICIES))}")
-    priority_settings = _priority_settings(args.offer_policy, args.priority_setting)
+    given = _policy_settings(args.offer_policy, args.policy_setting,
+                             args.policy_setting_flags)
     max_duration = _max_duration(args.max_duration, "--max-duration")
     trial_timeout = _max_duration(args.trial_timeout, "--trial-timeout")
     deadline = _deadline(args.deadline)
@@ -244,7 +254,7 @@ def validate(args: argparse.Namespace) -> Submission:
     output = _output(args.output)
     search = _search(args)
     search.dynamic_priority = POLICIES[args.offer_policy].uses_priority
-    search.priority_settings.update(priority_settings)
+    search.priority_settings.update(given)
     # A loopback master (da-cluster on this machine) runs tasks here: use this Python for them.
     same_host = _on_this_host(args.master)
     docker_image, appcore_image, containerizer = _containers(args, runner.gpus)
@@ -280,7 +290,7 @@ def validate(args: argparse.Namespace) -> Submission:
         deadline=deadline,
         trial_timeout=trial_timeout,
         master_timeout=master_timeout,
-        offer_policy_settings={key: value for key, value in priority_settings.items()
+        offer_policy_settings={key: value for key, value in given.items()
                                if key in POLICIES[args.offer_policy].SETTINGS},
         containerizer=containerizer,
         slot_mode=slot_mode,

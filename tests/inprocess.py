@@ -244,7 +244,7 @@ class AppCore:
             seed=self.spec.seed,
             direction="minimize" if self.spec.direction == common_pb2.MINIMIZE else "maximize",
             settings=dict(self.spec.settings),
-            parallelism=max(1, self.spec.parallelism),
+            parallelism=self.spec.parallelism,
         )
         self.algorithm.restore(TrialLoop.records(self.history))
         self.loop = TrialLoop(self.client, self.spec, self.algorithm, self.history)

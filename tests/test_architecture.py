@@ -123,6 +123,49 @@ def _violations() -> dict[str, list[str]]:
 VIOLATIONS = _violations()
 
 
+def _graph(modules: list[tuple[str, Path]]) -> dict[str, set[str]]:
+    """Module → the modules of the project it imports (anywhere in it, a function's too)."""
+    known = {name for name, _ in modules}
+    graph: dict[str, set[str]] = {}
+    for name, path in modules:
+        found = set()
+        for target, _ in _imports(name, path):
+            owner = target if target in known else target.rpartition(".")[0]
+            if owner in known and owner != name:
+                found.add(owner)
+        graph[name] = found
+    return graph
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The groups of modules that import each other, directly or round a loop (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[list[str]] = []
+
+    def visit(module: str) -> None:
+        index[module] = low[module] = len(index)
+        stack.append(module)
+        for target in sorted(graph.get(module, ())):
+            if target not in index:
+                visit(target)
+                low[module] = min(low[module], low[target])
+            elif target in stack:
+                low[module] = min(low[module], index[target])
+        if low[module] == index[module]:
+            group = []
+            while not group or group[-1] != module:
+                group.append(stack.pop())
+            if len(group) > 1:
+                found.append(sorted(group))
+
+    for module in sorted(graph):
+        if module not in index:
+            visit(module)
+    return found
+
+
 def test_every_import_runs_down_the_floors() -> None:
     floors = VIOLATIONS["floors"]
     assert floors == [], "imports that run up or across the floors:\n" + "\n".join(floors)
@@ -150,6 +193,12 @@ def test_what_runs_against_real_mesos_never_imports_the_embedded_master(package:
     assert offenders == []
 
 
+def test_no_modules_import_each_other() -> None:
+    """A module that both sides need lives in a third one (bench.deadline_sim, paper_records):
+    an import cycle, even through a function's import, means two modules hold one concern."""
+    assert _cycles(_graph(MODULES)) == []
+
+
 def test_the_checker_sees_a_violation(tmp_path: Path) -> None:
     """The rules above are not vacuous: a made-up module that breaks them is caught."""
     probe = tmp_path / "probe.py"
@@ -164,3 +213,8 @@ def test_the_checker_sees_a_violation(tmp_path: Path) -> None:
     _check_private("disauto.appcore.algorithms.grid", "disauto.appcore.algorithms._base", "in",
                    out)
     assert out == ["probe"]
+    (tmp_path / "a.py").write_text("def run() -> None:\n    from bench import b\n")
+    (tmp_path / "b.py").write_text("from bench.a import run\n")
+    (tmp_path / "c.py").write_text("from bench.a import run\n")
+    made_up = [(f"bench.{n}", tmp_path / f"{n}.py") for n in "abc"]
+    assert _cycles(_graph(made_up)) == [["bench.a", "bench.b"]]

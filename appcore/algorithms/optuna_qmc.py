@@ -4,20 +4,33 @@ Not a model: a low-discrepancy sequence that covers the space more evenly than r
 a strong baseline for small budgets and a good first phase before a model. It ignores results
 (and ``n_startup_trials``), so parallel and synchronous runs issue the same points.
 
-Optuna numbers the sequence's points with a counter in the study, advanced by each draw, and
-suggests the job's first trial with its independent (random) sampler. A restart therefore
-replays the recorded trials by drawing again (:meth:`QMCBackend.replay`), which moves the
-counter to where it was and shows whether the recorded points are the ones it would issue.
+Optuna numbers the sequence's points with a counter in the study, advanced by each draw. A
+restart therefore replays the recorded trials by drawing again (:meth:`QMCBackend.replay`), which
+moves the counter to where it was and shows whether the recorded points are the ones it would
+issue.
+
+The sampler is told the job's (fixed) search space, so every trial, the first one too, is the
+next point of the sequence. Left to infer it, Optuna's ``QMCSampler`` draws at random (its
+independent sampler, which does not advance the counter) whenever no trial has completed or been
+pruned and none is pending -- after a first trial that failed, say -- so which trials were random
+depended on the order results arrived in, which a restart does not replay: a restarted AppCore
+then continued another sequence than the original (found by the algorithms' contract,
+``tests/appcore/algorithms/test_contract.py``, at parallelism 2).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
 import warnings
 
+from optuna.distributions import BaseDistribution
 from optuna.exceptions import ExperimentalWarning
 from optuna.samplers import BaseSampler
 from optuna.samplers import QMCSampler
 from optuna.samplers import RandomSampler
+from optuna.study import Study
+from optuna.trial import FrozenTrial
 
 from disauto.appcore.algorithms._base import trial_seed
 from disauto.appcore.algorithms._optuna_study import OptunaBackend
@@ -25,6 +38,19 @@ from disauto.common.space import Assignment
 
 
 __all__ = ["QMCBackend"]
+
+
+class _KnownSpaceQMCSampler(QMCSampler):
+    """Optuna's QMC, told the (fixed) search space rather than inferring it from the trials."""
+
+    def __init__(self, space: Mapping[str, BaseDistribution], **options: Any) -> None:
+        super().__init__(**options)
+        self._known = dict(space)
+
+    def infer_relative_search_space(
+        self, study: Study, trial: FrozenTrial
+    ) -> dict[str, BaseDistribution]:
+        return dict(self._known)
 
 
 class QMCBackend(OptunaBackend):
@@ -40,9 +66,10 @@ class QMCBackend(OptunaBackend):
             seed = trial_seed(self.seed, 0)
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", ExperimentalWarning)
-                sampler = QMCSampler(qmc_type="sobol", scramble=True, seed=seed,
-                                     independent_sampler=RandomSampler(seed=seed),
-                                     warn_independent_sampling=False)
+                sampler = _KnownSpaceQMCSampler(
+                    self._distributions, qmc_type="sobol", scramble=True, seed=seed,
+                    independent_sampler=RandomSampler(seed=seed),
+                    warn_independent_sampling=False)
             self._qmc: QMCSampler = sampler
         return sampler
 

@@ -66,7 +66,7 @@ def create_policy(
 
     Args:
         name: a key of :data:`POLICIES`.
-        settings: the policy's settings (``--priority-setting``), as strings.
+        settings: the policy's settings (``--policy-setting``), as strings.
         runner: the job's trial resources.
 
     Raises:

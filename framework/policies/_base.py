@@ -83,7 +83,7 @@ class Plan:
 
 
 PolicySetting = SettingSpec
-"""One setting a policy accepts (``--priority-setting NAME=VALUE``)."""
+"""One setting a policy accepts (``--policy-setting NAME=VALUE``)."""
 
 
 class PolicySettingsError(ValueError):

@@ -1,5 +1,5 @@
 """Placement by measured capability: a step every offer policy can take before it plans
-(``--priority-setting placement=capability``; docs/placement.md).
+(``--policy-setting placement=capability``; docs/placement.md).
 
 Given what the job measured of each agent (:class:`AgentMeasures`), :meth:`Placement.arrange`
 splits a batch of offers into those the policy may use, fastest agent first, and those declined
@@ -93,7 +93,7 @@ PLACEMENT_SETTINGS: Mapping[str, SettingSpec] = {
         "2", non_negative_number, "a number of seconds >= 0",
         "decline filter of an offer held back or declined for saturation"),
 }
-"""The settings every offer policy accepts for placement (``--priority-setting``)."""
+"""The settings every offer policy accepts for placement (``--policy-setting``)."""
 
 
 @dataclass

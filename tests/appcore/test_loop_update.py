@@ -148,6 +148,24 @@ def test_less_parallelism_lets_running_trials_finish_and_does_not_refill(
     job.submitted([1, 2, 3], [4], [5])
 
 
+def test_a_spec_without_a_slot_is_refused_and_the_job_goes_on_as_it_was(
+        jobs: list[Job], caplog: pytest.LogCaptureFixture) -> None:
+    """The framework refuses parallelism 0 (framework/job_update.py); a spec that still says so
+    on the wire changes nothing: the budget it also carries included."""
+    job = Job(max_trials=3, parallelism=2)
+    jobs.append(job)
+    job.submitted([1, 2])
+    with caplog.at_level("ERROR", logger="disauto.appcore.loop"):
+        job.framework.update(job.spec, max_trials=10, parallelism=0)
+        job.framework.complete(1)
+        job.submitted([1, 2], [3])
+    assert "ignoring a job update to parallelism 0: it must be at least 1" in caplog.text
+    assert job.algorithm.parallelism == 2
+    job.framework.complete(2, 3)
+    job.ends()
+    assert job.asked == [1, 2, 3]
+
+
 def test_a_lowered_budget_ends_the_job_when_it_is_reached(jobs: list[Job]) -> None:
     job = Job(max_trials=10, parallelism=2)
     jobs.append(job)

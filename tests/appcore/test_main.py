@@ -15,8 +15,10 @@ import sys
 import pytest
 
 from apprunner_sdk.client import AppCoreClient
+from disauto.appcore.algorithms import ALGORITHMS
 from disauto.common import task_env
 from disauto.common.tokens import trial_token
+from disauto.framework.spec import JobConfig
 from disauto.protos import framework_pb2
 from tests.inprocess import JOB_TOKEN
 from tests.inprocess import Framework
@@ -86,15 +88,20 @@ def test_a_whole_job(tmp_path: Path) -> None:
         framework.close()
 
 
-def test_a_search_it_cannot_run_ends_the_job_in_error(tmp_path: Path) -> None:
-    framework = Framework(tmp_path, job_config(tuning_type="annealing"))
+@pytest.mark.parametrize(("config", "message"), [
+    (job_config(tuning_type="annealing"),
+     "unknown search algorithm 'annealing'; valid algorithms: " + ", ".join(ALGORITHMS)),
+    (job_config(parallelism=0),  # not from da-submit, which refuses it: from a stray record
+     "the parallelism of algorithm 'random-search' must be a positive integer, got 0"),
+])
+def test_a_search_it_cannot_run_ends_the_job_in_error(tmp_path: Path, config: JobConfig,
+                                                      message: str) -> None:
+    framework = Framework(tmp_path, config)
     process = start(framework, free_port())
     try:
         assert process.wait(timeout=60) == 1
         assert framework.controller.outcome == (
-            framework_pb2.ERROR,
-            "AppCore cannot run the search: unknown search algorithm 'annealing'; "
-            "valid algorithms: grid-search, random-search, bayesian")
+            framework_pb2.ERROR, f"AppCore cannot run the search: {message}")
     finally:
         process.kill()
         process.wait()

@@ -1,16 +1,16 @@
-"""bench.deadline's tools: policy settings in ``--policies`` and the ``alone`` ceiling."""
+"""bench.deadline_sim's tools: policy settings in ``--policies`` and the ``alone`` ceiling."""
 
 from __future__ import annotations
 
 import pytest
 
-from bench.deadline import CPU
-from bench.deadline import Agent
-from bench.deadline import Simulation
-from bench.deadline import Workload
-from bench.deadline import alone_run
-from bench.deadline import markdown
-from bench.deadline import policy_spec
+from bench.deadline_sim import CPU
+from bench.deadline_sim import Agent
+from bench.deadline_sim import Simulation
+from bench.deadline_sim import Workload
+from bench.deadline_sim import alone_run
+from bench.deadline_sim import markdown
+from bench.deadline_sim import policy_spec
 from disauto.framework.policies import DeadlinePolicy
 from disauto.framework.policies import PolicySettingsError
 

@@ -11,13 +11,6 @@ import time
 
 import pytest
 
-from bench.deadline import CPU
-from bench.deadline import GPU
-from bench.deadline import Agent
-from bench.deadline import Workload
-from bench.deadline import alone_seconds
-from bench.deadline import feasible_jobs
-from bench.deadline import trial_draw
 from bench.deadline_real import Setup
 from bench.deadline_real import agent_configs
 from bench.deadline_real import arrivals
@@ -29,6 +22,13 @@ from bench.deadline_real import read_jobs
 from bench.deadline_real import reduced
 from bench.deadline_real import run_real
 from bench.deadline_real import submit_args
+from bench.deadline_sim import CPU
+from bench.deadline_sim import GPU
+from bench.deadline_sim import Agent
+from bench.deadline_sim import Workload
+from bench.deadline_sim import alone_seconds
+from bench.deadline_sim import feasible_jobs
+from bench.deadline_sim import trial_draw
 from bench.deadline_trial import agent_slowdown
 from bench.deadline_trial import trial_plan
 
@@ -89,7 +89,7 @@ def test_time_settings_are_scaled_like_the_trials_and_the_policys_own_are_kept()
     assert policy_flags("fifo", setup) == ["--offer-policy", "fifo"]
     flags = policy_flags("deadline:leftover=gain", setup)
     assert flags[:2] == ["--offer-policy", "deadline"]
-    settings = [flags[i + 1] for i, f in enumerate(flags) if f == "--priority-setting"]
+    settings = [flags[i + 1] for i, f in enumerate(flags) if f == "--policy-setting"]
     assert settings == ["decline_filter_seconds=0.1", "patience_seconds=3", "leftover=gain"]
 
 

@@ -1,4 +1,5 @@
-"""bench.paper's arithmetic: the paper's trimmed mean, paired ratios, and the no-overhead bound."""
+"""bench.paper's and bench.paper_records' arithmetic: the paper's trimmed mean, paired ratios,
+and the no-overhead bound."""
 
 from __future__ import annotations
 
@@ -7,14 +8,14 @@ from typing import Any
 
 import pytest
 
-from bench.paper import PARAMS
-from bench.paper import Setup
 from bench.paper import busy_cpus_under_contention
-from bench.paper import expected_ideal_speedups
-from bench.paper import ideal_job_seconds
-from bench.paper import run_seed
 from bench.paper import tables_markdown
-from bench.paper import trimmed_mean
+from bench.paper_records import PARAMS
+from bench.paper_records import Setup
+from bench.paper_records import expected_ideal_speedups
+from bench.paper_records import ideal_job_seconds
+from bench.paper_records import run_seed
+from bench.paper_records import trimmed_mean
 from disauto.appcore.algorithms import create_algorithm
 from disauto.submit.params import load_parameter_file
 from examples.synthetic_cnn import model

@@ -56,15 +56,19 @@ def _job(db: Path) -> dict[str, Any]:
 
 def test_three_jobs_share_one_master_without_clashing(submit: Any, workdir: Path,
                                                       cluster: LocalCluster) -> None:
-    algorithm_1 = ["--priority-setting", "k=1", "--priority-setting", "m=2",
-                   "--priority-setting", "thresholds=0.5,0.5"]
+    settings = ("k=1", "m=2", "thresholds=0.5,0.5", "decline_filter_seconds=0.5")
+
+    def algorithm_1(flag: str) -> list[str]:
+        """The settings through ``--policy-setting`` or its older name, the alias."""
+        return [item for setting in settings for item in (flag, setting)]
+
     master = ["--master", cluster.address]
     jobs = {
         "tenant-fifo": submit(*_flags(workdir, "tenant-fifo", *master)),
         "tenant-dynamic": submit(*_flags(workdir, "tenant-dynamic", *master, "--offer-policy",
-                                         "dynamic", *algorithm_1)),
+                                         "dynamic", *algorithm_1("--priority-setting"))),
         "tenant-plus": submit(*_flags(workdir, "tenant-plus", *master, "--offer-policy",
-                                      "dynamic-plus", *algorithm_1)),
+                                      "dynamic-plus", *algorithm_1("--policy-setting"))),
     }
     for name, job in jobs.items():
         assert job.wait(timeout=120) == 0, f"{name}:\n{job.output}"
@@ -95,6 +99,10 @@ def test_three_jobs_share_one_master_without_clashing(submit: Any, workdir: Path
         priorities = [p for _, _, p in records[name]["trials"]]
         assert priorities[:2] == [0, 0] and max(priorities) == 2, (name, priorities)
         assert "priority_declines" in json.loads(records[name]["meta"]["offer_counts"])
+        # Either name of the flag: Algorithm 1's half to AppCore, the policy's to the framework.
+        config = json.loads(records[name]["meta"]["config"])
+        assert config["search"]["priority_settings"] == dict(item.split("=") for item in settings)
+        assert config["offer_policy_settings"] == {"decline_filter_seconds": "0.5"}
     # The master saw three frameworks, named after the jobs, all torn down now.
     state = master_state(f"http://{cluster.address}")
     seen = {f["name"]: f["id"] for f in state["frameworks"] + state["completed_frameworks"]}

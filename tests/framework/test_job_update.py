@@ -54,6 +54,24 @@ def test_a_budget_below_the_trials_submitted_is_refused_naming_the_smallest_vali
     check_update(spec, 5, UpdateRequest("r", parallelism=1))  # the budget is left alone
 
 
+@pytest.mark.parametrize("parallelism", [0, -2])
+def test_a_parallelism_below_one_is_refused_in_one_line(controller: JobController,
+                                                        parallelism: int) -> None:
+    """da-job refuses it before it writes a request; one in the record is read as it is."""
+    with pytest.raises(UpdateRefusedError) as refused:
+        check_update(controller.config.search, 2, UpdateRequest("r", parallelism=parallelism))
+    assert str(refused.value) == (f"a parallelism of {parallelism} runs no trial; it must be "
+                                  "at least 1")
+    store = controller.store
+    before = store.get_meta("config")
+    store.set_meta(REQUEST_KEY, UpdateRequest("bad", max_trials=8,
+                                              parallelism=parallelism).to_json())
+    JobRunner._check_update(SimpleNamespace(store=store, controller=controller))  # type: ignore[arg-type]
+    assert UpdateResult.from_json(store.get_meta(RESULT_KEY) or "") == UpdateResult(
+        "bad", False, str(refused.value))
+    assert store.get_meta("config") == before
+
+
 def test_the_new_spec_and_what_changed() -> None:
     old = job_config(max_trials=4, parallelism=1).search
     new = updated_spec(old, UpdateRequest("r", max_trials=8, parallelism=2))

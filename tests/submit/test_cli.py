@@ -74,6 +74,8 @@ def test_trial_steps_spelling_is_accepted(files: Path) -> None:
         (("--app-runner-gpus", "1.5"), "--app-runner-gpus"),
         (("--trail-steps", "0"), "--trail-steps"),
         (("--parallelism", "two"), "--parallelism"),
+        (("--parallelism", "0"), "--parallelism: invalid value '0': expected an integer > 0"),
+        (("--parallelism", "-1"), "--parallelism: invalid value '-1': expected an integer > 0"),
         (("--tuning-type", "annealing"),
          "unknown algorithm 'annealing'; valid: bayesian, grid-search"),
         (("--files", "missing.py"), "--files: missing.py: no such file"),

@@ -1,4 +1,6 @@
-"""da-submit's flags for the dynamic priority strategy, and jobs aimed at a loopback da-cluster."""
+"""da-submit's offer-policy settings (``--policy-setting``, and ``--priority-setting``, its older
+name) for the dynamic priority strategy and every policy, and jobs aimed at a loopback
+da-cluster."""
 
 from __future__ import annotations
 
@@ -7,6 +9,7 @@ import sys
 
 import pytest
 
+from disauto.framework.policies import POLICIES
 from disauto.protos import common_pb2
 from disauto.submit.cli import main
 from disauto.submit.exit_status import ExitStatus
@@ -25,8 +28,9 @@ def test_dynamic_policies_turn_priorities_on_and_carry_the_settings() -> None:
     for policy in ("dynamic", "dynamic-plus"):
         search = submission("--offer-policy", policy)
         assert search.dynamic_priority and dict(search.priority_settings) == {}
-    args = ["--offer-policy", "dynamic-plus", "--priority-setting", "k=3",
-            "--priority-setting", " thresholds = 0.02,0.01", "--priority-setting",
+    # The two names of the flag fill one list.
+    args = ["--offer-policy", "dynamic-plus", "--policy-setting", "k=3",
+            "--priority-setting", " thresholds = 0.02,0.01", "--policy-setting",
             "declines_per_level=2", "--priority-setting", "pack_patience=0"]
     config = validate(build_parser().parse_args(argv() + args)).config
     assert dict(config.search.priority_settings) == {
@@ -41,7 +45,20 @@ def test_dynamic_policies_turn_priorities_on_and_carry_the_settings() -> None:
     [
         (["--priority-setting", "k=2"],
          "--priority-setting: offer policy 'fifo' uses no priorities; use --offer-policy "
-         "dynamic, dynamic-plus or deadline"),
+         "dynamic or dynamic-plus"),
+        (["--offer-policy", "deadline", "--policy-setting", "k=2"],
+         "--policy-setting: offer policy 'deadline' uses no priorities; use --offer-policy "
+         "dynamic or dynamic-plus"),
+        (["--offer-policy", "dynamic", "--policy-setting", "k=2", "--policy-setting", "k"],
+         "--policy-setting: invalid value 'k': expected KEY=VALUE"),
+        (["--offer-policy", "dynamic", "--policy-setting", "k=2", "--priority-setting", "k"],
+         "--priority-setting: invalid value 'k': expected KEY=VALUE"),
+        (["--offer-policy", "dynamic", "--priority-setting", "k=2", "--policy-setting",
+          "colour=red"],
+         "--policy-setting: unknown setting 'colour' for offer policy 'dynamic'"),
+        (["--offer-policy", "deadline", "--policy-setting", "patience_seconds=soon"],
+         "--policy-setting: setting 'patience_seconds' for offer policy 'deadline' must be a "
+         "number of seconds >= 0, got 'soon'"),
         (["--offer-policy", "dynamic", "--priority-setting", "k"],
          "--priority-setting: invalid value 'k': expected KEY=VALUE"),
         (["--offer-policy", "dynamic", "--priority-setting", "colour=red"],
@@ -67,12 +84,36 @@ def test_dynamic_policies_turn_priorities_on_and_carry_the_settings() -> None:
          "got '0'"),
     ],
 )
-def test_bad_priority_settings_are_one_line_usage_errors(capsys: pytest.CaptureFixture[str],
-                                                         extra: list[str], message: str) -> None:
+def test_bad_policy_settings_are_one_line_usage_errors(capsys: pytest.CaptureFixture[str],
+                                                       extra: list[str], message: str) -> None:
+    """The error names the flag as typed: either name, or with both the one of the bad item
+    (the message says which) or the new name."""
     assert main(argv() + extra) == ExitStatus.USAGE
     err = capsys.readouterr().err.splitlines()
-    assert err[0].startswith("da-submit: error: --priority-setting: ") and message in err[0], \
-        err[0]
+    typed = {flag for flag in extra if flag in ("--policy-setting", "--priority-setting")}
+    flag = typed.pop() if len(typed) == 1 else message.split(":")[0]
+    assert err[0].startswith(f"da-submit: error: {flag}: ") \
+        and message in err[0], err[0]
+
+
+def test_help_names_the_alias(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "--policy-setting KEY=VALUE, --priority-setting KEY=VALUE" in text
+    assert "--priority-setting is its older name, an alias" in text
+
+
+@pytest.mark.usefixtures("files")
+@pytest.mark.parametrize("policy", list(POLICIES))
+def test_every_setting_of_every_policy_reaches_the_framework(policy: str) -> None:
+    """A registered policy's declared settings need nothing else to be given to a job."""
+    declared = POLICIES[policy].SETTINGS
+    args = ["--offer-policy", policy]
+    for key, spec in declared.items():
+        args += ["--policy-setting", f"{key}={spec.default}"]
+    config = validate(build_parser().parse_args(argv() + args)).config
+    assert config.offer_policy_settings == {key: spec.default for key, spec in declared.items()}
 
 
 @pytest.mark.usefixtures("files")
@@ -87,8 +128,8 @@ def test_a_master_on_this_machine_runs_tasks_with_this_python(master: str) -> No
 def test_placement_settings_reach_every_policy() -> None:
     for policy in ("fifo", "dynamic-plus"):
         config = validate(build_parser().parse_args(argv() + [
-            "--offer-policy", policy, "--priority-setting", "placement=capability",
-            "--priority-setting", "placement_saturation=0.8"])).config
+            "--offer-policy", policy, "--policy-setting", "placement=capability",
+            "--policy-setting", "placement_saturation=0.8"])).config
         assert config.offer_policy_settings == {"placement": "capability",
                                                 "placement_saturation": "0.8"}
 

@@ -41,8 +41,8 @@ FLAGS = st.sampled_from([
     "--app-runner-cpus", "--app-runner-memory", "--app-runner-gpus", "--app-core-cpus",
     "--app-core-memory", "--trail-steps", "--parallelism", "--max-failed-trials", "--seed",
     "--target", "--max-duration", "--trial-timeout", "--tuning-type", "--offer-policy",
-    "--tuning-setting", "--early-stopping", "--early-stopping-setting", "--priority-setting",
-    "--local-agents", "--direction", "--objective",
+    "--tuning-setting", "--early-stopping", "--early-stopping-setting", "--policy-setting",
+    "--priority-setting", "--local-agents", "--direction", "--objective",
 ])
 
 

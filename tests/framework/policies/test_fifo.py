@@ -1,17 +1,12 @@
-"""The offer policies: the registry and FIFO's decisions on real OfferViews."""
+"""The FIFO offer policy's decisions on real OfferViews (what every policy must do is the
+contract, ``test_contract.py``)."""
 
 from __future__ import annotations
 
-import pytest
-
 from disauto.common.resources import Resources
 from disauto.framework.offers import OfferView
-from disauto.framework.policies import POLICIES
 from disauto.framework.policies import FifoPolicy
 from disauto.framework.policies import LaunchRequest
-from disauto.framework.policies import OfferPolicy
-from disauto.framework.policies import UnknownPolicyError
-from disauto.framework.policies import create_policy
 from disauto.framework.spec import TaskResources
 
 
@@ -38,16 +33,6 @@ Launches = dict[str, list[tuple[LaunchRequest, Resources]]]
 def launched(launches: Launches) -> dict[str, list[str]]:
     """Offer id -> the keys launched on it, in order."""
     return {offer: [r.key for r, _ in items] for offer, items in launches.items()}
-
-
-def test_registry_creates_by_name_and_lists_valid_names() -> None:
-    policy = create_policy("fifo")
-    assert isinstance(policy, FifoPolicy) and isinstance(policy, OfferPolicy)
-    assert POLICIES["fifo"] is FifoPolicy and set(POLICIES) == {"fifo", "dynamic",
-                                                                 "dynamic-plus", "deadline"}
-    with pytest.raises(UnknownPolicyError, match=r"unknown offer policy 'drf'; valid policies: "
-                                                 r"fifo, dynamic, dynamic-plus, deadline"):
-        create_policy("drf")
 
 
 def test_fifo_launches_in_request_order_and_packs_an_offer() -> None:
