@@ -35,8 +35,8 @@ from bench.jobs import wait_all
 from disauto.localmesos.agent import AgentConfig
 from disauto.localmesos.cluster import ClusterConfig
 from disauto.localmesos.cluster import LocalCluster
-from disauto.localmesos.cpu_quota import CpuQuotaError
-from disauto.localmesos.cpu_quota import check_available
+from disauto.localmesos.containerizer.cpu_quota import CpuQuotaError
+from disauto.localmesos.containerizer.cpu_quota import check_available
 
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -3,9 +3,9 @@
 One :class:`Agent` per simulated agent. It owns a slice of the machine (:class:`AgentConfig`:
 cpus, mem, disk, GPUs, ports, attributes), creates a Mesos-style sandbox per task
 (:mod:`localmesos.sandbox`), fetches the task's URIs (:mod:`localmesos.fetcher`), runs its
-command as its own process group (:mod:`localmesos.executor`) and reports status updates through
-reliable per-task streams (:mod:`localmesos.status_updates`), exactly as a Mesos agent with the
-command executor would.
+command as its own process group (:mod:`localmesos.containerizer.command`) and reports status
+updates through reliable per-task streams (:mod:`localmesos.status_updates`), exactly as a Mesos
+agent with the command executor would.
 
 A command task goes TASK_STARTING -> TASK_RUNNING -> TASK_FINISHED (exit 0) / TASK_FAILED
 (``Command exited with status N`` or ``Command terminated with signal X``,
@@ -16,7 +16,7 @@ of the (built-in) command executor ``SOURCE_EXECUTOR``; every update carries ``u
 ``agent_id``, ``executor_id`` and, for the master's routing only, ``framework_id``.
 
 A container task (``ContainerInfo`` of type DOCKER, or MESOS with a Docker image) runs through
-the Docker Engine API (:mod:`localmesos.containerizer`): same sandbox, fetch, GPUs, kill and
+the Docker Engine API (:mod:`localmesos.containerizer.docker`): same sandbox, fetch, GPUs, kill and
 status updates, with the command in a container of its image. A task with
 ``max_completion_time`` that outlives it is killed and ends TASK_FAILED with
 REASON_MAX_COMPLETION_TIME_REACHED.
@@ -51,19 +51,19 @@ import uuid
 from disauto.common.logrotate import DEFAULT_SANDBOX_LOGGING
 from disauto.common.logrotate import SandboxLogging
 from disauto.common.resources import Resources
-from disauto.localmesos import containerizer as containerizer_mod
-from disauto.localmesos import cpu_quota
 from disauto.localmesos import sandbox as sandbox_mod
 from disauto.localmesos.agent_executors import EXECUTOR_HEARTBEAT_INTERVAL
 from disauto.localmesos.agent_executors import ExecutorHost
 from disauto.localmesos.agent_executors import ExecutorRun
 from disauto.localmesos.agent_launch import AgentTask
 from disauto.localmesos.agent_launch import TaskLauncher
-from disauto.localmesos.containerizer import ContainerProcess
-from disauto.localmesos.containerizer import DockerContainerizer
-from disauto.localmesos.monitor import ExecutorEntry
-from disauto.localmesos.monitor import ResourceMonitor
-from disauto.localmesos.monitor import mem_limit_bytes
+from disauto.localmesos.containerizer import cpu_quota
+from disauto.localmesos.containerizer import docker as docker_mod
+from disauto.localmesos.containerizer.docker import ContainerProcess
+from disauto.localmesos.containerizer.docker import DockerContainerizer
+from disauto.localmesos.containerizer.monitor import ExecutorEntry
+from disauto.localmesos.containerizer.monitor import ResourceMonitor
+from disauto.localmesos.containerizer.monitor import mem_limit_bytes
 from disauto.localmesos.records import duration_seconds
 from disauto.localmesos.status_updates import TERMINAL_STATES
 from disauto.localmesos.status_updates import StatusUpdateManager
@@ -134,7 +134,7 @@ class AgentConfig:
     gpu_indices: tuple[int, ...] | None = None
     speed: float = 1.0
     """The share (0 < speed <= 1) of its CPUs its tasks get: below 1 a cgroup CPU quota makes
-    the agent that much slower (:mod:`localmesos.cpu_quota`)."""
+    the agent that much slower (:mod:`localmesos.containerizer.cpu_quota`)."""
 
     def __post_init__(self) -> None:
         for name in ("cpus", "mem_mb", "disk_mb"):
@@ -296,7 +296,7 @@ class Agent(TaskLauncher, ExecutorHost):
         self._containers = containerizer or DockerContainerizer(agent_id)
         self._ran_containers = False
         self._monitor = ResourceMonitor()
-        if containerizer_mod.engine_available():
+        if docker_mod.engine_available():
             with self._lock:
                 self._start_thread(self._containers.reap_orphans, name=f"reap-{agent_id}")
 
@@ -479,7 +479,7 @@ class Agent(TaskLauncher, ExecutorHost):
 
     def monitor_statistics(self) -> list[dict[str, Any]]:
         """``/monitor/statistics``: what each executor running here uses (Mesos'
-        ``ResourceUsage`` per executor; :mod:`localmesos.monitor`).
+        ``ResourceUsage`` per executor; :mod:`localmesos.containerizer.monitor`).
 
         A command task is its own executor (the executor id is the task id), measured as its
         process session; a custom executor is measured as its own session, which holds the

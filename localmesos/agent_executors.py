@@ -64,14 +64,14 @@ import uuid
 
 from disauto.common.resources import ResourceError
 from disauto.common.resources import Resources
-from disauto.localmesos import executor as executor_mod
 from disauto.localmesos import executor_api
 from disauto.localmesos import sandbox as sandbox_mod
 from disauto.localmesos.agent_launch import AgentTask
 from disauto.localmesos.agent_launch import sweep_sandbox
-from disauto.localmesos.cpu_quota import CpuQuotaError
-from disauto.localmesos.executor import CommandProcess
-from disauto.localmesos.executor import LaunchError
+from disauto.localmesos.containerizer import command as command_mod
+from disauto.localmesos.containerizer.command import CommandProcess
+from disauto.localmesos.containerizer.command import LaunchError
+from disauto.localmesos.containerizer.cpu_quota import CpuQuotaError
 from disauto.localmesos.fetcher import FetchCancelled
 from disauto.localmesos.fetcher import FetchError
 from disauto.localmesos.fetcher import fetch_uris
@@ -145,7 +145,8 @@ class ExecutorHost:
     """Runs custom executors and serves their calls (part of :class:`localmesos.agent.Agent`)."""
 
     _in_cpu_group: Callable[[], contextlib.AbstractContextManager[None]]
-    """A block whose new processes get the agent's CPU share (:mod:`localmesos.cpu_quota`)."""
+    """A block whose new processes get the agent's CPU share
+    (:mod:`localmesos.containerizer.cpu_quota`)."""
 
     # -- from the master -------------------------------------------------------------------
 
@@ -345,12 +346,12 @@ class ExecutorHost:
                                   "'ExecutorInfo.container' is not supported")
             fetch_uris(command.get("uris") or [], run.sandbox, cancel=run.cancel,
                        timeout=self._fetch_timeout)
-            run_as = executor_mod.resolve_user(command.get("user")
+            run_as = command_mod.resolve_user(command.get("user")
                                                or run.framework_info.get("user"))
-            executable, argv = executor_mod.command_line(command)
+            executable, argv = command_mod.command_line(command)
             env = self._executor_environment(run, command, run_as)
             if run_as is not None:
-                executor_mod.chown_tree(run.sandbox, run_as)
+                command_mod.chown_tree(run.sandbox, run_as)
             with self._lock:
                 if run.cancel.is_set():
                     raise FetchCancelled("the executor was shut down while it was launched")
@@ -378,11 +379,11 @@ class ExecutorHost:
         return None
 
     def _executor_environment(self, run: ExecutorRun, command: Mapping[str, Any],
-                              run_as: executor_mod.RunAs | None) -> dict[str, str]:
+                              run_as: command_mod.RunAs | None) -> dict[str, str]:
         """Mesos ``executorEnvironment`` (plus the sandbox variables of the containerizer)."""
         grace = duration_seconds(run.info.get("shutdown_grace_period"))
-        ids = executor_mod.TaskIds(run.framework_id, run.executor_id, "", self.id)
-        env = executor_mod.task_environment(
+        ids = command_mod.TaskIds(run.framework_id, run.executor_id, "", self.id)
+        env = command_mod.task_environment(
             base=os.environ if self._environment is None else self._environment,
             command=command, sandbox=run.sandbox, ids=ids,
             agent_endpoint=self._master_endpoint,
@@ -400,7 +401,7 @@ class ExecutorHost:
         if checkpoint:
             env["MESOS_RECOVERY_TIMEOUT"] = "15mins"
             env["MESOS_SUBSCRIPTION_BACKOFF_MAX"] = "2secs"
-        env.update(executor_mod.command_environment(command))
+        env.update(command_mod.command_environment(command))
         return env
 
     def _registration_timeout(self, run: ExecutorRun) -> None:

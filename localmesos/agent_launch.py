@@ -1,6 +1,6 @@
 """How an embedded agent runs one task: sandbox, resources, GPUs, fetch, then its command as
-a process group (:mod:`localmesos.executor`) or a container (:mod:`localmesos.containerizer`),
-and how it ended.
+a process group (:mod:`localmesos.containerizer.command`) or a container
+(:mod:`localmesos.containerizer.docker`), and how it ended.
 
 A mixin of :class:`localmesos.agent.Agent`; each task runs on a thread of its own.
 """
@@ -23,17 +23,17 @@ from disauto.common.logrotate import SandboxLogging
 from disauto.common.processes import with_environment
 from disauto.common.resources import ResourceError
 from disauto.common.resources import Resources
-from disauto.localmesos import containerizer as containerizer_mod
-from disauto.localmesos import executor as executor_mod
 from disauto.localmesos import health
 from disauto.localmesos import sandbox as sandbox_mod
-from disauto.localmesos.containerizer import ContainerError
-from disauto.localmesos.containerizer import ContainerProcess
-from disauto.localmesos.cpu_quota import CpuQuotaError
-from disauto.localmesos.executor import CommandProcess
-from disauto.localmesos.executor import LaunchError
-from disauto.localmesos.executor import RunAs
-from disauto.localmesos.executor import TaskIds
+from disauto.localmesos.containerizer import command as command_mod
+from disauto.localmesos.containerizer import docker as docker_mod
+from disauto.localmesos.containerizer.command import CommandProcess
+from disauto.localmesos.containerizer.command import LaunchError
+from disauto.localmesos.containerizer.command import RunAs
+from disauto.localmesos.containerizer.command import TaskIds
+from disauto.localmesos.containerizer.cpu_quota import CpuQuotaError
+from disauto.localmesos.containerizer.docker import ContainerError
+from disauto.localmesos.containerizer.docker import ContainerProcess
 from disauto.localmesos.fetcher import FetchCancelled
 from disauto.localmesos.fetcher import FetchError
 from disauto.localmesos.fetcher import fetch_uris
@@ -80,7 +80,8 @@ class TaskLauncher:
     _sandbox_logging: SandboxLogging | None
     """The caps of the sandbox's ``stdout``/``stderr`` (None: uncapped, written directly)."""
     _in_cpu_group: Callable[[], contextlib.AbstractContextManager[None]]
-    """A block whose new processes get the agent's CPU share (:mod:`localmesos.cpu_quota`)."""
+    """A block whose new processes get the agent's CPU share
+    (:mod:`localmesos.containerizer.cpu_quota`)."""
 
     def _run_task_steps(self, task: AgentTask) -> None:
         try:
@@ -90,7 +91,7 @@ class TaskLauncher:
             self._fetch(task, command, sandbox)
         except _Abandon:
             return
-        if containerizer_mod.is_container_task(container) and container is not None:
+        if docker_mod.is_container_task(container) and container is not None:
             self._run_container(task, container, command, sandbox, resources)
         else:
             self._run_command(task, command, executor_info, sandbox, resources)
@@ -172,7 +173,7 @@ class TaskLauncher:
         Raises:
             LaunchError: the agent is root and the user does not exist.
         """
-        return executor_mod.resolve_user(command.get("user") or task.framework_info.get("user"))
+        return command_mod.resolve_user(command.get("user") or task.framework_info.get("user"))
 
     def _run_command(self, task: AgentTask, command: Mapping[str, Any], executor_info: Any,
                      sandbox: Path, resources: Resources) -> None:
@@ -180,8 +181,8 @@ class TaskLauncher:
         shutdown_grace = duration_seconds((executor_info or {}).get("shutdown_grace_period"))
         try:
             run_as = self._run_as(task, command)
-            executable, argv = executor_mod.command_line(command)
-            env = executor_mod.task_environment(
+            executable, argv = command_mod.command_line(command)
+            env = command_mod.task_environment(
                 base=os.environ if self._environment is None else self._environment,
                 command=command,
                 sandbox=sandbox,
@@ -193,7 +194,7 @@ class TaskLauncher:
                 run_as=run_as,
             )
             if run_as is not None:
-                executor_mod.chown_tree(sandbox, run_as)
+                command_mod.chown_tree(sandbox, run_as)
         except (LaunchError, OSError) as exc:
             self._fail(task, str(exc), "REASON_CONTAINER_LAUNCH_FAILED")
             return
@@ -214,7 +215,7 @@ class TaskLauncher:
             checker.stop()
         sweep_sandbox(sandbox)
         process.drain_logs()
-        self._finish(task, returncode == 0, executor_mod.describe_exit(returncode),
+        self._finish(task, returncode == 0, command_mod.describe_exit(returncode),
                      "REASON_COMMAND_EXECUTOR_FAILED")
 
     def _running(self, task: AgentTask, process: CommandProcess | ContainerProcess) -> None:
@@ -302,10 +303,11 @@ class TaskLauncher:
         sandbox: Path,
         resources: Resources,
     ) -> None:
-        """Run a container task through the Docker engine (:mod:`localmesos.containerizer`)."""
+        """Run a container task through the Docker engine
+        (:mod:`localmesos.containerizer.docker`)."""
         try:
             run_as = self._run_as(task, command)
-            request = containerizer_mod.build_request(
+            request = docker_mod.build_request(
                 info=task.info,
                 container=container,
                 command=command,
@@ -354,7 +356,7 @@ class TaskLauncher:
             "REASON_CONTAINER_LIMITATION_MEMORY" if result.oom_killed
             else "REASON_COMMAND_EXECUTOR_FAILED"
         )
-        self._finish(task, result.status == 0, containerizer_mod.describe_exit(result), reason)
+        self._finish(task, result.status == 0, docker_mod.describe_exit(result), reason)
 
     def _assign_gpus(self, task: AgentTask, wanted: float) -> bool:
         """Give the task ``wanted`` GPUs from the free pool; fail it (``False``) if impossible."""

@@ -35,9 +35,9 @@ from disauto.common.resources import SIZE_HELP
 from disauto.common.resources import ResourceError
 from disauto.common.resources import parse_ranges
 from disauto.common.resources import parse_size_mb
-from disauto.localmesos import cpu_quota
 from disauto.localmesos.cluster import ClusterConfig
 from disauto.localmesos.cluster import LocalCluster
+from disauto.localmesos.containerizer import cpu_quota
 from disauto.localmesos.records import MESOS_VERSION
 
 
@@ -242,7 +242,7 @@ def config_from_args(args: argparse.Namespace) -> ClusterConfig:
     agents = _int(args.agents, flag="--agents", low=1)
     gpu_devices: tuple[int, ...] | None = None
     if args.gpus.strip().lower() == "auto":
-        from disauto.localmesos.gpus import discover_gpus
+        from disauto.localmesos.containerizer.gpus import discover_gpus
 
         gpus, gpu_devices = 0, discover_gpus()
     else:

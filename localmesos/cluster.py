@@ -33,10 +33,10 @@ from typing import Any
 
 from disauto.common.logrotate import DEFAULT_SANDBOX_LOGGING
 from disauto.common.logrotate import SandboxLogging
-from disauto.localmesos import cpu_quota
 from disauto.localmesos.agent import Agent
 from disauto.localmesos.agent import AgentConfig
-from disauto.localmesos.gpus import split_devices
+from disauto.localmesos.containerizer import cpu_quota
+from disauto.localmesos.containerizer.gpus import split_devices
 from disauto.localmesos.http import HttpServer
 from disauto.localmesos.master import Master
 from disauto.localmesos.reaper import Reaper

@@ -32,7 +32,7 @@ import threading
 import time
 from typing import Any
 
-from disauto.localmesos.executor import command_line
+from disauto.localmesos.containerizer.command import command_line
 
 
 logger = logging.getLogger("disauto.localmesos.agent")

@@ -14,7 +14,7 @@ Routes (all on one loopback port, as ``libprocess`` serves a master):
 * ``POST /api/v1`` and ``/master/api/v1``: the operator API's read calls
   (:mod:`localmesos.operator_api`).
 * ``GET /slave(N)/monitor/statistics`` (also ``.json``): the N-th agent's executors' resource
-  usage (:mod:`localmesos.monitor`).
+  usage (:mod:`localmesos.containerizer.monitor`).
 * ``GET /`` and ``/static/*``: the web UI (:mod:`localmesos.webui`).
 
 Transport rules are a Mesos master's (Mesos' scheduler HTTP API documentation): SUBSCRIBE is
@@ -96,7 +96,8 @@ _TASK_PARAMS = ("limit", "offset", "order", "framework_id", "task_id")
 _MAX_HEADERS = 100
 _SCHEDULER_PATHS = ("/api/v1/scheduler", "/master/api/v1/scheduler")
 _AGENT_STATE = re.compile(r"^/slave\((\d+)\)/state(?:\.json)?$")
-#: An agent's ``/monitor/statistics`` (:mod:`localmesos.monitor`), at its libprocess path.
+#: An agent's ``/monitor/statistics`` (:mod:`localmesos.containerizer.monitor`), at its
+#: libprocess path.
 _AGENT_STATISTICS = re.compile(r"^/slave\((\d+)\)/monitor/statistics(?:\.json)?$")
 #: The master's read-only endpoints. libprocess hands a request whose first path segment names
 #: no process to the master, so each is served at the root too (``/tasks`` is ``/master/tasks``).

@@ -22,13 +22,13 @@ from disauto.common import task_env
 from disauto.common.resources import Resources
 from disauto.framework.containers import container_info
 from disauto.framework.tasks import trial_task
-from disauto.localmesos import containerizer as containerizer_mod
 from disauto.localmesos.agent import Agent
 from disauto.localmesos.agent import AgentConfig
-from disauto.localmesos.containerizer import SANDBOX_PATH
-from disauto.localmesos.containerizer import DockerContainerizer
-from disauto.localmesos.containerizer import build_request
-from disauto.localmesos.executor import TaskIds
+from disauto.localmesos.containerizer import docker as docker_mod
+from disauto.localmesos.containerizer.command import TaskIds
+from disauto.localmesos.containerizer.docker import SANDBOX_PATH
+from disauto.localmesos.containerizer.docker import DockerContainerizer
+from disauto.localmesos.containerizer.docker import build_request
 from tests.localmesos.cluster_support import wait_until
 from tests.localmesos.test_agent import FID
 from tests.localmesos.test_agent import FW
@@ -417,7 +417,7 @@ def test_the_container_a_gpu_trial_gets_created_not_started(
     assert env[task_env.OUTPUT_DIR] == f"{output}/trial-0007"
     labels = config["Labels"]
     assert labels["disauto.trial"] == "7" and labels["localmesos.task_id"] == "trial-0007"
-    assert labels[containerizer_mod.LABEL_OWNER] == containerizer_mod.process_owner()
+    assert labels[docker_mod.LABEL_OWNER] == docker_mod.process_owner()
     assert details["Name"] == "/mesos-c0ffee"
     assert details["State"]["Status"] == "created"
 
@@ -480,17 +480,17 @@ def test_containers_of_a_dead_agent_are_removed_when_an_agent_starts(
             if line.strip() == "TASK_RUNNING":
                 break
         (orphan,) = containers_of(docker_engine, "orphan")
-        owner = orphan["Labels"][containerizer_mod.LABEL_OWNER]
+        owner = orphan["Labels"][docker_mod.LABEL_OWNER]
         assert owner.split("/")[2] == str(process.pid)
         # A live agent's containers are not orphans, whoever looks.
-        assert not containerizer_mod.owner_is_gone(owner)
+        assert not docker_mod.owner_is_gone(owner)
         DockerContainerizer("M-S1").reap_orphans()
         assert containers_of(docker_engine, "orphan")[0]["State"] == "running"
     finally:
         process.send_signal(signal.SIGKILL)  # the agent dies without cleaning up
         process.wait(10)
     assert containers_of(docker_engine, "orphan")[0]["State"] == "running"
-    assert containerizer_mod.owner_is_gone(owner)
+    assert docker_mod.owner_is_gone(owner)
 
     agent = make_agent(tmp_path, master)  # a new agent starts: it reaps in the background
     try:

@@ -18,12 +18,12 @@ import time
 
 import pytest
 
-from disauto.localmesos import cpu_quota
 from disauto.localmesos.agent import AgentConfig
 from disauto.localmesos.cli import UsageError
 from disauto.localmesos.cli import build_parser
 from disauto.localmesos.cli import config_from_args
 from disauto.localmesos.cli import parse_speeds
+from disauto.localmesos.containerizer import cpu_quota
 from tests.localmesos.cluster_support import RawFramework
 from tests.localmesos.cluster_support import command_task
 from tests.localmesos.cluster_support import running_cluster

@@ -13,9 +13,9 @@ import time
 
 import pytest
 
-from disauto.localmesos import executor
-from disauto.localmesos.executor import CommandProcess
-from disauto.localmesos.executor import LaunchError
+from disauto.localmesos.containerizer import command as executor
+from disauto.localmesos.containerizer.command import CommandProcess
+from disauto.localmesos.containerizer.command import LaunchError
 from tests.localmesos.cluster_support import wait_until
 
 

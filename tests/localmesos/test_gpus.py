@@ -12,10 +12,10 @@ from disauto.localmesos.cli import build_parser
 from disauto.localmesos.cli import config_from_args
 from disauto.localmesos.cluster import ClusterConfig
 from disauto.localmesos.cluster import LocalCluster
-from disauto.localmesos.gpus import NVIDIA_SMI_QUERY
-from disauto.localmesos.gpus import discover_gpus
-from disauto.localmesos.gpus import parse_nvidia_smi_indices
-from disauto.localmesos.gpus import split_devices
+from disauto.localmesos.containerizer.gpus import NVIDIA_SMI_QUERY
+from disauto.localmesos.containerizer.gpus import discover_gpus
+from disauto.localmesos.containerizer.gpus import parse_nvidia_smi_indices
+from disauto.localmesos.containerizer.gpus import split_devices
 
 
 pytestmark = pytest.mark.integration  # starts processes or servers

@@ -11,11 +11,11 @@ from typing import Any
 
 import pytest
 
-from disauto.localmesos.monitor import ExecutorEntry
-from disauto.localmesos.monitor import ResourceMonitor
-from disauto.localmesos.monitor import container_cgroups
-from disauto.localmesos.monitor import read_processes
-from disauto.localmesos.monitor import session_statistics
+from disauto.localmesos.containerizer.monitor import ExecutorEntry
+from disauto.localmesos.containerizer.monitor import ResourceMonitor
+from disauto.localmesos.containerizer.monitor import container_cgroups
+from disauto.localmesos.containerizer.monitor import read_processes
+from disauto.localmesos.containerizer.monitor import session_statistics
 from tests.localmesos.cluster_support import RawFramework
 from tests.localmesos.cluster_support import command_task
 from tests.localmesos.cluster_support import get_json

@@ -70,26 +70,26 @@ from disauto.common.logrotate import UNCAPPED
 from disauto.common.logrotate import RotatingFile
 from disauto.common.logrotate import Rotation
 from disauto.common.logrotate import SandboxLogging
-from disauto.localmesos.container_request import CPU_SHARES_PER_CPU
-from disauto.localmesos.container_request import ENGINE_LOG_MAX
-from disauto.localmesos.container_request import INSTALL_HINT
-from disauto.localmesos.container_request import LABEL_AGENT
-from disauto.localmesos.container_request import LABEL_CONTAINER
-from disauto.localmesos.container_request import LABEL_EXECUTOR
-from disauto.localmesos.container_request import LABEL_FRAMEWORK
-from disauto.localmesos.container_request import LABEL_INSTANCE
-from disauto.localmesos.container_request import LABEL_OWNER
-from disauto.localmesos.container_request import LABEL_TASK
-from disauto.localmesos.container_request import MIN_CPU_SHARES
-from disauto.localmesos.container_request import MIN_MEMORY_MB
-from disauto.localmesos.container_request import SANDBOX_PATH
-from disauto.localmesos.container_request import ContainerError
-from disauto.localmesos.container_request import ContainerRequest
-from disauto.localmesos.container_request import ImageRef
-from disauto.localmesos.container_request import build_request
-from disauto.localmesos.container_request import container_image
-from disauto.localmesos.container_request import is_container_task
-from disauto.localmesos.monitor import container_cgroups
+from disauto.localmesos.containerizer.monitor import container_cgroups
+from disauto.localmesos.containerizer.request import CPU_SHARES_PER_CPU
+from disauto.localmesos.containerizer.request import ENGINE_LOG_MAX
+from disauto.localmesos.containerizer.request import INSTALL_HINT
+from disauto.localmesos.containerizer.request import LABEL_AGENT
+from disauto.localmesos.containerizer.request import LABEL_CONTAINER
+from disauto.localmesos.containerizer.request import LABEL_EXECUTOR
+from disauto.localmesos.containerizer.request import LABEL_FRAMEWORK
+from disauto.localmesos.containerizer.request import LABEL_INSTANCE
+from disauto.localmesos.containerizer.request import LABEL_OWNER
+from disauto.localmesos.containerizer.request import LABEL_TASK
+from disauto.localmesos.containerizer.request import MIN_CPU_SHARES
+from disauto.localmesos.containerizer.request import MIN_MEMORY_MB
+from disauto.localmesos.containerizer.request import SANDBOX_PATH
+from disauto.localmesos.containerizer.request import ContainerError
+from disauto.localmesos.containerizer.request import ContainerRequest
+from disauto.localmesos.containerizer.request import ImageRef
+from disauto.localmesos.containerizer.request import build_request
+from disauto.localmesos.containerizer.request import container_image
+from disauto.localmesos.containerizer.request import is_container_task
 
 
 logger = logging.getLogger(__name__)

@@ -1,8 +1,8 @@
 """What container a task gets: its image, command, environment, labels, mounts and limits.
 
 :func:`build_request` turns a task's ``ContainerInfo`` and ``CommandInfo`` into a
-:class:`ContainerRequest` for the Docker engine (the rules are in :mod:`localmesos.containerizer`'s
-docstring); nothing here talks to the engine.
+:class:`ContainerRequest` for the Docker engine (the rules are in
+:mod:`localmesos.containerizer.docker`'s docstring); nothing here talks to the engine.
 """
 
 from __future__ import annotations
@@ -17,10 +17,10 @@ import posixpath
 from typing import Any
 
 from disauto.common.resources import Resources
-from disauto.localmesos import executor as executor_mod
-from disauto.localmesos.executor import LaunchError
-from disauto.localmesos.executor import RunAs
-from disauto.localmesos.executor import TaskIds
+from disauto.localmesos.containerizer import command as command_mod
+from disauto.localmesos.containerizer.command import LaunchError
+from disauto.localmesos.containerizer.command import RunAs
+from disauto.localmesos.containerizer.command import TaskIds
 
 
 SANDBOX_PATH = "/mnt/mesos/sandbox"
@@ -378,7 +378,7 @@ def _environment(command: Mapping[str, Any], ids: TaskIds, name: str, gpus: Sequ
                  run_as: RunAs | None) -> tuple[dict[str, str], str | None]:
     """The container's environment and the user it runs as (``uid:gid``, or the image's)."""
     try:
-        task_env = executor_mod.command_environment(command)
+        task_env = command_mod.command_environment(command)
     except LaunchError as exc:
         raise ContainerError(str(exc)) from None
     environment = {
