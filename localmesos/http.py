@@ -53,11 +53,11 @@ from urllib.parse import parse_qs
 from urllib.parse import urlsplit
 
 from disauto.localmesos import endpoints
-from disauto.localmesos import executor_api
 from disauto.localmesos import metrics
 from disauto.localmesos import operator_api
-from disauto.localmesos import sandbox
 from disauto.localmesos import state
+from disauto.localmesos.agent import executor_api
+from disauto.localmesos.agent import sandbox
 from disauto.localmesos.master import Master
 from disauto.localmesos.media_types import APPLICATION_JSON
 from disauto.localmesos.media_types import JSON_ONLY_ACCEPT
@@ -772,7 +772,7 @@ class HttpServer:
         return Response(status)
 
     def _executor(self, request: Request, index: int | None) -> Response | Subscription:
-        """The v1 executor API of an agent (:mod:`localmesos.executor_api`)."""
+        """The v1 executor API of an agent (:mod:`localmesos.agent.executor_api`)."""
         agents = self.master.agent_list()
         if index is not None and not 1 <= index <= len(agents):
             return _text(404)

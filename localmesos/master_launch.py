@@ -15,7 +15,7 @@ from disauto.common.resources import ResourceError
 from disauto.common.resources import Resources
 from disauto.localmesos import allocator as alloc
 from disauto.localmesos import validation
-from disauto.localmesos.health import validate_health_check
+from disauto.localmesos.agent.health import validate_health_check
 from disauto.localmesos.records import AgentRecord
 from disauto.localmesos.records import ExecutorRecord
 from disauto.localmesos.records import FrameworkRecord

@@ -20,8 +20,8 @@ import threading
 from typing import Any
 
 from disauto.common.processes import pid_exists
-from disauto.localmesos import executor_api
 from disauto.localmesos import validation
+from disauto.localmesos.agent import executor_api
 from tests.localmesos.cluster_support import EventWaiting
 from tests.localmesos.cluster_support import command_task
 from tests.localmesos.cluster_support import scalar

@@ -18,7 +18,7 @@ from hypothesis import settings
 from hypothesis import strategies as st
 import pytest
 
-from disauto.localmesos import executor_api
+from disauto.localmesos.agent import executor_api
 from disauto.localmesos.cluster import LocalCluster
 from tests.localmesos.cluster_support import RawFramework
 from tests.localmesos.cluster_support import running_cluster

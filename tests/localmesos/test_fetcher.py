@@ -16,10 +16,10 @@ import zipfile
 
 import pytest
 
-from disauto.localmesos.fetcher import FetchCancelled
-from disauto.localmesos.fetcher import FetchError
-from disauto.localmesos.fetcher import fetch_uri
-from disauto.localmesos.fetcher import fetch_uris
+from disauto.localmesos.agent.fetcher import FetchCancelled
+from disauto.localmesos.agent.fetcher import FetchError
+from disauto.localmesos.agent.fetcher import fetch_uri
+from disauto.localmesos.agent.fetcher import fetch_uris
 from tests.localmesos.web_support import serving
 
 

@@ -1,4 +1,4 @@
-"""Task health checks, as Mesos 1.11's command executor runs them (``localmesos/health.py``).
+"""Task health checks, as Mesos 1.11's command executor runs them (``localmesos/agent/health.py``).
 
 Facts (apache/mesos 1.11 ``src/checks/health_checker.cpp``, ``src/launcher/executor.cpp``,
 ``src/common/validation.cpp``, ``include/mesos/v1/mesos.proto``): updates are TASK_RUNNING again
@@ -15,9 +15,9 @@ from typing import Any
 
 import pytest
 
-from disauto.localmesos.health import HealthCheck
-from disauto.localmesos.health import HealthChecker
-from disauto.localmesos.health import validate_health_check
+from disauto.localmesos.agent.health import HealthCheck
+from disauto.localmesos.agent.health import HealthChecker
+from disauto.localmesos.agent.health import validate_health_check
 from tests.localmesos.cluster_support import Drivers
 from tests.localmesos.cluster_support import RawFramework
 from tests.localmesos.cluster_support import RecordingScheduler

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from disauto.localmesos.agent import AgentConfig
+from disauto.localmesos.agent.agent import AgentConfig
 from disauto.localmesos.master import Master
 from disauto.localmesos.master_calls import _BODY_HANDLERS
 from disauto.localmesos.master_calls import _HANDLERS

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from disauto.localmesos.agent import AgentConfig
+from disauto.localmesos.agent.agent import AgentConfig
 from disauto.localmesos.offer_constraints import ConstraintsError
 from disauto.localmesos.offer_constraints import compile_constraints
 from disauto.localmesos.validation import CallError

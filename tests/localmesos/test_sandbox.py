@@ -9,10 +9,10 @@ import stat
 
 import pytest
 
-from disauto.localmesos import sandbox
-from disauto.localmesos.sandbox import READ_CAP_BYTES
-from disauto.localmesos.sandbox import SandboxError
-from disauto.localmesos.sandbox import SandboxNotFound
+from disauto.localmesos.agent import sandbox
+from disauto.localmesos.agent.sandbox import READ_CAP_BYTES
+from disauto.localmesos.agent.sandbox import SandboxError
+from disauto.localmesos.agent.sandbox import SandboxNotFound
 
 
 @pytest.fixture

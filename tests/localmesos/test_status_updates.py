@@ -11,7 +11,7 @@ import uuid
 
 import pytest
 
-from disauto.localmesos.status_updates import StatusUpdateManager
+from disauto.localmesos.agent.status_updates import StatusUpdateManager
 from tests.localmesos.cluster_support import wait_until
 
 

@@ -23,8 +23,13 @@ from disauto.common.logrotate import SandboxLogging
 from disauto.common.processes import with_environment
 from disauto.common.resources import ResourceError
 from disauto.common.resources import Resources
-from disauto.localmesos import health
-from disauto.localmesos import sandbox as sandbox_mod
+from disauto.localmesos.agent import health
+from disauto.localmesos.agent import sandbox as sandbox_mod
+from disauto.localmesos.agent.fetcher import FetchCancelled
+from disauto.localmesos.agent.fetcher import FetchError
+from disauto.localmesos.agent.fetcher import fetch_uris
+from disauto.localmesos.agent.health import HealthChecker
+from disauto.localmesos.agent.health import health_probe
 from disauto.localmesos.containerizer import command as command_mod
 from disauto.localmesos.containerizer import docker as docker_mod
 from disauto.localmesos.containerizer.command import CommandProcess
@@ -34,11 +39,6 @@ from disauto.localmesos.containerizer.command import TaskIds
 from disauto.localmesos.containerizer.cpu_quota import CpuQuotaError
 from disauto.localmesos.containerizer.docker import ContainerError
 from disauto.localmesos.containerizer.docker import ContainerProcess
-from disauto.localmesos.fetcher import FetchCancelled
-from disauto.localmesos.fetcher import FetchError
-from disauto.localmesos.fetcher import fetch_uris
-from disauto.localmesos.health import HealthChecker
-from disauto.localmesos.health import health_probe
 from disauto.localmesos.records import duration_seconds
 
 
@@ -251,7 +251,7 @@ class TaskLauncher:
 
     def _start_health_checks(self, task: AgentTask, pid: int, command: Mapping[str, Any],
                              env: Mapping[str, str], sandbox: Path) -> HealthChecker | None:
-        """Run the task's ``health_check`` (:mod:`localmesos.health`), if it has one."""
+        """Run the task's ``health_check`` (:mod:`localmesos.agent.health`), if it has one."""
         spec = task.info.get("health_check")
         if not isinstance(spec, Mapping):
             return None

@@ -64,19 +64,19 @@ import uuid
 
 from disauto.common.resources import ResourceError
 from disauto.common.resources import Resources
-from disauto.localmesos import executor_api
-from disauto.localmesos import sandbox as sandbox_mod
-from disauto.localmesos.agent_launch import AgentTask
-from disauto.localmesos.agent_launch import sweep_sandbox
+from disauto.localmesos.agent import executor_api
+from disauto.localmesos.agent import sandbox as sandbox_mod
+from disauto.localmesos.agent.fetcher import FetchCancelled
+from disauto.localmesos.agent.fetcher import FetchError
+from disauto.localmesos.agent.fetcher import fetch_uris
+from disauto.localmesos.agent.launch import AgentTask
+from disauto.localmesos.agent.launch import sweep_sandbox
+from disauto.localmesos.agent.status_updates import TERMINAL_STATES
 from disauto.localmesos.containerizer import command as command_mod
 from disauto.localmesos.containerizer.command import CommandProcess
 from disauto.localmesos.containerizer.command import LaunchError
 from disauto.localmesos.containerizer.cpu_quota import CpuQuotaError
-from disauto.localmesos.fetcher import FetchCancelled
-from disauto.localmesos.fetcher import FetchError
-from disauto.localmesos.fetcher import fetch_uris
 from disauto.localmesos.records import duration_seconds
-from disauto.localmesos.status_updates import TERMINAL_STATES
 from disauto.localmesos.streams import Subscription
 
 

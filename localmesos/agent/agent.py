@@ -2,10 +2,10 @@
 
 One :class:`Agent` per simulated agent. It owns a slice of the machine (:class:`AgentConfig`:
 cpus, mem, disk, GPUs, ports, attributes), creates a Mesos-style sandbox per task
-(:mod:`localmesos.sandbox`), fetches the task's URIs (:mod:`localmesos.fetcher`), runs its
-command as its own process group (:mod:`localmesos.containerizer.command`) and reports status
-updates through reliable per-task streams (:mod:`localmesos.status_updates`), exactly as a Mesos
-agent with the command executor would.
+(:mod:`localmesos.agent.sandbox`), fetches the task's URIs (:mod:`localmesos.agent.fetcher`),
+runs its command as its own process group (:mod:`localmesos.containerizer.command`) and reports
+status updates through reliable per-task streams (:mod:`localmesos.agent.status_updates`),
+exactly as a Mesos agent with the command executor would.
 
 A command task goes TASK_STARTING -> TASK_RUNNING -> TASK_FINISHED (exit 0) / TASK_FAILED
 (``Command exited with status N`` or ``Command terminated with signal X``,
@@ -22,8 +22,8 @@ status updates, with the command in a container of its image. A task with
 REASON_MAX_COMPLETION_TIME_REACHED.
 
 A task with a CUSTOM ``ExecutorInfo`` goes to its executor, launched once per executor id and
-served over the v1 executor HTTP API (:mod:`localmesos.agent_executors`,
-:mod:`localmesos.executor_api`).
+served over the v1 executor HTTP API (:mod:`localmesos.agent.executors`,
+:mod:`localmesos.agent.executor_api`).
 
 Thread safety: every public method may be called from any thread and returns quickly; the work
 of a task runs on a thread of its own. ``send_update`` is always called on the status-update
@@ -51,12 +51,14 @@ import uuid
 from disauto.common.logrotate import DEFAULT_SANDBOX_LOGGING
 from disauto.common.logrotate import SandboxLogging
 from disauto.common.resources import Resources
-from disauto.localmesos import sandbox as sandbox_mod
-from disauto.localmesos.agent_executors import EXECUTOR_HEARTBEAT_INTERVAL
-from disauto.localmesos.agent_executors import ExecutorHost
-from disauto.localmesos.agent_executors import ExecutorRun
-from disauto.localmesos.agent_launch import AgentTask
-from disauto.localmesos.agent_launch import TaskLauncher
+from disauto.localmesos.agent import sandbox as sandbox_mod
+from disauto.localmesos.agent.executors import EXECUTOR_HEARTBEAT_INTERVAL
+from disauto.localmesos.agent.executors import ExecutorHost
+from disauto.localmesos.agent.executors import ExecutorRun
+from disauto.localmesos.agent.launch import AgentTask
+from disauto.localmesos.agent.launch import TaskLauncher
+from disauto.localmesos.agent.status_updates import TERMINAL_STATES
+from disauto.localmesos.agent.status_updates import StatusUpdateManager
 from disauto.localmesos.containerizer import cpu_quota
 from disauto.localmesos.containerizer import docker as docker_mod
 from disauto.localmesos.containerizer.docker import ContainerProcess
@@ -65,8 +67,6 @@ from disauto.localmesos.containerizer.monitor import ExecutorEntry
 from disauto.localmesos.containerizer.monitor import ResourceMonitor
 from disauto.localmesos.containerizer.monitor import mem_limit_bytes
 from disauto.localmesos.records import duration_seconds
-from disauto.localmesos.status_updates import TERMINAL_STATES
-from disauto.localmesos.status_updates import StatusUpdateManager
 from disauto.localmesos.streams import EventObserver
 
 
