@@ -38,7 +38,7 @@ from disauto.common.resources import parse_size_mb
 from disauto.localmesos.cluster import ClusterConfig
 from disauto.localmesos.cluster import LocalCluster
 from disauto.localmesos.containerizer import cpu_quota
-from disauto.localmesos.records import MESOS_VERSION
+from disauto.localmesos.master.records import MESOS_VERSION
 
 
 PROG = "da-cluster"

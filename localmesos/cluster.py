@@ -38,9 +38,9 @@ from disauto.localmesos.agent.agent import AgentConfig
 from disauto.localmesos.containerizer import cpu_quota
 from disauto.localmesos.containerizer.gpus import split_devices
 from disauto.localmesos.http import HttpServer
-from disauto.localmesos.master import Master
+from disauto.localmesos.master.master import Master
+from disauto.localmesos.master.views.state import format_duration
 from disauto.localmesos.reaper import Reaper
-from disauto.localmesos.state import format_duration
 
 
 logger = logging.getLogger(__name__)

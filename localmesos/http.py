@@ -8,11 +8,12 @@ Routes (all on one loopback port, as ``libprocess`` serves a master):
   ``/master/roles``, ``/master/frameworks``, ``/master/slaves``, ``/master/flags``,
   ``/master/weights``, ``/master/quota``, ``/master/maintenance/status``, ``/master/redirect``
   and ``/master/health``, each also at the root (``/tasks``), JSONP with ``?jsonp=cb``
-  (:mod:`localmesos.endpoints`); ``/metrics/snapshot`` (:mod:`localmesos.metrics`).
+  (:mod:`localmesos.master.views.endpoints`); ``/metrics/snapshot``
+  (:mod:`localmesos.master.views.metrics`).
 * ``GET /files/browse``, ``/files/read`` and ``/files/download`` (Mesos query parameters
   ``path``, ``offset``, ``length``, ``jsonp``) over every agent's sandboxes.
 * ``POST /api/v1`` and ``/master/api/v1``: the operator API's read calls
-  (:mod:`localmesos.operator_api`).
+  (:mod:`localmesos.master.views.operator_api`).
 * ``GET /slave(N)/monitor/statistics`` (also ``.json``): the N-th agent's executors' resource
   usage (:mod:`localmesos.containerizer.monitor`).
 * ``GET /`` and ``/static/*``: the web UI (:mod:`localmesos.webui`).
@@ -52,13 +53,13 @@ from typing import cast
 from urllib.parse import parse_qs
 from urllib.parse import urlsplit
 
-from disauto.localmesos import endpoints
-from disauto.localmesos import metrics
-from disauto.localmesos import operator_api
-from disauto.localmesos import state
 from disauto.localmesos.agent import executor_api
 from disauto.localmesos.agent import sandbox
-from disauto.localmesos.master import Master
+from disauto.localmesos.master.master import Master
+from disauto.localmesos.master.views import endpoints
+from disauto.localmesos.master.views import metrics
+from disauto.localmesos.master.views import operator_api
+from disauto.localmesos.master.views import state
 from disauto.localmesos.media_types import APPLICATION_JSON
 from disauto.localmesos.media_types import JSON_ONLY_ACCEPT
 from disauto.localmesos.media_types import JSON_ONLY_CONTENT_TYPE

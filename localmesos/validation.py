@@ -21,7 +21,7 @@ passes through untouched (health checks, discovery, volumes...) are accepted as 
 as long as they are not nested absurdly deep (see :data:`MAX_NESTING`).
 
 Also here: the pieces of framework and task validation that do not need master state (IDs,
-roles, durations), used by :mod:`localmesos.master`.
+roles, durations), used by :mod:`localmesos.master.master`.
 """
 
 from __future__ import annotations

@@ -153,10 +153,10 @@ def test_what_runs_against_real_mesos_never_imports_the_embedded_master(package:
 def test_the_checker_sees_a_violation(tmp_path: Path) -> None:
     """The rules above are not vacuous: a made-up module that breaks them is caught."""
     probe = tmp_path / "probe.py"
-    probe.write_text("from disauto.localmesos.master import Master\n"
+    probe.write_text("from disauto.localmesos.master.master import Master\n"
                      "from ..appcore.algorithms import _base\n")
     targets = [t for t, _ in _imports("disauto.framework.probe", probe)]
-    assert "disauto.localmesos.master" in targets
+    assert "disauto.localmesos.master.master" in targets
     assert "disauto.appcore.algorithms._base" in targets
     assert "localmesos" not in ALLOWED["framework"]
     out: list[str] = []

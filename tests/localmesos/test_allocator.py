@@ -9,16 +9,16 @@ import time
 import pytest
 
 from disauto.common.resources import Resources
-from disauto.localmesos.allocator import DEFAULT_MIN_ALLOCATABLE
-from disauto.localmesos.allocator import MAX_REFUSE_SECONDS
-from disauto.localmesos.allocator import AgentCandidate
-from disauto.localmesos.allocator import AllocationLoop
-from disauto.localmesos.allocator import FrameworkCandidate
-from disauto.localmesos.allocator import OfferFilters
-from disauto.localmesos.allocator import allocate
-from disauto.localmesos.allocator import drf_share
-from disauto.localmesos.allocator import is_allocatable
-from disauto.localmesos.allocator import refuse_timeout
+from disauto.localmesos.master.allocator import DEFAULT_MIN_ALLOCATABLE
+from disauto.localmesos.master.allocator import MAX_REFUSE_SECONDS
+from disauto.localmesos.master.allocator import AgentCandidate
+from disauto.localmesos.master.allocator import AllocationLoop
+from disauto.localmesos.master.allocator import FrameworkCandidate
+from disauto.localmesos.master.allocator import OfferFilters
+from disauto.localmesos.master.allocator import allocate
+from disauto.localmesos.master.allocator import drf_share
+from disauto.localmesos.master.allocator import is_allocatable
+from disauto.localmesos.master.allocator import refuse_timeout
 
 
 def res(**scalars: float) -> Resources:

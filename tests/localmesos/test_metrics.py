@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from disauto.localmesos.metrics import percentile
-from disauto.localmesos.metrics import timer_metrics
+from disauto.localmesos.master.views.metrics import percentile
+from disauto.localmesos.master.views.metrics import timer_metrics
 from tests.localmesos.cluster_support import RawFramework
 from tests.localmesos.cluster_support import command_task
 from tests.localmesos.cluster_support import get_json

@@ -17,8 +17,8 @@ from typing import Any
 import pytest
 
 from disauto.localmesos.agent.agent import AgentConfig
-from disauto.localmesos.offer_constraints import ConstraintsError
-from disauto.localmesos.offer_constraints import compile_constraints
+from disauto.localmesos.master.offer_constraints import ConstraintsError
+from disauto.localmesos.master.offer_constraints import compile_constraints
 from disauto.localmesos.validation import CallError
 from disauto.localmesos.validation import parse_call
 from tests.localmesos.cluster_support import Drivers

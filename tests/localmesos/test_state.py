@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from disauto.localmesos.agent.agent import AgentConfig
-from disauto.localmesos.state import format_duration
+from disauto.localmesos.master.views.state import format_duration
 from tests.localmesos.cluster_support import RawFramework
 from tests.localmesos.cluster_support import command_task
 from tests.localmesos.cluster_support import get_json

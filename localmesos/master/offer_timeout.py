@@ -13,7 +13,7 @@ import threading
 import time
 from typing import Protocol
 
-from disauto.localmesos.records import OfferRecord
+from disauto.localmesos.master.records import OfferRecord
 
 
 logger = logging.getLogger("disauto.localmesos.master")

@@ -27,8 +27,8 @@ from typing import Any
 
 from disauto.common.resources import Resources
 from disauto.common.task_states import TERMINAL_TASK_STATES
-from disauto.localmesos.offer_constraints import NO_CONSTRAINTS
-from disauto.localmesos.offer_constraints import OfferConstraintsFilter
+from disauto.localmesos.master.offer_constraints import NO_CONSTRAINTS
+from disauto.localmesos.master.offer_constraints import OfferConstraintsFilter
 from disauto.localmesos.streams import AgentLike
 from disauto.localmesos.streams import AgentLink
 from disauto.localmesos.streams import Subscription

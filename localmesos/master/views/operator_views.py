@@ -23,14 +23,14 @@ from typing import TYPE_CHECKING
 from typing import Any
 
 from disauto.common.resources import Resources
-from disauto.localmesos.records import MESOS_VERSION
+from disauto.localmesos.master.records import MESOS_VERSION
 
 
 if TYPE_CHECKING:
-    from disauto.localmesos.master import Master
-    from disauto.localmesos.records import AgentRecord
-    from disauto.localmesos.records import FrameworkRecord
-    from disauto.localmesos.records import TaskRecord
+    from disauto.localmesos.master.master import Master
+    from disauto.localmesos.master.records import AgentRecord
+    from disauto.localmesos.master.records import FrameworkRecord
+    from disauto.localmesos.master.records import TaskRecord
 
 #: ``AgentInfo.Capability`` types the embedded agents have (as in ``/master/state``).
 AGENT_CAPABILITIES = ("MULTI_ROLE", "HIERARCHICAL_ROLE", "RESERVATION_REFINEMENT")

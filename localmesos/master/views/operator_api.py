@@ -26,8 +26,8 @@ from typing import TYPE_CHECKING
 from typing import Any
 
 from disauto.common.json_kind import json_kind
-from disauto.localmesos import operator_views as views
-from disauto.localmesos import state
+from disauto.localmesos.master.views import operator_views as views
+from disauto.localmesos.master.views import state
 from disauto.localmesos.media_types import APPLICATION_JSON
 from disauto.localmesos.media_types import JSON_ONLY_ACCEPT
 from disauto.localmesos.media_types import JSON_ONLY_CONTENT_TYPE
@@ -36,7 +36,7 @@ from disauto.localmesos.validation import decode_json
 
 
 if TYPE_CHECKING:
-    from disauto.localmesos.master import Master
+    from disauto.localmesos.master.master import Master
 
 PATHS = ("/api/v1", "/master/api/v1")
 

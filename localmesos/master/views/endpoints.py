@@ -14,13 +14,13 @@ from typing import TYPE_CHECKING
 from typing import Any
 
 from disauto.common.resources import Resources
-from disauto.localmesos import state
+from disauto.localmesos.master.views import state
 
 
 if TYPE_CHECKING:
-    from disauto.localmesos.master import Master
-    from disauto.localmesos.records import FrameworkRecord
-    from disauto.localmesos.records import TaskRecord
+    from disauto.localmesos.master.master import Master
+    from disauto.localmesos.master.records import FrameworkRecord
+    from disauto.localmesos.master.records import TaskRecord
 
 
 #: Mesos' default ``limit`` of ``/master/tasks`` (``TASK_LIMIT``).

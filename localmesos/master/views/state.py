@@ -7,8 +7,9 @@ master read them unchanged. Resources appear in the object form
 (``{"cpus": 4, "gpus": 0, "mem": 1024, "disk": 0, "ports": "[31000-32000]"}``).
 
 The builder takes a consistent snapshot under the master's lock and return plain dicts; the
-HTTP layer serializes it (with JSONP when asked). Flags: :mod:`~localmesos.master_flags`;
-metrics: :mod:`~localmesos.metrics`; the other read-only endpoints: :mod:`~localmesos.endpoints`.
+HTTP layer serializes it (with JSONP when asked). Flags: :mod:`~localmesos.master.views.flags`;
+metrics: :mod:`~localmesos.master.views.metrics`; the other read-only endpoints:
+:mod:`~localmesos.master.views.endpoints`.
 """
 
 from __future__ import annotations
@@ -19,18 +20,18 @@ from typing import TYPE_CHECKING
 from typing import Any
 
 from disauto.common.resources import Resources
-from disauto.localmesos.master_flags import format_duration as format_duration
-from disauto.localmesos.master_flags import master_flags
-from disauto.localmesos.records import MESOS_VERSION
+from disauto.localmesos.master.records import MESOS_VERSION
+from disauto.localmesos.master.views.flags import format_duration as format_duration
+from disauto.localmesos.master.views.flags import master_flags
 
 
 if TYPE_CHECKING:
-    from disauto.localmesos.master import Master
-    from disauto.localmesos.records import AgentRecord
-    from disauto.localmesos.records import ExecutorRecord
-    from disauto.localmesos.records import FrameworkRecord
-    from disauto.localmesos.records import OfferRecord
-    from disauto.localmesos.records import TaskRecord
+    from disauto.localmesos.master.master import Master
+    from disauto.localmesos.master.records import AgentRecord
+    from disauto.localmesos.master.records import ExecutorRecord
+    from disauto.localmesos.master.records import FrameworkRecord
+    from disauto.localmesos.master.records import OfferRecord
+    from disauto.localmesos.master.records import TaskRecord
 
 #: Mesos 1.11.0 was tagged on this date; the embedded master reports it as its build.
 BUILD_DATE = "2020-11-16 00:00:00"

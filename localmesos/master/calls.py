@@ -3,7 +3,7 @@ call type, and the status updates the master makes itself (reconciliation, inval
 
 A mixin of :class:`localmesos.master.Master`; it runs under the master's lock. Every call type
 of ``validation.CALL_TYPES`` but SUBSCRIBE and UNKNOWN has an entry in ``_HANDLERS``; UNKNOWN
-is answered 501 by ``_on_unknown``. ACCEPT's work is in :mod:`localmesos.master_launch`.
+is answered 501 by ``_on_unknown``. ACCEPT's work is in :mod:`localmesos.master.launch`.
 """
 
 from __future__ import annotations
@@ -14,16 +14,16 @@ import logging
 import time
 from typing import Any
 
-from disauto.localmesos import allocator as alloc
-from disauto.localmesos import offer_constraints
 from disauto.localmesos import validation
-from disauto.localmesos.records import PARTITION_AWARE_STATES
-from disauto.localmesos.records import TERMINAL_STATES
-from disauto.localmesos.records import FrameworkRecord
-from disauto.localmesos.records import TaskRecord
-from disauto.localmesos.records import duration_seconds
-from disauto.localmesos.records import id_value
-from disauto.localmesos.records import uuid_bytes
+from disauto.localmesos.master import allocator as alloc
+from disauto.localmesos.master import offer_constraints
+from disauto.localmesos.master.records import PARTITION_AWARE_STATES
+from disauto.localmesos.master.records import TERMINAL_STATES
+from disauto.localmesos.master.records import FrameworkRecord
+from disauto.localmesos.master.records import TaskRecord
+from disauto.localmesos.master.records import duration_seconds
+from disauto.localmesos.master.records import id_value
+from disauto.localmesos.master.records import uuid_bytes
 from disauto.localmesos.validation import CallError
 
 

@@ -22,13 +22,13 @@ import socket
 import time
 from typing import Any
 
-from disauto.localmesos import offer_constraints
 from disauto.localmesos import validation
-from disauto.localmesos.records import MASTER_CAPABILITIES
-from disauto.localmesos.records import MAX_TIMER
-from disauto.localmesos.records import MESOS_VERSION
-from disauto.localmesos.records import FrameworkRecord
-from disauto.localmesos.records import id_value
+from disauto.localmesos.master import offer_constraints
+from disauto.localmesos.master.records import MASTER_CAPABILITIES
+from disauto.localmesos.master.records import MAX_TIMER
+from disauto.localmesos.master.records import MESOS_VERSION
+from disauto.localmesos.master.records import FrameworkRecord
+from disauto.localmesos.master.records import id_value
 from disauto.localmesos.streams import Subscription
 
 

@@ -20,12 +20,12 @@ from typing import TYPE_CHECKING
 from urllib.parse import quote
 
 from disauto.common.resources import Resources
-from disauto.localmesos import allocator as alloc
+from disauto.localmesos.master import allocator as alloc
 
 
 if TYPE_CHECKING:
-    from disauto.localmesos.master import Master
-    from disauto.localmesos.records import FrameworkRecord
+    from disauto.localmesos.master.master import Master
+    from disauto.localmesos.master.records import FrameworkRecord
 
 
 #: Counters a Mesos master registers at start (besides ``tasks_*``), without ``master/``.

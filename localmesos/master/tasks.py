@@ -14,11 +14,11 @@ import logging
 import time
 from typing import Any
 
-from disauto.localmesos.records import TERMINAL_STATES
-from disauto.localmesos.records import FrameworkRecord
-from disauto.localmesos.records import OfferRecord
-from disauto.localmesos.records import TaskRecord
-from disauto.localmesos.records import uuid_bytes
+from disauto.localmesos.master.records import TERMINAL_STATES
+from disauto.localmesos.master.records import FrameworkRecord
+from disauto.localmesos.master.records import OfferRecord
+from disauto.localmesos.master.records import TaskRecord
+from disauto.localmesos.master.records import uuid_bytes
 
 
 logger = logging.getLogger("disauto.localmesos.master")

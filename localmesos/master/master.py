@@ -29,12 +29,13 @@ agent in the order the master made them and an agent may call back (``receive_st
 from any thread at any time.
 
 Layout: :class:`Master` holds the state, the lifecycle and the call dispatch; each concern is a
-mixin in its own module: :mod:`~localmesos.master_subscriptions` (SUBSCRIBE, disconnection,
-failover timers), :mod:`~localmesos.master_calls` (the other scheduler calls),
-:mod:`~localmesos.master_launch` (ACCEPT), :mod:`~localmesos.master_tasks` (status updates,
-removing tasks and frameworks) and :mod:`~localmesos.master_offers` (allocation runs and
-offers). :mod:`~localmesos.records` holds what the master knows, :mod:`~localmesos.streams` its
-event streams, :mod:`~localmesos.state` renders ``/master/state`` and ``/metrics/snapshot``.
+mixin in its own module: :mod:`~localmesos.master.subscriptions` (SUBSCRIBE, disconnection,
+failover timers), :mod:`~localmesos.master.calls` (the other scheduler calls),
+:mod:`~localmesos.master.launch` (ACCEPT), :mod:`~localmesos.master.tasks` (status updates,
+removing tasks and frameworks) and :mod:`~localmesos.master.offers` (allocation runs and
+offers). :mod:`~localmesos.master.records` holds what the master knows,
+:mod:`~localmesos.streams` its event streams; :mod:`localmesos.master.views` renders
+``/master/state``, ``/metrics/snapshot`` and the other read-only endpoints.
 """
 
 from __future__ import annotations
@@ -50,16 +51,16 @@ from typing import Any
 import uuid
 
 from disauto.common.resources import Resources
-from disauto.localmesos import allocator as alloc
-from disauto.localmesos.master_calls import SchedulerCalls
-from disauto.localmesos.master_launch import LaunchCalls
-from disauto.localmesos.master_offers import OfferMaking
-from disauto.localmesos.master_subscriptions import Subscriptions
-from disauto.localmesos.master_tasks import TaskBookkeeping
-from disauto.localmesos.offer_timeout import OfferTimeouts
-from disauto.localmesos.records import AgentRecord
-from disauto.localmesos.records import FrameworkRecord
-from disauto.localmesos.records import OfferRecord
+from disauto.localmesos.master import allocator as alloc
+from disauto.localmesos.master.calls import SchedulerCalls
+from disauto.localmesos.master.launch import LaunchCalls
+from disauto.localmesos.master.offer_timeout import OfferTimeouts
+from disauto.localmesos.master.offers import OfferMaking
+from disauto.localmesos.master.records import AgentRecord
+from disauto.localmesos.master.records import FrameworkRecord
+from disauto.localmesos.master.records import OfferRecord
+from disauto.localmesos.master.subscriptions import Subscriptions
+from disauto.localmesos.master.tasks import TaskBookkeeping
 from disauto.localmesos.streams import AgentLike
 from disauto.localmesos.streams import AgentLink
 from disauto.localmesos.streams import EventObserver
@@ -285,7 +286,7 @@ class Master(Subscriptions, LaunchCalls, SchedulerCalls, TaskBookkeeping, OfferM
     def handle_call(
         self, call: Mapping[str, Any], stream_id: str | None, principal: str | None = None
     ) -> tuple[int, dict[str, Any] | None]:
-        """Dispatch a validated non-SUBSCRIBE call (the table: :mod:`localmesos.master_calls`).
+        """Dispatch a validated non-SUBSCRIBE call (the table: :mod:`localmesos.master.calls`).
 
         Returns:
             ``(HTTP status, JSON body or None)``: 202 for most calls, 200 for UPDATE_FRAMEWORK

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 
 if TYPE_CHECKING:
-    from disauto.localmesos.master import Master
+    from disauto.localmesos.master.master import Master
 
 
 #: Defaults of Mesos 1.11 master flags the embedded master does not act on (as Mesos prints

@@ -14,9 +14,9 @@ import time
 from typing import Any
 
 from disauto.common.resources import Resources
-from disauto.localmesos import allocator as alloc
-from disauto.localmesos.records import FrameworkRecord
-from disauto.localmesos.records import OfferRecord
+from disauto.localmesos.master import allocator as alloc
+from disauto.localmesos.master.records import FrameworkRecord
+from disauto.localmesos.master.records import OfferRecord
 
 
 logger = logging.getLogger("disauto.localmesos.master")
