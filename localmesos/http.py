@@ -60,10 +60,10 @@ from disauto.localmesos.master.views import endpoints
 from disauto.localmesos.master.views import metrics
 from disauto.localmesos.master.views import operator_api
 from disauto.localmesos.master.views import state
-from disauto.localmesos.media_types import APPLICATION_JSON
-from disauto.localmesos.media_types import JSON_ONLY_ACCEPT
-from disauto.localmesos.media_types import JSON_ONLY_CONTENT_TYPE
-from disauto.localmesos.streams import Subscription
+from disauto.localmesos.protocol.media_types import APPLICATION_JSON
+from disauto.localmesos.protocol.media_types import JSON_ONLY_ACCEPT
+from disauto.localmesos.protocol.media_types import JSON_ONLY_CONTENT_TYPE
+from disauto.localmesos.protocol.recordio import Subscription
 from disauto.localmesos.validation import CallError
 from disauto.localmesos.validation import parse_call
 from disauto.localmesos.webui import static_file

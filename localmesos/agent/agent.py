@@ -67,7 +67,7 @@ from disauto.localmesos.containerizer.monitor import ExecutorEntry
 from disauto.localmesos.containerizer.monitor import ResourceMonitor
 from disauto.localmesos.containerizer.monitor import mem_limit_bytes
 from disauto.localmesos.master.records import duration_seconds
-from disauto.localmesos.streams import EventObserver
+from disauto.localmesos.protocol.recordio import EventObserver
 
 
 logger = logging.getLogger(__name__)

@@ -77,7 +77,7 @@ from disauto.localmesos.containerizer.command import CommandProcess
 from disauto.localmesos.containerizer.command import LaunchError
 from disauto.localmesos.containerizer.cpu_quota import CpuQuotaError
 from disauto.localmesos.master.records import duration_seconds
-from disauto.localmesos.streams import Subscription
+from disauto.localmesos.protocol.recordio import Subscription
 
 
 logger = logging.getLogger("disauto.localmesos.agent")

@@ -34,7 +34,8 @@ failover timers), :mod:`~localmesos.master.calls` (the other scheduler calls),
 :mod:`~localmesos.master.launch` (ACCEPT), :mod:`~localmesos.master.tasks` (status updates,
 removing tasks and frameworks) and :mod:`~localmesos.master.offers` (allocation runs and
 offers). :mod:`~localmesos.master.records` holds what the master knows,
-:mod:`~localmesos.streams` its event streams; :mod:`localmesos.master.views` renders
+:mod:`~localmesos.master.agent_link` its calls into agents and
+:mod:`~localmesos.protocol.recordio` its event streams; :mod:`localmesos.master.views` renders
 ``/master/state``, ``/metrics/snapshot`` and the other read-only endpoints.
 """
 
@@ -52,6 +53,8 @@ import uuid
 
 from disauto.common.resources import Resources
 from disauto.localmesos.master import allocator as alloc
+from disauto.localmesos.master.agent_link import AgentLike
+from disauto.localmesos.master.agent_link import AgentLink
 from disauto.localmesos.master.calls import SchedulerCalls
 from disauto.localmesos.master.launch import LaunchCalls
 from disauto.localmesos.master.offer_timeout import OfferTimeouts
@@ -61,9 +64,7 @@ from disauto.localmesos.master.records import FrameworkRecord
 from disauto.localmesos.master.records import OfferRecord
 from disauto.localmesos.master.subscriptions import Subscriptions
 from disauto.localmesos.master.tasks import TaskBookkeeping
-from disauto.localmesos.streams import AgentLike
-from disauto.localmesos.streams import AgentLink
-from disauto.localmesos.streams import EventObserver
+from disauto.localmesos.protocol.recordio import EventObserver
 from disauto.localmesos.validation import CallError
 
 

@@ -27,11 +27,11 @@ from typing import Any
 
 from disauto.common.resources import Resources
 from disauto.common.task_states import TERMINAL_TASK_STATES
+from disauto.localmesos.master.agent_link import AgentLike
+from disauto.localmesos.master.agent_link import AgentLink
 from disauto.localmesos.master.offer_constraints import NO_CONSTRAINTS
 from disauto.localmesos.master.offer_constraints import OfferConstraintsFilter
-from disauto.localmesos.streams import AgentLike
-from disauto.localmesos.streams import AgentLink
-from disauto.localmesos.streams import Subscription
+from disauto.localmesos.protocol.recordio import Subscription
 
 
 logger = logging.getLogger("disauto.localmesos.master")

@@ -29,7 +29,7 @@ from disauto.localmesos.master.records import MAX_TIMER
 from disauto.localmesos.master.records import MESOS_VERSION
 from disauto.localmesos.master.records import FrameworkRecord
 from disauto.localmesos.master.records import id_value
-from disauto.localmesos.streams import Subscription
+from disauto.localmesos.protocol.recordio import Subscription
 
 
 logger = logging.getLogger("disauto.localmesos.master")

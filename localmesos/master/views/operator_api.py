@@ -28,9 +28,9 @@ from typing import Any
 from disauto.common.json_kind import json_kind
 from disauto.localmesos.master.views import operator_views as views
 from disauto.localmesos.master.views import state
-from disauto.localmesos.media_types import APPLICATION_JSON
-from disauto.localmesos.media_types import JSON_ONLY_ACCEPT
-from disauto.localmesos.media_types import JSON_ONLY_CONTENT_TYPE
+from disauto.localmesos.protocol.media_types import APPLICATION_JSON
+from disauto.localmesos.protocol.media_types import JSON_ONLY_ACCEPT
+from disauto.localmesos.protocol.media_types import JSON_ONLY_CONTENT_TYPE
 from disauto.localmesos.validation import CallError
 from disauto.localmesos.validation import decode_json
 

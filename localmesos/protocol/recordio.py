@@ -1,8 +1,8 @@
-"""Event streams of the embedded master: RecordIO framing, subscriptions, the queue to each agent.
+"""Event streams: RecordIO framing and the stream of one subscription (a scheduler's or an
+executor's), as apache/mesos ``src/common/recordio.hpp`` frames them.
 
-Nothing here blocks the master: a :class:`Subscription` only queues events for the HTTP thread
-that writes them, and an :class:`AgentLink` only queues calls for the one thread that makes
-them, so each agent sees the master's calls in the order they were made.
+Nothing here blocks the side that sends: a :class:`Subscription` only queues events for the
+HTTP thread that writes them.
 """
 
 from __future__ import annotations
@@ -13,42 +13,14 @@ from collections.abc import Mapping
 from collections.abc import Sequence
 import json
 import logging
-import queue
 import socket
 import threading
 import time
 from typing import Any
-from typing import Protocol
 import uuid
 
-from disauto.common.resources import Resources
 
-
-logger = logging.getLogger("disauto.localmesos.master")
-
-
-class AgentLike(Protocol):
-    """What the master needs of an agent (:class:`localmesos.agent.Agent` implements it)."""
-
-    id: str
-    total: Resources
-
-    def info(self) -> dict[str, Any]: ...
-
-    def launch_task(self, framework_info: dict[str, Any], task: dict[str, Any],
-                    launch_executor: bool | None = None) -> None: ...
-
-    def kill_task(
-        self, framework_id: str, task_id: str, grace_period: float | None = None
-    ) -> None: ...
-
-    def acknowledge(self, framework_id: str, task_id: str, uuid_b64: str) -> bool: ...
-
-    def state(self) -> dict[str, Any]: ...
-
-    def resend_unacknowledged(self, framework_id: str) -> Any: ...
-
-    def shutdown_framework(self, framework_id: str) -> None: ...
+logger = logging.getLogger(__name__)
 
 
 EventObserver = Callable[[str, dict[str, Any]], None]
@@ -199,44 +171,3 @@ class Subscription:
                 observer(self.framework_id, event)
             except Exception:  # noqa: BLE001 - an observer must not break the stream
                 logger.exception("event observer failed")
-
-
-# -- agent links ------------------------------------------------------------------------------
-
-
-class AgentLink:
-    """Ordered, asynchronous calls from the master into one agent (like libprocess messages)."""
-
-    def __init__(self, agent: AgentLike) -> None:
-        self.agent = agent
-        self._queue: queue.SimpleQueue[tuple[str, tuple[Any, ...]] | None] = queue.SimpleQueue()
-        self._thread = threading.Thread(
-            target=self._run, name=f"localmesos-link-{agent.id}", daemon=True
-        )
-        self._stopped = False
-
-    def start(self) -> None:
-        self._thread.start()
-
-    def post(self, method: str, *args: Any) -> None:
-        """Call ``agent.<method>(*args)`` on the link's thread, after earlier posts."""
-        if not self._stopped:
-            self._queue.put((method, args))
-
-    def stop(self) -> None:
-        if not self._stopped:
-            self._stopped = True
-            self._queue.put(None)
-        if self._thread.is_alive() and self._thread is not threading.current_thread():
-            self._thread.join()
-
-    def _run(self) -> None:
-        while True:
-            item = self._queue.get()
-            if item is None:
-                return
-            method, args = item
-            try:
-                getattr(self.agent, method)(*args)
-            except Exception:  # noqa: BLE001 - one failing call must not stop the link
-                logger.exception("agent %s: %s%r failed", self.agent.id, method, args)
