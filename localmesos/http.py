@@ -56,6 +56,7 @@ from urllib.parse import urlsplit
 from disauto.localmesos.agent import executor_api
 from disauto.localmesos.agent import sandbox
 from disauto.localmesos.master.master import Master
+from disauto.localmesos.master.validation import parse_call
 from disauto.localmesos.master.views import endpoints
 from disauto.localmesos.master.views import metrics
 from disauto.localmesos.master.views import operator_api
@@ -63,9 +64,8 @@ from disauto.localmesos.master.views import state
 from disauto.localmesos.protocol.media_types import APPLICATION_JSON
 from disauto.localmesos.protocol.media_types import JSON_ONLY_ACCEPT
 from disauto.localmesos.protocol.media_types import JSON_ONLY_CONTENT_TYPE
+from disauto.localmesos.protocol.protojson import CallError
 from disauto.localmesos.protocol.recordio import Subscription
-from disauto.localmesos.validation import CallError
-from disauto.localmesos.validation import parse_call
 from disauto.localmesos.webui import static_file
 
 

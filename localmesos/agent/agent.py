@@ -66,7 +66,7 @@ from disauto.localmesos.containerizer.docker import DockerContainerizer
 from disauto.localmesos.containerizer.monitor import ExecutorEntry
 from disauto.localmesos.containerizer.monitor import ResourceMonitor
 from disauto.localmesos.containerizer.monitor import mem_limit_bytes
-from disauto.localmesos.master.records import duration_seconds
+from disauto.localmesos.protocol.messages import duration_seconds
 from disauto.localmesos.protocol.recordio import EventObserver
 
 

@@ -30,8 +30,9 @@ from typing import Any
 from typing import Protocol
 from typing import TypeVar
 
-from disauto.localmesos import validation
-from disauto.localmesos.validation import CallError
+from disauto.localmesos.protocol import protojson
+from disauto.localmesos.protocol.protojson import CallError
+from disauto.localmesos.protocol.validation import valid_uuid
 
 
 #: ``mesos.v1.executor.Call.Type``.
@@ -70,7 +71,7 @@ REASONS = {
     15: "REASON_TASK_UNAUTHORIZED", 16: "REASON_TASK_UNKNOWN",
 }  # fmt: skip
 
-# The executor API's messages, in the schema language of :mod:`localmesos.validation`
+# The executor API's messages, in the schema language of :mod:`localmesos.protocol.protojson`
 # (``ExecutorCall`` is ``mesos.v1.executor.Call``; TaskInfo, Labels... are shared).
 _MESSAGES = {
     "ExecutorCall": {
@@ -106,7 +107,7 @@ _MESSAGES = {
         "limitation": "any",
     },
 }
-validation.add_messages(
+protojson.add_messages(
     _MESSAGES,
     {
         "ExecutorCall.Type": CALL_TYPES,
@@ -134,7 +135,7 @@ def validate_call(call: Mapping[str, Any]) -> str | None:
     framework_id = call["framework_id"]["value"]
     if "uuid" not in status:
         return "Expecting 'uuid' to be present"
-    if not validation.valid_uuid(status["uuid"]):
+    if not valid_uuid(status["uuid"]):
         return "Not a valid UUID"
     if "executor_id" in status and status["executor_id"]["value"] != executor_id:
         return (
@@ -164,9 +165,9 @@ def parse_call(body: bytes) -> dict[str, Any]:
     Raises:
         CallError: (400) with Mesos' message for the first stage that fails.
     """
-    value = validation.decode_json(body)
+    value = protojson.decode_json(body)
     try:
-        call = validation.convert("ExecutorCall", value)
+        call = protojson.convert("ExecutorCall", value)
     except ValueError as exc:
         raise CallError(f"Failed to convert JSON into Call protobuf: {exc}") from None
     error = validate_call(call)

@@ -76,7 +76,7 @@ from disauto.localmesos.containerizer import command as command_mod
 from disauto.localmesos.containerizer.command import CommandProcess
 from disauto.localmesos.containerizer.command import LaunchError
 from disauto.localmesos.containerizer.cpu_quota import CpuQuotaError
-from disauto.localmesos.master.records import duration_seconds
+from disauto.localmesos.protocol.messages import duration_seconds
 from disauto.localmesos.protocol.recordio import Subscription
 
 

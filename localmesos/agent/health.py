@@ -2,7 +2,8 @@
 
 Facts followed (apache/mesos 1.11 ``include/mesos/v1/mesos.proto`` ``HealthCheck``,
 ``src/checks/health_checker.cpp``, ``src/checks/checker_process.cpp``,
-``src/launcher/executor.cpp``, ``src/common/validation.cpp`` ``validateHealthCheck``):
+``src/launcher/executor.cpp``; the master's ``validateHealthCheck`` is in
+:mod:`localmesos.protocol.validation`):
 
 * Defaults: ``delay_seconds`` 15, ``interval_seconds`` 10, ``timeout_seconds`` 20,
   ``consecutive_failures`` 3, ``grace_period_seconds`` 10.
@@ -33,61 +34,12 @@ import time
 from typing import Any
 
 from disauto.localmesos.containerizer.command import command_line
+from disauto.localmesos.protocol.validation import health_check_type
 
 
 logger = logging.getLogger("disauto.localmesos.agent")
 
 HEALTH_REASON = "REASON_TASK_HEALTH_CHECK_STATUS_UPDATED"
-_TYPES = {0: "UNKNOWN", 1: "COMMAND", 2: "HTTP", 3: "TCP"}
-
-
-def _type(spec: Mapping[str, Any]) -> str | None:
-    kind = spec.get("type")
-    if isinstance(kind, int) and not isinstance(kind, bool):
-        return _TYPES.get(kind)
-    return kind if isinstance(kind, str) else None
-
-
-def _kind_error(kind: str | None, spec: Mapping[str, Any]) -> str | None:
-    if kind == "COMMAND":
-        command = spec.get("command")
-        if not isinstance(command, Mapping):
-            return "Expecting 'command' to be set for COMMAND health check"
-        if not command.get("value"):
-            shell = command.get("shell", True)
-            return ("Command health check must contain "
-                    + ("'shell command'" if shell else "'executable path'"))
-        return None
-    if kind == "HTTP":
-        http = spec.get("http")
-        if not isinstance(http, Mapping):
-            return "Expecting 'http' to be set for HTTP health check"
-        if http.get("scheme") not in (None, "http", "https"):
-            return f"Unsupported HTTP health check scheme: '{http['scheme']}'"
-        path = http.get("path")
-        if path is not None and not str(path).startswith("/"):
-            return f"The path '{path}' of HTTP health check must start with '/'"
-        return None
-    if kind == "TCP":
-        return None if isinstance(spec.get("tcp"), Mapping) else (
-            "Expecting 'tcp' to be set for TCP health check")
-    return f"'{kind}' is not a valid health check type"
-
-
-def validate_health_check(spec: Any) -> str | None:
-    """Mesos' ``validateHealthCheck`` of a master: the TASK_ERROR message, or None."""
-    if not isinstance(spec, Mapping):
-        return "Task uses invalid health check: HealthCheck must specify 'type'"
-    kind = _type(spec)
-    error = "HealthCheck must specify 'type'" if kind is None else _kind_error(kind, spec)
-    if error is None:
-        for name in ("delay_seconds", "grace_period_seconds", "interval_seconds",
-                     "timeout_seconds"):
-            value = spec.get(name)
-            if isinstance(value, int | float) and value < 0:
-                error = f"Expecting '{name}' to be non-negative"
-                break
-    return None if error is None else f"Task uses invalid health check: {error}"
 
 
 @dataclass(frozen=True)
@@ -112,7 +64,7 @@ class HealthCheck:
 
         failures = spec.get("consecutive_failures", 3)
         return cls(
-            kind=str(_type(spec)),
+            kind=str(health_check_type(spec)),
             delay=number("delay_seconds", 15.0),
             interval=number("interval_seconds", 10.0),
             timeout=number("timeout_seconds", 20.0),

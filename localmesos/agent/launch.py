@@ -39,7 +39,7 @@ from disauto.localmesos.containerizer.command import TaskIds
 from disauto.localmesos.containerizer.cpu_quota import CpuQuotaError
 from disauto.localmesos.containerizer.docker import ContainerError
 from disauto.localmesos.containerizer.docker import ContainerProcess
-from disauto.localmesos.master.records import duration_seconds
+from disauto.localmesos.protocol.messages import duration_seconds
 
 
 logger = logging.getLogger("disauto.localmesos.agent")

@@ -14,17 +14,17 @@ import logging
 import time
 from typing import Any
 
-from disauto.localmesos import validation
 from disauto.localmesos.master import allocator as alloc
 from disauto.localmesos.master import offer_constraints
+from disauto.localmesos.master import validation
 from disauto.localmesos.master.records import PARTITION_AWARE_STATES
 from disauto.localmesos.master.records import TERMINAL_STATES
 from disauto.localmesos.master.records import FrameworkRecord
 from disauto.localmesos.master.records import TaskRecord
-from disauto.localmesos.master.records import duration_seconds
 from disauto.localmesos.master.records import id_value
 from disauto.localmesos.master.records import uuid_bytes
-from disauto.localmesos.validation import CallError
+from disauto.localmesos.protocol.messages import duration_seconds
+from disauto.localmesos.protocol.protojson import CallError
 
 
 logger = logging.getLogger("disauto.localmesos.master")

@@ -13,16 +13,16 @@ from typing import Any
 
 from disauto.common.resources import ResourceError
 from disauto.common.resources import Resources
-from disauto.localmesos import validation
-from disauto.localmesos.agent.health import validate_health_check
 from disauto.localmesos.master import allocator as alloc
+from disauto.localmesos.master import validation
 from disauto.localmesos.master.records import AgentRecord
 from disauto.localmesos.master.records import ExecutorRecord
 from disauto.localmesos.master.records import FrameworkRecord
 from disauto.localmesos.master.records import TaskRecord
-from disauto.localmesos.master.records import duration_seconds
 from disauto.localmesos.master.records import mesos_resources_str
 from disauto.localmesos.master.records import resources_of
+from disauto.localmesos.protocol.messages import duration_seconds
+from disauto.localmesos.protocol.validation import validate_health_check
 
 
 logger = logging.getLogger("disauto.localmesos.master")

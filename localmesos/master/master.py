@@ -64,8 +64,8 @@ from disauto.localmesos.master.records import FrameworkRecord
 from disauto.localmesos.master.records import OfferRecord
 from disauto.localmesos.master.subscriptions import Subscriptions
 from disauto.localmesos.master.tasks import TaskBookkeeping
+from disauto.localmesos.protocol.protojson import CallError
 from disauto.localmesos.protocol.recordio import EventObserver
-from disauto.localmesos.validation import CallError
 
 
 logger = logging.getLogger(__name__)

@@ -194,13 +194,3 @@ def mesos_resources_str(resources: Resources) -> str:
 def resources_of(items: Iterable[Mapping[str, Any]]) -> Resources:
     """Task/executor resources, ignoring roles and allocation info (all unreserved here)."""
     return Resources.from_json(items)
-
-
-def duration_seconds(duration: Any) -> float | None:
-    """A Mesos ``DurationInfo`` (``{"nanoseconds": N}``) in seconds, if well formed."""
-    if not isinstance(duration, Mapping) or duration.get("nanoseconds") is None:
-        return None
-    try:
-        return float(duration["nanoseconds"]) / 1e9
-    except (TypeError, ValueError):
-        return None

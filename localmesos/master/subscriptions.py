@@ -22,8 +22,8 @@ import socket
 import time
 from typing import Any
 
-from disauto.localmesos import validation
 from disauto.localmesos.master import offer_constraints
+from disauto.localmesos.master import validation
 from disauto.localmesos.master.records import MASTER_CAPABILITIES
 from disauto.localmesos.master.records import MAX_TIMER
 from disauto.localmesos.master.records import MESOS_VERSION

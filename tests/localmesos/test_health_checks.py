@@ -17,7 +17,7 @@ import pytest
 
 from disauto.localmesos.agent.health import HealthCheck
 from disauto.localmesos.agent.health import HealthChecker
-from disauto.localmesos.agent.health import validate_health_check
+from disauto.localmesos.protocol.validation import validate_health_check
 from tests.localmesos.cluster_support import Drivers
 from tests.localmesos.cluster_support import RawFramework
 from tests.localmesos.cluster_support import RecordingScheduler

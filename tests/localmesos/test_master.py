@@ -11,7 +11,7 @@ from disauto.localmesos.agent.agent import AgentConfig
 from disauto.localmesos.master.calls import _BODY_HANDLERS
 from disauto.localmesos.master.calls import _HANDLERS
 from disauto.localmesos.master.master import Master
-from disauto.localmesos.validation import CALL_TYPES
+from disauto.localmesos.master.validation import CALL_TYPES
 from tests.localmesos.cluster_support import RawFramework
 from tests.localmesos.cluster_support import command_task
 from tests.localmesos.cluster_support import framework_state

@@ -19,8 +19,8 @@ import pytest
 from disauto.localmesos.agent.agent import AgentConfig
 from disauto.localmesos.master.offer_constraints import ConstraintsError
 from disauto.localmesos.master.offer_constraints import compile_constraints
-from disauto.localmesos.validation import CallError
-from disauto.localmesos.validation import parse_call
+from disauto.localmesos.master.validation import parse_call
+from disauto.localmesos.protocol.protojson import CallError
 from tests.localmesos.cluster_support import Drivers
 from tests.localmesos.cluster_support import RawFramework
 from tests.localmesos.cluster_support import RecordingScheduler

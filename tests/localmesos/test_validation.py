@@ -9,16 +9,16 @@ import uuid
 
 import pytest
 
-from disauto.localmesos.validation import MAX_NESTING
-from disauto.localmesos.validation import CallError
-from disauto.localmesos.validation import convert
-from disauto.localmesos.validation import framework_roles
-from disauto.localmesos.validation import parse_call
-from disauto.localmesos.validation import valid_uuid
-from disauto.localmesos.validation import validate_framework_info
-from disauto.localmesos.validation import validate_id
-from disauto.localmesos.validation import validate_role
-from disauto.localmesos.validation import validate_task_id
+from disauto.localmesos.master.validation import framework_roles
+from disauto.localmesos.master.validation import parse_call
+from disauto.localmesos.master.validation import validate_framework_info
+from disauto.localmesos.master.validation import validate_role
+from disauto.localmesos.master.validation import validate_task_id
+from disauto.localmesos.protocol.protojson import MAX_NESTING
+from disauto.localmesos.protocol.protojson import CallError
+from disauto.localmesos.protocol.protojson import convert
+from disauto.localmesos.protocol.validation import valid_uuid
+from disauto.localmesos.protocol.validation import validate_id
 
 
 FW = {"value": "M-0000"}

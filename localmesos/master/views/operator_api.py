@@ -31,8 +31,8 @@ from disauto.localmesos.master.views import state
 from disauto.localmesos.protocol.media_types import APPLICATION_JSON
 from disauto.localmesos.protocol.media_types import JSON_ONLY_ACCEPT
 from disauto.localmesos.protocol.media_types import JSON_ONLY_CONTENT_TYPE
-from disauto.localmesos.validation import CallError
-from disauto.localmesos.validation import decode_json
+from disauto.localmesos.protocol.protojson import CallError
+from disauto.localmesos.protocol.protojson import decode_json
 
 
 if TYPE_CHECKING:
