@@ -52,9 +52,9 @@ from disauto.common.logrotate import DEFAULT_SANDBOX_LOGGING
 from disauto.common.logrotate import SandboxLogging
 from disauto.common.resources import Resources
 from disauto.localmesos.agent import sandbox as sandbox_mod
-from disauto.localmesos.agent.executors import EXECUTOR_HEARTBEAT_INTERVAL
+from disauto.localmesos.agent.executor_run import EXECUTOR_HEARTBEAT_INTERVAL
+from disauto.localmesos.agent.executor_run import ExecutorRun
 from disauto.localmesos.agent.executors import ExecutorHost
-from disauto.localmesos.agent.executors import ExecutorRun
 from disauto.localmesos.agent.launch import AgentTask
 from disauto.localmesos.agent.launch import TaskLauncher
 from disauto.localmesos.agent.status_updates import TERMINAL_STATES
