@@ -34,7 +34,7 @@ from typing import Any
 
 from pymesos import MesosSchedulerDriver
 
-from disauto.localmesos.agent.agent import AgentConfig
+from disauto.localmesos.agent.config import AgentConfig
 from disauto.localmesos.cluster import ClusterConfig
 from disauto.localmesos.cluster import LocalCluster
 from disauto.localmesos.master.views.state import format_duration

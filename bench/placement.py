@@ -32,7 +32,7 @@ from typing import Any
 
 from bench.jobs import kill_all
 from bench.jobs import wait_all
-from disauto.localmesos.agent.agent import AgentConfig
+from disauto.localmesos.agent.config import AgentConfig
 from disauto.localmesos.cluster import ClusterConfig
 from disauto.localmesos.cluster import LocalCluster
 from disauto.localmesos.containerizer.cpu_quota import CpuQuotaError

@@ -34,7 +34,7 @@ from typing import Any
 from disauto.common.logrotate import DEFAULT_SANDBOX_LOGGING
 from disauto.common.logrotate import SandboxLogging
 from disauto.localmesos.agent.agent import Agent
-from disauto.localmesos.agent.agent import AgentConfig
+from disauto.localmesos.agent.config import AgentConfig
 from disauto.localmesos.containerizer import cpu_quota
 from disauto.localmesos.containerizer.gpus import split_devices
 from disauto.localmesos.http.server import HttpServer

@@ -12,7 +12,7 @@ from disauto.framework.slots import EXECUTOR_CPUS
 from disauto.framework.slots import EXECUTOR_MEM_MB
 from disauto.framework.slots import carved
 from disauto.framework.spec import JobConfig
-from disauto.localmesos.agent.agent import default_mem_mb
+from disauto.localmesos.agent.config import default_mem_mb
 from disauto.localmesos.cluster import ClusterConfig
 from disauto.localmesos.cluster import LocalCluster
 from disauto.localmesos.containerizer import docker as docker_mod

@@ -24,8 +24,8 @@ import pytest
 from disauto.common.resources import Resources
 from disauto.localmesos.agent import sandbox as files
 from disauto.localmesos.agent.agent import Agent
-from disauto.localmesos.agent.agent import AgentConfig
-from disauto.localmesos.agent.agent import default_disk_mb
+from disauto.localmesos.agent.config import AgentConfig
+from disauto.localmesos.agent.config import default_disk_mb
 from disauto.localmesos.agent.sandbox import latest_virtual_path
 from tests.localmesos.cluster_support import wait_until
 from tests.localmesos.web_support import serving

@@ -23,7 +23,7 @@ from disauto.common.resources import Resources
 from disauto.framework.containers import container_info
 from disauto.framework.tasks import trial_task
 from disauto.localmesos.agent.agent import Agent
-from disauto.localmesos.agent.agent import AgentConfig
+from disauto.localmesos.agent.config import AgentConfig
 from disauto.localmesos.containerizer import docker as docker_mod
 from disauto.localmesos.containerizer.command import TaskIds
 from disauto.localmesos.containerizer.docker import SANDBOX_PATH
@@ -447,7 +447,8 @@ def test_a_gpu_container_on_an_engine_without_the_nvidia_runtime_fails_and_frees
 AGENT_PROCESS = r"""
 import sys, time
 from pathlib import Path
-from disauto.localmesos.agent.agent import Agent, AgentConfig
+from disauto.localmesos.agent.agent import Agent
+from disauto.localmesos.agent.config import AgentConfig
 from disauto.common.resources import Resources
 
 def send(status):

@@ -18,7 +18,7 @@ import time
 
 import pytest
 
-from disauto.localmesos.agent.agent import AgentConfig
+from disauto.localmesos.agent.config import AgentConfig
 from disauto.localmesos.cli import UsageError
 from disauto.localmesos.cli import build_parser
 from disauto.localmesos.cli import config_from_args

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from disauto.localmesos.agent.agent import AgentConfig
+from disauto.localmesos.agent.config import AgentConfig
 from disauto.localmesos.master.calls import _BODY_HANDLERS
 from disauto.localmesos.master.calls import _HANDLERS
 from disauto.localmesos.master.master import Master

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from disauto.localmesos.agent.agent import AgentConfig
+from disauto.localmesos.agent.config import AgentConfig
 from disauto.localmesos.master.offer_constraints import ConstraintsError
 from disauto.localmesos.master.offer_constraints import compile_constraints
 from disauto.localmesos.master.validation import parse_call

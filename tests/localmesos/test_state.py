@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from disauto.localmesos.agent.agent import AgentConfig
+from disauto.localmesos.agent.config import AgentConfig
 from disauto.localmesos.master.views.state import format_duration
 from tests.localmesos.cluster_support import RawFramework
 from tests.localmesos.cluster_support import command_task
