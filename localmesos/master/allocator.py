@@ -204,6 +204,76 @@ def is_allocatable(available: Resources, minimums: Sequence[Resources]) -> bool:
     return any(available.contains(minimum) for minimum in minimums)
 
 
+class _Shares:
+    """The allocations of one run, as the DRF sorters hold them, updated with each grant.
+
+    A role's allocation counts every framework in it, including ones not asking for offers.
+    """
+
+    def __init__(self, frameworks: Sequence[FrameworkCandidate], total: Resources,
+                 weights: Mapping[str, float], excluded: tuple[str, ...]) -> None:
+        self._total = total
+        self._weights = weights
+        self._excluded = excluded
+        self._fw_alloc: dict[tuple[str, str], Resources] = {}
+        self._members: dict[str, list[FrameworkCandidate]] = {}
+        self._counts: dict[str, int] = {}
+        for fw in frameworks:
+            self._counts[fw.framework_id] = fw.allocation_count
+            for role in fw.roles:
+                self._fw_alloc[(fw.framework_id, role)] = fw.allocations.get(role, Resources())
+                self._members.setdefault(role, []).append(fw)
+        self._role_alloc: dict[str, Resources] = {role: Resources() for role in self._members}
+        for fw in frameworks:
+            for role, allocation in fw.allocations.items():
+                if role in self._role_alloc:
+                    self._role_alloc[role] = self._role_alloc[role] + allocation
+        self._role_counts: dict[str, int] = {role: 0 for role in self._members}
+
+    def roles(self) -> list[str]:
+        """The roles, lowest weighted DRF share first (ties: fewer grants, then the name)."""
+        return sorted(self._members, key=lambda r: (
+            drf_share(self._role_alloc[r], self._total, self._weights.get(r, 1.0),
+                      self._excluded),
+            self._role_counts[r],
+            r,
+        ))
+
+    def members(self, role: str) -> list[FrameworkCandidate]:
+        """The role's frameworks, lowest DRF share in the role first (ties: fewer grants, then
+        the id)."""
+        return sorted(self._members[role], key=lambda fw: (
+            drf_share(self._fw_alloc[(fw.framework_id, role)], self._total, 1.0, self._excluded),
+            self._counts[fw.framework_id],
+            fw.framework_id,
+        ))
+
+    def grant(self, fw: FrameworkCandidate, role: str, resources: Resources) -> None:
+        """Count a grant of ``resources`` to ``fw`` in ``role``."""
+        key = (fw.framework_id, role)
+        self._fw_alloc[key] = self._fw_alloc[key] + resources
+        self._role_alloc[role] = self._role_alloc[role] + resources
+        self._counts[fw.framework_id] += 1
+        self._role_counts[role] += 1
+
+
+def _choose(
+    agent: AgentCandidate,
+    shares: _Shares,
+    is_filtered: Callable[[str, str, str, Resources], bool],
+) -> tuple[FrameworkCandidate, str] | None:
+    """The first (framework, role) in DRF order that may take everything available on
+    ``agent``: GPU agents only for GPU-capable frameworks, and no refusal filter holding it."""
+    for role in shares.roles():
+        for fw in shares.members(role):
+            if agent.has_gpus and not fw.gpu_capable:
+                continue
+            if is_filtered(fw.framework_id, role, agent.agent_id, agent.available):
+                continue
+            return fw, role
+    return None
+
+
 def allocate(
     agents: Sequence[AgentCandidate],
     frameworks: Sequence[FrameworkCandidate],
@@ -231,66 +301,19 @@ def allocate(
         The grants, at most one per agent, in the order they were decided.
     """
     rng = rng or random.Random()
-    weights = weights or {}
-    excluded = tuple(excluded_names)
     order = list(agents)
     rng.shuffle(order)
-
-    # Mutable copies of the allocations: they change as grants are made.
-    fw_alloc: dict[tuple[str, str], Resources] = {}
-    role_members: dict[str, list[FrameworkCandidate]] = {}
-    counts: dict[str, int] = {}
-    for fw in frameworks:
-        counts[fw.framework_id] = fw.allocation_count
-        for role in fw.roles:
-            fw_alloc[(fw.framework_id, role)] = fw.allocations.get(role, Resources())
-            role_members.setdefault(role, []).append(fw)
-    # A role's allocation counts every framework in it, including ones not asking for offers.
-    role_alloc: dict[str, Resources] = {role: Resources() for role in role_members}
-    for fw in frameworks:
-        for role, allocation in fw.allocations.items():
-            if role in role_alloc:
-                role_alloc[role] = role_alloc[role] + allocation
-    role_counts: dict[str, int] = {role: 0 for role in role_members}
-
+    shares = _Shares(frameworks, total, weights or {}, tuple(excluded_names))
     grants: list[Grant] = []
     for agent in order:
-        available = agent.available
-        if not is_allocatable(available, min_allocatable):
+        if not is_allocatable(agent.available, min_allocatable):
             continue
-        roles = sorted(
-            role_members,
-            key=lambda r: (
-                drf_share(role_alloc[r], total, weights.get(r, 1.0), excluded),
-                role_counts[r],
-                r,
-            ),
-        )
-        chosen: tuple[FrameworkCandidate, str] | None = None
-        for role in roles:
-
-            def fairness(fw: FrameworkCandidate, role: str = role) -> tuple[float, int, str]:
-                share = drf_share(fw_alloc[(fw.framework_id, role)], total, 1.0, excluded)
-                return (share, counts[fw.framework_id], fw.framework_id)
-
-            members = sorted(role_members[role], key=fairness)
-            for fw in members:
-                if agent.has_gpus and not fw.gpu_capable:
-                    continue
-                if is_filtered(fw.framework_id, role, agent.agent_id, available):
-                    continue
-                chosen = (fw, role)
-                break
-            if chosen is not None:
-                break
+        chosen = _choose(agent, shares, is_filtered)
         if chosen is None:
             continue
         fw, role = chosen
-        grants.append(Grant(fw.framework_id, role, agent.agent_id, available))
-        fw_alloc[(fw.framework_id, role)] = fw_alloc[(fw.framework_id, role)] + available
-        role_alloc[role] = role_alloc[role] + available
-        counts[fw.framework_id] += 1
-        role_counts[role] += 1
+        grants.append(Grant(fw.framework_id, role, agent.agent_id, agent.available))
+        shares.grant(fw, role, agent.available)
     return grants
 
 
