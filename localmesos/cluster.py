@@ -290,31 +290,11 @@ class LocalCluster:
         config = self.config
         agent_configs = config.agent_list()  # validate before anything starts
         try:
-            if config.work_dir is None:
-                self._work_dir = Path(tempfile.mkdtemp(prefix="localmesos-"))
-                self._own_work_dir = True
-            else:
-                self._work_dir = Path(config.work_dir)
-                self._work_dir.mkdir(parents=True, exist_ok=True)
+            self._work_dir = self._make_work_dir()
             if config.reap_on_exit:  # the tasks die with this process, however it dies
                 self._reaper = Reaper(self._work_dir)
                 self._reaper.start()
-            self._master = Master(
-                hostname=config.host,
-                allocation_interval=config.allocation_interval,
-                heartbeat_interval=config.heartbeat_interval,
-                weights=config.weights,
-                max_completed_frameworks=config.max_completed_frameworks,
-                max_completed_tasks_per_framework=config.max_completed_tasks_per_framework,
-                max_failover_timeout=config.max_failover_timeout,
-                offer_timeout=config.offer_timeout,
-                authenticate=config.credentials is not None,
-                flags={
-                    "work_dir": str(self._work_dir),
-                    "heartbeat_interval": format_duration(config.heartbeat_interval),
-                    "http_framework_authenticators": "basic",
-                },
-            )
+            self._master = self._make_master(self._work_dir)
             self._http = HttpServer(
                 self._master,
                 host=config.host,
@@ -339,6 +319,34 @@ class LocalCluster:
             self.address, len(self._agents), self._work_dir,
         )
         return self
+
+    def _make_work_dir(self) -> Path:
+        """The configured work dir (created), or a temporary one removed on stop."""
+        if self.config.work_dir is None:
+            self._own_work_dir = True
+            return Path(tempfile.mkdtemp(prefix="localmesos-"))
+        work_dir = Path(self.config.work_dir)
+        work_dir.mkdir(parents=True, exist_ok=True)
+        return work_dir
+
+    def _make_master(self, work_dir: Path) -> Master:
+        config = self.config
+        return Master(
+            hostname=config.host,
+            allocation_interval=config.allocation_interval,
+            heartbeat_interval=config.heartbeat_interval,
+            weights=config.weights,
+            max_completed_frameworks=config.max_completed_frameworks,
+            max_completed_tasks_per_framework=config.max_completed_tasks_per_framework,
+            max_failover_timeout=config.max_failover_timeout,
+            offer_timeout=config.offer_timeout,
+            authenticate=config.credentials is not None,
+            flags={
+                "work_dir": str(work_dir),
+                "heartbeat_interval": format_duration(config.heartbeat_interval),
+                "http_framework_authenticators": "basic",
+            },
+        )
 
     def add_agent(self, config: AgentConfig | None = None) -> Agent:
         """Start one more agent and register it (an allocation runs for it at once).

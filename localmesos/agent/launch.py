@@ -39,6 +39,7 @@ from disauto.localmesos.containerizer.command import TaskIds
 from disauto.localmesos.containerizer.cpu_quota import CpuQuotaError
 from disauto.localmesos.containerizer.docker import ContainerError
 from disauto.localmesos.containerizer.docker import ContainerProcess
+from disauto.localmesos.containerizer.request import ContainerRequest
 from disauto.localmesos.protocol.messages import duration_seconds
 
 
@@ -305,23 +306,8 @@ class TaskLauncher:
     ) -> None:
         """Run a container task through the Docker engine
         (:mod:`localmesos.containerizer.docker`)."""
-        try:
-            run_as = self._run_as(task, command)
-            request = docker_mod.build_request(
-                info=task.info,
-                container=container,
-                command=command,
-                sandbox=sandbox,
-                ids=self._ids(task),
-                container_id=task.container_id,
-                resources=resources,
-                gpus=task.gpus,
-                run_as=run_as,
-                stop_grace=task.kill_grace,
-                extra_labels=self._containers.labels,
-            )
-        except (ContainerError, LaunchError) as exc:
-            self._fail(task, str(exc), "REASON_CONTAINER_LAUNCH_FAILED")
+        request = self._container_request(task, container, command, sandbox, resources)
+        if request is None:
             return
         self._emit(task, "TASK_STARTING")
         with self._lock:
@@ -357,6 +343,33 @@ class TaskLauncher:
             else "REASON_COMMAND_EXECUTOR_FAILED"
         )
         self._finish(task, result.status == 0, docker_mod.describe_exit(result), reason)
+
+    def _container_request(
+        self,
+        task: AgentTask,
+        container: Mapping[str, Any],
+        command: Mapping[str, Any],
+        sandbox: Path,
+        resources: Resources,
+    ) -> ContainerRequest | None:
+        """What the engine is asked for; None, the task failed, when the task cannot say."""
+        try:
+            return docker_mod.build_request(
+                info=task.info,
+                container=container,
+                command=command,
+                sandbox=sandbox,
+                ids=self._ids(task),
+                container_id=task.container_id,
+                resources=resources,
+                gpus=task.gpus,
+                run_as=self._run_as(task, command),
+                stop_grace=task.kill_grace,
+                extra_labels=self._containers.labels,
+            )
+        except (ContainerError, LaunchError) as exc:
+            self._fail(task, str(exc), "REASON_CONTAINER_LAUNCH_FAILED")
+            return None
 
     def _assign_gpus(self, task: AgentTask, wanted: float) -> bool:
         """Give the task ``wanted`` GPUs from the free pool; fail it (``False``) if impossible."""

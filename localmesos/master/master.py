@@ -136,6 +136,11 @@ class Master(Subscriptions, LaunchCalls, SchedulerCalls, TaskBookkeeping, OfferM
         self._next_offer = 0
         self._next_agent = 0
         self._removed_ids: set[str] = set()
+        self._init_loops(allocation_interval, offer_timeout)
+
+    def _init_loops(self, allocation_interval: float, offer_timeout: float | None) -> None:
+        """The allocation loop, the failover timers' thread, the offer timeouts and the
+        allocation and event counters (nothing runs before :meth:`start`)."""
         self._loop = alloc.AllocationLoop(self._allocate, allocation_interval)
         self._timer_cond = threading.Condition(self.lock)
         self._timer_thread = threading.Thread(
