@@ -29,18 +29,18 @@ from disauto.localmesos.containerizer.command import TaskIds
 from disauto.localmesos.containerizer.docker import SANDBOX_PATH
 from disauto.localmesos.containerizer.docker import DockerContainerizer
 from disauto.localmesos.containerizer.docker import build_request
+from tests.localmesos.agent_support import FID
+from tests.localmesos.agent_support import FW
+from tests.localmesos.agent_support import Master
+from tests.localmesos.agent_support import make_agent
+from tests.localmesos.agent_support import task
 from tests.localmesos.cluster_support import wait_until
-from tests.localmesos.test_agent import FID
-from tests.localmesos.test_agent import FW
-from tests.localmesos.test_agent import Master
-from tests.localmesos.test_agent import make_agent
-from tests.localmesos.test_agent import task
 
 
 pytestmark = pytest.mark.integration  # starts processes or servers
 
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 MB = 1024 * 1024
 
 

@@ -1,4 +1,5 @@
-"""Call parsing and validation: stout's JSON→proto conversion and Mesos' call validation."""
+"""Scheduler call parsing and validation: stout's JSON→proto conversion of a ``Call`` and Mesos'
+call validation; roles, task IDs and FrameworkInfo."""
 
 from __future__ import annotations
 
@@ -16,9 +17,6 @@ from disauto.localmesos.master.validation import validate_role
 from disauto.localmesos.master.validation import validate_task_id
 from disauto.localmesos.protocol.protojson import MAX_NESTING
 from disauto.localmesos.protocol.protojson import CallError
-from disauto.localmesos.protocol.protojson import convert
-from disauto.localmesos.protocol.validation import valid_uuid
-from disauto.localmesos.protocol.validation import validate_id
 
 
 FW = {"value": "M-0000"}
@@ -280,28 +278,6 @@ def test_principal_must_match_framework_info() -> None:
     assert parse_call(body, principal="bob")["type"] == "SUBSCRIBE"
 
 
-def test_convert_other_messages() -> None:
-    assert convert("Filters", {}) == {"refuse_seconds": 5.0}
-    with pytest.raises(ValueError, match="Missing required fields: value"):
-        convert("ID", {})
-
-
-@pytest.mark.parametrize(
-    ("value", "error"),
-    [
-        ("ok-1.2_x", None),
-        ("", "ID must not be empty"),
-        (".", "'.' is disallowed"),
-        ("a/b", "contains invalid characters"),
-        ("tab\there", "contains invalid characters"),
-        ("x" * 256, "must not be greater than 255"),
-    ],
-)
-def test_validate_id(value: str, error: str | None) -> None:
-    result = validate_id(value)
-    assert (result is None) if error is None else (error in (result or ""))
-
-
 def test_validate_task_id_messages() -> None:
     assert validate_task_id("fine") is None
     assert validate_task_id("a/b") == "TaskID 'a/b' contains invalid characters"
@@ -331,8 +307,3 @@ def test_framework_info_roles_need_multi_role() -> None:
     assert "failover_timeout" in str(validate_framework_info(dict(base, failover_timeout=1e300)))
     assert framework_roles(dict(multi, roles=["a", "b"])) == ["a", "b"]
     assert framework_roles(base) == ["*"]
-
-
-def test_valid_uuid() -> None:
-    assert valid_uuid(UUID)
-    assert not valid_uuid("YWJj") and not valid_uuid("!!")

@@ -1,7 +1,7 @@
 """The embedded agent end to end: real sandboxes, real fetches, real processes, real retries.
 
-``Master`` below is the agent's whole view of the master: the ``send_update`` callback (and,
-when asked to, the acknowledgement a framework would send back).
+``Master`` (:mod:`tests.localmesos.agent_support`) is the agent's whole view of the master: the
+``send_update`` callback (and, when asked to, the acknowledgement a framework would send back).
 """
 
 from __future__ import annotations
@@ -27,88 +27,16 @@ from disauto.localmesos.agent.agent import Agent
 from disauto.localmesos.agent.config import AgentConfig
 from disauto.localmesos.agent.config import default_disk_mb
 from disauto.localmesos.agent.sandbox import latest_virtual_path
+from tests.localmesos.agent_support import FID
+from tests.localmesos.agent_support import FW
+from tests.localmesos.agent_support import Master
+from tests.localmesos.agent_support import make_agent
+from tests.localmesos.agent_support import task
 from tests.localmesos.cluster_support import wait_until
 from tests.localmesos.web_support import serving
 
 
 pytestmark = pytest.mark.integration  # starts processes or servers
-
-
-FW = {"id": {"value": "M-0000"}, "user": pwd.getpwuid(os.geteuid()).pw_name, "name": "test"}
-FID = "M-0000"
-
-
-class Master:
-    """Records every update the agent sends; acknowledges them when ``auto_ack``."""
-
-    def __init__(self, auto_ack: bool = True) -> None:
-        self.auto_ack = auto_ack
-        self.agent: Agent | None = None
-        self.updates: list[dict[str, Any]] = []
-        self.cond = threading.Condition()
-
-    def __call__(self, status: dict[str, Any]) -> None:
-        with self.cond:
-            self.updates.append(status)
-            self.cond.notify_all()
-        if self.auto_ack and self.agent is not None:
-            self.agent.acknowledge(status["framework_id"]["value"], tid(status), status["uuid"])
-
-    def of(self, task_id: str) -> list[dict[str, Any]]:
-        with self.cond:
-            return [u for u in self.updates if tid(u) == task_id]
-
-    def states(self, task_id: str) -> list[str]:
-        return [u["state"] for u in self.of(task_id)]
-
-    def wait(self, task_id: str, state: str, timeout: float = 5.0) -> dict[str, Any]:
-        deadline = time.monotonic() + timeout
-        with self.cond:
-            while True:
-                for update in self.updates:
-                    if tid(update) == task_id and update["state"] == state:
-                        return update
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    raise AssertionError(
-                        f"{task_id} never reached {state}: {self.states_locked(task_id)}"
-                    )
-                self.cond.wait(left)
-
-    def states_locked(self, task_id: str) -> list[str]:
-        return [u["state"] for u in self.updates if tid(u) == task_id]
-
-
-def tid(status: dict[str, Any]) -> str:
-    return status["task_id"]["value"]
-
-
-def task(task_id: str, command: str | dict[str, Any], **extra: Any) -> dict[str, Any]:
-    info: dict[str, Any] = {
-        "name": task_id,
-        "task_id": {"value": task_id},
-        "agent_id": {"value": "M-S0"},
-        "resources": Resources({"cpus": 0.1, "mem": 32}).to_json(),
-        "command": {"value": command} if isinstance(command, str) else command,
-    }
-    info.update(extra)
-    return info
-
-
-def make_agent(tmp_path: Path, master: Master, **kwargs: Any) -> Agent:
-    config = kwargs.pop("config", AgentConfig(cpus=2, mem_mb=1024, disk_mb=1024))
-    agent = Agent(
-        "M-S0",
-        config,
-        tmp_path / "work",
-        master,
-        retry_interval=kwargs.pop("retry_interval", 5.0),
-        retry_interval_max=kwargs.pop("retry_interval_max", 10.0),
-        master_endpoint="127.0.0.1:5050",
-        **kwargs,
-    )
-    master.agent = agent
-    return agent
 
 
 @pytest.fixture
