@@ -19,7 +19,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from disauto.localmesos import webui
 from disauto.localmesos.http.agent_routes import AgentRoutes
 from disauto.localmesos.http.files_routes import FilesRoutes
 from disauto.localmesos.http.master_routes import MasterRoutes
@@ -30,6 +29,7 @@ from disauto.localmesos.http.messages import method_not_allowed
 from disauto.localmesos.http.messages import text
 from disauto.localmesos.master.master import Master
 from disauto.localmesos.protocol.recordio import Subscription
+from disauto.localmesos.webui import static_file
 
 
 #: Prefixes of the paths that take ``GET``/``HEAD`` only (405 for another method).
@@ -73,7 +73,7 @@ class Router:
     @staticmethod
     def _webui(path: str) -> Response:
         """A file of the web UI (:data:`localmesos.webui.FILES`), or 404."""
-        page = webui.static_file(path)
+        page = static_file(path)
         if page is None:
             return text(404)
         body, content_type = page
