@@ -56,8 +56,9 @@ class ClusterConfig:
         mem_mb: memory of each agent in MB (default: Mesos' detection).
         disk_mb: disk of each agent in MB (default: Mesos' detection).
         gpus: GPUs of each agent (indices ``0..gpus-1``).
-        gpu_devices: the machine's GPU indices (see :func:`localmesos.gpus.discover_gpus`),
-            split into disjoint slices between the agents; when set, ``gpus`` is not used.
+        gpu_devices: the machine's GPU indices (see
+            :func:`localmesos.containerizer.gpus.discover_gpus`), split into disjoint slices
+            between the agents; when set, ``gpus`` is not used.
         ports: port ranges of each agent (before ``split_ports``).
         attributes: attributes of each agent (text or scalar values).
         agent_configs: one :class:`AgentConfig` per agent, for heterogeneous clusters; when

@@ -177,7 +177,7 @@ def parse_call(body: bytes) -> dict[str, Any]:
 
 
 class ExecutorAgent(Protocol):
-    """What the executor API needs of an agent (:class:`localmesos.agent.Agent`)."""
+    """What the executor API needs of an agent (:class:`localmesos.agent.agent.Agent`)."""
 
     def knows_executor(self, framework_id: str, executor_id: str) -> bool: ...
 

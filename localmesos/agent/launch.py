@@ -2,7 +2,7 @@
 a process group (:mod:`localmesos.containerizer.command`) or a container
 (:mod:`localmesos.containerizer.docker`), and how it ended.
 
-A mixin of :class:`localmesos.agent.Agent`; each task runs on a thread of its own.
+A mixin of :class:`localmesos.agent.agent.Agent`; each task runs on a thread of its own.
 """
 
 from __future__ import annotations
@@ -76,7 +76,7 @@ class _Abandon(Exception):
 
 
 class TaskLauncher:
-    """Runs one task's steps (part of :class:`localmesos.agent.Agent`)."""
+    """Runs one task's steps (part of :class:`localmesos.agent.agent.Agent`)."""
 
     _sandbox_logging: SandboxLogging | None
     """The caps of the sandbox's ``stdout``/``stderr`` (None: uncapped, written directly)."""
@@ -169,7 +169,7 @@ class TaskLauncher:
     @staticmethod
     def _run_as(task: AgentTask, command: Mapping[str, Any]) -> RunAs | None:
         """Whom a task runs as: its command's user, else its framework's (``None``: the
-        agent's own user; see :func:`localmesos.executor.resolve_user`).
+        agent's own user; see :func:`localmesos.containerizer.command.resolve_user`).
 
         Raises:
             LaunchError: the agent is root and the user does not exist.

@@ -60,7 +60,7 @@ class AgentViews:
         return entry[1] if entry else None
 
     def file_roots(self) -> dict[str, Path]:
-        """Virtual path -> sandbox, for :func:`localmesos.sandbox.browse`/``read``.
+        """Virtual path -> sandbox, for :func:`localmesos.agent.sandbox.browse`/``read``.
 
         Every sandbox is served under its real path and under Mesos'
         ``/slaves/<agent>/frameworks/<fw>/executors/<executor>/runs/latest``.

@@ -1,9 +1,9 @@
 """The embedded master's non-SUBSCRIBE scheduler calls: the dispatch table, one handler per
 call type, and the status updates the master makes itself (reconciliation, invalid tasks).
 
-A mixin of :class:`localmesos.master.Master`; it runs under the master's lock. Every call type
-of ``validation.CALL_TYPES`` but SUBSCRIBE and UNKNOWN has an entry in ``_HANDLERS``; UNKNOWN
-is answered 501 by ``_on_unknown``. ACCEPT's work is in :mod:`localmesos.master.launch`.
+A mixin of :class:`localmesos.master.master.Master`; it runs under the master's lock. Every
+call type of ``validation.CALL_TYPES`` but SUBSCRIBE and UNKNOWN has an entry in ``_HANDLERS``;
+UNKNOWN is answered 501 by ``_on_unknown``. ACCEPT's work is in :mod:`localmesos.master.launch`.
 """
 
 from __future__ import annotations

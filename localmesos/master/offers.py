@@ -1,6 +1,6 @@
 """The embedded master's allocation runs and the offers they make; agents' endpoints.
 
-A mixin of :class:`localmesos.master.Master`. ``_allocate`` runs on the allocation loop's
+A mixin of :class:`localmesos.master.master.Master`. ``_allocate`` runs on the allocation loop's
 thread and takes the master's lock for the whole run, so a run sees one consistent state;
 ``agent_state`` and ``file_roots`` call into agents and so do it outside the lock; the rest runs
 under it. An agent is offered at most once per run, all of what is free on it.

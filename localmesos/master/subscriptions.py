@@ -1,6 +1,6 @@
 """The embedded master's SUBSCRIBE, disconnections and failover timers.
 
-A mixin of :class:`localmesos.master.Master`. Invariants it keeps, under the master's lock:
+A mixin of :class:`localmesos.master.master.Master`. Invariants it keeps, under the master's lock:
 
 * A framework is ``connected`` exactly while ``subscription`` is its one open stream; a new
   SUBSCRIBE with its id fails the old stream over (ERROR "Framework failed over") first.

@@ -1,6 +1,6 @@
 """The embedded master's book-keeping of tasks, frameworks and offers as agents report.
 
-A mixin of :class:`localmesos.master.Master`. ``receive_status_update`` is called by agents
+A mixin of :class:`localmesos.master.master.Master`. ``receive_status_update`` is called by agents
 from any thread and takes the master's lock itself (asking the agent for the task's latest
 state before, never under it); everything else runs under the lock. A task's resources are
 recovered once, on its first terminal state; it leaves ``tasks`` only when that update is
