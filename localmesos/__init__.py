@@ -3,7 +3,7 @@
 Six rooms, split as apache/mesos splits its own: :mod:`~localmesos.master` (the master, its
 allocator and views), :mod:`~localmesos.agent` (the agent, its launch path and executor host),
 :mod:`~localmesos.containerizer` (processes and containers of tasks), :mod:`~localmesos.protocol`
-(what they all speak), :mod:`~localmesos.http` (the one HTTP server) and
+(what they all speak), :mod:`~localmesos.server` (the one HTTP server) and
 :mod:`~localmesos.webui` (the page's files). :mod:`~localmesos.cluster` puts them together, as
 ``da-cluster`` (:mod:`~localmesos.cli`) and ``--master local`` run it.
 

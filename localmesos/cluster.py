@@ -37,10 +37,10 @@ from disauto.localmesos.agent.agent import Agent
 from disauto.localmesos.agent.config import AgentConfig
 from disauto.localmesos.containerizer import cpu_quota
 from disauto.localmesos.containerizer.gpus import split_devices
-from disauto.localmesos.http.server import HttpServer
 from disauto.localmesos.master.master import Master
 from disauto.localmesos.master.views.state import format_duration
 from disauto.localmesos.reaper import Reaper
+from disauto.localmesos.server.server import HttpServer
 
 
 logger = logging.getLogger(__name__)

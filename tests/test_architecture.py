@@ -14,7 +14,7 @@ Inside ``localmesos`` the rooms keep to themselves (:data:`LOCALMESOS_ROOMS`): `
 (what every side speaks) imports no other room; ``containerizer`` only ``protocol``; the
 ``agent`` ``protocol`` and ``containerizer``; the ``master`` ``protocol`` alone, so the master
 never imports the agent or the containerizer and they never import the master: they meet only
-through ``protocol`` and the callbacks the cluster wires. The ``http`` server routes to the
+through ``protocol`` and the callbacks the cluster wires. The HTTP ``server`` routes to the
 master, the agents and the ``webui``. The top-level modules (``cluster``, ``cluster_process``,
 ``cli``, ``reaper``) put the cluster together and may import any room; no room imports them.
 
@@ -58,7 +58,7 @@ LOCALMESOS_ROOMS: dict[str, frozenset[str]] = {
     "agent": frozenset({"protocol", "containerizer"}),
     "master": frozenset({"protocol"}),
     "webui": frozenset(),
-    "http": frozenset({"protocol", "master", "agent", "webui"}),
+    "server": frozenset({"protocol", "master", "agent", "webui"}),
 }
 
 
@@ -225,7 +225,7 @@ def test_the_room_checker_sees_a_violation() -> None:
         ("disauto.localmesos.containerizer.docker", "disauto.localmesos.agent.launch"),
         ("disauto.localmesos.cluster", "disauto.localmesos.agent.agent"),
         ("disauto.localmesos.agent.agent", "disauto.localmesos.protocol.recordio"),
-        ("disauto.localmesos.http.routes", "disauto.localmesos.master.master"),
+        ("disauto.localmesos.server.routes", "disauto.localmesos.master.master"),
     ]:
         _check_room(importer, target, f"{importer} -> {target}", out)
     assert out == [

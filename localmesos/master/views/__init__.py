@@ -6,6 +6,6 @@ Each view reads the master's records under its lock and changes nothing: ``/mast
 (:mod:`~localmesos.master.views.endpoints`), ``/metrics/snapshot``
 (:mod:`~localmesos.master.views.metrics`), the flags (:mod:`~localmesos.master.views.flags`)
 and the operator API's read calls (:mod:`~localmesos.master.views.operator_api` over
-:mod:`~localmesos.master.views.operator_views`). The HTTP server (:mod:`localmesos.http`) serves
+:mod:`~localmesos.master.views.operator_views`). The HTTP server (:mod:`localmesos.server`) serves
 them.
 """

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from disauto.localmesos.cluster import LocalCluster
-from disauto.localmesos.http.master_routes import master_route
+from disauto.localmesos.server.master_routes import master_route
 from tests.localmesos.cluster_support import RawFramework
 from tests.localmesos.cluster_support import command_task
 from tests.localmesos.cluster_support import get_json

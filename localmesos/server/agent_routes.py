@@ -18,17 +18,17 @@ from __future__ import annotations
 import re
 
 from disauto.localmesos.agent import executor_api
-from disauto.localmesos.http.messages import Request
-from disauto.localmesos.http.messages import Response
-from disauto.localmesos.http.messages import accepts_json
-from disauto.localmesos.http.messages import json_response
-from disauto.localmesos.http.messages import method_not_allowed
-from disauto.localmesos.http.messages import refuse_unless_json_post
-from disauto.localmesos.http.messages import text
 from disauto.localmesos.master.master import Master
 from disauto.localmesos.protocol.media_types import JSON_ONLY_ACCEPT
 from disauto.localmesos.protocol.protojson import CallError
 from disauto.localmesos.protocol.recordio import Subscription
+from disauto.localmesos.server.messages import Request
+from disauto.localmesos.server.messages import Response
+from disauto.localmesos.server.messages import accepts_json
+from disauto.localmesos.server.messages import json_response
+from disauto.localmesos.server.messages import method_not_allowed
+from disauto.localmesos.server.messages import refuse_unless_json_post
+from disauto.localmesos.server.messages import text
 
 
 _EXECUTOR_PATH = re.compile(r"^(?:/slave\((\d+)\))?/api/v1/executor$")

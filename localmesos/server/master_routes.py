@@ -18,13 +18,6 @@ from collections.abc import Callable
 from collections.abc import Mapping
 from typing import Any
 
-from disauto.localmesos.http.messages import Request
-from disauto.localmesos.http.messages import Response
-from disauto.localmesos.http.messages import accepts_json
-from disauto.localmesos.http.messages import json_response
-from disauto.localmesos.http.messages import parse_basic_auth
-from disauto.localmesos.http.messages import refuse_unless_json_post
-from disauto.localmesos.http.messages import text
 from disauto.localmesos.master.master import Master
 from disauto.localmesos.master.validation import parse_call
 from disauto.localmesos.master.views import endpoints
@@ -34,6 +27,13 @@ from disauto.localmesos.master.views import state
 from disauto.localmesos.protocol.media_types import JSON_ONLY_ACCEPT
 from disauto.localmesos.protocol.protojson import CallError
 from disauto.localmesos.protocol.recordio import Subscription
+from disauto.localmesos.server.messages import Request
+from disauto.localmesos.server.messages import Response
+from disauto.localmesos.server.messages import accepts_json
+from disauto.localmesos.server.messages import json_response
+from disauto.localmesos.server.messages import parse_basic_auth
+from disauto.localmesos.server.messages import refuse_unless_json_post
+from disauto.localmesos.server.messages import text
 
 
 #: The realm Mesos uses for ``--authenticate_http_frameworks``.

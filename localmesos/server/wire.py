@@ -3,7 +3,7 @@
 :class:`RequestReader` reads a request line, headers and a body (``Content-Length`` or chunked,
 ``Expect: 100-continue`` answered) within a deadline and a body limit; a request that cannot be
 parsed is a :class:`BadRequest` with the status to answer. The writers send a complete
-:class:`~localmesos.http.messages.Response` (a file with exactly the size announced), and a
+:class:`~localmesos.server.messages.Response` (a file with exactly the size announced), and a
 :class:`~localmesos.protocol.recordio.Subscription` as chunked RecordIO until either side ends
 it, as a Mesos master streams events (``Mesos-Stream-Id`` unless the stream is an executor's).
 """
@@ -19,10 +19,10 @@ import time
 from urllib.parse import parse_qs
 from urllib.parse import urlsplit
 
-from disauto.localmesos.http.messages import Request
-from disauto.localmesos.http.messages import Response
 from disauto.localmesos.protocol.media_types import APPLICATION_JSON
 from disauto.localmesos.protocol.recordio import Subscription
+from disauto.localmesos.server.messages import Request
+from disauto.localmesos.server.messages import Response
 
 
 REASONS = {

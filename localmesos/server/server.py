@@ -1,9 +1,9 @@
 """The embedded cluster's HTTP/1.1 server: one loopback port for the master, its agents and the
 web UI, as ``libprocess`` serves a master.
 
-What each path answers is :mod:`localmesos.http.routes` (the master's routes, the agents', the
+What each path answers is :mod:`localmesos.server.routes` (the master's routes, the agents', the
 sandboxes' ``/files`` and the web UI's); how a request is read and an answer written is
-:mod:`localmesos.http.wire`. This module holds the server itself: its socket, one thread per
+:mod:`localmesos.server.wire`. This module holds the server itself: its socket, one thread per
 connection, and the rules of a connection's life.
 
 Transport rules are a Mesos master's (Mesos' scheduler HTTP API documentation): SUBSCRIBE is
@@ -29,14 +29,14 @@ import threading
 import time
 from typing import cast
 
-from disauto.localmesos.http.messages import text
-from disauto.localmesos.http.routes import Router
-from disauto.localmesos.http.wire import BadRequest
-from disauto.localmesos.http.wire import RequestReader
-from disauto.localmesos.http.wire import write_response
-from disauto.localmesos.http.wire import write_stream
 from disauto.localmesos.master.master import Master
 from disauto.localmesos.protocol.recordio import Subscription
+from disauto.localmesos.server.messages import text
+from disauto.localmesos.server.routes import Router
+from disauto.localmesos.server.wire import BadRequest
+from disauto.localmesos.server.wire import RequestReader
+from disauto.localmesos.server.wire import write_response
+from disauto.localmesos.server.wire import write_stream
 
 
 logger = logging.getLogger(__name__)

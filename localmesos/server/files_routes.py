@@ -13,12 +13,12 @@ import mimetypes
 import os
 
 from disauto.localmesos.agent import sandbox
-from disauto.localmesos.http.messages import Request
-from disauto.localmesos.http.messages import Response
-from disauto.localmesos.http.messages import int_param
-from disauto.localmesos.http.messages import json_response
-from disauto.localmesos.http.messages import text
 from disauto.localmesos.master.master import Master
+from disauto.localmesos.server.messages import Request
+from disauto.localmesos.server.messages import Response
+from disauto.localmesos.server.messages import int_param
+from disauto.localmesos.server.messages import json_response
+from disauto.localmesos.server.messages import text
 
 
 class FilesRoutes:

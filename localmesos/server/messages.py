@@ -1,6 +1,6 @@
 """One HTTP request and its answer, and the header rules every route shares.
 
-:class:`Request` is what :mod:`localmesos.http.wire` parsed; a route answers a
+:class:`Request` is what :mod:`localmesos.server.wire` parsed; a route answers a
 :class:`Response` (or a :class:`~localmesos.protocol.recordio.Subscription` for an event
 stream). The helpers are libprocess' and Mesos' first checks of a v1 API call: the method, the
 ``Content-Type`` and ``Accept`` headers and HTTP Basic credentials.

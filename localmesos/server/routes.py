@@ -3,13 +3,13 @@
 In this order:
 
 1. The APIs, whatever the method (each refuses the methods it does not take): the scheduler and
-   operator APIs (:mod:`~localmesos.http.master_routes`), the executor API and an agent's
-   ``/monitor/statistics`` (:mod:`~localmesos.http.agent_routes`).
+   operator APIs (:mod:`~localmesos.server.master_routes`), the executor API and an agent's
+   ``/monitor/statistics`` (:mod:`~localmesos.server.agent_routes`).
 2. Any other method than ``GET``/``HEAD``: 405 on a path of the master's, the metrics, the
    files or the web UI; 404 elsewhere.
 3. The read-only endpoints: the master's (``/version``, ``/metrics/snapshot``,
    ``/master/state``...), an agent's ``/slave(N)/state``, the sandboxes' ``/files/*``
-   (:mod:`~localmesos.http.files_routes`).
+   (:mod:`~localmesos.server.files_routes`).
 4. The web UI: ``GET /`` and ``/static/*``, the files of :mod:`localmesos.webui`
    (``webui.FILES`` lists what is served, and where).
 5. 404.
@@ -19,16 +19,16 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from disauto.localmesos.http.agent_routes import AgentRoutes
-from disauto.localmesos.http.files_routes import FilesRoutes
-from disauto.localmesos.http.master_routes import MasterRoutes
-from disauto.localmesos.http.master_routes import master_route
-from disauto.localmesos.http.messages import Request
-from disauto.localmesos.http.messages import Response
-from disauto.localmesos.http.messages import method_not_allowed
-from disauto.localmesos.http.messages import text
 from disauto.localmesos.master.master import Master
 from disauto.localmesos.protocol.recordio import Subscription
+from disauto.localmesos.server.agent_routes import AgentRoutes
+from disauto.localmesos.server.files_routes import FilesRoutes
+from disauto.localmesos.server.master_routes import MasterRoutes
+from disauto.localmesos.server.master_routes import master_route
+from disauto.localmesos.server.messages import Request
+from disauto.localmesos.server.messages import Response
+from disauto.localmesos.server.messages import method_not_allowed
+from disauto.localmesos.server.messages import text
 from disauto.localmesos.webui import static_file
 
 
@@ -42,7 +42,7 @@ class Router:
     Args:
         master: the master (and, through it, its agents).
         credentials: principal → secret for the scheduler API (see
-            :class:`~localmesos.http.master_routes.MasterRoutes`).
+            :class:`~localmesos.server.master_routes.MasterRoutes`).
     """
 
     def __init__(self, master: Master, credentials: Mapping[str, str] | None = None) -> None:

@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 
 from disauto.localmesos.cluster import LocalCluster
-from disauto.localmesos.http.messages import accepts_json
-from disauto.localmesos.http.messages import parse_basic_auth
+from disauto.localmesos.server.messages import accepts_json
+from disauto.localmesos.server.messages import parse_basic_auth
 from tests.localmesos.cluster_support import USER
 from tests.localmesos.cluster_support import RawFramework
 from tests.localmesos.cluster_support import command_task
