@@ -64,7 +64,7 @@ from bench.jobs import kill_all
 from bench.jobs import wait_all
 from bench.paper import MetricsPoller
 from bench.paper import free_port_base
-from disauto.localmesos.agent import AgentConfig
+from disauto.localmesos.agent.config import AgentConfig
 from disauto.localmesos.cluster import ClusterConfig
 from disauto.localmesos.cluster import LocalCluster
 

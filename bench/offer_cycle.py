@@ -34,10 +34,10 @@ from typing import Any
 
 from pymesos import MesosSchedulerDriver
 
-from disauto.localmesos.agent import AgentConfig
+from disauto.localmesos.agent.config import AgentConfig
 from disauto.localmesos.cluster import ClusterConfig
 from disauto.localmesos.cluster import LocalCluster
-from disauto.localmesos.state import format_duration
+from disauto.localmesos.master.views.state import format_duration
 
 
 CALL_LOCK = threading.Lock()

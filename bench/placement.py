@@ -32,11 +32,11 @@ from typing import Any
 
 from bench.jobs import kill_all
 from bench.jobs import wait_all
-from disauto.localmesos.agent import AgentConfig
+from disauto.localmesos.agent.config import AgentConfig
 from disauto.localmesos.cluster import ClusterConfig
 from disauto.localmesos.cluster import LocalCluster
-from disauto.localmesos.cpu_quota import CpuQuotaError
-from disauto.localmesos.cpu_quota import check_available
+from disauto.localmesos.containerizer.cpu_quota import CpuQuotaError
+from disauto.localmesos.containerizer.cpu_quota import check_available
 
 
 ROOT = Path(__file__).resolve().parents[1]

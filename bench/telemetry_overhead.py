@@ -32,8 +32,8 @@ from typing import Any
 
 from disauto.framework.telemetry.monitor import StatisticsCollector
 from disauto.framework.telemetry.monitor import TaskPlace
-from disauto.localmesos.monitor import ExecutorEntry
-from disauto.localmesos.monitor import ResourceMonitor
+from disauto.localmesos.containerizer.monitor import ExecutorEntry
+from disauto.localmesos.containerizer.monitor import ResourceMonitor
 
 
 def _executors(count: int) -> list[subprocess.Popen[bytes]]:

@@ -28,7 +28,7 @@ from pymesos import Scheduler
 
 from disauto.common import slots
 from disauto.common.python_command import PythonCommand
-from disauto.localmesos.agent import AgentConfig
+from disauto.localmesos.agent.config import AgentConfig
 from disauto.localmesos.cluster import ClusterConfig
 from disauto.localmesos.cluster import LocalCluster
 

@@ -23,6 +23,7 @@ import signal
 import sys
 import threading
 from types import FrameType
+from typing import Any
 from typing import NoReturn
 
 from disauto.common import durations
@@ -35,10 +36,10 @@ from disauto.common.resources import SIZE_HELP
 from disauto.common.resources import ResourceError
 from disauto.common.resources import parse_ranges
 from disauto.common.resources import parse_size_mb
-from disauto.localmesos import cpu_quota
 from disauto.localmesos.cluster import ClusterConfig
 from disauto.localmesos.cluster import LocalCluster
-from disauto.localmesos.records import MESOS_VERSION
+from disauto.localmesos.containerizer import cpu_quota
+from disauto.localmesos.master.records import MESOS_VERSION
 
 
 PROG = "da-cluster"
@@ -232,26 +233,30 @@ def _int(text: str, *, flag: str, low: int, high: int | None = None) -> int:
     return value
 
 
-def config_from_args(args: argparse.Namespace) -> ClusterConfig:
-    """Turn parsed arguments into a :class:`ClusterConfig`.
-
-    Raises:
-        UsageError: for the first invalid flag.
-    """
-    port = _int(args.port, flag="--port", low=0, high=65535)
-    agents = _int(args.agents, flag="--agents", low=1)
-    gpu_devices: tuple[int, ...] | None = None
+def _gpus(args: argparse.Namespace) -> tuple[int, tuple[int, ...] | None]:
+    """``--gpus``: ``(gpus per agent, None)``, or ``(0, the machine's GPUs)`` for ``auto``."""
     if args.gpus.strip().lower() == "auto":
-        from disauto.localmesos.gpus import discover_gpus
+        from disauto.localmesos.containerizer.gpus import discover_gpus
 
-        gpus, gpu_devices = 0, discover_gpus()
-    else:
-        try:
-            gpus = _int(args.gpus, flag="--gpus", low=0)
-        except UsageError:
-            raise UsageError(
-                f"--gpus: invalid value {args.gpus!r}: expected auto or a whole number >= 0"
-            ) from None
+        return 0, discover_gpus()
+    try:
+        return _int(args.gpus, flag="--gpus", low=0), None
+    except UsageError:
+        raise UsageError(
+            f"--gpus: invalid value {args.gpus!r}: expected auto or a whole number >= 0"
+        ) from None
+
+
+def _size(text: str | None, *, flag: str) -> float | None:
+    """``--mem``/``--disk``: a Mesos-style size in MB, or None when not given."""
+    try:
+        return None if text is None else parse_size_mb(text, what="size")
+    except ResourceError as exc:
+        raise UsageError(f"{flag}: {exc}") from None
+
+
+def _agent_resources(args: argparse.Namespace) -> dict[str, Any]:
+    """Each agent's ``cpus``, ``mem_mb``, ``disk_mb``, ``ports`` and ``attributes``."""
     cpus: float | None = None
     if args.cpus is not None:
         try:
@@ -260,21 +265,20 @@ def config_from_args(args: argparse.Namespace) -> ClusterConfig:
             cpus = -1.0
         if not math.isfinite(cpus) or cpus <= 0:
             raise UsageError(f"--cpus: invalid value {args.cpus!r}: expected a number > 0")
-    try:
-        mem = None if args.mem is None else parse_size_mb(args.mem, what="size")
-    except ResourceError as exc:
-        raise UsageError(f"--mem: {exc}") from None
-    try:
-        disk = None if args.disk is None else parse_size_mb(args.disk, what="size")
-    except ResourceError as exc:
-        raise UsageError(f"--disk: {exc}") from None
+    mem = _size(args.mem, flag="--mem")
+    disk = _size(args.disk, flag="--disk")
     try:
         ports = tuple(parse_ranges(args.ports))
     except ResourceError as exc:
         raise UsageError(f"--ports: {exc}") from None
     if any(end > 65535 for _, end in ports):
         raise UsageError(f"--ports: invalid value {args.ports!r}: ports must be 0..65535")
-    attributes = parse_attributes(args.attributes)
+    return {"cpus": cpus, "mem_mb": mem, "disk_mb": disk, "ports": ports,
+            "attributes": parse_attributes(args.attributes)}
+
+
+def _intervals(args: argparse.Namespace) -> dict[str, Any]:
+    """The master's ``allocation_interval``, ``heartbeat_interval`` and ``offer_timeout``."""
     allocation = parse_duration(args.allocation_interval, flag="--allocation-interval")
     heartbeat = parse_duration(args.heartbeat_interval, flag="--heartbeat-interval")
     offer_timeout = (
@@ -283,25 +287,32 @@ def config_from_args(args: argparse.Namespace) -> ClusterConfig:
     )
     if offer_timeout is not None and not offer_timeout > 0:
         raise UsageError(f"--offer-timeout: invalid value {args.offer_timeout!r}: must be > 0")
+    return {"allocation_interval": allocation, "heartbeat_interval": heartbeat,
+            "offer_timeout": offer_timeout}
+
+
+def config_from_args(args: argparse.Namespace) -> ClusterConfig:
+    """Turn parsed arguments into a :class:`ClusterConfig`.
+
+    Raises:
+        UsageError: for the first invalid flag.
+    """
+    port = _int(args.port, flag="--port", low=0, high=65535)
+    agents = _int(args.agents, flag="--agents", low=1)
+    gpus, gpu_devices = _gpus(args)
+    resources = _agent_resources(args)
+    intervals = _intervals(args)
     credentials = None if args.credentials is None else load_credentials(args.credentials)
-    sandbox_logging = _sandbox_logging(args)
-    work_dir = None if args.work_dir is None else Path(args.work_dir)
     config = ClusterConfig(
         agents=agents,
-        cpus=cpus,
-        mem_mb=mem,
-        disk_mb=disk,
         gpus=gpus,
         gpu_devices=gpu_devices,
-        ports=ports,
-        attributes=attributes,
         port=port,
-        allocation_interval=allocation,
-        heartbeat_interval=heartbeat,
-        offer_timeout=offer_timeout,
-        work_dir=work_dir,
+        work_dir=None if args.work_dir is None else Path(args.work_dir),
         credentials=credentials,
-        sandbox_logging=sandbox_logging,
+        sandbox_logging=_sandbox_logging(args),
+        **resources,
+        **intervals,
     )
     try:
         config.agent_list()
@@ -401,6 +412,68 @@ def _error(message: str) -> None:
     print(f"{PROG}: error: {message}", file=sys.stderr)
 
 
+def _start(cluster: LocalCluster, config: ClusterConfig, debug: bool) -> ExitStatus | None:
+    """Start the cluster; the exit status (after one error line) when it cannot start."""
+    try:
+        cluster.start()
+    except OSError as exc:
+        if debug:
+            raise
+        reason = exc.strerror or str(exc)
+        if config.work_dir is not None and exc.filename is not None:
+            _error(f"--work-dir: cannot use {exc.filename}: {reason}")
+        else:
+            _error(f"--port {config.port}: cannot listen on {config.host}:{config.port}: {reason}")
+        return ExitStatus.ERROR
+    except ValueError as exc:
+        if debug:
+            raise
+        _error(str(exc))
+        return ExitStatus.USAGE
+    return None
+
+
+def _announce(cluster: LocalCluster) -> None:
+    """Where the cluster is: the master's address, the web UI and the work dir."""
+    agent = cluster.agents[0].total if cluster.agents else None
+    print(
+        f"localmesos {MESOS_VERSION}: master at {cluster.address} with "
+        f"{len(cluster.agents)} agent(s) of {agent}",
+        flush=True,
+    )
+    print(f"Master: {cluster.address}", flush=True)
+    print(f"Web UI: {cluster.url}/", flush=True)
+    print(f"Work dir: {cluster.work_dir}", flush=True)
+
+
+def _serve(cluster: LocalCluster, config: ClusterConfig, debug: bool) -> int:
+    """Start, announce and serve until SIGINT or SIGTERM; stop the cluster whatever happens."""
+    stop = threading.Event()
+
+    def _on_signal(signum: int, frame: FrameType | None) -> None:
+        stop.set()
+
+    previous = {sig: signal.signal(sig, _on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        failed = _start(cluster, config, debug)
+        if failed is not None:
+            return failed
+        _announce(cluster)
+        while not stop.wait(0.5):
+            pass
+        print("Stopping...", file=sys.stderr, flush=True)
+        return ExitStatus.SUCCESS
+    except Exception as exc:  # noqa: BLE001 - the one error funnel of the command
+        if debug:
+            raise
+        _error(f"{type(exc).__name__}: {exc}")
+        return ExitStatus.ERROR
+    finally:
+        cluster.stop()
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run ``da-cluster``; returns the exit status.
 
@@ -416,60 +489,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return ExitStatus.USAGE
     except SystemExit as exc:  # --help
         return int(exc.code or 0)
-
     level = logging.DEBUG if args.debug else logging.INFO if args.verbose else logging.WARNING
     logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-
-    stop = threading.Event()
-
-    def _on_signal(signum: int, frame: FrameType | None) -> None:
-        stop.set()
-
-    previous = {sig: signal.signal(sig, _on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
-    cluster = LocalCluster(config)
-    try:
-        try:
-            cluster.start()
-        except OSError as exc:
-            if args.debug:
-                raise
-            reason = exc.strerror or str(exc)
-            if config.work_dir is not None and exc.filename is not None:
-                _error(f"--work-dir: cannot use {exc.filename}: {reason}")
-            else:
-                _error(
-                    f"--port {config.port}: cannot listen on {config.host}:{config.port}: "
-                    f"{reason}"
-                )
-            return ExitStatus.ERROR
-        except ValueError as exc:
-            if args.debug:
-                raise
-            _error(str(exc))
-            return ExitStatus.USAGE
-        agent = cluster.agents[0].total if cluster.agents else None
-        print(
-            f"localmesos {MESOS_VERSION}: master at {cluster.address} with "
-            f"{len(cluster.agents)} agent(s) of {agent}",
-            flush=True,
-        )
-        print(f"Master: {cluster.address}", flush=True)
-        print(f"Web UI: {cluster.url}/", flush=True)
-        print(f"Work dir: {cluster.work_dir}", flush=True)
-        while not stop.wait(0.5):
-            pass
-        print("Stopping...", file=sys.stderr, flush=True)
-        return ExitStatus.SUCCESS
-    except Exception as exc:  # noqa: BLE001 - the one error funnel of the command
-        if args.debug:
-            raise
-        _error(f"{type(exc).__name__}: {exc}")
-        return ExitStatus.ERROR
-    finally:
-        cluster.stop()
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
-
+    return _serve(LocalCluster(config), config, args.debug)
 
 
 if __name__ == "__main__":

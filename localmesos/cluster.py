@@ -33,14 +33,14 @@ from typing import Any
 
 from disauto.common.logrotate import DEFAULT_SANDBOX_LOGGING
 from disauto.common.logrotate import SandboxLogging
-from disauto.localmesos import cpu_quota
-from disauto.localmesos.agent import Agent
-from disauto.localmesos.agent import AgentConfig
-from disauto.localmesos.gpus import split_devices
-from disauto.localmesos.http import HttpServer
-from disauto.localmesos.master import Master
+from disauto.localmesos.agent.agent import Agent
+from disauto.localmesos.agent.config import AgentConfig
+from disauto.localmesos.containerizer import cpu_quota
+from disauto.localmesos.containerizer.gpus import split_devices
+from disauto.localmesos.master.master import Master
+from disauto.localmesos.master.views.state import format_duration
 from disauto.localmesos.reaper import Reaper
-from disauto.localmesos.state import format_duration
+from disauto.localmesos.server.server import HttpServer
 
 
 logger = logging.getLogger(__name__)
@@ -56,8 +56,9 @@ class ClusterConfig:
         mem_mb: memory of each agent in MB (default: Mesos' detection).
         disk_mb: disk of each agent in MB (default: Mesos' detection).
         gpus: GPUs of each agent (indices ``0..gpus-1``).
-        gpu_devices: the machine's GPU indices (see :func:`localmesos.gpus.discover_gpus`),
-            split into disjoint slices between the agents; when set, ``gpus`` is not used.
+        gpu_devices: the machine's GPU indices (see
+            :func:`localmesos.containerizer.gpus.discover_gpus`), split into disjoint slices
+            between the agents; when set, ``gpus`` is not used.
         ports: port ranges of each agent (before ``split_ports``).
         attributes: attributes of each agent (text or scalar values).
         agent_configs: one :class:`AgentConfig` per agent, for heterogeneous clusters; when
@@ -290,31 +291,11 @@ class LocalCluster:
         config = self.config
         agent_configs = config.agent_list()  # validate before anything starts
         try:
-            if config.work_dir is None:
-                self._work_dir = Path(tempfile.mkdtemp(prefix="localmesos-"))
-                self._own_work_dir = True
-            else:
-                self._work_dir = Path(config.work_dir)
-                self._work_dir.mkdir(parents=True, exist_ok=True)
+            self._work_dir = self._make_work_dir()
             if config.reap_on_exit:  # the tasks die with this process, however it dies
                 self._reaper = Reaper(self._work_dir)
                 self._reaper.start()
-            self._master = Master(
-                hostname=config.host,
-                allocation_interval=config.allocation_interval,
-                heartbeat_interval=config.heartbeat_interval,
-                weights=config.weights,
-                max_completed_frameworks=config.max_completed_frameworks,
-                max_completed_tasks_per_framework=config.max_completed_tasks_per_framework,
-                max_failover_timeout=config.max_failover_timeout,
-                offer_timeout=config.offer_timeout,
-                authenticate=config.credentials is not None,
-                flags={
-                    "work_dir": str(self._work_dir),
-                    "heartbeat_interval": format_duration(config.heartbeat_interval),
-                    "http_framework_authenticators": "basic",
-                },
-            )
+            self._master = self._make_master(self._work_dir)
             self._http = HttpServer(
                 self._master,
                 host=config.host,
@@ -339,6 +320,34 @@ class LocalCluster:
             self.address, len(self._agents), self._work_dir,
         )
         return self
+
+    def _make_work_dir(self) -> Path:
+        """The configured work dir (created), or a temporary one removed on stop."""
+        if self.config.work_dir is None:
+            self._own_work_dir = True
+            return Path(tempfile.mkdtemp(prefix="localmesos-"))
+        work_dir = Path(self.config.work_dir)
+        work_dir.mkdir(parents=True, exist_ok=True)
+        return work_dir
+
+    def _make_master(self, work_dir: Path) -> Master:
+        config = self.config
+        return Master(
+            hostname=config.host,
+            allocation_interval=config.allocation_interval,
+            heartbeat_interval=config.heartbeat_interval,
+            weights=config.weights,
+            max_completed_frameworks=config.max_completed_frameworks,
+            max_completed_tasks_per_framework=config.max_completed_tasks_per_framework,
+            max_failover_timeout=config.max_failover_timeout,
+            offer_timeout=config.offer_timeout,
+            authenticate=config.credentials is not None,
+            flags={
+                "work_dir": str(work_dir),
+                "heartbeat_interval": format_duration(config.heartbeat_interval),
+                "http_framework_authenticators": "basic",
+            },
+        )
 
     def add_agent(self, config: AgentConfig | None = None) -> Agent:
         """Start one more agent and register it (an allocation runs for it at once).

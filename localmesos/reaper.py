@@ -30,7 +30,7 @@ import subprocess
 import sys
 from typing import IO
 
-from disauto.localmesos import cpu_quota
+from disauto.localmesos.containerizer import cpu_quota
 
 
 logger = logging.getLogger(__name__)

@@ -12,11 +12,11 @@ from disauto.framework.slots import EXECUTOR_CPUS
 from disauto.framework.slots import EXECUTOR_MEM_MB
 from disauto.framework.slots import carved
 from disauto.framework.spec import JobConfig
-from disauto.localmesos import containerizer as containerizer_mod
-from disauto.localmesos.agent import default_mem_mb
+from disauto.localmesos.agent.config import default_mem_mb
 from disauto.localmesos.cluster import ClusterConfig
 from disauto.localmesos.cluster import LocalCluster
-from disauto.localmesos.gpus import discover_gpus
+from disauto.localmesos.containerizer import docker as docker_mod
+from disauto.localmesos.containerizer.gpus import discover_gpus
 
 
 logger = logging.getLogger(__name__)
@@ -75,8 +75,8 @@ def check_local_docker(config: JobConfig) -> None:
         return
     flag = "--docker-image" if config.docker_image else "--app-core-docker-image"
     try:
-        client = containerizer_mod.engine_client(timeout=10.0)
-    except containerizer_mod.ContainerError as err:
+        client = docker_mod.engine_client(timeout=10.0)
+    except docker_mod.ContainerError as err:
         raise LocalClusterError(
             f"{flag}: the embedded cluster runs containers through the Docker engine: {err}"
         ) from None

@@ -29,7 +29,7 @@ from disauto.framework.spec import TaskResources
 from disauto.framework.store import JobStore
 from disauto.framework.tasks import appcore_task
 from disauto.framework.tasks import trial_task
-from disauto.localmesos.containerizer import container_image
+from disauto.localmesos.containerizer.docker import container_image
 from tests.framework.test_scheduler import RecordingDriver
 from tests.framework.test_scheduler import env_of
 from tests.inprocess import JOB_TOKEN

@@ -4,7 +4,8 @@ HTTP executor, and CUSTOM-executor tasks running :mod:`tests.localmesos.executor
 The checker parses each event against ``include/mesos/v1/executor/executor.proto`` (apache/mesos
 1.11): the type is an ``Event.Type``, the body of the type is present with its required fields,
 and no key is unknown to the proto; TaskInfo, ExecutorInfo, FrameworkInfo and KillPolicy are
-converted with the master's schema (:func:`localmesos.validation.convert`) and must lose no key.
+converted with the shared schema (:func:`localmesos.protocol.protojson.convert`) and must lose
+no key.
 """
 
 from __future__ import annotations
@@ -20,8 +21,8 @@ import threading
 from typing import Any
 
 from disauto.common.processes import pid_exists
-from disauto.localmesos import executor_api
-from disauto.localmesos import validation
+from disauto.localmesos.agent import executor_api
+from disauto.localmesos.protocol import protojson
 from tests.localmesos.cluster_support import EventWaiting
 from tests.localmesos.cluster_support import command_task
 from tests.localmesos.cluster_support import scalar
@@ -30,7 +31,7 @@ from tests.localmesos.cluster_support import scalar
 PROGRAM = Path(__file__).with_name("executor_program.py")
 PROGRAM_COMMAND = f"{sys.executable} {PROGRAM}"
 
-# Event body: field -> (required, message for validation.convert or a checker name).
+# Event body: field -> (required, message for protojson.convert or a checker name).
 _BODIES: dict[str, dict[str, tuple[bool, str]]] = {
     "SUBSCRIBED": {"executor_info": (True, "ExecutorInfo"), "framework_info": (True,
                    "FrameworkInfo"), "agent_info": (True, "agent"), "container_id": (False, "ID")},
@@ -79,7 +80,7 @@ def _check_value(kind: str, value: Any, where: str) -> list[str]:
             problems.append(f"{where}.id missing")
         return problems
     try:
-        parsed = validation.convert(kind, value)
+        parsed = protojson.convert(kind, value)
     except ValueError as exc:
         return [f"{where}: not a {kind}: {exc}"]
     return _lost_keys(value, parsed, where)

@@ -10,7 +10,7 @@ import time
 import pytest
 
 from disauto.common.processes import pid_exists
-from disauto.localmesos.agent import AgentConfig
+from disauto.localmesos.agent.config import AgentConfig
 from disauto.localmesos.cluster import ClusterConfig
 from disauto.localmesos.cluster import LocalCluster
 from disauto.localmesos.cluster import split_ranges

@@ -24,8 +24,9 @@ from hypothesis import settings
 from hypothesis import strategies as st
 import pytest
 
-from disauto.localmesos import validation
 from disauto.localmesos.cluster import LocalCluster
+from disauto.localmesos.master import validation
+from disauto.localmesos.protocol import protojson
 from tests.localmesos.cluster_support import DRIVER_LOCK
 from tests.localmesos.cluster_support import USER
 from tests.localmesos.cluster_support import Drivers
@@ -143,7 +144,7 @@ def _scalar(kind: str, name: str) -> st.SearchStrategy[Any]:
     if kind in ("int32", "int64", "uint32", "uint64"):
         return st.integers(min_value=-(2**65), max_value=2**65) | st.integers(0, 40000)
     if kind.startswith("enum:"):
-        values = validation._ENUMS[kind[5:]]
+        values = protojson.enum_values(kind[5:])
         return st.sampled_from(values) | st.text(max_size=5)
     return st.dictionaries(st.text(max_size=5), json_leaf, max_size=3)  # "any"
 
@@ -154,7 +155,7 @@ def message(name: str, depth: int = 0) -> st.SearchStrategy[dict[str, Any]]:
         return _id()
     required: dict[str, st.SearchStrategy[Any]] = {}
     optional: dict[str, st.SearchStrategy[Any]] = {}
-    for key, field in validation._SCHEMA[name].items():
+    for key, field in protojson.message_fields(name).items():
         if name == "CommandInfo" and key == "uris":
             continue  # fetch nothing
         if key == "arguments":

@@ -20,7 +20,7 @@ from typing import Any
 from pymesos import MesosSchedulerDriver  # noqa: F401 - imported in the main thread on purpose
 import pytest
 
-from disauto.localmesos.agent import AgentConfig
+from disauto.localmesos.agent.config import AgentConfig
 from disauto.localmesos.cluster import LocalCluster
 from tests.localmesos.cluster_support import DRIVER_LOCK
 from tests.localmesos.cluster_support import USER

@@ -9,7 +9,7 @@ import pytest
 
 from disauto.framework.spec import JobConfig
 from disauto.framework.spec import TaskResources
-from disauto.localmesos.agent import default_mem_mb
+from disauto.localmesos.agent.config import default_mem_mb
 from disauto.submit.local import agent_size
 from disauto.submit.local import oversubscription_note
 from tests.inprocess import job_config

@@ -1,0 +1,184 @@
+"""A custom executor's process on an embedded agent: launched with Mesos' executor
+environment, given a registration deadline, and what happens when it ends.
+
+A mixin of :class:`localmesos.agent.executors.ExecutorHost` (apache/mesos
+``src/slave/slave.cpp``: ``launchExecutor``, ``executorEnvironment``,
+``registerExecutorTimeout``, ``executorTerminated``); each run has a thread of its own.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from collections.abc import Mapping
+import contextlib
+import logging
+import os
+from typing import Any
+
+from disauto.localmesos.agent import executor_api
+from disauto.localmesos.agent import sandbox as sandbox_mod
+from disauto.localmesos.agent.executor_run import REGISTERING
+from disauto.localmesos.agent.executor_run import TERMINATED
+from disauto.localmesos.agent.executor_run import TERMINATING
+from disauto.localmesos.agent.executor_run import ExecutorRun
+from disauto.localmesos.agent.executor_run import mesos_duration
+from disauto.localmesos.agent.fetcher import FetchCancelled
+from disauto.localmesos.agent.fetcher import FetchError
+from disauto.localmesos.agent.fetcher import fetch_uris
+from disauto.localmesos.agent.launch import sweep_sandbox
+from disauto.localmesos.containerizer import command as command_mod
+from disauto.localmesos.containerizer.command import CommandProcess
+from disauto.localmesos.containerizer.command import LaunchError
+from disauto.localmesos.containerizer.cpu_quota import CpuQuotaError
+from disauto.localmesos.protocol.messages import duration_seconds
+
+
+logger = logging.getLogger("disauto.localmesos.agent")
+
+
+class ExecutorProcesses:
+    """Starts, times and ends custom executors' processes (part of
+    :class:`localmesos.agent.agent.Agent`)."""
+
+    _in_cpu_group: Callable[[], contextlib.AbstractContextManager[None]]
+    """A block whose new processes get the agent's CPU share
+    (:mod:`localmesos.containerizer.cpu_quota`)."""
+    _destroy: Callable[[ExecutorRun], None]
+    """SIGKILL an executor's process group (:class:`localmesos.agent.executors.ExecutorHost`)."""
+
+    def _run_executor(self, run: ExecutorRun) -> None:
+        """The thread of one executor run: sandbox, fetch, spawn, wait, clean up."""
+        returncode: int | None = None
+        try:
+            process = self._spawn_executor(run)
+            if process is not None:
+                returncode = process.wait()
+        except Exception as exc:  # noqa: BLE001 - the run must end, whatever happened
+            logger.exception("Executor %s: agent error", run.executor_id)
+            run.pending_termination = ("TASK_FAILED", "REASON_EXECUTOR_TERMINATED",
+                                       f"Embedded agent error: {type(exc).__name__}: {exc}")
+        finally:
+            self._executor_terminated(run, returncode)
+
+    def _spawn_executor(self, run: ExecutorRun) -> CommandProcess | None:
+        """Start the executor's command; None (with ``pending_termination``) if it cannot."""
+        command = run.info.get("command") or {}
+        try:
+            sandbox_mod.create_sandbox(self.work_dir, self.id, run.framework_id,
+                                       run.executor_id, run.container_id)
+            for name in ("stdout", "stderr"):
+                (run.sandbox / name).touch()
+            if run.gpu_error:
+                raise LaunchError(run.gpu_error)
+            image = (run.info.get("container") or {})
+            if image:
+                raise LaunchError("The embedded agent runs custom executors as processes only: "
+                                  "'ExecutorInfo.container' is not supported")
+            fetch_uris(command.get("uris") or [], run.sandbox, cancel=run.cancel,
+                       timeout=self._fetch_timeout)
+            run_as = command_mod.resolve_user(command.get("user")
+                                               or run.framework_info.get("user"))
+            executable, argv = command_mod.command_line(command)
+            env = self._executor_environment(run, command, run_as)
+            if run_as is not None:
+                command_mod.chown_tree(run.sandbox, run_as)
+            with self._lock:
+                if run.cancel.is_set():
+                    raise FetchCancelled("the executor was shut down while it was launched")
+                with self._in_cpu_group():
+                    process = CommandProcess.spawn(
+                        executable, argv, env=env, cwd=run.sandbox,
+                        stdout=run.sandbox / "stdout", stderr=run.sandbox / "stderr",
+                        run_as=run_as)
+                run.process = process
+                self._start_thread(self._registration_timeout, run,
+                                   name=f"register-{run.executor_id}")
+            logger.info("Launched executor %s of framework %s (pid %d)", run.executor_id,
+                        run.framework_id, process.pid)
+            return process
+        except FetchCancelled:
+            logger.info("Executor %s was shut down before it was launched", run.executor_id)
+        except (FetchError, LaunchError, ValueError, OSError, CpuQuotaError) as exc:
+            message = f"Failed to launch container: {exc}"
+            run.pending_termination = ("TASK_FAILED", "REASON_CONTAINER_LAUNCH_FAILED", message)
+            try:
+                with open(run.sandbox / "stderr", "a", encoding="utf-8") as err:
+                    err.write(message + "\n")
+            except OSError:
+                pass
+        return None
+
+    def _executor_environment(self, run: ExecutorRun, command: Mapping[str, Any],
+                              run_as: command_mod.RunAs | None) -> dict[str, str]:
+        """Mesos ``executorEnvironment`` (plus the sandbox variables of the containerizer)."""
+        grace = duration_seconds(run.info.get("shutdown_grace_period"))
+        ids = command_mod.TaskIds(run.framework_id, run.executor_id, "", self.id)
+        env = command_mod.task_environment(
+            base=os.environ if self._environment is None else self._environment,
+            command=command, sandbox=run.sandbox, ids=ids,
+            agent_endpoint=self._master_endpoint,
+            shutdown_grace_period=self._executor_shutdown_grace if grace is None else grace,
+            run_as=run_as, gpus=run.gpus if self.config.gpus > 0 else None,
+        )
+        env.pop("MESOS_TASK_ID", None)
+        checkpoint = bool(run.framework_info.get("checkpoint"))
+        env.update({
+            "MESOS_SLAVE_PID": f"{self.libprocess_id}@{self._master_endpoint}",
+            "MESOS_CHECKPOINT": "1" if checkpoint else "0",
+            "MESOS_HTTP_COMMAND_EXECUTOR": "0",
+            "LIBPROCESS_PORT": "0",
+        })
+        if checkpoint:
+            env["MESOS_RECOVERY_TIMEOUT"] = "15mins"
+            env["MESOS_SUBSCRIPTION_BACKOFF_MAX"] = "2secs"
+        env.update(command_mod.command_environment(command))
+        return env
+
+    def _registration_timeout(self, run: ExecutorRun) -> None:
+        timeout = self._executor_registration_timeout
+        if run.settled.wait(timeout):
+            return
+        with self._lock:
+            if run.state != REGISTERING:
+                return
+            logger.info("Killing executor %s: it did not subscribe within %gs",
+                        run.executor_id, timeout)
+            run.state = TERMINATING
+            run.pending_termination = (
+                "TASK_FAILED", "REASON_EXECUTOR_REGISTRATION_TIMEOUT",
+                f"Executor did not register within {mesos_duration(timeout)}")
+        self._destroy(run)
+
+    def _executor_terminated(self, run: ExecutorRun, returncode: int | None) -> None:
+        """The executor ended: fail its live tasks, tell the master (Mesos
+        ``executorTerminated``)."""
+        run.returncode = returncode
+        sweep_sandbox(run.sandbox)
+        with self._lock:
+            run.state = TERMINATED
+            self._free_gpus.extend(run.gpus)
+            run.gpus = ()
+            run.exited.set()
+            run.settled.set()
+            if run.stream is not None:
+                run.stream.close()
+                run.stream = None
+            if self._executors.get(run.key) is run:
+                del self._executors[run.key]
+            self._completed_executors.append(run)
+            live = [t for t in self._tasks.values()
+                    if t.framework_id == run.framework_id and t.executor_id == run.executor_id
+                    and t.info.get("executor") and not t.terminal]
+            live = [t for t in live if t.container_id == run.container_id]
+        state, reason, message = run.pending_termination or (
+            "TASK_FAILED", "REASON_EXECUTOR_TERMINATED", "Executor terminated")
+        for task in live:
+            self._emit(task, state, source="SOURCE_AGENT", message=message, reason=reason)
+        status = executor_api.wait_status(returncode)
+        logger.info("Executor %s of framework %s terminated (wait status %d)", run.executor_id,
+                    run.framework_id, status)
+        if self._on_executor_exited is not None:
+            try:
+                self._on_executor_exited(self.id, run.framework_id, run.executor_id, status)
+            except Exception:  # noqa: BLE001 - the master's problem, not the run's
+                logger.exception("Reporting the exit of executor %s failed", run.executor_id)

@@ -1,0 +1,418 @@
+"""How an embedded agent runs one task: sandbox, resources, GPUs, fetch, then its command as
+a process group (:mod:`localmesos.containerizer.command`) or a container
+(:mod:`localmesos.containerizer.docker`), and how it ended.
+
+A mixin of :class:`localmesos.agent.agent.Agent`; each task runs on a thread of its own.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from collections.abc import Mapping
+import contextlib
+from dataclasses import dataclass
+from dataclasses import field
+import logging
+import os
+from pathlib import Path
+import signal
+import threading
+from typing import Any
+
+from disauto.common.logrotate import SandboxLogging
+from disauto.common.processes import with_environment
+from disauto.common.resources import ResourceError
+from disauto.common.resources import Resources
+from disauto.localmesos.agent import health
+from disauto.localmesos.agent import sandbox as sandbox_mod
+from disauto.localmesos.agent.fetcher import FetchCancelled
+from disauto.localmesos.agent.fetcher import FetchError
+from disauto.localmesos.agent.fetcher import fetch_uris
+from disauto.localmesos.agent.health import HealthChecker
+from disauto.localmesos.agent.health import health_probe
+from disauto.localmesos.containerizer import command as command_mod
+from disauto.localmesos.containerizer import docker as docker_mod
+from disauto.localmesos.containerizer.command import CommandProcess
+from disauto.localmesos.containerizer.command import LaunchError
+from disauto.localmesos.containerizer.command import RunAs
+from disauto.localmesos.containerizer.command import TaskIds
+from disauto.localmesos.containerizer.cpu_quota import CpuQuotaError
+from disauto.localmesos.containerizer.docker import ContainerError
+from disauto.localmesos.containerizer.docker import ContainerProcess
+from disauto.localmesos.containerizer.request import ContainerRequest
+from disauto.localmesos.protocol.messages import duration_seconds
+
+
+logger = logging.getLogger("disauto.localmesos.agent")
+
+
+@dataclass
+class AgentTask:
+    framework_id: str
+    task_id: str
+    executor_id: str
+    container_id: str
+    info: dict[str, Any]
+    framework_info: dict[str, Any]
+    sandbox: Path | None = None
+    state: str = "TASK_STAGING"
+    process: CommandProcess | ContainerProcess | None = None
+    kill_requested: bool = False
+    kill_grace: float = 3.0
+    cancel: threading.Event = field(default_factory=threading.Event)
+    gpus: tuple[int, ...] = ()
+    terminal: bool = False
+    timed_out: bool = False
+    done: threading.Event = field(default_factory=threading.Event)
+    killed_by_health_check: bool = False
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return (self.framework_id, self.task_id)
+
+
+class _Abandon(Exception):
+    """A launch step failed and has reported the task's terminal state itself."""
+
+
+class TaskLauncher:
+    """Runs one task's steps (part of :class:`localmesos.agent.agent.Agent`)."""
+
+    _sandbox_logging: SandboxLogging | None
+    """The caps of the sandbox's ``stdout``/``stderr`` (None: uncapped, written directly)."""
+    _in_cpu_group: Callable[[], contextlib.AbstractContextManager[None]]
+    """A block whose new processes get the agent's CPU share
+    (:mod:`localmesos.containerizer.cpu_quota`)."""
+
+    def _run_task_steps(self, task: AgentTask) -> None:
+        try:
+            command, container, executor_info = self._task_command(task)
+            sandbox = self._prepare_sandbox(task)
+            resources = self._task_resources(task, executor_info)
+            self._fetch(task, command, sandbox)
+        except _Abandon:
+            return
+        if docker_mod.is_container_task(container) and container is not None:
+            self._run_container(task, container, command, sandbox, resources)
+        else:
+            self._run_command(task, command, executor_info, sandbox, resources)
+
+    def _task_command(self, task: AgentTask) -> tuple[Mapping[str, Any], Any, Any]:
+        """The task's CommandInfo, ContainerInfo and ExecutorInfo (the sandbox comes first)."""
+        info = task.info
+        executor_info = info.get("executor") or None
+        command = (executor_info or {}).get("command") if executor_info else info.get("command")
+        container = info.get("container") or (executor_info or {}).get("container")
+        # The sandbox first, so that even a task refused here leaves its stdout/stderr to read.
+        self._prepare_sandbox(task)
+        if executor_info and not command:
+            self._abandon(task, "The custom executor has no 'command'; the embedded agent only "
+                                "runs command executors", "REASON_CONTAINER_LAUNCH_FAILED")
+        if not command:
+            self._abandon(task, "The task has neither 'command' nor 'executor'",
+                          "REASON_TASK_INVALID")
+        return command, container, executor_info
+
+    def _abandon(self, task: AgentTask, message: str, reason: str) -> None:
+        self._fail(task, message, reason)
+        raise _Abandon
+
+    def _prepare_sandbox(self, task: AgentTask) -> Path:
+        if task.sandbox is not None:
+            return task.sandbox
+        try:
+            sandbox_mod.check_id(task.framework_id, what="framework id")
+            sandbox_mod.check_id(task.task_id, what="task id")
+            sandbox = sandbox_mod.create_sandbox(
+                self.work_dir, self.id, task.framework_id, task.executor_id, task.container_id
+            )
+            for name in ("stdout", "stderr"):
+                (sandbox / name).touch()
+        except (ValueError, OSError) as exc:
+            self._abandon(task, f"Failed to create the sandbox: {exc}",
+                          "REASON_CONTAINER_LAUNCH_FAILED")
+        with self._lock:
+            task.sandbox = sandbox
+            self._sandboxes[task.key] = (task.executor_id, sandbox)
+        return sandbox
+
+    def _task_resources(self, task: AgentTask, executor_info: Any) -> Resources:
+        try:
+            resources = Resources.from_json(
+                list(task.info.get("resources") or [])
+                + list((executor_info or {}).get("resources") or [])
+            )
+        except ResourceError as exc:
+            self._abandon(task, f"Invalid task resources: {exc}", "REASON_TASK_INVALID")
+        if not self._assign_gpus(task, resources.scalar("gpus")):
+            raise _Abandon
+        return resources
+
+    def _fetch(self, task: AgentTask, command: Mapping[str, Any], sandbox: Path) -> None:
+        try:
+            fetch_uris(command.get("uris") or [], sandbox, cancel=task.cancel,
+                       timeout=self._fetch_timeout)
+        except FetchCancelled:
+            self._killed_during_launch(task)
+            raise _Abandon from None
+        except FetchError as exc:
+            self._abandon(task, str(exc), "REASON_CONTAINER_LAUNCH_FAILED")
+        with self._lock:
+            killed = task.kill_requested
+        if killed:
+            self._killed_during_launch(task)
+            raise _Abandon
+
+    def _ids(self, task: AgentTask) -> TaskIds:
+        return TaskIds(task.framework_id, task.executor_id, task.task_id, self.id)
+
+    @staticmethod
+    def _run_as(task: AgentTask, command: Mapping[str, Any]) -> RunAs | None:
+        """Whom a task runs as: its command's user, else its framework's (``None``: the
+        agent's own user; see :func:`localmesos.containerizer.command.resolve_user`).
+
+        Raises:
+            LaunchError: the agent is root and the user does not exist.
+        """
+        return command_mod.resolve_user(command.get("user") or task.framework_info.get("user"))
+
+    def _run_command(self, task: AgentTask, command: Mapping[str, Any], executor_info: Any,
+                     sandbox: Path, resources: Resources) -> None:
+        """Run a command task as its own process group, as Mesos' command executor does."""
+        shutdown_grace = duration_seconds((executor_info or {}).get("shutdown_grace_period"))
+        try:
+            run_as = self._run_as(task, command)
+            executable, argv = command_mod.command_line(command)
+            env = command_mod.task_environment(
+                base=os.environ if self._environment is None else self._environment,
+                command=command,
+                sandbox=sandbox,
+                ids=self._ids(task),
+                agent_endpoint=self._master_endpoint,
+                ports=resources.ranges("ports"),
+                gpus=task.gpus if self.config.gpus > 0 else None,
+                shutdown_grace_period=5.0 if shutdown_grace is None else shutdown_grace,
+                run_as=run_as,
+            )
+            if run_as is not None:
+                command_mod.chown_tree(sandbox, run_as)
+        except (LaunchError, OSError) as exc:
+            self._fail(task, str(exc), "REASON_CONTAINER_LAUNCH_FAILED")
+            return
+        self._emit(task, "TASK_STARTING")
+        try:
+            with self._in_cpu_group():
+                process = CommandProcess.spawn(executable, argv, env=env, cwd=sandbox,
+                                               stdout=sandbox / "stdout",
+                                               stderr=sandbox / "stderr",
+                                               run_as=run_as, logs=self._sandbox_logging)
+        except (LaunchError, CpuQuotaError) as exc:
+            self._fail(task, str(exc), "REASON_COMMAND_EXECUTOR_FAILED", "SOURCE_EXECUTOR")
+            return
+        self._running(task, process)
+        checker = self._start_health_checks(task, process.pid, command, env, sandbox)
+        returncode = process.wait()
+        if checker is not None:
+            checker.stop()
+        sweep_sandbox(sandbox)
+        process.drain_logs()
+        self._finish(task, returncode == 0, command_mod.describe_exit(returncode),
+                     "REASON_COMMAND_EXECUTOR_FAILED")
+
+    def _running(self, task: AgentTask, process: CommandProcess | ContainerProcess) -> None:
+        """The task's process runs: a kill that came meanwhile is carried out, TASK_RUNNING is
+        reported, and its ``max_completion_time`` is watched."""
+        with self._lock:
+            task.process = process
+            if task.kill_requested:
+                self._start_killer(task)
+        self._emit(task, "TASK_RUNNING", pid=process.pid)
+        self._watch_deadline(task)
+
+    def _finish(self, task: AgentTask, succeeded: bool, message: str, failure_reason: str) -> None:
+        """Report how a started task ended: KILLED when killed, FAILED past its
+        ``max_completion_time``, else FINISHED or FAILED with ``failure_reason``."""
+        with self._lock:
+            killed, timed_out = task.kill_requested, task.timed_out
+        if timed_out:
+            limit = duration_seconds(task.info.get("max_completion_time")) or 0.0
+            self._emit(
+                task,
+                "TASK_FAILED",
+                message=f"Task exceeded its max_completion_time of {limit:g}s ({message})",
+                reason="REASON_MAX_COMPLETION_TIME_REACHED",
+            )
+        elif killed:
+            healthy = False if task.killed_by_health_check else None
+            self._emit(task, "TASK_KILLED", message=message, healthy=healthy)
+        elif succeeded:
+            self._emit(task, "TASK_FINISHED", message=message)
+        else:
+            self._emit(task, "TASK_FAILED", message=message, reason=failure_reason)
+
+    def _start_health_checks(self, task: AgentTask, pid: int, command: Mapping[str, Any],
+                             env: Mapping[str, str], sandbox: Path) -> HealthChecker | None:
+        """Run the task's ``health_check`` (:mod:`localmesos.agent.health`), if it has one."""
+        spec = task.info.get("health_check")
+        if not isinstance(spec, Mapping):
+            return None
+        check = health.HealthCheck.from_json(spec)
+        checker = HealthChecker(
+            check, health_probe(check, env, sandbox),
+            lambda healthy, kill: self._health_update(task, pid, healthy, kill),
+            name=f"health-{task.task_id}",
+        )
+        checker.start()
+        return checker
+
+    def _health_update(self, task: AgentTask, pid: int, healthy: bool, kill: bool) -> None:
+        """A health result to report: TASK_RUNNING again with ``healthy``; kill if told to."""
+        with self._lock:
+            if task.terminal or task.kill_requested:
+                return  # Mesos sends no health update once the task is being killed
+        self._emit(task, "TASK_RUNNING", pid=pid, reason=health.HEALTH_REASON, healthy=healthy)
+        if kill:
+            with self._lock:
+                logger.info("Task %s failed its health check too often; killing it",
+                            task.task_id)
+                task.killed_by_health_check = True
+                self._request_kill(task, None)
+
+    def _watch_deadline(self, task: AgentTask) -> None:
+        """Kill the task if it runs past its ``max_completion_time``."""
+        limit = duration_seconds(task.info.get("max_completion_time"))
+        if limit is None:
+            return
+        with self._lock:
+            self._start_thread(self._deadline, task, limit, name=f"deadline-{task.task_id}")
+
+    def _deadline(self, task: AgentTask, limit: float) -> None:
+        if task.done.wait(limit):
+            return
+        with self._lock:
+            if task.terminal or task.kill_requested:
+                return
+            task.timed_out = True
+            logger.info("Task %s exceeded its max_completion_time of %gs", task.task_id, limit)
+            self._request_kill(task, None)
+
+    def _run_container(
+        self,
+        task: AgentTask,
+        container: Mapping[str, Any],
+        command: Mapping[str, Any],
+        sandbox: Path,
+        resources: Resources,
+    ) -> None:
+        """Run a container task through the Docker engine
+        (:mod:`localmesos.containerizer.docker`)."""
+        request = self._container_request(task, container, command, sandbox, resources)
+        if request is None:
+            return
+        self._emit(task, "TASK_STARTING")
+        with self._lock:
+            self._ran_containers = True
+        try:
+            process = self._containers.launch(request, sandbox / "stdout", sandbox / "stderr",
+                                              self._sandbox_logging)
+        except ContainerError as exc:
+            self._fail(task, str(exc), "REASON_CONTAINER_LAUNCH_FAILED")
+            return
+        with self._lock:
+            killed = task.kill_requested
+        if killed:
+            process.remove()
+            self._killed_during_launch(task)
+            return
+        try:
+            process.start()
+        except ContainerError as exc:
+            process.remove()
+            self._fail(task, str(exc), "REASON_CONTAINER_LAUNCH_FAILED", "SOURCE_EXECUTOR")
+            return
+        self._running(task, process)
+        try:
+            result = process.wait()
+        except ContainerError as exc:
+            process.remove()
+            self._fail(task, str(exc), "REASON_EXECUTOR_TERMINATED", "SOURCE_EXECUTOR")
+            return
+        process.remove()  # the output is in the sandbox by now
+        reason = (
+            "REASON_CONTAINER_LIMITATION_MEMORY" if result.oom_killed
+            else "REASON_COMMAND_EXECUTOR_FAILED"
+        )
+        self._finish(task, result.status == 0, docker_mod.describe_exit(result), reason)
+
+    def _container_request(
+        self,
+        task: AgentTask,
+        container: Mapping[str, Any],
+        command: Mapping[str, Any],
+        sandbox: Path,
+        resources: Resources,
+    ) -> ContainerRequest | None:
+        """What the engine is asked for; None, the task failed, when the task cannot say."""
+        try:
+            return docker_mod.build_request(
+                info=task.info,
+                container=container,
+                command=command,
+                sandbox=sandbox,
+                ids=self._ids(task),
+                container_id=task.container_id,
+                resources=resources,
+                gpus=task.gpus,
+                run_as=self._run_as(task, command),
+                stop_grace=task.kill_grace,
+                extra_labels=self._containers.labels,
+            )
+        except (ContainerError, LaunchError) as exc:
+            self._fail(task, str(exc), "REASON_CONTAINER_LAUNCH_FAILED")
+            return None
+
+    def _assign_gpus(self, task: AgentTask, wanted: float) -> bool:
+        """Give the task ``wanted`` GPUs from the free pool; fail it (``False``) if impossible."""
+        if wanted <= 0:
+            return True
+        if wanted != int(wanted):
+            self._fail(
+                task,
+                f"The 'gpus' resource must be a whole number, got {wanted:g}",
+                "REASON_TASK_INVALID",
+            )
+            return False
+        count = int(wanted)
+        with self._lock:
+            if count <= len(self._free_gpus):
+                self._free_gpus.sort()
+                task.gpus = tuple(self._free_gpus[:count])
+                del self._free_gpus[:count]
+                return True
+            free = len(self._free_gpus)
+        self._fail(
+            task,
+            f"The task needs {count} GPUs but only {free} of agent {self.id}'s "
+            f"{self.config.gpus} are free",
+            "REASON_CONTAINER_LAUNCH_FAILED",
+        )
+        return False
+
+
+def sweep_sandbox(sandbox: Path) -> list[int]:
+    """Kill what a command task left running outside its process group (``setsid``,
+    daemons): every process whose environment names the task's sandbox.
+
+    A Mesos agent kills a task's whole cgroup (its launcher's freezer); the embedded agent runs
+    without cgroups, and finds the task's processes by the ``MESOS_SANDBOX`` each inherits. A
+    process that rewrites its environment escapes this. Returns the pids killed.
+    """
+    pids = with_environment("MESOS_SANDBOX", str(sandbox))
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            continue
+    if pids:
+        logger.info("killed %d process(es) the task left in %s", len(pids), sandbox)
+    return pids

@@ -1,0 +1,118 @@
+"""How an embedded agent reports a task's state: a TaskStatus with a fresh uuid into the task's
+reliable stream to the master (:mod:`localmesos.agent.status_updates`), the task's record and
+GPUs updated with it.
+
+A mixin of :class:`localmesos.agent.agent.Agent` (the sources and fields of its updates are in
+its module docstring). Updates of a removed framework's tasks are dropped.
+"""
+
+from __future__ import annotations
+
+import base64
+import logging
+import time
+from typing import Any
+import uuid
+
+from disauto.localmesos.agent.launch import AgentTask
+from disauto.localmesos.agent.status_updates import TERMINAL_STATES
+
+
+logger = logging.getLogger("disauto.localmesos.agent")
+
+
+def _new_uuid() -> str:
+    return base64.b64encode(uuid.uuid4().bytes).decode("ascii")
+
+
+class TaskReports:
+    """Turns a task's new state into its status update (part of
+    :class:`localmesos.agent.agent.Agent`)."""
+
+    def _status(
+        self,
+        task: AgentTask,
+        state: str,
+        *,
+        source: str,
+        message: str | None = None,
+        reason: str | None = None,
+        pid: int | None = None,
+        healthy: bool | None = None,
+    ) -> dict[str, Any]:
+        status: dict[str, Any] = {
+            "task_id": {"value": task.task_id},
+            "state": state,
+            "source": source,
+            "agent_id": {"value": self.id},
+            "executor_id": {"value": task.executor_id},
+            "timestamp": time.time(),
+            "uuid": _new_uuid(),
+            "framework_id": {"value": task.framework_id},
+        }
+        if message is not None:
+            status["message"] = message
+        if reason is not None:
+            status["reason"] = reason
+        if healthy is not None:
+            status["healthy"] = healthy
+        container_status: dict[str, Any] = {"container_id": {"value": task.container_id}}
+        if pid is not None:
+            container_status["executor_pid"] = pid
+        status["container_status"] = container_status
+        return status
+
+    def _emit(
+        self,
+        task: AgentTask,
+        state: str,
+        *,
+        source: str = "SOURCE_EXECUTOR",
+        message: str | None = None,
+        reason: str | None = None,
+        pid: int | None = None,
+        healthy: bool | None = None,
+    ) -> None:
+        status = self._status(task, state, source=source, message=message, reason=reason, pid=pid,
+                              healthy=healthy)
+        with self._lock:
+            task.state = state
+            if state in TERMINAL_STATES:
+                task.terminal = True
+                self._free_gpus.extend(task.gpus)
+                task.gpus = ()
+            dropped = task.framework_id in self._removed_frameworks
+            if dropped and task.terminal:
+                self._tasks.pop(task.key, None)
+        if dropped:
+            logger.debug("Dropping %s of task %s: framework removed", state, task.task_id)
+            return
+        logger.log(
+            logging.INFO if task.terminal else logging.DEBUG,
+            "Task %s of framework %s is %s%s",
+            task.task_id,
+            task.framework_id,
+            state,
+            f": {message}" if message else "",
+        )
+        self._updates.update(task.framework_id, task.task_id, status)
+
+    def _fail(self, task: AgentTask, message: str, reason: str,
+              source: str = "SOURCE_AGENT") -> None:
+        """Fail a launch; the reason also goes to the sandbox's stderr, as Mesos' fetcher does."""
+        if task.sandbox is not None:
+            try:
+                with open(task.sandbox / "stderr", "a", encoding="utf-8") as err:
+                    err.write(f"{message}\n")
+            except OSError:
+                pass
+        self._emit(task, "TASK_FAILED", source=source, message=message, reason=reason)
+
+    def _killed_during_launch(self, task: AgentTask) -> None:
+        self._emit(
+            task,
+            "TASK_KILLED",
+            source="SOURCE_AGENT",
+            message="Killed before the command was started",
+            reason="REASON_TASK_KILLED_DURING_LAUNCH",
+        )

@@ -1,0 +1,198 @@
+"""The embedded master's allocation runs and the offers they make; agents' endpoints.
+
+A mixin of :class:`localmesos.master.master.Master`. ``_allocate`` runs on the allocation loop's
+thread and takes the master's lock for the whole run, so a run sees one consistent state;
+``agent_state`` and ``file_roots`` call into agents and so do it outside the lock; the rest runs
+under it. An agent is offered at most once per run, all of what is free on it.
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+import time
+from typing import Any
+
+from disauto.common.resources import Resources
+from disauto.localmesos.master import allocator as alloc
+from disauto.localmesos.master.records import FrameworkRecord
+from disauto.localmesos.master.records import OfferRecord
+
+
+logger = logging.getLogger("disauto.localmesos.master")
+
+
+class OfferMaking:
+    """Allocation runs, offers, where agents and their sandboxes are (part of :class:`Master`)."""
+
+    def _allocations(self) -> tuple[dict[str, Resources], dict[str, dict[str, Resources]]]:
+        """Under the lock: (used + offered per agent, allocation per framework per role)."""
+        per_agent: dict[str, Resources] = {agent_id: Resources() for agent_id in self.agents}
+        per_fw: dict[str, dict[str, Resources]] = {}
+        for fw in self.frameworks.values():
+            roles = per_fw.setdefault(fw.framework_id, {})
+            for task in fw.tasks.values():
+                if not task.recovered:
+                    per_agent[task.agent_id] = per_agent[task.agent_id] + task.resources
+                    roles[task.role] = roles.get(task.role, Resources()) + task.resources
+            for executor in fw.executors.values():
+                per_agent[executor.agent_id] = per_agent[executor.agent_id] + executor.resources
+                roles[executor.role] = roles.get(executor.role, Resources()) + executor.resources
+            for offer in fw.offers.values():
+                per_agent[offer.agent_id] = per_agent[offer.agent_id] + offer.resources
+                roles[offer.role] = roles.get(offer.role, Resources()) + offer.resources
+        return per_agent, per_fw
+
+    def _allocate(self) -> None:
+        """One allocation run (on the allocation loop's thread)."""
+        started = time.perf_counter()
+        with self.lock:
+            if self._stopped:
+                return
+            per_agent, per_fw = self._allocations()
+            agents = [
+                alloc.AgentCandidate(
+                    agent_id, record.total - per_agent[agent_id], record.has_gpus
+                )
+                for agent_id, record in self.agents.items()
+            ]
+            frameworks = []
+            for fw in self.frameworks.values():
+                roles = tuple(r for r in fw.roles if r not in fw.suppressed_roles)
+                if not fw.connected or not roles:
+                    continue
+                frameworks.append(
+                    alloc.FrameworkCandidate(
+                        framework_id=fw.framework_id,
+                        roles=roles,
+                        allocations=per_fw.get(fw.framework_id, {}),
+                        gpu_capable="GPU_RESOURCES" in fw.capabilities,
+                        allocation_count=fw.allocation_count,
+                    )
+                )
+            total = Resources()
+            for record in self.agents.values():
+                total = total + record.total
+            now = time.monotonic()
+            grants = alloc.allocate(
+                agents,
+                frameworks,
+                total=total,
+                is_filtered=lambda f, r, a, res: self._is_filtered(f, r, a, res, now),
+                weights=self.weights,
+                min_allocatable=self.min_allocatable,
+                rng=self._rng,
+            )
+            by_framework: dict[str, list[alloc.Grant]] = {}
+            for grant in grants:
+                by_framework.setdefault(grant.framework_id, []).append(grant)
+            for fid, fw_grants in by_framework.items():
+                fw = self.frameworks[fid]
+                if fw.subscription is None:
+                    continue
+                offers = [self._make_offer(fw, grant) for grant in fw_grants]
+                fw.allocation_count += len(fw_grants)
+                fw.count("offers/sent", len(offers))
+                fw.subscription.send({"type": "OFFERS", "offers": {"offers": offers}})
+            self.allocation_runs += 1
+            self.last_allocation_ms = (time.perf_counter() - started) * 1000.0
+            self.allocation_run_ms.append(self.last_allocation_ms)
+
+    def _is_filtered(
+        self, framework_id: str, role: str, agent_id: str, resources: Resources, now: float
+    ) -> bool:
+        """Under the lock: whether a decline filter or the framework's offer constraints keep
+        ``agent_id`` from being offered to ``role`` of the framework."""
+        fw = self.frameworks[framework_id]
+        if fw.constraints_filter.excludes(role, self.agents[agent_id].info):
+            return True
+        return self.filters.is_filtered(framework_id, role, agent_id, resources, now)
+
+    def agent_path(self, agent_id: str) -> str:
+        """The agent's libprocess path, ``/slave(N)``: N counts agents in order of addition.
+
+        Every embedded agent is served on the master's port, so each gets its own N (a real
+        agent is always ``slave(1)`` on its own host:port).
+        """
+        for index, known in enumerate(self.agents, start=1):
+            if known == agent_id:
+                return f"/slave({index})"
+        return "/slave(1)"
+
+    def agent_list(self) -> list[Any]:
+        """The agents, in order of addition (``/slave(N)`` is the N-th)."""
+        with self.lock:
+            return [record.agent for record in self.agents.values()]
+
+    def agent_state(self, index: int) -> dict[str, Any] | None:
+        """``/slave(N)/state`` of the N-th agent, or None."""
+        with self.lock:
+            records = list(self.agents.values())
+        if not 1 <= index <= len(records):
+            return None
+        return records[index - 1].agent.state()
+
+    def _make_offer(self, fw: FrameworkRecord, grant: alloc.Grant) -> dict[str, Any]:
+        offer_id = f"{self.master_id}-O{self._next_offer}"
+        self._next_offer += 1
+        agent = self.agents[grant.agent_id]
+        refined = "RESERVATION_REFINEMENT" in fw.capabilities
+        resources = grant.resources.to_json(role=None if refined else "*")
+        hostname = str(agent.info.get("hostname", self.hostname))
+        port = int(agent.info.get("port", 5051))
+        offer: dict[str, Any] = {
+            "id": {"value": offer_id},
+            "framework_id": {"value": fw.framework_id},
+            "agent_id": {"value": grant.agent_id},
+            "hostname": hostname,
+            "url": {
+                "scheme": "http",
+                "address": {"hostname": hostname, "ip": hostname, "port": port},
+                "path": self.agent_path(grant.agent_id),
+            },
+            "resources": resources,
+        }
+        if agent.info.get("attributes"):
+            offer["attributes"] = copy.deepcopy(agent.info["attributes"])
+        executor_ids = [
+            {"value": executor_id}
+            for (agent_id, executor_id) in fw.executors
+            if agent_id == grant.agent_id
+        ]
+        if executor_ids:
+            offer["executor_ids"] = executor_ids
+        if fw.multi_role:
+            offer["allocation_info"] = {"role": grant.role}
+            for item in resources:
+                item["allocation_info"] = {"role": grant.role}
+        record = OfferRecord(
+            offer_id, fw.framework_id, grant.agent_id, grant.role, grant.resources, offer
+        )
+        self.offers[offer_id] = record
+        fw.offers[offer_id] = record
+        return offer
+
+    # -- files -----------------------------------------------------------------------------
+
+    def file_roots(self) -> dict[str, str]:
+        """Virtual path → real directory for ``/files``: every agent's sandboxes.
+
+        Each sandbox is served under its real path, under Mesos' virtual path
+        ``/frameworks/<fw>/executors/<executor>/runs/latest`` and under the agent's
+        ``/slaves/<agent>/frameworks/<fw>/executors/<executor>/runs/latest``. Must not be
+        called with the master lock held (it asks the agents).
+        """
+        with self.lock:
+            agents = [record.agent for record in self.agents.values()]
+        roots: dict[str, str] = {}
+        for agent in agents:
+            file_roots = getattr(agent, "file_roots", None)
+            if file_roots is None:
+                continue
+            for virtual, real in file_roots().items():
+                roots[str(virtual)] = str(real)
+                parts = str(virtual).split("/")
+                # /slaves/<a>/frameworks/<f>/executors/<e>/runs/latest -> /frameworks/...
+                if len(parts) == 9 and parts[1] == "slaves" and parts[3] == "frameworks":
+                    roots["/" + "/".join(parts[3:])] = str(real)
+        return roots

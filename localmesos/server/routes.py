@@ -1,0 +1,80 @@
+"""Which part of the cluster answers a request: one port, routed as libprocess routes a master's.
+
+In this order:
+
+1. The APIs, whatever the method (each refuses the methods it does not take): the scheduler and
+   operator APIs (:mod:`~localmesos.server.master_routes`), the executor API and an agent's
+   ``/monitor/statistics`` (:mod:`~localmesos.server.agent_routes`).
+2. Any other method than ``GET``/``HEAD``: 405 on a path of the master's, the metrics, the
+   files or the web UI; 404 elsewhere.
+3. The read-only endpoints: the master's (``/version``, ``/metrics/snapshot``,
+   ``/master/state``...), an agent's ``/slave(N)/state``, the sandboxes' ``/files/*``
+   (:mod:`~localmesos.server.files_routes`).
+4. The web UI: ``GET /`` and ``/static/*``, the files of :mod:`localmesos.webui`
+   (``webui.FILES`` lists what is served, and where).
+5. 404.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from disauto.localmesos.master.master import Master
+from disauto.localmesos.protocol.recordio import Subscription
+from disauto.localmesos.server.agent_routes import AgentRoutes
+from disauto.localmesos.server.files_routes import FilesRoutes
+from disauto.localmesos.server.master_routes import MasterRoutes
+from disauto.localmesos.server.master_routes import master_route
+from disauto.localmesos.server.messages import Request
+from disauto.localmesos.server.messages import Response
+from disauto.localmesos.server.messages import method_not_allowed
+from disauto.localmesos.server.messages import text
+from disauto.localmesos.webui import static_file
+
+
+#: Prefixes of the paths that take ``GET``/``HEAD`` only (405 for another method).
+_READ_ONLY_PREFIXES = ("/metrics", "/files", "/master", "/health", "/static")
+
+
+class Router:
+    """Routes each request to the master's, the agents', the files' or the web UI's answer.
+
+    Args:
+        master: the master (and, through it, its agents).
+        credentials: principal → secret for the scheduler API (see
+            :class:`~localmesos.server.master_routes.MasterRoutes`).
+    """
+
+    def __init__(self, master: Master, credentials: Mapping[str, str] | None = None) -> None:
+        self.master_routes = MasterRoutes(master, credentials)
+        self.agent_routes = AgentRoutes(master)
+        self.files_routes = FilesRoutes(master)
+
+    def dispatch(self, request: Request) -> Response | Subscription:
+        """The answer to ``request`` (see the module docstring for the order)."""
+        path = request.path.rstrip("/") or "/"
+        answer = self.master_routes.api(request, path)
+        if answer is None:
+            answer = self.agent_routes.api(request, path)
+        if answer is not None:
+            return answer
+        if request.method not in ("GET", "HEAD"):
+            if path == "/version" or master_route(path) is not None or path.startswith(
+                _READ_ONLY_PREFIXES
+            ):
+                return method_not_allowed(request, "GET", "HEAD")
+            return text(404)
+        read = (self.master_routes.read(request, path) or self.agent_routes.read(request, path)
+                or self.files_routes.read(request, path))
+        if read is not None:
+            return read
+        return self._webui(path)
+
+    @staticmethod
+    def _webui(path: str) -> Response:
+        """A file of the web UI (:data:`localmesos.webui.FILES`), or 404."""
+        page = static_file(path)
+        if page is None:
+            return text(404)
+        body, content_type = page
+        return Response(200, body, {"Content-Type": content_type})
