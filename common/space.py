@@ -27,18 +27,17 @@ from collections.abc import Mapping
 from collections.abc import Sequence
 from dataclasses import dataclass
 from dataclasses import field
-import decimal
 import math
-import operator
 from typing import Generic
 from typing import TypeAlias
 from typing import TypeVar
-from typing import overload
 
 import numpy as np
 
 from disauto.common.errors import InvalidAssignmentError
 from disauto.common.errors import SearchSpaceError
+from disauto.common.step_axis import StepAxis
+from disauto.common.step_axis import decimal_of
 from disauto.protos import common_pb2
 
 
@@ -68,17 +67,10 @@ Assignment: TypeAlias = dict[str, Value]
 MAX_EXACT_INT = 2**53
 """Largest magnitude allowed for integer bounds: the proto carries bounds as doubles."""
 
-# Enough digits for any quotient of two finite doubles, so stepped axes never overflow Decimal.
-_DECIMAL_CONTEXT = decimal.Context(prec=800)
-
 
 def _is_number(value: object) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool)
 
-
-def _decimal(value: float) -> decimal.Decimal:
-    # The shortest repr of a float is the decimal the user wrote (0.1, not 0.1000000000000000055).
-    return decimal.Decimal(repr(float(value)))
 
 
 def _tidy(value: float) -> float:
@@ -128,45 +120,6 @@ def _check_points(points_per_range: int) -> int:
     if points_per_range < 2:
         raise ValueError(f"points_per_range must be >= 2, got {points_per_range}")
     return points_per_range
-
-
-class _StepAxis(Sequence[float]):
-    """The values ``low + k * step <= high`` (k = 0, 1, ...), computed in decimal, lazily.
-
-    Lazy because a fine step over a wide range can have more points than fit in memory; only the
-    points a search actually visits are ever computed.
-    """
-
-    __slots__ = ("_len", "_low", "_step")
-
-    def __init__(self, low: float, high: float, step: float) -> None:
-        with decimal.localcontext(_DECIMAL_CONTEXT):
-            self._low = _decimal(low)
-            self._step = _decimal(step)
-            self._len = int((_decimal(high) - self._low) // self._step) + 1
-
-    def __len__(self) -> int:
-        return self._len
-
-    @overload
-    def __getitem__(self, index: int) -> float: ...
-
-    @overload
-    def __getitem__(self, index: slice) -> tuple[float, ...]: ...
-
-    def __getitem__(self, index: int | slice) -> float | tuple[float, ...]:
-        if isinstance(index, slice):
-            return tuple(self[i] for i in range(*index.indices(self._len)))
-        position = operator.index(index)
-        if position < 0:
-            position += self._len
-        if not 0 <= position < self._len:
-            raise IndexError(f"axis index {index} out of range for {self._len} points")
-        with decimal.localcontext(_DECIMAL_CONTEXT):
-            return float(self._low + position * self._step)
-
-    def __repr__(self) -> str:
-        return f"_StepAxis(low={self._low}, step={self._step}, len={self._len})"
 
 
 def _distinct(values: Sequence[Value]) -> tuple[Value, ...]:
@@ -225,10 +178,10 @@ class RealParam(_Range[float]):
             object.__setattr__(self, "step", step)
             if self.log:
                 raise _log_with_step(name)
-            if step <= 0 or _decimal(step) > _decimal(high) - _decimal(low):
+            if step <= 0 or decimal_of(step) > decimal_of(high) - decimal_of(low):
                 raise SearchSpaceError(
                     f"parameter {name!r}: step must be > 0 and <= high - low "
-                    f"({_decimal(high) - _decimal(low)}), got {step!r}"
+                    f"({decimal_of(high) - decimal_of(low)}), got {step!r}"
                 )
 
     def step_points(self) -> Sequence[float]:
@@ -242,7 +195,7 @@ class RealParam(_Range[float]):
         """
         if self.step is None:
             raise ValueError(f"parameter {self.name!r} has no step")
-        return _StepAxis(self.low, self.high, self.step)
+        return StepAxis(self.low, self.high, self.step)
 
     def grid_axis(self, points_per_range: int) -> Sequence[float]:
         """The values grid search visits for this parameter, in increasing order.
