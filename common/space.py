@@ -34,8 +34,10 @@ from typing import TypeVar
 
 import numpy as np
 
+from disauto.common.conditions import Conditions
 from disauto.common.errors import InvalidAssignmentError
 from disauto.common.errors import SearchSpaceError
+from disauto.common.grid import Grid
 from disauto.common.step_axis import StepAxis
 from disauto.common.step_axis import decimal_of
 from disauto.protos import common_pb2
@@ -421,20 +423,26 @@ Param: TypeAlias = RealParam | IntParam | CategoricalParam
 
 @dataclass(frozen=True)
 class SearchSpace:
-    """An ordered, non-empty tuple of uniquely named parameters.
+    """An ordered, non-empty tuple of uniquely named parameters, some maybe conditional.
 
     Iterating yields the parameters in order (the parameter file's); ``space["lr"]`` looks one up
-    by name. Instances are immutable and hashable.
+    by name. ``when`` makes parameters conditional (:mod:`common.conditions`): ``{"momentum":
+    {"optimizer": "sgd"}}`` gives ``momentum`` a value only in assignments where ``optimizer``
+    is ``"sgd"``. Instances are immutable and hashable.
 
     Attributes:
         params: The parameters (a list is accepted and stored as a tuple).
+        when: Conditional parameter to ``{parent: value or list of values}``.
 
     Raises:
         SearchSpaceError: On construction if there are no parameters, an item is not a parameter,
-            or two parameters share a name.
+            two parameters share a name, or a condition is invalid.
     """
 
     params: tuple[Param, ...]
+    when: Mapping[str, Mapping[str, Value | Sequence[Value]]] = field(
+        default_factory=dict, compare=False, hash=False, repr=False)
+    conditions: Conditions = field(init=False)
     _by_name: Mapping[str, Param] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -452,11 +460,25 @@ class SearchSpace:
                 raise SearchSpaceError(f"duplicate parameter name {param.name!r}")
             by_name[param.name] = param
         object.__setattr__(self, "_by_name", by_name)
+        choices = {p.name: p.choices if isinstance(p, CategoricalParam) else None
+                   for p in params}
+        object.__setattr__(self, "conditions",
+                           Conditions.build(self.names, choices, self.when or {}))
 
     @property
     def names(self) -> tuple[str, ...]:
         """The parameter names, in order."""
         return tuple(param.name for param in self.params)
+
+    @property
+    def conditional(self) -> bool:
+        """True when some parameter has a ``when``."""
+        return not self.conditions.empty
+
+    @property
+    def evaluation_order(self) -> tuple[Param, ...]:
+        """The parameters in the order a search decides them: each after its parents."""
+        return tuple(self._by_name[name] for name in self.conditions.order)
 
     def __iter__(self) -> Iterator[Param]:
         return iter(self.params)
@@ -471,13 +493,14 @@ class SearchSpace:
             raise KeyError(f"no parameter {name!r}; parameters: {', '.join(self.names)}") from None
 
     def validate_assignment(self, assignment: Mapping[str, object]) -> None:
-        """Check that ``assignment`` gives every parameter, and only those, a valid value.
+        """Check that ``assignment`` gives every active parameter, and only those, a valid value.
 
         Args:
             assignment: Parameter name to value.
 
         Raises:
-            InvalidAssignmentError: Naming the first missing, unknown or invalid parameter.
+            InvalidAssignmentError: Naming the first unknown, missing, invalid or inactive
+                parameter.
         """
         for name in assignment:
             if name not in self._by_name:
@@ -485,13 +508,32 @@ class SearchSpace:
                     f"assignment has unknown parameter {name!r}; parameters: "
                     f"{', '.join(self.names)}"
                 )
-        for param in self.params:
+        for param in self.evaluation_order:
+            active = self.conditions.is_active(param.name, assignment)
             if param.name not in assignment:
-                raise InvalidAssignmentError(f"assignment is missing parameter {param.name!r}")
+                if active:
+                    raise InvalidAssignmentError(
+                        f"assignment is missing parameter {param.name!r}")
+                continue
+            if not active:
+                raise InvalidAssignmentError(
+                    f"parameter {param.name!r} has a value but is inactive: it exists only "
+                    f"when {self.conditions.describe(param.name)}")
             param.validate_value(assignment[param.name])
 
+    def grid(self, points_per_range: int) -> Grid:
+        """The grid: every valid combination of the parameters' grid axes (:mod:`common.grid`).
+
+        Args:
+            points_per_range: Points per unstepped range (see each parameter's ``grid_axis``).
+        """
+        axes = [(param.name, param.grid_axis(points_per_range))
+                for param in self.evaluation_order]
+        return Grid(axes, self.conditions, self.names)
+
     def grid_size(self, points_per_range: int) -> int:
-        """The number of points of the full grid (product of every parameter's grid axis).
+        """The number of points of the grid (without conditions: the product of every
+        parameter's grid axis; with them, the valid combinations).
 
         Args:
             points_per_range: Points per unstepped range (see each parameter's ``grid_axis``).
@@ -499,7 +541,9 @@ class SearchSpace:
         Returns:
             The grid's size (an exact Python int, however large).
         """
-        return math.prod(len(param.grid_axis(points_per_range)) for param in self.params)
+        if not self.conditional:
+            return math.prod(len(param.grid_axis(points_per_range)) for param in self.params)
+        return self.grid(points_per_range).size
 
 
 # --- protobuf conversions -------------------------------------------------------------------
@@ -628,7 +672,14 @@ def space_to_proto(space: SearchSpace) -> common_pb2.SearchSpace:
     Returns:
         The message.
     """
-    return common_pb2.SearchSpace(parameters=[_param_to_proto(param) for param in space])
+    parameters = []
+    for param in space:
+        message = _param_to_proto(param)
+        message.when.extend(
+            common_pb2.Condition(parameter=parent, values=[value_to_proto(v) for v in values])
+            for parent, values in space.conditions.requirement(param.name))
+        parameters.append(message)
+    return common_pb2.SearchSpace(parameters=parameters)
 
 
 def _integral(label: str, what: str, value: float) -> int:
@@ -685,6 +736,14 @@ def space_from_proto(message: common_pb2.SearchSpace) -> SearchSpace:
     Raises:
         SearchSpaceError: Naming the parameter (or its index) that is malformed.
     """
-    return SearchSpace(
-        tuple(_param_from_proto(index, param) for index, param in enumerate(message.parameters))
-    )
+    params = tuple(_param_from_proto(index, param)
+                   for index, param in enumerate(message.parameters))
+    when: dict[str, dict[str, list[Value]]] = {}
+    for param in message.parameters:
+        for condition in param.when:
+            try:
+                values = [value_from_proto(value) for value in condition.values]
+            except InvalidAssignmentError as error:
+                raise SearchSpaceError(f"parameter {param.name!r}: {error}") from None
+            when.setdefault(param.name, {})[condition.parameter] = values
+    return SearchSpace(params, when)
