@@ -12,8 +12,9 @@ is active and the sampler sees the conditional space as Optuna's own define-by-r
 Outcomes map to Optuna's states: completed -> ``COMPLETE`` with its value (one per objective in
 a search of several: the study then has one direction per objective) and, for a sampler that
 uses them (TPE, NSGA-II), its constraints set with ``Trial.set_constraint`` (Optuna treats a
-trial with a constraint above 0 as infeasible); pruned -> ``PRUNED`` with its last value reported as the intermediate value of
-step 0 (so TPE ranks it among pruned trials); failed and killed -> ``FAIL``.
+trial with a constraint above 0 as infeasible); pruned -> ``PRUNED`` with its last value
+reported as the intermediate value of step 0 (so TPE ranks it among pruned trials); failed and
+killed -> ``FAIL``.
 """
 
 from __future__ import annotations

@@ -37,9 +37,9 @@ def test_registry_names_match_classes(name: str) -> None:
 
 def test_unknown_rules_and_settings_are_rejected_with_the_valid_ones(name: str) -> None:
     with pytest.raises(UnknownRuleError) as caught:
-        pruner_class("hyperband")
+        pruner_class("bohb")
     assert str(caught.value) == (
-        "unknown early-stopping rule 'hyperband'; valid rules: none, median, asha")
+        "unknown early-stopping rule 'bohb'; valid rules: none, median, asha, hyperband")
     cls = pruner_class(name)
     valid = ", ".join(sorted(cls.SETTINGS)) or "none"
     with pytest.raises(InvalidSettingsError) as caught_setting:
@@ -53,7 +53,8 @@ def test_unknown_rules_and_settings_are_rejected_with_the_valid_ones(name: str) 
 
 def test_restore_rebuilds_the_decisions(name: str) -> None:
     settings = {"none": {}, "median": {"n_startup_trials": "2"},
-                "asha": {"min_resource": "1"}}[name]
+                "asha": {"min_resource": "1"},
+                "hyperband": {"min_resource": "1", "max_resource": "9"}}[name]
     original = make(name, settings)
     history = []
     for number, final in enumerate([0.9, 0.7, 0.8], start=1):
