@@ -128,9 +128,9 @@ def test_several_objectives_are_optimized_or_refused_in_one_line(variant: str) -
     assert list(_run(restored, range(13, 25), 2)) == list(_run(original, range(13, 25), 2))
 
 
-def test_every_outcome_is_accepted_with_several_objectives(variant: str) -> None:
-    if not _multi(variant):
-        pytest.skip("refused above")
+@pytest.mark.parametrize("several", [v for v in sorted(VARIANTS) if _multi(v)])
+def test_every_outcome_is_accepted_with_several_objectives(several: str) -> None:
+    variant = several
     algorithm = _make(variant, TWO)
     outcomes: list[tuple[RecordState, tuple[float, float] | None]] = [
         (TrialState.COMPLETED, (0.5, 2.0)), (TrialState.FAILED, None),
