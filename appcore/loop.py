@@ -121,8 +121,8 @@ class TrialLoop:
         # lowered meanwhile): submitted first when the budget allows, as each number is asked
         # only once.
         self._held: list[tuple[int, Assignment]] = []
-        # Early stopping (--early-stopping): rebuilt from the recorded intermediate values.
         self._objectives = Objectives.from_spec(spec)
+        # Early stopping (--early-stopping): rebuilt from the recorded intermediate values.
         self._pruner = create_pruner(
             spec.early_stopping,
             direction=self._objectives.directions[0],
