@@ -6,6 +6,7 @@ from collections.abc import Sequence
 import csv
 import json
 from pathlib import Path
+import textwrap
 from typing import IO
 from typing import Any
 
@@ -79,21 +80,27 @@ def search_keys(trials: Sequence[TrialRow], objectives: Objectives) -> dict[str,
             "infeasible_trials": infeasible(trials)}
 
 
+SUMMARY_WIDTH = 69
+"""The summary's lines are printed after ``da-submit: ``: 80 columns in all."""
+
+
 def search_lines(keys: dict[str, Any], objectives: Objectives, shown: int = 8) -> list[str]:
     """The summary's lines on the Pareto front (several objectives) and the infeasible trials,
-    from :func:`search_keys`."""
+    from :func:`search_keys`, wrapped to :data:`SUMMARY_WIDTH`."""
     def named(numbers: list[int]) -> str:
         more = f" ... ({len(numbers)} in all)" if len(numbers) > shown else ""
         return ", ".join(f"trial-{n:04d}" for n in numbers[:shown]) + more
 
-    lines = []
+    sentences = []
     if objectives.several:
         front = keys["pareto_front"]
-        lines.append(f"Pareto front of {objectives.describe()}: "
-                     + (named(front) if front else "empty (no completed, feasible trial)"))
+        sentences.append(f"Pareto front of {objectives.describe()}: "
+                         + (named(front) if front else "empty (no completed, feasible trial)"))
     if keys["infeasible_trials"]:
-        lines.append(f"infeasible (a constraint above 0): {named(keys['infeasible_trials'])}")
-    return lines
+        sentences.append(f"infeasible (a constraint above 0): "
+                         f"{named(keys['infeasible_trials'])}")
+    return [line for sentence in sentences
+            for line in textwrap.wrap(sentence, SUMMARY_WIDTH, subsequent_indent="  ")]
 
 
 def infeasible(trials: Sequence[TrialRow]) -> list[int]:

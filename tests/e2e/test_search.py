@@ -92,7 +92,7 @@ def test_a_two_objective_tpe_job_records_its_pareto_front(submit: Any) -> None:
     infeasible = sorted(t.number for t in trials if not is_feasible(t.constraints))
     assert results["infeasible_trials"] == infeasible
     assert all(t.constraints is not None for t in trials)
-    assert "Pareto front of accuracy (maximize), latency_ms (minimize): " in job.output
+    assert "Pareto front of accuracy (maximize), latency_ms (minimize):" in job.output
     csv_rows = (job.job_dir() / "results.csv").read_text().splitlines()
     assert csv_rows[0].endswith("feasible,constraints,pareto_front")
 
@@ -161,7 +161,7 @@ def test_a_constrained_job_marks_infeasible_trials_and_picks_a_feasible_best(
     assert best["trial"] not in infeasible and best["assignment"]["x"] <= 0.5
     feasible = [t.objective for t in trials if t.number not in infeasible]
     assert best["objective"] == max(feasible)  # type: ignore[type-var]
-    assert "infeasible (a constraint above 0): " in job.output
+    assert "infeasible (a constraint above 0):" in job.output
     listed = _da_job(job, "results", results["job_id"])
     assert "infeasible" in listed
 

@@ -278,9 +278,12 @@ def test_a_job_without_constraints_keeps_its_csv_columns(tmp_path: Path) -> None
 def test_the_summary_lines_name_the_front_and_the_infeasible_trials() -> None:
     lines = results.search_lines(results.search_keys(PAIRS, TWO), TWO)
     assert lines == [
-        "Pareto front of accuracy (maximize), latency (minimize): trial-0001, trial-0006",
+        "Pareto front of accuracy (maximize), latency (minimize): trial-0001,",
+        "  trial-0006",
         "infeasible (a constraint above 0): trial-0004"]
     one = Objectives(("accuracy",), ("maximize",))
     assert results.search_lines(results.search_keys(TRIALS, one), one) == []
     many = {"pareto_front": list(range(1, 12)), "infeasible_trials": []}
-    assert results.search_lines(many, TWO)[0].endswith("trial-0008 ... (11 in all)")
+    wrapped = results.search_lines(many, TWO)
+    assert " ".join(wrapped).endswith("trial-0008 ... (11 in all)")
+    assert all(len("da-submit: " + line) <= 80 for line in wrapped)
