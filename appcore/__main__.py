@@ -23,9 +23,9 @@ from disauto.common import task_env
 from disauto.common import tls
 from disauto.common.certificates import Identity
 from disauto.common.certificates import generate
+from disauto.common.objectives import Objectives
 from disauto.common.rendezvous import framework_address
 from disauto.common.space import space_from_proto
-from disauto.protos import common_pb2
 from disauto.protos import framework_pb2
 
 
@@ -142,15 +142,16 @@ def _serve(framework: FrameworkClient, servicer: AppCoreServicer, server: grpc.S
             raise
         spec = reply.spec
         try:
+            objectives = Objectives.from_spec(spec)
             algorithm = create_algorithm(
                 spec.tuning_type,
                 space_from_proto(spec.space),
                 seed=spec.seed,
-                direction="minimize" if spec.direction == common_pb2.MINIMIZE else "maximize",
+                direction=objectives.directions,
                 settings=dict(spec.settings),
                 parallelism=spec.parallelism,  # the algorithm refuses < 1 in one line
             )
-            algorithm.restore(TrialLoop.records(list(reply.trials)))
+            algorithm.restore(TrialLoop.records(list(reply.trials), objectives))
             loop = TrialLoop(framework, spec, algorithm, list(reply.trials))
         except ValueError as err:
             framework.finish(framework_pb2.ERROR, f"AppCore cannot run the search: {err}")

@@ -26,6 +26,7 @@ import threading
 import grpc
 
 from disauto.appcore.algorithms import FINISHED
+from disauto.appcore.algorithms import ObjectiveValue
 from disauto.appcore.algorithms import SearchAlgorithm
 from disauto.appcore.algorithms import TrialRecord
 from disauto.appcore.framework_client import FrameworkClient
@@ -33,6 +34,8 @@ from disauto.appcore.priority import priority_for
 from disauto.appcore.pruners import PrunerRecord
 from disauto.appcore.pruners import create_pruner
 from disauto.common.gpu_samples import GpuReading
+from disauto.common.objectives import Objectives
+from disauto.common.objectives import is_feasible
 from disauto.common.report import Report
 from disauto.common.space import Assignment
 from disauto.common.space import assignment_from_proto
@@ -56,6 +59,21 @@ def _value_if(trial: common_pb2.Trial, state: TrialState,
               states: tuple[TrialState, ...]) -> float | None:
     """The trial's objective when its state is one of ``states``."""
     return trial.objective if trial.HasField("objective") and state in states else None
+
+
+def _metrics(trial: common_pb2.Trial) -> dict[str, float]:
+    return {metric.name: metric.value for metric in trial.metrics}
+
+
+def _told_value(trial: common_pb2.Trial, state: TrialState,
+                objectives: Objectives) -> ObjectiveValue | None:
+    """What the search is told of a trial's result: its objective (completed, or a pruned
+    trial's last intermediate value), or with several objectives every value (completed)."""
+    if not objectives.several:
+        return _value_if(trial, state, (TrialState.COMPLETED, TrialState.PRUNED))
+    if state != TrialState.COMPLETED:
+        return None
+    return objectives.values(_metrics(trial))
 
 
 def _told_state(trial: common_pb2.Trial) -> TrialState:
@@ -103,10 +121,11 @@ class TrialLoop:
         # lowered meanwhile): submitted first when the budget allows, as each number is asked
         # only once.
         self._held: list[tuple[int, Assignment]] = []
+        self._objectives = Objectives.from_spec(spec)
         # Early stopping (--early-stopping): rebuilt from the recorded intermediate values.
         self._pruner = create_pruner(
             spec.early_stopping,
-            direction="minimize" if spec.direction == common_pb2.MINIMIZE else "maximize",
+            direction=self._objectives.directions[0],
             settings=dict(spec.early_stopping_settings),
         )
         self._pruner.restore(self.pruner_records(history))
@@ -126,12 +145,14 @@ class TrialLoop:
                 self._count_terminal(trial)
 
     @staticmethod
-    def records(history: list[common_pb2.Trial]) -> list[TrialRecord]:
+    def records(history: list[common_pb2.Trial],
+                objectives: Objectives | None = None) -> list[TrialRecord]:
         """The algorithm's view of recorded trials (for ``restore``): a pruned trial keeps its
-        last intermediate value."""
+        last intermediate value; with several ``objectives`` a completed one has every value."""
+        objectives = objectives or Objectives(("objective",), ("maximize",))
         return [TrialRecord(trial.number, assignment_from_proto(trial.assignment),
-                            _value_if(trial, state, (TrialState.COMPLETED, TrialState.PRUNED)),
-                            state)
+                            _told_value(trial, state, objectives), state,
+                            tuple(trial.constraints))
                 for trial, state in _replayed(history)]
 
     @staticmethod
@@ -275,9 +296,8 @@ class TrialLoop:
                                     and trial.HasField("objective")) else None
         outcome = _told_state(trial)
         # A pruned trial is told its last intermediate value, where the algorithm can use it.
-        told = trial.objective if (trial.state == common_pb2.PRUNED
-                                   and trial.HasField("objective")) else value
-        self._algorithm.tell(trial.number, told, outcome)
+        told = _told_value(trial, outcome, self._objectives)
+        self._algorithm.tell(trial.number, told, outcome, tuple(trial.constraints))
         self._pruner.finish(trial.number, outcome, value)
         if value is not None and (evaluation := self.priority.tell(value)) is not None \
                 and evaluation.lowered:
@@ -345,11 +365,9 @@ class TrialLoop:
         with self._lock:
             if trial.state == common_pb2.PRUNED:
                 return True
-            if report.final and trial.HasField("objective") \
-                    and self._reaches_target(trial.objective):
+            if report.final and trial.HasField("objective") and self._reaches_target(trial):
                 self._finish(framework_pb2.TARGET_REACHED,
-                             f"trial {number} reached {objective}="
-                             f"{trial.objective:g} (target {self._spec.target:g})")
+                             f"trial {number} reached {self._target_text(trial)}")
             prune = (not report.final and step is not None and objective in metrics
                      and not self.finished
                      and self._pruner.report(number, step, metrics[objective]))
@@ -361,12 +379,18 @@ class TrialLoop:
         self._framework.prune(number, message)
         return True
 
-    def _reaches_target(self, value: float) -> bool:
-        if not self._spec.HasField("target"):
-            return False
-        if self._spec.direction == common_pb2.MINIMIZE:
-            return value <= self._spec.target
-        return value >= self._spec.target
+    def _reaches_target(self, trial: common_pb2.Trial) -> bool:
+        """Whether a feasible trial's result reaches the target (every objective's)."""
+        values = self._objectives.values(_metrics(trial))
+        return (values is not None and is_feasible(trial.constraints)
+                and self._objectives.reached(values))
+
+    def _target_text(self, trial: common_pb2.Trial) -> str:
+        """``accuracy=0.93 (target 0.9)``, one per objective."""
+        metrics = _metrics(trial)
+        return ", ".join(f"{name}={metrics[name]:g} (target {target:g})"
+                         for name, target in zip(self._objectives.names,
+                                                 self._objectives.targets, strict=True))
 
 
 def _read_stream(

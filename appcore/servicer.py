@@ -12,6 +12,7 @@ from disauto.appcore.loop import TrialLoop
 from disauto.common import gpu_samples
 from disauto.common import grpc_server
 from disauto.common.metrics import MetricError
+from disauto.common.metrics import check_constraints
 from disauto.common.metrics import check_metrics
 from disauto.common.report import Report
 from disauto.common.task_env import TOKEN_METADATA
@@ -56,7 +57,8 @@ class AppCoreServicer(appcore_pb2_grpc.AppCoreServiceServicer):
         self._check_token(request.trial_number, context)
         report = Report.from_proto(request)
         try:
-            report = replace(report, metrics=check_metrics(report.metrics))
+            report = replace(report, metrics=check_metrics(report.metrics),
+                             constraints=check_constraints(report.constraints, report.final))
         except MetricError as err:
             context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(err))
         loop = self._loop_or_abort(context)

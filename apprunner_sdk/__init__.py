@@ -9,6 +9,11 @@
             break
     report(accuracy=acc, final=True)             # the trial's result
 
+A search of several objectives (``da-submit --objective accuracy,latency``) needs each of them in
+the final report (``report(accuracy=acc, latency=ms, final=True)``); a constrained one gets the
+trial's constraints with it (``report(accuracy=acc, final=True, constraints=[mem_gb - 4])``: a
+value <= 0 is satisfied, a trial with one above 0 is infeasible and never the best).
+
 Inside a DisAuto task the assignment, AppCore's address and the trial's token come from the
 environment the framework sets. Run by hand, with just ``DISAUTO_PARAMS='{"lr": 0.1}'`` (or
 nothing: ``get_params()`` then returns ``{}``), the same script works: reports are printed to
@@ -18,6 +23,7 @@ standard output as JSON lines instead of being sent.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from collections.abc import Sequence
 import json
 import numbers
 import os
@@ -34,6 +40,7 @@ from apprunner_sdk.client import ReportRejectedError
 from disauto.common import task_env
 from disauto.common import tls
 from disauto.common.metrics import MetricError
+from disauto.common.metrics import check_constraints
 from disauto.common.metrics import check_metrics
 
 
@@ -173,17 +180,32 @@ def _check_metrics(metrics: Mapping[str, Any]) -> dict[str, float]:
         raise TypeError(f"report(): {err}") from None
 
 
-def report(*, step: int | None = None, final: bool = False, **metrics: Any) -> bool:
+def _check_constraints(constraints: Any, final: bool) -> tuple[float, ...]:
+    try:
+        return check_constraints(constraints, final)
+    except MetricError as err:
+        raise ValueError(f"report(): {err}") from None
+    except TypeError as err:
+        raise TypeError(f"report(): {err}") from None
+
+
+def report(*, step: int | None = None, final: bool = False,
+           constraints: Sequence[float] | None = None, **metrics: Any) -> bool:
     """Report metrics to AppCore. Returns True when the trial should stop now.
 
     Args:
         step: the training step (epoch) of an intermediate report; omit for the final one.
         final: mark these metrics as the trial's result. Nothing may be reported after it.
+        constraints: with ``final=True``: the trial's constraints, finite numbers; a value
+            ``<= 0`` is satisfied, and a trial with one above 0 is infeasible (marked in the
+            results, never the best; the search learns from it with ``--bayes-backend tpe``
+            or ``nsga2``).
         **metrics: name=value pairs; values must be finite numbers.
 
     Raises:
-        TypeError: a metric is not a number.
-        ValueError: a metric is not finite, or no metric was given.
+        TypeError: a metric or constraint is not a number.
+        ValueError: a metric or constraint is not finite, no metric was given, or constraints
+            came without ``final=True``.
         RuntimeError: the final result was already reported.
         AppCoreUnreachableError: AppCore could not be reached after bounded retries.
     """
@@ -193,6 +215,7 @@ def report(*, step: int | None = None, final: bool = False, **metrics: Any) -> b
             raise TypeError(f"report(): step must be a non-negative int, got {step!r}")
         step = int(step)
     checked = _check_metrics(metrics)
+    bounds = _check_constraints(constraints, final)
     trial = _current()
     elapsed = time.monotonic() - _START
     with trial.lock:
@@ -204,10 +227,13 @@ def report(*, step: int | None = None, final: bool = False, **metrics: Any) -> b
         if trial.client is None:
             line = {"trial": trial.number, "step": step, "final": final, "metrics": checked,
                     "elapsed_seconds": round(elapsed, 3)}
+            if bounds:
+                line["constraints"] = list(bounds)
             print("[disauto] " + json.dumps(line), file=sys.stdout, flush=True)
             stop = False
         else:
-            stop = trial.client.report(checked, step=step, final=final, elapsed_seconds=elapsed)
+            stop = trial.client.report(checked, step=step, final=final, elapsed_seconds=elapsed,
+                                       constraints=bounds)
         if final:
             trial.final_sent = True
         trial.stop = trial.stop or stop

@@ -207,9 +207,11 @@ class AppCoreClient:
         step: int | None,
         final: bool,
         elapsed_seconds: float,
+        constraints: tuple[float, ...] = (),
     ) -> bool:
         """Send one report; return True when the trial should stop."""
-        request = Report(self._trial_number, metrics, step, final, elapsed_seconds).to_proto()
+        request = Report(self._trial_number, metrics, step, final, elapsed_seconds,
+                         constraints).to_proto()
         reply = self._call(
             "report",
             lambda stub: stub.ReportMetrics(

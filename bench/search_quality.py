@@ -19,6 +19,16 @@ Three executors:
 The figure is the median, over the seeds, of the number of finished trials when the best value
 first reached the target (a search that never does counts as the budget, marked ``>``). No
 cluster is involved: this measures the algorithms, not the system.
+
+Two objectives (``--pareto``): AppCore's ``bayesian`` search with a multi-objective backend
+(``tpe``, ``nsga2``) minimizes both objectives of ZDT1 (Zitzler, Deb and Thiele 2000, 5-D) and
+of Binh-Korn with its two constraints, sequentially, for ``--budget`` trials; Optuna runs the
+same problem directly (``study.optimize`` with ``TPESampler(seed=seed)`` -- Optuna's defaults --
+or ``NSGAIISampler(population_size=10, seed=seed)``, the population DisAuto's ``nsga2`` has with
+its default ``n_startup_trials``; constraints through ``constraints_func``) with the same budget
+and seeds. The figure is the hypervolume of each final Pareto front of feasible trials (Optuna's
+``compute_hypervolume``, against a fixed reference point), its mean over the seeds, and DisAuto's
+mean as a share of Optuna's.
 """
 
 from __future__ import annotations
@@ -172,6 +182,117 @@ def run(args: tuple[str, str, int, str, int]) -> int | None:
     return None
 
 
+# --- two objectives: the hypervolume of the Pareto front, DisAuto against Optuna ------------
+
+
+def zdt1(x: list[float]) -> tuple[tuple[float, float], tuple[float, ...]]:
+    """ZDT1 on [0, 1]^n: its two objectives (both minimized), no constraint."""
+    g = 1 + 9 * sum(x[1:]) / (len(x) - 1)
+    return (x[0], g * (1 - math.sqrt(x[0] / g))), ()
+
+
+def binh_korn(x: list[float]) -> tuple[tuple[float, float], tuple[float, ...]]:
+    """Binh and Korn's problem on [0, 5] x [0, 3]: two objectives and two constraints (<= 0)."""
+    a, b = x
+    objectives = (4 * a ** 2 + 4 * b ** 2, (a - 5) ** 2 + (b - 5) ** 2)
+    return objectives, ((a - 5) ** 2 + b ** 2 - 25, 7.7 - (a - 8) ** 2 - (b + 3) ** 2)
+
+
+@dataclass(frozen=True)
+class ParetoProblem:
+    name: str
+    fn: Any
+    bounds: list[tuple[float, float]]
+    reference: tuple[float, float]
+    """The hypervolume's reference point (worse than every point of the front)."""
+
+
+PARETO_PROBLEMS = {
+    "zdt1": ParetoProblem("ZDT1 (5-D)", zdt1, [(0.0, 1.0)] * 5, (1.1, 11.0)),
+    "binh-korn": ParetoProblem("Binh-Korn (2 constraints)", binh_korn, [(0.0, 5.0), (0.0, 3.0)],
+                               (140.0, 55.0)),
+}
+
+PARETO_BACKENDS = ("tpe", "nsga2")
+
+
+def _hypervolume(points: list[tuple[float, ...]], reference: tuple[float, float]) -> float:
+    from optuna._hypervolume import compute_hypervolume
+
+    inside = [p for p in points if all(v < r for v, r in zip(p, reference, strict=True))]
+    if not inside:
+        return 0.0
+    return float(compute_hypervolume(np.asarray(inside), np.asarray(reference)))
+
+
+def _disauto_front(backend: str, problem: ParetoProblem, seed: int,
+                   budget: int) -> list[tuple[float, ...]]:
+    space = SearchSpace(tuple(RealParam(f"x{i}", lo, hi)
+                              for i, (lo, hi) in enumerate(problem.bounds)))
+    algorithm = create_algorithm("bayesian", space, seed=seed, direction=("minimize",) * 2,
+                                 settings={"backend": backend})
+    feasible = []
+    for number in range(1, budget + 1):
+        suggestion = algorithm.ask(number)
+        assert isinstance(suggestion, dict)
+        values, constraints = problem.fn([suggestion[f"x{i}"]
+                                          for i in range(len(problem.bounds))])
+        algorithm.tell(number, values, TrialState.COMPLETED, constraints)
+        if all(c <= 0 for c in constraints):
+            feasible.append(values)
+    return feasible
+
+
+def _optuna_front(backend: str, problem: ParetoProblem, seed: int,
+                  budget: int) -> list[tuple[float, ...]]:
+    import optuna
+
+    constraints: dict[int, tuple[float, ...]] = {}
+    use = {"constraints_func": lambda trial: constraints[trial.number]}
+    sampler = optuna.samplers.TPESampler(seed=seed, **use) if backend == "tpe" \
+        else optuna.samplers.NSGAIISampler(population_size=10, seed=seed, **use)
+
+    def objective(trial: optuna.Trial) -> tuple[float, float]:
+        x = [trial.suggest_float(f"x{i}", lo, hi) for i, (lo, hi) in enumerate(problem.bounds)]
+        values, constraints[trial.number] = problem.fn(x)
+        return values
+
+    study = optuna.create_study(directions=["minimize"] * 2, sampler=sampler)
+    study.optimize(objective, n_trials=budget)
+    return [tuple(t.values) for t in study.trials if all(c <= 0 for c in constraints[t.number])]
+
+
+def pareto_run(args: tuple[str, str, int, int, str]) -> float:
+    """The hypervolume one side (``disauto`` or ``optuna``) reaches on one seed."""
+    backend, problem_key, seed, budget, side = args
+    import warnings
+
+    logging.disable(logging.WARNING)
+    warnings.simplefilter("ignore")  # Optuna's FutureWarning for constraints_func
+    problem = PARETO_PROBLEMS[problem_key]
+    front = (_disauto_front if side == "disauto" else _optuna_front)(backend, problem, seed,
+                                                                     budget)
+    return _hypervolume(front, problem.reference)
+
+
+def pareto_main(args: argparse.Namespace) -> list[list[str]]:
+    """The two-objective rows: DisAuto's and Optuna's mean hypervolume, and their ratio."""
+    cells = [(problem, backend) for problem in PARETO_PROBLEMS for backend in PARETO_BACKENDS]
+    jobs = [(backend, problem, seed, args.budget, side) for problem, backend in cells
+            for side in ("disauto", "optuna") for seed in range(args.seeds)]
+    rows = [["problem", "backend", "DisAuto hypervolume", "Optuna hypervolume", "ratio"]]
+    with ProcessPoolExecutor(max_workers=args.workers) as pool:
+        results = pool.map(pareto_run, jobs)
+        for problem, backend in cells:
+            ours = statistics.mean(next(results) for _ in range(args.seeds))
+            theirs = statistics.mean(next(results) for _ in range(args.seeds))
+            rows.append([PARETO_PROBLEMS[problem].name, backend, f"{ours:.4g}", f"{theirs:.4g}",
+                         f"{ours / theirs:.3f}"])
+            print(f"[{len(rows) - 1}/{len(cells)}]", " ".join(rows[-1]), file=sys.stderr,
+                  flush=True)
+    return rows
+
+
 def _row(problem: str, algorithm: str, executor: str, budget: int,
          outcome: list[int | None]) -> list[str]:
     counts = [budget + 1 if r is None else r for r in outcome]
@@ -194,7 +315,12 @@ def main(argv: list[str] | None = None) -> int:
                         choices=list(EXECUTORS), metavar="EXECUTOR",
                         help=f"which executors (default all: {', '.join(EXECUTORS)})")
     parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--pareto", action="store_true",
+                        help="the two-objective rows instead: hypervolume against Optuna's")
     args = parser.parse_args(argv)
+    if args.pareto:
+        _print_table(pareto_main(args))
+        return 0
     cells = []
     for problem in args.problems:
         for algorithm in args.algorithms:
@@ -211,12 +337,17 @@ def main(argv: list[str] | None = None) -> int:
             rows.append(_row(problem, algorithm, executor, budget, outcome))
             print(f"[{len(rows) - 1}/{len(cells)}]", " ".join(rows[-1]), file=sys.stderr,
                   flush=True)
+    _print_table(rows)
+    return 0
+
+
+def _print_table(rows: list[list[str]]) -> None:
+    """``rows`` (a header first) as a Markdown table."""
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     lines = ["| " + " | ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)) + " |"
              for r in rows]
     lines.insert(1, "|" + "|".join("-" * (w + 2) for w in widths) + "|")
     print("\n".join(lines))
-    return 0
 
 
 if __name__ == "__main__":

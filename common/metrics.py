@@ -4,17 +4,19 @@ The SDK checks a report before it sends it (a Python error in the user's script,
 that made it), AppCore's service checks what arrives over gRPC (INVALID_ARGUMENT), and the
 framework checks what it records: all three with :func:`check_metrics`, so the rule and its
 messages are the same wherever a bad value is caught, and nothing that breaks it is recorded.
+A trial's constraints are checked the same way, by :func:`check_constraints`.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from collections.abc import Mapping
 import math
 import numbers
 from typing import Any
 
 
-__all__ = ["MetricError", "check_metrics"]
+__all__ = ["MetricError", "check_constraints", "check_metrics"]
 
 
 class MetricError(ValueError):
@@ -50,3 +52,30 @@ def check_metrics(metrics: Mapping[str, Any], what: str = "a report") -> dict[st
     if not metrics:
         raise MetricError(f"{what} needs at least one metric, e.g. accuracy=0.93")
     return {name: check_metric(name, value) for name, value in metrics.items()}
+
+
+def check_constraints(constraints: Any, final: bool) -> tuple[float, ...]:
+    """A report's constraints as floats: finite numbers, and only with the final report.
+
+    Raises:
+        MetricError: constraints on an intermediate report, or a value that is not finite.
+        TypeError: not a list of numbers (text, bool, a mapping...).
+    """
+    if constraints is None:
+        return ()
+    if isinstance(constraints, str | bytes | Mapping) or not isinstance(constraints, Iterable):
+        raise TypeError(f"constraints must be a list of numbers, got "
+                        f"{type(constraints).__name__} {constraints!r}")
+    values = tuple(constraints)
+    if values and not final:
+        raise MetricError("constraints go with the final report (final=True) only")
+    checked = []
+    for index, value in enumerate(values):
+        try:
+            checked.append(check_metric(f"constraints[{index}]", value))
+        except MetricError:
+            raise MetricError(f"constraints[{index}] must be finite, got {value}") from None
+        except TypeError:
+            raise TypeError(f"constraints[{index}] must be a number (int or float), got "
+                            f"{type(value).__name__} {value!r}") from None
+    return tuple(checked)

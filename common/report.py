@@ -1,7 +1,7 @@
 """A runner's report of a trial's metrics, as it travels: runner → AppCore → framework.
 
 :class:`Report` is the one Python form of the ``disauto.v1.Report`` message; every hop builds
-and reads it here, so the five fields cannot be passed in the wrong order anywhere.
+and reads it here, so its fields cannot be passed in the wrong order anywhere.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ class Report:
         step: the training step of an intermediate report, or ``None``.
         final: whether these are the trial's result.
         elapsed_seconds: the runner's time since it started.
+        constraints: with the final report: the trial's constraints (``<= 0`` satisfied).
     """
 
     trial: int
@@ -29,6 +30,7 @@ class Report:
     step: int | None = None
     final: bool = False
     elapsed_seconds: float = 0.0
+    constraints: tuple[float, ...] = ()
 
     def to_proto(self) -> common_pb2.Report:
         message = common_pb2.Report(
@@ -37,6 +39,7 @@ class Report:
                      for name, value in self.metrics.items()],
             final=self.final,
             elapsed_seconds=self.elapsed_seconds,
+            constraints=self.constraints,
         )
         if self.step is not None:
             message.step = self.step
@@ -51,4 +54,5 @@ class Report:
             step=message.step if message.HasField("step") else None,
             final=message.final,
             elapsed_seconds=message.elapsed_seconds,
+            constraints=tuple(message.constraints),
         )

@@ -27,18 +27,21 @@ from collections.abc import Mapping
 from collections.abc import Sequence
 from dataclasses import dataclass
 from dataclasses import field
-import decimal
 import math
-import operator
 from typing import Generic
 from typing import TypeAlias
 from typing import TypeVar
-from typing import overload
 
 import numpy as np
 
+from disauto.common.conditions import Conditions
 from disauto.common.errors import InvalidAssignmentError
 from disauto.common.errors import SearchSpaceError
+from disauto.common.grid import Grid
+from disauto.common.param_values import Assignment
+from disauto.common.param_values import Value
+from disauto.common.step_axis import StepAxis
+from disauto.common.step_axis import decimal_of
 from disauto.protos import common_pb2
 
 
@@ -59,26 +62,13 @@ __all__ = [
     "value_to_proto",
 ]
 
-Value: TypeAlias = float | int | str
-"""One parameter's value: ``float`` (real), ``int`` (integer) or a categorical choice."""
-
-Assignment: TypeAlias = dict[str, Value]
-"""One value per parameter of a space, keyed by parameter name."""
-
 MAX_EXACT_INT = 2**53
 """Largest magnitude allowed for integer bounds: the proto carries bounds as doubles."""
-
-# Enough digits for any quotient of two finite doubles, so stepped axes never overflow Decimal.
-_DECIMAL_CONTEXT = decimal.Context(prec=800)
 
 
 def _is_number(value: object) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool)
 
-
-def _decimal(value: float) -> decimal.Decimal:
-    # The shortest repr of a float is the decimal the user wrote (0.1, not 0.1000000000000000055).
-    return decimal.Decimal(repr(float(value)))
 
 
 def _tidy(value: float) -> float:
@@ -128,45 +118,6 @@ def _check_points(points_per_range: int) -> int:
     if points_per_range < 2:
         raise ValueError(f"points_per_range must be >= 2, got {points_per_range}")
     return points_per_range
-
-
-class _StepAxis(Sequence[float]):
-    """The values ``low + k * step <= high`` (k = 0, 1, ...), computed in decimal, lazily.
-
-    Lazy because a fine step over a wide range can have more points than fit in memory; only the
-    points a search actually visits are ever computed.
-    """
-
-    __slots__ = ("_len", "_low", "_step")
-
-    def __init__(self, low: float, high: float, step: float) -> None:
-        with decimal.localcontext(_DECIMAL_CONTEXT):
-            self._low = _decimal(low)
-            self._step = _decimal(step)
-            self._len = int((_decimal(high) - self._low) // self._step) + 1
-
-    def __len__(self) -> int:
-        return self._len
-
-    @overload
-    def __getitem__(self, index: int) -> float: ...
-
-    @overload
-    def __getitem__(self, index: slice) -> tuple[float, ...]: ...
-
-    def __getitem__(self, index: int | slice) -> float | tuple[float, ...]:
-        if isinstance(index, slice):
-            return tuple(self[i] for i in range(*index.indices(self._len)))
-        position = operator.index(index)
-        if position < 0:
-            position += self._len
-        if not 0 <= position < self._len:
-            raise IndexError(f"axis index {index} out of range for {self._len} points")
-        with decimal.localcontext(_DECIMAL_CONTEXT):
-            return float(self._low + position * self._step)
-
-    def __repr__(self) -> str:
-        return f"_StepAxis(low={self._low}, step={self._step}, len={self._len})"
 
 
 def _distinct(values: Sequence[Value]) -> tuple[Value, ...]:
@@ -225,10 +176,10 @@ class RealParam(_Range[float]):
             object.__setattr__(self, "step", step)
             if self.log:
                 raise _log_with_step(name)
-            if step <= 0 or _decimal(step) > _decimal(high) - _decimal(low):
+            if step <= 0 or decimal_of(step) > decimal_of(high) - decimal_of(low):
                 raise SearchSpaceError(
                     f"parameter {name!r}: step must be > 0 and <= high - low "
-                    f"({_decimal(high) - _decimal(low)}), got {step!r}"
+                    f"({decimal_of(high) - decimal_of(low)}), got {step!r}"
                 )
 
     def step_points(self) -> Sequence[float]:
@@ -242,7 +193,7 @@ class RealParam(_Range[float]):
         """
         if self.step is None:
             raise ValueError(f"parameter {self.name!r} has no step")
-        return _StepAxis(self.low, self.high, self.step)
+        return StepAxis(self.low, self.high, self.step)
 
     def grid_axis(self, points_per_range: int) -> Sequence[float]:
         """The values grid search visits for this parameter, in increasing order.
@@ -468,20 +419,26 @@ Param: TypeAlias = RealParam | IntParam | CategoricalParam
 
 @dataclass(frozen=True)
 class SearchSpace:
-    """An ordered, non-empty tuple of uniquely named parameters.
+    """An ordered, non-empty tuple of uniquely named parameters, some maybe conditional.
 
     Iterating yields the parameters in order (the parameter file's); ``space["lr"]`` looks one up
-    by name. Instances are immutable and hashable.
+    by name. ``when`` makes parameters conditional (:mod:`common.conditions`): ``{"momentum":
+    {"optimizer": "sgd"}}`` gives ``momentum`` a value only in assignments where ``optimizer``
+    is ``"sgd"``. Instances are immutable and hashable.
 
     Attributes:
         params: The parameters (a list is accepted and stored as a tuple).
+        when: Conditional parameter to ``{parent: value or list of values}``.
 
     Raises:
         SearchSpaceError: On construction if there are no parameters, an item is not a parameter,
-            or two parameters share a name.
+            two parameters share a name, or a condition is invalid.
     """
 
     params: tuple[Param, ...]
+    when: Mapping[str, Mapping[str, Value | Sequence[Value]]] = field(
+        default_factory=dict, compare=False, hash=False, repr=False)
+    conditions: Conditions = field(init=False)
     _by_name: Mapping[str, Param] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -499,11 +456,25 @@ class SearchSpace:
                 raise SearchSpaceError(f"duplicate parameter name {param.name!r}")
             by_name[param.name] = param
         object.__setattr__(self, "_by_name", by_name)
+        choices = {p.name: p.choices if isinstance(p, CategoricalParam) else None
+                   for p in params}
+        object.__setattr__(self, "conditions",
+                           Conditions.build(self.names, choices, self.when or {}))
 
     @property
     def names(self) -> tuple[str, ...]:
         """The parameter names, in order."""
         return tuple(param.name for param in self.params)
+
+    @property
+    def conditional(self) -> bool:
+        """True when some parameter has a ``when``."""
+        return not self.conditions.empty
+
+    @property
+    def evaluation_order(self) -> tuple[Param, ...]:
+        """The parameters in the order a search decides them: each after its parents."""
+        return tuple(self._by_name[name] for name in self.conditions.order)
 
     def __iter__(self) -> Iterator[Param]:
         return iter(self.params)
@@ -518,13 +489,14 @@ class SearchSpace:
             raise KeyError(f"no parameter {name!r}; parameters: {', '.join(self.names)}") from None
 
     def validate_assignment(self, assignment: Mapping[str, object]) -> None:
-        """Check that ``assignment`` gives every parameter, and only those, a valid value.
+        """Check that ``assignment`` gives every active parameter, and only those, a valid value.
 
         Args:
             assignment: Parameter name to value.
 
         Raises:
-            InvalidAssignmentError: Naming the first missing, unknown or invalid parameter.
+            InvalidAssignmentError: Naming the first unknown, missing, invalid or inactive
+                parameter.
         """
         for name in assignment:
             if name not in self._by_name:
@@ -532,13 +504,32 @@ class SearchSpace:
                     f"assignment has unknown parameter {name!r}; parameters: "
                     f"{', '.join(self.names)}"
                 )
-        for param in self.params:
+        for param in self.evaluation_order:
+            active = self.conditions.is_active(param.name, assignment)
             if param.name not in assignment:
-                raise InvalidAssignmentError(f"assignment is missing parameter {param.name!r}")
+                if active:
+                    raise InvalidAssignmentError(
+                        f"assignment is missing parameter {param.name!r}")
+                continue
+            if not active:
+                raise InvalidAssignmentError(
+                    f"parameter {param.name!r} has a value but is inactive: it exists only "
+                    f"when {self.conditions.describe(param.name)}")
             param.validate_value(assignment[param.name])
 
+    def grid(self, points_per_range: int) -> Grid:
+        """The grid: every valid combination of the parameters' grid axes (:mod:`common.grid`).
+
+        Args:
+            points_per_range: Points per unstepped range (see each parameter's ``grid_axis``).
+        """
+        axes = [(param.name, param.grid_axis(points_per_range))
+                for param in self.evaluation_order]
+        return Grid(axes, self.conditions, self.names)
+
     def grid_size(self, points_per_range: int) -> int:
-        """The number of points of the full grid (product of every parameter's grid axis).
+        """The number of points of the grid (without conditions: the product of every
+        parameter's grid axis; with them, the valid combinations).
 
         Args:
             points_per_range: Points per unstepped range (see each parameter's ``grid_axis``).
@@ -546,7 +537,9 @@ class SearchSpace:
         Returns:
             The grid's size (an exact Python int, however large).
         """
-        return math.prod(len(param.grid_axis(points_per_range)) for param in self.params)
+        if not self.conditional:
+            return math.prod(len(param.grid_axis(points_per_range)) for param in self.params)
+        return self.grid(points_per_range).size
 
 
 # --- protobuf conversions -------------------------------------------------------------------
@@ -675,7 +668,14 @@ def space_to_proto(space: SearchSpace) -> common_pb2.SearchSpace:
     Returns:
         The message.
     """
-    return common_pb2.SearchSpace(parameters=[_param_to_proto(param) for param in space])
+    parameters = []
+    for param in space:
+        message = _param_to_proto(param)
+        message.when.extend(
+            common_pb2.Condition(parameter=parent, values=[value_to_proto(v) for v in values])
+            for parent, values in space.conditions.requirement(param.name))
+        parameters.append(message)
+    return common_pb2.SearchSpace(parameters=parameters)
 
 
 def _integral(label: str, what: str, value: float) -> int:
@@ -732,6 +732,14 @@ def space_from_proto(message: common_pb2.SearchSpace) -> SearchSpace:
     Raises:
         SearchSpaceError: Naming the parameter (or its index) that is malformed.
     """
-    return SearchSpace(
-        tuple(_param_from_proto(index, param) for index, param in enumerate(message.parameters))
-    )
+    params = tuple(_param_from_proto(index, param)
+                   for index, param in enumerate(message.parameters))
+    when: dict[str, dict[str, list[Value]]] = {}
+    for param in message.parameters:
+        for condition in param.when:
+            try:
+                values = [value_from_proto(value) for value in condition.values]
+            except InvalidAssignmentError as error:
+                raise SearchSpaceError(f"parameter {param.name!r}: {error}") from None
+            when.setdefault(param.name, {})[condition.parameter] = values
+    return SearchSpace(params, when)

@@ -28,7 +28,10 @@ from disauto.common.durations import format_duration
 from disauto.common.errors import InvalidAssignmentError
 from disauto.common.gpu_samples import GpuReading
 from disauto.common.metrics import MetricError
+from disauto.common.metrics import check_constraints
 from disauto.common.metrics import check_metrics
+from disauto.common.objectives import Objectives
+from disauto.common.objectives import is_feasible
 from disauto.common.report import Report
 from disauto.common.space import assignment_to_proto
 from disauto.common.space import space_from_proto
@@ -182,7 +185,7 @@ class JobController(TaskStatusHandling):
 
     def _best(self) -> TrialRow | None:
         done = [t for t in self._trials.values() if t.state == TrialState.COMPLETED
-                and t.objective is not None]
+                and t.objective is not None and is_feasible(t.constraints)]
         if not done:
             return None
         sign = -1.0 if self.config.search.direction == common_pb2.MINIMIZE else 1.0
@@ -221,6 +224,7 @@ class JobController(TaskStatusHandling):
             task_id=trial.task_id,
             training_seconds=trial.training_seconds,
             metrics=[common_pb2.Metric(name=k, value=v) for k, v in sorted(trial.metrics.items())],
+            constraints=trial.constraints or (),
         )
         for name, value in assignment_to_proto(trial.assignment).items():
             proto.assignment[name].CopyFrom(value)
@@ -352,6 +356,7 @@ class JobController(TaskStatusHandling):
                 )
             try:
                 metrics = check_metrics(metrics)
+                constraints = check_constraints(report.constraints, final)
             except (MetricError, TypeError) as err:
                 raise InvalidArgumentError(str(err)) from None
             merged = {**trial.metrics, **metrics}
@@ -359,16 +364,17 @@ class JobController(TaskStatusHandling):
                 "metrics": merged,
                 "training_seconds": max(0.0, float(elapsed_seconds)),
                 "final_reported": final,
+                **({"constraints": list(constraints)} if constraints else {}),
             }
-            objective = self.config.search.objective
-            if objective in metrics:
-                fields["objective"] = float(metrics[objective])
+            values = Objectives.from_spec(self.config.search).values(merged)
+            if values is not None:  # the first objective, once every objective is reported
+                fields["objective"] = values[0]
             self.store.add_report(number, metrics, step, final, elapsed_seconds, fields)
             trial.metrics = merged
             trial.training_seconds = fields["training_seconds"]
             trial.final_reported = final
-            if "objective" in fields:
-                trial.objective = fields["objective"]
+            trial.objective = fields.get("objective", trial.objective)
+            trial.constraints = constraints or trial.constraints
             return self.trial_proto(trial)
 
     def prune_trial(self, number: int, message: str) -> common_pb2.Trial:
@@ -781,13 +787,14 @@ class JobController(TaskStatusHandling):
 
 
 def sorted_trials(trials: Sequence[TrialRow], maximize: bool) -> list[TrialRow]:
-    """Trials best first: completed by objective, then the rest by number."""
+    """Trials best first: completed by objective (feasible first), then the rest by number."""
     sign = -1.0 if maximize else 1.0
 
-    def key(t: TrialRow) -> tuple[bool, float, int]:
+    def key(t: TrialRow) -> tuple[bool, bool, float, int]:
         # Only a completed trial's objective ranks it: a killed or failed trial may carry an
         # intermediate value, and "the rest" sort by number, not by that value.
         ranked = t.state == TrialState.COMPLETED and t.objective is not None
-        return (not ranked, sign * (t.objective or 0.0) if ranked else 0.0, t.number)
+        return (not ranked, ranked and not is_feasible(t.constraints),
+                sign * (t.objective or 0.0) if ranked else 0.0, t.number)
 
     return sorted(trials, key=key)

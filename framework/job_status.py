@@ -20,6 +20,7 @@ from typing import Any
 from disauto.common import slots
 from disauto.common import task_env
 from disauto.common import task_usage
+from disauto.common.objectives import Objectives
 from disauto.common.task_states import has_ended_for_framework
 from disauto.common.task_states import was_lost
 from disauto.common.trial_state import TrialState
@@ -201,9 +202,10 @@ class TaskStatusHandling:
             if trial.objective is not None:
                 self._set_state(trial, TrialState.COMPLETED, "")
             elif trial.metrics:
+                missing = Objectives.from_spec(self.config.search).missing(trial.metrics)
                 self._set_state(trial, TrialState.FAILED, (
                     f"the runner reported {', '.join(sorted(trial.metrics))} but not the "
-                    f"objective {self.config.search.objective!r}"
+                    f"objective {', '.join(repr(name) for name in missing)}"
                 ))
             else:
                 self._set_state(trial, TrialState.FAILED, (

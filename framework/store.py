@@ -122,10 +122,16 @@ class TrialRow:
     ended_at: float | None = None
     usage: TrialUsage = field(default_factory=TrialUsage)
     """What the trial's task was measured to use (``common/telemetry.py``)."""
+    constraints: tuple[float, ...] | None = None
+    """The constraints its final report carried (None: none; ``<= 0`` is satisfied)."""
 
     @property
     def terminal(self) -> bool:
         return self.state.is_finished()
+
+
+_JSON_COLUMNS = ("metrics", "assignment", "constraints")
+"""Trial columns kept as JSON text."""
 
 
 class StoreError(RuntimeError):
@@ -220,7 +226,7 @@ class JobStore:
         """Set columns of a trial (``metrics``/``assignment`` are JSON-encoded)."""
         if not fields:
             return
-        for key in ("metrics", "assignment"):
+        for key in _JSON_COLUMNS:
             if key in fields:
                 fields[key] = json.dumps(fields[key], sort_keys=True)
         if "final_reported" in fields:
@@ -259,8 +265,9 @@ class JobStore:
     ) -> None:
         """Record a report and the trial columns it changes, in one transaction."""
         encoded = dict(trial_fields)
-        if "metrics" in encoded:
-            encoded["metrics"] = json.dumps(encoded["metrics"], sort_keys=True)
+        for key in _JSON_COLUMNS:
+            if key in encoded:
+                encoded[key] = json.dumps(encoded[key], sort_keys=True)
         if "final_reported" in encoded:
             encoded["final_reported"] = int(bool(encoded["final_reported"]))
         columns = ", ".join(f"{name} = ?" for name in encoded)
@@ -437,12 +444,14 @@ def _trial_from_row(row: dict[str, Any]) -> TrialRow:
         started_at=row["started_at"],
         ended_at=row["ended_at"],
         usage=TrialUsage(**{name: row.get(name) for name in USAGE_COLUMNS}),
+        constraints=tuple(json.loads(row["constraints"])) if row.get("constraints") else None,
     )
 
 
 # Columns added after a job store's first version: (table, column, definition).
 _ADDED_COLUMNS = (("trials", "retries", "INTEGER NOT NULL DEFAULT 0"),
                   ("trials", "executor_id", "TEXT NOT NULL DEFAULT ''"),
+                  ("trials", "constraints", "TEXT"),
                   *(("trials", name, "REAL") for name in USAGE_COLUMNS))
 
 

@@ -21,6 +21,7 @@ from urllib.request import urlopen
 
 from disauto.common import paths
 from disauto.common.master_http import master_request
+from disauto.common.objectives import is_feasible
 from disauto.common.processes import is_running
 from disauto.common.trial_state import TrialState
 from disauto.framework.job import sorted_trials
@@ -76,7 +77,8 @@ class Job:
     def best(self) -> TrialRow | None:
         ranked = sorted_trials(self.trials, self.maximize)
         first = ranked[0] if ranked else None
-        return first if first is not None and first.state == TrialState.COMPLETED else None
+        return first if first is not None and first.state == TrialState.COMPLETED \
+            and is_feasible(first.constraints) else None
 
     def counts(self) -> dict[str, int]:
         counted = Counter(str(t.state) for t in self.trials)

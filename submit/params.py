@@ -20,9 +20,14 @@ is allowed and ignored):
   :class:`~common.space.CategoricalParam`.
 
 Ranges also take ``"log": true`` (needs low > 0) and ``"step": x`` (0 < x <= high - low; a whole
-number for integers), but not both. Numbers keep their JSON type: in ``"number"`` and ``"choice"``
-lists ``1`` stays an int and ``1.0`` a float; ``"bound"`` accepts integer bounds and is still
-continuous. Booleans and ``null`` are not values (the wire format has no such type).
+number for integers), but not both. Any parameter takes ``"when": {"optimizer": "sgd"}`` (a value
+or a list of values per parent; several parents must all hold): it then exists only in trials
+where those parents have those values (:mod:`common.conditions`: a parent must be a ``"number"``
+or ``"choice"`` parameter, the values among its own, and the conditions free of cycles).
+
+Numbers keep their JSON type: in ``"number"`` and ``"choice"`` lists ``1`` stays an int and
+``1.0`` a float; ``"bound"`` accepts integer bounds and is still continuous. Booleans and
+``null`` are not values (the wire format has no such type).
 
 As printed in the paper, the example has a trailing comma before the closing brace; trailing
 commas before ``]`` and ``}`` are accepted (a string-aware pre-pass blanks them, keeping every
@@ -65,8 +70,8 @@ PARAMETER_TYPES: tuple[str, ...] = ("bound", "number", "int", "integer", "choice
 """The accepted ``"type"`` values, in the order error messages list them."""
 
 _RANGE_TYPES = frozenset({"bound", "int", "integer"})
-_RANGE_KEYS = ("name", "type", "value", "log", "step", "description")
-_LIST_KEYS = ("name", "type", "value", "description")
+_RANGE_KEYS = ("name", "type", "value", "log", "step", "when", "description")
+_LIST_KEYS = ("name", "type", "value", "when", "description")
 _TOP_LEVEL_KEYS = ("parameters",)
 _MAX_SHOWN = 60
 
@@ -234,6 +239,7 @@ def parse_parameter_document(document: object, source: str = "<parameters>") -> 
         raise ParameterFileError(source, '"parameters" is empty; give at least one parameter')
     params: list[Param] = []
     positions: dict[str, int] = {}
+    when: dict[str, dict[str, Value | list[Value]]] = {}
     for position, entry in enumerate(entries, start=1):
         param = _parse_parameter(entry, position, source)
         if param.name in positions:
@@ -245,7 +251,31 @@ def parse_parameter_document(document: object, source: str = "<parameters>") -> 
             )
         positions[param.name] = position
         params.append(param)
-    return SearchSpace(tuple(params))
+        if "when" in entry:
+            when[param.name] = _parse_when(entry["when"], param.name, source)
+    try:
+        return SearchSpace(tuple(params), when)
+    except SearchSpaceError as error:  # a condition naming another parameter, or a cycle
+        name, _, detail = str(error).partition(": ")
+        named = next((n for n in when if name == f"parameter {n!r}"), None)
+        raise ParameterFileError(source, detail if named else str(error), named) from None
+
+
+def _parse_when(raw: object, name: str, source: str) -> dict[str, Value | list[Value]]:
+    """The shape of ``"when"``: ``{"parent": value or [values]}``; the rest is the space's."""
+    example = '{"optimizer": "sgd"} or {"optimizer": ["sgd", "rmsprop"]}'
+    if not isinstance(raw, dict) or not raw:
+        raise ParameterFileError(
+            source, f'"when" must be an object naming parents and their values, e.g. {example}; '
+                    f"got {_show(raw)}", name)
+    _check_keys(raw, tuple(raw), source, name, "key")  # duplicate parents
+    for parent, values in raw.items():
+        items = values if isinstance(values, list) else [values]
+        if not items or not all(_is_number(v) or isinstance(v, str) for v in items):
+            raise ParameterFileError(
+                source, f'"when": the values of {_show(parent)} must be a string or a number, '
+                        f"or a non-empty list of them, got {_show(values)}", name)
+    return dict(raw)
 
 
 def _check_keys(

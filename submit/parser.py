@@ -116,11 +116,15 @@ def _search_flags(parser: argparse.ArgumentParser) -> None:
     search = parser.add_argument_group("the search")
     search.add_argument("--parallelism", default="1", metavar="N",
                         help="trials in flight at once (default 1)")
-    search.add_argument("--objective", default="accuracy", metavar="METRIC",
-                        help="the reported metric to optimize (default accuracy)")
-    search.add_argument("--direction", default="maximize", choices=("maximize", "minimize"))
-    search.add_argument("--target", metavar="VALUE",
-                        help="stop as soon as a trial's final objective reaches VALUE")
+    search.add_argument("--objective", default="accuracy", metavar="METRIC[,METRIC...]",
+                        help="the reported metric to optimize (default accuracy); several, "
+                             "comma-separated, for a Pareto front (e.g. accuracy,latency)")
+    search.add_argument("--direction", metavar="maximize|minimize[,...]",
+                        help="maximize (default) or minimize the objective; one per objective "
+                             "when there are several (e.g. maximize,minimize)")
+    search.add_argument("--target", metavar="VALUE[,VALUE...]",
+                        help="stop as soon as a feasible trial's final objective reaches VALUE; "
+                             "one per objective when there are several (all must be reached)")
     search.add_argument("--max-duration", metavar="DURATION",
                         help="end the job after this long (e.g. 2h, 90m, 1h30m): running trials "
                              "are killed, the record kept")

@@ -6,10 +6,13 @@ from collections.abc import Sequence
 import csv
 import json
 from pathlib import Path
+import textwrap
 from typing import IO
 from typing import Any
 
 from disauto.common import paths
+from disauto.common.objectives import Objectives
+from disauto.common.objectives import is_feasible
 from disauto.framework.job import Progress
 from disauto.framework.job import sorted_trials
 from disauto.framework.job_status import MEMORY_LIMITATION
@@ -68,18 +71,80 @@ def _param_names(trials: Sequence[TrialRow], order: Sequence[str]) -> list[str]:
     return names
 
 
+def search_keys(trials: Sequence[TrialRow], objectives: Objectives) -> dict[str, Any]:
+    """results.json's keys on the objectives: their names and directions, the Pareto front
+    (the numbers of the completed, feasible trials no other dominates; with one objective the
+    trials with the best value) and the infeasible trials (a constraint above 0)."""
+    return {"objectives": list(objectives.names), "directions": list(objectives.directions),
+            "pareto_front": objectives.front(trials),
+            "infeasible_trials": infeasible(trials)}
+
+
+SUMMARY_WIDTH = 69
+"""The summary's lines are printed after ``da-submit: ``: 80 columns in all."""
+
+
+def search_lines(keys: dict[str, Any], objectives: Objectives, shown: int = 8) -> list[str]:
+    """The summary's lines on the Pareto front (several objectives) and the infeasible trials,
+    from :func:`search_keys`, wrapped to :data:`SUMMARY_WIDTH`."""
+    def named(numbers: list[int]) -> str:
+        more = f" ... ({len(numbers)} in all)" if len(numbers) > shown else ""
+        return ", ".join(f"trial-{n:04d}" for n in numbers[:shown]) + more
+
+    sentences = []
+    if objectives.several:
+        front = keys["pareto_front"]
+        sentences.append(f"Pareto front of {objectives.describe()}: "
+                         + (named(front) if front else "empty (no completed, feasible trial)"))
+    if keys["infeasible_trials"]:
+        sentences.append(f"infeasible (a constraint above 0): "
+                         f"{named(keys['infeasible_trials'])}")
+    return [line for sentence in sentences
+            for line in textwrap.wrap(sentence, SUMMARY_WIDTH, subsequent_indent="  ")]
+
+
+def infeasible(trials: Sequence[TrialRow]) -> list[int]:
+    """The numbers of the trials that reported a constraint above 0."""
+    return [t.number for t in trials if not is_feasible(t.constraints)]
+
+
+def _ordered(trials: Sequence[TrialRow], maximize: bool,
+             objectives: Objectives | None) -> tuple[list[TrialRow], set[int]]:
+    """The trials best first (with several objectives: the Pareto front first), and the front."""
+    ordered = sorted_trials(trials, maximize)
+    if objectives is None or not objectives.several:
+        return ordered, set()
+    front = set(objectives.front(trials))
+    return sorted(ordered, key=lambda t: t.number not in front), front
+
+
+def _notes(trials: Sequence[TrialRow], front: set[int]) -> dict[int, str]:
+    """Per trial, what the table says of it beyond its state: on the front, infeasible."""
+    notes = {t.number: "front" if t.number in front else "" for t in trials}
+    for number in infeasible(trials):
+        notes[number] = "infeasible"
+    return notes
+
+
 def table(trials: Sequence[TrialRow], objective: str, maximize: bool, limit: int = 20,
-          param_order: Sequence[str] = ()) -> str:
+          param_order: Sequence[str] = (), objectives: Objectives | None = None) -> str:
     """The trials, best first, as an aligned text table (at most ``limit`` rows).
 
-    Parameters appear in ``param_order`` (the parameter file's order), then any others.
+    Parameters appear in ``param_order`` (the parameter file's order), then any others. With
+    several ``objectives`` each has a column and the Pareto front comes first, marked
+    ``front``; an infeasible trial is marked ``infeasible``.
     """
-    ordered = sorted_trials(trials, maximize)
+    ordered, front = _ordered(trials, maximize, objectives)
     names = _param_names(ordered, param_order)
-    header = ["trial", "state", objective, *names, "time(s)"]
+    several = objectives is not None and objectives.several
+    shown = list(objectives.names) if objectives is not None and several else [objective]
+    notes = _notes(trials, front)
+    noted = any(notes.values())
+    header = ["trial", "state", *(["note"] if noted else []), *shown, *names, "time(s)"]
     rows = [
-        [f"trial-{t.number:04d}", t.state,
-         _fmt(t.objective) if t.objective is not None else "-",
+        [f"trial-{t.number:04d}", t.state, *([notes[t.number] or "-"] if noted else []),
+         *(_fmt(t.metrics[n]) if several and n in t.metrics
+           else "-" if several or t.objective is None else _fmt(t.objective) for n in shown),
          *(_fmt(t.assignment.get(n, "")) for n in names),
          f"{t.training_seconds:.1f}"]
         for t in ordered[:limit]
@@ -95,11 +160,14 @@ def table(trials: Sequence[TrialRow], objective: str, maximize: bool, limit: int
 
 
 def trial_dict(trial: TrialRow) -> dict[str, Any]:
-    """A trial as results.json lists it."""
+    """A trial as results.json lists it (``constraints``: as reported, or None; ``feasible``:
+    none above 0)."""
     return {"number": trial.number, "state": str(trial.state), "objective": trial.objective,
             "assignment": trial.assignment, "metrics": trial.metrics,
             "training_seconds": trial.training_seconds, "task_id": trial.task_id,
-            "message": trial.message, "usage": trial.usage.as_columns()}
+            "message": trial.message, "usage": trial.usage.as_columns(),
+            "constraints": None if trial.constraints is None else list(trial.constraints),
+            "feasible": is_feasible(trial.constraints)}
 
 
 def memory_killed(trials: Sequence[TrialRow]) -> list[int]:
@@ -186,35 +254,47 @@ def _gpu_line(usage: dict[str, Any]) -> str:
 
 
 def write(job_dir: Path, summary: dict[str, Any], trials: Sequence[TrialRow],
-          maximize: bool, param_order: Sequence[str] = ()) -> tuple[Path, Path]:
+          maximize: bool, param_order: Sequence[str] = (),
+          objectives: Objectives | None = None) -> tuple[Path, Path]:
     """Write results.json and results.csv into the job folder; return their paths."""
-    ordered = sorted_trials(trials, maximize)
+    ordered, _ = _ordered(trials, maximize, objectives)
     json_path = job_dir / paths.RESULTS_JSON
     json_path.write_text(json.dumps({**summary, "trials": [trial_dict(t) for t in ordered]},
                                     indent=2, sort_keys=True))
     csv_path = job_dir / paths.RESULTS_CSV
     with csv_path.open("w", newline="") as handle:
-        write_csv(handle, trials, maximize, param_order)
+        write_csv(handle, trials, maximize, param_order, objectives)
     return json_path, csv_path
 
 
 def write_csv(handle: IO[str], trials: Sequence[TrialRow], maximize: bool,
-              param_order: Sequence[str] = ()) -> None:
-    """The trials, best first, as CSV: parameters, then every metric any trial reported."""
-    ordered = sorted_trials(trials, maximize)
+              param_order: Sequence[str] = (), objectives: Objectives | None = None) -> None:
+    """The trials, best first, as CSV: parameters, then every metric any trial reported; where
+    trials reported constraints, ``feasible`` and ``constraints`` (JSON); with several
+    ``objectives``, ``pareto_front`` (1 on the front, the front first)."""
+    ordered, front = _ordered(trials, maximize, objectives)
     params = _param_names(ordered, param_order)
     metrics: list[str] = []
     for trial in ordered:
         metrics += [n for n in trial.metrics if n not in metrics]
+    constrained = any(t.constraints is not None for t in trials)
+    several = objectives is not None and objectives.several
     writer = csv.writer(handle)
     writer.writerow(["trial", "state", "objective", *params,
                      *(f"metric:{m}" for m in metrics), "training_seconds", "message",
-                     *USAGE_CSV])
+                     *USAGE_CSV, *(("feasible", "constraints") if constrained else ()),
+                     *(("pareto_front",) if several else ())])
     for t in ordered:
+        extra: list[Any] = []
+        if constrained:
+            extra += [int(is_feasible(t.constraints)),
+                      "" if t.constraints is None else json.dumps(list(t.constraints))]
+        if several:
+            extra.append(int(t.number in front))
         writer.writerow([t.number, t.state, "" if t.objective is None else t.objective,
                          *(t.assignment.get(p, "") for p in params),
                          *(t.metrics.get(m, "") for m in metrics),
-                         round(t.training_seconds, 3), t.message, *_usage_cells(t)])
+                         round(t.training_seconds, 3), t.message, *_usage_cells(t), *extra])
 
 
 USAGE_CSV = ("peak_rss_mb", "cpu_seconds", "mean_gpu_utilization", "peak_gpu_memory_mb")

@@ -21,6 +21,7 @@ from disauto.common import paths
 from disauto.common.certificates import CertificateError
 from disauto.common.certificates import Identity
 from disauto.common.certificates import generate
+from disauto.common.objectives import Objectives
 from disauto.common.tls import FRAMEWORK_SERVER_NAME
 from disauto.common.trial_state import TrialState
 from disauto.framework import job_tls
@@ -342,8 +343,10 @@ def _report(runner: Any, job_dir: Path, out: IO[str], err: IO[str], objective: s
         },
         "usage": results.usage_summary(trials, runner.config.runner.mem_mb),
     }
+    objectives = Objectives.from_spec(runner.config.search)
+    summary.update(results.search_keys(trials, objectives))
     order = [p.name for p in runner.config.search.space.parameters]
-    json_path, csv_path = results.write(job_dir, summary, trials, maximize, order)
+    json_path, csv_path = results.write(job_dir, summary, trials, maximize, order, objectives)
     try:  # the record is written; the terminal may be gone (SIGHUP)
         if outcome_name in ("UNSCHEDULABLE", "FRAMEWORK_LOST") \
                 or status == ExitStatus.MASTER_UNREACHABLE:
@@ -351,7 +354,8 @@ def _report(runner: Any, job_dir: Path, out: IO[str], err: IO[str], objective: s
             return
         if trials:
             print("", file=out)
-            print(results.table(trials, objective, maximize, param_order=order), file=out)
+            print(results.table(trials, objective, maximize, param_order=order,
+                                objectives=objectives), file=out)
         print("", file=out)
         print(f"{PROG}: {outcome_name.lower().replace('_', ' ')}: {message}", file=out)
         if best is not None:
@@ -363,6 +367,8 @@ def _report(runner: Any, job_dir: Path, out: IO[str], err: IO[str], objective: s
             why = f"; the first failure: trial-{failed[0].number:04d}: {failed[0].message}" \
                 if failed else ""
             print(f"{PROG}: error: no trial produced a result{why}", file=err)
+        for line in results.search_lines(summary, objectives):
+            print(f"{PROG}: {line}", file=out)
         for line in results.usage_lines(trials, runner.config.runner.mem_mb):
             print(f"{PROG}: {line}", file=out)
         print(f"{PROG}: results in {json_path} and {csv_path}", file=out)

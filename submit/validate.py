@@ -28,6 +28,7 @@ from disauto.common.deadlines import parse_deadline
 from disauto.common.durations import DurationError
 from disauto.common.durations import parse_duration
 from disauto.common.errors import SearchInputError
+from disauto.common.objectives import Objectives
 from disauto.common.python_command import MODULE_NAME
 from disauto.common.python_command import NotAPythonCommandError
 from disauto.common.python_command import parse_python_command
@@ -208,27 +209,82 @@ def _bayesian_settings(args: argparse.Namespace) -> dict[str, str]:
         settings["mode"] = args.bayes_mode
     if args.warm_start is not None:
         path = existing_file("--warm-start", args.warm_start)
+        objectives = _objectives(args)
         try:
             data = json.loads(Path(path).read_text())
-            settings["warm_start"] = warm_start_setting(data, args.objective.strip(),
-                                                        args.direction)
+            if objectives.several and not isinstance(data, list):
+                raise ValueError("an earlier job's results teach one objective; a search of "
+                                 f"{len(objectives.names)} can start from a list of points only")
+            settings["warm_start"] = warm_start_setting(data, objectives.names[0],
+                                                        objectives.directions[0])
         except (ValueError, UnicodeDecodeError) as err:
             raise UsageError(f"--warm-start: {args.warm_start}: {err}") from None
     return settings
 
 
-def _early_stopping(args: argparse.Namespace) -> tuple[str, dict[str, str]]:
+def _early_stopping(args: argparse.Namespace,
+                    objectives: Objectives) -> tuple[str, dict[str, str]]:
     """``--early-stopping`` and its ``--early-stopping-setting`` items, checked."""
     from disauto.appcore.pruners import pruner_class
 
     settings = key_values("--early-stopping-setting", args.early_stopping_setting)
     try:
-        pruner_class(args.early_stopping).parse_settings(settings)
+        rule = pruner_class(args.early_stopping)
+        rule.parse_settings(settings)
     except SearchInputError as err:
         flag = "--early-stopping-setting" if settings and "unknown early" not in str(err) \
             else "--early-stopping"
         raise UsageError(f"{flag}: {err}") from None
+    if objectives.several and rule.NAME != "none":
+        raise UsageError(f"--early-stopping {args.early_stopping}: a rule judges one objective's "
+                         f"curve; a search of {len(objectives.names)} objectives "
+                         f"({', '.join(objectives.names)}) cannot stop trials early")
     return args.early_stopping, settings
+
+
+def _split(flag: str, text: str) -> list[str]:
+    """A comma-separated flag's items, stripped; an empty one is an error."""
+    items = [item.strip() for item in text.split(",")]
+    if not all(items):
+        raise UsageError(f"{flag}: invalid value {text!r}: an empty item; separate the values "
+                         "with single commas")
+    return items
+
+
+def _objectives(args: argparse.Namespace) -> Objectives:
+    """``--objective``, ``--direction`` and ``--target``: one objective, or several with a
+    direction each (and a target each, if any)."""
+    if not args.objective.strip():
+        raise UsageError("--objective: must name a metric, e.g. accuracy")
+    names = _split("--objective", args.objective)
+    duplicates = sorted({name for name in names if names.count(name) > 1})
+    if duplicates:
+        raise UsageError(f"--objective: {duplicates[0]!r} is named twice")
+    several = len(names) > 1
+    example = ",".join(("maximize", "minimize")[i % 2] for i in range(len(names)))
+    if args.direction is None:
+        if several:
+            raise UsageError(f"--direction: {len(names)} objectives ({', '.join(names)}) need "
+                             f"a direction each, e.g. --direction {example}")
+        directions = ["maximize"]
+    else:
+        directions = _split("--direction", args.direction)
+        for direction in directions:
+            if direction not in ("maximize", "minimize"):
+                raise UsageError(f"--direction: invalid value {direction!r}: expected maximize "
+                                 "or minimize")
+        if len(directions) != len(names):
+            raise UsageError(f"--direction: {len(directions)} given for {len(names)} "
+                             f"objective{'s' if several else ''} ({', '.join(names)}); give one "
+                             f"per objective, e.g. --direction {example}")
+    targets: list[float] = []
+    if args.target is not None:
+        targets = [_target(item) for item in _split("--target", args.target)]
+        if len(targets) != len(names):
+            raise UsageError(f"--target: {len(targets)} given for {len(names)} objective"
+                             f"{'s' if several else ''} ({', '.join(names)}); give one per "
+                             "objective (a trial must reach them all)")
+    return Objectives(tuple(names), tuple(directions), tuple(targets))  # type: ignore[arg-type]
 
 
 def validate(args: argparse.Namespace) -> Submission:
@@ -385,40 +441,36 @@ def _search(args: argparse.Namespace) -> common_pb2.JobSpec:
     if args.tuning_type not in ALGORITHMS:
         raise UsageError(f"--tuning-type: unknown algorithm {args.tuning_type!r}; valid: "
                          f"{', '.join(sorted(ALGORITHMS))}")
-    if not args.objective.strip():
-        raise UsageError("--objective: must name a metric, e.g. accuracy")
-    target = _target(args.target)
+    objectives = _objectives(args)
     seed = _seed(args.seed)
     settings = key_values("--tuning-setting", args.tuning_setting)
     space = load_parameter_file(Path(args.tuning_parameters).expanduser())
     settings.update(_bayesian_settings(args))
-    early_stopping, early_stopping_settings = _early_stopping(args)
+    early_stopping, early_stopping_settings = _early_stopping(args, objectives)
     try:
-        algorithm_class(args.tuning_type).validate(space, settings, trial_steps)
+        algorithm_class(args.tuning_type).validate(space, settings, trial_steps,
+                                                   objectives=len(objectives.names))
     except SearchInputError as err:
-        raise UsageError(f"--tuning-type {args.tuning_type}: {err}") from None
+        flag = "--bayes-backend" if "optimizes one objective" in str(err) \
+            else f"--tuning-type {args.tuning_type}"
+        raise UsageError(f"{flag}: {err}") from None
     search = common_pb2.JobSpec(
         app_name=args.app_name,
         space=space_to_proto(space),
         tuning_type=args.tuning_type,
         max_trials=trial_steps,
         parallelism=parallelism,
-        objective=args.objective.strip(),
-        direction=common_pb2.MINIMIZE if args.direction == "minimize" else common_pb2.MAXIMIZE,
         max_failed_trials=max_failed,
         seed=seed,
         settings=settings,
         early_stopping=early_stopping,
         early_stopping_settings=early_stopping_settings,
     )
-    if target is not None:
-        search.target = target
+    objectives.write_to(search)
     return search
 
 
-def _target(text: str | None) -> float | None:
-    if text is None:
-        return None
+def _target(text: str) -> float:
     try:
         target = float(text)
     except ValueError:

@@ -20,7 +20,9 @@ from collections.abc import Mapping
 
 from disauto.appcore.algorithms._base import FINISHED
 from disauto.appcore.algorithms._base import Direction
+from disauto.appcore.algorithms._base import Directions
 from disauto.appcore.algorithms._base import Finished
+from disauto.appcore.algorithms._base import ObjectiveValue
 from disauto.appcore.algorithms._base import RecordState
 from disauto.appcore.algorithms._base import SearchAlgorithm
 from disauto.appcore.algorithms._base import TrialOutcome
@@ -34,7 +36,9 @@ __all__ = [
     "ALGORITHMS",
     "FINISHED",
     "Direction",
+    "Directions",
     "Finished",
+    "ObjectiveValue",
     "RecordState",
     "SearchAlgorithm",
     "TrialOutcome",
@@ -65,7 +69,7 @@ def create_algorithm(
     space: SearchSpace,
     *,
     seed: int,
-    direction: Direction,
+    direction: Directions,
     settings: Mapping[str, str],
     parallelism: int = 1,
 ) -> SearchAlgorithm:
@@ -75,7 +79,7 @@ def create_algorithm(
         name: A registered name.
         space: The search space.
         seed: The search's seed.
-        direction: ``"maximize"`` or ``"minimize"``.
+        direction: ``"maximize"`` or ``"minimize"``, or one of them per objective.
         settings: Algorithm settings by name, as strings.
         parallelism: Trials in flight at once (sizes synchronous batches).
 

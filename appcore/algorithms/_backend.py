@@ -19,6 +19,8 @@ from collections.abc import Sequence
 from typing import ClassVar
 
 from disauto.appcore.algorithms._base import Direction
+from disauto.appcore.algorithms._base import Directions
+from disauto.appcore.algorithms._base import ObjectiveValue
 from disauto.common.space import Assignment
 from disauto.common.space import SearchSpace
 from disauto.common.trial_state import TrialState
@@ -38,7 +40,8 @@ class Backend(abc.ABC):
     Args:
         space: The search space.
         seed: The search's seed.
-        direction: ``"maximize"`` or ``"minimize"``.
+        direction: ``"maximize"`` or ``"minimize"``, or one of them per objective (a backend
+            with :attr:`MULTI_OBJECTIVE`).
         n_startup_trials: Results needed before the model is used; until then suggestions are
             random (quasi-random for QMC).
     """
@@ -49,21 +52,26 @@ class Backend(abc.ABC):
     REQUIRES: ClassVar[tuple[str, str] | None] = None
     """``(module, how to install it)`` for a backend whose library is an optional extra."""
 
+    MULTI_OBJECTIVE: ClassVar[bool] = False
+    """Whether the backend optimizes several objectives at once (a Pareto front)."""
+
     def __init__(
-        self, space: SearchSpace, *, seed: int, direction: Direction, n_startup_trials: int
+        self, space: SearchSpace, *, seed: int, direction: Directions, n_startup_trials: int
     ) -> None:
         self.space = space
         self.seed = seed
-        self.direction: Direction = direction
+        self.directions: tuple[Direction, ...] = (
+            (direction,) if isinstance(direction, str) else tuple(direction))
+        self.direction: Direction = self.directions[0]
         self.n_startup_trials = n_startup_trials
 
     @abc.abstractmethod
-    def add_known(self, assignment: Assignment, value: float) -> None:
+    def add_known(self, assignment: Assignment, value: ObjectiveValue) -> None:
         """Learn a result from outside this job (``--warm-start``); it gets no trial number.
 
         Args:
             assignment: A valid assignment of the space.
-            value: Its objective value.
+            value: Its objective value (one per objective in a search of several).
         """
 
     @abc.abstractmethod
@@ -102,12 +110,15 @@ class Backend(abc.ABC):
         return assignment
 
     @abc.abstractmethod
-    def observe(self, number: int, value: float | None, state: TrialState) -> None:
+    def observe(self, number: int, value: ObjectiveValue | None, state: TrialState,
+                constraints: Sequence[float] = ()) -> None:
         """Learn how a suggested trial ended.
 
         Args:
             number: A suggested (or replayed) trial's number.
-            value: The objective for ``COMPLETED``; for ``PRUNED`` the last intermediate
-                value if there was one; else ``None``.
+            value: The objective for ``COMPLETED`` (a tuple in a search of several); for
+                ``PRUNED`` the last intermediate value if there was one; else ``None``.
             state: How the trial ended.
+            constraints: What the trial reported with its result (``<= 0``: satisfied); a
+                backend whose library has no constraints ignores them.
         """

@@ -29,7 +29,9 @@ from disauto.common.trial_state import TrialState
 __all__ = [
     "FINISHED",
     "Direction",
+    "Directions",
     "Finished",
+    "ObjectiveValue",
     "RecordState",
     "SearchAlgorithm",
     "SettingSpec",
@@ -42,6 +44,12 @@ _logger = logging.getLogger(__name__)
 
 Direction: TypeAlias = Literal["maximize", "minimize"]
 """Whether larger (accuracy) or smaller (loss) objective values are better."""
+
+Directions: TypeAlias = Direction | Sequence[Direction]
+"""One direction, or one per objective for a search of several (``--objective a,b``)."""
+
+ObjectiveValue: TypeAlias = float | tuple[float, ...]
+"""A trial's result: its objective's value, or one value per objective (in their order)."""
 
 TrialOutcome: TypeAlias = TrialState
 """How a trial ended, as told to :meth:`SearchAlgorithm.tell`: a finished :class:`TrialState`."""
@@ -90,14 +98,17 @@ class TrialRecord:
     Attributes:
         number: The trial number (from 1, unique within the job).
         assignment: The assignment the trial ran (or runs) with.
-        value: The objective's value, if the trial reported one.
+        value: The objective's value (a tuple of one per objective in a search of several),
+            if the trial reported it.
         state: ``TrialState.RUNNING`` for a trial still in flight, else how it ended.
+        constraints: What the trial reported with its result (``<= 0``: satisfied).
     """
 
     number: int
     assignment: Assignment
-    value: float | None
+    value: ObjectiveValue | None
     state: RecordState
+    constraints: tuple[float, ...] = ()
 
 
 class SearchAlgorithm(Configurable, abc.ABC):
@@ -137,10 +148,15 @@ class SearchAlgorithm(Configurable, abc.ABC):
         :data:`SETTINGS` declares every accepted setting; anything else is rejected by
         :meth:`validate` and the constructor with :class:`~common.errors.InvalidSettingsError`.
 
+    Objectives: a search of several objectives (``direction`` a sequence, one per objective)
+    gets a tuple of values in :meth:`tell`; an algorithm that cannot use them says so in
+    :meth:`_validate_objectives`. A trial's ``constraints`` (``<= 0``: satisfied) come with its
+    result; algorithms that can use them do.
+
     Args:
         space: The search space.
         seed: Seeds every random choice (any int; reduced modulo ``2**64`` where needed).
-        direction: ``"maximize"`` or ``"minimize"`` the objective.
+        direction: ``"maximize"`` or ``"minimize"`` the objective, or one of them per objective.
         settings: Algorithm settings by name, as strings.
         parallelism: How many trials the caller keeps in flight at once (``--parallelism``).
             Algorithms that use feedback size synchronous batches with it and account for
@@ -163,7 +179,7 @@ class SearchAlgorithm(Configurable, abc.ABC):
         space: SearchSpace,
         *,
         seed: int,
-        direction: Direction,
+        direction: Directions,
         settings: Mapping[str, str],
         parallelism: int = 1,
     ) -> None:
@@ -171,7 +187,8 @@ class SearchAlgorithm(Configurable, abc.ABC):
             raise InvalidSettingsError(
                 f"the seed of algorithm {self.NAME!r} must be an integer, got {seed!r}"
             )
-        if direction not in _DIRECTIONS:
+        directions = (direction,) if isinstance(direction, str) else tuple(direction)
+        if not directions or any(d not in _DIRECTIONS for d in directions):
             raise InvalidSettingsError(
                 f"direction must be 'maximize' or 'minimize', got {direction!r}"
             )
@@ -183,9 +200,11 @@ class SearchAlgorithm(Configurable, abc.ABC):
         self.parallelism: int = parallelism
         self.space: SearchSpace = space
         self.seed: int = operator.index(seed)
-        self.direction: Direction = direction
+        self.directions: tuple[Direction, ...] = directions
+        self.direction: Direction = directions[0]
         self.settings: Mapping[str, Any] = self.parse_settings(settings)
         self._validate_space(space, self.settings, None)
+        self._validate_objectives(self.settings, len(directions))
         self._settings_given: dict[str, str] = dict(settings)
         self._setup()
 
@@ -209,15 +228,18 @@ class SearchAlgorithm(Configurable, abc.ABC):
         """
 
     def tell(  # noqa: B027 -- an optional hook: algorithms without feedback ignore it
-        self, trial_number: int, value: float | None, state: TrialOutcome
+        self, trial_number: int, value: ObjectiveValue | None, state: TrialOutcome,
+        constraints: Sequence[float] = (),
     ) -> None:
         """Learn how trial ``trial_number`` ended. The default ignores it.
 
         Args:
             trial_number: An asked trial's number.
-            value: The objective's value (``None`` unless ``state`` is ``COMPLETED``, or for a
-                pruned trial its last intermediate value if there is one).
+            value: The objective's value, a tuple of one per objective in a search of several
+                (``None`` unless ``state`` is ``COMPLETED``, or for a pruned trial its last
+                intermediate value if there is one).
             state: How the trial ended.
+            constraints: What the trial reported with its result; ``<= 0`` is satisfied.
         """
 
     @abc.abstractmethod
@@ -236,7 +258,8 @@ class SearchAlgorithm(Configurable, abc.ABC):
 
     @classmethod
     def validate(
-        cls, space: SearchSpace, settings: Mapping[str, str], max_trials: int | None
+        cls, space: SearchSpace, settings: Mapping[str, str], max_trials: int | None,
+        *, objectives: int = 1,
     ) -> None:
         """Check, before a job starts, that this algorithm can run it.
 
@@ -247,10 +270,11 @@ class SearchAlgorithm(Configurable, abc.ABC):
             space: The search space.
             settings: Setting name to string value.
             max_trials: The trial budget, or ``None`` for none.
+            objectives: How many objectives the search optimizes.
 
         Raises:
             InvalidSettingsError: Naming the unknown or invalid setting, the bad budget, or why
-                the space does not suit the algorithm.
+                the space or the objectives do not suit the algorithm.
         """
         parsed = cls.parse_settings(settings)
         if max_trials is not None and (
@@ -260,6 +284,7 @@ class SearchAlgorithm(Configurable, abc.ABC):
                 f"the trial budget must be a positive integer, got {max_trials!r}"
             )
         cls._validate_space(space, parsed, max_trials)
+        cls._validate_objectives(parsed, objectives)
 
     @classmethod
     def size(cls, space: SearchSpace, settings: Mapping[str, str]) -> int | None:
@@ -292,6 +317,19 @@ class SearchAlgorithm(Configurable, abc.ABC):
 
         Raises:
             InvalidSettingsError: If the algorithm cannot search ``space``.
+        """
+
+    @classmethod  # noqa: B027 -- an optional hook: the default takes any number
+    def _validate_objectives(cls, settings: Mapping[str, Any], count: int) -> None:
+        """Hook for algorithms that use results: refuse a number of objectives they cannot
+        optimize. The default (algorithms that ignore results) accepts any.
+
+        Args:
+            settings: The parsed settings.
+            count: How many objectives the search has.
+
+        Raises:
+            InvalidSettingsError: Saying why and what would work.
         """
 
     def _check_trial_number(self, trial_number: int) -> int:

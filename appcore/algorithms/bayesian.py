@@ -8,7 +8,15 @@ The model comes from a well-kept library, chosen by the ``backend`` setting and 
 * ``gp`` -- scikit-optimize's Gaussian process with ``gp_hedge`` and the ``cl_min`` liar
   (:mod:`appcore.algorithms.skopt_gp`; needs the ``skopt`` extra);
 * ``qmc`` -- Optuna's scrambled Sobol sequence, a model-free space-filling baseline
-  (:mod:`appcore.algorithms.optuna_qmc`).
+  (:mod:`appcore.algorithms.optuna_qmc`);
+* ``nsga2`` -- Optuna's NSGA-II, a genetic algorithm for several objectives (one works too)
+  (:mod:`appcore.algorithms.optuna_nsga2`);
+* ``cmaes`` -- Optuna's CMA-ES with IPOP restarts, for continuous and integer parameters
+  (:mod:`appcore.algorithms.optuna_cmaes`).
+
+Several objectives (``--objective a,b``): ``tpe`` (Optuna's multi-objective TPE), ``nsga2`` and
+``qmc``; ``gp`` and ``cmaes`` optimize one. Reported constraints are used by ``tpe`` and
+``nsga2`` (Optuna's constrained TPE and NSGA-II) and ignored by the others.
 
 Settings (strings, as ``--tuning-setting KEY=VALUE`` or the dedicated flags):
 
@@ -47,6 +55,7 @@ from typing import Any
 from disauto.appcore.algorithms._backend import Backend
 from disauto.appcore.algorithms._base import Direction
 from disauto.appcore.algorithms._base import Finished
+from disauto.appcore.algorithms._base import ObjectiveValue
 from disauto.appcore.algorithms._base import SearchAlgorithm
 from disauto.appcore.algorithms._base import SettingSpec
 from disauto.appcore.algorithms._base import TrialRecord
@@ -70,6 +79,8 @@ BACKENDS: Registry[Backend] = Registry("Bayesian backend", "backends", {
     "tpe": "disauto.appcore.algorithms.optuna_tpe:TPEBackend",
     "gp": "disauto.appcore.algorithms.skopt_gp:GPBackend",
     "qmc": "disauto.appcore.algorithms.optuna_qmc:QMCBackend",
+    "nsga2": "disauto.appcore.algorithms.optuna_nsga2:NSGA2Backend",
+    "cmaes": "disauto.appcore.algorithms.optuna_cmaes:CmaEsBackend",
 }, error=InvalidSettingsError)
 """Backend name to its class, imported on first use."""
 
@@ -193,7 +204,7 @@ def _coerce(space: SearchSpace, raw: Mapping[str, Any], what: str) -> Assignment
         space.validate_assignment(assignment)
     except InvalidAssignmentError as err:
         raise InvalidSettingsError(f"warm start {what}: {err}") from None
-    return {param.name: assignment[param.name] for param in space}
+    return {param.name: assignment[param.name] for param in space if param.name in assignment}
 
 
 def warm_start_setting(data: Any, objective: str, direction: Direction) -> str:
@@ -258,7 +269,8 @@ class BayesianSearch(SearchAlgorithm):
         "backend": SettingSpec(
             default="tpe", parse=_parse_choice(tuple(BACKENDS)),
             valid=f"one of {', '.join(BACKENDS)}",
-            help="the library model: Optuna TPE, scikit-optimize GP, or Optuna QMC",
+            help="the library model: Optuna TPE, scikit-optimize GP, Optuna QMC, NSGA-II or "
+                 "CMA-ES",
         ),
         "mode": SettingSpec(
             default="async", parse=_parse_choice(MODES), valid="one of async, sync",
@@ -277,7 +289,7 @@ class BayesianSearch(SearchAlgorithm):
         self._sync = self.settings["mode"] == "sync"
         known, self._points = self.settings["warm_start"].for_space(self.space)
         self._backend = backend_class(self.settings["backend"])(
-            self.space, seed=self.seed, direction=self.direction,
+            self.space, seed=self.seed, direction=self.directions,
             n_startup_trials=self.settings["n_startup_trials"],
         )
         for assignment, value in known:
@@ -327,20 +339,23 @@ class BayesianSearch(SearchAlgorithm):
         self._untold.add(number)
         return assignment
 
-    def tell(self, trial_number: int, value: float | None, state: TrialState) -> None:
+    def tell(self, trial_number: int, value: ObjectiveValue | None, state: TrialState,
+             constraints: Sequence[float] = ()) -> None:
         """Tell the backend how trial ``trial_number`` ended (see the backends' docs).
 
         Args:
             trial_number: An asked trial's number.
-            value: The objective (completed), the last intermediate value (pruned) or ``None``.
+            value: The objective (completed; a tuple with several), the last intermediate
+                value (pruned) or ``None``.
             state: How it ended.
+            constraints: The trial's reported constraints (``<= 0``: satisfied).
         """
         if trial_number not in self._untold:
             _logger.debug("bayesian: ignoring a second or unknown tell for trial %d",
                           trial_number)
             return
         self._untold.discard(trial_number)
-        self._backend.observe(trial_number, value, state)
+        self._backend.observe(trial_number, value, state, constraints)
 
     def restore(self, history: Sequence[TrialRecord]) -> None:
         """Replay the job store's trials into the backend (see the module docstring).
@@ -375,7 +390,7 @@ class BayesianSearch(SearchAlgorithm):
             for record in issued:
                 self._untold.add(record.number)
                 if record.state.is_finished():
-                    self.tell(record.number, record.value, record.state)
+                    self.tell(record.number, record.value, record.state, record.constraints)
             start += size
         self._warn_if_replay_differs(differing)
 
@@ -383,7 +398,7 @@ class BayesianSearch(SearchAlgorithm):
         """Whether trial 1 is not what this search would issue (changed space, seed...)."""
         if not records or records[0].number != 1:
             return False
-        fresh = BayesianSearch(self.space, seed=self.seed, direction=self.direction,
+        fresh = BayesianSearch(self.space, seed=self.seed, direction=self.directions,
                                settings=self._settings_given, parallelism=self.parallelism)
         return fresh.ask(1) != records[0].assignment
 
@@ -393,3 +408,17 @@ class BayesianSearch(SearchAlgorithm):
     ) -> None:
         _check_available(settings["backend"])
         settings["warm_start"].for_space(space)
+
+    @classmethod
+    def _validate_objectives(cls, settings: Mapping[str, Any], count: int) -> None:
+        if count == 1:
+            return
+        name = settings["backend"]
+        if not backend_class(name).MULTI_OBJECTIVE:
+            several = ", ".join(n for n in BACKENDS if backend_class(n).MULTI_OBJECTIVE)
+            raise InvalidSettingsError(
+                f"backend {name!r} optimizes one objective; for {count} use one of {several}")
+        if settings["warm_start"].known:
+            raise InvalidSettingsError(
+                "warm start: an earlier job's results teach one objective; a search of "
+                f"{count} can start from a list of points only")

@@ -13,20 +13,21 @@ The grid is the product of one *axis* per parameter (the rules live with the par
   rounded to integers, duplicates dropped.
 
 Order is row-major in the file's parameter order (the first parameter changes slowest), exactly
-:func:`itertools.product` over the axes. Trial ``n`` gets point ``n - 1`` of that order and trials
-beyond the grid get :data:`~appcore.algorithms.FINISHED`, so the algorithm is stateless:
-:meth:`GridSearch.ask` is a pure function of the trial number, nothing is issued twice and
-:meth:`GridSearch.restore` has nothing to rebuild. The point is found by mixed-radix indexing
-rather than by materializing the product, so asking is O(number of parameters) however large
-the grid. A trial budget smaller than the grid runs its first points; one larger ends when the
-grid is exhausted.
+:func:`itertools.product` over the axes. A conditional parameter (``"when"``) takes part only in
+the combinations where it is active, so the grid holds exactly the valid combinations, each once
+(:mod:`common.grid`; a parent is decided before its children). Trial ``n`` gets point ``n - 1``
+of that order and trials beyond the grid get :data:`~appcore.algorithms.FINISHED`, so the
+algorithm is stateless: :meth:`GridSearch.ask` is a pure function of the trial number, nothing is
+issued twice and :meth:`GridSearch.restore` has nothing to rebuild. The point is found by
+mixed-radix indexing rather than by materializing the grid, so asking costs about the number of
+parameters (plus the values of the parents) however large the grid. A trial budget smaller than
+the grid runs its first points; one larger ends when the grid is exhausted.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from collections.abc import Sequence
-import math
 from typing import Any
 
 from disauto.appcore.algorithms._base import FINISHED
@@ -38,7 +39,6 @@ from disauto.common.errors import InvalidSettingsError
 from disauto.common.setting_values import int_setting
 from disauto.common.space import Assignment
 from disauto.common.space import SearchSpace
-from disauto.common.space import Value
 
 
 __all__ = ["GridSearch", "MAX_POINTS_PER_RANGE"]
@@ -68,10 +68,8 @@ class GridSearch(SearchAlgorithm):
     }
 
     def _setup(self) -> None:
-        points = self.settings["grid_points_per_range"]
-        self._axes: tuple[Sequence[Value], ...] = tuple(param.grid_axis(points)
-                                                        for param in self.space)
-        self._size = math.prod(len(axis) for axis in self._axes)
+        self._grid = self.space.grid(self.settings["grid_points_per_range"])
+        self._size = self._grid.size
 
     @property
     def grid_size(self) -> int:
@@ -93,15 +91,7 @@ class GridSearch(SearchAlgorithm):
         index = self._check_trial_number(trial_number) - 1
         if index >= self._size:
             return FINISHED
-        positions = []
-        for axis in reversed(self._axes):
-            index, position = divmod(index, len(axis))
-            positions.append(position)
-        positions.reverse()
-        return {
-            param.name: axis[position]
-            for param, axis, position in zip(self.space, self._axes, positions, strict=True)
-        }
+        return self._grid.point(index)
 
     def restore(self, history: Sequence[TrialRecord]) -> None:
         """Nothing to rebuild (trial ``n`` always gets point ``n - 1``); logs a changed grid.

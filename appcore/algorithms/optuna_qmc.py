@@ -57,6 +57,7 @@ class QMCBackend(OptunaBackend):
     """Optuna's scrambled Sobol sequence (see the module docstring)."""
 
     NAME = "qmc"
+    MULTI_OBJECTIVE = True  # the sequence ignores results, however many objectives they have
 
     def _sampler_for(self, number: int) -> BaseSampler:
         # One sampler for the whole search: the sequence's scramble comes from the seed, and

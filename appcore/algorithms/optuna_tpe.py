@@ -12,12 +12,22 @@ of the trial's number suggests each trial, so the suggestion depends on the stud
 the number only -- the property :meth:`~appcore.algorithms.bayesian.BayesianSearch.restore`
 relies on. Building the sampler costs microseconds; the model is rebuilt on every ask anyway.
 
-Speed: the job's search space is fixed and every trial has all of its parameters, so the sampler
-is told the space instead of inferring it: Optuna's ``TPESampler`` otherwise intersects the
-distributions of every finished trial on each ask (its cache of that intersection lives in the
-sampler, which is fresh for each trial here) -- about a fifth of an ask at 1000 trials. Once
-the model is used (``n_startup_trials >= 1`` results in) that intersection *is* the space, so
-the suggestions are the same.
+Several objectives: the same sampler is Optuna's multi-objective TPE (MOTPE: the good trials are
+the first non-domination ranks), for ``--objective a,b``. Constraints: a trial's reported
+constraints are set on its Optuna trial, and Optuna's TPE ranks infeasible trials below the
+feasible ones (c-TPE), in either case.
+
+Conditional spaces (``"when"``): a trial has only its active parameters, so the joint model is
+Optuna's ``group=True`` one -- the space is split into the groups of parameters that occur
+together, each modelled jointly -- and the sampler infers the space from the trials as Optuna
+does for define-by-run searches.
+
+Speed: the job's search space is fixed and, without conditions, every trial has all of its
+parameters, so the sampler is told the space instead of inferring it: Optuna's ``TPESampler``
+otherwise intersects the distributions of every finished trial on each ask (its cache of that
+intersection lives in the sampler, which is fresh for each trial here) -- about a fifth of an
+ask at 1000 trials. Once the model is used (``n_startup_trials >= 1`` results in) that
+intersection *is* the space, so the suggestions are the same.
 
 Speed, the normal log-CDF: Optuna's TPE scores each candidate against every trial's truncated
 normal kernel, and for that it needs ``log Phi(x)`` -- which Optuna, having no SciPy dependency,
@@ -36,10 +46,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any
+import warnings
 
 import numpy as np
 from numpy.typing import ArrayLike
 from optuna.distributions import BaseDistribution
+from optuna.exceptions import ExperimentalWarning
 from optuna.samplers import BaseSampler
 from optuna.samplers import TPESampler
 from optuna.samplers._tpe import _truncnorm
@@ -82,12 +94,15 @@ class TPEBackend(OptunaBackend):
     """Optuna's multivariate TPE with the constant liar (see the module docstring)."""
 
     NAME = "tpe"
+    MULTI_OBJECTIVE = True
+    USES_CONSTRAINTS = True
 
     def _sampler_for(self, number: int) -> BaseSampler:
-        return _KnownSpaceTPESampler(
-            self._distributions,
-            seed=trial_seed(self.seed, number),
-            n_startup_trials=self.n_startup_trials,
-            multivariate=True,
-            constant_liar=True,
-        )
+        options: dict[str, Any] = {"seed": trial_seed(self.seed, number),
+                                   "n_startup_trials": self.n_startup_trials,
+                                   "multivariate": True, "constant_liar": True}
+        if self.space.conditional:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", ExperimentalWarning)  # for group=True
+                return TPESampler(group=True, **options)
+        return _KnownSpaceTPESampler(self._distributions, **options)

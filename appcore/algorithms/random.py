@@ -4,7 +4,9 @@ The sampling math is Optuna's: each parameter maps to an Optuna distribution
 (:class:`~common.space.RealParam` to ``FloatDistribution(low, high, log, step)``,
 :class:`~common.space.IntParam` to ``IntDistribution(low, high, log, step)``,
 :class:`~common.space.CategoricalParam` to ``CategoricalDistribution(choices)``) and a
-``RandomSampler`` draws the assignment through an in-memory study's ask.
+``RandomSampler`` draws the assignment through an in-memory study's trial, define-by-run
+(:func:`draw`): parameters are suggested in the space's evaluation order and a conditional one
+only where it is active, so an assignment has no key for an inactive parameter.
 
 Reproducibility and restarts: trial ``n``'s assignment depends only on ``(seed, n)``. Each ask
 derives a per-trial seed with :func:`~appcore.algorithms._base.trial_seed` (independent, well-mixed
@@ -23,6 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from collections.abc import Sequence
+from typing import Any
 
 import optuna
 from optuna.distributions import BaseDistribution
@@ -40,10 +43,11 @@ from disauto.common.space import Assignment
 from disauto.common.space import IntParam
 from disauto.common.space import Param
 from disauto.common.space import RealParam
+from disauto.common.space import SearchSpace
 from disauto.common.space import Value
 
 
-__all__ = ["RandomSearch", "from_optuna_value", "to_optuna_distribution"]
+__all__ = ["RandomSearch", "draw", "from_optuna_value", "suggest", "to_optuna_distribution"]
 
 
 def to_optuna_distribution(param: Param) -> BaseDistribution:
@@ -92,6 +96,31 @@ def from_optuna_value(param: Param, value: object) -> Value:
     return param.choices[param.choices.index(value)]  # type: ignore[arg-type]
 
 
+def suggest(trial: optuna.Trial, name: str, distribution: BaseDistribution) -> Any:
+    """Have ``trial`` suggest ``name`` from ``distribution`` (what ``study.ask``'s fixed
+    distributions do, through the public suggest API)."""
+    if isinstance(distribution, FloatDistribution):
+        return trial.suggest_float(name, distribution.low, distribution.high,
+                                   step=distribution.step, log=distribution.log)
+    if isinstance(distribution, IntDistribution):
+        return trial.suggest_int(name, distribution.low, distribution.high,
+                                 step=distribution.step, log=distribution.log)
+    assert isinstance(distribution, CategoricalDistribution)
+    return trial.suggest_categorical(name, distribution.choices)
+
+
+def draw(trial: optuna.Trial, space: SearchSpace,
+         distributions: Mapping[str, BaseDistribution]) -> Assignment:
+    """The assignment ``trial`` suggests, define-by-run: each parameter in the evaluation order,
+    a conditional one only where it is active; keys in the file's order."""
+    values: Assignment = {}
+    for param in space.evaluation_order:
+        if space.conditions.is_active(param.name, values):
+            values[param.name] = from_optuna_value(
+                param, suggest(trial, param.name, distributions[param.name]))
+    return {name: values[name] for name in space.names if name in values}
+
+
 class RandomSearch(SearchAlgorithm):
     """Seeded, reproducible random search (see the module docstring). No settings.
 
@@ -127,8 +156,7 @@ class RandomSearch(SearchAlgorithm):
         study = optuna.create_study(
             sampler=RandomSampler(seed=trial_seed(self.seed, number)), direction=self.direction
         )
-        drawn = study.ask(fixed_distributions=self._distributions).params
-        return {param.name: from_optuna_value(param, drawn[param.name]) for param in self.space}
+        return draw(study.ask(), self.space, self._distributions)
 
     def restore(self, history: Sequence[TrialRecord]) -> None:
         """Nothing to rebuild (draws depend on the seed and number only); logs a changed space.

@@ -12,7 +12,12 @@ Mapping of the space to scikit-optimize's dimensions:
 * categorical -> ``Categorical`` over the choices' indices (one-hot encoded by scikit-optimize),
   so mixed-type choices (``1``, ``0.5``, ``"auto"``) come back as the very objects of the space.
 
-scikit-optimize minimizes, so a maximized objective is negated.
+scikit-optimize minimizes, so a maximized objective is negated. It optimizes one objective and
+has no constraints (a trial's reported constraints are ignored).
+
+Conditional spaces (``"when"``): scikit-optimize has no conditional dimensions, so the model
+sees every parameter; an inactive one is held at its first grid value (its low bound, or its
+first choice) in every point the model is told, and dropped from the assignment it suggests.
 
 Each suggestion builds a fresh ``Optimizer`` (``base_estimator="GP"``, ``acq_func="gp_hedge"``,
 ``random_state`` = :func:`~appcore.algorithms._base.trial_seed` of the first number), tells
@@ -38,7 +43,8 @@ from typing import Any
 import warnings
 
 from disauto.appcore.algorithms._backend import Backend
-from disauto.appcore.algorithms._base import Direction
+from disauto.appcore.algorithms._base import Directions
+from disauto.appcore.algorithms._base import ObjectiveValue
 from disauto.appcore.algorithms._base import trial_seed
 from disauto.common.space import Assignment
 from disauto.common.space import IntParam
@@ -106,7 +112,7 @@ class GPBackend(Backend):
     REQUIRES = ("skopt", "pip install 'disauto[skopt]' (scikit-optimize==0.10.2)")
 
     def __init__(
-        self, space: SearchSpace, *, seed: int, direction: Direction, n_startup_trials: int
+        self, space: SearchSpace, *, seed: int, direction: Directions, n_startup_trials: int
     ) -> None:
         super().__init__(space, seed=seed, direction=direction,
                          n_startup_trials=n_startup_trials)
@@ -117,13 +123,23 @@ class GPBackend(Backend):
         self._pending: dict[int, Point] = {}
 
     def _point(self, assignment: Assignment) -> Point:
-        return [_to_point(param, assignment[param.name]) for param in self.space]
+        """The model's point of an assignment: an inactive parameter at its first grid value."""
+        return [_to_point(param, assignment[param.name] if param.name in assignment
+                          else param.grid_axis(2)[0])
+                for param in self.space]
 
     def _assignment(self, point: Sequence[Any]) -> Assignment:
-        return {param.name: _from_point(param, value)
-                for param, value in zip(self.space, point, strict=True)}
+        """The assignment of a model's point: its active parameters only."""
+        values = {param.name: _from_point(param, value)
+                  for param, value in zip(self.space, point, strict=True)}
+        active: Assignment = {}
+        for param in self.space.evaluation_order:
+            if self.space.conditions.is_active(param.name, active):
+                active[param.name] = values[param.name]
+        return {name: active[name] for name in self.space.names if name in active}
 
-    def add_known(self, assignment: Assignment, value: float) -> None:
+    def add_known(self, assignment: Assignment, value: ObjectiveValue) -> None:
+        assert isinstance(value, float | int)  # one objective (checked by BayesianSearch)
         self._known.append((self._point(assignment), self._sign * value))
 
     def suggest(
@@ -137,7 +153,8 @@ class GPBackend(Backend):
         if free:
             self._pending.update(points)  # fixed members of the batch are pending too
             for number, point in zip(free, self._ask(numbers[0], len(free)), strict=True):
-                points[number] = point
+                # What is told later is the suggestion with its inactive parameters held.
+                points[number] = self._point(self._assignment(point))
         self._pending.update(points)
         return [self._assignment(points[number]) for number in numbers]
 
@@ -168,10 +185,11 @@ class GPBackend(Backend):
             _logger.debug("scikit-optimize: %s", warning.message)
         return [list(point) for point in asked]
 
-    def observe(self, number: int, value: float | None, state: TrialState) -> None:
+    def observe(self, number: int, value: ObjectiveValue | None, state: TrialState,
+                constraints: Sequence[float] = ()) -> None:
         point = self._pending.pop(number, None)
         if point is None:
             return
-        if (state in (TrialState.COMPLETED, TrialState.PRUNED) and value is not None
-                and math.isfinite(value)):
+        if (state in (TrialState.COMPLETED, TrialState.PRUNED)
+                and isinstance(value, float | int) and math.isfinite(value)):
             self._told[number] = (point, self._sign * value)

@@ -29,6 +29,7 @@ PRUNERS: Registry[Pruner] = Registry("early-stopping rule", "rules", {
     "none": "disauto.appcore.pruners.none:NoPruner",
     "median": "disauto.appcore.pruners.median:MedianRule",
     "asha": "disauto.appcore.pruners.asha:AsynchronousSuccessiveHalving",
+    "hyperband": "disauto.appcore.pruners.hyperband:Hyperband",
 }, error=UnknownRuleError, aliases={"": "none"})
 """Rule name to its class, imported on first use. ``""`` means ``"none"``."""
 

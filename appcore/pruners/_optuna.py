@@ -25,7 +25,10 @@ from disauto.appcore.pruners._base import Pruner
 from disauto.common.trial_state import TrialState
 
 
-__all__ = ["OptunaPruner"]
+__all__ = ["STUDY_NAME", "OptunaPruner"]
+
+STUDY_NAME = "disauto-early-stopping"
+"""The name of every rule's in-memory study (Optuna's own would be random)."""
 
 
 class OptunaPruner(Pruner):
@@ -38,7 +41,8 @@ class OptunaPruner(Pruner):
         super().__init__(direction=direction, settings=settings)
         if optuna.logging.get_verbosity() < optuna.logging.WARNING:
             optuna.logging.set_verbosity(optuna.logging.WARNING)
-        self._study = optuna.create_study(direction=direction,
+        # A fixed name: Hyperband picks a trial's bracket by hashing it with the trial's number.
+        self._study = optuna.create_study(study_name=STUDY_NAME, direction=direction,
                                           pruner=self.OPTUNA_PRUNER(**self.settings))
         self._trials: dict[int, Trial] = {}
         self._last_step: dict[int, int] = {}

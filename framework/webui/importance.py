@@ -57,9 +57,10 @@ def importances(space: SearchSpace, completed: Completed, maximize: bool) -> dic
         return {"note": "every completed trial has the same objective: nothing to rank by"}
     study = optuna.create_study(direction="maximize" if maximize else "minimize")
     for assignment, value in completed:
-        study.add_trial(optuna.trial.create_trial(
-            params={name: assignment[name] for name in distributions},
-            distributions=distributions, value=value))
+        present = {name: d for name, d in distributions.items() if name in assignment}
+        study.add_trial(optuna.trial.create_trial(  # a conditional parameter may be inactive
+            params={name: assignment[name] for name in present},
+            distributions=present, value=value))
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # Optuna's experimental-feature warnings

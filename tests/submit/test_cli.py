@@ -177,8 +177,8 @@ def test_input_names_must_not_clash(files: Path, capsys: pytest.CaptureFixture[s
         (("--bayes-mode", "batch"), "--bayes-mode: unknown mode 'batch'; valid: async, sync"),
         (("--warm-start", "missing.json"), "--warm-start: missing.json: no such file"),
         (("--warm-start", "params.json"), "--warm-start: params.json: expected the results.json"),
-        (("--early-stopping", "hyperband"), "--early-stopping: unknown early-stopping rule "
-                                            "'hyperband'; valid rules: none, median, asha"),
+        (("--early-stopping", "bohb"), "--early-stopping: unknown early-stopping rule "
+                                       "'bohb'; valid rules: none, median, asha, hyperband"),
         (("--early-stopping", "asha", "--early-stopping-setting", "reduction_factor=1"),
          "--early-stopping-setting: setting 'reduction_factor' for early-stopping rule 'asha' "
          "must be an integer >= 2, got '1'"),

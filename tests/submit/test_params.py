@@ -287,12 +287,12 @@ VALID_TYPES = '"bound", "number", "int", "integer", "choice", "categorical"'
         (
             {"type": "bound", "value": [0, 1], "min": 0},
             'unknown key "min" for type "bound"; valid keys: "name", "type", "value", "log", '
-            '"step", "description"',
+            '"step", "when", "description"',
         ),
         (
             {"type": "number", "value": [1], "log": True},
             'unknown key "log" for type "number"; valid keys: "name", "type", "value", '
-            '"description"',
+            '"when", "description"',
         ),
         ({"type": "bound", "value": [0, 1], "value ": [1, 2]}, 'unknown key "value "'),
         # value
@@ -462,3 +462,79 @@ def test_a_parameter_file_over_one_mib_is_refused_before_it_is_read(tmp_path: Pa
     message = str(caught.value)
     assert message.startswith(f"{big}: is {big.stat().st_size} bytes; a parameter file may hold")
     assert "\n" not in message
+
+
+# --- conditional parameters ("when") ----------------------------------------------------------
+
+_OPTIMIZER = {"name": "optimizer", "type": "choice", "value": ["sgd", "adam", "rmsprop"]}
+
+
+def test_when_makes_a_parameter_conditional(tmp_path: Path) -> None:
+    space = _load(tmp_path, _params(
+        _OPTIMIZER,
+        {"name": "momentum", "type": "bound", "value": [0.5, 0.99], "when": {"optimizer": "sgd"}},
+        {"name": "rho", "type": "bound", "value": [0.8, 0.99],
+         "when": {"optimizer": ["rmsprop", "adam"]}},
+        {"name": "nesterov", "type": "choice", "value": ["yes", "no"],
+         "when": {"optimizer": "sgd"}},
+        {"name": "dampening", "type": "number", "value": [0, 0.1],
+         "when": {"nesterov": "no"}},
+    ))
+    conditions = space.conditions
+    assert conditions.requirement("momentum") == (("optimizer", ("sgd",)),)
+    assert conditions.requirement("rho") == (("optimizer", ("rmsprop", "adam")),)
+    assert conditions.is_active("dampening", {"optimizer": "sgd", "nesterov": "no"})
+    assert not conditions.is_active("dampening", {"optimizer": "adam"})
+    assert space.grid_size(2) == 2 * (1 + 2) + 2 + 2  # sgd, then adam and rmsprop
+
+
+def test_the_papers_format_is_unchanged_without_when(tmp_path: Path) -> None:
+    space = _load(tmp_path, PAPER_EXAMPLE)
+    assert not space.conditional
+
+
+@pytest.mark.parametrize(("when", "detail"), [
+    ("sgd", '"when" must be an object naming parents and their values, e.g. '
+            '{"optimizer": "sgd"} or {"optimizer": ["sgd", "rmsprop"]}; got "sgd"'),
+    ({}, '"when" must be an object naming parents and their values'),
+    ({"optimizer": []}, '"when": the values of "optimizer" must be a string or a number, '
+                        'or a non-empty list of them, got []'),
+    ({"optimizer": None}, '"when": the values of "optimizer" must be a string or a number'),
+    ({"optimizer": {"a": 1}}, '"when": the values of "optimizer" must be a string or a number'),
+    ({"optimiser": "sgd"}, '"when" names unknown parameter \'optimiser\'; parameters: '
+                           "optimizer, p"),
+    ({"optimizer": "adamw"}, "\"when\" gives optimizer = 'adamw', which is not one of its values "
+                             "'sgd', 'adam', 'rmsprop'"),
+    ({"optimizer": ["sgd", "nag"]}, "\"when\" gives optimizer = 'nag'"),
+    ({"p": 0.5}, '"when" names the parameter itself'),
+])
+def test_bad_when_is_a_one_line_error_naming_the_parameter(
+        tmp_path: Path, when: object, detail: str) -> None:
+    error = _error(tmp_path, _params(_OPTIMIZER, {"name": "p", "type": "bound",
+                                                  "value": [0, 1], "when": when}))
+    assert error.parameter == "p"
+    assert error.detail.startswith(detail), error.detail
+
+
+def test_a_parent_must_be_a_list_of_values(tmp_path: Path) -> None:
+    error = _error(tmp_path, _params({"name": "lr", "type": "bound", "value": [0, 1]},
+                                     {"name": "p", "type": "int", "value": [1, 3],
+                                      "when": {"lr": 0.5}}))
+    assert error.detail == ('"when" names \'lr\', a range; a parent must be a list of values '
+                            '("number" or "choice")')
+
+
+def test_a_cycle_of_conditions_is_a_one_line_error(tmp_path: Path) -> None:
+    error = _error(tmp_path, _params(
+        {"name": "a", "type": "choice", "value": ["x", "y"], "when": {"c": "x"}},
+        {"name": "b", "type": "choice", "value": ["x", "y"], "when": {"a": "x"}},
+        {"name": "c", "type": "choice", "value": ["x", "y"], "when": {"b": ["x", "y"]}},
+    ))
+    assert error.parameter == "a"
+    assert error.detail == 'its "when" conditions form a cycle: a -> c -> b -> a'
+
+
+def test_a_duplicate_parent_in_when_is_an_error(tmp_path: Path) -> None:
+    text = ('{"parameters": [{"name": "o", "type": "choice", "value": ["a", "b"]}, '
+            '{"name": "p", "type": "bound", "value": [0, 1], "when": {"o": "a", "o": "b"}}]}')
+    assert _error(tmp_path, text).detail == 'duplicate key "o"'

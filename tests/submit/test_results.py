@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from disauto.common.objectives import Objectives
 from disauto.framework.job import Progress
 from disauto.framework.job import sorted_trials
 from disauto.framework.store import TrialRow
@@ -85,7 +86,8 @@ def test_written_results(tmp_path: Path) -> None:
         "assignment": {"lr": 0.03, "act": "relu"}, "metrics": {"accuracy": 0.95},
         "training_seconds": 3.75, "task_id": "trial-0003", "message": "",
         "usage": {"peak_rss_bytes": None, "mean_rss_bytes": None, "cpu_seconds": None,
-                  "mean_gpu_utilization": None, "peak_gpu_memory_bytes": None}}
+                  "mean_gpu_utilization": None, "peak_gpu_memory_bytes": None},
+        "constraints": None, "feasible": True}
     assert data["trials"][4]["message"] == "TASK_FAILED: exit 1"
     assert data["trials"][4]["objective"] is None
 
@@ -199,3 +201,89 @@ def test_gpu_figures_are_summarised_only_where_measured() -> None:
     assert nothing["mean_gpu_utilization"] is None and nothing["gpu_trials"] == 0
     assert nothing["largest_peak_gpu_memory_bytes"] is None
     assert results.usage_lines(trials[2:]) == []
+
+
+# --- several objectives and constraints ---------------------------------------------------------
+
+TWO = Objectives(("accuracy", "latency"), ("maximize", "minimize"))
+
+
+def pair(number: int, state: str, accuracy: float | None, latency: float | None,
+         constraints: tuple[float, ...] | None = None) -> TrialRow:
+    metrics = {k: v for k, v in (("accuracy", accuracy), ("latency", latency)) if v is not None}
+    return TrialRow(number=number, assignment={"lr": 0.01 * number}, state=state,
+                    objective=accuracy if latency is not None else None, metrics=metrics,
+                    constraints=constraints)  # type: ignore[arg-type]
+
+
+PAIRS = [
+    pair(1, "COMPLETED", 0.90, 5.0),
+    pair(2, "COMPLETED", 0.80, 3.0),
+    pair(3, "COMPLETED", 0.70, 4.0),  # dominated by 2
+    pair(4, "COMPLETED", 0.99, 1.0, (0.5,)),  # would dominate all, but infeasible
+    pair(5, "FAILED", 0.95, None),
+    pair(6, "COMPLETED", 0.85, 2.0, (-1.0,)),
+]
+
+
+def test_search_keys_name_the_front_and_the_infeasible_trials() -> None:
+    assert results.search_keys(PAIRS, TWO) == {
+        "objectives": ["accuracy", "latency"], "directions": ["maximize", "minimize"],
+        "pareto_front": [1, 6], "infeasible_trials": [4]}
+    one = Objectives(("accuracy",), ("maximize",))
+    assert results.search_keys(PAIRS, one)["pareto_front"] == [1]  # 0.99 is infeasible
+
+
+def test_the_table_shows_every_objective_and_the_front_first() -> None:
+    lines = results.table(PAIRS, "accuracy", True, objectives=TWO).splitlines()
+    assert lines[0].split() == ["trial", "state", "note", "accuracy", "latency", "lr", "time(s)"]
+    body = [line.split() for line in lines[2:]]
+    assert [cells[0] for cells in body[:2]] == ["trial-0001", "trial-0006"]
+    assert body[0][2:5] == ["front", "0.9", "5"]
+    notes = {cells[0]: cells[2] for cells in body}
+    assert notes["trial-0004"] == "infeasible" and notes["trial-0003"] == "-"
+    assert {cells[0]: cells[4] for cells in body}["trial-0005"] == "-"
+
+
+def test_an_infeasible_trial_is_marked_without_the_objectives_too() -> None:
+    lines = results.table(PAIRS, "accuracy", True).splitlines()
+    assert lines[0].split()[:4] == ["trial", "state", "note", "accuracy"]
+    body = [line.split() for line in lines[2:]]
+    assert body[0][0] == "trial-0001"  # 0.99 is infeasible: ranked after the feasible ones
+    assert {cells[0]: cells[2] for cells in body}["trial-0004"] == "infeasible"
+
+
+def test_the_csv_and_json_carry_feasibility_and_the_front(tmp_path: Path) -> None:
+    json_path, csv_path = results.write(tmp_path, {"pareto_front": [1, 6]}, PAIRS, True,
+                                        objectives=TWO)
+    with csv_path.open(newline="") as handle:
+        rows = list(csv.DictReader(handle))
+    assert [r["trial"] for r in rows[:2]] == ["1", "6"]
+    by_number = {r["trial"]: r for r in rows}
+    assert by_number["4"]["feasible"] == "0" and by_number["4"]["constraints"] == "[0.5]"
+    assert by_number["6"]["feasible"] == "1" and by_number["3"]["constraints"] == ""
+    assert [r["trial"] for r in rows if r["pareto_front"] == "1"] == ["1", "6"]
+    data = json.loads(json_path.read_text())
+    assert data["pareto_front"] == [1, 6]
+    trials = {t["number"]: t for t in data["trials"]}
+    assert trials[4]["feasible"] is False and trials[4]["constraints"] == [0.5]
+
+
+def test_a_job_without_constraints_keeps_its_csv_columns(tmp_path: Path) -> None:
+    _, csv_path = results.write(tmp_path, {}, TRIALS, True)
+    header = csv_path.read_text().splitlines()[0]
+    assert "feasible" not in header and "pareto_front" not in header
+
+
+def test_the_summary_lines_name_the_front_and_the_infeasible_trials() -> None:
+    lines = results.search_lines(results.search_keys(PAIRS, TWO), TWO)
+    assert lines == [
+        "Pareto front of accuracy (maximize), latency (minimize): trial-0001,",
+        "  trial-0006",
+        "infeasible (a constraint above 0): trial-0004"]
+    one = Objectives(("accuracy",), ("maximize",))
+    assert results.search_lines(results.search_keys(TRIALS, one), one) == []
+    many = {"pareto_front": list(range(1, 12)), "infeasible_trials": []}
+    wrapped = results.search_lines(many, TWO)
+    assert " ".join(wrapped).endswith("trial-0008 ... (11 in all)")
+    assert all(len("da-submit: " + line) <= 80 for line in wrapped)

@@ -31,7 +31,8 @@ NAMES = st.sampled_from(["lr", "layers", "act", "", "x" * 300, "momentum"])
 TYPES = st.sampled_from(["bound", "number", "choice", "int", "real", "categorical", "", "x"])
 PARAMETER = st.fixed_dictionaries(
     {"name": NAMES | JSON, "type": TYPES | JSON, "value": st.lists(JSON, max_size=4) | JSON},
-    optional={"log": JSON, "step": JSON},
+    optional={"log": JSON, "step": JSON,
+              "when": JSON | st.dictionaries(NAMES, JSON | st.lists(JSON, max_size=3))},
 )
 DOCUMENT = st.fixed_dictionaries({"parameters": st.lists(PARAMETER, max_size=4)}) | JSON
 FLAG_VALUES = st.text(max_size=12) | st.integers(-10**30, 10**30).map(str) \

@@ -68,7 +68,7 @@ def test_unknown_backend_or_mode_is_rejected_listing_the_valid_ones() -> None:
     with pytest.raises(InvalidSettingsError) as caught:
         cls.validate(SPACE, {"backend": "hyperopt"}, 10)
     assert str(caught.value) == ("setting 'backend' for algorithm 'bayesian' must be one of "
-                                 "tpe, gp, qmc, got 'hyperopt'")
+                                 "tpe, gp, qmc, nsga2, cmaes, got 'hyperopt'")
     with pytest.raises(InvalidSettingsError, match="'mode' .* must be one of async, sync"):
         cls.validate(SPACE, {"mode": "batch"}, 10)
     with pytest.raises(InvalidSettingsError, match="parallelism of algorithm 'bayesian' must be"):

@@ -22,9 +22,9 @@ pytestmark = pytest.mark.integration  # starts processes or servers
 
 def test_an_unknown_rule_is_refused_with_the_valid_ones() -> None:
     with pytest.raises(UnknownRuleError) as caught:
-        pruner_class("hyperband")
+        pruner_class("bohb")
     assert str(caught.value) == (
-        f"unknown early-stopping rule 'hyperband'; valid rules: {', '.join(PRUNERS)}")
+        f"unknown early-stopping rule 'bohb'; valid rules: {', '.join(PRUNERS)}")
     assert {"none", "median", "asha"} <= set(PRUNERS)
     assert pruner_class("") is pruner_class("none")
 
