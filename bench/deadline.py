@@ -5,7 +5,7 @@ Run with ``python -m bench.deadline`` (``--seeds N``; about a minute per 10 seed
 (:mod:`bench.deadline_real`).
 A no-overhead simulation that drives the *real* policy objects (``framework.policies``: their
 ``plan`` on :class:`~framework.offers.OfferView` offers, the deadline policy's ``observe`` with
-the same :func:`~framework.job_progress.job_progress` the scheduler builds, Algorithm 1 of
+the same :func:`~framework.job.progress.job_progress` the scheduler builds, Algorithm 1 of
 ``appcore.priority`` for the dynamic policies' trial priorities) against a model of the Mesos
 master:
 
@@ -51,7 +51,7 @@ import sys
 from disauto.appcore.priority import ConvergencePriority
 from disauto.common.resources import Resources
 from disauto.common.trial_state import TrialState
-from disauto.framework.job_progress import job_progress
+from disauto.framework.job.progress import job_progress
 from disauto.framework.offers import OfferView
 from disauto.framework.policies import LaunchRequest
 from disauto.framework.policies import OfferPolicy

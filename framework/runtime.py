@@ -41,11 +41,11 @@ from disauto.framework.errors import NotFoundError
 from disauto.framework.fileserver import FileServer
 from disauto.framework.job import APPCORE_KEY
 from disauto.framework.job import JobController
-from disauto.framework.job_update import REQUEST_KEY
-from disauto.framework.job_update import RESULT_KEY
-from disauto.framework.job_update import UpdateRefusedError
-from disauto.framework.job_update import UpdateRequest
-from disauto.framework.job_update import UpdateResult
+from disauto.framework.job.update import REQUEST_KEY
+from disauto.framework.job.update import RESULT_KEY
+from disauto.framework.job.update import UpdateRefusedError
+from disauto.framework.job.update import UpdateRequest
+from disauto.framework.job.update import UpdateResult
 from disauto.framework.log_collector import LogCollector
 from disauto.framework.peers import PeerBoard
 from disauto.framework.policies import create_policy

@@ -32,7 +32,7 @@ from disauto.framework.containers import container_info
 from disauto.framework.containers import task_environment
 from disauto.framework.job import APPCORE_KEY
 from disauto.framework.job import JobController
-from disauto.framework.job_progress import job_progress
+from disauto.framework.job.progress import job_progress
 from disauto.framework.offers import OfferView
 from disauto.framework.offers import fit
 from disauto.framework.peers import PeerBoard

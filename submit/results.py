@@ -12,7 +12,7 @@ from typing import Any
 from disauto.common import paths
 from disauto.framework.job import Progress
 from disauto.framework.job import sorted_trials
-from disauto.framework.job_status import MEMORY_LIMITATION
+from disauto.framework.job.status import MEMORY_LIMITATION
 from disauto.framework.store import TrialRow
 from disauto.framework.telemetry.usage import megabytes
 from disauto.framework.telemetry.usage import suggested_memory_mb

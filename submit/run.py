@@ -23,8 +23,8 @@ from disauto.common.certificates import Identity
 from disauto.common.certificates import generate
 from disauto.common.tls import FRAMEWORK_SERVER_NAME
 from disauto.common.trial_state import TrialState
-from disauto.framework import job_tls
 from disauto.framework.capacity import describe
+from disauto.framework.job import tls as job_tls
 from disauto.protos import common_pb2
 from disauto.protos import framework_pb2
 from disauto.submit.exit_status import ExitStatus

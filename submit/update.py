@@ -2,7 +2,7 @@
 
 The values are checked as ``da-submit`` checks its flags (the same validators), a budget also
 against what the job's algorithm can ever issue (grid search's grid, as at submission) and
-against the trials already submitted (:func:`~framework.job_update.check_update`). Then:
+against the trials already submitted (:func:`~framework.job.update.check_update`). Then:
 
 * a running job: the request is written into its record; its framework applies it (checking it
   again against the live job, which may have submitted more meanwhile), records the new spec,
@@ -17,14 +17,14 @@ import secrets
 import time
 
 from disauto.common import paths
-from disauto.framework.job_update import REQUEST_KEY
-from disauto.framework.job_update import RESULT_KEY
-from disauto.framework.job_update import UpdateRefusedError
-from disauto.framework.job_update import UpdateRequest
-from disauto.framework.job_update import UpdateResult
-from disauto.framework.job_update import check_update
-from disauto.framework.job_update import describe_change
-from disauto.framework.job_update import updated_spec
+from disauto.framework.job.update import REQUEST_KEY
+from disauto.framework.job.update import RESULT_KEY
+from disauto.framework.job.update import UpdateRefusedError
+from disauto.framework.job.update import UpdateRequest
+from disauto.framework.job.update import UpdateResult
+from disauto.framework.job.update import check_update
+from disauto.framework.job.update import describe_change
+from disauto.framework.job.update import updated_spec
 from disauto.framework.store import JobStore
 from disauto.submit.exit_status import ExitStatus
 from disauto.submit.jobs import Job

@@ -21,7 +21,7 @@ from disauto.common.processes import start_time
 from disauto.common.space import CategoricalParam
 from disauto.common.space import SearchSpace
 from disauto.framework.job import JobController
-from disauto.framework.job_update import REQUEST_KEY
+from disauto.framework.job.update import REQUEST_KEY
 from disauto.framework.runtime import JobRunner
 from disauto.framework.spec import JobConfig
 from disauto.framework.store import JobStore

@@ -13,14 +13,14 @@ import pytest
 
 from disauto.framework.errors import FailedPreconditionError
 from disauto.framework.job import JobController
-from disauto.framework.job_update import REQUEST_KEY
-from disauto.framework.job_update import RESULT_KEY
-from disauto.framework.job_update import UpdateRefusedError
-from disauto.framework.job_update import UpdateRequest
-from disauto.framework.job_update import UpdateResult
-from disauto.framework.job_update import check_update
-from disauto.framework.job_update import describe_change
-from disauto.framework.job_update import updated_spec
+from disauto.framework.job.update import REQUEST_KEY
+from disauto.framework.job.update import RESULT_KEY
+from disauto.framework.job.update import UpdateRefusedError
+from disauto.framework.job.update import UpdateRequest
+from disauto.framework.job.update import UpdateResult
+from disauto.framework.job.update import check_update
+from disauto.framework.job.update import describe_change
+from disauto.framework.job.update import updated_spec
 from disauto.framework.runtime import JobRunner
 from disauto.framework.spec import JobConfig
 from disauto.framework.store import JobStore
