@@ -33,6 +33,7 @@ from disauto.common.slots import EXECUTOR_MODULE
 from disauto.common.slots import Preload
 from disauto.common.slots import preload_modules
 from disauto.common.tokens import new_job_token
+from disauto.framework import meta
 from disauto.framework.capacity import agent_totals
 from disauto.framework.capacity import unfit
 from disauto.framework.deadline_status import deadline_note
@@ -206,20 +207,20 @@ class JobRunner:
         self.master = master
         self.resume = resume
         self.store = JobStore(job_dir / paths.JOB_DB)
-        previous = {key: self.store.get_meta(key) or "" for key in
-                    ("master", "framework_id", "grpc_port", "files_port", "webui_port")}
-        self._same_master = resume and previous["master"] == master.uri
-        self._framework_id = previous["framework_id"] if self._same_master else ""
-        meta = {"job_id": config.job_id, "config": config.to_json(), "master": master.uri,
-                "offer_policy": offer_policy, "state": "RUNNING", "pid": str(os.getpid()),
-                "pid_start": start_time(os.getpid()), "host": socket.gethostname(),
-                "control": "", "framework_registered": "", "interrupted_reason": "",
-                KILL_TRIALS_KEY: ""}
+        previous = self.store.meta()
+        self._same_master = resume and previous[meta.MASTER] == master.uri
+        self._framework_id = previous[meta.FRAMEWORK_ID] if self._same_master else ""
+        opening: dict[meta.MetaKey[Any], Any] = {
+            meta.JOB_ID: config.job_id, meta.CONFIG: config, meta.MASTER: master.uri,
+            meta.OFFER_POLICY: offer_policy, meta.STATE: meta.RUNNING, meta.PID: os.getpid(),
+            meta.PID_START: start_time(os.getpid()), meta.HOST: socket.gethostname(),
+            meta.LEGACY_CONTROL: "", meta.FRAMEWORK_REGISTERED: False,
+            meta.INTERRUPTED_REASON: "", KILL_TRIALS_KEY: ""}
         if not resume:
-            meta["started_at"] = str(time.time())
+            opening[meta.STARTED_AT] = time.time()
         else:
-            meta["resumed_at"] = str(time.time())
-        self.store.set_meta_many(meta)
+            opening[meta.RESUMED_AT] = time.time()
+        self.store.set_meta_many(opening)
         self._advertise = advertise_host or advertise_host_for(master.uri)
         self._logs = SandboxLogs()
         self._recorded_agents: dict[str, str] = {}
@@ -237,14 +238,14 @@ class JobRunner:
             self.controller.adopt_appcore()
         bind = bind_host or self._advertise
         self._files = FileServer(job_dir, self._advertise, bind,
-                                 port=_int(previous["files_port"]) if resume else 0)
+                                 port=previous[meta.FILES_PORT] if resume else 0)
         self._server, grpc_port = _bind(self.controller, bind,
-                                        _int(previous["grpc_port"]) if resume else 0, tls)
+                                        previous[meta.GRPC_PORT] if resume else 0, tls)
         # The job page (framework/webui): bound like the file server, its URL the
         # FrameworkInfo's webui_url, so the Mesos web UI links to it.
         self.page = JobPageServer(
             lambda: {config.job_id: self._page_source}, bind, self._advertise,
-            port=_int(previous["webui_port"]) if resume else 0, single=config.job_id)
+            port=previous[meta.WEBUI_PORT] if resume else 0, single=config.job_id)
         # Telemetry (framework/telemetry): the registry is kept in the record, so a resumed
         # job has the entries its user added; the built-in collector (the agents'
         # /monitor/statistics every --telemetry-interval, 0: none) keeps each trial's usage.
@@ -270,12 +271,12 @@ class JobRunner:
                                     self.telemetry)
         self.page_url = self.page.job_url(config.job_id)
         self._page_kills: set[int] = set()
-        self.store.set_meta_many({"grpc_port": str(grpc_port),
-                                  "files_port": str(self._files.port),
-                                  "webui_port": str(self.page.port),
-                                  "webui_url": self.page_url,
-                                  "bind_host": bind,
-                                  "tls_fingerprint": tls.fingerprint if tls else ""})
+        self.store.set_meta_many({meta.GRPC_PORT: grpc_port,
+                                  meta.FILES_PORT: self._files.port,
+                                  meta.WEBUI_PORT: self.page.port,
+                                  meta.WEBUI_URL: self.page_url,
+                                  meta.BIND_HOST: bind,
+                                  meta.TLS_FINGERPRINT: tls.fingerprint if tls else ""})
         self.framework_address = f"{self._advertise}:{grpc_port}"
         policy = create_policy(offer_policy, config.offer_policy_settings, runner=config.runner)
         # Policies that rank jobs (deadline) exchange standings through the master alone.
@@ -287,8 +288,8 @@ class JobRunner:
         # resumed framework's new slots never take the id of one its predecessor started.
         self.slots = SlotTable(
             config.job_id, config.slot_idle,
-            started=_int(self.store.get_meta(SLOTS_STARTED_KEY) or "0"),
-            on_start=lambda count: self.store.set_meta(SLOTS_STARTED_KEY, str(count)),
+            started=self.store.get_meta(meta.SLOTS_STARTED),
+            on_start=lambda count: self.store.set_meta(meta.SLOTS_STARTED, count),
         ) if config.slot_mode == "warm" else None
         self.scheduler = JobScheduler(
             self.controller,
@@ -415,7 +416,7 @@ class JobRunner:
         if not self.resume:
             return 0.0
         try:
-            return max(0.0, time.time() - float(self.store.get_meta("started_at") or time.time()))
+            return max(0.0, time.time() - (self.store.get_meta(meta.STARTED_AT) or time.time()))
         except ValueError:
             return 0.0
 
@@ -424,7 +425,7 @@ class JobRunner:
         task still running after its framework died reads through them)."""
         endpoints = self._logs.endpoints()
         if endpoints != self._recorded_agents:
-            self.store.set_meta("agent_endpoints", json.dumps(endpoints, sort_keys=True))
+            self.store.set_meta(meta.AGENT_ENDPOINTS, endpoints)
             self._recorded_agents = endpoints
 
     def master_note(self) -> str:
@@ -459,7 +460,7 @@ class JobRunner:
         if self._stopped:
             return
         self._stopped = True
-        self.store.set_meta("interrupted_reason", reason)
+        self.store.set_meta(meta.INTERRUPTED_REASON, reason)
         self.logs.stop()
         if self.peers is not None:
             self.peers.stop()
@@ -472,7 +473,7 @@ class JobRunner:
 
     def _check_control(self) -> None:
         """Act on a request another shell left in the record (``da-job kill``, ``update``)."""
-        if self.store.get_meta("control") == "kill":
+        if self.store.get_meta(meta.LEGACY_CONTROL) == "kill":
             self.controller.finish(framework_pb2.JOB_KILLED, "killed with da-job kill")
         self._check_trial_kills()
         self._check_update()
@@ -594,7 +595,7 @@ class JobRunner:
         self._record_offer_counts()
         # Before the record says ENDED: whoever sees the job ended finds its report.
         report.write(self.job_dir, read_record(self.store, "ended"))
-        self.store.set_meta("state", "ENDED")
+        self.store.set_meta(meta.STATE, meta.ENDED)
 
     def _stop_lost(self) -> None:
         """End a job whose framework was taken away: its tasks are not ours to kill or wait
@@ -608,14 +609,14 @@ class JobRunner:
             self._driver.join()
         self._shutdown_services()
         self._record_offer_counts()
-        self.store.set_meta("state", "ENDED")
+        self.store.set_meta(meta.STATE, meta.ENDED)
 
     def _record_offer_counts(self) -> None:
         """Keep the offer policy's counters in the job's record (offers seen, declined, ...)."""
         counts = {"offers_seen": self.scheduler.offers_seen,
                   "offers_declined": self.scheduler.offers_declined,
                   **self.scheduler.policy_stats()}
-        self.store.set_meta("offer_counts", json.dumps(counts, sort_keys=True))
+        self.store.set_meta(meta.OFFER_COUNTS, counts)
 
     def _task_places(self) -> list[TaskPlace]:
         """Where the job's trials run now (the telemetry collector measures those)."""
@@ -656,18 +657,7 @@ class JobRunner:
         except OSError as err:
             logger.warning("cannot copy the best output %s to %s: %s", source, target, err)
             return
-        self.store.set_meta("best_output", str(target))
-
-
-SLOTS_STARTED_KEY = "slots_started"
-"""The record's count of the warm slots the job started, across framework incarnations."""
-
-
-def _int(text: str) -> int:
-    try:
-        return int(text)
-    except ValueError:
-        return 0
+        self.store.set_meta(meta.BEST_OUTPUT, str(target))
 
 
 def _bind(controller: JobController, host: str, port: int,

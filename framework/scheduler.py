@@ -10,7 +10,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from collections.abc import Sequence
 import dataclasses
-import json
 import logging
 import threading
 import time
@@ -26,6 +25,7 @@ from disauto.common.slots import is_warmup_task
 from disauto.common.task_states import has_ended_for_framework
 from disauto.common.telemetry import AGENT_CPU_UTILIZATION
 from disauto.common.tokens import trial_token
+from disauto.framework import meta
 from disauto.framework.agent_measures import AgentMeasures
 from disauto.framework.agent_measures import agent_measures
 from disauto.framework.containers import container_info
@@ -75,10 +75,6 @@ unused) during which a newly waiting task REVIVEs, so that the master's filter o
 resources (a 0 s filter still lasts until its next batch allocation, up to an allocation
 interval) does not keep it waiting; never while a deliberate decline (the policy yields) is in
 force."""
-
-SLOT_INFO_KEY = "slot_executor:"
-"""The record's key prefix of a slot's ExecutorInfo (JSON): a resumed framework that adopts the
-slot sends exactly that one with its tasks."""
 
 FAILED_OVER = "Framework failed over"
 REMOVED = "Framework has been removed"
@@ -180,7 +176,7 @@ class JobScheduler(Scheduler):
         self.framework_id = str(framework_id.get("value", ""))
         self.master_address = _http_address(master_info)
         try:
-            self._job.store.set_meta("framework_id", self.framework_id)
+            self._job.store.set_meta(meta.FRAMEWORK_ID, self.framework_id)
         except Exception:  # noqa: BLE001 - never raise out of a callback
             logger.exception("cannot record the framework id")
         self._back()
@@ -238,13 +234,11 @@ class JobScheduler(Scheduler):
     def _recorded_info(self, executor_id: str) -> dict[str, Any] | None:
         """The ExecutorInfo the record says a slot was started with (None: not recorded)."""
         try:
-            text = self._job.store.get_meta(SLOT_INFO_KEY + executor_id)
-            info = json.loads(text) if text else None
+            return self._job.store.get_meta(meta.SLOT_EXECUTOR.key(executor_id))
         except Exception:  # noqa: BLE001 - never raise out of a callback
             logger.warning("cannot read the recorded ExecutorInfo of %s", executor_id,
                            exc_info=True)
             return None
-        return info if isinstance(info, dict) else None
 
     def disconnected(self, driver: Any) -> None:
         logger.warning("disconnected from the Mesos master; pymesos re-subscribes")
@@ -509,7 +503,7 @@ class JobScheduler(Scheduler):
             executor = executor_info(executor_id, self._executor_command, self._uris,
                                      self._job.config.job_id, self._slot_container(), gpus)
             self.slots.set_info(executor_id, executor)
-            self._job.store.set_meta(SLOT_INFO_KEY + executor_id, json.dumps(executor))
+            self._job.store.set_meta(meta.SLOT_EXECUTOR.key(executor_id), executor)
         if new:
             logger.info("starting slot %s on %s", executor_id, view.hostname)
         return as_slot_task(task, executor, self._preload), executor_id
@@ -547,7 +541,7 @@ class JobScheduler(Scheduler):
             executor = executor_info(executor_id, self._executor_command, self._uris,
                                      config.job_id, container)
             self.slots.set_info(executor_id, executor)
-            self._job.store.set_meta(SLOT_INFO_KEY + executor_id, json.dumps(executor))
+            self._job.store.set_meta(meta.SLOT_EXECUTOR.key(executor_id), executor)
             tasks.append(warm_up_task(executor, view.agent_id, config.job_id,
                                       config.launch_cmd, env, runner.cpus, runner.mem_mb,
                                       self._preload))

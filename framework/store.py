@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from collections.abc import Mapping
 from collections.abc import Sequence
+from contextlib import closing
 from contextlib import contextmanager
 from dataclasses import dataclass
 from dataclasses import field
@@ -21,14 +22,19 @@ import sqlite3
 import threading
 import time
 from typing import Any
+from typing import TypeVar
 
 from disauto.common.telemetry import USAGE_COLUMNS
 from disauto.common.telemetry import Sample
 from disauto.common.telemetry import TrialUsage
 from disauto.common.trial_state import TrialState
+from disauto.framework import meta as meta_keys
+from disauto.framework.meta import JobMeta
+from disauto.framework.meta import MetaKey
 
 
 SCHEMA_VERSION = 1
+T = TypeVar("T")
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (
@@ -154,8 +160,8 @@ class JobStore:
             if private.exists():
                 private.chmod(0o600)  # the record is its user's alone
         self._lock = threading.RLock()
-        if self.get_meta("schema_version") is None:
-            self.set_meta("schema_version", str(SCHEMA_VERSION))
+        if not self.meta().has(meta_keys.SCHEMA_VERSION):
+            self.set_meta(meta_keys.SCHEMA_VERSION, SCHEMA_VERSION)
 
     def close(self) -> None:
         with self._lock:
@@ -172,29 +178,31 @@ class JobStore:
                 raise
             self._db.execute("COMMIT")
 
-    # -- meta --------------------------------------------------------------------------------
+    # -- meta (typed: framework/meta.py) -----------------------------------------------------
 
-    def get_meta(self, key: str) -> str | None:
+    def get_meta(self, key: MetaKey[T]) -> T:
+        """The value of ``key`` as recorded now (its default when not recorded)."""
         with self._lock:
-            row = self._db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
-        return None if row is None else str(row[0])
+            row = self._db.execute("SELECT value FROM meta WHERE key = ?",
+                                   (key.name,)).fetchone()
+        return key.read(None if row is None else str(row[0]))
 
-    def set_meta(self, key: str, value: str) -> None:
+    def set_meta(self, key: MetaKey[T], value: T) -> None:
+        self.set_meta_many({key: value})
+
+    def set_meta_many(self, values: Mapping[MetaKey[Any], Any]) -> None:
+        """Record several values in one transaction."""
+        rows = [(key.name, key.text(value)) for key, value in values.items()]
         with self._tx() as db:
-            db.execute(
+            db.executemany(
                 "INSERT INTO meta(key, value) VALUES(?, ?) "
-                "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
-                (key, value),
-            )
+                "ON CONFLICT(key) DO UPDATE SET value = excluded.value", rows)
 
-    def set_meta_many(self, values: Mapping[str, str]) -> None:
-        with self._tx() as db:
-            for key, value in values.items():
-                db.execute(
-                    "INSERT INTO meta(key, value) VALUES(?, ?) "
-                    "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
-                    (key, value),
-                )
+    def meta(self) -> JobMeta:
+        """Every meta value as recorded now, read at once."""
+        with self._lock:
+            rows = self._db.execute("SELECT key, value FROM meta").fetchall()
+        return JobMeta({str(key): str(value) for key, value in rows})
 
     # -- trials ------------------------------------------------------------------------------
 
@@ -452,3 +460,14 @@ def _add_missing_columns(db: sqlite3.Connection) -> None:
         have = {row[1] for row in db.execute(f"PRAGMA table_info({table})")}
         if column not in have:
             db.execute(f"ALTER TABLE {table} ADD COLUMN {column} {definition}")
+
+
+def peek_meta(path: Path) -> JobMeta:
+    """The meta of the record at ``path`` read-only, creating and changing nothing (a record
+    another process is writing); empty when it cannot be read (yet)."""
+    try:
+        with closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=1)) as db:
+            rows = db.execute("SELECT key, value FROM meta").fetchall()
+    except sqlite3.Error:
+        return JobMeta()
+    return JobMeta({str(key): str(value) for key, value in rows})

@@ -29,6 +29,7 @@ from typing import Any
 
 from disauto.common import paths
 from disauto.common.trial_state import TrialState
+from disauto.framework import meta
 from disauto.framework.deadline_status import deadline_note
 from disauto.framework.store import JobStore
 from disauto.framework.telemetry.usage import megabytes
@@ -379,7 +380,7 @@ def cmd_kill(args: argparse.Namespace, out: IO[str]) -> ExitStatus:
             print(f"{PROG}: job {job.job_id} was interrupted; its record is closed (KILLED)",
                   file=out)
             return ExitStatus.SUCCESS
-        store.set_meta("control", "kill")
+        store.set_meta(meta.LEGACY_CONTROL, "kill")
     finally:
         store.close()
     print(f"{PROG}: killing job {job.job_id}…", file=out)
@@ -399,8 +400,9 @@ def _close_interrupted(store: JobStore) -> None:
         if trial.state.is_in_flight():
             store.update_trial(trial.number, state=TrialState.KILLED, ended_at=now,
                                message="the job was killed while interrupted")
-    store.set_meta_many({"state": "ENDED", "outcome": "JOB_KILLED", "ended_at": str(now),
-                         "outcome_message": "killed with da-job kill while interrupted"})
+    store.set_meta_many({meta.STATE: meta.ENDED, meta.OUTCOME: "JOB_KILLED",
+                         meta.ENDED_AT: now,
+                         meta.OUTCOME_MESSAGE: "killed with da-job kill while interrupted"})
 
 
 def cmd_update(args: argparse.Namespace, out: IO[str]) -> ExitStatus:

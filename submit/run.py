@@ -9,7 +9,6 @@ import logging
 import os
 from pathlib import Path
 import signal
-import sqlite3
 import subprocess
 import sys
 import time
@@ -23,8 +22,10 @@ from disauto.common.certificates import Identity
 from disauto.common.certificates import generate
 from disauto.common.tls import FRAMEWORK_SERVER_NAME
 from disauto.common.trial_state import TrialState
+from disauto.framework import meta
 from disauto.framework.capacity import describe
 from disauto.framework.job import tls as job_tls
+from disauto.framework.store import peek_meta
 from disauto.protos import common_pb2
 from disauto.protos import framework_pb2
 from disauto.submit.exit_status import ExitStatus
@@ -92,7 +93,7 @@ def detach(job_id: str, python_args: Sequence[str], out: IO[str],
         codes = {int(status) for status in ExitStatus}
         return ExitStatus(process.returncode) if process.returncode in codes else ExitStatus.ERROR
     print(f"{PROG}: job {job_id} runs in the background (pid {process.pid})", file=out)
-    page = _meta(job_dir, "webui_url")
+    page = peek_meta(job_dir / paths.JOB_DB)[meta.WEBUI_URL]
     if page:
         print(job_page_line(page, (job_dir / paths.TOKEN).read_text().strip()), file=out)
     # One command a line, and only commands that do no harm when the whole block is pasted:
@@ -112,29 +113,13 @@ def job_page_line(url: str, token: str) -> str:
             f"job: {url}#token={token})")
 
 
-def _meta(job_dir: Path, key: str) -> str:
-    """One meta value of the job's record read-only ("" if it cannot be read)."""
-    try:
-        with sqlite3.connect(f"file:{job_dir / paths.JOB_DB}?mode=ro", uri=True,
-                             timeout=1) as connection:
-            row = connection.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
-    except sqlite3.Error:
-        return ""
-    return str(row[0]) if row else ""
-
-
 def _registered(job_dir: Path, pid: int) -> bool:
     """Whether the process ``pid`` runs the job in ``job_dir`` and its framework registered."""
     db = job_dir / paths.JOB_DB
     if not db.exists():
         return False
-    try:
-        with sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=1) as connection:
-            meta = dict(connection.execute(
-                "SELECT key, value FROM meta WHERE key IN ('pid', 'framework_registered')"))
-    except sqlite3.Error:
-        return False
-    return meta.get("pid") == str(pid) and meta.get("framework_registered") == "1"
+    recorded = peek_meta(db)
+    return recorded[meta.PID] == pid and recorded[meta.FRAMEWORK_REGISTERED]
 
 
 def run(submission: Submission, out: IO[str], err: IO[str], *,
@@ -194,25 +179,25 @@ def run(submission: Submission, out: IO[str], err: IO[str], *,
             tls=tls,
             resume=resume,
         )
-        runner.store.set_meta_many({"submitted_master": submission.master,
-                                    "local_agents": str(submission.local_agents),
-                                    "principal": submission.principal or "",
-                                    "advertise_host": submission.advertise_host or "",
-                                    "bind_all": "1" if submission.bind_all else ""})
+        runner.store.set_meta_many({meta.SUBMITTED_MASTER: submission.master,
+                                    meta.LOCAL_AGENTS: submission.local_agents,
+                                    meta.PRINCIPAL: submission.principal or "",
+                                    meta.ADVERTISE_HOST: submission.advertise_host or "",
+                                    meta.BIND_ALL: submission.bind_all})
         try:
             runner.start()
         except MasterUnreachableError as error:
             status = ExitStatus.MASTER_UNREACHABLE
             if resume:  # nothing is lost by waiting: the job stays interrupted, resumable
-                runner.store.set_meta("interrupted_reason", f"{error}; da-job resume "
+                runner.store.set_meta(meta.INTERRUPTED_REASON, f"{error}; da-job resume "
                                       f"{config.job_id} carries it on once the master is back")
                 return status
             runner.controller.finish(framework_pb2.ERROR, str(error))
-            runner.store.set_meta("state", "ENDED")
+            runner.store.set_meta(meta.STATE, meta.ENDED)
             return status
         print(f"{PROG}: framework {runner.scheduler.framework_id} registered", file=out)
         print(job_page_line(runner.page_url, runner.controller.job_token), file=out)
-        runner.store.set_meta("framework_registered", "1")
+        runner.store.set_meta(meta.FRAMEWORK_REGISTERED, True)
         show = _ProgressPrinter(out, objective, quiet=submission.quiet,
                                 wants=describe(config.runner))
         try:
@@ -323,7 +308,7 @@ def _report(runner: Any, job_dir: Path, out: IO[str], err: IO[str], objective: s
     outcome = controller.outcome
     outcome_name = framework_pb2.JobOutcome.Name(outcome[0]) if outcome else "UNKNOWN"
     message = outcome[1] if outcome else ""
-    interrupted = runner.store.get_meta("interrupted_reason") or ""
+    interrupted = runner.store.get_meta(meta.INTERRUPTED_REASON)
     if outcome is None and interrupted:  # the framework gave up on its master: resumable
         outcome_name, message = "INTERRUPTED", interrupted
     trials = controller.trials()

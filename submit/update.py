@@ -17,6 +17,7 @@ import secrets
 import time
 
 from disauto.common import paths
+from disauto.framework import meta
 from disauto.framework.job.update import REQUEST_KEY
 from disauto.framework.job.update import RESULT_KEY
 from disauto.framework.job.update import UpdateRefusedError
@@ -72,7 +73,7 @@ def update_interrupted(job: Job, request: UpdateRequest) -> str:
     new = replace(old, search=updated_spec(old.search, request))
     store = JobStore(job.folder / paths.JOB_DB)
     try:
-        store.set_meta("config", new.to_json())
+        store.set_meta(meta.CONFIG, new)
     finally:
         store.close()
     return describe_change(old.search, new.search)

@@ -36,6 +36,7 @@ from disauto.common.task_usage import TaskUsage
 from disauto.common.telemetry import Sample
 from disauto.common.telemetry import TrialUsage
 from disauto.common.trial_state import TrialState
+from disauto.framework import meta
 from disauto.framework.errors import AlreadyExistsError
 from disauto.framework.errors import FailedPreconditionError
 from disauto.framework.errors import InvalidArgumentError
@@ -478,7 +479,7 @@ class JobController(TaskStatusHandling):
             check_update(self.config.search, len(self._trials), request)
             old = self.config.search
             config = replace(self.config, search=updated_spec(old, request))
-            self.store.set_meta("config", config.to_json())
+            self.store.set_meta(meta.CONFIG, config)
             self.config = config
             self._emit(_SPEC_CHANGED)
             change = describe_change(old, config.search)
@@ -508,9 +509,9 @@ class JobController(TaskStatusHandling):
             self._outcome = outcome
             self._outcome_message = message
             self.store.set_meta_many({
-                "outcome": framework_pb2.JobOutcome.Name(outcome),
-                "outcome_message": message,
-                "ended_at": str(time.time()),
+                meta.OUTCOME: framework_pb2.JobOutcome.Name(outcome),
+                meta.OUTCOME_MESSAGE: message,
+                meta.ENDED_AT: time.time(),
             })
             for trial in self._trials.values():
                 if trial.state == TrialState.PENDING:

@@ -20,12 +20,13 @@ from dataclasses import asdict
 from dataclasses import dataclass
 import json
 
+from disauto.framework import meta
 from disauto.protos import common_pb2
 
 
-REQUEST_KEY = "update_request"
+REQUEST_KEY = meta.LEGACY_UPDATE_REQUEST
 """The meta key ``da-job update`` writes its request under."""
-RESULT_KEY = "update_result"
+RESULT_KEY = meta.LEGACY_UPDATE_RESULT
 """The meta key the framework answers under."""
 
 

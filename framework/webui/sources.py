@@ -16,6 +16,7 @@ from pathlib import Path
 
 from disauto.common import paths
 from disauto.common.trial_state import TrialState
+from disauto.framework import meta
 from disauto.framework.errors import FailedPreconditionError
 from disauto.framework.errors import NotFoundError
 from disauto.framework.job import JobController
@@ -25,7 +26,7 @@ from disauto.framework.webui.views import Record
 from disauto.framework.webui.views import read_record
 
 
-KILL_TRIALS_KEY = "kill_trials"
+KILL_TRIALS_KEY = meta.LEGACY_KILL_TRIALS
 """Meta key: a JSON list of trial numbers the job page asked to kill (read by the run loop)."""
 KILLED_FROM_PAGE = "killed from the job page"
 
@@ -124,7 +125,7 @@ class LiveJob(JobSource):
         if self._controller.outcome is not None:
             raise ActionError(409, f"job {self.job_id} has already ended")
         # The same path as `da-job kill`: the run loop ends the job with JOB_KILLED.
-        self._controller.store.set_meta("control", "kill")
+        self._controller.store.set_meta(meta.LEGACY_CONTROL, "kill")
         return f"killing job {self.job_id}"
 
     def kill_trial(self, number: int) -> str:
@@ -182,7 +183,7 @@ class RecordedJob(JobSource):
         self._running()
         store = self._store()
         try:
-            store.set_meta("control", "kill")  # what `da-job kill` does
+            store.set_meta(meta.LEGACY_CONTROL, "kill")  # what `da-job kill` does
         finally:
             store.close()
         return f"killing job {self.job_id}"

@@ -20,6 +20,7 @@ import pytest
 from disauto.common.processes import start_time
 from disauto.common.space import CategoricalParam
 from disauto.common.space import SearchSpace
+from disauto.framework import meta
 from disauto.framework.job import JobController
 from disauto.framework.job.update import REQUEST_KEY
 from disauto.framework.runtime import JobRunner
@@ -45,18 +46,20 @@ def record(home: Path, *, state: str = "running", submitted: int = 2,
     config = config or job_config(job_id=JOB, max_trials=4, parallelism=1)
     store = JobStore(home / "jobs" / JOB / "job.db")
     alive = state == "running"
-    store.set_meta_many({"job_id": JOB, "config": config.to_json(), "started_at": "1",
-                         "pid": str(os.getpid() if alive else 0), "host": socket.gethostname(),
-                         "pid_start": start_time(os.getpid()) if alive else "",
-                         "state": "ENDED" if state == "ended" else "RUNNING",
-                         "outcome": "BUDGET_SPENT" if state == "ended" else ""})
+    store.set_meta_many({meta.JOB_ID: JOB, meta.CONFIG: config, meta.STARTED_AT: 1.0,
+                         meta.PID: os.getpid() if alive else 0, meta.HOST: socket.gethostname(),
+                         meta.PID_START: start_time(os.getpid()) if alive else "",
+                         meta.STATE: meta.ENDED if state == "ended" else meta.RUNNING,
+                         meta.OUTCOME: "BUDGET_SPENT" if state == "ended" else ""})
     store.add_trials([(n, {"lr": 0.01 * n, "layers": 1, "act": "relu"}, 0)
                       for n in range(1, submitted + 1)])
     return store
 
 
 def recorded(store: JobStore) -> tuple[int, int]:
-    search = JobConfig.from_json(store.get_meta("config") or "").search
+    config = store.get_meta(meta.CONFIG)
+    assert config is not None
+    search = config.search
     return int(search.max_trials), int(search.parallelism)
 
 
@@ -70,7 +73,9 @@ def da_job(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, st
 def framework(home: Path) -> Iterator[JobController]:
     """The running job's framework, answering update requests every 50 ms."""
     store = record(home)
-    controller = JobController(JobConfig.from_json(store.get_meta("config") or ""), store, "t")
+    config = store.get_meta(meta.CONFIG)
+    assert config is not None
+    controller = JobController(config, store, "t")
     runner = SimpleNamespace(store=store, controller=controller)
     stop = threading.Event()
 
@@ -104,7 +109,7 @@ def test_a_budget_below_the_trials_submitted_is_a_one_line_error_and_changes_not
     assert (code, out) == (2, "")
     assert err == ("da-job: error: a trial budget of 2 is below the 3 trials already "
                    "submitted; the smallest valid budget is 3\n")
-    assert recorded(store) == (4, 1) and store.get_meta(REQUEST_KEY) is None
+    assert recorded(store) == (4, 1) and store.get_meta(REQUEST_KEY) == ""
 
 
 @pytest.mark.parametrize(("args", "error"), [
@@ -120,7 +125,7 @@ def test_bad_values_are_one_line_errors(home: Path, capsys: pytest.CaptureFixtur
     store = record(home)
     code, out, err = da_job(capsys, "update", JOB, *args)
     assert code == 2 and out == "" and err.startswith(f"da-job: error: {error}")
-    assert len(err.splitlines()) == 1 and store.get_meta(REQUEST_KEY) is None
+    assert len(err.splitlines()) == 1 and store.get_meta(REQUEST_KEY) == ""
 
 
 def test_grid_search_budget_is_bounded_by_its_grid(home: Path,

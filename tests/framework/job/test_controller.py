@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from disauto.common.report import Report
+from disauto.framework import meta
 from disauto.framework.errors import AlreadyExistsError
 from disauto.framework.errors import FailedPreconditionError
 from disauto.framework.errors import InvalidArgumentError
@@ -580,7 +581,7 @@ def test_appcore_failing_beyond_its_restarts_ends_the_job_in_error(
     assert job.controller.wait(0)
     assert job.controller.launch_requests() == []
     assert job.state(1) == "KILLED"  # pending trials die with the job
-    assert job.store.get_meta("outcome") == "ERROR"
+    assert job.store.get_meta(meta.OUTCOME) == "ERROR"
 
 
 def test_appcore_whose_port_was_taken_launches_again_without_counting_a_failure(
@@ -654,9 +655,9 @@ def test_finish_kills_pending_trials_only_and_first_outcome_wins(job: Job) -> No
     assert job.controller.wait(timeout=0)
     reopened = job.reopened()
     try:
-        assert reopened.get_meta("outcome") == "TARGET_REACHED"
-        assert reopened.get_meta("outcome_message") == "trial 1 reached accuracy=0.99"
-        assert reopened.get_meta("ended_at") is not None
+        assert reopened.get_meta(meta.OUTCOME) == "TARGET_REACHED"
+        assert reopened.get_meta(meta.OUTCOME_MESSAGE) == "trial 1 reached accuracy=0.99"
+        assert reopened.get_meta(meta.ENDED_AT) is not None
         assert [t.state for t in reopened.trials()] == ["RUNNING", "KILLED", "KILLED"]
     finally:
         reopened.close()

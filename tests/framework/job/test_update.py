@@ -11,6 +11,7 @@ from types import SimpleNamespace
 
 import pytest
 
+from disauto.framework import meta
 from disauto.framework.errors import FailedPreconditionError
 from disauto.framework.job import JobController
 from disauto.framework.job.update import REQUEST_KEY
@@ -22,7 +23,6 @@ from disauto.framework.job.update import check_update
 from disauto.framework.job.update import describe_change
 from disauto.framework.job.update import updated_spec
 from disauto.framework.runtime import JobRunner
-from disauto.framework.spec import JobConfig
 from disauto.framework.store import JobStore
 from disauto.protos import common_pb2
 from disauto.protos import framework_pb2
@@ -33,7 +33,7 @@ from tests.inprocess import job_config
 def controller(tmp_path: Path) -> JobController:
     store = JobStore(tmp_path / "job.db")
     config = job_config(max_trials=4, parallelism=1)
-    store.set_meta("config", config.to_json())
+    store.set_meta(meta.CONFIG, config)
     made = JobController(config, store, "token")
     made.submit_trials([(1, {"lr": 0.01, "layers": 1, "act": "relu"}, 0),
                         (2, {"lr": 0.02, "layers": 2, "act": "tanh"}, 0)])
@@ -41,7 +41,9 @@ def controller(tmp_path: Path) -> JobController:
 
 
 def recorded(controller: JobController) -> common_pb2.JobSpec:
-    return JobConfig.from_json(controller.store.get_meta("config") or "").search
+    config = controller.store.get_meta(meta.CONFIG)
+    assert config is not None
+    return config.search
 
 
 def test_a_budget_below_the_trials_submitted_is_refused_naming_the_smallest_valid_one() -> None:
@@ -91,10 +93,10 @@ def test_the_controller_records_the_new_spec_and_sends_it_to_appcore(
 
 def test_the_controller_refuses_a_budget_below_the_trials_submitted_and_changes_nothing(
         controller: JobController) -> None:
-    before = controller.store.get_meta("config")
+    before = controller.store.meta()["config"]
     with pytest.raises(UpdateRefusedError, match="the smallest valid budget is 2"):
         controller.update_search(UpdateRequest("r", max_trials=1, parallelism=2))
-    assert controller.store.get_meta("config") == before
+    assert controller.store.meta()["config"] == before
     assert controller.config.search.parallelism == 1
 
 
@@ -126,7 +128,7 @@ def test_the_run_loop_answers_each_request_once_in_the_record(
     runner = SimpleNamespace(store=controller.store, controller=controller)
     store = controller.store
     JobRunner._check_update(runner)  # type: ignore[arg-type]  # nothing asked
-    assert store.get_meta(RESULT_KEY) is None
+    assert store.get_meta(RESULT_KEY) == ""
     store.set_meta(REQUEST_KEY, UpdateRequest("one", max_trials=5).to_json())
     JobRunner._check_update(runner)  # type: ignore[arg-type]
     assert UpdateResult.from_json(store.get_meta(RESULT_KEY) or "") == UpdateResult(

@@ -11,6 +11,7 @@ import time
 import pytest
 
 from disauto.common.trial_state import TrialState
+from disauto.framework import meta
 from disauto.framework.webui.server import JobPageServer
 from disauto.framework.webui.sources import KILL_TRIALS_KEY
 from disauto.framework.webui.sources import LiveJob
@@ -104,7 +105,7 @@ def test_posts_need_the_job_token(live: tuple[Client, list[list[str]]], recorded
     assert status == 401 and data["error"].startswith("this action needs the job token")
     status, data, _ = client.request("POST", path, token="wrong")
     assert (status, data) == (403, {"error": "wrong job token"})
-    assert killed == [] and recorded.store.get_meta("control") in (None, "")
+    assert killed == [] and recorded.store.get_meta(meta.LEGACY_CONTROL) == ""
     assert recorded.store.trial(8).state == TrialState.RUNNING  # type: ignore[union-attr]
 
 
@@ -139,7 +140,7 @@ def test_with_the_token_the_job_is_killed_as_da_job_kill_does(
     client, _ = live
     status, data, _ = client.request("POST", "/jobs/job-test/api/kill", token=TOKEN)
     assert (status, data) == (200, {"ok": True, "message": "killing job job-test"})
-    assert recorded.store.get_meta("control") == "kill"
+    assert recorded.store.get_meta(meta.LEGACY_CONTROL) == "kill"
 
 
 def test_the_log_tail_follows_the_collected_file(
