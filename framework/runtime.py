@@ -36,17 +36,12 @@ from disauto.common.tokens import new_job_token
 from disauto.framework import meta
 from disauto.framework.capacity import agent_totals
 from disauto.framework.capacity import unfit
+from disauto.framework.control import ControlChannel
 from disauto.framework.deadline_status import deadline_note
-from disauto.framework.errors import FailedPreconditionError
-from disauto.framework.errors import NotFoundError
 from disauto.framework.fileserver import FileServer
 from disauto.framework.job import APPCORE_KEY
 from disauto.framework.job import JobController
-from disauto.framework.job.update import REQUEST_KEY
-from disauto.framework.job.update import RESULT_KEY
-from disauto.framework.job.update import UpdateRefusedError
-from disauto.framework.job.update import UpdateRequest
-from disauto.framework.job.update import UpdateResult
+from disauto.framework.job.desk import ControlDesk
 from disauto.framework.log_collector import LogCollector
 from disauto.framework.peers import PeerBoard
 from disauto.framework.policies import create_policy
@@ -66,8 +61,6 @@ from disauto.framework.telemetry.registry import Registry
 from disauto.framework.telemetry.scheduler import TelemetryScheduler
 from disauto.framework.webui import report
 from disauto.framework.webui.server import JobPageServer
-from disauto.framework.webui.sources import KILL_TRIALS_KEY
-from disauto.framework.webui.sources import KILLED_FROM_PAGE
 from disauto.framework.webui.sources import LiveJob
 from disauto.framework.webui.views import read_record
 from disauto.protos import framework_pb2
@@ -214,8 +207,7 @@ class JobRunner:
             meta.JOB_ID: config.job_id, meta.CONFIG: config, meta.MASTER: master.uri,
             meta.OFFER_POLICY: offer_policy, meta.STATE: meta.RUNNING, meta.PID: os.getpid(),
             meta.PID_START: start_time(os.getpid()), meta.HOST: socket.gethostname(),
-            meta.LEGACY_CONTROL: "", meta.FRAMEWORK_REGISTERED: False,
-            meta.INTERRUPTED_REASON: "", KILL_TRIALS_KEY: ""}
+            meta.FRAMEWORK_REGISTERED: False, meta.INTERRUPTED_REASON: ""}
         if not resume:
             opening[meta.STARTED_AT] = time.time()
         else:
@@ -270,7 +262,6 @@ class JobRunner:
                                     lambda task_ids: self.scheduler.kill(task_ids),
                                     self.telemetry)
         self.page_url = self.page.job_url(config.job_id)
-        self._page_kills: set[int] = set()
         self.store.set_meta_many({meta.GRPC_PORT: grpc_port,
                                   meta.FILES_PORT: self._files.port,
                                   meta.WEBUI_PORT: self.page.port,
@@ -308,6 +299,8 @@ class JobRunner:
         self.logs = LogCollector(self._logs, lambda: self.scheduler.framework_id,
                                  self.controller.task_locations, job_dir / paths.TASK_LOGS,
                                  slot_of=self._slot_of)
+        self._desk = ControlDesk(ControlChannel(self.store), self.controller,
+                                 self.scheduler.kill)
         self._driver: MesosSchedulerDriver | None = None
         self._stopped = False
 
@@ -389,7 +382,7 @@ class JobRunner:
         while not self.controller.wait(interval):
             now = time.monotonic()
             self._check_master()
-            self._check_control()
+            self._desk.serve()
             self._record_agents()
             self.scheduler.reap_idle_slots()
             expired = self.controller.expire_trials()
@@ -470,56 +463,6 @@ class JobRunner:
         self._shutdown_services()
         self._record_offer_counts()
         report.write(self.job_dir, read_record(self.store, "interrupted"))
-
-    def _check_control(self) -> None:
-        """Act on a request another shell left in the record (``da-job kill``, ``update``)."""
-        if self.store.get_meta(meta.LEGACY_CONTROL) == "kill":
-            self.controller.finish(framework_pb2.JOB_KILLED, "killed with da-job kill")
-        self._check_trial_kills()
-        self._check_update()
-
-    def _check_trial_kills(self) -> None:
-        """Kill the trials a job page served by ``da-job ui`` asked to (each once)."""
-        text = self.store.get_meta(KILL_TRIALS_KEY)
-        if not text:
-            return
-        try:
-            asked = [int(number) for number in json.loads(text)]
-        except (ValueError, TypeError):
-            logger.warning("ignoring an unreadable request to kill trials: %r", text)
-            self.store.set_meta(KILL_TRIALS_KEY, "")
-            return
-        for number in asked:
-            if number in self._page_kills:
-                continue
-            self._page_kills.add(number)
-            try:
-                tasks = self.controller.kill_trial(number, KILLED_FROM_PAGE)
-            except (NotFoundError, FailedPreconditionError) as err:
-                logger.info("not killing trial %d: %s", number, err)
-                continue
-            if tasks:
-                self.scheduler.kill(tasks)
-
-    def _check_update(self) -> None:
-        """Apply a ``da-job update`` request not answered yet, and answer it in the record."""
-        text = self.store.get_meta(REQUEST_KEY)
-        if not text:
-            return
-        answered = self.store.get_meta(RESULT_KEY)
-        try:
-            request = UpdateRequest.from_json(text)
-            if answered and UpdateResult.from_json(answered).id == request.id:
-                return
-        except (ValueError, KeyError, TypeError) as err:
-            logger.warning("ignoring an unreadable da-job update request: %s", err)
-            self.store.set_meta(REQUEST_KEY, "")
-            return
-        try:
-            result = UpdateResult(request.id, True, self.controller.update_search(request))
-        except UpdateRefusedError as err:
-            result = UpdateResult(request.id, False, str(err))
-        self.store.set_meta(RESULT_KEY, result.to_json())
 
     def check_capacity(self, *, every_task: bool = False) -> None:
         """End the job (UNSCHEDULABLE) if a task that waits for an offer fits no agent.

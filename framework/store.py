@@ -97,6 +97,15 @@ CREATE TABLE IF NOT EXISTS telemetry (
     time REAL NOT NULL,
     value REAL NOT NULL
 );
+CREATE TABLE IF NOT EXISTS control (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    kind TEXT NOT NULL,
+    body TEXT NOT NULL,
+    asked_at REAL NOT NULL,
+    answered_at REAL,
+    ok INTEGER,
+    answer TEXT NOT NULL DEFAULT ''
+);
 CREATE INDEX IF NOT EXISTS telemetry_by_name ON telemetry(data_name, node, trial);
 CREATE INDEX IF NOT EXISTS reports_by_trial ON reports(trial_number);
 CREATE INDEX IF NOT EXISTS updates_by_task ON task_updates(task_id);
@@ -401,6 +410,37 @@ class JobStore:
                             "recorded_at FROM task_updates", "task_id", task_id)
         keys = ("task_id", "state", "reason", "source", "message", "agent_id", "recorded_at")
         return [dict(zip(keys, row, strict=True)) for row in rows]
+
+    # -- the control channel (framework/control.py) -------------------------------------------
+
+    def add_control_request(self, kind: str, body: str) -> int:
+        """Record a request for the job's framework; its id."""
+        with self._tx() as db:
+            cursor = db.execute("INSERT INTO control(kind, body, asked_at) VALUES(?, ?, ?)",
+                                (kind, body, time.time()))
+            return int(cursor.lastrowid or 0)
+
+    def unanswered_control_requests(self) -> list[tuple[int, str, str]]:
+        """``(id, kind, body)`` of the requests not answered yet, oldest first."""
+        with self._lock:
+            rows = self._db.execute("SELECT id, kind, body FROM control "
+                                    "WHERE answered_at IS NULL ORDER BY id").fetchall()
+        return [(int(row[0]), str(row[1]), str(row[2])) for row in rows]
+
+    def answer_control_request(self, request: int, ok: bool, message: str) -> None:
+        """Record the answer to request ``request`` (only its first answer counts)."""
+        with self._tx() as db:
+            db.execute("UPDATE control SET answered_at = ?, ok = ?, answer = ? "
+                       "WHERE id = ? AND answered_at IS NULL",
+                       (time.time(), int(ok), message, request))
+
+    def control_answer(self, request: int) -> tuple[bool, str] | None:
+        """``(ok, message)`` of the answer to request ``request``; None while unanswered."""
+        with self._lock:
+            row = self._db.execute("SELECT ok, answer FROM control "
+                                   "WHERE id = ? AND answered_at IS NOT NULL",
+                                   (request,)).fetchone()
+        return None if row is None else (bool(row[0]), str(row[1]))
 
     # -- AppCore runs --------------------------------------------------------------------------
 

@@ -30,6 +30,8 @@ from typing import Any
 from disauto.common import paths
 from disauto.common.trial_state import TrialState
 from disauto.framework import meta
+from disauto.framework.control import KillJob
+from disauto.framework.control import NoAnswerError
 from disauto.framework.deadline_status import deadline_note
 from disauto.framework.store import JobStore
 from disauto.framework.telemetry.usage import megabytes
@@ -39,6 +41,7 @@ from disauto.submit.jobs import Job
 from disauto.submit.jobs import JobLookupError
 from disauto.submit.jobs import MasterQueryError
 from disauto.submit.jobs import all_jobs
+from disauto.submit.jobs import ask
 from disauto.submit.jobs import find
 from disauto.submit.jobs import master_frameworks
 
@@ -372,19 +375,24 @@ def cmd_kill(args: argparse.Namespace, out: IO[str]) -> ExitStatus:
     job = find(args.job)
     if job.state == "ended":
         raise JobCommandError(f"job {job.job_id} has already ended ({job.outcome})")
-    store = JobStore(job.folder / paths.JOB_DB)
-    try:
-        if job.state == "interrupted":
-            # Nothing runs its framework: close its record here.
+    if job.state == "interrupted":
+        store = JobStore(job.folder / paths.JOB_DB)
+        try:  # nothing runs its framework: close its record here
             _close_interrupted(store)
-            print(f"{PROG}: job {job.job_id} was interrupted; its record is closed (KILLED)",
-                  file=out)
-            return ExitStatus.SUCCESS
-        store.set_meta(meta.LEGACY_CONTROL, "kill")
-    finally:
-        store.close()
+        finally:
+            store.close()
+        print(f"{PROG}: job {job.job_id} was interrupted; its record is closed (KILLED)",
+              file=out)
+        return ExitStatus.SUCCESS
     print(f"{PROG}: killing job {job.job_id}…", file=out)
     deadline = time.monotonic() + args.wait
+    try:  # the run loop answers within a second, then kills the job's tasks
+        answer = ask(job, KillJob(), args.wait)
+    except NoAnswerError:
+        answer = None  # it ended meanwhile, or never answered: its state says which
+    if answer is not None and not answer.ok:
+        raise JobCommandError(f"job {job.job_id} refused to end: {answer.message}",
+                              ExitStatus.ERROR)
     while time.monotonic() < deadline:
         if find(job.job_id).state != "running":
             print(f"{PROG}: job {job.job_id} ended (killed)", file=out)

@@ -24,6 +24,9 @@ from disauto.common.master_http import master_request
 from disauto.common.processes import is_running
 from disauto.common.trial_state import TrialState
 from disauto.framework import meta as meta_keys
+from disauto.framework.control import Answer
+from disauto.framework.control import ControlChannel
+from disauto.framework.control import Request
 from disauto.framework.job import sorted_trials
 from disauto.framework.meta import JobMeta
 from disauto.framework.spec import JobConfig
@@ -164,6 +167,22 @@ def find(prefix: str) -> Job:
         raise JobLookupError(f"job id {prefix!r} is ambiguous: it starts "
                              f"{', '.join(matches[:5])}{' ...' if len(matches) > 5 else ''}")
     return load(root / matches[0])
+
+
+def ask(job: Job, request: Request, wait: float) -> Answer:
+    """Ask the running ``job`` through its record's control channel and wait up to ``wait``
+    seconds for its typed answer.
+
+    Raises:
+        NoAnswerError: the job stopped running first, or did not answer in time.
+    """
+    store = JobStore(job.folder / paths.JOB_DB)
+    try:
+        channel = ControlChannel(store)
+        return channel.wait(channel.ask(request), wait,
+                            running=lambda: find(job.job_id).state == "running")
+    finally:
+        store.close()
 
 
 class MasterQueryError(ConnectionError):

@@ -37,6 +37,7 @@ from disauto.common.telemetry import Sample
 from disauto.common.telemetry import TrialUsage
 from disauto.common.trial_state import TrialState
 from disauto.framework import meta
+from disauto.framework.control import UpdateSearch
 from disauto.framework.errors import AlreadyExistsError
 from disauto.framework.errors import FailedPreconditionError
 from disauto.framework.errors import InvalidArgumentError
@@ -46,7 +47,6 @@ from disauto.framework.job.status import ON_AN_AGENT
 from disauto.framework.job.status import TaskStatusHandling
 from disauto.framework.job.status import tasks_left_running
 from disauto.framework.job.update import UpdateRefusedError
-from disauto.framework.job.update import UpdateRequest
 from disauto.framework.job.update import check_update
 from disauto.framework.job.update import describe_change
 from disauto.framework.job.update import updated_spec
@@ -466,7 +466,7 @@ class JobController(TaskStatusHandling):
             if ended and not events:
                 return
 
-    def update_search(self, request: UpdateRequest) -> str:
+    def update_search(self, request: UpdateSearch) -> str:
         """Apply ``da-job update``: check it against the live job, record the new spec (so a
         relaunched AppCore and ``da-job resume`` keep it), tell AppCore; what changed.
 

@@ -1,8 +1,8 @@
 """``da-job update`` against job records in a temporary ``$DISAUTO_HOME``, no process started.
 
 A "running" job's record names this test's own process (alive on this host); a thread plays its
-framework, answering the request in the record with the framework's own code (a JobController
-and the run loop's ``_check_update``).
+framework, answering the request on the record's control channel with the framework's own code
+(a JobController and the run loop's ControlDesk).
 """
 
 from __future__ import annotations
@@ -13,7 +13,6 @@ from pathlib import Path
 import socket
 import threading
 import time
-from types import SimpleNamespace
 
 import pytest
 
@@ -21,9 +20,11 @@ from disauto.common.processes import start_time
 from disauto.common.space import CategoricalParam
 from disauto.common.space import SearchSpace
 from disauto.framework import meta
+from disauto.framework.control import Asked
+from disauto.framework.control import ControlChannel
+from disauto.framework.control import UpdateSearch
 from disauto.framework.job import JobController
-from disauto.framework.job.update import REQUEST_KEY
-from disauto.framework.runtime import JobRunner
+from disauto.framework.job.desk import ControlDesk
 from disauto.framework.spec import JobConfig
 from disauto.framework.store import JobStore
 from disauto.protos import framework_pb2
@@ -63,6 +64,11 @@ def recorded(store: JobStore) -> tuple[int, int]:
     return int(search.max_trials), int(search.parallelism)
 
 
+def asked(store: JobStore) -> list[Asked]:
+    """The requests on the job's control channel not answered yet."""
+    return ControlChannel(store).unanswered()
+
+
 def da_job(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
     code = job_cli.main(list(args))
     out, err = capsys.readouterr()
@@ -76,12 +82,12 @@ def framework(home: Path) -> Iterator[JobController]:
     config = store.get_meta(meta.CONFIG)
     assert config is not None
     controller = JobController(config, store, "t")
-    runner = SimpleNamespace(store=store, controller=controller)
+    desk = ControlDesk(ControlChannel(store), controller, kill_tasks=lambda task_ids: None)
     stop = threading.Event()
 
     def poll() -> None:
         while not stop.wait(0.05):
-            JobRunner._check_update(runner)  # type: ignore[arg-type]
+            desk.serve()
 
     thread = threading.Thread(target=poll, daemon=True)
     thread.start()
@@ -109,7 +115,7 @@ def test_a_budget_below_the_trials_submitted_is_a_one_line_error_and_changes_not
     assert (code, out) == (2, "")
     assert err == ("da-job: error: a trial budget of 2 is below the 3 trials already "
                    "submitted; the smallest valid budget is 3\n")
-    assert recorded(store) == (4, 1) and store.get_meta(REQUEST_KEY) == ""
+    assert recorded(store) == (4, 1) and asked(store) == []
 
 
 @pytest.mark.parametrize(("args", "error"), [
@@ -125,7 +131,7 @@ def test_bad_values_are_one_line_errors(home: Path, capsys: pytest.CaptureFixtur
     store = record(home)
     code, out, err = da_job(capsys, "update", JOB, *args)
     assert code == 2 and out == "" and err.startswith(f"da-job: error: {error}")
-    assert len(err.splitlines()) == 1 and store.get_meta(REQUEST_KEY) == ""
+    assert len(err.splitlines()) == 1 and asked(store) == []
 
 
 def test_grid_search_budget_is_bounded_by_its_grid(home: Path,
@@ -172,4 +178,5 @@ def test_no_answer_within_the_wait_is_an_error(home: Path,
     assert code == 1 and time.monotonic() - started < 5
     assert err == (f"da-job: error: job {JOB} did not answer within 0.3 s; its framework "
                    "applies the change when it reads it\n")
-    assert store.get_meta(REQUEST_KEY)  # left for the framework
+    # Left for the framework, which applies it when it reads it:
+    assert [a.request for a in asked(store)] == [UpdateSearch(max_trials=9)]
