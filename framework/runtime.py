@@ -41,6 +41,7 @@ from disauto.framework.deadline_status import deadline_note
 from disauto.framework.fileserver import FileServer
 from disauto.framework.job import APPCORE_KEY
 from disauto.framework.job import JobController
+from disauto.framework.job.book import TrialBook
 from disauto.framework.job.desk import ControlDesk
 from disauto.framework.log_collector import LogCollector
 from disauto.framework.peers import PeerBoard
@@ -216,6 +217,13 @@ class JobRunner:
         self._advertise = advertise_host or advertise_host_for(master.uri)
         self._logs = SandboxLogs()
         self._recorded_agents: dict[str, str] = {}
+        self._book = TrialBook(self.store)
+        # Telemetry (framework/telemetry): the built-in collector (the agents'
+        # /monitor/statistics every --telemetry-interval, 0: none) keeps each trial's usage.
+        self._usage = TelemetryLoop(
+            [StatisticsCollector(self._logs.endpoints, lambda: self.scheduler.framework_id,
+                                 self._task_places)],
+            self._book) if telemetry and config.telemetry_interval > 0 else None
         self.controller = JobController(
             config, self.store, _job_token(job_dir, resume),
             on_pending=self._wake,
@@ -223,6 +231,7 @@ class JobRunner:
                 status, self.scheduler.framework_id,
                 slot=self._slot_of(str(status.get("task_id", {}).get("value", "")))),
             on_kill=lambda task_ids: self.scheduler.kill(task_ids),
+            book=self._book, measures=self._usage,
         )
         if resume and not self._same_master:
             self.controller.requeue_in_flight("the job resumed on a new cluster")
@@ -238,21 +247,9 @@ class JobRunner:
         self.page = JobPageServer(
             lambda: {config.job_id: self._page_source}, bind, self._advertise,
             port=previous[meta.WEBUI_PORT] if resume else 0, single=config.job_id)
-        # Telemetry (framework/telemetry): the registry is kept in the record, so a resumed
-        # job has the entries its user added; the built-in collector (the agents'
-        # /monitor/statistics every --telemetry-interval, 0: none) keeps each trial's usage.
-        self._usage = TelemetryLoop(
-            [StatisticsCollector(self._logs.endpoints, lambda: self.scheduler.framework_id,
-                                 self._task_places)],
-            self.controller) if telemetry and config.telemetry_interval > 0 else None
+        # The registry is kept in the record, so a resumed job has the entries its user added.
         collectors = [BuiltinCollector(COLLECTOR_NAME, config.telemetry_interval,
                                        self._usage.measure)] if self._usage is not None else []
-        if self._usage is not None:
-            self.controller.memory_note = self._usage.memory_note
-            self.controller.exact_usage = self._usage.record_exact
-            # GPU samples come from the trials' own runners (apprunner_sdk.gpu), where the GPU
-            # is, through AppCore: stored and folded into the usage like the agents' figures.
-            self.controller.gpu_samples = self._usage.record_samples
         self.telemetry = Registry(self.store, collectors=collectors,
                                   processors=builtin_processors(),
                                   workdir=job_dir) if telemetry else None

@@ -12,10 +12,10 @@ deadline policy reads it (``progress.py``) and the job's TLS identity in its fol
 
 from __future__ import annotations
 
+from disauto.framework.job.book import sorted_trials
 from disauto.framework.job.controller import APPCORE_KEY
 from disauto.framework.job.controller import JobController
-from disauto.framework.job.controller import Progress
-from disauto.framework.job.controller import sorted_trials
+from disauto.framework.job.progress import Progress
 
 
 __all__ = ["APPCORE_KEY", "JobController", "Progress", "sorted_trials"]

@@ -1,13 +1,19 @@
-"""The job controller: the framework's state machine for one job.
+"""The job controller: the facade over one job's state machine.
 
-It owns the job's trials and AppCore's life, writes every change to the :class:`JobStore` before
-anyone is told of it, and answers three callers:
+It answers three callers and writes every change to the :class:`JobStore` before anyone is told
+of it:
 
 * AppCore, through the gRPC servicer (attach, submit trials, record reports, watch, finish);
 * the Mesos scheduler (what waits for an offer, what was launched, task status updates);
-* ``da-submit`` (progress, the end of the job).
+* ``da-submit``'s run loop and the job page (progress, kills, updates, the end of the job).
 
-Thread safety: every public method takes the controller's lock; waiting methods release it.
+Behind it each part has one job (``framework/job/``): the trial book holds the trials and their
+tasks, AppCore's life its launches, the event log what WatchTrials streams, the intake checks what
+AppCore and runners send in, and the status handling decides from Mesos' word how a trial or
+AppCore ended. The controller owns the job's outcome and the lock (the book's) that makes each of
+its calls one step.
+
+Thread safety: every public method takes the lock; waiting methods release it.
 """
 
 from __future__ import annotations
@@ -16,36 +22,35 @@ from collections.abc import Callable
 from collections.abc import Iterator
 from collections.abc import Mapping
 from collections.abc import Sequence
-from dataclasses import dataclass
 from dataclasses import replace
 import logging
 import threading
 import time
 from typing import Any
 
-from disauto.common import gpu_samples
-from disauto.common.durations import format_duration
-from disauto.common.errors import InvalidAssignmentError
 from disauto.common.gpu_samples import GpuReading
-from disauto.common.metrics import MetricError
-from disauto.common.metrics import check_metrics
 from disauto.common.report import Report
-from disauto.common.space import assignment_to_proto
 from disauto.common.space import space_from_proto
-from disauto.common.task_usage import TaskUsage
 from disauto.common.telemetry import Sample
 from disauto.common.telemetry import TrialUsage
 from disauto.common.trial_state import TrialState
 from disauto.framework import meta
 from disauto.framework.control import UpdateSearch
-from disauto.framework.errors import AlreadyExistsError
 from disauto.framework.errors import FailedPreconditionError
 from disauto.framework.errors import InvalidArgumentError
 from disauto.framework.errors import JobEndedError
-from disauto.framework.errors import NotFoundError
-from disauto.framework.job.status import ON_AN_AGENT
-from disauto.framework.job.status import TaskStatusHandling
-from disauto.framework.job.status import tasks_left_running
+from disauto.framework.job.appcore import AppCoreLife
+from disauto.framework.job.book import TrialBook
+from disauto.framework.job.book import trial_proto
+from disauto.framework.job.events import SPEC_CHANGED
+from disauto.framework.job.events import stream
+from disauto.framework.job.intake import Intake
+from disauto.framework.job.intake import Submission
+from disauto.framework.job.progress import Progress
+from disauto.framework.job.progress import snapshot
+from disauto.framework.job.status import Measures
+from disauto.framework.job.status import TaskStatuses
+from disauto.framework.job.stops import EarlyEnds
 from disauto.framework.job.update import UpdateRefusedError
 from disauto.framework.job.update import check_update
 from disauto.framework.job.update import describe_change
@@ -59,35 +64,13 @@ from disauto.protos import common_pb2
 from disauto.protos import framework_pb2
 
 
-logger = logging.getLogger(__name__)
+logger = logging.getLogger("disauto.framework.job")
 
 APPCORE_KEY = "appcore"
-"""AppCore launches again, beyond its restarts, when another process took its offered port."""
-# The event "the job's spec changed" (da-job update) in the event list; trial numbers start at 1.
-_SPEC_CHANGED = 0
-
-Outcome = int  # framework_pb2.JobOutcome value
+"""AppCore's launch request's key (trials' are their task names)."""
 
 
-@dataclass(frozen=True)
-class Progress:
-    """A snapshot for the progress line."""
-
-    done: int
-    running: int
-    pending: int
-    failed: int
-    best: TrialRow | None
-    submitted: int
-    budget: int
-    elapsed: float
-    waiting: float = 0.0
-    """Seconds the oldest pending trial has waited for an offer (0: none waits)."""
-    parallelism: int = 0
-    """Trials in flight at once, as the job's spec says now (0: not known)."""
-
-
-class JobController(TaskStatusHandling):
+class JobController:
     """One job's trials and AppCore, recorded in a :class:`JobStore`.
 
     Args:
@@ -100,6 +83,9 @@ class JobController(TaskStatusHandling):
         on_kill: called (without the lock held) with task ids to kill: a pruned trial's task
             still running ``prune_grace`` seconds after :meth:`prune_trial`.
         prune_grace: seconds a pruned trial's runner has to exit on its own.
+        book: the job's trial book, when its maker needs it first (telemetry keeps the usage
+            of its trials); by default one read from ``store``.
+        measures: the job's telemetry (framework/telemetry/monitor.py's loop); None: off.
     """
 
     def __init__(
@@ -112,55 +98,36 @@ class JobController(TaskStatusHandling):
         log_tail: Callable[[Mapping[str, Any]], str] = lambda status: "",
         on_kill: Callable[[list[str]], None] = lambda task_ids: None,
         prune_grace: float = 10.0,
+        book: TrialBook | None = None,
+        measures: Measures | None = None,
     ) -> None:
         self.config = config
-        self._space = space_from_proto(config.search.space)
         self.store = store
         self.job_token = job_token
         self._on_pending = on_pending
-        self._log_tail = log_tail
-        self._on_kill = on_kill
-        self._prune_grace = prune_grace
-        self._trials: dict[int, TrialRow] = {t.number: t for t in store.trials()}
-        # Tasks of trials that ended before them (pruned, timed out) and have not reported a
-        # terminal Mesos state yet; a resumed framework kills its predecessor's.
-        self._ended_trial_tasks = tasks_left_running(list(self._trials.values()), store)
-        self._kills_on_resume = set(self._ended_trial_tasks)
-        # Tasks of trials COMPLETED by their final report at the job's end, still running
-        # (writing their --output, say): they get a grace period before they are killed.
-        self._finishing_tasks: set[str] = set()
-        self._slot_tasks: set[str] = set()
-        """Tasks launched on warm slots: their executor's end is the cluster's, not theirs."""
-        self._lock = threading.RLock()
-        self._cond = threading.Condition(self._lock)
+        self._book = book if book is not None else TrialBook(store)
+        self._lock = self._book.lock
+        self._events = self._book.events
+        self._appcore = AppCoreLife(store)
+        self._intake = Intake(self._book, space_from_proto(config.search.space))
+        self._stops = EarlyEnds(self._book, on_kill, prune_grace)
+        self._statuses = TaskStatuses(self._config, self._book, self._appcore,
+                                      ended=self._ended, finish=self.finish,
+                                      log_tail=log_tail, measures=measures)
         self._started = time.time()
-        # (sequence, trial number or _SPEC_CHANGED)
-        self._events: list[tuple[int, int]] = []
-        self._sequence = 0
-        self._task_to_trial: dict[str, int] = {
-            t.task_id: t.number for t in self._trials.values() if t.task_id
-        }
-        # A resumed framework knows its predecessor's slot tasks from the record.
-        self._slot_tasks.update(t.task_id for t in self._trials.values()
-                                if t.task_id and t.executor_id)
-        runs = store.appcore_runs()
-        self._appcore_attempt = max((r["attempt"] for r in runs), default=0)
-        self._appcore_task_id = ""
-        self._appcore_state = "WAITING"  # WAITING → LAUNCHING → RUNNING → (ATTACHED)
-        self._appcore_address = ""
-        self._appcore_certificate = ""
-        self._appcore_failures = 0
-        self._port_retries = 0
         self._outcome: int | None = None
         self._outcome_message = ""
         self._done = threading.Event()
-        self.memory_note: Callable[[int], str] = lambda number: ""
-        """What telemetry measured of a trial's memory (its OOM failure message names it)."""
-        self.exact_usage: Callable[[int, TaskUsage], None] = lambda number, usage: None
-        """Takes what an executor measured of a trial's task when it ended (telemetry)."""
-        self.gpu_samples: Callable[[list[Sample]], None] | None = None
+        self.gpu_samples: Callable[[list[Sample]], None] | None = (
+            measures.record_samples if measures is not None else None)
         """Stores a trial's GPU samples and folds them into its usage (telemetry); None while
         the job's telemetry is off."""
+
+    def _config(self) -> JobConfig:
+        return self.config
+
+    def _ended(self) -> bool:
+        return self._outcome is not None
 
     # -- reading -------------------------------------------------------------------------------
 
@@ -174,93 +141,32 @@ class JobController(TaskStatusHandling):
         return self._done.wait(timeout)
 
     def trials(self) -> list[TrialRow]:
-        with self._lock:
-            return [self._copy(t) for t in sorted(self._trials.values(), key=lambda t: t.number)]
+        return self._book.copies()
 
     def best_trial(self) -> TrialRow | None:
-        with self._lock:
-            return self._best()
+        return self._book.best(self._maximize())
 
-    def _best(self) -> TrialRow | None:
-        done = [t for t in self._trials.values() if t.state == TrialState.COMPLETED
-                and t.objective is not None]
-        if not done:
-            return None
-        sign = -1.0 if self.config.search.direction == common_pb2.MINIMIZE else 1.0
-        return max(done, key=lambda t: (sign * float(t.objective or 0.0), -t.number))
+    def _maximize(self) -> bool:
+        return self.config.search.direction != common_pb2.MINIMIZE
 
     def progress(self) -> Progress:
         with self._lock:
-            states = [t.state for t in self._trials.values()]
-            now = time.time()
-            waiting = max((now - t.created_at for t in self._trials.values()
-                           if t.state == TrialState.PENDING and t.created_at), default=0.0)
-            return Progress(
-                done=states.count(TrialState.COMPLETED) + states.count(TrialState.PRUNED),
-                running=states.count(TrialState.RUNNING) + states.count(TrialState.LAUNCHING),
-                pending=states.count(TrialState.PENDING),
-                failed=states.count(TrialState.FAILED),
-                best=self._best(),
-                submitted=len(states),
-                budget=int(self.config.search.max_trials),
-                elapsed=now - self._started,
-                waiting=waiting,
-                parallelism=int(self.config.search.parallelism),
-            )
-
-    @staticmethod
-    def _copy(trial: TrialRow) -> TrialRow:
-        return TrialRow(**{**trial.__dict__, "assignment": dict(trial.assignment),
-                           "metrics": dict(trial.metrics)})
-
-    def trial_proto(self, trial: TrialRow) -> common_pb2.Trial:
-        proto = common_pb2.Trial(
-            number=trial.number,
-            state=trial.state.to_proto(),
-            message=trial.message,
-            priority=trial.priority,
-            task_id=trial.task_id,
-            training_seconds=trial.training_seconds,
-            metrics=[common_pb2.Metric(name=k, value=v) for k, v in sorted(trial.metrics.items())],
-        )
-        for name, value in assignment_to_proto(trial.assignment).items():
-            proto.assignment[name].CopyFrom(value)
-        if trial.objective is not None:
-            proto.objective = trial.objective
-        return proto
+            return snapshot(self.config, self._book.rows(), self.best_trial(), self._started)
 
     # -- AppCore -------------------------------------------------------------------------------
 
     def attach_appcore(self, address: str,
                        certificate: str = "") -> framework_pb2.AttachAppCoreReply:
-        """AppCore serves runners at ``address`` (with TLS: trusting ``certificate``)."""
+        """AppCore serves runners at ``address`` (with TLS: trusting ``certificate``): what it
+        restores from (the spec, every trial with its intermediate values)."""
         with self._lock:
-            if self._outcome is not None:
+            if self._ended():
                 raise FailedPreconditionError("the job has ended")
-            self._appcore_address = address
-            self._appcore_certificate = certificate
-            self._appcore_state = "ATTACHED"
-            if self._appcore_attempt:
-                self.store.update_appcore_run(self._appcore_attempt, address=address,
-                                              state="ATTACHED")
-            logger.info("AppCore attached from %s (attempt %d)", address, self._appcore_attempt)
-            trials = [self.trial_proto(t) for t in sorted(self._trials.values(),
-                                                           key=lambda t: t.number)]
-            self._add_intermediate_values(trials)
+            self._appcore.attach(address, certificate)
             return framework_pb2.AttachAppCoreReply(
-                spec=self.config.search_spec(), trials=trials, sequence=self._sequence,
-            )
-
-    def _add_intermediate_values(self, trials: Sequence[common_pb2.Trial]) -> None:
-        """Fill each trial's objective values by step, from the recorded reports."""
-        objective = self.config.search.objective
-        by_number = {t.number: t for t in trials}
-        for report in self.store.reports():
-            trial = by_number.get(report["trial"])
-            if (trial is not None and report["step"] is not None and not report["final"]
-                    and objective in report["metrics"]):
-                trial.intermediate_values.add(step=int(report["step"]),
-                                              value=float(report["metrics"][objective]))
+                spec=self.config.search_spec(),
+                trials=self._book.history(self.config.search.objective),
+                sequence=self._events.sequence)
 
     def appcore_address(self) -> str:
         return self.appcore_endpoint()[0]
@@ -269,18 +175,13 @@ class JobController(TaskStatusHandling):
         """``(address, certificate PEM)`` of the attached AppCore; ``("", "")`` while none is
         (the certificate is "" without TLS)."""
         with self._lock:
-            if self._appcore_state != "ATTACHED":
-                return "", ""
-            return self._appcore_address, self._appcore_certificate
+            return self._appcore.endpoint()
 
-    def submit_trial(
-        self, number: int, assignment: Mapping[str, Any], priority: int
-    ) -> common_pb2.Trial:
+    def submit_trial(self, number: int, assignment: Mapping[str, Any],
+                     priority: int) -> common_pb2.Trial:
         return self.submit_trials([(number, assignment, priority)])[0]
 
-    def submit_trials(
-        self, trials: Sequence[tuple[int, Mapping[str, Any], int]]
-    ) -> list[common_pb2.Trial]:
+    def submit_trials(self, trials: Sequence[Submission]) -> list[common_pb2.Trial]:
         """Record new trials ``(number, assignment, priority)``: all of them, or none.
 
         Idempotent per number: a number already recorded with the same assignment answers the
@@ -290,40 +191,10 @@ class JobController(TaskStatusHandling):
         if not trials:
             raise InvalidArgumentError("no trials to submit")
         with self._lock:
-            if self._outcome is not None:
+            if self._ended():
                 raise FailedPreconditionError("the job has ended; no trial can be submitted")
-            fresh: list[tuple[int, Mapping[str, Any], int]] = []
-            seen: set[int] = set()
-            for number, assignment, priority in trials:
-                if number < 1:
-                    raise InvalidArgumentError(f"trial number must be >= 1, got {number}")
-                if number in seen:
-                    raise InvalidArgumentError(f"trial {number} appears twice in one submission")
-                seen.add(number)
-                existing = self._trials.get(number)
-                if existing is not None:
-                    if existing.assignment != dict(assignment):
-                        raise AlreadyExistsError(
-                            f"trial {number} already exists with another assignment"
-                        )
-                    continue
-                try:
-                    self._space.validate_assignment(assignment)
-                except InvalidAssignmentError as err:
-                    which = f"trial {number}: " if len(trials) > 1 else ""
-                    raise InvalidArgumentError(f"{which}{err}") from None
-                fresh.append((number, assignment, priority))
-            budget = self.config.search.max_trials
-            if fresh and len(self._trials) + len(fresh) > budget:
-                raise FailedPreconditionError(
-                    f"the trial budget of {budget} is spent" if len(self._trials) >= budget
-                    else f"{len(fresh)} new trials would exceed the trial budget of {budget} "
-                         f"({len(self._trials)} recorded)"
-                )
-            for row in self.store.add_trials(fresh):
-                self._trials[row.number] = row
-                self._emit(row.number)
-            protos = [self.trial_proto(self._trials[number]) for number, _, _ in trials]
+            fresh = self._intake.submit(trials, self.config.search.max_trials)
+            protos = [trial_proto(self._book.require(number)) for number, _, _ in trials]
         if fresh:
             self._on_pending()
         return protos
@@ -337,40 +208,14 @@ class JobController(TaskStatusHandling):
             FailedPreconditionError: the trial already sent its final result.
             InvalidArgumentError: a metric that is not a named, finite number.
         """
-        number, step, final = report.trial, report.step, report.final
-        metrics, elapsed_seconds = report.metrics, report.elapsed_seconds
         with self._lock:
-            trial = self._trials.get(number)
-            if trial is None:
-                raise NotFoundError(f"trial {number} does not exist")
-            if self._outcome is not None:
+            self._book.require(report.trial)
+            if self._ended():
                 # The job's answer is fixed when it ends: a result that arrives after the end
                 # (a trial still running when another reached the target) is not recorded.
-                raise JobEndedError(f"the job has ended; trial {number}'s report is not recorded")
-            if trial.final_reported:
-                raise FailedPreconditionError(
-                    f"trial {number} already reported its final result"
-                )
-            try:
-                metrics = check_metrics(metrics)
-            except (MetricError, TypeError) as err:
-                raise InvalidArgumentError(str(err)) from None
-            merged = {**trial.metrics, **metrics}
-            fields: dict[str, Any] = {
-                "metrics": merged,
-                "training_seconds": max(0.0, float(elapsed_seconds)),
-                "final_reported": final,
-            }
-            objective = self.config.search.objective
-            if objective in metrics:
-                fields["objective"] = float(metrics[objective])
-            self.store.add_report(number, metrics, step, final, elapsed_seconds, fields)
-            trial.metrics = merged
-            trial.training_seconds = fields["training_seconds"]
-            trial.final_reported = final
-            if "objective" in fields:
-                trial.objective = fields["objective"]
-            return self.trial_proto(trial)
+                raise JobEndedError(
+                    f"the job has ended; trial {report.trial}'s report is not recorded")
+            return trial_proto(self._intake.report(report, self.config.search.objective))
 
     def prune_trial(self, number: int, message: str) -> common_pb2.Trial:
         """Record that AppCore's early-stopping rule stopped trial ``number``.
@@ -383,21 +228,7 @@ class JobController(TaskStatusHandling):
             NotFoundError: no such trial.
         """
         with self._lock:
-            trial = self._trials.get(number)
-            if trial is None:
-                raise NotFoundError(f"trial {number} does not exist")
-            if trial.terminal:
-                return self.trial_proto(trial)
-            task_id = trial.task_id if trial.state in ON_AN_AGENT else ""
-            self._set_state(trial, TrialState.PRUNED, message or "stopped early by the pruner")
-            if task_id:
-                self._ended_trial_tasks.add(task_id)
-            proto = self.trial_proto(trial)
-        if task_id:
-            timer = threading.Timer(self._prune_grace, self._kill_if_live, args=(task_id,))
-            timer.daemon = True
-            timer.start()
-        return proto
+            return trial_proto(self._stops.prune(number, message))
 
     def kill_trial(self, number: int, message: str = "killed from the job page") -> list[str]:
         """Kill trial ``number`` at a user's request (the job page): it is recorded KILLED at
@@ -412,59 +243,29 @@ class JobController(TaskStatusHandling):
                 reported its final result (it is COMPLETED whatever happens to its task).
         """
         with self._lock:
-            trial = self._trials.get(number)
-            if trial is None:
-                raise NotFoundError(f"trial {number} does not exist")
-            if self._outcome is not None:
+            self._book.require(number)
+            if self._ended():
                 raise FailedPreconditionError("the job has ended")
-            if trial.terminal:
-                raise FailedPreconditionError(
-                    f"trial {number} has already ended ({trial.state})")
-            if self._has_result(trial):
-                raise FailedPreconditionError(
-                    f"trial {number} already reported its final result")
-            task_id = trial.task_id if trial.state in ON_AN_AGENT else ""
-            self._set_state(trial, TrialState.KILLED, message)
-            if task_id:
-                self._ended_trial_tasks.add(task_id)  # live until its terminal status
-            logger.info("trial %d: %s", number, message)
-            return [task_id] if task_id else []
+            return self._stops.kill(number, message)
 
-    def _kill_if_live(self, task_id: str) -> None:
-        with self._lock:
-            live = task_id in self._ended_trial_tasks
-        if live:
-            logger.info("pruned task %s did not exit within %.0f s; killing it", task_id,
-                        self._prune_grace)
-            self._on_kill([task_id])
-
-    def events_after(self, sequence: int, timeout: float) -> tuple[list[framework_pb2.TrialEvent],
-                                                                   bool]:
+    def events_after(self, sequence: int,
+                     timeout: float) -> tuple[list[framework_pb2.TrialEvent], bool]:
         """Events after ``sequence`` (waiting up to ``timeout`` for one); and whether it ended."""
-        with self._cond:
-            if self._sequence <= sequence and self._outcome is None:
-                self._cond.wait(timeout)
-            events = [self._event(seq, number) for seq, number in self._events if seq > sequence]
-            return events, self._outcome is not None
+        with self._lock:
+            changes = self._events.after(sequence, timeout, ended=self._ended())
+            return [self._event(seq, number) for seq, number in changes], self._ended()
 
     def _event(self, sequence: int, number: int) -> framework_pb2.TrialEvent:
         """The event: a trial as it is now, or the job's spec as it is now."""
-        if number == _SPEC_CHANGED:
+        if number == SPEC_CHANGED:
             return framework_pb2.TrialEvent(sequence=sequence, spec=self.config.search_spec())
         return framework_pb2.TrialEvent(sequence=sequence,
-                                        trial=self.trial_proto(self._trials[number]))
+                                        trial=trial_proto(self._book.require(number)))
 
-    def watch(self, after: int, is_active: Callable[[], bool]) -> Iterator[
-            framework_pb2.TrialEvent]:
+    def watch(self, after: int,
+              is_active: Callable[[], bool]) -> Iterator[framework_pb2.TrialEvent]:
         """Stream events after ``after`` until the job ends or the caller goes away."""
-        sequence = after
-        while is_active():
-            events, ended = self.events_after(sequence, timeout=1.0)
-            for event in events:
-                sequence = event.sequence
-                yield event
-            if ended and not events:
-                return
+        return stream(self.events_after, after, is_active)
 
     def update_search(self, request: UpdateSearch) -> str:
         """Apply ``da-job update``: check it against the live job, record the new spec (so a
@@ -474,14 +275,14 @@ class JobController(TaskStatusHandling):
             UpdateRefusedError: the job has ended, or the budget is below the trials submitted.
         """
         with self._lock:
-            if self._outcome is not None:
+            if self._ended():
                 raise UpdateRefusedError("the job has ended")
-            check_update(self.config.search, len(self._trials), request)
+            check_update(self.config.search, len(self._book), request)
             old = self.config.search
             config = replace(self.config, search=updated_spec(old, request))
             self.store.set_meta(meta.CONFIG, config)
             self.config = config
-            self._emit(_SPEC_CHANGED)
+            self._events.spec_changed()
             change = describe_change(old, config.search)
         logger.info("da-job update: %s", change)
         return change
@@ -495,16 +296,16 @@ class JobController(TaskStatusHandling):
         """
         with self._lock:
             budget = self.config.search.max_trials
-            if (outcome == framework_pb2.BUDGET_SPENT and self._outcome is None
-                    and len(self._trials) < budget):
+            if outcome == framework_pb2.BUDGET_SPENT and not self._ended() \
+                    and len(self._book) < budget:
                 raise FailedPreconditionError(
-                    f"the trial budget is {budget} now ({len(self._trials)} trials submitted)")
+                    f"the trial budget is {budget} now ({len(self._book)} trials submitted)")
             self.finish(outcome, message)
 
     def finish(self, outcome: int, message: str) -> None:
         """End the job (idempotent: the first outcome wins)."""
         with self._lock:
-            if self._outcome is not None:
+            if self._ended():
                 return
             self._outcome = outcome
             self._outcome_message = message
@@ -513,17 +314,9 @@ class JobController(TaskStatusHandling):
                 meta.OUTCOME_MESSAGE: message,
                 meta.ENDED_AT: time.time(),
             })
-            for trial in self._trials.values():
-                if trial.state == TrialState.PENDING:
-                    self._set_state(trial, TrialState.KILLED, "the job ended before the trial ran")
-                elif self._has_result(trial) and not trial.terminal:
-                    # Its final report is in the record: the trial is done, whatever happens
-                    # to its task when the job's tasks are killed.
-                    if trial.state in ON_AN_AGENT and trial.task_id:
-                        self._finishing_tasks.add(trial.task_id)
-                    self._set_state(trial, TrialState.COMPLETED, "")
+            self._book.close()
             logger.info("job ends: %s: %s", framework_pb2.JobOutcome.Name(outcome), message)
-            self._cond.notify_all()
+            self._events.wake()
         self._done.set()
 
     def framework_lost(self, message: str) -> None:
@@ -532,162 +325,68 @@ class JobController(TaskStatusHandling):
         an agent as KILLED with ``message``; no status update will ever come for them here."""
         self.finish(framework_pb2.FRAMEWORK_LOST, message)
         with self._lock:
-            for trial in self._trials.values():
-                if trial.state in ON_AN_AGENT:
-                    self._set_state(trial, TrialState.KILLED, f"its task's end is unknown: "
-                                    f"{message}")
-            self._ended_trial_tasks.clear()
-            self._finishing_tasks.clear()
-            if self._appcore_task_id and self._appcore_state not in ("WAITING", "ENDED"):
-                self.store.update_appcore_run(self._appcore_attempt, state="TASK_KILLED",
-                                              ended_at=time.time())
-            self._appcore_state = "ENDED"
-            self._appcore_address = ""
-            self._cond.notify_all()
+            self._book.lose_tasks(message)
+            self._appcore.lost()
+            self._events.wake()
 
     # -- the scheduler's side ------------------------------------------------------------------
 
     def launch_requests(self) -> list[LaunchRequest]:
         """What waits for an offer: AppCore first, then pending trials by priority."""
         with self._lock:
-            if self._outcome is not None:
+            if self._ended():
                 return []
             requests: list[LaunchRequest] = []
-            if self._appcore_state == "WAITING":
+            if self._appcore.waiting():
                 requests.append(LaunchRequest(APPCORE_KEY, self.config.appcore, ports=1))
-            pending = sorted(
-                (t for t in self._trials.values() if t.state == TrialState.PENDING),
-                key=lambda t: (t.priority, t.number),
-            )
-            requests += [
+            return requests + [
                 LaunchRequest(task_name(t.number), self.config.runner, priority=t.priority,
                               trial_number=t.number)
-                for t in pending
-            ]
-            return requests
+                for t in self._book.pending()]
 
     def has_pending(self) -> bool:
         return bool(self.launch_requests())
 
     def next_appcore_task_id(self) -> str:
         with self._lock:
-            return f"appcore-{self._appcore_attempt + 1}"
+            return self._appcore.next_task_id()
 
     def appcore_launched(self, task_id: str, agent_id: str) -> bool:
         """Record AppCore's launch; False if it is no longer wanted."""
         with self._lock:
-            if self._appcore_state != "WAITING" or self._outcome is not None:
-                return False
-            self._appcore_attempt += 1
-            self._appcore_task_id = task_id
-            self._appcore_state = "LAUNCHING"
-            self._appcore_address = ""
-            self.store.add_appcore_run(self._appcore_attempt, task_id, agent_id)
-            return True
+            return not self._ended() and self._appcore.launched(task_id, agent_id)
 
-    def add_samples(self, samples: Sequence[Sample]) -> None:
-        """Keep telemetry samples (framework/telemetry) in the job store."""
-        self.store.add_samples(samples)
-
-    def record_gpu_samples(self, number: int, readings: Sequence[GpuReading]) -> int:
-        """Record a trial's GPU samples (its runner measured them; ``apprunner_sdk.gpu``) as
-        telemetry of the agent it runs on; how many samples were stored. Any trial that was
-        launched may send them, also after it ended (a batch that waited for AppCore).
-
-        Raises:
-            InvalidArgumentError: a bad batch (:func:`common.gpu_samples.check_readings`).
-            NotFoundError: no such trial.
-            FailedPreconditionError: telemetry is off, or the trial was never launched.
-        """
-        try:
-            gpu_samples.check_readings(readings)
-        except gpu_samples.GpuSampleError as err:
-            raise InvalidArgumentError(str(err)) from None
+    def adopt_appcore(self) -> bool:
+        """Wait for the AppCore the record says runs to attach again (a framework failing over
+        on the same master; reconciliation ends it if its task is gone); True if there was one."""
         with self._lock:
-            trial = self._trials.get(number)
-            if trial is None:
-                raise NotFoundError(f"trial {number} does not exist")
-            node = trial.agent_id
-        record = self.gpu_samples
-        if record is None:
-            raise FailedPreconditionError(
-                "telemetry is off for this job (--telemetry-interval 0): GPU samples are not "
-                "recorded")
-        if not node:
-            raise FailedPreconditionError(
-                f"trial {number} was never launched: it has no agent to record GPU samples of")
-        samples = gpu_samples.as_samples(number, node, readings)
-        record(samples)
-        return len(samples)
+            return self._appcore.adopt()
 
-    def set_trial_usage(self, number: int, usage: TrialUsage) -> None:
-        """Keep a trial's measured usage with it, here and in the job store."""
+    def appcore_task_id(self) -> str:
+        """AppCore's current task (its latest launch), or "" before the first."""
         with self._lock:
-            trial = self._trials.get(number)
-            if trial is None:
-                return
-            trial.usage = usage
-            self.store.set_trial_usage(number, usage)
+            return self._appcore.task_id
 
     def trial_for_launch(self, number: int) -> TrialRow | None:
         with self._lock:
-            trial = self._trials.get(number)
-            if trial is None or trial.state != TrialState.PENDING or self._outcome is not None:
+            trial = self._book.get(number)
+            if trial is None or trial.state != TrialState.PENDING or self._ended():
                 return None
-            return self._copy(trial)
+            return self._book.copy(number)
 
     def trial_launched(self, number: int, task_id: str, agent_id: str,
                        executor_id: str = "") -> None:
         """Record a trial's launch as ``task_id`` (a task of the warm slot ``executor_id``, or
         a command task)."""
-        with self._lock:
-            if executor_id:
-                self._slot_tasks.add(task_id)
-            trial = self._trials[number]
-            trial.task_id = task_id
-            trial.agent_id = agent_id
-            trial.executor_id = executor_id
-            self._task_to_trial[task_id] = number
-            self.store.update_trial(number, task_id=task_id, agent_id=agent_id,
-                                    executor_id=executor_id)
-            self._set_state(trial, TrialState.LAUNCHING, "")
+        self._book.launched(number, task_id, agent_id, executor_id)
 
-    def executor_of(self, task_id: str) -> str:
-        """The warm slot's executor that ran a trial's current task, as recorded ("" for a
-        command task, AppCore's, or a task of no trial): it outlives the framework that
-        launched the task, so a resumed one still finds the task's sandbox."""
+    def on_status(self, status: Mapping[str, Any]) -> None:
+        """Record a Mesos status update (before the scheduler acknowledges it)."""
+        self.store.add_task_update(status)
         with self._lock:
-            number = self._task_to_trial.get(task_id)
-            trial = self._trials.get(number) if number is not None else None
-            return trial.executor_id if trial is not None and trial.task_id == task_id else ""
-
-    def live_task_ids(self) -> list[str]:
-        """Tasks launched and not yet terminal (to kill when the job ends)."""
-        with self._lock:
-            ids = [t.task_id for t in self._trials.values()
-                   if t.task_id and t.state in ON_AN_AGENT]
-            ids += sorted(self._ended_trial_tasks | self._finishing_tasks)
-            # An AppCore that ended (terminal status after the job ended, or past its restarts)
-            # is not live: JobRunner.stop waits for live tasks until its grace period ends.
-            if self._appcore_task_id and self._appcore_state not in ("WAITING", "ENDED"):
-                ids.append(self._appcore_task_id)
-            return ids
-
-    def adopt_appcore(self) -> bool:
-        """Take over the AppCore the record says runs (a framework failing over on the same
-        master): wait for it to attach again instead of launching another; reconciliation ends
-        it as usual if its task is gone. True when there was one to adopt."""
-        with self._lock:
-            runs = self.store.appcore_runs()
-            last = runs[-1] if runs else None
-            if last is None or last["state"] not in ("LAUNCHING", "RUNNING", "ATTACHED"):
-                return False
-            self._appcore_task_id = str(last["task_id"])
-            self._appcore_state = "RUNNING"
-            self._task_to_trial.pop(self._appcore_task_id, None)
-            logger.info("adopting AppCore %s (attempt %d)", self._appcore_task_id,
-                        self._appcore_attempt)
-            return True
+            pending = self._statuses.on(status)
+        if pending:
+            self._on_pending()
 
     def expire_trials(self, now: float | None = None) -> list[str]:
         """Record TIMEOUT for trials running past ``trial_timeout`` (their slots free at once);
@@ -695,100 +394,73 @@ class JobController(TaskStatusHandling):
         limit = self.config.trial_timeout
         if not limit:
             return []
-        now = time.time() if now is None else now
-        expired = []
-        with self._lock:
-            for trial in self._trials.values():
-                if trial.state == TrialState.RUNNING and trial.started_at \
-                        and now - trial.started_at > limit and not self._has_result(trial):
-                    self._set_state(trial, TrialState.TIMEOUT,
-                                    f"ran longer than --trial-timeout {format_duration(limit)}")
-                    self._ended_trial_tasks.add(trial.task_id)  # to kill; its task still runs
-                    expired.append(trial.task_id)
-        return expired
+        return self._book.expire(limit, time.time() if now is None else now)
 
     def requeue_in_flight(self, why: str) -> list[int]:
-        """Queue again every trial that was launched or waiting when the framework died, for a
-        cluster that never ran them (a resumed ``--master local`` job): the same number and
-        assignment, a new task id; each still counts once toward the budget. Trials whose
-        final result is recorded are COMPLETED instead. Returns the requeued numbers."""
-        requeued = []
+        """Queue again the trials in flight when the framework died, on a new cluster (a resumed
+        ``--master local`` job): same number and assignment, a new task; the numbers queued."""
+        return self._book.requeue_in_flight(why)
+
+    # -- the tasks -----------------------------------------------------------------------------
+
+    def executor_of(self, task_id: str) -> str:
+        """The warm slot's executor that ran a trial's current task ("" if none), as recorded."""
+        return self._book.executor_of(task_id)
+
+    def live_task_ids(self) -> list[str]:
+        """Tasks launched and not yet terminal (to kill when the job ends); an AppCore that
+        ended is not live (JobRunner.stop waits for live tasks until its grace period ends)."""
         with self._lock:
-            for trial in sorted(self._trials.values(), key=lambda t: t.number):
-                if not trial.state.is_in_flight():
-                    continue
-                if self._has_result(trial):
-                    self._set_state(trial, TrialState.COMPLETED, "")
-                    continue
-                self._queue_again(trial, f"launched again: {why}")
-                requeued.append(trial.number)
-        return requeued
+            appcore = self._appcore.live_task_id()
+            return self._book.live_task_ids() + ([appcore] if appcore else [])
 
     def live_tasks(self) -> list[tuple[str, str]]:
         """``(task_id, agent_id)`` of the tasks launched and not yet ended (to reconcile)."""
-        live = set(self.live_task_ids())
-        return [(task_id, agent) for task_id, agent, _ in self.task_locations()
-                if task_id in live and agent]
-
-    def appcore_task_id(self) -> str:
-        """AppCore's current task (its latest launch), or "" before the first."""
-        with self._lock:
-            return self._appcore_task_id
+        return [(task_id, agent) for task_id, agent, live in self.task_locations()
+                if live and agent]
 
     def finishing_task_ids(self) -> list[str]:
         """Live tasks of trials whose final result is recorded (given time to exit)."""
-        with self._lock:
-            return sorted(self._finishing_tasks)
+        return self._book.finishing_task_ids()
 
     def task_locations(self) -> list[tuple[str, str, bool]]:
         """``(task_id, agent_id, live)`` of every task launched for this job, AppCore's too."""
         with self._lock:
             live = set(self.live_task_ids())
-            out = [(t.task_id, t.agent_id, t.task_id in live)
-                   for t in sorted(self._trials.values(), key=lambda t: t.number)
-                   if t.task_id and t.agent_id]
-        out += [(str(run["task_id"]), str(run["agent_id"]), str(run["task_id"]) in live)
-                for run in self.store.appcore_runs() if run["agent_id"]]
-        return out
+            return self._book.task_locations(live) + self._appcore.task_locations(live)
 
-    def _queue_again(self, trial: TrialRow, message: str) -> None:
-        """Wait for an offer again under a new task id (same number and assignment); a launch
-        that had a task counts as a retry."""
-        if trial.task_id:
-            trial.retries += 1
-        trial.task_id = ""
-        trial.agent_id = ""
-        self.store.update_trial(trial.number, retries=trial.retries, task_id="", agent_id="")
-        self._set_state(trial, TrialState.PENDING, message)
+    def kills_on_resume(self) -> list[str]:
+        """Once: the tasks an earlier framework of the job ended and may not have killed."""
+        return self._book.kills_on_resume()
 
-    def _set_state(self, trial: TrialRow, state: TrialState, message: str) -> None:
-        fields: dict[str, Any] = {"state": state}
-        if message:
-            fields["message"] = message
-        if state.is_finished():
-            fields["ended_at"] = time.time()
-        self.store.update_trial(trial.number, **fields)
-        trial.state = state
-        if message:
-            trial.message = message
-        if "ended_at" in fields:
-            trial.ended_at = fields["ended_at"]
-        self._emit(trial.number)
+    def slot_tasks_in_flight(self) -> dict[str, str]:
+        """Executor id → the task the record says runs on it."""
+        return self._book.slot_tasks_in_flight()
 
-    def _emit(self, number: int) -> None:
-        self._sequence += 1
-        self._events.append((self._sequence, number))
-        self._cond.notify_all()
+    # -- measured usage (telemetry) ------------------------------------------------------------
 
+    def add_samples(self, samples: Sequence[Sample]) -> None:
+        """Keep telemetry samples (framework/telemetry) in the job store."""
+        self._book.add_samples(samples)
 
-def sorted_trials(trials: Sequence[TrialRow], maximize: bool) -> list[TrialRow]:
-    """Trials best first: completed by objective, then the rest by number."""
-    sign = -1.0 if maximize else 1.0
+    def set_trial_usage(self, number: int, usage: TrialUsage) -> None:
+        """Keep a trial's measured usage with it, here and in the job store."""
+        self._book.set_trial_usage(number, usage)
 
-    def key(t: TrialRow) -> tuple[bool, float, int]:
-        # Only a completed trial's objective ranks it: a killed or failed trial may carry an
-        # intermediate value, and "the rest" sort by number, not by that value.
-        ranked = t.state == TrialState.COMPLETED and t.objective is not None
-        return (not ranked, sign * (t.objective or 0.0) if ranked else 0.0, t.number)
+    def record_gpu_samples(self, number: int, readings: Sequence[GpuReading]) -> int:
+        """Record a trial's GPU samples (``apprunner_sdk.gpu``) as telemetry of its agent; how
+        many were stored.
 
-    return sorted(trials, key=key)
+        Raises:
+            InvalidArgumentError, NotFoundError: see :meth:`Intake.gpu_samples`.
+            FailedPreconditionError: telemetry is off, or the trial was never launched.
+        """
+        samples = self._intake.gpu_samples(number, readings)
+        record = self.gpu_samples
+        if record is None:
+            raise FailedPreconditionError(
+                "telemetry is off for this job (--telemetry-interval 0): GPU samples are not "
+                "recorded")
+        record(samples)
+        return len(samples)
+

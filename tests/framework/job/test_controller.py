@@ -586,7 +586,7 @@ def test_appcore_failing_beyond_its_restarts_ends_the_job_in_error(
 
 def test_appcore_whose_port_was_taken_launches_again_without_counting_a_failure(
         make: Callable[..., Job]) -> None:
-    from disauto.framework.job.status import MAX_PORT_RETRIES
+    from disauto.framework.job.appcore import MAX_PORT_RETRIES
 
     job = make(max_appcore_restarts=0)  # a single real failure would end the job
     for attempt in range(1, MAX_PORT_RETRIES + 1):
