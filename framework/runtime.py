@@ -44,6 +44,7 @@ from disauto.framework.job import JobController
 from disauto.framework.job.book import TrialBook
 from disauto.framework.job.desk import ControlDesk
 from disauto.framework.log_collector import LogCollector
+from disauto.framework.mesos_link import MesosLink
 from disauto.framework.peers import PeerBoard
 from disauto.framework.policies import create_policy
 from disauto.framework.sandbox_logs import SandboxLogs
@@ -292,6 +293,7 @@ class JobRunner:
             executor_command=config.executor_command or f"python3 -m {EXECUTOR_MODULE}",
             preload=_preload(config),
             master_auth=(master.principal, master.secret or "") if master.principal else None,
+            link=MesosLink(self._framework_id),
         )
         self.logs = LogCollector(self._logs, lambda: self.scheduler.framework_id,
                                  self.controller.task_locations, job_dir / paths.TASK_LOGS,
@@ -346,8 +348,6 @@ class JobRunner:
             principal=self.master.principal,
             secret=self.master.secret,
         )
-        if self._framework_id:
-            self.scheduler.framework_id = self._framework_id
         self._driver.start()
         if not self.scheduler.registered_event.wait(register_timeout):
             self._driver.stop(failover=True)  # nothing was launched: no TEARDOWN needed
