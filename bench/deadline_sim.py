@@ -4,7 +4,7 @@ offer policy (issue 19); :mod:`bench.deadline` runs it (``python -m bench.deadli
 
 A no-overhead simulation that drives the *real* policy objects (``framework.policies``: their
 ``plan`` on :class:`~framework.offers.OfferView` offers, the deadline policy's ``observe`` with
-the same :func:`~framework.job_progress.job_progress` the scheduler builds, Algorithm 1 of
+the same :func:`~framework.job.progress.job_progress` the scheduler builds, Algorithm 1 of
 ``appcore.priority`` for the dynamic policies' trial priorities) against a model of the Mesos
 master:
 
@@ -48,7 +48,7 @@ import statistics
 from disauto.appcore.priority import ConvergencePriority
 from disauto.common.resources import Resources
 from disauto.common.trial_state import TrialState
-from disauto.framework.job_progress import job_progress
+from disauto.framework.job.progress import job_progress
 from disauto.framework.offers import OfferView
 from disauto.framework.policies import LaunchRequest
 from disauto.framework.policies import OfferPolicy

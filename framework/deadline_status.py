@@ -1,9 +1,9 @@
 """One line on a job's deadline, for the progress line and ``da-job status``.
 
-Whatever the offer policy, the prediction is the deadline policy's own (:mod:`job_progress`,
-:func:`~framework.policies.deadline.standing_of`): the trials' measured times, the work left and
-the slots the job holds now. A job says early when it cannot meet its deadline even with all
-its ``parallelism`` slots.
+Whatever the offer policy, the prediction is the deadline policy's own
+(:mod:`framework.job.progress`, :func:`~framework.policies.deadline.standing_of`): the trials'
+measured times, the work left and the slots the job holds now. A job says early when it cannot
+meet its deadline even with all its ``parallelism`` slots.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import time
 
 from disauto.common.deadlines import format_deadline
 from disauto.common.durations import format_duration
-from disauto.framework.job_progress import job_progress
+from disauto.framework.job.progress import job_progress
 from disauto.framework.policies.deadline import standing_of
 from disauto.framework.spec import JobConfig
 from disauto.framework.store import TrialRow

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from collections.abc import Mapping
 from collections.abc import Sequence
+from contextlib import closing
 from contextlib import contextmanager
 from dataclasses import dataclass
 from dataclasses import field
@@ -21,14 +22,19 @@ import sqlite3
 import threading
 import time
 from typing import Any
+from typing import TypeVar
 
 from disauto.common.telemetry import USAGE_COLUMNS
 from disauto.common.telemetry import Sample
 from disauto.common.telemetry import TrialUsage
 from disauto.common.trial_state import TrialState
+from disauto.framework import meta as meta_keys
+from disauto.framework.meta import JobMeta
+from disauto.framework.meta import MetaKey
 
 
 SCHEMA_VERSION = 1
+T = TypeVar("T")
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (
@@ -90,6 +96,15 @@ CREATE TABLE IF NOT EXISTS telemetry (
     trial INTEGER,
     time REAL NOT NULL,
     value REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS control (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    kind TEXT NOT NULL,
+    body TEXT NOT NULL,
+    asked_at REAL NOT NULL,
+    answered_at REAL,
+    ok INTEGER,
+    answer TEXT NOT NULL DEFAULT ''
 );
 CREATE INDEX IF NOT EXISTS telemetry_by_name ON telemetry(data_name, node, trial);
 CREATE INDEX IF NOT EXISTS reports_by_trial ON reports(trial_number);
@@ -160,8 +175,8 @@ class JobStore:
             if private.exists():
                 private.chmod(0o600)  # the record is its user's alone
         self._lock = threading.RLock()
-        if self.get_meta("schema_version") is None:
-            self.set_meta("schema_version", str(SCHEMA_VERSION))
+        if not self.meta().has(meta_keys.SCHEMA_VERSION):
+            self.set_meta(meta_keys.SCHEMA_VERSION, SCHEMA_VERSION)
 
     def close(self) -> None:
         with self._lock:
@@ -178,29 +193,31 @@ class JobStore:
                 raise
             self._db.execute("COMMIT")
 
-    # -- meta --------------------------------------------------------------------------------
+    # -- meta (typed: framework/meta.py) -----------------------------------------------------
 
-    def get_meta(self, key: str) -> str | None:
+    def get_meta(self, key: MetaKey[T]) -> T:
+        """The value of ``key`` as recorded now (its default when not recorded)."""
         with self._lock:
-            row = self._db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
-        return None if row is None else str(row[0])
+            row = self._db.execute("SELECT value FROM meta WHERE key = ?",
+                                   (key.name,)).fetchone()
+        return key.read(None if row is None else str(row[0]))
 
-    def set_meta(self, key: str, value: str) -> None:
+    def set_meta(self, key: MetaKey[T], value: T) -> None:
+        self.set_meta_many({key: value})
+
+    def set_meta_many(self, values: Mapping[MetaKey[Any], Any]) -> None:
+        """Record several values in one transaction."""
+        rows = [(key.name, key.text(value)) for key, value in values.items()]
         with self._tx() as db:
-            db.execute(
+            db.executemany(
                 "INSERT INTO meta(key, value) VALUES(?, ?) "
-                "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
-                (key, value),
-            )
+                "ON CONFLICT(key) DO UPDATE SET value = excluded.value", rows)
 
-    def set_meta_many(self, values: Mapping[str, str]) -> None:
-        with self._tx() as db:
-            for key, value in values.items():
-                db.execute(
-                    "INSERT INTO meta(key, value) VALUES(?, ?) "
-                    "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
-                    (key, value),
-                )
+    def meta(self) -> JobMeta:
+        """Every meta value as recorded now, read at once."""
+        with self._lock:
+            rows = self._db.execute("SELECT key, value FROM meta").fetchall()
+        return JobMeta({str(key): str(value) for key, value in rows})
 
     # -- trials ------------------------------------------------------------------------------
 
@@ -401,6 +418,37 @@ class JobStore:
         keys = ("task_id", "state", "reason", "source", "message", "agent_id", "recorded_at")
         return [dict(zip(keys, row, strict=True)) for row in rows]
 
+    # -- the control channel (framework/control.py) -------------------------------------------
+
+    def add_control_request(self, kind: str, body: str) -> int:
+        """Record a request for the job's framework; its id."""
+        with self._tx() as db:
+            cursor = db.execute("INSERT INTO control(kind, body, asked_at) VALUES(?, ?, ?)",
+                                (kind, body, time.time()))
+            return int(cursor.lastrowid or 0)
+
+    def unanswered_control_requests(self) -> list[tuple[int, str, str]]:
+        """``(id, kind, body)`` of the requests not answered yet, oldest first."""
+        with self._lock:
+            rows = self._db.execute("SELECT id, kind, body FROM control "
+                                    "WHERE answered_at IS NULL ORDER BY id").fetchall()
+        return [(int(row[0]), str(row[1]), str(row[2])) for row in rows]
+
+    def answer_control_request(self, request: int, ok: bool, message: str) -> None:
+        """Record the answer to request ``request`` (only its first answer counts)."""
+        with self._tx() as db:
+            db.execute("UPDATE control SET answered_at = ?, ok = ?, answer = ? "
+                       "WHERE id = ? AND answered_at IS NULL",
+                       (time.time(), int(ok), message, request))
+
+    def control_answer(self, request: int) -> tuple[bool, str] | None:
+        """``(ok, message)`` of the answer to request ``request``; None while unanswered."""
+        with self._lock:
+            row = self._db.execute("SELECT ok, answer FROM control "
+                                   "WHERE id = ? AND answered_at IS NOT NULL",
+                                   (request,)).fetchone()
+        return None if row is None else (bool(row[0]), str(row[1]))
+
     # -- AppCore runs --------------------------------------------------------------------------
 
     def add_appcore_run(self, attempt: int, task_id: str, agent_id: str) -> None:
@@ -461,3 +509,14 @@ def _add_missing_columns(db: sqlite3.Connection) -> None:
         have = {row[1] for row in db.execute(f"PRAGMA table_info({table})")}
         if column not in have:
             db.execute(f"ALTER TABLE {table} ADD COLUMN {column} {definition}")
+
+
+def peek_meta(path: Path) -> JobMeta:
+    """The meta of the record at ``path`` read-only, creating and changing nothing (a record
+    another process is writing); empty when it cannot be read (yet)."""
+    try:
+        with closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=1)) as db:
+            rows = db.execute("SELECT key, value FROM meta").fetchall()
+    except sqlite3.Error:
+        return JobMeta()
+    return JobMeta({str(key): str(value) for key, value in rows})

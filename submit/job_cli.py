@@ -29,6 +29,9 @@ from typing import Any
 
 from disauto.common import paths
 from disauto.common.trial_state import TrialState
+from disauto.framework import meta
+from disauto.framework.control import KillJob
+from disauto.framework.control import NoAnswerError
 from disauto.framework.deadline_status import deadline_note
 from disauto.framework.store import JobStore
 from disauto.framework.telemetry.usage import megabytes
@@ -38,6 +41,7 @@ from disauto.submit.jobs import Job
 from disauto.submit.jobs import JobLookupError
 from disauto.submit.jobs import MasterQueryError
 from disauto.submit.jobs import all_jobs
+from disauto.submit.jobs import ask
 from disauto.submit.jobs import find
 from disauto.submit.jobs import master_frameworks
 
@@ -371,19 +375,24 @@ def cmd_kill(args: argparse.Namespace, out: IO[str]) -> ExitStatus:
     job = find(args.job)
     if job.state == "ended":
         raise JobCommandError(f"job {job.job_id} has already ended ({job.outcome})")
-    store = JobStore(job.folder / paths.JOB_DB)
-    try:
-        if job.state == "interrupted":
-            # Nothing runs its framework: close its record here.
+    if job.state == "interrupted":
+        store = JobStore(job.folder / paths.JOB_DB)
+        try:  # nothing runs its framework: close its record here
             _close_interrupted(store)
-            print(f"{PROG}: job {job.job_id} was interrupted; its record is closed (KILLED)",
-                  file=out)
-            return ExitStatus.SUCCESS
-        store.set_meta("control", "kill")
-    finally:
-        store.close()
+        finally:
+            store.close()
+        print(f"{PROG}: job {job.job_id} was interrupted; its record is closed (KILLED)",
+              file=out)
+        return ExitStatus.SUCCESS
     print(f"{PROG}: killing job {job.job_id}…", file=out)
     deadline = time.monotonic() + args.wait
+    try:  # the run loop answers within a second, then kills the job's tasks
+        answer = ask(job, KillJob(), args.wait)
+    except NoAnswerError:
+        answer = None  # it ended meanwhile, or never answered: its state says which
+    if answer is not None and not answer.ok:
+        raise JobCommandError(f"job {job.job_id} refused to end: {answer.message}",
+                              ExitStatus.ERROR)
     while time.monotonic() < deadline:
         if find(job.job_id).state != "running":
             print(f"{PROG}: job {job.job_id} ended (killed)", file=out)
@@ -399,8 +408,9 @@ def _close_interrupted(store: JobStore) -> None:
         if trial.state.is_in_flight():
             store.update_trial(trial.number, state=TrialState.KILLED, ended_at=now,
                                message="the job was killed while interrupted")
-    store.set_meta_many({"state": "ENDED", "outcome": "JOB_KILLED", "ended_at": str(now),
-                         "outcome_message": "killed with da-job kill while interrupted"})
+    store.set_meta_many({meta.STATE: meta.ENDED, meta.OUTCOME: "JOB_KILLED",
+                         meta.ENDED_AT: now,
+                         meta.OUTCOME_MESSAGE: "killed with da-job kill while interrupted"})
 
 
 def cmd_update(args: argparse.Namespace, out: IO[str]) -> ExitStatus:

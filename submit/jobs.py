@@ -24,11 +24,20 @@ from disauto.common.master_http import master_request
 from disauto.common.objectives import is_feasible
 from disauto.common.processes import is_running
 from disauto.common.trial_state import TrialState
+from disauto.framework import meta as meta_keys
+from disauto.framework.control import Answer
+from disauto.framework.control import ControlChannel
+from disauto.framework.control import Request
 from disauto.framework.job import sorted_trials
+from disauto.framework.meta import JobMeta
 from disauto.framework.spec import JobConfig
 from disauto.framework.store import JobStore
 from disauto.framework.store import TrialRow
 from disauto.protos import common_pb2
+
+
+APPCORE_RUN = "appcore"
+"""The name :attr:`Job.meta` gives AppCore's latest run (JSON, from the record's runs)."""
 
 
 class JobLookupError(LookupError):
@@ -41,12 +50,15 @@ class Job:
 
     job_id: str
     folder: Path
-    meta: dict[str, str]
+    meta: JobMeta
     trials: list[TrialRow]
 
     @cached_property
     def config(self) -> JobConfig:
-        return JobConfig.from_json(self.meta["config"])
+        config = self.meta[meta_keys.CONFIG]
+        if config is None:
+            raise ValueError(f"{self.folder} holds no job configuration")
+        return config
 
     @property
     def maximize(self) -> bool:
@@ -55,7 +67,7 @@ class Job:
     @property
     def state(self) -> str:
         """``running``, ``ended`` or ``interrupted``."""
-        if self.meta.get("state") == "ENDED":
+        if self.meta[meta_keys.STATE] == meta_keys.ENDED:
             return "ended"
         if self.alive:
             return "running"
@@ -63,16 +75,13 @@ class Job:
 
     @property
     def alive(self) -> bool:
-        try:
-            pid = int(self.meta.get("pid", "0"))
-        except ValueError:
-            return False
-        return (self.meta.get("host", "") == socket.gethostname()
-                and is_running(pid, self.meta.get("pid_start", "")))
+        pid = self.meta[meta_keys.PID]
+        return (pid > 0 and self.meta[meta_keys.HOST] == socket.gethostname()
+                and is_running(pid, self.meta[meta_keys.PID_START]))
 
     @property
     def outcome(self) -> str:
-        return self.meta.get("outcome", "")
+        return self.meta[meta_keys.OUTCOME]
 
     def best(self) -> TrialRow | None:
         ranked = sorted_trials(self.trials, self.maximize)
@@ -85,17 +94,10 @@ class Job:
         return {str(state): counted.get(str(state), 0) for state in TrialState}
 
     def started(self) -> float:
-        try:
-            return float(self.meta.get("started_at") or 0.0)
-        except ValueError:
-            return 0.0
+        return self.meta[meta_keys.STARTED_AT] or 0.0
 
     def duration(self) -> float:
-        end = self.meta.get("ended_at")
-        try:
-            stop = float(end) if end else time.time()
-        except ValueError:
-            stop = time.time()
+        stop = self.meta[meta_keys.ENDED_AT] or time.time()
         return max(0.0, stop - self.started()) if self.started() else 0.0
 
     def summary(self) -> dict[str, Any]:
@@ -124,20 +126,16 @@ def load(folder: Path) -> Job:
         raise JobLookupError(f"{folder} holds no job record ({paths.JOB_DB})")
     store = JobStore(db)
     try:
-        keys = ("job_id", "config", "master", "submitted_master", "state", "outcome",
-                "outcome_message", "started_at", "ended_at", "pid", "pid_start", "host",
-                "framework_id", "offer_policy", "local_agents", "principal",
-                "advertise_host", "control", "best_output", "interrupted_reason",
-                "agent_endpoints")
-        meta = {key: value for key in keys if (value := store.get_meta(key)) is not None}
+        meta = store.meta()
         trials = store.trials()
         runs = store.appcore_runs()
     finally:
         store.close()
-    if "config" not in meta:
+    if not meta.has(meta_keys.CONFIG):
         raise JobLookupError(f"{folder} holds no job record (no configuration recorded)")
-    meta["appcore"] = json.dumps(runs[-1] if runs else {})
-    return Job(meta.get("job_id", folder.name), folder, meta, trials)
+    # AppCore's latest run, by the name da-job's status and logs read it under.
+    meta = meta.with_text(APPCORE_RUN, json.dumps(runs[-1] if runs else {}))
+    return Job(meta[meta_keys.JOB_ID] or folder.name, folder, meta, trials)
 
 
 def all_jobs() -> list[Job]:
@@ -171,6 +169,22 @@ def find(prefix: str) -> Job:
         raise JobLookupError(f"job id {prefix!r} is ambiguous: it starts "
                              f"{', '.join(matches[:5])}{' ...' if len(matches) > 5 else ''}")
     return load(root / matches[0])
+
+
+def ask(job: Job, request: Request, wait: float) -> Answer:
+    """Ask the running ``job`` through its record's control channel and wait up to ``wait``
+    seconds for its typed answer.
+
+    Raises:
+        NoAnswerError: the job stopped running first, or did not answer in time.
+    """
+    store = JobStore(job.folder / paths.JOB_DB)
+    try:
+        channel = ControlChannel(store)
+        return channel.wait(channel.ask(request), wait,
+                            running=lambda: find(job.job_id).state == "running")
+    finally:
+        store.close()
 
 
 class MasterQueryError(ConnectionError):

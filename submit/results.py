@@ -15,7 +15,7 @@ from disauto.common.objectives import Objectives
 from disauto.common.objectives import is_feasible
 from disauto.framework.job import Progress
 from disauto.framework.job import sorted_trials
-from disauto.framework.job_status import MEMORY_LIMITATION
+from disauto.framework.job.status import MEMORY_LIMITATION
 from disauto.framework.store import TrialRow
 from disauto.framework.telemetry.usage import megabytes
 from disauto.framework.telemetry.usage import suggested_memory_mb

@@ -17,6 +17,7 @@ from typing import IO
 
 from disauto.common.processes import with_environment
 from disauto.common.task_env import JOB_ID
+from disauto.framework import meta
 from disauto.submit.exit_status import ExitStatus
 from disauto.submit.jobs import Job
 from disauto.submit.run import detach
@@ -30,21 +31,21 @@ def submission_of(job: Job, secret_file: str | None = None) -> Submission:
     Raises:
         ValueError: the master authenticates and no secret was given.
     """
-    meta = job.meta
-    principal = meta.get("principal") or None
+    recorded = job.meta
+    principal = recorded[meta.PRINCIPAL] or None
     secret = Path(secret_file).read_text().strip() if secret_file else None
     if principal and secret is None:
         raise ValueError(f"job {job.job_id} authenticates to its master as {principal!r}: give "
                          "--secret-file (secrets are not kept in the record)")
     return Submission(
         config=job.config,
-        master=meta.get("submitted_master") or meta.get("master", "local"),
+        master=recorded[meta.SUBMITTED_MASTER] or recorded[meta.MASTER] or "local",
         principal=principal,
         secret=secret,
-        offer_policy=meta.get("offer_policy", "fifo"),
-        advertise_host=meta.get("advertise_host") or None,
-        bind_all=bool(meta.get("bind_all")),
-        local_agents=int(meta.get("local_agents") or 1),
+        offer_policy=recorded[meta.OFFER_POLICY],
+        advertise_host=recorded[meta.ADVERTISE_HOST] or None,
+        bind_all=recorded[meta.BIND_ALL],
+        local_agents=recorded[meta.LOCAL_AGENTS],
         quiet=False,
         debug=False,
     )

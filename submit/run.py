@@ -9,12 +9,12 @@ import logging
 import os
 from pathlib import Path
 import signal
-import sqlite3
 import subprocess
 import sys
 import time
 from types import FrameType
 from typing import IO
+from typing import TYPE_CHECKING
 from typing import Any
 
 from disauto.common import paths
@@ -24,14 +24,20 @@ from disauto.common.certificates import generate
 from disauto.common.objectives import Objectives
 from disauto.common.tls import FRAMEWORK_SERVER_NAME
 from disauto.common.trial_state import TrialState
-from disauto.framework import job_tls
+from disauto.framework import meta
 from disauto.framework.capacity import describe
+from disauto.framework.job import tls as job_tls
+from disauto.framework.store import peek_meta
 from disauto.protos import common_pb2
 from disauto.protos import framework_pb2
 from disauto.submit.exit_status import ExitStatus
 from disauto.submit.exit_status import for_outcome
 from disauto.submit.parser import PROG
 from disauto.submit.validate import Submission
+
+
+if TYPE_CHECKING:
+    from disauto.framework.runtime import JobRunner
 
 
 logger = logging.getLogger(__name__)
@@ -93,7 +99,7 @@ def detach(job_id: str, python_args: Sequence[str], out: IO[str],
         codes = {int(status) for status in ExitStatus}
         return ExitStatus(process.returncode) if process.returncode in codes else ExitStatus.ERROR
     print(f"{PROG}: job {job_id} runs in the background (pid {process.pid})", file=out)
-    page = _meta(job_dir, "webui_url")
+    page = peek_meta(job_dir / paths.JOB_DB)[meta.WEBUI_URL]
     if page:
         print(job_page_line(page, (job_dir / paths.TOKEN).read_text().strip()), file=out)
     # One command a line, and only commands that do no harm when the whole block is pasted:
@@ -113,55 +119,23 @@ def job_page_line(url: str, token: str) -> str:
             f"job: {url}#token={token})")
 
 
-def _meta(job_dir: Path, key: str) -> str:
-    """One meta value of the job's record read-only ("" if it cannot be read)."""
-    try:
-        with sqlite3.connect(f"file:{job_dir / paths.JOB_DB}?mode=ro", uri=True,
-                             timeout=1) as connection:
-            row = connection.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
-    except sqlite3.Error:
-        return ""
-    return str(row[0]) if row else ""
-
-
 def _registered(job_dir: Path, pid: int) -> bool:
     """Whether the process ``pid`` runs the job in ``job_dir`` and its framework registered."""
     db = job_dir / paths.JOB_DB
     if not db.exists():
         return False
-    try:
-        with sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=1) as connection:
-            meta = dict(connection.execute(
-                "SELECT key, value FROM meta WHERE key IN ('pid', 'framework_registered')"))
-    except sqlite3.Error:
-        return False
-    return meta.get("pid") == str(pid) and meta.get("framework_registered") == "1"
+    recorded = peek_meta(db)
+    return recorded[meta.PID] == pid and recorded[meta.FRAMEWORK_REGISTERED]
 
 
 def run(submission: Submission, out: IO[str], err: IO[str], *,
         resume: bool = False) -> ExitStatus:
     """Run a validated job to its end and report it (``resume``: carry on a recorded one)."""
-    from disauto.framework.runtime import JobRunner  # imports pymesos (main thread)
-    from disauto.framework.runtime import MasterAwayError
-    from disauto.framework.runtime import MasterEndpoint
-    from disauto.framework.runtime import MasterUnreachableError
-    from disauto.submit.local import oversubscription_note
-    from disauto.submit.local import start_local_cluster
-
-    config = submission.config
-    job_dir = paths.job_dir(config.job_id)
+    job_dir = paths.job_dir(submission.config.job_id)
     job_dir.mkdir(parents=True, exist_ok=True)
     os.chmod(job_dir, 0o700)  # the record and the job's token are the user's alone
     _configure_logging(submission.debug, job_dir / paths.LOG)
-    maximize = config.search.direction != common_pb2.MINIMIZE
-    objective = config.search.objective
-    print(f"{PROG}: {'resuming' if resume else 'job'} {config.job_id} "
-          f"({config.search.tuning_type}, "
-          f"{config.search.max_trials} trials, parallelism {config.search.parallelism}, "
-          f"seed {config.search.seed})", file=out)
-    print(f"{PROG}: job folder {job_dir}", file=out)
-    for note in submission.notes:
-        print(f"{PROG}: note: {note}", file=err)
+    _announce(submission, job_dir, resume, out, err)
     try:
         tls = job_identity(job_dir, submission, resume)
     except CertificateError as error:
@@ -169,86 +143,158 @@ def run(submission: Submission, out: IO[str], err: IO[str], *,
         return ExitStatus.USAGE
     if tls is not None:
         print(f"{PROG}: gRPC over TLS, certificate SHA-256 {tls.fingerprint}", file=out)
+    return _Run(submission, job_dir, tls, resume, out, err).run()
 
-    cluster = None
-    runner: JobRunner | None = None
-    status = ExitStatus.ERROR
-    # Our own handlers, also for SIGINT: a job started in the background by a script inherits
-    # SIGINT ignored, and a terminal that closes sends SIGHUP; each stops the job cleanly.
-    previous = {signum: signal.signal(signum, _raise_stop) for signum in _STOP_MESSAGES}
-    try:
-        master = submission.master
-        if master == "local":
-            note = oversubscription_note(config, submission.local_agents)
-            if note:
-                print(f"{PROG}: note: {note}", file=err)
-            cluster = start_local_cluster(config, job_dir / paths.CLUSTER, submission.local_agents)
-            master = cluster.address
-            print(f"{PROG}: embedded Mesos master at http://{master}/ (its web page lists "
-                  "the tasks; it stops with the job)", file=out)
-        runner = JobRunner(
-            config, job_dir,
+
+def _announce(submission: Submission, job_dir: Path, resume: bool, out: IO[str],
+              err: IO[str]) -> None:
+    """The job's first lines: what it is, where its folder is, the notes on its flags."""
+    config = submission.config
+    print(f"{PROG}: {'resuming' if resume else 'job'} {config.job_id} "
+          f"({config.search.tuning_type}, "
+          f"{config.search.max_trials} trials, parallelism {config.search.parallelism}, "
+          f"seed {config.search.seed})", file=out)
+    print(f"{PROG}: job folder {job_dir}", file=out)
+    for note in submission.notes:
+        print(f"{PROG}: note: {note}", file=err)
+
+
+class _Run:
+    """One run of a job in this process, in phases: the embedded cluster if asked, the
+    framework built and subscribed, the job followed to its end; whatever ends it (the job, a
+    signal, an error), its tasks are stopped and its results reported."""
+
+    def __init__(self, submission: Submission, job_dir: Path, tls: Identity | None,
+                 resume: bool, out: IO[str], err: IO[str]) -> None:
+        self._submission = submission
+        self._job_dir = job_dir
+        self._tls = tls
+        self._resume = resume
+        self._out = out
+        self._err = err
+        self._cluster: Any = None  # localmesos' LocalCluster (only submit/local.py knows it)
+        self._runner: JobRunner | None = None
+        self._status = ExitStatus.ERROR
+
+    def run(self) -> ExitStatus:
+        # Our own handlers, also for SIGINT: a job started in the background by a script
+        # inherits SIGINT ignored, and a terminal that closes sends SIGHUP; each stops the job.
+        previous = {signum: signal.signal(signum, _raise_stop) for signum in _STOP_MESSAGES}
+        try:
+            self._status = self._phases()
+        except KeyboardInterrupt as stop:
+            _say(self._err, f"\n{PROG}: stopping the job (killing its tasks)…")
+            if self._runner is not None:
+                self._runner.stop(framework_pb2.STOPPED,
+                                  str(stop) or _STOP_MESSAGES[signal.SIGINT])
+            self._status = ExitStatus.CTRL_C
+        except Exception as error:
+            # Whatever broke (e.g. the pymesos driver aborted), kill what runs, keep the record.
+            if self._runner is not None:
+                self._runner.stop(framework_pb2.ERROR, f"da-submit failed: {error}")
+            raise
+        finally:
+            for signum, handler in previous.items():
+                signal.signal(signum, handler)
+            self._close()
+        return self._status
+
+    def _phases(self) -> ExitStatus:
+        master = self._start_cluster()
+        runner = self._build(master)
+        failed = self._subscribe(runner)
+        return failed if failed is not None else self._follow(runner)
+
+    def _start_cluster(self) -> str:
+        """The master's address: the embedded cluster's, booted here, with ``--master local``."""
+        from disauto.submit.local import oversubscription_note
+        from disauto.submit.local import start_local_cluster
+
+        submission = self._submission
+        if submission.master != "local":
+            return submission.master
+        note = oversubscription_note(submission.config, submission.local_agents)
+        if note:
+            print(f"{PROG}: note: {note}", file=self._err)
+        self._cluster = start_local_cluster(submission.config, self._job_dir / paths.CLUSTER,
+                                            submission.local_agents)
+        print(f"{PROG}: embedded Mesos master at http://{self._cluster.address}/ (its web page "
+              "lists the tasks; it stops with the job)", file=self._out)
+        return str(self._cluster.address)
+
+    def _build(self, master: str) -> JobRunner:
+        """The job's framework, wired (framework/runner_builder.py), and how it was asked for
+        in the record (``da-job resume`` submits it so again)."""
+        from disauto.framework.master_endpoint import MasterEndpoint
+        from disauto.framework.runner_builder import RunnerOptions
+        from disauto.framework.runner_builder import build_runner  # imports pymesos
+
+        submission = self._submission
+        runner = self._runner = build_runner(
+            submission.config, self._job_dir,
             MasterEndpoint(master, submission.principal, submission.secret),
-            offer_policy=submission.offer_policy,
-            advertise_host=submission.advertise_host,
-            bind_host=bind_host(submission),
-            tls=tls,
-            resume=resume,
-        )
-        runner.store.set_meta_many({"submitted_master": submission.master,
-                                    "local_agents": str(submission.local_agents),
-                                    "principal": submission.principal or "",
-                                    "advertise_host": submission.advertise_host or "",
-                                    "bind_all": "1" if submission.bind_all else ""})
+            RunnerOptions(offer_policy=submission.offer_policy,
+                          advertise_host=submission.advertise_host,
+                          bind_host=bind_host(submission), tls=self._tls, resume=self._resume))
+        runner.store.set_meta_many({meta.SUBMITTED_MASTER: submission.master,
+                                    meta.LOCAL_AGENTS: submission.local_agents,
+                                    meta.PRINCIPAL: submission.principal or "",
+                                    meta.ADVERTISE_HOST: submission.advertise_host or "",
+                                    meta.BIND_ALL: submission.bind_all})
+        return runner
+
+    def _subscribe(self, runner: JobRunner) -> ExitStatus | None:
+        """Serve and subscribe; an exit status when the master would not have it."""
+        from disauto.framework.master_endpoint import MasterUnreachableError
+
+        job_id = self._submission.config.job_id
         try:
             runner.start()
         except MasterUnreachableError as error:
-            status = ExitStatus.MASTER_UNREACHABLE
-            if resume:  # nothing is lost by waiting: the job stays interrupted, resumable
-                runner.store.set_meta("interrupted_reason", f"{error}; da-job resume "
-                                      f"{config.job_id} carries it on once the master is back")
-                return status
+            if self._resume:  # nothing is lost by waiting: the job stays interrupted, resumable
+                runner.store.set_meta(meta.INTERRUPTED_REASON, f"{error}; da-job resume "
+                                      f"{job_id} carries it on once the master is back")
+                return ExitStatus.MASTER_UNREACHABLE
             runner.controller.finish(framework_pb2.ERROR, str(error))
-            runner.store.set_meta("state", "ENDED")
-            return status
-        print(f"{PROG}: framework {runner.scheduler.framework_id} registered", file=out)
-        print(job_page_line(runner.page_url, runner.controller.job_token), file=out)
-        runner.store.set_meta("framework_registered", "1")
-        show = _ProgressPrinter(out, objective, quiet=submission.quiet,
-                                wants=describe(config.runner))
+            runner.store.set_meta(meta.STATE, meta.ENDED)
+            return ExitStatus.MASTER_UNREACHABLE
+        print(f"{PROG}: framework {runner.scheduler.framework_id} registered", file=self._out)
+        print(job_page_line(runner.page_url, runner.controller.job_token), file=self._out)
+        runner.store.set_meta(meta.FRAMEWORK_REGISTERED, True)
+        return None
+
+    def _follow(self, runner: JobRunner) -> ExitStatus:
+        """Show the job's progress until it ends; its exit status."""
+        from disauto.framework.runtime import MasterAwayError
+
+        config = self._submission.config
+        show = _ProgressPrinter(self._out, config.search.objective,
+                                quiet=self._submission.quiet, wants=describe(config.runner))
         try:
             runner.wait(poll=lambda: show(runner.controller.progress(), runner.master_note()))
         except MasterAwayError as error:
             show.done()
             runner.abandon(str(error))  # interrupted, not ended: resumable
-            status = ExitStatus.MASTER_UNREACHABLE
-            return status
+            return ExitStatus.MASTER_UNREACHABLE
         show.done()
         runner.stop(framework_pb2.STOPPED, "stopped")  # kills leftovers, tears down
         outcome, _ = runner.controller.outcome or (framework_pb2.ERROR, "unknown")
         status = for_outcome(outcome)
         if status == ExitStatus.SUCCESS and runner.controller.best_trial() is None:
             status = ExitStatus.NO_RESULT  # an ending without an answer is not a success
-    except KeyboardInterrupt as stop:
-        _say(err, f"\n{PROG}: stopping the job (killing its tasks)…")
-        if runner is not None:
-            runner.stop(framework_pb2.STOPPED, str(stop) or _STOP_MESSAGES[signal.SIGINT])
-        status = ExitStatus.CTRL_C
-    except Exception as error:
-        # Whatever broke (e.g. the pymesos driver aborted), kill what runs and keep the record.
-        if runner is not None:
-            runner.stop(framework_pb2.ERROR, f"da-submit failed: {error}")
-        raise
-    finally:
-        for signum, handler in previous.items():
-            signal.signal(signum, handler)
+        return status
+
+    def _close(self) -> None:
+        """Report the job (whatever ended it) and stop the embedded cluster."""
+        config = self._submission.config
         try:
-            if runner is not None:
-                _report(runner, job_dir, out, err, objective, maximize, status)
+            if self._runner is not None:
+                _report(self._runner, self._job_dir, self._out, self._err,
+                        config.search.objective,
+                        config.search.direction != common_pb2.MINIMIZE, self._status)
         finally:
-            if cluster is not None:
-                cluster.stop()
-    return status
+            if self._cluster is not None:
+                self._cluster.stop()
 
 
 def bind_host(submission: Submission) -> str | None:
@@ -324,7 +370,7 @@ def _report(runner: Any, job_dir: Path, out: IO[str], err: IO[str], objective: s
     outcome = controller.outcome
     outcome_name = framework_pb2.JobOutcome.Name(outcome[0]) if outcome else "UNKNOWN"
     message = outcome[1] if outcome else ""
-    interrupted = runner.store.get_meta("interrupted_reason") or ""
+    interrupted = runner.store.get_meta(meta.INTERRUPTED_REASON)
     if outcome is None and interrupted:  # the framework gave up on its master: resumable
         outcome_name, message = "INTERRUPTED", interrupted
     trials = controller.trials()

@@ -2,33 +2,31 @@
 
 The values are checked as ``da-submit`` checks its flags (the same validators), a budget also
 against what the job's algorithm can ever issue (grid search's grid, as at submission) and
-against the trials already submitted (:func:`~framework.job_update.check_update`). Then:
+against the trials already submitted (:func:`~framework.job.update.check_update`). Then:
 
-* a running job: the request is written into its record; its framework applies it (checking it
-  again against the live job, which may have submitted more meanwhile), records the new spec,
-  tells AppCore, and answers in the record, which this waits for;
+* a running job: the request goes through its record's control channel
+  (``framework/control.py``); its framework applies it (checking it again against the live job,
+  which may have submitted more meanwhile), records the new spec, tells AppCore, and answers on
+  the channel, which this waits for;
 * an interrupted job: its record's spec is changed here, so ``da-job resume`` runs with it.
 """
 
 from __future__ import annotations
 
 from dataclasses import replace
-import secrets
-import time
 
 from disauto.common import paths
-from disauto.framework.job_update import REQUEST_KEY
-from disauto.framework.job_update import RESULT_KEY
-from disauto.framework.job_update import UpdateRefusedError
-from disauto.framework.job_update import UpdateRequest
-from disauto.framework.job_update import UpdateResult
-from disauto.framework.job_update import check_update
-from disauto.framework.job_update import describe_change
-from disauto.framework.job_update import updated_spec
+from disauto.framework import meta
+from disauto.framework.control import NoAnswerError
+from disauto.framework.control import UpdateSearch
+from disauto.framework.job.update import UpdateRefusedError
+from disauto.framework.job.update import check_update
+from disauto.framework.job.update import describe_change
+from disauto.framework.job.update import updated_spec
 from disauto.framework.store import JobStore
 from disauto.submit.exit_status import ExitStatus
 from disauto.submit.jobs import Job
-from disauto.submit.jobs import find
+from disauto.submit.jobs import ask
 from disauto.submit.parser import UsageError
 
 
@@ -40,7 +38,7 @@ class UpdateError(Exception):
         self.status = status
 
 
-def requested(job: Job, trial_steps: str | None, parallelism: str | None) -> UpdateRequest:
+def requested(job: Job, trial_steps: str | None, parallelism: str | None) -> UpdateSearch:
     """The checked request for ``job`` from the flags' text.
 
     Raises:
@@ -58,58 +56,42 @@ def requested(job: Job, trial_steps: str | None, parallelism: str | None) -> Upd
         if budget is not None:
             check_budget_within_space(job.config.search, budget)
         slots = None if parallelism is None else parallelism_value(parallelism)
-        request = UpdateRequest(secrets.token_hex(8), budget, slots)
+        request = UpdateSearch(budget, slots)
         check_update(job.config.search, len(job.trials), request)
     except (UsageError, UpdateRefusedError) as err:
         raise UpdateError(str(err)) from None
     return request
 
 
-def update_interrupted(job: Job, request: UpdateRequest) -> str:
+def update_interrupted(job: Job, request: UpdateSearch) -> str:
     """Change an interrupted job's recorded spec (``da-job resume`` runs with it); what changed.
     """
     old = job.config
     new = replace(old, search=updated_spec(old.search, request))
     store = JobStore(job.folder / paths.JOB_DB)
     try:
-        store.set_meta("config", new.to_json())
+        store.set_meta(meta.CONFIG, new)
     finally:
         store.close()
     return describe_change(old.search, new.search)
 
 
-def update_running(job: Job, request: UpdateRequest, wait: float) -> str:
+def update_running(job: Job, request: UpdateSearch, wait: float) -> str:
     """Ask the running job's framework for the change and wait for its answer; what changed.
 
     Raises:
         UpdateError: the framework refused it (its reason), the job ended first, or no answer
             came within ``wait`` seconds.
     """
-    store = JobStore(job.folder / paths.JOB_DB)
     try:
-        store.set_meta(REQUEST_KEY, request.to_json())
-        deadline = time.monotonic() + wait
-        while True:
-            result = _answer(store, request.id)
-            if result is not None:
-                if not result.applied:
-                    raise UpdateError(f"job {job.job_id} refused the change: {result.message}")
-                return result.message
-            if find(job.job_id).state != "running":
-                raise UpdateError(f"job {job.job_id} ended before it took the change",
-                                  ExitStatus.ERROR)
-            if time.monotonic() >= deadline:
-                raise UpdateError(f"job {job.job_id} did not answer within {wait:g} s; its "
-                                  "framework applies the change when it reads it",
-                                  ExitStatus.ERROR)
-            time.sleep(0.2)
-    finally:
-        store.close()
-
-
-def _answer(store: JobStore, request_id: str) -> UpdateResult | None:
-    text = store.get_meta(RESULT_KEY)
-    if not text:
-        return None
-    result = UpdateResult.from_json(text)
-    return result if result.id == request_id else None
+        answer = ask(job, request, wait)
+    except NoAnswerError as error:
+        if error.ended:
+            raise UpdateError(f"job {job.job_id} ended before it took the change",
+                              ExitStatus.ERROR) from None
+        raise UpdateError(f"job {job.job_id} did not answer within {wait:g} s; its "
+                          "framework applies the change when it reads it",
+                          ExitStatus.ERROR) from None
+    if not answer.ok:
+        raise UpdateError(f"job {job.job_id} refused the change: {answer.message}")
+    return answer.message

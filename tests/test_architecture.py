@@ -26,12 +26,19 @@ from __future__ import annotations
 
 import ast
 from pathlib import Path
+import re
 import sys
 
 import pytest
 
 
 ROOT = Path(__file__).resolve().parents[1]
+# The job record's meta: the keys are named in framework/meta.py alone, its table's SQL is the
+# store's; every other installed module reads and writes through the typed keys.
+META_MODULE = "disauto.framework.meta"
+META_TABLE_OWNER = "disauto.framework.store"
+STORE_META_CALLS = frozenset({"get_meta", "set_meta", "set_meta_many"})
+META_SQL = re.compile(r"\b(FROM|INTO|UPDATE|TABLE)\s+meta\b", re.IGNORECASE)
 NAMESPACED = ("common", "protos", "localmesos", "executor", "appcore", "framework", "submit")
 PACKAGES = (*NAMESPACED, "apprunner_sdk", "bench", "tools")
 
@@ -354,3 +361,58 @@ def test_the_size_checker_sees_a_large_class(
         f"probe.py:1 Big: {MAX_CLASS_LINES + 1} lines",
         f"probe.py:{MAX_CLASS_LINES + 4} long: {MAX_FUNCTION_LINES + 1} lines",
     ]
+
+
+def _spelled(node: ast.expr | None) -> bool:
+    """Whether an expression spells text itself: a string, an f-string, or text joined on."""
+    if isinstance(node, ast.Constant):
+        return isinstance(node.value, str)
+    if isinstance(node, ast.JoinedStr):
+        return True
+    if isinstance(node, ast.BinOp):
+        return _spelled(node.left) or _spelled(node.right)
+    return False
+
+
+def _meta_by_name(name: str, path: Path) -> list[str]:
+    """Where a module names a meta key itself instead of through framework/meta.py: text given
+    to the store's meta calls, a key made elsewhere, SQL on the meta table outside the store."""
+    found = []
+    shown = path.relative_to(ROOT) if path.is_relative_to(ROOT) else path
+    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+        where = f"{shown}:{getattr(node, 'lineno', 0)}"
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
+                and node.func.attr in STORE_META_CALLS and node.args:
+            first = node.args[0]
+            keys = first.keys if isinstance(first, ast.Dict) else [first]
+            if any(_spelled(key) for key in keys):
+                found.append(f"{where} passes a meta key as text to {node.func.attr}")
+        elif isinstance(node, ast.Call) and name != META_MODULE and (
+                getattr(node.func, "id", None) or getattr(node.func, "attr", None)) in (
+                    "MetaKey", "MetaFamily"):
+            found.append(f"{where} declares a meta key outside {META_MODULE}")
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) \
+                and name != META_TABLE_OWNER and META_SQL.search(node.value):
+            found.append(f"{where} reads or writes the meta table itself")
+    return found
+
+
+def test_job_meta_is_read_and_written_through_its_typed_keys_only() -> None:
+    """A key spelled where it is used drifts (a typo reads as "never recorded"); the typed keys
+    of framework/meta.py are the one place a key's name, type and format live."""
+    offenders = [line for name, path in MODULES if _package(name) in NAMESPACED
+                 for line in _meta_by_name(name, path)]
+    assert offenders == [], "\n".join(offenders)
+
+
+def test_the_meta_checker_sees_a_key_spelled_out(tmp_path: Path) -> None:
+    probe = tmp_path / "probe.py"
+    probe.write_text('store.get_meta("outcome")\n'
+                     'store.set_meta_many({"state": "ENDED", meta.PID: 1})\n'
+                     'store.set_meta("slot_executor:" + name, info)\n'
+                     'KEY = MetaKey("x", str, str, "", "")\n'
+                     'db.execute("SELECT value FROM meta WHERE key = ?")\n'
+                     'store.set_meta(meta.OUTCOME, "STOPPED")\n')
+    found = _meta_by_name("disauto.framework.probe", probe)
+    assert [line.split(" ", 1)[0].rsplit(":", 1)[1] for line in found] == [
+        "1", "2", "3", "4", "5"]

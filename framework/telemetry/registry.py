@@ -40,6 +40,7 @@ import time
 from typing import Any
 
 from disauto.common.telemetry import Sample
+from disauto.framework import meta
 from disauto.framework.errors import AlreadyExistsError
 from disauto.framework.errors import FailedPreconditionError
 from disauto.framework.errors import InvalidArgumentError
@@ -52,9 +53,9 @@ from disauto.framework.telemetry.lines import parse_lines
 
 logger = logging.getLogger(__name__)
 
-REGISTRY_KEY = "telemetry_registry"
+REGISTRY_KEY = meta.TELEMETRY_REGISTRY
 """Meta key: the registry's entries (JSON), built-ins flagged."""
-STATUS_KEY = "telemetry_status"
+STATUS_KEY = meta.TELEMETRY_STATUS
 """Meta key: each entry's status and each processor's cursor (JSON)."""
 
 COLLECTOR = "collector"

@@ -1,8 +1,10 @@
 """Where the job page gets a job from: the framework that runs it, or its record alone.
 
-:class:`LiveJob` is the running framework's own job (kills go to its controller at once);
-:class:`RecordedJob` is a job read from its folder by ``da-job ui`` (ended, interrupted, or
-running in another process: kills then travel through the record, as ``da-job kill`` does).
+:class:`LiveJob` is the running framework's own job (a trial's kill goes to its controller at
+once, the job's through the control channel as ``da-job kill``'s does); :class:`RecordedJob` is
+a job read from its folder by ``da-job ui`` (ended, interrupted, or running in another process:
+kills then travel through the record's control channel, ``framework/control.py``, to the run
+loop that answers it).
 """
 
 from __future__ import annotations
@@ -11,11 +13,14 @@ import abc
 from collections.abc import Callable
 from collections.abc import Iterator
 from contextlib import contextmanager
-import json
 from pathlib import Path
 
 from disauto.common import paths
 from disauto.common.trial_state import TrialState
+from disauto.framework.control import KILLED_FROM_PAGE
+from disauto.framework.control import ControlChannel
+from disauto.framework.control import KillJob
+from disauto.framework.control import KillTrial
 from disauto.framework.errors import FailedPreconditionError
 from disauto.framework.errors import NotFoundError
 from disauto.framework.job import JobController
@@ -23,11 +28,6 @@ from disauto.framework.store import JobStore
 from disauto.framework.telemetry.registry import Registry
 from disauto.framework.webui.views import Record
 from disauto.framework.webui.views import read_record
-
-
-KILL_TRIALS_KEY = "kill_trials"
-"""Meta key: a JSON list of trial numbers the job page asked to kill (read by the run loop)."""
-KILLED_FROM_PAGE = "killed from the job page"
 
 
 class ActionError(Exception):
@@ -124,7 +124,7 @@ class LiveJob(JobSource):
         if self._controller.outcome is not None:
             raise ActionError(409, f"job {self.job_id} has already ended")
         # The same path as `da-job kill`: the run loop ends the job with JOB_KILLED.
-        self._controller.store.set_meta("control", "kill")
+        ControlChannel(self._controller.store).ask(KillJob())
         return f"killing job {self.job_id}"
 
     def kill_trial(self, number: int) -> str:
@@ -182,7 +182,7 @@ class RecordedJob(JobSource):
         self._running()
         store = self._store()
         try:
-            store.set_meta("control", "kill")  # what `da-job kill` does
+            ControlChannel(store).ask(KillJob())  # what `da-job kill` does
         finally:
             store.close()
         return f"killing job {self.job_id}"
@@ -197,9 +197,7 @@ class RecordedJob(JobSource):
             if trial.state not in (TrialState.PENDING, TrialState.LAUNCHING,
                                    TrialState.RUNNING):
                 raise ActionError(409, f"trial {number} has already ended ({trial.state})")
-            asked = json.loads(store.get_meta(KILL_TRIALS_KEY) or "[]")
-            if number not in asked:
-                store.set_meta(KILL_TRIALS_KEY, json.dumps([*asked, number]))
+            ControlChannel(store).ask(KillTrial(number))  # the run loop answers it
         finally:
             store.close()
         return f"killing trial {number}"

@@ -25,10 +25,6 @@ from disauto.framework.webui.importance import ImportanceCache
 from disauto.protos import common_pb2
 
 
-META_KEYS = ("job_id", "config", "state", "outcome", "outcome_message", "started_at",
-             "ended_at", "offer_policy", "master", "submitted_master", "webui_url",
-             "interrupted_reason", "framework_id")
-
 TELEMETRY_NOTE = ("Resource use of the chosen trial over time: its memory (resident set) and "
                   "the CPUs it kept busy, as the telemetry collectors sampled them (the data "
                   "service's api/data). The trials table has each trial's peak memory, CPU "
@@ -56,8 +52,7 @@ class Record:
 
 def read_record(store: JobStore, state: str) -> Record:
     """The record of ``store`` now."""
-    meta = {key: value for key in META_KEYS if (value := store.get_meta(key)) is not None}
-    return Record(meta, store.trials(), store.reports(), state, time.time())
+    return Record(store.meta(), store.trials(), store.reports(), state, time.time())
 
 
 def _float(text: str | None) -> float | None:

@@ -7,7 +7,7 @@ import json
 
 from disauto.common.trial_state import TrialState
 from disauto.framework.deadline_status import deadline_note
-from disauto.framework.job_progress import job_progress
+from disauto.framework.job.progress import job_progress
 from disauto.framework.peers import STANDING_LABEL
 from disauto.framework.peers import standings_from_frameworks
 from disauto.framework.peers import with_label

@@ -18,6 +18,7 @@ import pytest
 
 from disauto.common import task_env
 from disauto.common.tokens import trial_token
+from disauto.framework import meta
 from disauto.framework.job import JobController
 from disauto.framework.policies import FifoPolicy
 from disauto.framework.policies import Plan
@@ -128,7 +129,7 @@ def env_of(task: dict[str, Any]) -> dict[str, str]:
 def test_registration_is_recorded(setup: Setup) -> None:
     assert setup.scheduler.registered_event.is_set()
     assert setup.scheduler.framework_id == "F-1"
-    assert setup.store.get_meta("framework_id") == "F-1"
+    assert setup.store.get_meta(meta.FRAMEWORK_ID) == "F-1"
 
 
 def test_appcore_launches_first_and_trials_wait_for_it_to_attach(setup: Setup) -> None:

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from disauto.common import slots
+from disauto.framework import meta
 from disauto.framework.job import JobController
 from disauto.framework.policies import FifoPolicy
 from disauto.framework.sandbox_logs import SandboxLogs
@@ -213,7 +214,8 @@ def test_slots_start_with_appcore_where_trials_will_fit_and_take_the_first_trial
     assert task.environment["DISAUTO_JOB_ID"] == warm.controller.config.job_id
     assert "DISAUTO_TRIAL_NUMBER" not in task.environment
     assert warm.slots.live() == 2 and warm.slots.free_count("S1") == 2
-    assert warm.store.get_meta("slot_executor:job-test-slot-0")  # adoptable after a resume
+    # adoptable after a resume:
+    assert warm.store.get_meta(meta.SLOT_EXECUTOR.key("job-test-slot-0"))
 
     # A running warm-up does not keep its slot from trials; its end changes nothing.
     warm.scheduler.statusUpdate(warm.driver, {

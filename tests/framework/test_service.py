@@ -13,6 +13,7 @@ import pytest
 
 from disauto.common.space import assignment_to_proto
 from disauto.common.tokens import trial_token
+from disauto.framework import meta
 from disauto.framework.job import JobController
 from disauto.framework.service import make_server
 from disauto.protos import common_pb2
@@ -207,7 +208,7 @@ def test_finish_job(stub: framework_pb2_grpc.FrameworkServiceStub, framework: Fr
                                                   message="the grid is done"),
                    metadata=GOOD, timeout=5)
     assert framework.controller.outcome == (framework_pb2.SPACE_EXHAUSTED, "the grid is done")
-    assert framework.store.get_meta("outcome") == "SPACE_EXHAUSTED"
+    assert framework.store.get_meta(meta.OUTCOME) == "SPACE_EXHAUSTED"
     assert code_of(stub.SubmitTrial, submit_request(2)) == (
         grpc.StatusCode.FAILED_PRECONDITION, "the job has ended; no trial can be submitted")
     # A report after the end is ABORTED (AppCore tells its runner to stop), not recorded.

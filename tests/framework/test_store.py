@@ -13,6 +13,7 @@ import pytest
 from disauto.common import telemetry
 from disauto.common.telemetry import Sample
 from disauto.common.telemetry import TrialUsage
+from disauto.framework import meta
 from disauto.framework.store import SCHEMA_VERSION
 from disauto.framework.store import JobStore
 from disauto.framework.store import StoreError
@@ -38,7 +39,10 @@ def test_creates_its_folder_in_wal_mode_with_a_schema_version(db_path: Path) -> 
     store = JobStore(db_path)
     try:
         assert db_path.is_file()
-        assert store.get_meta("schema_version") == str(SCHEMA_VERSION)
+        assert store.get_meta(meta.SCHEMA_VERSION) == SCHEMA_VERSION
+        with sqlite3.connect(db_path) as other:  # the record's text, as other versions read it
+            assert other.execute("SELECT value FROM meta WHERE key = 'schema_version'"
+                                 ).fetchone() == (str(SCHEMA_VERSION),)
         with sqlite3.connect(db_path) as other:
             assert other.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     finally:
@@ -53,12 +57,15 @@ def test_unopenable_path_raises_store_error_naming_it(tmp_path: Path) -> None:
 
 
 def test_meta_set_overwrite_and_many(store: JobStore) -> None:
-    assert store.get_meta("missing") is None
-    store.set_meta("outcome", "BUDGET_SPENT")
-    store.set_meta("outcome", "STOPPED")
-    store.set_meta_many({"a": "1", "b": "2"})
-    assert store.get_meta("outcome") == "STOPPED"
-    assert (store.get_meta("a"), store.get_meta("b")) == ("1", "2")
+    assert store.get_meta(meta.ENDED_AT) is None and store.get_meta(meta.OUTCOME) == ""
+    store.set_meta(meta.OUTCOME, "BUDGET_SPENT")
+    store.set_meta(meta.OUTCOME, "STOPPED")
+    store.set_meta_many({meta.PID: 42, meta.BIND_ALL: True, meta.ENDED_AT: 1.5})
+    assert store.get_meta(meta.OUTCOME) == "STOPPED"
+    assert (store.get_meta(meta.PID), store.get_meta(meta.BIND_ALL),
+            store.get_meta(meta.ENDED_AT)) == (42, True, 1.5)
+    recorded = store.meta()
+    assert (recorded[meta.PID], recorded["pid"], recorded[meta.OUTCOME]) == (42, "42", "STOPPED")
 
 
 def test_trials_keep_assignment_types_and_survive_reopening(store: JobStore,
@@ -187,7 +194,7 @@ def test_concurrent_writers_from_threads_lose_nothing(store: JobStore) -> None:
 def test_the_record_is_private_to_its_user(tmp_path: Path) -> None:
     store = JobStore(tmp_path / "job.db")
     try:
-        store.set_meta("x", "1")
+        store.set_meta(meta.OUTCOME, "STOPPED")
         for name in ("job.db", "job.db-wal", "job.db-shm"):
             if (tmp_path / name).exists():
                 assert (tmp_path / name).stat().st_mode & 0o077 == 0, name

@@ -1,8 +1,8 @@
 """``da-job update`` against job records in a temporary ``$DISAUTO_HOME``, no process started.
 
 A "running" job's record names this test's own process (alive on this host); a thread plays its
-framework, answering the request in the record with the framework's own code (a JobController
-and the run loop's ``_check_update``).
+framework, answering the request on the record's control channel with the framework's own code
+(a JobController and the run loop's ControlDesk).
 """
 
 from __future__ import annotations
@@ -13,16 +13,18 @@ from pathlib import Path
 import socket
 import threading
 import time
-from types import SimpleNamespace
 
 import pytest
 
 from disauto.common.processes import start_time
 from disauto.common.space import CategoricalParam
 from disauto.common.space import SearchSpace
+from disauto.framework import meta
+from disauto.framework.control import Asked
+from disauto.framework.control import ControlChannel
+from disauto.framework.control import UpdateSearch
 from disauto.framework.job import JobController
-from disauto.framework.job_update import REQUEST_KEY
-from disauto.framework.runtime import JobRunner
+from disauto.framework.job.desk import ControlDesk
 from disauto.framework.spec import JobConfig
 from disauto.framework.store import JobStore
 from disauto.protos import framework_pb2
@@ -45,19 +47,26 @@ def record(home: Path, *, state: str = "running", submitted: int = 2,
     config = config or job_config(job_id=JOB, max_trials=4, parallelism=1)
     store = JobStore(home / "jobs" / JOB / "job.db")
     alive = state == "running"
-    store.set_meta_many({"job_id": JOB, "config": config.to_json(), "started_at": "1",
-                         "pid": str(os.getpid() if alive else 0), "host": socket.gethostname(),
-                         "pid_start": start_time(os.getpid()) if alive else "",
-                         "state": "ENDED" if state == "ended" else "RUNNING",
-                         "outcome": "BUDGET_SPENT" if state == "ended" else ""})
+    store.set_meta_many({meta.JOB_ID: JOB, meta.CONFIG: config, meta.STARTED_AT: 1.0,
+                         meta.PID: os.getpid() if alive else 0, meta.HOST: socket.gethostname(),
+                         meta.PID_START: start_time(os.getpid()) if alive else "",
+                         meta.STATE: meta.ENDED if state == "ended" else meta.RUNNING,
+                         meta.OUTCOME: "BUDGET_SPENT" if state == "ended" else ""})
     store.add_trials([(n, {"lr": 0.01 * n, "layers": 1, "act": "relu"}, 0)
                       for n in range(1, submitted + 1)])
     return store
 
 
 def recorded(store: JobStore) -> tuple[int, int]:
-    search = JobConfig.from_json(store.get_meta("config") or "").search
+    config = store.get_meta(meta.CONFIG)
+    assert config is not None
+    search = config.search
     return int(search.max_trials), int(search.parallelism)
+
+
+def asked(store: JobStore) -> list[Asked]:
+    """The requests on the job's control channel not answered yet."""
+    return ControlChannel(store).unanswered()
 
 
 def da_job(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
@@ -70,13 +79,15 @@ def da_job(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, st
 def framework(home: Path) -> Iterator[JobController]:
     """The running job's framework, answering update requests every 50 ms."""
     store = record(home)
-    controller = JobController(JobConfig.from_json(store.get_meta("config") or ""), store, "t")
-    runner = SimpleNamespace(store=store, controller=controller)
+    config = store.get_meta(meta.CONFIG)
+    assert config is not None
+    controller = JobController(config, store, "t")
+    desk = ControlDesk(ControlChannel(store), controller, kill_tasks=lambda task_ids: None)
     stop = threading.Event()
 
     def poll() -> None:
         while not stop.wait(0.05):
-            JobRunner._check_update(runner)  # type: ignore[arg-type]
+            desk.serve()
 
     thread = threading.Thread(target=poll, daemon=True)
     thread.start()
@@ -104,7 +115,7 @@ def test_a_budget_below_the_trials_submitted_is_a_one_line_error_and_changes_not
     assert (code, out) == (2, "")
     assert err == ("da-job: error: a trial budget of 2 is below the 3 trials already "
                    "submitted; the smallest valid budget is 3\n")
-    assert recorded(store) == (4, 1) and store.get_meta(REQUEST_KEY) is None
+    assert recorded(store) == (4, 1) and asked(store) == []
 
 
 @pytest.mark.parametrize(("args", "error"), [
@@ -120,7 +131,7 @@ def test_bad_values_are_one_line_errors(home: Path, capsys: pytest.CaptureFixtur
     store = record(home)
     code, out, err = da_job(capsys, "update", JOB, *args)
     assert code == 2 and out == "" and err.startswith(f"da-job: error: {error}")
-    assert len(err.splitlines()) == 1 and store.get_meta(REQUEST_KEY) is None
+    assert len(err.splitlines()) == 1 and asked(store) == []
 
 
 def test_grid_search_budget_is_bounded_by_its_grid(home: Path,
@@ -167,4 +178,5 @@ def test_no_answer_within_the_wait_is_an_error(home: Path,
     assert code == 1 and time.monotonic() - started < 5
     assert err == (f"da-job: error: job {JOB} did not answer within 0.3 s; its framework "
                    "applies the change when it reads it\n")
-    assert store.get_meta(REQUEST_KEY)  # left for the framework
+    # Left for the framework, which applies it when it reads it:
+    assert [a.request for a in asked(store)] == [UpdateSearch(max_trials=9)]

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from disauto.framework import meta
 from disauto.submit import job_cli
 from disauto.submit.run import job_page_line
 from disauto.submit.ui import RecordedJobs
@@ -26,7 +27,7 @@ def test_the_jobs_are_the_folders_with_a_record(tmp_path: Path) -> None:
 
 def test_a_recorded_jobs_state_comes_from_its_process(tmp_path: Path) -> None:
     recorded = Recorded(tmp_path / "jobs" / "job-a")
-    recorded.store.set_meta_many({"pid": "999999999", "host": "elsewhere"})
+    recorded.store.set_meta_many({meta.PID: 999999999, meta.HOST: "elsewhere"})
     record = RecordedJobs(tmp_path / "jobs")["job-a"].record()
     assert record.state == "interrupted" and len(record.trials) == 9
 

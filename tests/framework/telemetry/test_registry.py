@@ -16,6 +16,7 @@ import pytest
 
 from disauto.common import telemetry
 from disauto.common.telemetry import Sample
+from disauto.framework import meta
 from disauto.framework.errors import AlreadyExistsError
 from disauto.framework.errors import FailedPreconditionError
 from disauto.framework.errors import InvalidArgumentError
@@ -121,9 +122,9 @@ def test_bad_entries_are_refused_with_what_is_valid(store: JobStore, tmp_path: P
 
 
 def test_a_broken_record_is_not_fatal(store: JobStore, tmp_path: Path) -> None:
-    store.set_meta("telemetry_registry", "{not json")
+    store.set_meta(meta.TELEMETRY_REGISTRY, "{not json")
     assert len(registry_of(store, tmp_path).entries()) == 2
-    store.set_meta("telemetry_registry", json.dumps([{"name": "bad", "kind": "collector"}]))
+    store.set_meta(meta.TELEMETRY_REGISTRY, json.dumps([{"name": "bad", "kind": "collector"}]))
     assert len(registry_of(store, tmp_path).entries()) == 2
 
 

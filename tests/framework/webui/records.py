@@ -13,6 +13,7 @@ from disauto.common import telemetry
 from disauto.common.report import Report
 from disauto.common.telemetry import Sample
 from disauto.common.telemetry import TrialUsage
+from disauto.framework import meta
 from disauto.framework.job import JobController
 from disauto.framework.store import JobStore
 from disauto.framework.tasks import trial_task_id
@@ -45,9 +46,9 @@ class Recorded:
         self.config = job_config(max_trials=20, parallelism=4, target=0.99,
                                  direction=direction,
                                  settings={"backend": "tpe"}, early_stopping="median")
-        self.store.set_meta_many({"config": self.config.to_json(), "job_id": "job-test",
-                                  "offer_policy": "dynamic", "started_at": str(time.time() - 60),
-                                  "state": "RUNNING"})
+        self.store.set_meta_many({meta.CONFIG: self.config, meta.JOB_ID: "job-test",
+                                  meta.OFFER_POLICY: "dynamic",
+                                  meta.STARTED_AT: time.time() - 60, meta.STATE: meta.RUNNING})
         self.killed: list[list[str]] = []
         self.controller = JobController(self.config, self.store, TOKEN,
                                         on_kill=self.killed.append, prune_grace=60)
@@ -107,7 +108,7 @@ def record_telemetry(recorded: Recorded, start: float | None = None) -> None:
     ``start + 100 * trial``; ``start`` defaults to when the job started), one node-wide figure on
     another agent, and the usage of the completed trials 1-5."""
     if start is None:
-        start = float(recorded.store.get_meta("started_at") or 0.0) - 100.0
+        start = (recorded.store.get_meta(meta.STARTED_AT) or 0.0) - 100.0
     samples: list[Sample] = []
     for trial in range(1, recorded.running + 1):
         for i in range(10):

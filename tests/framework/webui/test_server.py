@@ -11,8 +11,10 @@ import time
 import pytest
 
 from disauto.common.trial_state import TrialState
+from disauto.framework.control import ControlChannel
+from disauto.framework.control import KillJob
+from disauto.framework.control import KillTrial
 from disauto.framework.webui.server import JobPageServer
-from disauto.framework.webui.sources import KILL_TRIALS_KEY
 from disauto.framework.webui.sources import LiveJob
 from disauto.framework.webui.sources import RecordedJob
 from tests.framework.webui.records import TOKEN
@@ -104,7 +106,7 @@ def test_posts_need_the_job_token(live: tuple[Client, list[list[str]]], recorded
     assert status == 401 and data["error"].startswith("this action needs the job token")
     status, data, _ = client.request("POST", path, token="wrong")
     assert (status, data) == (403, {"error": "wrong job token"})
-    assert killed == [] and recorded.store.get_meta("control") in (None, "")
+    assert killed == [] and ControlChannel(recorded.store).unanswered() == []
     assert recorded.store.trial(8).state == TrialState.RUNNING  # type: ignore[union-attr]
 
 
@@ -139,7 +141,8 @@ def test_with_the_token_the_job_is_killed_as_da_job_kill_does(
     client, _ = live
     status, data, _ = client.request("POST", "/jobs/job-test/api/kill", token=TOKEN)
     assert (status, data) == (200, {"ok": True, "message": "killing job job-test"})
-    assert recorded.store.get_meta("control") == "kill"
+    # On the control channel, as da-job kill asks: the run loop ends the job.
+    assert [a.request for a in ControlChannel(recorded.store).unanswered()] == [KillJob()]
 
 
 def test_the_log_tail_follows_the_collected_file(
@@ -175,7 +178,8 @@ def test_a_recorded_job_serves_the_same_page_and_kills_through_the_record(
         status, data, _ = client.request("POST", "/jobs/job-test/api/trials/8/kill",
                                          token=TOKEN)
         assert (status, data["message"]) == (200, "killing trial 8")
-        assert json.loads(recorded.store.get_meta(KILL_TRIALS_KEY) or "") == [8]
+        assert [a.request for a in ControlChannel(recorded.store).unanswered()] == [
+            KillTrial(8)]
         states["state"] = "ended"
         status, data, _ = client.request("POST", "/jobs/job-test/api/kill", token=TOKEN)
         assert (status, data) == (409, {"error": "job job-test has already ended"})

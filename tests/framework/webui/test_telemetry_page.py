@@ -13,6 +13,7 @@ import pytest
 from disauto.common.telemetry import GPU_MEMORY_USED
 from disauto.common.telemetry import GPU_UTILIZATION
 from disauto.common.telemetry import Sample
+from disauto.framework import meta
 from disauto.framework.webui import report
 from disauto.framework.webui.server import JobPageServer
 from disauto.framework.webui.sources import LiveJob
@@ -31,7 +32,7 @@ def recorded(tmp_path: Path) -> Recorded:
     recorded = Recorded(tmp_path / "job-test")
     record_telemetry(recorded)
     # Trial 2 held a GPU: its runner's samples (apprunner_sdk.gpu), ten of each.
-    when = float(recorded.store.get_meta("started_at") or 0.0) + 100.0
+    when = (recorded.store.get_meta(meta.STARTED_AT) or 0.0) + 100.0
     recorded.store.add_samples(
         [Sample(GPU_UTILIZATION, AGENT, when + i, 40.0 + i % 5, 2) for i in range(10)]
         + [Sample(GPU_MEMORY_USED, AGENT, when + i, (500 + i) * 2**20, 2) for i in range(10)])

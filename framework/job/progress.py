@@ -1,4 +1,5 @@
-"""A job's progress as the deadline policy reads it, from the trials the controller records.
+"""A job's progress, from the trials the controller records: the snapshot the progress line
+shows (:class:`Progress`), and what the deadline policy reads (:func:`job_progress`):
 
 * ``durations``: every trial that ran to a result or a failure (started and ended recorded),
   divided by the slowdown of the agent it ran on, so that times measured on slow agents predict
@@ -16,11 +17,53 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from collections.abc import Sequence
+from dataclasses import dataclass
+import time
 
 from disauto.common.trial_state import TrialState
 from disauto.framework.policies import JobProgress
 from disauto.framework.spec import JobConfig
 from disauto.framework.store import TrialRow
+
+
+@dataclass(frozen=True)
+class Progress:
+    """A snapshot for the progress line."""
+
+    done: int
+    running: int
+    pending: int
+    failed: int
+    best: TrialRow | None
+    submitted: int
+    budget: int
+    elapsed: float
+    waiting: float = 0.0
+    """Seconds the oldest pending trial has waited for an offer (0: none waits)."""
+    parallelism: int = 0
+    """Trials in flight at once, as the job's spec says now (0: not known)."""
+
+
+def snapshot(config: JobConfig, trials: Sequence[TrialRow], best: TrialRow | None,
+             started: float) -> Progress:
+    """The :class:`Progress` of a job configured by ``config`` with these ``trials``, whose
+    framework started at ``started``."""
+    states = [t.state for t in trials]
+    now = time.time()
+    waiting = max((now - t.created_at for t in trials
+                   if t.state == TrialState.PENDING and t.created_at), default=0.0)
+    return Progress(
+        done=states.count(TrialState.COMPLETED) + states.count(TrialState.PRUNED),
+        running=states.count(TrialState.RUNNING) + states.count(TrialState.LAUNCHING),
+        pending=states.count(TrialState.PENDING),
+        failed=states.count(TrialState.FAILED),
+        best=best,
+        submitted=len(states),
+        budget=int(config.search.max_trials),
+        elapsed=now - started,
+        waiting=waiting,
+        parallelism=int(config.search.parallelism),
+    )
 
 
 def job_progress(config: JobConfig, trials: Sequence[TrialRow], now: float,

@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from disauto.common.report import Report
+from disauto.framework import meta
 from disauto.framework.errors import AlreadyExistsError
 from disauto.framework.errors import FailedPreconditionError
 from disauto.framework.errors import InvalidArgumentError
@@ -580,12 +581,12 @@ def test_appcore_failing_beyond_its_restarts_ends_the_job_in_error(
     assert job.controller.wait(0)
     assert job.controller.launch_requests() == []
     assert job.state(1) == "KILLED"  # pending trials die with the job
-    assert job.store.get_meta("outcome") == "ERROR"
+    assert job.store.get_meta(meta.OUTCOME) == "ERROR"
 
 
 def test_appcore_whose_port_was_taken_launches_again_without_counting_a_failure(
         make: Callable[..., Job]) -> None:
-    from disauto.framework.job_status import MAX_PORT_RETRIES
+    from disauto.framework.job.appcore import MAX_PORT_RETRIES
 
     job = make(max_appcore_restarts=0)  # a single real failure would end the job
     for attempt in range(1, MAX_PORT_RETRIES + 1):
@@ -654,9 +655,9 @@ def test_finish_kills_pending_trials_only_and_first_outcome_wins(job: Job) -> No
     assert job.controller.wait(timeout=0)
     reopened = job.reopened()
     try:
-        assert reopened.get_meta("outcome") == "TARGET_REACHED"
-        assert reopened.get_meta("outcome_message") == "trial 1 reached accuracy=0.99"
-        assert reopened.get_meta("ended_at") is not None
+        assert reopened.get_meta(meta.OUTCOME) == "TARGET_REACHED"
+        assert reopened.get_meta(meta.OUTCOME_MESSAGE) == "trial 1 reached accuracy=0.99"
+        assert reopened.get_meta(meta.ENDED_AT) is not None
         assert [t.state for t in reopened.trials()] == ["RUNNING", "KILLED", "KILLED"]
     finally:
         reopened.close()

@@ -1,4 +1,4 @@
-"""The runner's checks of a master before it subscribes: reachable, and accepting our
+"""The checks of a master before the framework subscribes: reachable, and accepting our
 credentials (a real embedded master with HTTP authentication)."""
 
 from __future__ import annotations
@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from disauto.framework.runtime import MasterUnreachableError
-from disauto.framework.runtime import check_credentials
-from disauto.framework.runtime import check_master
+from disauto.framework.master_endpoint import MasterUnreachableError
+from disauto.framework.master_endpoint import check_credentials
+from disauto.framework.master_endpoint import check_master
 from disauto.localmesos.cluster import ClusterConfig
 from disauto.localmesos.cluster import LocalCluster
 

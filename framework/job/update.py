@@ -1,10 +1,10 @@
 """``da-job update``: a running job's trial budget and parallelism, changed from another shell.
 
-The request travels through the job's record, as ``da-job kill`` does: ``da-job`` writes an
-:class:`UpdateRequest` under :data:`REQUEST_KEY`, the framework's run loop picks it up, the job
-controller checks it against the live job (:func:`check_update`), records the new spec and sends
-it to AppCore, and the framework answers with an :class:`UpdateResult` under :data:`RESULT_KEY`
-(the same id), which ``da-job`` waits for.
+The request travels through the job's control channel (``framework/control.py``), as
+``da-job kill`` does: ``da-job`` asks for an :class:`~framework.control.UpdateSearch`, the
+framework's run loop picks it up (``desk.py``), the job controller checks it against the live job
+(:func:`check_update`), records the new spec and sends it to AppCore, and the channel carries the
+answer (what changed, or why not) back to ``da-job``, which waits for it.
 
 The rules, whoever applies them (the framework for a running job, ``da-job`` itself for an
 interrupted one):
@@ -16,63 +16,15 @@ interrupted one):
 
 from __future__ import annotations
 
-from dataclasses import asdict
-from dataclasses import dataclass
-import json
-
+from disauto.framework.control import UpdateSearch
 from disauto.protos import common_pb2
-
-
-REQUEST_KEY = "update_request"
-"""The meta key ``da-job update`` writes its request under."""
-RESULT_KEY = "update_result"
-"""The meta key the framework answers under."""
 
 
 class UpdateRefusedError(ValueError):
     """The change does not suit the job as it is now (one line, naming what would)."""
 
 
-@dataclass(frozen=True)
-class UpdateRequest:
-    """What ``da-job update`` asks for; ``None``: unchanged."""
-
-    id: str
-    max_trials: int | None = None
-    parallelism: int | None = None
-
-    def to_json(self) -> str:
-        return json.dumps(asdict(self), sort_keys=True)
-
-    @classmethod
-    def from_json(cls, text: str) -> UpdateRequest:
-        data = json.loads(text)
-        return cls(str(data["id"]), _int_or_none(data.get("max_trials")),
-                   _int_or_none(data.get("parallelism")))
-
-
-@dataclass(frozen=True)
-class UpdateResult:
-    """The framework's answer to the request ``id``: applied (what changed) or refused (why)."""
-
-    id: str
-    applied: bool
-    message: str
-
-    def to_json(self) -> str:
-        return json.dumps(asdict(self), sort_keys=True)
-
-    @classmethod
-    def from_json(cls, text: str) -> UpdateResult:
-        data = json.loads(text)
-        return cls(str(data["id"]), bool(data["applied"]), str(data["message"]))
-
-
-def _int_or_none(value: object) -> int | None:
-    return None if value is None else int(str(value))
-
-
-def check_update(spec: common_pb2.JobSpec, submitted: int, request: UpdateRequest) -> None:
+def check_update(spec: common_pb2.JobSpec, submitted: int, request: UpdateSearch) -> None:
     """Refuse a change that the job, with ``submitted`` trials recorded, cannot take.
 
     Raises:
@@ -89,7 +41,7 @@ def check_update(spec: common_pb2.JobSpec, submitted: int, request: UpdateReques
             f"submitted; the smallest valid budget is {submitted}")
 
 
-def updated_spec(spec: common_pb2.JobSpec, request: UpdateRequest) -> common_pb2.JobSpec:
+def updated_spec(spec: common_pb2.JobSpec, request: UpdateSearch) -> common_pb2.JobSpec:
     """A copy of ``spec`` with the request's values."""
     new = common_pb2.JobSpec()
     new.CopyFrom(spec)

@@ -1,28 +1,23 @@
-"""``da-job update`` on the framework's side: the rules, the controller, the record's answer.
+"""``da-job update`` on the framework's side: the rules and the controller (the request's way
+through the control channel is tests/framework/test_control.py's).
 
-A JobController over a JobStore in tmp_path, no server: the run loop's ``_check_update`` is
-called on a stand-in holding just the store and the controller.
+A JobController over a JobStore in tmp_path, no server.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from types import SimpleNamespace
 
 import pytest
 
+from disauto.framework import meta
+from disauto.framework.control import UpdateSearch
 from disauto.framework.errors import FailedPreconditionError
 from disauto.framework.job import JobController
-from disauto.framework.job_update import REQUEST_KEY
-from disauto.framework.job_update import RESULT_KEY
-from disauto.framework.job_update import UpdateRefusedError
-from disauto.framework.job_update import UpdateRequest
-from disauto.framework.job_update import UpdateResult
-from disauto.framework.job_update import check_update
-from disauto.framework.job_update import describe_change
-from disauto.framework.job_update import updated_spec
-from disauto.framework.runtime import JobRunner
-from disauto.framework.spec import JobConfig
+from disauto.framework.job.update import UpdateRefusedError
+from disauto.framework.job.update import check_update
+from disauto.framework.job.update import describe_change
+from disauto.framework.job.update import updated_spec
 from disauto.framework.store import JobStore
 from disauto.protos import common_pb2
 from disauto.protos import framework_pb2
@@ -33,7 +28,7 @@ from tests.inprocess import job_config
 def controller(tmp_path: Path) -> JobController:
     store = JobStore(tmp_path / "job.db")
     config = job_config(max_trials=4, parallelism=1)
-    store.set_meta("config", config.to_json())
+    store.set_meta(meta.CONFIG, config)
     made = JobController(config, store, "token")
     made.submit_trials([(1, {"lr": 0.01, "layers": 1, "act": "relu"}, 0),
                         (2, {"lr": 0.02, "layers": 2, "act": "tanh"}, 0)])
@@ -41,59 +36,47 @@ def controller(tmp_path: Path) -> JobController:
 
 
 def recorded(controller: JobController) -> common_pb2.JobSpec:
-    return JobConfig.from_json(controller.store.get_meta("config") or "").search
+    config = controller.store.get_meta(meta.CONFIG)
+    assert config is not None
+    return config.search
 
 
 def test_a_budget_below_the_trials_submitted_is_refused_naming_the_smallest_valid_one() -> None:
     spec = job_config(max_trials=10).search
     with pytest.raises(UpdateRefusedError) as refused:
-        check_update(spec, 5, UpdateRequest("r", max_trials=4))
+        check_update(spec, 5, UpdateSearch(max_trials=4))
     assert str(refused.value) == ("a trial budget of 4 is below the 5 trials already "
                                   "submitted; the smallest valid budget is 5")
-    check_update(spec, 5, UpdateRequest("r", max_trials=5))  # exactly what was submitted
-    check_update(spec, 5, UpdateRequest("r", parallelism=1))  # the budget is left alone
+    check_update(spec, 5, UpdateSearch(max_trials=5))  # exactly what was submitted
+    check_update(spec, 5, UpdateSearch(parallelism=1))  # the budget is left alone
 
 
 @pytest.mark.parametrize("parallelism", [0, -2])
 def test_a_parallelism_below_one_is_refused_in_one_line(controller: JobController,
                                                         parallelism: int) -> None:
-    """da-job refuses it before it writes a request; one in the record is read as it is."""
+    """da-job refuses it before it asks; a request on the control channel that still says so
+    is refused by the run loop (tests/framework/job/test_desk.py)."""
     with pytest.raises(UpdateRefusedError) as refused:
-        check_update(controller.config.search, 2, UpdateRequest("r", parallelism=parallelism))
+        check_update(controller.config.search, 2, UpdateSearch(parallelism=parallelism))
     assert str(refused.value) == (f"a parallelism of {parallelism} runs no trial; it must be "
                                   "at least 1")
-    store = controller.store
-    before = store.get_meta("config")
-    store.set_meta(REQUEST_KEY, UpdateRequest("bad", max_trials=8,
-                                              parallelism=parallelism).to_json())
-    JobRunner._check_update(SimpleNamespace(store=store, controller=controller))  # type: ignore[arg-type]
-    assert UpdateResult.from_json(store.get_meta(RESULT_KEY) or "") == UpdateResult(
-        "bad", False, str(refused.value))
-    assert store.get_meta("config") == before
 
 
 def test_the_new_spec_and_what_changed() -> None:
     old = job_config(max_trials=4, parallelism=1).search
-    new = updated_spec(old, UpdateRequest("r", max_trials=8, parallelism=2))
+    new = updated_spec(old, UpdateSearch(max_trials=8, parallelism=2))
     assert (new.max_trials, new.parallelism, new.seed) == (8, 2, old.seed)
     assert (old.max_trials, old.parallelism) == (4, 1)  # a copy
     assert describe_change(old, new) == "trial budget 4 → 8, parallelism 1 → 2"
-    only = updated_spec(old, UpdateRequest("r", parallelism=3))
+    only = updated_spec(old, UpdateSearch(parallelism=3))
     assert describe_change(old, only) == "parallelism 1 → 3"
     assert describe_change(old, old) == "nothing changed (trial budget 4, parallelism 1)"
-
-
-def test_requests_and_answers_round_trip_through_the_record() -> None:
-    request = UpdateRequest("abc", max_trials=8)
-    assert UpdateRequest.from_json(request.to_json()) == request
-    answer = UpdateResult("abc", False, "the job has ended")
-    assert UpdateResult.from_json(answer.to_json()) == answer
 
 
 def test_the_controller_records_the_new_spec_and_sends_it_to_appcore(
         controller: JobController) -> None:
     sequence = controller.events_after(0, timeout=0)[0][-1].sequence
-    change = controller.update_search(UpdateRequest("r", max_trials=6, parallelism=3))
+    change = controller.update_search(UpdateSearch(max_trials=6, parallelism=3))
     assert change == "trial budget 4 → 6, parallelism 1 → 3"
     assert (recorded(controller).max_trials, recorded(controller).parallelism) == (6, 3)
     events, ended = controller.events_after(sequence, timeout=0)
@@ -109,22 +92,22 @@ def test_the_controller_records_the_new_spec_and_sends_it_to_appcore(
 
 def test_the_controller_refuses_a_budget_below_the_trials_submitted_and_changes_nothing(
         controller: JobController) -> None:
-    before = controller.store.get_meta("config")
+    before = controller.store.meta()["config"]
     with pytest.raises(UpdateRefusedError, match="the smallest valid budget is 2"):
-        controller.update_search(UpdateRequest("r", max_trials=1, parallelism=2))
-    assert controller.store.get_meta("config") == before
+        controller.update_search(UpdateSearch(max_trials=1, parallelism=2))
+    assert controller.store.meta()["config"] == before
     assert controller.config.search.parallelism == 1
 
 
 def test_an_ended_job_takes_no_change(controller: JobController) -> None:
     controller.finish(framework_pb2.STOPPED, "stopped")
     with pytest.raises(UpdateRefusedError, match="the job has ended"):
-        controller.update_search(UpdateRequest("r", max_trials=8))
+        controller.update_search(UpdateSearch(max_trials=8))
 
 
 def test_budget_spent_is_refused_while_a_raised_budget_has_room(
         controller: JobController) -> None:
-    controller.update_search(UpdateRequest("r", max_trials=3))
+    controller.update_search(UpdateSearch(max_trials=3))
     with pytest.raises(FailedPreconditionError, match="the trial budget is 3 now"):
         controller.finish_search(framework_pb2.BUDGET_SPENT, "the budget of 2 trials is spent")
     assert controller.outcome is None
@@ -134,28 +117,6 @@ def test_budget_spent_is_refused_while_a_raised_budget_has_room(
 
 def test_budget_spent_ends_the_job_once_the_budget_is_submitted(
         controller: JobController) -> None:
-    controller.update_search(UpdateRequest("r", max_trials=2))
+    controller.update_search(UpdateSearch(max_trials=2))
     controller.finish_search(framework_pb2.BUDGET_SPENT, "spent")
     assert controller.outcome == (framework_pb2.BUDGET_SPENT, "spent")
-
-
-def test_the_run_loop_answers_each_request_once_in_the_record(
-        controller: JobController) -> None:
-    runner = SimpleNamespace(store=controller.store, controller=controller)
-    store = controller.store
-    JobRunner._check_update(runner)  # type: ignore[arg-type]  # nothing asked
-    assert store.get_meta(RESULT_KEY) is None
-    store.set_meta(REQUEST_KEY, UpdateRequest("one", max_trials=5).to_json())
-    JobRunner._check_update(runner)  # type: ignore[arg-type]
-    assert UpdateResult.from_json(store.get_meta(RESULT_KEY) or "") == UpdateResult(
-        "one", True, "trial budget 4 → 5")
-    JobRunner._check_update(runner)  # type: ignore[arg-type]  # answered: not applied again
-    assert controller.events_after(0, timeout=0)[0][-1].WhichOneof("change") == "spec"
-    assert len([e for e in controller.events_after(0, timeout=0)[0]
-                if e.WhichOneof("change") == "spec"]) == 1
-    store.set_meta(REQUEST_KEY, UpdateRequest("two", max_trials=1).to_json())
-    JobRunner._check_update(runner)  # type: ignore[arg-type]
-    answer = UpdateResult.from_json(store.get_meta(RESULT_KEY) or "")
-    assert (answer.id, answer.applied) == ("two", False)
-    assert "the smallest valid budget is 2" in answer.message
-    assert recorded(controller).max_trials == 5

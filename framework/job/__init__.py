@@ -1,0 +1,21 @@
+"""One job's state machine, behind the :class:`JobController` facade.
+
+The controller (``controller.py``) is what the framework's other parts talk to: the gRPC
+servicer for AppCore, the Mesos scheduler, the run loop and the job page. Behind it each part
+has one job: the trial book (``book.py``), AppCore's life (``appcore.py``), the event log that
+WatchTrials streams (``events.py``), what AppCore and runners send in (``intake.py``), how a
+Mesos status update ends a trial or AppCore (``status.py``), ``da-job update``'s rules
+(``update.py``), the requests of the control channel (``desk.py``), the job's progress as the
+deadline policy reads it (``progress.py``) and the job's TLS identity in its folder
+(``tls.py``).
+"""
+
+from __future__ import annotations
+
+from disauto.framework.job.book import sorted_trials
+from disauto.framework.job.controller import APPCORE_KEY
+from disauto.framework.job.controller import JobController
+from disauto.framework.job.progress import Progress
+
+
+__all__ = ["APPCORE_KEY", "JobController", "Progress", "sorted_trials"]

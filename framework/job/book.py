@@ -1,0 +1,412 @@
+"""The trial book: one job's trials, as recorded, and the tasks that run them.
+
+The book holds each trial's row (written to the store before it changes here), which task runs
+it now, and the tasks the framework still has to see end: those of trials it ended itself
+(pruned, timed out, killed) and those of trials completed at the job's end while their runner
+still writes its output. Every change of a trial's state is an event in the job's event log.
+
+The book's lock is the job's: every method takes it (it is re-entrant), and the controller holds
+it across the book, AppCore's life and the event log when one step changes several.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from collections.abc import Mapping
+from collections.abc import Sequence
+import threading
+import time
+from typing import Any
+
+from disauto.common.durations import format_duration
+from disauto.common.objectives import is_feasible
+from disauto.common.report import Report
+from disauto.common.space import assignment_to_proto
+from disauto.common.task_states import has_ended_for_framework
+from disauto.common.telemetry import Sample
+from disauto.common.telemetry import TrialUsage
+from disauto.common.trial_state import TrialState
+from disauto.framework.errors import FailedPreconditionError
+from disauto.framework.errors import NotFoundError
+from disauto.framework.job.events import EventLog
+from disauto.framework.store import JobStore
+from disauto.framework.store import TrialRow
+from disauto.protos import common_pb2
+
+
+ON_AN_AGENT = frozenset({TrialState.LAUNCHING, TrialState.RUNNING})
+"""Trial states whose task is launched and not yet ended."""
+ENDED_BY_THE_FRAMEWORK = frozenset({TrialState.TIMEOUT, TrialState.PRUNED, TrialState.KILLED})
+"""Trial states the framework records before its task ends (and kills the task)."""
+
+
+def tasks_left_running(trials: Iterable[TrialRow], store: JobStore) -> set[str]:
+    """The tasks of trials an earlier framework of the job ended itself (timed out, pruned,
+    killed) and of which no terminal status is recorded: its kill may have died with it, and
+    the task may still run (on a warm slot, which must not look idle while it does)."""
+    ended = {str(u["task_id"]) for u in store.task_updates()
+             if has_ended_for_framework(str(u["state"]))}
+    return {t.task_id for t in trials
+            if t.task_id and t.state in ENDED_BY_THE_FRAMEWORK and t.task_id not in ended}
+
+
+def has_result(trial: TrialRow) -> bool:
+    """Whether the trial's final report, with the objective, is recorded."""
+    return trial.final_reported and trial.objective is not None
+
+
+def trial_proto(trial: TrialRow) -> common_pb2.Trial:
+    """The trial as AppCore sees it."""
+    proto = common_pb2.Trial(
+        number=trial.number,
+        state=trial.state.to_proto(),
+        message=trial.message,
+        priority=trial.priority,
+        task_id=trial.task_id,
+        training_seconds=trial.training_seconds,
+        metrics=[common_pb2.Metric(name=k, value=v) for k, v in sorted(trial.metrics.items())],
+        constraints=trial.constraints or (),
+    )
+    for name, value in assignment_to_proto(trial.assignment).items():
+        proto.assignment[name].CopyFrom(value)
+    if trial.objective is not None:
+        proto.objective = trial.objective
+    return proto
+
+
+def sorted_trials(trials: Sequence[TrialRow], maximize: bool) -> list[TrialRow]:
+    """Trials best first: completed by objective (feasible first), then the rest by number."""
+    sign = -1.0 if maximize else 1.0
+
+    def key(t: TrialRow) -> tuple[bool, bool, float, int]:
+        # Only a completed trial's objective ranks it: a killed or failed trial may carry an
+        # intermediate value, and "the rest" sort by number, not by that value.
+        ranked = t.state == TrialState.COMPLETED and t.objective is not None
+        return (not ranked, ranked and not is_feasible(t.constraints),
+                sign * (t.objective or 0.0) if ranked else 0.0, t.number)
+
+    return sorted(trials, key=key)
+
+
+def _copy(trial: TrialRow) -> TrialRow:
+    return TrialRow(**{**trial.__dict__, "assignment": dict(trial.assignment),
+                       "metrics": dict(trial.metrics)})
+
+
+class TrialBook:
+    """The trials of the job recorded in ``store`` (a resumed job's are read back).
+
+    Args:
+        store: the job's record.
+    """
+
+    def __init__(self, store: JobStore) -> None:
+        self.store = store
+        self.lock = threading.RLock()
+        self.events = EventLog(self.lock)
+        self._trials: dict[int, TrialRow] = {t.number: t for t in store.trials()}
+        self._task_to_trial = {t.task_id: t.number for t in self._trials.values() if t.task_id}
+        # Tasks of trials that ended before them (pruned, timed out, killed) and have not
+        # reported a terminal Mesos state yet; a resumed framework kills its predecessor's.
+        self._ended_tasks = tasks_left_running(self._trials.values(), store)
+        self._kills_on_resume = set(self._ended_tasks)
+        # Tasks of trials COMPLETED by their final report at the job's end, still running
+        # (writing their --output, say): they get a grace period before they are killed.
+        self._finishing: set[str] = set()
+        # Tasks launched on warm slots (their executor's end is the cluster's, not theirs);
+        # a resumed framework knows its predecessor's from the record.
+        self._slot_tasks = {t.task_id for t in self._trials.values()
+                            if t.task_id and t.executor_id}
+
+    # -- reading -----------------------------------------------------------------------------
+
+    def __len__(self) -> int:
+        with self.lock:
+            return len(self._trials)
+
+    def get(self, number: int) -> TrialRow | None:
+        """The live row of trial ``number`` (change it only through the book)."""
+        with self.lock:
+            return self._trials.get(number)
+
+    def require(self, number: int) -> TrialRow:
+        """The live row of trial ``number``.
+
+        Raises:
+            NotFoundError: no such trial.
+        """
+        trial = self.get(number)
+        if trial is None:
+            raise NotFoundError(f"trial {number} does not exist")
+        return trial
+
+    def rows(self) -> list[TrialRow]:
+        """The live rows, by number."""
+        with self.lock:
+            return sorted(self._trials.values(), key=lambda t: t.number)
+
+    def copies(self) -> list[TrialRow]:
+        """Copies of the rows, by number (for readers outside the lock)."""
+        with self.lock:
+            return [_copy(t) for t in self.rows()]
+
+    def copy(self, number: int) -> TrialRow | None:
+        with self.lock:
+            trial = self._trials.get(number)
+            return None if trial is None else _copy(trial)
+
+    def best(self, maximize: bool) -> TrialRow | None:
+        """The feasible completed trial with the best objective (the first, on a tie)."""
+        with self.lock:
+            done = [t for t in self._trials.values() if t.state == TrialState.COMPLETED
+                    and t.objective is not None and is_feasible(t.constraints)]
+            if not done:
+                return None
+            sign = 1.0 if maximize else -1.0
+            return max(done, key=lambda t: (sign * float(t.objective or 0.0), -t.number))
+
+    def history(self, objective: str) -> list[common_pb2.Trial]:
+        """Every trial as AppCore restores from it: with its objective's values by step, from
+        the recorded reports."""
+        with self.lock:
+            trials = [trial_proto(t) for t in self.rows()]
+        by_number = {t.number: t for t in trials}
+        for report in self.store.reports():
+            trial = by_number.get(report["trial"])
+            if (trial is not None and report["step"] is not None and not report["final"]
+                    and objective in report["metrics"]):
+                trial.intermediate_values.add(step=int(report["step"]),
+                                              value=float(report["metrics"][objective]))
+        return trials
+
+    def pending(self) -> list[TrialRow]:
+        """Trials waiting for an offer, by priority, then number."""
+        with self.lock:
+            return sorted((t for t in self._trials.values() if t.state == TrialState.PENDING),
+                          key=lambda t: (t.priority, t.number))
+
+    def of_task(self, task_id: str) -> TrialRow | None:
+        """The trial ``task_id`` was launched for (its current task or an earlier one)."""
+        with self.lock:
+            number = self._task_to_trial.get(task_id)
+            return None if number is None else self._trials.get(number)
+
+    def executor_of(self, task_id: str) -> str:
+        """The warm slot's executor that ran a trial's current task, as recorded ("" for a
+        command task, AppCore's, or a task of no trial): it outlives the framework that
+        launched the task, so a resumed one still finds the task's sandbox."""
+        with self.lock:
+            trial = self.of_task(task_id)
+            return trial.executor_id if trial is not None and trial.task_id == task_id else ""
+
+    def on_a_slot(self, task_id: str) -> bool:
+        """Whether this framework (or its predecessor) launched ``task_id`` on a warm slot."""
+        with self.lock:
+            return task_id in self._slot_tasks
+
+    def live_task_ids(self) -> list[str]:
+        """Trials' tasks launched and not yet seen to end."""
+        with self.lock:
+            ids = [t.task_id for t in self._trials.values()
+                   if t.task_id and t.state in ON_AN_AGENT]
+            return ids + sorted(self._ended_tasks | self._finishing)
+
+    def task_locations(self, live: set[str]) -> list[tuple[str, str, bool]]:
+        """``(task_id, agent_id, whether in live)`` of each trial's current task, by number."""
+        with self.lock:
+            return [(t.task_id, t.agent_id, t.task_id in live) for t in self.rows()
+                    if t.task_id and t.agent_id]
+
+    def finishing_task_ids(self) -> list[str]:
+        """Live tasks of trials whose final result is recorded (given time to exit)."""
+        with self.lock:
+            return sorted(self._finishing)
+
+    def ended_task_is_live(self, task_id: str) -> bool:
+        """Whether the framework ended ``task_id``'s trial and has not seen the task end."""
+        with self.lock:
+            return task_id in self._ended_tasks
+
+    def kills_on_resume(self) -> list[str]:
+        """Once: the tasks an earlier framework of the job ended and may not have killed
+        (:func:`tasks_left_running`), for the resumed framework to kill."""
+        with self.lock:
+            out = sorted(self._kills_on_resume & self._ended_tasks)
+            self._kills_on_resume.clear()
+            return out
+
+    def slot_tasks_in_flight(self) -> dict[str, str]:
+        """Executor id → the task the record says runs on it (what a resumed framework's
+        adopted slots are busy with): a trial's in flight, or one ended by the framework whose
+        task has not ended yet."""
+        with self.lock:
+            return {t.executor_id: t.task_id for t in self._trials.values()
+                    if t.executor_id and t.task_id
+                    and (t.state in ON_AN_AGENT or t.task_id in self._ended_tasks)}
+
+    # -- changing ----------------------------------------------------------------------------
+
+    def add(self, fresh: Sequence[tuple[int, Mapping[str, Any], int]]) -> None:
+        """Record new PENDING trials ``(number, assignment, priority)`` (one transaction)."""
+        with self.lock:
+            for row in self.store.add_trials(fresh):
+                self._trials[row.number] = row
+                self.events.trial_changed(row.number)
+
+    def set_state(self, trial: TrialRow, state: TrialState, message: str) -> None:
+        """Record ``trial``'s new state (and message), then tell the event log."""
+        with self.lock:
+            fields: dict[str, Any] = {"state": state}
+            if message:
+                fields["message"] = message
+            if state.is_finished():
+                fields["ended_at"] = time.time()
+            self.store.update_trial(trial.number, **fields)
+            trial.state = state
+            if message:
+                trial.message = message
+            if "ended_at" in fields:
+                trial.ended_at = fields["ended_at"]
+            self.events.trial_changed(trial.number)
+
+    def queue_again(self, trial: TrialRow, message: str) -> None:
+        """Wait for an offer again under a new task id (same number and assignment); a launch
+        that had a task counts as a retry."""
+        with self.lock:
+            if trial.task_id:
+                trial.retries += 1
+            trial.task_id = ""
+            trial.agent_id = ""
+            self.store.update_trial(trial.number, retries=trial.retries, task_id="",
+                                    agent_id="")
+            self.set_state(trial, TrialState.PENDING, message)
+
+    def reported(self, trial: TrialRow, report: Report, metrics: Mapping[str, float],
+                 fields: Mapping[str, Any]) -> None:
+        """Record a runner's report (its checked ``metrics``) and the trial's columns it
+        changes (``fields``), in one transaction."""
+        with self.lock:
+            self.store.add_report(trial.number, metrics, report.step, report.final,
+                                  report.elapsed_seconds, fields)
+            for name, value in fields.items():
+                setattr(trial, name, value)
+
+    def launched(self, number: int, task_id: str, agent_id: str, executor_id: str) -> None:
+        """Record a trial's launch as ``task_id`` (on the warm slot ``executor_id``, or a
+        command task)."""
+        with self.lock:
+            if executor_id:
+                self._slot_tasks.add(task_id)
+            trial = self._trials[number]
+            trial.task_id, trial.agent_id, trial.executor_id = task_id, agent_id, executor_id
+            self._task_to_trial[task_id] = number
+            self.store.update_trial(number, task_id=task_id, agent_id=agent_id,
+                                    executor_id=executor_id)
+            self.set_state(trial, TrialState.LAUNCHING, "")
+
+    def started(self, trial: TrialRow) -> None:
+        """Its task runs: RUNNING from now."""
+        with self.lock:
+            trial.started_at = time.time()
+            self.store.update_trial(trial.number, started_at=trial.started_at)
+            self.set_state(trial, TrialState.RUNNING, "")
+
+    def end_early(self, number: int, state: TrialState, message: str) -> str:
+        """End a trial before its task (pruned, killed by the user): ``state`` at once, so its
+        slot is refilled; the task it still runs, to kill ("" if it has none)."""
+        with self.lock:
+            trial = self.require(number)
+            task_id = trial.task_id if trial.state in ON_AN_AGENT else ""
+            self.set_state(trial, state, message)
+            if task_id:
+                self._ended_tasks.add(task_id)  # live until its terminal status
+            return task_id
+
+    def expire(self, limit: float, now: float) -> list[str]:
+        """Record TIMEOUT for trials running longer than ``limit`` seconds; their tasks."""
+        expired = []
+        with self.lock:
+            for trial in self._trials.values():
+                if trial.state == TrialState.RUNNING and trial.started_at \
+                        and now - trial.started_at > limit and not has_result(trial):
+                    self.set_state(trial, TrialState.TIMEOUT,
+                                   f"ran longer than --trial-timeout {format_duration(limit)}")
+                    self._ended_tasks.add(trial.task_id)  # to kill; its task still runs
+                    expired.append(trial.task_id)
+        return expired
+
+    def requeue_in_flight(self, why: str) -> list[int]:
+        """Queue again every trial launched or waiting (their cluster is gone), COMPLETED
+        those whose final result is recorded; the numbers queued again."""
+        requeued = []
+        with self.lock:
+            for trial in self.rows():
+                if not trial.state.is_in_flight():
+                    continue
+                if has_result(trial):
+                    self.set_state(trial, TrialState.COMPLETED, "")
+                    continue
+                self.queue_again(trial, f"launched again: {why}")
+                requeued.append(trial.number)
+        return requeued
+
+    def task_ended(self, task_id: str) -> None:
+        """A task of a trial that had already ended has ended too."""
+        with self.lock:
+            self._ended_tasks.discard(task_id)
+            self._finishing.discard(task_id)
+
+    def close(self) -> None:
+        """The job ended: trials still waiting are KILLED; running ones whose final result is
+        recorded are COMPLETED, their tasks given time to exit on their own."""
+        with self.lock:
+            for trial in self._trials.values():
+                if trial.state == TrialState.PENDING:
+                    self.set_state(trial, TrialState.KILLED,
+                                   "the job ended before the trial ran")
+                elif has_result(trial) and not trial.terminal:
+                    # Its final report is in the record: the trial is done, whatever happens
+                    # to its task when the job's tasks are killed.
+                    if trial.state in ON_AN_AGENT and trial.task_id:
+                        self._finishing.add(trial.task_id)
+                    self.set_state(trial, TrialState.COMPLETED, "")
+
+    def lose_tasks(self, message: str) -> None:
+        """The framework was taken away: every trial on an agent is KILLED with ``message``,
+        and no task of the job will be seen to end here."""
+        with self.lock:
+            for trial in self._trials.values():
+                if trial.state in ON_AN_AGENT:
+                    self.set_state(trial, TrialState.KILLED,
+                                   f"its task's end is unknown: {message}")
+            self._ended_tasks.clear()
+            self._finishing.clear()
+
+    # -- measured usage (telemetry) ------------------------------------------------------------
+
+    def set_trial_usage(self, number: int, usage: TrialUsage) -> None:
+        """Keep a trial's measured usage with it, here and in the job store."""
+        with self.lock:
+            trial = self._trials.get(number)
+            if trial is None:
+                return
+            trial.usage = usage
+            self.store.set_trial_usage(number, usage)
+
+    def add_samples(self, samples: Sequence[Sample]) -> None:
+        """Keep telemetry samples (framework/telemetry) in the job store."""
+        self.store.add_samples(samples)
+
+    def check_killable(self, number: int) -> None:
+        """Whether a user may kill trial ``number`` now.
+
+        Raises:
+            NotFoundError: no such trial.
+            FailedPreconditionError: it has ended, or already reported its final result (it
+                is COMPLETED whatever happens to its task).
+        """
+        trial = self.require(number)
+        if trial.terminal:
+            raise FailedPreconditionError(f"trial {number} has already ended ({trial.state})")
+        if has_result(trial):
+            raise FailedPreconditionError(f"trial {number} already reported its final result")

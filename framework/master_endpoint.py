@@ -1,0 +1,94 @@
+"""Where the Mesos master is, and whether it takes this framework: reachable, and accepting its
+credentials (asked before subscribing, so that a wrong ``--master`` or secret is one line at once
+rather than pymesos retrying until its registration timeout); and this machine's address as the
+master's network sees it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+import json
+import socket
+from urllib.error import HTTPError
+from urllib.request import urlopen
+
+from disauto.common.master_http import master_request
+
+
+class MasterUnreachableError(ConnectionError):
+    """The Mesos master cannot be reached or refuses the framework."""
+
+
+@dataclass(frozen=True)
+class MasterEndpoint:
+    """Where the Mesos master is, and how to authenticate to it."""
+
+    uri: str
+    """``host:port`` or ``zk://host:port/mesos``."""
+    principal: str | None = None
+    secret: str | None = None
+
+
+def check_master(uri: str, timeout: float = 5.0) -> str:
+    """GET /version of a ``host:port`` master; return its version.
+
+    Raises:
+        MasterUnreachableError: naming the address and the cause.
+    """
+    if uri.startswith(("zk://", "zoo://")):
+        return ""
+    address = uri if ":" in uri else f"{uri}:5050"
+    try:
+        with urlopen(f"http://{address}/version", timeout=timeout) as response:  # noqa: S310
+            return str(json.loads(response.read())["version"])
+    except (OSError, ValueError, KeyError) as err:
+        raise MasterUnreachableError(
+            f"cannot reach the Mesos master at {address} ({err}); check --master"
+        ) from None
+
+
+def check_credentials(uri: str, principal: str | None, secret: str | None,
+                      timeout: float = 5.0) -> None:
+    """Ask the scheduler endpoint whether these credentials (or none) are accepted.
+
+    A master authenticates a scheduler call before anything else, so a GET answers 401 for
+    missing or wrong credentials and 405 (POST expected) for accepted ones; pymesos would
+    otherwise retry a refused SUBSCRIBE until its registration timeout.
+
+    Raises:
+        MasterUnreachableError: the master refuses them, naming what to give.
+    """
+    if uri.startswith(("zk://", "zoo://")):
+        return
+    address = uri if ":" in uri else f"{uri}:5050"
+    request = master_request(f"http://{address}/api/v1/scheduler", principal or "",
+                             secret or "")
+    try:
+        with urlopen(request, timeout=timeout):  # noqa: S310 - the master's URL
+            return
+    except HTTPError as err:
+        if err.code != 401:
+            return  # 405 and the like: the credentials passed
+    except OSError:
+        return  # reachability was checked; pymesos reports what follows
+    if principal:
+        raise MasterUnreachableError(
+            f"the Mesos master at {address} refused principal {principal!r}; check "
+            "--principal and --secret-file") from None
+    raise MasterUnreachableError(
+        f"the Mesos master at {address} requires authentication; give --principal and "
+        "--secret-file") from None
+
+
+def advertise_host_for(master_uri: str) -> str:
+    """The address of this machine as seen from the master's network."""
+    target = master_uri.split("://", 1)[-1].split("/", 1)[0].split(",", 1)[0]
+    host, _, port = target.partition(":")
+    if host in ("127.0.0.1", "localhost", "::1"):
+        return "127.0.0.1"
+    try:
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+            probe.connect((host, int(port or 5050)))
+            return str(probe.getsockname()[0])
+    except OSError:
+        return socket.getfqdn()

@@ -1,0 +1,74 @@
+"""The framework's link to its master and the offer revival on it: what the scheduler's
+callbacks learn, what the job's other parts do through it (a recording driver, no master)."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from disauto.framework.mesos_link import MesosLink
+from disauto.framework.revival import REVIVE_WINDOW
+from disauto.framework.revival import OfferRevival
+from tests.framework.test_scheduler import RecordingDriver
+
+
+class Driver(RecordingDriver):
+    def _send(self, call: dict[str, Any]) -> None:
+        self.calls.append(("send", call))
+
+
+def test_nothing_acts_before_the_first_callback_then_everything_does() -> None:
+    link = MesosLink("F-old")  # a resumed job's FrameworkID, known before subscribing
+    assert (link.framework_id(), link.master_address(), link.driver()) == ("F-old", "", None)
+    link.kill(["trial-0001"])
+    link.shutdown_executor("job-slot-0", "S1")  # no driver yet: nothing was launched
+    driver = Driver()
+    link.subscribed(driver, "F-1", "10.0.0.1:5050")
+    assert (link.framework_id(), link.master_address()) == ("F-1", "10.0.0.1:5050")
+    link.kill(["trial-0001"])
+    link.shutdown_executor("job-slot-0", "S1")
+    assert driver.calls == [("kill", {"value": "trial-0001"}), ("send", {
+        "type": "SHUTDOWN", "framework_id": {"value": "F-1"},
+        "shutdown": {"executor_id": {"value": "job-slot-0"}, "agent_id": {"value": "S1"}}})]
+
+
+def test_how_long_the_master_has_been_away() -> None:
+    link = MesosLink()
+    link.subscribed(Driver(), "F-1", "m:5050")
+    assert link.away_for() == 0.0 and link.master_away_at == 0.0
+    link.went_away()
+    first = link.master_away_at
+    time.sleep(0.05)
+    link.went_away()  # a second disconnect does not restart the count
+    assert link.away_for() >= 0.05 and link.master_away_at == first > 0
+    link.resubscribed(Driver(), "")
+    assert link.away_for() == 0.0 and link.master_address() == "m:5050"
+
+
+def test_offers_are_suppressed_once_and_revived_when_something_waits() -> None:
+    link = MesosLink()
+    driver = Driver()
+    revival = OfferRevival(link)
+    revival.wake()  # no driver yet
+    link.subscribed(driver, "F-1", "m:5050")
+    revival.wake()  # not suppressed, nothing declined: nothing to revive
+    revival.suppress(driver, has_pending=lambda: False)
+    revival.suppress(driver, has_pending=lambda: False)  # once
+    revival.wake()
+    assert [name for name, _ in driver.calls] == ["suppress", "revive"]
+    revival.suppress(driver, has_pending=lambda: True)  # a task arrived meanwhile
+    assert [name for name, _ in driver.calls][2:] == ["suppress", "revive"]
+
+
+def test_a_task_waiting_just_after_a_spare_decline_revives_unless_the_job_yields() -> None:
+    link = MesosLink()
+    driver = Driver()
+    link.subscribed(driver, "F-1", "m:5050")
+    revival = OfferRevival(link)
+    revival.declined_spare()
+    revival.wake()
+    assert driver.calls == [("revive", None)]
+    revival.yielding(REVIVE_WINDOW * 2)
+    revival.declined_spare()
+    revival.wake()  # the policy declined on purpose: its filter stands
+    assert driver.calls == [("revive", None)]
