@@ -124,7 +124,7 @@ class Intake:
             "metrics": merged,
             "training_seconds": max(0.0, float(report.elapsed_seconds)),
             "final_reported": report.final,
-            **({"constraints": list(constraints)} if constraints else {}),
+            **({"constraints": tuple(constraints)} if constraints else {}),
         }
         values = objectives.values(merged)
         if values is not None:  # the first objective, once every objective is reported

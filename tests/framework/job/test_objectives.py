@@ -14,6 +14,7 @@ from disauto.common.report import Report
 from disauto.framework.errors import InvalidArgumentError
 from disauto.framework.job import JobController
 from disauto.framework.job import sorted_trials
+from disauto.framework.job.book import trial_proto
 from disauto.framework.store import JobStore
 from disauto.framework.tasks import trial_task_id
 from tests.inprocess import AGENT
@@ -73,7 +74,7 @@ def test_constraints_are_recorded_with_the_final_report(store: JobStore) -> None
     trial = _run(controller, 1, Report(1, {"accuracy": 0.9}, final=True, constraints=(0.5, -1)))
     assert trial.constraints == (0.5, -1.0)
     assert store.trial(1).constraints == (0.5, -1.0)  # type: ignore[union-attr]
-    proto = controller.trial_proto(trial)
+    proto = trial_proto(trial)
     assert list(proto.constraints) == [0.5, -1.0]
 
 
