@@ -36,7 +36,7 @@ def _subscribe(cluster: LocalCluster, name: str,
 
 def _run(*argv: str) -> tuple[int, str]:
     out = io.StringIO()
-    code = job_cli.cmd_list(job_cli.build_parser().parse_args(["list", *argv]), out)
+    code = job_cli.run(["list", *argv], out)
     return int(code), out.getvalue()
 
 

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from disauto.submit import job_cli
+from disauto.submit.job_cli import ui
 from disauto.submit.run import job_page_line
 from disauto.submit.ui import RecordedJobs
 from tests.framework.webui.records import Recorded
@@ -47,4 +48,4 @@ def test_the_printed_link_carries_the_token_in_the_fragment_only() -> None:
 def test_ui_is_a_da_job_command() -> None:
     args = job_cli.build_parser().parse_args(["ui", "--port", "8080", "--host", "0.0.0.0"])
     assert (args.command, args.port, args.host) == ("ui", 8080, "0.0.0.0")
-    assert job_cli.COMMANDS["ui"] is job_cli.cmd_ui
+    assert ui.COMMAND in job_cli.COMMANDS and ui.COMMAND.run is ui.run

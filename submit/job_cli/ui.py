@@ -1,0 +1,34 @@
+"""``da-job ui``: every job's page, served from the records (:mod:`disauto.submit.ui`)."""
+
+from __future__ import annotations
+
+import argparse
+from typing import IO
+
+from disauto.submit.exit_status import ExitStatus
+from disauto.submit.job_cli.base import Command
+from disauto.submit.job_cli.base import JobCommandError
+from disauto.submit.job_cli.base import arg
+
+
+def run(args: argparse.Namespace, out: IO[str]) -> ExitStatus:
+    from disauto.submit.ui import serve
+
+    if not 0 <= args.port <= 65535:
+        raise JobCommandError(f"--port must be 0-65535, got {args.port}")
+    try:
+        serve(args.host, args.port, out)
+    except OSError as error:
+        raise JobCommandError(f"cannot serve on {args.host}:{args.port}: {error}",
+                              ExitStatus.ERROR) from None
+    return ExitStatus.SUCCESS
+
+
+COMMAND = Command(
+    name="ui", help="every job's page in the browser, from the records", run=run,
+    arguments=(
+        arg("--port", type=int, default=0, metavar="N",
+            help="the port to listen on (default: any free one, printed)"),
+        arg("--host", default="127.0.0.1", metavar="H",
+            help="the address to listen on (default 127.0.0.1: this machine only)"),
+    ))
