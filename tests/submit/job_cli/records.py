@@ -1,7 +1,8 @@
 """A job recorded under ``$DISAUTO_HOME/jobs/<id>``, as ``da-job`` finds it (no process).
 
 Its trials are :class:`tests.framework.webui.records.Recorded`'s (a controller over a real
-store: completed 1-5 with steps, 6 pruned, 7 failed, 8 running, 9 pending); its state is what
+store: completed 1-5 with steps, 6 pruned, 7 failed, 8 running, 9 pending; AppCore's task
+``appcore-1``); its state is what
 ``da-job`` reads from the record and the recorded process: ``running`` names this test's own
 (alive) process, ``interrupted`` a process that is gone, ``ended`` an ended record.
 """
@@ -16,6 +17,7 @@ import time
 from disauto.common import paths
 from disauto.common.processes import start_time
 from tests.framework.webui.records import Recorded
+from tests.inprocess import AGENT
 
 
 class JobRecord(Recorded):
@@ -35,6 +37,7 @@ class JobRecord(Recorded):
             meta.update({"state": "ENDED", "outcome": outcome, "outcome_message": message,
                          "ended_at": str(time.time())})
         self.store.set_meta_many(meta)
+        self.store.add_appcore_run(1, "appcore-1", AGENT)
 
     def log(self, task: str, stream: str, text: str) -> Path:
         """Write ``text`` as the job folder's copy of ``task``'s ``stream``."""
