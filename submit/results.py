@@ -2,20 +2,28 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from collections.abc import Mapping
 from collections.abc import Sequence
 import csv
+from dataclasses import dataclass
+from dataclasses import field
 import json
 from pathlib import Path
+import time
 from typing import IO
 from typing import Any
 
 from disauto.common import paths
+from disauto.common.trial_state import TrialState
 from disauto.framework.job import Progress
 from disauto.framework.job import sorted_trials
 from disauto.framework.job_status import MEMORY_LIMITATION
+from disauto.framework.spec import JobConfig
 from disauto.framework.store import TrialRow
 from disauto.framework.telemetry.usage import megabytes
 from disauto.framework.telemetry.usage import suggested_memory_mb
+from disauto.protos import common_pb2
 
 
 KILLED_NEED = 2.0
@@ -102,6 +110,89 @@ def trial_dict(trial: TrialRow) -> dict[str, Any]:
             "message": trial.message, "usage": trial.usage.as_columns()}
 
 
+# -- results.json: one schema, running or ended ---------------------------------------------------
+
+SCHEMA = 1
+"""The version of results.json's schema (README, "results.json"); raised when a key changes
+meaning or goes, not when one is added."""
+
+
+@dataclass(frozen=True)
+class JobFacts:
+    """What results.json is made from: the job's configuration, meta values and trials, its
+    state (``running``, ``ended``, ``interrupted``), and da-submit's exit status once known."""
+
+    config: JobConfig
+    meta: Mapping[str, str]
+    trials: Sequence[TrialRow]
+    state: str
+    exit_status: int | None = None
+    now: float = field(default_factory=time.time)
+
+    @property
+    def maximize(self) -> bool:
+        return self.config.search.direction != common_pb2.MINIMIZE
+
+    def meta_time(self, key: str) -> float | None:
+        try:
+            return float(self.meta[key])
+        except (KeyError, ValueError):
+            return None
+
+
+def _job_part(record: JobFacts) -> dict[str, Any]:
+    config, search = record.config, record.config.search
+    interrupted = record.state == "interrupted"
+    started = record.meta_time("started_at")
+    ended = record.meta_time("ended_at") if record.state == "ended" else None
+    counts = {str(state): sum(1 for t in record.trials if t.state == state)
+              for state in TrialState}
+    return {
+        "schema": SCHEMA, "job_id": record.meta.get("job_id", config.job_id),
+        "app_name": config.app_name, "state": record.state,
+        "outcome": "INTERRUPTED" if interrupted else record.meta.get("outcome", ""),
+        "message": record.meta.get("interrupted_reason" if interrupted else "outcome_message",
+                                   ""),
+        "exit_status": record.exit_status,
+        "objective": search.objective, "direction": "maximize" if record.maximize
+        else "minimize", "seed": search.seed,
+        "budget": int(search.max_trials), "parallelism": int(search.parallelism),
+        "done": sum(1 for t in record.trials if TrialState(t.state).is_finished()),
+        "counts": counts,
+        "started_at": started, "ended_at": ended,
+        "duration_seconds": round(max(0.0, (ended or record.now) - started), 1)
+        if started else 0.0,
+    }
+
+
+def _best_part(record: JobFacts) -> dict[str, Any]:
+    ranked = sorted_trials(record.trials, record.maximize)
+    best = ranked[0] if ranked and ranked[0].state == TrialState.COMPLETED else None
+    return {"best": None if best is None else {
+        "trial": best.number, "objective": best.objective, "assignment": best.assignment}}
+
+
+def _usage_part(record: JobFacts) -> dict[str, Any]:
+    return {"usage": usage_summary(record.trials, record.config.runner.mem_mb)}
+
+
+def _trials_part(record: JobFacts) -> dict[str, Any]:
+    return {"trials": [trial_dict(t) for t in sorted_trials(record.trials, record.maximize)]}
+
+
+PARTS: tuple[Callable[[JobFacts], dict[str, Any]], ...] = (
+    _job_part, _best_part, _usage_part, _trials_part)
+"""results.json, part by part (a new part: one function here and its keys in the README)."""
+
+
+def document(record: JobFacts) -> dict[str, Any]:
+    """results.json of a job, running or ended: the same keys either way (README)."""
+    result: dict[str, Any] = {}
+    for part in PARTS:
+        result.update(part(record))
+    return result
+
+
 def memory_killed(trials: Sequence[TrialRow]) -> list[int]:
     """The trials their container's memory limit killed (Mesos'
     REASON_CONTAINER_LIMITATION_MEMORY, recorded in their failure message)."""
@@ -185,16 +276,13 @@ def _gpu_line(usage: dict[str, Any]) -> str:
     return ", ".join(parts)
 
 
-def write(job_dir: Path, summary: dict[str, Any], trials: Sequence[TrialRow],
-          maximize: bool, param_order: Sequence[str] = ()) -> tuple[Path, Path]:
+def write(job_dir: Path, record: JobFacts, param_order: Sequence[str] = ()) -> tuple[Path, Path]:
     """Write results.json and results.csv into the job folder; return their paths."""
-    ordered = sorted_trials(trials, maximize)
     json_path = job_dir / paths.RESULTS_JSON
-    json_path.write_text(json.dumps({**summary, "trials": [trial_dict(t) for t in ordered]},
-                                    indent=2, sort_keys=True))
+    json_path.write_text(json.dumps(document(record), indent=2, sort_keys=True))
     csv_path = job_dir / paths.RESULTS_CSV
     with csv_path.open("w", newline="") as handle:
-        write_csv(handle, trials, maximize, param_order)
+        write_csv(handle, record.trials, record.maximize, param_order)
     return json_path, csv_path
 
 

@@ -29,6 +29,7 @@ from disauto.protos import common_pb2
 from disauto.protos import framework_pb2
 from disauto.submit.exit_status import ExitStatus
 from disauto.submit.exit_status import for_outcome
+from disauto.submit.jobs import load
 from disauto.submit.parser import PROG
 from disauto.submit.validate import Submission
 
@@ -328,22 +329,12 @@ def _report(runner: Any, job_dir: Path, out: IO[str], err: IO[str], objective: s
         outcome_name, message = "INTERRUPTED", interrupted
     trials = controller.trials()
     best = controller.best_trial()
-    summary = {
-        "job_id": runner.config.job_id,
-        "app_name": runner.config.app_name,
-        "outcome": outcome_name,
-        "message": message,
-        "exit_status": int(status),
-        "objective": objective,
-        "direction": "maximize" if maximize else "minimize",
-        "seed": runner.config.search.seed,
-        "best": None if best is None else {
-            "trial": best.number, "objective": best.objective, "assignment": best.assignment,
-        },
-        "usage": results.usage_summary(trials, runner.config.runner.mem_mb),
-    }
+    job = load(job_dir)
+    state = "interrupted" if outcome_name == "INTERRUPTED" else "ended"
     order = [p.name for p in runner.config.search.space.parameters]
-    json_path, csv_path = results.write(job_dir, summary, trials, maximize, order)
+    meta = {**job.meta, "outcome": outcome_name, "outcome_message": message}
+    json_path, csv_path = results.write(job_dir, results.JobFacts(
+        runner.config, meta, trials, state, int(status)), order)
     try:  # the record is written; the terminal may be gone (SIGHUP)
         if outcome_name in ("UNSCHEDULABLE", "FRAMEWORK_LOST") \
                 or status == ExitStatus.MASTER_UNREACHABLE:

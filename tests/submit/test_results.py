@@ -15,6 +15,7 @@ from disauto.protos import framework_pb2
 from disauto.submit import results
 from disauto.submit.exit_status import ExitStatus
 from disauto.submit.exit_status import for_outcome
+from tests.inprocess import job_config
 
 
 def row(number: int, state: str, objective: float | None = None, **extra: object) -> TrialRow:
@@ -72,13 +73,18 @@ def test_table_limit_points_to_the_csv() -> None:
     assert lines[-1] == "... 4 more in results.csv"
 
 
+def facts(trials: list[TrialRow], **meta: str) -> results.JobFacts:
+    return results.JobFacts(job_config(job_id="job-1"), meta, trials, "ended", 0)
+
+
 def test_written_results(tmp_path: Path) -> None:
-    summary = {"job_id": "job-1", "outcome": "BUDGET_SPENT", "best": 3}
-    json_path, csv_path = results.write(tmp_path, summary, TRIALS, maximize=True)
+    json_path, csv_path = results.write(tmp_path, facts(TRIALS, outcome="BUDGET_SPENT"))
     assert (json_path, csv_path) == (tmp_path / "results.json", tmp_path / "results.csv")
 
     data = json.loads(json_path.read_text())
-    assert {k: data[k] for k in summary} == summary
+    assert (data["job_id"], data["outcome"], data["exit_status"]) == ("job-1", "BUDGET_SPENT", 0)
+    assert data["best"] == {"trial": 3, "objective": 0.95, "assignment": {"lr": 0.03,
+                                                                          "act": "relu"}}
     assert [t["number"] for t in data["trials"]] == [3, 1, 7, 5, 2, 4, 6]
     assert data["trials"][0] == {
         "number": 3, "state": "COMPLETED", "objective": 0.95,
@@ -157,7 +163,7 @@ def test_parameters_follow_the_parameter_files_order(tmp_path: Path) -> None:
     header = results.table(trials, "accuracy", maximize=True,
                            param_order=("lr", "act")).splitlines()[0].split()
     assert header == ["trial", "state", "accuracy", "lr", "act", "zeta", "time(s)"]
-    _, csv_path = results.write(tmp_path, {}, trials, maximize=True, param_order=("lr", "act"))
+    _, csv_path = results.write(tmp_path, facts(trials), param_order=("lr", "act"))
     with csv_path.open(newline="") as handle:
         assert next(csv.reader(handle))[3:6] == ["lr", "act", "zeta"]
 
