@@ -24,6 +24,8 @@ from disauto.framework.store import TrialRow
 from disauto.framework.telemetry.usage import megabytes
 from disauto.framework.telemetry.usage import suggested_memory_mb
 from disauto.protos import common_pb2
+from disauto.submit import fit
+from disauto.submit.fit import Part
 
 
 KILLED_NEED = 2.0
@@ -39,34 +41,51 @@ WAITING_NOTE_SECONDS = 10.0
 """A trial pending longer than this is named on the progress line (the cluster is busy)."""
 
 
-def progress_line(progress: Progress, objective: str, wants: str = "", note: str = "") -> str:
-    """One line: trials done / running / failed, best so far, elapsed; and a trial that waits.
+def progress_line(progress: Progress, objective: str, wants: str = "", note: str = "",
+                  width: int | None = None) -> str:
+    """One line of at most ``width`` characters (the terminal's): trials done / running /
+    failed, best so far, elapsed; a trial that waits; the note. What does not fit gives way
+    in this order: the parallelism, zero counts, the wording of the wait and of the best, the
+    word "trials"; then the pending count, the wait, the best; a note still too long is cut.
 
     Args:
         progress: the job's progress.
         objective: the objective's name.
         wants: what one trial asks for (``cpus=4, mem=5120 MB``), named while one waits.
         note: what else the user must know now (the master is away), appended.
+        width: the most characters (default: the terminal's width, 80 when unknown).
     """
+    width = fit.columns() if width is None else width
     minutes, seconds = divmod(int(progress.elapsed), 60)
-    slots = f" (parallelism {progress.parallelism})" if progress.parallelism else ""
-    line = (
-        f"[{minutes:02d}:{seconds:02d}] trials {progress.done}/{progress.budget} done, "
-        f"{progress.running} running{slots}, {progress.pending} pending, "
-        f"{progress.failed} failed"
-    )
+    counts = f"{progress.done}/{progress.budget} done, {progress.running} running"
+    parts = [Part((f"[{minutes:02d}:{seconds:02d}] trials {counts}",
+                   f"[{minutes:02d}:{seconds:02d}] {counts}"), 100)]
+    if progress.parallelism:
+        parts.append(Part((f" (parallelism {progress.parallelism})", ""), 0))
+    # A zero count may go at once, trials pending when all else is at its shortest.
+    parts.append(Part((f", {progress.pending} pending", "") if not progress.pending
+                      else (f", {progress.pending} pending",), 1, optional=True))
+    parts.append(Part((f", {progress.failed} failed", "") if not progress.failed
+                      else (f", {progress.failed} failed",), 2))
     best = progress.best
     if best is not None and best.objective is not None:
-        line += f" | best {objective}={best.objective:.6g} (trial-{best.number:04d})"
+        value = f"{best.objective:.6g}"
+        parts.append(Part((f" | best {objective}={value} (trial-{best.number:04d})",
+                           f" | best {objective}={value} (#{best.number})",
+                           f" | best {value} (#{best.number})"), 4, optional=True))
     if progress.waiting >= WAITING_NOTE_SECONDS:
         # The time it started waiting, not for how long: the line changes only when that does.
         since_minutes, since_seconds = divmod(int(progress.elapsed - progress.waiting), 60)
-        line += (f" | a trial waits for free resources since [{since_minutes:02d}:"
-                 f"{since_seconds:02d}]" + (f" ({wants} per trial)" if wants else "")
-                 + ": the cluster is busy")
+        since = f"[{since_minutes:02d}:{since_seconds:02d}]"
+        per_trial = f" ({wants} per trial)" if wants else ""
+        parts.append(Part((f" | a trial waits for free resources since {since}{per_trial}: "
+                           "the cluster is busy",
+                           f" | a trial waits for resources since {since}{per_trial}",
+                           f" | a trial waits since {since}", f" | waits since {since}"), 3,
+                          optional=True))
     if note:
-        line += f" | {note}"
-    return line
+        parts.append(Part((f" | {note}",), 5))
+    return fit.clip(fit.fit_parts(parts, width), width)
 
 
 def _param_names(trials: Sequence[TrialRow], order: Sequence[str]) -> list[str]:
@@ -77,26 +96,25 @@ def _param_names(trials: Sequence[TrialRow], order: Sequence[str]) -> list[str]:
 
 
 def table(trials: Sequence[TrialRow], objective: str, maximize: bool, limit: int = 20,
-          param_order: Sequence[str] = ()) -> str:
+          param_order: Sequence[str] = (), width: int | None = None) -> str:
     """The trials, best first, as an aligned text table (at most ``limit`` rows).
 
-    Parameters appear in ``param_order`` (the parameter file's order), then any others.
+    Parameters appear in ``param_order`` (the parameter file's order), then any others. With
+    ``width``, the table fits it: parameter values are clipped (``…``; results.csv has them
+    whole) and the time column left out before a row wraps.
     """
     ordered = sorted_trials(trials, maximize)
     names = _param_names(ordered, param_order)
-    header = ["trial", "state", objective, *names, "time(s)"]
     rows = [
-        [f"trial-{t.number:04d}", t.state,
+        [f"trial-{t.number:04d}", str(t.state),
          _fmt(t.objective) if t.objective is not None else "-",
          *(_fmt(t.assignment.get(n, "")) for n in names),
          f"{t.training_seconds:.1f}"]
         for t in ordered[:limit]
     ]
-    widths = [max(len(str(c)) for c in column) for column in zip(header, *rows, strict=False)]
-    lines = ["  ".join(str(c).ljust(w) for c, w in zip(header, widths, strict=True)).rstrip(),
-             "  ".join("-" * w for w in widths)]
-    lines += ["  ".join(str(c).ljust(w) for c, w in zip(row, widths, strict=True)).rstrip()
-              for row in rows]
+    heading = [fit.Column("trial"), fit.Column("state"), fit.Column(objective),
+               *(fit.Column(n, narrowest=6) for n in names), fit.Column("time(s)", drop=1)]
+    lines = fit.fit_table(heading, rows, width if width is not None else 10**6)
     if len(ordered) > limit:
         lines.append(f"... {len(ordered) - limit} more in results.csv")
     return "\n".join(lines)

@@ -21,6 +21,7 @@ from disauto.common import paths
 from disauto.common.certificates import CertificateError
 from disauto.common.certificates import Identity
 from disauto.common.certificates import generate
+from disauto.common.messages import cause_first
 from disauto.common.tls import FRAMEWORK_SERVER_NAME
 from disauto.common.trial_state import TrialState
 from disauto.framework import job_tls
@@ -29,6 +30,10 @@ from disauto.protos import common_pb2
 from disauto.protos import framework_pb2
 from disauto.submit.exit_status import ExitStatus
 from disauto.submit.exit_status import for_outcome
+from disauto.submit.fit import clip
+from disauto.submit.fit import columns
+from disauto.submit.fit import short_path
+from disauto.submit.fit import wrap
 from disauto.submit.jobs import load
 from disauto.submit.parser import PROG
 from disauto.submit.validate import Submission
@@ -95,7 +100,7 @@ def detach(job_id: str, python_args: Sequence[str], out: IO[str],
     print(f"{PROG}: job {job_id} runs in the background (pid {process.pid})", file=out)
     page = _meta(job_dir, "webui_url")
     if page:
-        print(job_page_line(page, (job_dir / paths.TOKEN).read_text().strip()), file=out)
+        print(job_page_lines(page, (job_dir / paths.TOKEN).read_text().strip()), file=out)
     # One command a line, and only commands that do no harm when the whole block is pasted:
     # the kill is named inside a sentence (a line that starts "da-submit:" runs nothing).
     print(f"{PROG}: follow it with:", file=out)
@@ -106,11 +111,13 @@ def detach(job_id: str, python_args: Sequence[str], out: IO[str],
     return ExitStatus.SUCCESS
 
 
-def job_page_line(url: str, token: str) -> str:
-    """The line that gives the job page: its link with the job token in the fragment (which
-    no server sees nor logs), which lets the page kill trials and the job."""
-    return (f"{PROG}: job page {url} (read-only; with the job token, to kill trials or the "
-            f"job: {url}#token={token})")
+def job_page_lines(url: str, token: str) -> str:
+    """The lines that give the job page: its link, then the link with the job token in the
+    fragment (which no server sees nor logs), which lets the page kill trials and the job;
+    each link on a line of its own, whole (no terminal is wide enough for the second)."""
+    return (f"{PROG}: job page {url}\n"
+            f"{PROG}: to kill trials or the job from it, open it with the job token:\n"
+            f"  {url}#token={token}")
 
 
 def _meta(job_dir: Path, key: str) -> str:
@@ -155,13 +162,12 @@ def run(submission: Submission, out: IO[str], err: IO[str], *,
     _configure_logging(submission.debug, job_dir / paths.LOG)
     maximize = config.search.direction != common_pb2.MINIMIZE
     objective = config.search.objective
-    print(f"{PROG}: {'resuming' if resume else 'job'} {config.job_id} "
-          f"({config.search.tuning_type}, "
-          f"{config.search.max_trials} trials, parallelism {config.search.parallelism}, "
-          f"seed {config.search.seed})", file=out)
-    print(f"{PROG}: job folder {job_dir}", file=out)
+    _print(out, f"{PROG}: {'resuming' if resume else 'job'} {config.job_id} "
+                f"({config.search.tuning_type}, {config.search.max_trials} trials, parallelism "
+                f"{config.search.parallelism}, seed {config.search.seed})")
+    print(f"{PROG}: job folder {short_path(job_dir, width=len(str(job_dir)))}", file=out)
     for note in submission.notes:
-        print(f"{PROG}: note: {note}", file=err)
+        _print(err, f"{PROG}: note: {note}")
     try:
         tls = job_identity(job_dir, submission, resume)
     except CertificateError as error:
@@ -181,11 +187,11 @@ def run(submission: Submission, out: IO[str], err: IO[str], *,
         if master == "local":
             note = oversubscription_note(config, submission.local_agents)
             if note:
-                print(f"{PROG}: note: {note}", file=err)
+                _print(err, f"{PROG}: note: {note}")
             cluster = start_local_cluster(config, job_dir / paths.CLUSTER, submission.local_agents)
             master = cluster.address
-            print(f"{PROG}: embedded Mesos master at http://{master}/ (its web page lists "
-                  "the tasks; it stops with the job)", file=out)
+            _print(out, f"{PROG}: embedded Mesos master at http://{master}/ (its web page "
+                        "lists the tasks; it stops with the job)")
         runner = JobRunner(
             config, job_dir,
             MasterEndpoint(master, submission.principal, submission.secret),
@@ -212,7 +218,7 @@ def run(submission: Submission, out: IO[str], err: IO[str], *,
             runner.store.set_meta("state", "ENDED")
             return status
         print(f"{PROG}: framework {runner.scheduler.framework_id} registered", file=out)
-        print(job_page_line(runner.page_url, runner.controller.job_token), file=out)
+        print(job_page_lines(runner.page_url, runner.controller.job_token), file=out)
         runner.store.set_meta("framework_registered", "1")
         show = _ProgressPrinter(out, objective, quiet=submission.quiet,
                                 wants=describe(config.runner))
@@ -275,6 +281,18 @@ def job_identity(job_dir: Path, submission: Submission, resume: bool) -> Identit
     return identity
 
 
+def _print(stream: IO[str], text: str, max_lines: int = 0) -> None:
+    """Print ``text`` wrapped to the terminal's width, a path or URL never broken; with
+    ``max_lines``, the last line cut short (``…``) where there would be more."""
+    width = columns()
+    lines = wrap(text, width)
+    if max_lines and len(lines) > max_lines:
+        rest = " ".join(line.strip() for line in lines[max_lines - 1:])
+        indent = "  " if max_lines > 1 else ""
+        lines = [*lines[:max_lines - 1], indent + clip(rest, width - len(indent))]
+    print("\n".join(lines), file=stream)
+
+
 def _say(stream: IO[str], text: str) -> None:
     """Print, unless the terminal is gone (SIGHUP): the record matters, not this line."""
     try:
@@ -300,10 +318,13 @@ class _ProgressPrinter:
             return
         from disauto.submit.results import progress_line
 
-        line = progress_line(progress, self._objective, self._wants, note)
+        # On a terminal one column short of its width: a line that fills it would wrap when
+        # the cursor stays after its last character, and \r would rewrite only the wrap.
+        width = columns() - 1 if self._tty else columns()
+        line = progress_line(progress, self._objective, self._wants, note, width)
         core = line.split("] ", 1)[-1]
         if self._tty:
-            self._out.write("\r" + line.ljust(len(self._last)))
+            self._out.write("\r" + line.ljust(min(len(self._last), width)))
             self._out.flush()
             self._last = line
         elif core != self._last or time.monotonic() - self._last_time > 30:
@@ -342,20 +363,26 @@ def _report(runner: Any, job_dir: Path, out: IO[str], err: IO[str], objective: s
             return
         if trials:
             print("", file=out)
-            print(results.table(trials, objective, maximize, param_order=order), file=out)
+            print(results.table(trials, objective, maximize, param_order=order,
+                                width=columns()), file=out)
         print("", file=out)
-        print(f"{PROG}: {outcome_name.lower().replace('_', ' ')}: {message}", file=out)
+        _print(out, f"{PROG}: {outcome_name.lower().replace('_', ' ')}: "
+                    f"{cause_first(message)}", max_lines=3)
         if best is not None:
             params = ", ".join(f"{k}={v!r}" for k, v in best.assignment.items())
-            print(f"{PROG}: best trial-{best.number:04d}: {objective}={best.objective:.6g} "
-                  f"with {params}", file=out)
+            _print(out, f"{PROG}: best trial-{best.number:04d}: {objective}="
+                        f"{best.objective:.6g} with {params}")
         elif status != ExitStatus.CTRL_C:
             failed = [t for t in trials if t.state == TrialState.FAILED]
-            why = f"; the first failure: trial-{failed[0].number:04d}: {failed[0].message}" \
-                if failed else ""
-            print(f"{PROG}: error: no trial produced a result{why}", file=err)
+            if failed:  # the cause first, on a line of its own (the whole message: results)
+                print(f"{PROG}: error: no trial produced a result; the first failure, "
+                      f"trial-{failed[0].number:04d}:", file=err)
+                _print(err, f"  {cause_first(failed[0].message)}", max_lines=2)
+            else:
+                print(f"{PROG}: error: no trial produced a result", file=err)
         for line in results.usage_lines(trials, runner.config.runner.mem_mb):
-            print(f"{PROG}: {line}", file=out)
-        print(f"{PROG}: results in {json_path} and {csv_path}", file=out)
+            _print(out, f"{PROG}: {line}")
+        _print(out, f"{PROG}: {json_path.name} and {csv_path.name} in "
+                    f"{short_path(json_path.parent, 10**6)}/")
     except OSError:
         pass

@@ -1,5 +1,10 @@
 """``da-job list``: every job under ``$DISAUTO_HOME``; with ``--master``, also the frameworks
-that Mesos master knows and the DisAuto job each runs."""
+that Mesos master knows and the DisAuto job each runs.
+
+The tables fit the terminal: the job's name appears only where it is not the start of its id,
+long cells are clipped and the start time, then the duration, left out before a row wraps;
+a job's trials say how many failed (``6/6 (6 failed)``), its best the value and the trial.
+"""
 
 from __future__ import annotations
 
@@ -12,7 +17,10 @@ from typing import IO
 from typing import Any
 
 from disauto.common import paths
+from disauto.common.trial_state import TrialState
 from disauto.submit.exit_status import ExitStatus
+from disauto.submit.fit import Column
+from disauto.submit.fit import fit_table
 from disauto.submit.job_cli.base import Command
 from disauto.submit.job_cli.base import JobCommandError
 from disauto.submit.job_cli.base import arg
@@ -62,36 +70,46 @@ def _print_frameworks(master: str, frameworks: Sequence[dict[str, Any]], here: s
     if not frameworks:
         print("  none", file=out)
         return
-    table = [["framework", "name", "state", "running tasks", "DisAuto job"]]
+    rows = []
     for row in frameworks:
         job = row["job_id"] or "-"
         if row["job_id"]:
             job += " (here)" if row["job_id"] in here else " (another machine or home)"
-        table.append([row["framework_id"], row["name"], row["state"],
-                      str(row["running_tasks"]), job])
-    _print_table(table, out)
+        rows.append([row["framework_id"], row["name"], row["state"], str(row["running_tasks"]),
+                     job])
+    # A framework id is its master's id and a number: the end tells them apart.
+    table = [Column("framework", narrowest=12, keep_end=True, first=1),
+             Column("name", narrowest=8),
+             Column("state", narrowest=8), Column("tasks"), Column("DisAuto job", narrowest=12)]
+    print("\n".join(fit_table(table, rows)), file=out)
 
 
 def _print_jobs(jobs: Sequence[Job], rows: Sequence[dict[str, Any]], out: IO[str]) -> None:
-    table = [["job", "name", "state", "trials", "best", "started", "duration"]]
+    # The name is the start of the job's id (da-submit makes it so): shown only where not.
+    named = any(not job.job_id.startswith(row["name"]) for job, row in
+                zip(jobs, rows, strict=True))
+    today = time.strftime("%Y-%m-%d")
+    cells = []
     for job, row in zip(jobs, rows, strict=True):
         best = row["best"]
-        table.append([
-            row["job_id"], row["name"], state_text(job), f"{row['done']}/{row['budget']}",
-            "-" if best is None else f"{row['objective']}={best['value']:.6g} (#{best['trial']})",
-            time.strftime("%Y-%m-%d %H:%M", time.localtime(row["started_at"])),
+        failed = job.counts().get(str(TrialState.FAILED), 0)
+        started = time.localtime(row["started_at"])
+        cells.append([
+            row["job_id"], row["name"], state_text(job),
+            f"{row['done']}/{row['budget']}" + (f" ({failed} failed)" if failed else ""),
+            "-" if best is None else f"{best['value']:.6g} (#{best['trial']})",
+            time.strftime("%H:%M" if time.strftime("%Y-%m-%d", started) == today
+                          else "%m-%d %H:%M", started),
             fmt_seconds(row["duration_seconds"]),
         ])
-    _print_table(table, out)
-
-
-def _print_table(table: Sequence[Sequence[str]], out: IO[str]) -> None:
-    widths = [max(len(str(row[i])) for row in table) for i in range(len(table[0]))]
-    for index, row in enumerate(table):
-        print("  ".join(str(c).ljust(w) for c, w in zip(row, widths, strict=True)).rstrip(),
-              file=out)
-        if index == 0:
-            print("  ".join("-" * w for w in widths), file=out)
+    # An id is clipped last (any unique start of it names the job in every da-job command).
+    table = [Column("job", narrowest=24, last=True), Column("name", narrowest=6),
+             Column("state", narrowest=11),
+             Column("trials"), Column("best", narrowest=8), Column("started", drop=1),
+             Column("duration", drop=2)]
+    if not named:
+        table, cells = table[:1] + table[2:], [row[:1] + row[2:] for row in cells]
+    print("\n".join(fit_table(table, cells)), file=out)
 
 
 COMMAND = Command(

@@ -7,18 +7,25 @@ import argparse
 import json
 import time
 from typing import IO
+from typing import Any
 
+from disauto.common.messages import cause_first
 from disauto.common.trial_state import TrialState
 from disauto.framework.deadline_status import deadline_note
 from disauto.framework.telemetry.usage import megabytes
 from disauto.submit import results as results_mod
 from disauto.submit.exit_status import ExitStatus
+from disauto.submit.fit import clip
+from disauto.submit.fit import columns
+from disauto.submit.fit import short_path
+from disauto.submit.fit import wrap
 from disauto.submit.job_cli.base import JOB
 from disauto.submit.job_cli.base import Command
 from disauto.submit.job_cli.base import arg
 from disauto.submit.job_cli.base import ended_at
 from disauto.submit.job_cli.base import fmt_seconds
 from disauto.submit.job_cli.base import state_text
+from disauto.submit.jobs import Job
 from disauto.submit.jobs import find
 
 
@@ -46,31 +53,57 @@ def run(args: argparse.Namespace, out: IO[str]) -> ExitStatus:
     if args.json:
         print(json.dumps(status, indent=2), file=out)
         return ExitStatus.SUCCESS
-    best = status["best"]
-    print(f"job {job.job_id} ({config.app_name}): {state_text(job)}", file=out)
-    if status["message"]:
-        print(f"  outcome: {status['message']}", file=out)
-    if status["interrupted_reason"]:
-        print(f"  interrupted: {status['interrupted_reason']}", file=out)
-    if status["deadline_note"]:
-        print(f"  {status['deadline_note']}", file=out)
-    print(f"  trials: {status['done']}/{status['budget']} done, parallelism "
-          f"{status['parallelism']}; "
-          + ", ".join(f"{n} {s.lower()}" for s, n in status["trials"].items() if n), file=out)
-    if best is not None:
-        print(f"  best: trial-{best['trial']:04d} {config.search.objective}={best['value']:.6g}",
-              file=out)
-    print(f"  AppCore: {status['appcore']['task'] or '-'} "
-          f"{status['appcore']['address'] or ''} {status['appcore']['state']}".rstrip(), file=out)
-    for line in results_mod.usage_lines(job.trials, config.runner.mem_mb):
-        print(f"  usage: {line}", file=out)
-    for task in running:
-        print(f"  running: trial-{task['trial']:04d} task {task['task']} on agent "
-              f"{task['agent']} ({task['state']}{usage_text(task['usage'])})", file=out)
-    print(f"  master {status['master']}, framework {status['framework_id'] or '-'}, "
-          f"elapsed {fmt_seconds(status['duration_seconds'])}", file=out)
-    print(f"  folder {job.folder}", file=out)
+    _print_status(job, status, out)
     return ExitStatus.SUCCESS
+
+
+def _print_status(job: Job, status: dict[str, Any], out: IO[str]) -> None:
+    """The status for people, each line fitted to the terminal: the cause of a failure first,
+    ids and paths shortened."""
+    config = job.config
+
+    def say(text: str, max_lines: int = 0) -> None:
+        lines = wrap(text, indent="    ")
+        if max_lines and len(lines) > max_lines:
+            rest = " ".join(line.strip() for line in lines[max_lines - 1:])
+            lines = [*lines[:max_lines - 1], "    " + clip(rest, columns() - 4)]
+        print("\n".join(lines), file=out)
+
+    say(f"job {job.job_id} ({config.app_name}): {state_text(job)}")
+    if status["message"]:
+        say(f"  outcome: {cause_first(status['message'])}", max_lines=3)
+    if status["interrupted_reason"]:
+        say(f"  interrupted: {status['interrupted_reason']}")
+    if status["deadline_note"]:
+        say(f"  {status['deadline_note']}")
+    say(f"  trials: {status['done']}/{status['budget']} done, parallelism "
+        f"{status['parallelism']}; "
+        + ", ".join(f"{n} {s.lower()}" for s, n in status["trials"].items() if n))
+    best = status["best"]
+    if best is not None:
+        say(f"  best: trial-{best['trial']:04d} {config.search.objective}={best['value']:.6g}")
+    appcore = status["appcore"]
+    say("  AppCore: " + " ".join(part for part in (appcore["task"] or "-", appcore["address"],
+                                                   appcore["state"]) if part))
+    for line in results_mod.usage_lines(job.trials, config.runner.mem_mb):
+        say(f"  usage: {line}")
+    for task in status["running"]:
+        name = f"trial-{task['trial']:04d}"
+        said = f" (task {task['task']})" if task["task"] not in ("", name) else ""
+        say(f"  running: {name}{said} on agent {short_id(task['agent'])} "
+            f"({task['state']}{usage_text(task['usage'])})")
+    say(f"  master {status['master']}, framework {short_id(status['framework_id']) or '-'}, "
+        f"elapsed {fmt_seconds(status['duration_seconds'])}")
+    say(f"  folder {short_path(job.folder, columns() - 9)}")
+
+
+def short_id(mesos_id: str) -> str:
+    """A Mesos agent or framework id as people tell them apart: the number after its master's
+    id (``…-S0``, ``…-0003``); other ids as they are."""
+    master, dash, number = mesos_id.rpartition("-")
+    if dash and len(master) >= 36 and len(number) <= 8:
+        return f"…-{number}"
+    return mesos_id
 
 
 def usage_text(usage: dict[str, float | None]) -> str:

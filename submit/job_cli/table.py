@@ -83,8 +83,9 @@ def build_parser() -> argparse.ArgumentParser:
         for argument in command.arguments:
             target: Any = sub
             if argument.exclusive:
-                target = groups.setdefault(argument.exclusive,
-                                           sub.add_mutually_exclusive_group())
+                if argument.exclusive not in groups:
+                    groups[argument.exclusive] = sub.add_mutually_exclusive_group()
+                target = groups[argument.exclusive]
             target.add_argument(*argument.flags, help=argument.help, **argument.options)
         parser.commands[command.name] = sub
     return parser

@@ -53,7 +53,8 @@ while True:
     time.sleep(0.3)
 report(accuracy=accuracy, final=True)
 '''
-PAGE_LINE = r"job page (\S+) \(read-only; with the job token, to kill trials or the job: (\S+)\)"
+PAGE_LINE = r"^  (http://\S+/)#token=(\S+)$"
+"""The line that gives the job page with the job token: its URL and the token."""
 
 
 @pytest.fixture
@@ -121,9 +122,9 @@ def record(job_dir: Path, number: int) -> tuple[str, str]:
 def test_a_running_jobs_page_end_to_end(submit: Any, tmp_path: Path, control: Path,
                                         page: Any) -> None:
     job = submit(*flags(tmp_path, "--trail-steps", "8", "--parallelism", "2"))
-    url, with_token = job.wait_for_line(PAGE_LINE, timeout=90).groups()
-    token = with_token.split("#token=", 1)[1]
+    url, token = job.wait_for_line(PAGE_LINE, timeout=90).groups()
     job_dir = job.job_dir()
+    assert f"da-submit: job page {url}" in job.output
     assert url.startswith("http://127.0.0.1:") and token == (job_dir / "job.token").read_text()
 
     # Opened read-only (no token): the running trials are listed.

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import io
 import json
 from pathlib import Path
 
@@ -109,26 +110,57 @@ def test_written_results(tmp_path: Path) -> None:
 
 def test_progress_line() -> None:
     progress = Progress(done=3, running=2, pending=1, failed=1, best=TRIALS[2], submitted=7,
-                        budget=20, elapsed=125.7)
-    assert results.progress_line(progress, "accuracy") == (
+                        budget=20, elapsed=125.7, parallelism=3)
+    assert results.progress_line(progress, "accuracy", width=120) == (
+        "[02:05] trials 3/20 done, 2 running (parallelism 3), 1 pending, 1 failed | best "
+        "accuracy=0.95 (trial-0003)")
+    assert results.progress_line(progress, "accuracy", width=90) == (
         "[02:05] trials 3/20 done, 2 running, 1 pending, 1 failed | best accuracy=0.95 "
         "(trial-0003)")
+    assert results.progress_line(progress, "accuracy", width=80) == (
+        "[02:05] trials 3/20 done, 2 running, 1 pending, 1 failed | best 0.95 (#3)")
+    assert results.progress_line(progress, "accuracy", width=60) == (
+        "[02:05] 3/20 done, 2 running, 1 failed | best 0.95 (#3)")
+    assert results.progress_line(progress, "accuracy", width=45) == (
+        "[02:05] trials 3/20 done, 2 running, 1 failed")
+    assert results.progress_line(progress, "accuracy", width=40) == (
+        "[02:05] 3/20 done, 2 running, 1 failed")
     nothing = Progress(done=0, running=0, pending=0, failed=0, best=None, submitted=0,
                        budget=5, elapsed=0.4)
-    assert results.progress_line(nothing, "accuracy") == (
+    assert results.progress_line(nothing, "accuracy", width=80) == (
         "[00:00] trials 0/5 done, 0 running, 0 pending, 0 failed")
+    assert results.progress_line(nothing, "accuracy", width=40) == (
+        "[00:00] trials 0/5 done, 0 running")
+
+
+def test_a_long_progress_line_fits_80_columns(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("COLUMNS", "80")
+    best = row(1234, "COMPLETED", 0.987654321)
+    progress = Progress(done=1234, running=16, pending=3, failed=12, best=best,
+                        submitted=1265, budget=5000, elapsed=3725.0, waiting=40.0,
+                        parallelism=16)
+    line = results.progress_line(progress, "validation_accuracy", "cpus=4, mem=5120 MB")
+    assert line == ("[62:05] 1234/5000 done, 16 running, 3 pending, 12 failed | best 0.987654 "
+                    "(#1234)")
+    away = results.progress_line(progress, "validation_accuracy", "cpus=4, mem=5120 MB",
+                                 "the Mesos master is away since 10:02:03; retrying, the job "
+                                 "stops after 10m without it")
+    assert away == ("[62:05] 1234/5000 done, 16 running, 12 failed | the Mesos master is away "
+                    "since …")
 
 
 def test_progress_line_says_when_a_trial_waits_for_resources() -> None:
-    def line(waiting: float, elapsed: float) -> str:
+    def line(waiting: float, elapsed: float, width: int = 200) -> str:
         progress = Progress(done=1, running=1, pending=1, failed=0, best=None, submitted=3,
                             budget=9, elapsed=elapsed, waiting=waiting)
-        return results.progress_line(progress, "accuracy", "cpus=3, mem=5120 MB")
+        return results.progress_line(progress, "accuracy", "cpus=3, mem=5120 MB", width=width)
 
     assert "waits" not in line(waiting=5.0, elapsed=60.0)  # a moment in the queue is normal
     assert line(waiting=12.0, elapsed=70.0) == (
         "[01:10] trials 1/9 done, 1 running, 1 pending, 0 failed | a trial waits for free "
         "resources since [00:58] (cpus=3, mem=5120 MB per trial): the cluster is busy")
+    assert line(waiting=12.0, elapsed=70.0, width=80) == (
+        "[01:10] trials 1/9 done, 1 running, 1 pending | a trial waits since [00:58]")
     # The note does not change while the same trial waits (a line per change off a terminal).
     assert line(12.0, 70.0).split("] ", 1)[1] == line(42.0, 100.0).split("] ", 1)[1]
 
@@ -205,3 +237,25 @@ def test_gpu_figures_are_summarised_only_where_measured() -> None:
     assert nothing["mean_gpu_utilization"] is None and nothing["gpu_trials"] == 0
     assert nothing["largest_peak_gpu_memory_bytes"] is None
     assert results.usage_lines(trials[2:]) == []
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_the_live_line_stays_one_column_short_of_the_terminal(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from disauto.submit.run import _ProgressPrinter
+
+    monkeypatch.setenv("COLUMNS", "80")
+    terminal = _Terminal()
+    show = _ProgressPrinter(terminal, "validation_accuracy", quiet=False, wants="cpus=4")
+    for done in (1, 2, 1234):
+        show(Progress(done=done, running=16, pending=3, failed=12,
+                      best=row(7, "COMPLETED", 0.9), submitted=1265, budget=5000,
+                      elapsed=3725.0, waiting=40.0, parallelism=16))
+    show.done()
+    written = terminal.getvalue()
+    assert written.endswith("\n") and written.count("\r") == 3
+    assert max(len(line.rstrip("\n")) for line in written.split("\r")) == 79

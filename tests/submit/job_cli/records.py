@@ -32,7 +32,8 @@ class JobRecord(Recorded):
         meta = {"job_id": job_id, "host": socket.gethostname(),
                 "pid": str(os.getpid() if alive else 999_999_999),
                 "pid_start": start_time(os.getpid()) if alive else "",
-                "master": "127.0.0.1:5050", "framework_id": "f0e1d2c3-0000-4000-8000-1234-0000"}
+                "master": "127.0.0.1:5050",
+                "framework_id": "04fbafe2-db01-4433-89a2-0b6909d05e8e-0000"}
         if state == "ended":
             meta.update({"state": "ENDED", "outcome": outcome, "outcome_message": message,
                          "ended_at": str(time.time())})

@@ -8,7 +8,7 @@ import pytest
 
 from disauto.submit import job_cli
 from disauto.submit.job_cli import ui
-from disauto.submit.run import job_page_line
+from disauto.submit.run import job_page_lines
 from disauto.submit.ui import RecordedJobs
 from tests.framework.webui.records import Recorded
 
@@ -39,10 +39,11 @@ def test_a_bad_port_is_a_one_line_error(capsys: pytest.CaptureFixture[str]) -> N
 
 
 def test_the_printed_link_carries_the_token_in_the_fragment_only() -> None:
-    line = job_page_line("http://127.0.0.1:9/jobs/j/", "secret")
-    assert line.startswith("da-submit: job page http://127.0.0.1:9/jobs/j/ (read-only")
-    assert line.endswith("http://127.0.0.1:9/jobs/j/#token=secret)")
-    assert "?" not in line
+    lines = job_page_lines("http://127.0.0.1:9/jobs/j/", "secret").splitlines()
+    assert lines == ["da-submit: job page http://127.0.0.1:9/jobs/j/",
+                     "da-submit: to kill trials or the job from it, open it with the job token:",
+                     "  http://127.0.0.1:9/jobs/j/#token=secret"]
+    assert "?" not in "".join(lines) and max(len(line) for line in lines[:2]) <= 80
 
 
 def test_ui_is_a_da_job_command() -> None:
