@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from dataclasses import replace
 import logging
+import math
 import threading
 import time
 from typing import Any
@@ -181,12 +182,11 @@ class JobController(TaskStatusHandling):
             return self._best()
 
     def _best(self) -> TrialRow | None:
-        done = [t for t in self._trials.values() if t.state == TrialState.COMPLETED
-                and t.objective is not None]
-        if not done:
-            return None
-        sign = -1.0 if self.config.search.direction == common_pb2.MINIMIZE else 1.0
-        return max(done, key=lambda t: (sign * float(t.objective or 0.0), -t.number))
+        maximize = self.config.search.direction != common_pb2.MINIMIZE
+        ranked = sorted_trials(list(self._trials.values()), maximize)
+        best = ranked[0] if ranked else None
+        return best if best is not None and best.state == TrialState.COMPLETED \
+            and best.objective is not None else None
 
     def progress(self) -> Progress:
         with self._lock:
@@ -781,13 +781,15 @@ class JobController(TaskStatusHandling):
 
 
 def sorted_trials(trials: Sequence[TrialRow], maximize: bool) -> list[TrialRow]:
-    """Trials best first: completed by objective, then the rest by number."""
+    """Trials best first: completed by objective (equal ones in the order they completed, so
+    the best so far stays the best until another beats it), then the rest by number."""
     sign = -1.0 if maximize else 1.0
 
-    def key(t: TrialRow) -> tuple[bool, float, int]:
+    def key(t: TrialRow) -> tuple[bool, float, float, int]:
         # Only a completed trial's objective ranks it: a killed or failed trial may carry an
         # intermediate value, and "the rest" sort by number, not by that value.
         ranked = t.state == TrialState.COMPLETED and t.objective is not None
-        return (not ranked, sign * (t.objective or 0.0) if ranked else 0.0, t.number)
+        return (not ranked, sign * (t.objective or 0.0) if ranked else 0.0,
+                (t.ended_at or math.inf) if ranked else 0.0, t.number)
 
     return sorted(trials, key=key)

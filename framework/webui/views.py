@@ -18,6 +18,7 @@ from typing import Any
 
 from disauto.common.space import space_from_proto
 from disauto.common.trial_state import TrialState
+from disauto.framework.job import sorted_trials
 from disauto.framework.spec import JobConfig
 from disauto.framework.store import JobStore
 from disauto.framework.store import TrialRow
@@ -112,11 +113,12 @@ def job_view(record: Record) -> dict[str, Any]:
 
 
 def _best(trials: Sequence[TrialRow], maximize: bool) -> dict[str, Any] | None:
-    done = [t for t in trials if t.state == TrialState.COMPLETED and t.objective is not None]
-    if not done:
+    """The best completed trial; of equal ones, the first to complete (as the progress line
+    and da-job say)."""
+    ranked = sorted_trials(trials, maximize)
+    best = ranked[0] if ranked else None
+    if best is None or best.state != TrialState.COMPLETED or best.objective is None:
         return None
-    sign = 1.0 if maximize else -1.0
-    best = max(done, key=lambda t: (sign * float(t.objective or 0.0), -t.number))
     return {"trial": best.number, "objective": best.objective}
 
 

@@ -215,9 +215,9 @@ def _da_job_ui_server(home: Path) -> Iterator[str]:
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
         assert process.stdout is not None
-        line = process.stdout.readline()
-        match = re.search(r"at (http://127\.0\.0\.1:\d+/)", line)
-        assert match, line
+        said = process.stdout.readline() + process.stdout.readline()
+        match = re.search(r"open in a browser:\n  (http://127\.0\.0\.1:\d+/)\n", said)
+        assert match, said
         yield match.group(1)
     finally:
         process.terminate()

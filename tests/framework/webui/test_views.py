@@ -12,6 +12,7 @@ from disauto.common.space import IntParam
 from disauto.common.space import RealParam
 from disauto.common.space import SearchSpace
 from disauto.common.trial_state import TrialState
+from disauto.framework.job import sorted_trials
 from disauto.framework.webui import report
 from disauto.framework.webui.importance import MIN_TRIALS
 from disauto.framework.webui.importance import importances
@@ -143,3 +144,19 @@ def test_killed_trials_keep_their_message(recorded: Recorded) -> None:
     trials = page_data(read_record(recorded.store, "running"))["trials"]
     killed = next(t for t in trials if t["number"] == recorded.running)
     assert killed["state"] == TrialState.KILLED and killed["message"] == "killed from the job page"
+
+
+def test_of_equal_objectives_the_first_to_complete_stays_the_best(tmp_path: Path) -> None:
+    """The best does not flip to a trial that only equals it: the progress line, da-job (both
+    sorted_trials) and the page name the one that reached the value first, whatever its
+    number."""
+    recorded = Recorded(tmp_path / "job", completed=0)  # 1 pruned, 2 failed, 3 runs, 4 waits
+    recorded.run(4)
+    recorded.report(4, 0.9, final=True)
+    recorded.status(4, "TASK_FINISHED")
+    assert recorded.controller.progress().best.number == 4  # type: ignore[union-attr]
+    recorded.report(3, 0.9, final=True)  # as good, later
+    recorded.status(3, "TASK_FINISHED")
+    assert recorded.controller.progress().best.number == 4  # type: ignore[union-attr]
+    assert page_data(read_record(recorded.store, "running"))["job"]["best"]["trial"] == 4
+    assert [t.number for t in sorted_trials(recorded.store.trials(), True)][:2] == [4, 3]

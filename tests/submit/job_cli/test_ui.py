@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
+import re
+import subprocess
+import sys
+import time
 
 import pytest
 
@@ -50,3 +55,26 @@ def test_ui_is_a_da_job_command() -> None:
     args = job_cli.build_parser().parse_args(["ui", "--port", "8080", "--host", "0.0.0.0"])
     assert (args.command, args.port, args.host) == ("ui", 8080, "0.0.0.0")
     assert ui.COMMAND in job_cli.COMMANDS and ui.COMMAND.run is ui.run
+
+
+@pytest.mark.integration  # starts da-job ui and the "browser"
+def test_open_hands_the_address_to_the_browser(tmp_path: Path) -> None:
+    opened = tmp_path / "opened"
+    environ = {**os.environ, "DISAUTO_HOME": str(tmp_path / "home"), "COLUMNS": "80",
+               "BROWSER": f"sh -c 'echo %s > {opened}'"}
+    process = subprocess.Popen([sys.executable, "-m", "disauto.submit.job_cli", "ui", "--open"],
+                               env=environ, stdout=subprocess.PIPE, text=True)
+    try:
+        assert process.stdout is not None
+        first, second = process.stdout.readline(), process.stdout.readline()
+        assert first.startswith("da-job ui: 0 jobs of /tmp/")
+        assert first.endswith("/home/jobs, served until Ctrl-C; open in a browser:\n")
+        assert len(first) <= 81
+        assert re.fullmatch(r"  http://127\.0\.0\.1:\d+/\n", second)
+        deadline = time.monotonic() + 10
+        while not (opened.exists() and opened.read_text()) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert opened.read_text().strip() == second.strip()
+    finally:
+        process.terminate()
+        process.wait(10)
