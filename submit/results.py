@@ -45,7 +45,7 @@ def progress_line(progress: Progress, objective: str, wants: str = "", note: str
                   width: int | None = None) -> str:
     """One line of at most ``width`` characters (the terminal's): trials done / running /
     failed, best so far, elapsed; a trial that waits; the note. What does not fit gives way
-    in this order: the parallelism, zero counts, the wording of the wait and of the best, the
+    in this order: zero counts, the wording of the wait and of the best, the parallelism, the
     word "trials"; then the pending count, the wait, the best; a note still too long is cut.
 
     Args:
@@ -60,8 +60,8 @@ def progress_line(progress: Progress, objective: str, wants: str = "", note: str
     counts = f"{progress.done}/{progress.budget} done, {progress.running} running"
     parts = [Part((f"[{minutes:02d}:{seconds:02d}] trials {counts}",
                    f"[{minutes:02d}:{seconds:02d}] {counts}"), 100)]
-    if progress.parallelism:
-        parts.append(Part((f" (parallelism {progress.parallelism})", ""), 0))
+    if progress.parallelism:  # da-job update changes it: kept over the best's wording
+        parts.append(Part((f" (parallelism {progress.parallelism})", ""), 5))
     # A zero count may go at once, trials pending when all else is at its shortest.
     parts.append(Part((f", {progress.pending} pending", "") if not progress.pending
                       else (f", {progress.pending} pending",), 1, optional=True))
@@ -84,7 +84,7 @@ def progress_line(progress: Progress, objective: str, wants: str = "", note: str
                            f" | a trial waits since {since}", f" | waits since {since}"), 3,
                           optional=True))
     if note:
-        parts.append(Part((f" | {note}",), 5))
+        parts.append(Part((f" | {note}",), 6))
     return fit.clip(fit.fit_parts(parts, width), width)
 
 

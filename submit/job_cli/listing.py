@@ -20,7 +20,9 @@ from disauto.common import paths
 from disauto.common.trial_state import TrialState
 from disauto.submit.exit_status import ExitStatus
 from disauto.submit.fit import Column
+from disauto.submit.fit import columns
 from disauto.submit.fit import fit_table
+from disauto.submit.fit import short_path
 from disauto.submit.job_cli.base import Command
 from disauto.submit.job_cli.base import JobCommandError
 from disauto.submit.job_cli.base import arg
@@ -42,7 +44,7 @@ def run(args: argparse.Namespace, out: IO[str]) -> ExitStatus:
         print(json.dumps(listed, indent=2), file=out)
         return ExitStatus.SUCCESS
     if not jobs:
-        print(f"no jobs under {paths.jobs_dir()}", file=out)
+        print(f"no jobs under {short_path(paths.jobs_dir(), columns() - 14)}", file=out)
     else:
         _print_jobs(jobs, rows, out)
     if frameworks is not None:
@@ -74,13 +76,13 @@ def _print_frameworks(master: str, frameworks: Sequence[dict[str, Any]], here: s
     for row in frameworks:
         job = row["job_id"] or "-"
         if row["job_id"]:
-            job += " (here)" if row["job_id"] in here else " (another machine or home)"
+            job += " (here)" if row["job_id"] in here else " (elsewhere)"
         rows.append([row["framework_id"], row["name"], row["state"], str(row["running_tasks"]),
                      job])
     # A framework id is its master's id and a number: the end tells them apart.
     table = [Column("framework", narrowest=12, keep_end=True, first=1),
-             Column("name", narrowest=8),
-             Column("state", narrowest=8), Column("tasks"), Column("DisAuto job", narrowest=12)]
+             Column("name", narrowest=8), Column("state", narrowest=8), Column("tasks"),
+             Column("DisAuto job")]
     print("\n".join(fit_table(table, rows)), file=out)
 
 

@@ -115,8 +115,8 @@ def test_progress_line() -> None:
         "[02:05] trials 3/20 done, 2 running (parallelism 3), 1 pending, 1 failed | best "
         "accuracy=0.95 (trial-0003)")
     assert results.progress_line(progress, "accuracy", width=90) == (
-        "[02:05] trials 3/20 done, 2 running, 1 pending, 1 failed | best accuracy=0.95 "
-        "(trial-0003)")
+        "[02:05] trials 3/20 done, 2 running (parallelism 3), 1 pending, 1 failed | best 0.95 "
+        "(#3)")
     assert results.progress_line(progress, "accuracy", width=80) == (
         "[02:05] trials 3/20 done, 2 running, 1 pending, 1 failed | best 0.95 (#3)")
     assert results.progress_line(progress, "accuracy", width=60) == (
@@ -125,6 +125,11 @@ def test_progress_line() -> None:
         "[02:05] trials 3/20 done, 2 running, 1 failed")
     assert results.progress_line(progress, "accuracy", width=40) == (
         "[02:05] 3/20 done, 2 running, 1 failed")
+    # A parallelism changed by da-job update shows before the best's long wording.
+    updated = Progress(done=2, running=2, pending=0, failed=0, best=TRIALS[0], submitted=4,
+                       budget=8, elapsed=5.0, parallelism=2)
+    assert results.progress_line(updated, "accuracy", width=80) == (
+        "[00:05] trials 2/8 done, 2 running (parallelism 2) | best accuracy=0.8 (#1)")
     nothing = Progress(done=0, running=0, pending=0, failed=0, best=None, submitted=0,
                        budget=5, elapsed=0.4)
     assert results.progress_line(nothing, "accuracy", width=80) == (

@@ -61,5 +61,6 @@ def test_a_mistyped_flag_names_the_nearest_of_its_command(da_job: DaJob) -> None
 def test_the_table_dispatches_to_the_commands_function(home: Path) -> None:
     out = io.StringIO()
     assert table.run(["list"], out) == ExitStatus.SUCCESS
-    assert out.getvalue() == f"no jobs under {home / 'jobs'}\n"
+    said = out.getvalue()
+    assert said.startswith("no jobs under /") and said.endswith("/home/jobs\n")
     assert table.BY_NAME["list"].run is listing.run
