@@ -165,7 +165,7 @@ def run(submission: Submission, out: IO[str], err: IO[str], *,
     _print(out, f"{PROG}: {'resuming' if resume else 'job'} {config.job_id} "
                 f"({config.search.tuning_type}, {config.search.max_trials} trials, parallelism "
                 f"{config.search.parallelism}, seed {config.search.seed})")
-    print(f"{PROG}: job folder {short_path(job_dir, width=len(str(job_dir)))}", file=out)
+    print(f"{PROG}: job folder {short_path(job_dir, 10**6)}", file=out)
     for note in submission.notes:
         _print(err, f"{PROG}: note: {note}")
     try:
