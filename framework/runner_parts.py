@@ -27,9 +27,11 @@ from disauto.framework.telemetry.scheduler import TelemetryScheduler
 from disauto.framework.webui.server import JobPageServer
 
 
-PAGE_LINGER_SECONDS = 3.0
+PAGE_LINGER_SECONDS = 10.0
 """At the job's end, how long an open job page gets to fetch the final record before the page
-server stops (two of its polls)."""
+server stops (the server stops as soon as it has; a browser that draws its plots in software
+on a busy machine polls every few seconds, and a page that misses the end polls a server that
+is gone)."""
 
 
 @dataclass(frozen=True)

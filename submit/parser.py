@@ -13,6 +13,7 @@ from disauto.appcore.algorithms import ALGORITHMS
 from disauto.appcore.algorithms.bayesian import BACKENDS
 from disauto.appcore.pruners import PRUNERS
 from disauto.framework.policies import POLICIES
+from disauto.submit import suggest
 from disauto.submit.errors import DisAutoUsageError
 
 
@@ -45,7 +46,14 @@ class SpelledAppend(argparse.Action):
 
 class ArgumentParser(argparse.ArgumentParser):
     def error(self, message: str) -> Any:  # argparse's own errors become UsageError
-        raise UsageError(message)
+        raise UsageError(suggest.invalid_choice(self, message))
+
+    def parse_args(self, args: Any = None, namespace: Any = None) -> Any:
+        # As argparse's own, but an unknown flag gets the nearest known one ("did you mean").
+        parsed, extras = self.parse_known_args(args, namespace)
+        if extras:
+            self.error(suggest.unrecognized(extras, suggest.option_strings(self)))
+        return parsed
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -2,23 +2,33 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from collections.abc import Mapping
 from collections.abc import Sequence
 import csv
+from dataclasses import dataclass
+from dataclasses import field
 import json
 from pathlib import Path
 import textwrap
+import time
 from typing import IO
 from typing import Any
 
 from disauto.common import paths
 from disauto.common.objectives import Objectives
 from disauto.common.objectives import is_feasible
+from disauto.common.trial_state import TrialState
 from disauto.framework.job import Progress
 from disauto.framework.job import sorted_trials
 from disauto.framework.job.status import MEMORY_LIMITATION
+from disauto.framework.spec import JobConfig
 from disauto.framework.store import TrialRow
 from disauto.framework.telemetry.usage import megabytes
 from disauto.framework.telemetry.usage import suggested_memory_mb
+from disauto.protos import common_pb2
+from disauto.submit import fit
+from disauto.submit.fit import Part
 
 
 KILLED_NEED = 2.0
@@ -34,34 +44,51 @@ WAITING_NOTE_SECONDS = 10.0
 """A trial pending longer than this is named on the progress line (the cluster is busy)."""
 
 
-def progress_line(progress: Progress, objective: str, wants: str = "", note: str = "") -> str:
-    """One line: trials done / running / failed, best so far, elapsed; and a trial that waits.
+def progress_line(progress: Progress, objective: str, wants: str = "", note: str = "",
+                  width: int | None = None) -> str:
+    """One line of at most ``width`` characters (the terminal's): trials done / running /
+    failed, best so far, elapsed; a trial that waits; the note. What does not fit gives way
+    in this order: zero counts, the wording of the wait and of the best, the parallelism, the
+    word "trials"; then the pending count, the wait, the best; a note still too long is cut.
 
     Args:
         progress: the job's progress.
         objective: the objective's name.
         wants: what one trial asks for (``cpus=4, mem=5120 MB``), named while one waits.
         note: what else the user must know now (the master is away), appended.
+        width: the most characters (default: the terminal's width, 80 when unknown).
     """
+    width = fit.columns() if width is None else width
     minutes, seconds = divmod(int(progress.elapsed), 60)
-    slots = f" (parallelism {progress.parallelism})" if progress.parallelism else ""
-    line = (
-        f"[{minutes:02d}:{seconds:02d}] trials {progress.done}/{progress.budget} done, "
-        f"{progress.running} running{slots}, {progress.pending} pending, "
-        f"{progress.failed} failed"
-    )
+    counts = f"{progress.done}/{progress.budget} done, {progress.running} running"
+    parts = [Part((f"[{minutes:02d}:{seconds:02d}] trials {counts}",
+                   f"[{minutes:02d}:{seconds:02d}] {counts}"), 100)]
+    if progress.parallelism:  # da-job update changes it: kept over the best's wording
+        parts.append(Part((f" (parallelism {progress.parallelism})", ""), 5))
+    # A zero count may go at once, trials pending when all else is at its shortest.
+    parts.append(Part((f", {progress.pending} pending", "") if not progress.pending
+                      else (f", {progress.pending} pending",), 1, optional=True))
+    parts.append(Part((f", {progress.failed} failed", "") if not progress.failed
+                      else (f", {progress.failed} failed",), 2))
     best = progress.best
     if best is not None and best.objective is not None:
-        line += f" | best {objective}={best.objective:.6g} (trial-{best.number:04d})"
+        value = f"{best.objective:.6g}"
+        parts.append(Part((f" | best {objective}={value} (trial-{best.number:04d})",
+                           f" | best {objective}={value} (#{best.number})",
+                           f" | best {value} (#{best.number})"), 4, optional=True))
     if progress.waiting >= WAITING_NOTE_SECONDS:
         # The time it started waiting, not for how long: the line changes only when that does.
         since_minutes, since_seconds = divmod(int(progress.elapsed - progress.waiting), 60)
-        line += (f" | a trial waits for free resources since [{since_minutes:02d}:"
-                 f"{since_seconds:02d}]" + (f" ({wants} per trial)" if wants else "")
-                 + ": the cluster is busy")
+        since = f"[{since_minutes:02d}:{since_seconds:02d}]"
+        per_trial = f" ({wants} per trial)" if wants else ""
+        parts.append(Part((f" | a trial waits for free resources since {since}{per_trial}: "
+                           "the cluster is busy",
+                           f" | a trial waits for resources since {since}{per_trial}",
+                           f" | a trial waits since {since}", f" | waits since {since}"), 3,
+                          optional=True))
     if note:
-        line += f" | {note}"
-    return line
+        parts.append(Part((f" | {note}",), 6))
+    return fit.clip(fit.fit_parts(parts, width), width)
 
 
 def _param_names(trials: Sequence[TrialRow], order: Sequence[str]) -> list[str]:
@@ -127,12 +154,15 @@ def _notes(trials: Sequence[TrialRow], front: set[int]) -> dict[int, str]:
 
 
 def table(trials: Sequence[TrialRow], objective: str, maximize: bool, limit: int = 20,
-          param_order: Sequence[str] = (), objectives: Objectives | None = None) -> str:
+          param_order: Sequence[str] = (), width: int | None = None,
+          objectives: Objectives | None = None) -> str:
     """The trials, best first, as an aligned text table (at most ``limit`` rows).
 
     Parameters appear in ``param_order`` (the parameter file's order), then any others. With
-    several ``objectives`` each has a column and the Pareto front comes first, marked
-    ``front``; an infeasible trial is marked ``infeasible``.
+    ``width``, the table fits it: parameter values are clipped (``…``; results.csv has them
+    whole) and the time column left out before a row wraps. With several ``objectives`` each
+    has a column and the Pareto front comes first, marked ``front``; an infeasible trial is
+    marked ``infeasible``.
     """
     ordered, front = _ordered(trials, maximize, objectives)
     names = _param_names(ordered, param_order)
@@ -140,20 +170,18 @@ def table(trials: Sequence[TrialRow], objective: str, maximize: bool, limit: int
     shown = list(objectives.names) if objectives is not None and several else [objective]
     notes = _notes(trials, front)
     noted = any(notes.values())
-    header = ["trial", "state", *(["note"] if noted else []), *shown, *names, "time(s)"]
     rows = [
-        [f"trial-{t.number:04d}", t.state, *([notes[t.number] or "-"] if noted else []),
+        [f"trial-{t.number:04d}", str(t.state), *([notes[t.number] or "-"] if noted else []),
          *(_fmt(t.metrics[n]) if several and n in t.metrics
            else "-" if several or t.objective is None else _fmt(t.objective) for n in shown),
          *(_fmt(t.assignment.get(n, "")) for n in names),
          f"{t.training_seconds:.1f}"]
         for t in ordered[:limit]
     ]
-    widths = [max(len(str(c)) for c in column) for column in zip(header, *rows, strict=False)]
-    lines = ["  ".join(str(c).ljust(w) for c, w in zip(header, widths, strict=True)).rstrip(),
-             "  ".join("-" * w for w in widths)]
-    lines += ["  ".join(str(c).ljust(w) for c, w in zip(row, widths, strict=True)).rstrip()
-              for row in rows]
+    heading = [fit.Column("trial"), fit.Column("state"),
+               *([fit.Column("note")] if noted else []), *(fit.Column(n) for n in shown),
+               *(fit.Column(n, narrowest=6) for n in names), fit.Column("time(s)", drop=1)]
+    lines = fit.fit_table(heading, rows, width if width is not None else 10**6)
     if len(ordered) > limit:
         lines.append(f"... {len(ordered) - limit} more in results.csv")
     return "\n".join(lines)
@@ -168,6 +196,99 @@ def trial_dict(trial: TrialRow) -> dict[str, Any]:
             "message": trial.message, "usage": trial.usage.as_columns(),
             "constraints": None if trial.constraints is None else list(trial.constraints),
             "feasible": is_feasible(trial.constraints)}
+
+
+# -- results.json: one schema, running or ended ---------------------------------------------------
+
+SCHEMA = 1
+"""The version of results.json's schema (README, "results.json"); raised when a key changes
+meaning or goes, not when one is added."""
+
+
+@dataclass(frozen=True)
+class JobFacts:
+    """What results.json is made from: the job's configuration, meta values and trials, its
+    state (``running``, ``ended``, ``interrupted``), and da-submit's exit status once known."""
+
+    config: JobConfig
+    meta: Mapping[str, str]
+    trials: Sequence[TrialRow]
+    state: str
+    exit_status: int | None = None
+    now: float = field(default_factory=time.time)
+
+    @property
+    def maximize(self) -> bool:
+        return self.config.search.direction != common_pb2.MINIMIZE
+
+    @property
+    def objectives(self) -> Objectives:
+        return Objectives.from_spec(self.config.search)
+
+    def meta_time(self, key: str) -> float | None:
+        try:
+            return float(self.meta[key])
+        except (KeyError, ValueError):
+            return None
+
+
+def _job_part(record: JobFacts) -> dict[str, Any]:
+    config, search = record.config, record.config.search
+    interrupted = record.state == "interrupted"
+    started = record.meta_time("started_at")
+    ended = record.meta_time("ended_at") if record.state == "ended" else None
+    counts = {str(state): sum(1 for t in record.trials if t.state == state)
+              for state in TrialState}
+    return {
+        "schema": SCHEMA, "job_id": record.meta.get("job_id", config.job_id),
+        "app_name": config.app_name, "state": record.state,
+        "outcome": "INTERRUPTED" if interrupted else record.meta.get("outcome", ""),
+        "message": record.meta.get("interrupted_reason" if interrupted else "outcome_message",
+                                   ""),
+        "exit_status": record.exit_status,
+        "objective": search.objective, "direction": "maximize" if record.maximize
+        else "minimize", "seed": search.seed,
+        "budget": int(search.max_trials), "parallelism": int(search.parallelism),
+        "done": sum(1 for t in record.trials if TrialState(t.state).is_finished()),
+        "counts": counts,
+        "started_at": started, "ended_at": ended,
+        "duration_seconds": round(max(0.0, (ended or record.now) - started), 1)
+        if started else 0.0,
+    }
+
+
+def _best_part(record: JobFacts) -> dict[str, Any]:
+    ranked = sorted_trials(record.trials, record.maximize)
+    best = ranked[0] if ranked and ranked[0].state == TrialState.COMPLETED \
+        and is_feasible(ranked[0].constraints) else None
+    return {"best": None if best is None else {
+        "trial": best.number, "objective": best.objective, "assignment": best.assignment}}
+
+
+def _usage_part(record: JobFacts) -> dict[str, Any]:
+    return {"usage": usage_summary(record.trials, record.config.runner.mem_mb)}
+
+
+def _search_part(record: JobFacts) -> dict[str, Any]:
+    return search_keys(record.trials, record.objectives)
+
+
+def _trials_part(record: JobFacts) -> dict[str, Any]:
+    ordered, _ = _ordered(record.trials, record.maximize, record.objectives)
+    return {"trials": [trial_dict(t) for t in ordered]}
+
+
+PARTS: tuple[Callable[[JobFacts], dict[str, Any]], ...] = (
+    _job_part, _best_part, _search_part, _usage_part, _trials_part)
+"""results.json, part by part (a new part: one function here and its keys in the README)."""
+
+
+def document(record: JobFacts) -> dict[str, Any]:
+    """results.json of a job, running or ended: the same keys either way (README)."""
+    result: dict[str, Any] = {}
+    for part in PARTS:
+        result.update(part(record))
+    return result
 
 
 def memory_killed(trials: Sequence[TrialRow]) -> list[int]:
@@ -253,17 +374,13 @@ def _gpu_line(usage: dict[str, Any]) -> str:
     return ", ".join(parts)
 
 
-def write(job_dir: Path, summary: dict[str, Any], trials: Sequence[TrialRow],
-          maximize: bool, param_order: Sequence[str] = (),
-          objectives: Objectives | None = None) -> tuple[Path, Path]:
+def write(job_dir: Path, record: JobFacts, param_order: Sequence[str] = ()) -> tuple[Path, Path]:
     """Write results.json and results.csv into the job folder; return their paths."""
-    ordered, _ = _ordered(trials, maximize, objectives)
     json_path = job_dir / paths.RESULTS_JSON
-    json_path.write_text(json.dumps({**summary, "trials": [trial_dict(t) for t in ordered]},
-                                    indent=2, sort_keys=True))
+    json_path.write_text(json.dumps(document(record), indent=2, sort_keys=True))
     csv_path = job_dir / paths.RESULTS_CSV
     with csv_path.open("w", newline="") as handle:
-        write_csv(handle, trials, maximize, param_order, objectives)
+        write_csv(handle, record.trials, record.maximize, param_order, record.objectives)
     return json_path, csv_path
 
 

@@ -21,6 +21,7 @@ from disauto.common import paths
 from disauto.common.certificates import CertificateError
 from disauto.common.certificates import Identity
 from disauto.common.certificates import generate
+from disauto.common.messages import cause_first
 from disauto.common.objectives import Objectives
 from disauto.common.tls import FRAMEWORK_SERVER_NAME
 from disauto.common.trial_state import TrialState
@@ -32,6 +33,11 @@ from disauto.protos import common_pb2
 from disauto.protos import framework_pb2
 from disauto.submit.exit_status import ExitStatus
 from disauto.submit.exit_status import for_outcome
+from disauto.submit.fit import clip
+from disauto.submit.fit import columns
+from disauto.submit.fit import short_path
+from disauto.submit.fit import wrap
+from disauto.submit.jobs import load
 from disauto.submit.parser import PROG
 from disauto.submit.validate import Submission
 
@@ -101,7 +107,7 @@ def detach(job_id: str, python_args: Sequence[str], out: IO[str],
     print(f"{PROG}: job {job_id} runs in the background (pid {process.pid})", file=out)
     page = peek_meta(job_dir / paths.JOB_DB)[meta.WEBUI_URL]
     if page:
-        print(job_page_line(page, (job_dir / paths.TOKEN).read_text().strip()), file=out)
+        print(job_page_lines(page, (job_dir / paths.TOKEN).read_text().strip()), file=out)
     # One command a line, and only commands that do no harm when the whole block is pasted:
     # the kill is named inside a sentence (a line that starts "da-submit:" runs nothing).
     print(f"{PROG}: follow it with:", file=out)
@@ -112,11 +118,13 @@ def detach(job_id: str, python_args: Sequence[str], out: IO[str],
     return ExitStatus.SUCCESS
 
 
-def job_page_line(url: str, token: str) -> str:
-    """The line that gives the job page: its link with the job token in the fragment (which
-    no server sees nor logs), which lets the page kill trials and the job."""
-    return (f"{PROG}: job page {url} (read-only; with the job token, to kill trials or the "
-            f"job: {url}#token={token})")
+def job_page_lines(url: str, token: str) -> str:
+    """The lines that give the job page: its link, then the link with the job token in the
+    fragment (which no server sees nor logs), which lets the page kill trials and the job;
+    each link on a line of its own, whole (no terminal is wide enough for the second)."""
+    return (f"{PROG}: job page {url}\n"
+            f"{PROG}: to kill trials or the job from it, open it with the job token:\n"
+            f"  {url}#token={token}")
 
 
 def _registered(job_dir: Path, pid: int) -> bool:
@@ -150,13 +158,12 @@ def _announce(submission: Submission, job_dir: Path, resume: bool, out: IO[str],
               err: IO[str]) -> None:
     """The job's first lines: what it is, where its folder is, the notes on its flags."""
     config = submission.config
-    print(f"{PROG}: {'resuming' if resume else 'job'} {config.job_id} "
-          f"({config.search.tuning_type}, "
-          f"{config.search.max_trials} trials, parallelism {config.search.parallelism}, "
-          f"seed {config.search.seed})", file=out)
-    print(f"{PROG}: job folder {job_dir}", file=out)
+    _print(out, f"{PROG}: {'resuming' if resume else 'job'} {config.job_id} "
+                f"({config.search.tuning_type}, {config.search.max_trials} trials, parallelism "
+                f"{config.search.parallelism}, seed {config.search.seed})")
+    print(f"{PROG}: job folder {short_path(job_dir, 10**6)}", file=out)
     for note in submission.notes:
-        print(f"{PROG}: note: {note}", file=err)
+        _print(err, f"{PROG}: note: {note}")
 
 
 class _Run:
@@ -215,11 +222,11 @@ class _Run:
             return submission.master
         note = oversubscription_note(submission.config, submission.local_agents)
         if note:
-            print(f"{PROG}: note: {note}", file=self._err)
+            _print(self._err, f"{PROG}: note: {note}")
         self._cluster = start_local_cluster(submission.config, self._job_dir / paths.CLUSTER,
                                             submission.local_agents)
-        print(f"{PROG}: embedded Mesos master at http://{self._cluster.address}/ (its web page "
-              "lists the tasks; it stops with the job)", file=self._out)
+        _print(self._out, f"{PROG}: embedded Mesos master at http://{self._cluster.address}/ "
+                          "(its web page lists the tasks; it stops with the job)")
         return str(self._cluster.address)
 
     def _build(self, master: str) -> JobRunner:
@@ -259,7 +266,7 @@ class _Run:
             runner.store.set_meta(meta.STATE, meta.ENDED)
             return ExitStatus.MASTER_UNREACHABLE
         print(f"{PROG}: framework {runner.scheduler.framework_id} registered", file=self._out)
-        print(job_page_line(runner.page_url, runner.controller.job_token), file=self._out)
+        print(job_page_lines(runner.page_url, runner.controller.job_token), file=self._out)
         runner.store.set_meta(meta.FRAMEWORK_REGISTERED, True)
         return None
 
@@ -321,6 +328,18 @@ def job_identity(job_dir: Path, submission: Submission, resume: bool) -> Identit
     return identity
 
 
+def _print(stream: IO[str], text: str, max_lines: int = 0) -> None:
+    """Print ``text`` wrapped to the terminal's width, a path or URL never broken; with
+    ``max_lines``, the last line cut short (``…``) where there would be more."""
+    width = columns()
+    lines = wrap(text, width)
+    if max_lines and len(lines) > max_lines:
+        rest = " ".join(line.strip() for line in lines[max_lines - 1:])
+        indent = "  " if max_lines > 1 else ""
+        lines = [*lines[:max_lines - 1], indent + clip(rest, width - len(indent))]
+    print("\n".join(lines), file=stream)
+
+
 def _say(stream: IO[str], text: str) -> None:
     """Print, unless the terminal is gone (SIGHUP): the record matters, not this line."""
     try:
@@ -346,10 +365,13 @@ class _ProgressPrinter:
             return
         from disauto.submit.results import progress_line
 
-        line = progress_line(progress, self._objective, self._wants, note)
+        # On a terminal one column short of its width: a line that fills it would wrap when
+        # the cursor stays after its last character, and \r would rewrite only the wrap.
+        width = columns() - 1 if self._tty else columns()
+        line = progress_line(progress, self._objective, self._wants, note, width)
         core = line.split("] ", 1)[-1]
         if self._tty:
-            self._out.write("\r" + line.ljust(len(self._last)))
+            self._out.write("\r" + line.ljust(min(len(self._last), width)))
             self._out.flush()
             self._last = line
         elif core != self._last or time.monotonic() - self._last_time > 30:
@@ -375,24 +397,14 @@ def _report(runner: Any, job_dir: Path, out: IO[str], err: IO[str], objective: s
         outcome_name, message = "INTERRUPTED", interrupted
     trials = controller.trials()
     best = controller.best_trial()
-    summary = {
-        "job_id": runner.config.job_id,
-        "app_name": runner.config.app_name,
-        "outcome": outcome_name,
-        "message": message,
-        "exit_status": int(status),
-        "objective": objective,
-        "direction": "maximize" if maximize else "minimize",
-        "seed": runner.config.search.seed,
-        "best": None if best is None else {
-            "trial": best.number, "objective": best.objective, "assignment": best.assignment,
-        },
-        "usage": results.usage_summary(trials, runner.config.runner.mem_mb),
-    }
-    objectives = Objectives.from_spec(runner.config.search)
-    summary.update(results.search_keys(trials, objectives))
+    job = load(job_dir)
+    state = "interrupted" if outcome_name == "INTERRUPTED" else "ended"
     order = [p.name for p in runner.config.search.space.parameters]
-    json_path, csv_path = results.write(job_dir, summary, trials, maximize, order, objectives)
+    objectives = Objectives.from_spec(runner.config.search)
+    facts = {**job.meta, "outcome": outcome_name, "outcome_message": message}
+    record = results.JobFacts(runner.config, facts, trials, state, int(status))
+    json_path, csv_path = results.write(job_dir, record, order)
+    search = results.search_keys(trials, objectives)
     try:  # the record is written; the terminal may be gone (SIGHUP)
         if outcome_name in ("UNSCHEDULABLE", "FRAMEWORK_LOST") \
                 or status == ExitStatus.MASTER_UNREACHABLE:
@@ -401,22 +413,27 @@ def _report(runner: Any, job_dir: Path, out: IO[str], err: IO[str], objective: s
         if trials:
             print("", file=out)
             print(results.table(trials, objective, maximize, param_order=order,
-                                objectives=objectives), file=out)
+                                objectives=objectives, width=columns()), file=out)
         print("", file=out)
-        print(f"{PROG}: {outcome_name.lower().replace('_', ' ')}: {message}", file=out)
+        _print(out, f"{PROG}: {outcome_name.lower().replace('_', ' ')}: "
+                    f"{cause_first(message)}", max_lines=3)
         if best is not None:
             params = ", ".join(f"{k}={v!r}" for k, v in best.assignment.items())
-            print(f"{PROG}: best trial-{best.number:04d}: {objective}={best.objective:.6g} "
-                  f"with {params}", file=out)
+            _print(out, f"{PROG}: best trial-{best.number:04d}: {objective}="
+                        f"{best.objective:.6g} with {params}")
         elif status != ExitStatus.CTRL_C:
             failed = [t for t in trials if t.state == TrialState.FAILED]
-            why = f"; the first failure: trial-{failed[0].number:04d}: {failed[0].message}" \
-                if failed else ""
-            print(f"{PROG}: error: no trial produced a result{why}", file=err)
-        for line in results.search_lines(summary, objectives):
+            if failed:  # the cause first, on a line of its own (the whole message: results)
+                print(f"{PROG}: error: no trial produced a result; the first failure, "
+                      f"trial-{failed[0].number:04d}:", file=err)
+                _print(err, f"  {cause_first(failed[0].message)}", max_lines=2)
+            else:
+                print(f"{PROG}: error: no trial produced a result", file=err)
+        for line in results.search_lines(search, objectives):
             print(f"{PROG}: {line}", file=out)
         for line in results.usage_lines(trials, runner.config.runner.mem_mb):
-            print(f"{PROG}: {line}", file=out)
-        print(f"{PROG}: results in {json_path} and {csv_path}", file=out)
+            _print(out, f"{PROG}: {line}")
+        _print(out, f"{PROG}: {json_path.name} and {csv_path.name} in "
+                    f"{short_path(json_path.parent, 10**6)}/")
     except OSError:
         pass

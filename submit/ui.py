@@ -12,11 +12,14 @@ from collections.abc import Iterator
 from collections.abc import Mapping
 from pathlib import Path
 from typing import IO
+import webbrowser
 
 from disauto.common import paths
 from disauto.framework.webui.server import JobPageServer
 from disauto.framework.webui.sources import JobSource
 from disauto.framework.webui.sources import RecordedJob
+from disauto.submit.fit import columns
+from disauto.submit.fit import short_path
 from disauto.submit.jobs import load
 
 
@@ -44,12 +47,18 @@ class RecordedJobs(Mapping[str, JobSource]):
         return len(self._folders())
 
 
-def serve(host: str, port: int, out: IO[str]) -> None:
-    """Serve until interrupted (Ctrl-C)."""
+def serve(host: str, port: int, out: IO[str], open_browser: bool = False) -> None:
+    """Serve until interrupted (Ctrl-C); with ``open_browser``, open the index in this machine's
+    web browser (Python's ``webbrowser``: ``$BROWSER``, else the desktop's) once listening."""
     jobs = RecordedJobs(paths.jobs_dir())
     server = JobPageServer(lambda: jobs, host, host, port=port)
-    print(f"da-job ui: {len(jobs)} jobs of {paths.jobs_dir()} at {server.url} (Ctrl-C stops)",
-          file=out, flush=True)
+    count = f"{len(jobs)} job{'' if len(jobs) == 1 else 's'}"
+    print(f"da-job ui: {count} of {short_path(paths.jobs_dir(), columns() - 40)}, "
+          "served until Ctrl-C; open in a browser:", file=out)
+    print(f"  {server.url}", file=out, flush=True)
+    if open_browser and not webbrowser.open(server.url):
+        print("da-job ui: no web browser found here (set $BROWSER); open the address above",
+              file=out, flush=True)
     try:
         server.serve_forever()
     finally:

@@ -46,6 +46,7 @@ from disauto.protos import common_pb2
 from disauto.submit.params import load_parameter_file
 from disauto.submit.parser import POLICY_SETTING
 from disauto.submit.parser import UsageError
+from disauto.submit.suggest import nearest
 from disauto.submit.values import existing_file
 from disauto.submit.values import key_values
 from disauto.submit.values import pair
@@ -64,6 +65,10 @@ MAX_GPUS = 1024
 """The largest --seed: the search libraries seed NumPy generators, which take 32 bits."""
 
 logger = logging.getLogger(__name__)
+
+
+DIRECTIONS = ("maximize", "minimize")
+"""What ``--direction`` takes, per objective."""
 
 
 def _policy_settings(policy: str, items: Sequence[str], spellings: Sequence[str] = ()
@@ -270,9 +275,10 @@ def _objectives(args: argparse.Namespace) -> Objectives:
     else:
         directions = _split("--direction", args.direction)
         for direction in directions:
-            if direction not in ("maximize", "minimize"):
+            if direction not in DIRECTIONS:
+                near = nearest(direction, DIRECTIONS)
                 raise UsageError(f"--direction: invalid value {direction!r}: expected maximize "
-                                 "or minimize")
+                                 "or minimize" + (f" (did you mean {near}?)" if near else ""))
         if len(directions) != len(names):
             raise UsageError(f"--direction: {len(directions)} given for {len(names)} "
                              f"objective{'s' if several else ''} ({', '.join(names)}); give one "

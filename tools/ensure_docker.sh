@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Make a Docker engine available on this machine, for the container tests and `make images`:
 #   1. install docker.io (the engine) and mmdebstrap (to build the base image) with apt-get
-#      when they are missing (root only);
+#      when they are missing (root only), waiting for another apt-get's lock (tools/apt.sh);
 #   2. start dockerd in the background when no engine answers, and wait until it does.
 # Idempotent: with an engine already answering it only checks. The engine's log goes to
 # $DISAUTO_DOCKERD_LOG (default /var/log/disauto-dockerd.log). When it started dockerd, its last
@@ -12,6 +12,8 @@
 # (--storage-driver=vfs --iptables=false --bridge=none). The tasks of the embedded cluster use
 # host networking, so they need no bridge.
 set -euo pipefail
+# apt_get: apt-get that waits for another one's lock (tools/apt.sh).
+source "$(dirname "${BASH_SOURCE[0]}")/apt.sh"
 
 log_file="${DISAUTO_DOCKERD_LOG:-/var/log/disauto-dockerd.log}"
 socket="/var/run/docker.sock"
@@ -40,9 +42,8 @@ if ((${#missing[@]})); then
     exit 1
   fi
   say "installing ${missing[*]}"
-  apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
-    "${missing[@]}" >/dev/null
+  apt_get update -qq
+  apt_get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
 if [[ -n "${DOCKER_HOST:-}" && "${DOCKER_HOST}" != unix://* ]]; then

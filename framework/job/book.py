@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from collections.abc import Mapping
 from collections.abc import Sequence
+import math
 import threading
 import time
 from typing import Any
@@ -75,15 +76,18 @@ def trial_proto(trial: TrialRow) -> common_pb2.Trial:
 
 
 def sorted_trials(trials: Sequence[TrialRow], maximize: bool) -> list[TrialRow]:
-    """Trials best first: completed by objective (feasible first), then the rest by number."""
+    """Trials best first: completed by objective, the feasible first (equal ones in the order
+    they completed, so the best so far stays the best until another beats it), then the rest
+    by number."""
     sign = -1.0 if maximize else 1.0
 
-    def key(t: TrialRow) -> tuple[bool, bool, float, int]:
+    def key(t: TrialRow) -> tuple[bool, bool, float, float, int]:
         # Only a completed trial's objective ranks it: a killed or failed trial may carry an
         # intermediate value, and "the rest" sort by number, not by that value.
         ranked = t.state == TrialState.COMPLETED and t.objective is not None
         return (not ranked, ranked and not is_feasible(t.constraints),
-                sign * (t.objective or 0.0) if ranked else 0.0, t.number)
+                sign * (t.objective or 0.0) if ranked else 0.0,
+                (t.ended_at or math.inf) if ranked else 0.0, t.number)
 
     return sorted(trials, key=key)
 
@@ -156,14 +160,15 @@ class TrialBook:
             return None if trial is None else _copy(trial)
 
     def best(self, maximize: bool) -> TrialRow | None:
-        """The feasible completed trial with the best objective (the first, on a tie)."""
+        """The feasible completed trial with the best objective (of equal ones, the first to
+        complete)."""
         with self.lock:
-            done = [t for t in self._trials.values() if t.state == TrialState.COMPLETED
-                    and t.objective is not None and is_feasible(t.constraints)]
-            if not done:
-                return None
-            sign = 1.0 if maximize else -1.0
-            return max(done, key=lambda t: (sign * float(t.objective or 0.0), -t.number))
+            ranked = sorted_trials(list(self._trials.values()), maximize)
+        best = ranked[0] if ranked else None
+        if best is None or best.state != TrialState.COMPLETED or best.objective is None \
+                or not is_feasible(best.constraints):
+            return None
+        return best
 
     def history(self, objective: str) -> list[common_pb2.Trial]:
         """Every trial as AppCore restores from it: with its objective's values by step, from

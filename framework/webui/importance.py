@@ -1,14 +1,18 @@
-"""Parameter importance of a job's completed trials, by Optuna's ``get_param_importances``.
+"""Parameter importance of a job's trials, by Optuna's ``get_param_importances``.
 
 The record is turned into an in-memory Optuna study (one ``FrozenTrial`` per completed trial,
-with a distribution per parameter that holds every value the space allows); Optuna's default
-evaluator (PED-ANOVA in Optuna 5) ranks the parameters. Too few trials give a note instead.
+and per pruned trial with its last intermediate value, with a distribution per parameter that
+holds every value the space allows); Optuna's default evaluator (PED-ANOVA in Optuna 5) ranks
+the parameters. Too few trials give a note instead.
 """
 
 from __future__ import annotations
 
+from collections.abc import Hashable
 from collections.abc import Mapping
 from collections.abc import Sequence
+from dataclasses import dataclass
+from dataclasses import field
 import logging
 import threading
 from typing import Any
@@ -29,7 +33,7 @@ from disauto.common.space import SearchSpace
 logger = logging.getLogger(__name__)
 
 MIN_TRIALS = 4
-"""Completed trials below which importance is not computed (the page says so)."""
+"""Completed and pruned trials below which importance is not computed (the page says so)."""
 
 Completed = Sequence[tuple[Mapping[str, Any], float]]
 """``(assignment, objective)`` of each completed trial."""
@@ -44,19 +48,29 @@ def distribution(param: RealParam | IntParam | CategoricalParam) -> BaseDistribu
     return CategoricalDistribution(param.choices)
 
 
-def importances(space: SearchSpace, completed: Completed, maximize: bool) -> dict[str, Any]:
-    """``{"values": {name: importance}}`` best first, or ``{"note": why not}``."""
-    if len(completed) < MIN_TRIALS:
-        return {"note": f"parameter importance needs at least {MIN_TRIALS} completed trials "
-                        f"({len(completed)} so far)"}
+def importances(space: SearchSpace, completed: Completed, maximize: bool,
+                pruned: Completed = ()) -> dict[str, Any]:
+    """``{"values": {name: importance}, "basis": what they were computed over}`` best first,
+    or ``{"note": why not}``.
+
+    ``pruned``: ``(assignment, last intermediate value)`` of each pruned trial. Optuna's
+    evaluators read completed trials only; with early stopping most trials are pruned (ASHA:
+    12 of 15), so each pruned trial is told to the study as completed with the last value it
+    reported, as Optuna's TPE sampler ranks pruned trials by their last intermediate value. A
+    value at an early step is a worse one, which is what the pruner judged it to be.
+    """
+    trials = [*completed, *pruned]
+    if len(trials) < MIN_TRIALS:
+        return {"note": f"parameter importance needs at least {MIN_TRIALS} completed or pruned "
+                        f"trials ({len(completed)} completed, {len(pruned)} pruned so far)"}
     distributions = {p.name: distribution(p) for p in space if not distribution(p).single()}
     if not distributions:
         return {"note": "no parameter takes more than one value"}
-    values = {value for _, value in completed}
+    values = {value for _, value in trials}
     if len(values) < 2:
-        return {"note": "every completed trial has the same objective: nothing to rank by"}
+        return {"note": "every trial has the same objective: nothing to rank by"}
     study = optuna.create_study(direction="maximize" if maximize else "minimize")
-    for assignment, value in completed:
+    for assignment, value in trials:
         present = {name: d for name, d in distributions.items() if name in assignment}
         study.add_trial(optuna.trial.create_trial(  # a conditional parameter may be inactive
             params={name: assignment[name] for name in present},
@@ -67,26 +81,78 @@ def importances(space: SearchSpace, completed: Completed, maximize: bool) -> dic
             ranked = optuna.importance.get_param_importances(study)
     except (ValueError, RuntimeError) as err:
         return {"note": f"Optuna cannot rank the parameters yet: {err}"}
-    return {"values": {name: float(value) for name, value in ranked.items()}}
+    basis = f"{len(completed)} completed trial{'s' if len(completed) != 1 else ''}"
+    if pruned:
+        basis += (f" and {len(pruned)} pruned (each counted with its last intermediate "
+                  "value)")
+    return {"values": {name: float(value) for name, value in ranked.items()}, "basis": basis}
+
+
+@dataclass
+class _Answer:
+    """A job's last answer (``key``: the trials it was computed over) and the computation in
+    flight, if any."""
+
+    key: Hashable = None
+    answer: dict[str, Any] | None = None
+    computing: Hashable = None
+    done: threading.Event = field(default_factory=threading.Event)
+
+
+PENDING_NOTE = "parameter importance is being computed (Optuna)…"
 
 
 class ImportanceCache:
-    """Remembers each job's last answer until its completed trials change."""
+    """Each job's last answer, kept until its completed or pruned trials change.
+
+    Optuna takes seconds on a busy machine (the first time, more: it imports its evaluator),
+    so the page's server does not wait for it: :meth:`get` with ``wait`` computes in a thread
+    of its own and answers with the job's last answer meanwhile (``"pending": true``; the
+    page's next poll has the new one).
+    """
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._answers: dict[str, tuple[tuple[int, ...], dict[str, Any]]] = {}
+        self._jobs: dict[str, _Answer] = {}
 
-    def get(self, job_id: str, key: tuple[int, ...], space: SearchSpace, completed: Completed,
-            maximize: bool) -> dict[str, Any]:
+    def get(self, job_id: str, key: Hashable, space: SearchSpace, completed: Completed,
+            maximize: bool, pruned: Completed = (), wait: float | None = None
+            ) -> dict[str, Any]:
+        """The answer over these trials (``key`` names them): computed here when ``wait`` is
+        None, else in a thread, waited for up to ``wait`` seconds."""
         with self._lock:
-            known = self._answers.get(job_id)
-        if known is not None and known[0] == key:
-            return known[1]
-        answer = importances(space, completed, maximize)
+            job = self._jobs.setdefault(job_id, _Answer())
+            if job.key == key and job.answer is not None:
+                return job.answer
+            if wait is not None and job.computing is None:
+                job.computing, job.done = key, threading.Event()
+                threading.Thread(target=self._compute, name="disauto-importance", daemon=True,
+                                 args=(job, key, space, completed, maximize, pruned)).start()
+            done = job.done if job.computing == key else None
+        if wait is None:
+            self._compute(job, key, space, completed, maximize, pruned)
+        elif done is not None:
+            done.wait(wait)
         with self._lock:
-            self._answers[job_id] = (key, answer)
-        return answer
+            if job.key == key and job.answer is not None:
+                return job.answer
+            last = job.answer
+        if last is not None and "values" in last:
+            return {**last, "pending": True}
+        return {"note": PENDING_NOTE, "pending": True}
+
+    def _compute(self, job: _Answer, key: Hashable, space: SearchSpace, completed: Completed,
+                 maximize: bool, pruned: Completed) -> None:
+        try:
+            answer = importances(space, completed, maximize, pruned)
+        except Exception as err:  # noqa: BLE001 - a note on the page, never a dead thread
+            logger.warning("parameter importance failed: %s", err)
+            answer = {"note": f"Optuna cannot rank the parameters: {err}"}
+        with self._lock:
+            job.key, job.answer = key, answer
+            if job.computing == key:
+                job.computing = None
+                job.done.set()
 
 
 optuna.logging.set_verbosity(optuna.logging.WARNING)

@@ -42,6 +42,7 @@ from urllib.parse import urlsplit
 from disauto.framework.webui import dataservice
 from disauto.framework.webui.sources import ActionError
 from disauto.framework.webui.sources import JobSource
+from disauto.framework.webui.views import LIVE_WAIT
 from disauto.framework.webui.views import job_view
 from disauto.framework.webui.views import page_data
 from disauto.framework.webui.views import to_json
@@ -186,7 +187,7 @@ class _Handler(BaseHTTPRequestHandler):
         elif rest == "/api/page" and method == "GET":
             ending = self.server.ending  # type: ignore[attr-defined]
             self.server.last_page_poll = time.monotonic()  # type: ignore[attr-defined]
-            self._json(200, page_data(source.record()))
+            self._json(200, page_data(source.record(), wait=LIVE_WAIT))
             if ending:
                 self.server.final_served.set()  # type: ignore[attr-defined]
         elif rest.startswith(("/api/registry", "/api/data")):

@@ -16,8 +16,11 @@ import json
 import time
 from typing import Any
 
+from disauto.common.messages import cause_first
+from disauto.common.space import CategoricalParam
 from disauto.common.space import space_from_proto
 from disauto.common.trial_state import TrialState
+from disauto.framework.job import sorted_trials
 from disauto.framework.spec import JobConfig
 from disauto.framework.store import JobStore
 from disauto.framework.store import TrialRow
@@ -102,16 +105,30 @@ def job_view(record: Record) -> dict[str, Any]:
         "counts": counts,
         "best": _best(record.trials, search.direction != common_pb2.MINIMIZE),
         "parameters": [p.name for p in search.space.parameters],
+        "scales": _scales(config),
         "webui_url": record.meta.get("webui_url", ""),
     }
 
 
+def _scales(config: JobConfig) -> dict[str, str]:
+    """How each parameter's axis is drawn: ``log`` (searched on a log scale), ``linear``, or
+    ``choice`` (an axis of its labels)."""
+    scales = {}
+    for param in space_from_proto(config.search.space):
+        if isinstance(param, CategoricalParam):
+            scales[param.name] = "choice"
+        else:
+            scales[param.name] = "log" if param.log else "linear"
+    return scales
+
+
 def _best(trials: Sequence[TrialRow], maximize: bool) -> dict[str, Any] | None:
-    done = [t for t in trials if t.state == TrialState.COMPLETED and t.objective is not None]
-    if not done:
+    """The best completed trial; of equal ones, the first to complete (as the progress line
+    and da-job say)."""
+    ranked = sorted_trials(trials, maximize)
+    best = ranked[0] if ranked else None
+    if best is None or best.state != TrialState.COMPLETED or best.objective is None:
         return None
-    sign = 1.0 if maximize else -1.0
-    best = max(done, key=lambda t: (sign * float(t.objective or 0.0), -t.number))
     return {"trial": best.number, "objective": best.objective}
 
 
@@ -129,6 +146,7 @@ def trial_view(trial: TrialRow, intermediate: Sequence[tuple[int, float]],
         "final": trial.final_reported,
         "metrics": trial.metrics,
         "message": trial.message,
+        "cause": cause_first(trial.message) if trial.message else "",
         "task_id": trial.task_id,
         "agent": trial.agent_id,
         "retries": trial.retries,
@@ -157,25 +175,38 @@ def intermediate_values(reports: Sequence[Mapping[str, Any]],
 _IMPORTANCE = ImportanceCache()
 
 
-def importance_view(record: Record, cache: ImportanceCache = _IMPORTANCE) -> dict[str, Any]:
-    """Optuna's parameter importance over the completed trials, or a note saying why not."""
+def importance_view(record: Record, cache: ImportanceCache = _IMPORTANCE,
+                    wait: float | None = None) -> dict[str, Any]:
+    """Optuna's parameter importance over the completed trials and the pruned ones (each with
+    its last intermediate value, as Optuna's TPE counts a pruned trial), or a note saying why
+    not. ``wait``: at most this long for it (None: until it is computed); meanwhile the last
+    answer, marked ``pending``."""
     config = record.config
     completed = [t for t in record.trials
                  if t.state == TrialState.COMPLETED and t.objective is not None]
-    key = tuple(t.number for t in completed)
+    pruned = [t for t in record.trials
+              if t.state == TrialState.PRUNED and t.objective is not None]
+    key = (tuple(t.number for t in completed), tuple(t.number for t in pruned))
     return cache.get(config.job_id, key, space_from_proto(config.search.space),
                      [(t.assignment, float(t.objective or 0.0)) for t in completed],
-                     config.search.direction != common_pb2.MINIMIZE)
+                     config.search.direction != common_pb2.MINIMIZE,
+                     [(t.assignment, float(t.objective or 0.0)) for t in pruned], wait)
 
 
-def page_data(record: Record) -> dict[str, Any]:
-    """Everything the page shows, as one JSON-ready object."""
+LIVE_WAIT = 0.5
+"""How long the page's server waits for parameter importance before answering without it."""
+
+
+def page_data(record: Record, wait: float | None = None) -> dict[str, Any]:
+    """Everything the page shows, as one JSON-ready object. ``wait``: how long to wait for
+    parameter importance (None, as report.html: until it is computed; the page's server:
+    :data:`LIVE_WAIT`, the page's next poll has it)."""
     job = job_view(record)
     steps = intermediate_values(record.reports, job["objective"])
     return {
         "job": job,
         "trials": [trial_view(t, steps.get(t.number, []), record.now) for t in record.trials],
-        "importance": importance_view(record),
+        "importance": importance_view(record, wait=wait),
         "telemetry": {"available": any(value is not None for t in record.trials
                                        for value in t.usage.as_columns().values()),
                       "note": TELEMETRY_NOTE},

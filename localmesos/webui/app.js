@@ -1,7 +1,9 @@
-// The embedded master's web UI. It polls the master's own endpoints and redraws the page in
-// place: /master/state and /metrics/snapshot for the overview and framework pages,
-// /files/browse for a sandbox listing, /files/read (with offsets) for a live tail, and links to
-// /files/download. Every text from the cluster is inserted as text, never as HTML.
+// The embedded master's web UI, with the pages of the Mesos UI (src/webui of apache/mesos:
+// home, frameworks, a framework, agents, an agent, a sandbox, a file). It polls the master's
+// own endpoints and redraws the page in place: /master/state and /metrics/snapshot for the
+// overview, framework and agent pages, /files/browse for a sandbox listing, /files/read (with
+// offsets) for a live tail, and links to /files/download. Every text from the cluster is
+// inserted as text, never as HTML.
 "use strict";
 
 const POLL_MS = 1000;
@@ -70,6 +72,31 @@ function ago(seconds) {
   if (s < 60) return s + " s ago";
   if (s < 3600) return Math.floor(s / 60) + " min ago";
   return Math.floor(s / 3600) + " h ago";
+}
+
+// A label's value as people read it: a JSON object (DisAuto's disauto.assignment) as
+// "name=value, ...", anything else as it is.
+function labelText(label) {
+  if (label.value === undefined) return label.key;
+  let value = label.value;
+  try {
+    const parsed = JSON.parse(label.value);
+    if (parsed && typeof parsed === "object" && !Array.isArray(parsed)) {
+      value = Object.entries(parsed).map(([k, v]) => k + "=" + (typeof v === "object"
+        ? JSON.stringify(v) : String(v))).join(", ");
+    }
+  } catch (e) {
+    // not JSON: shown as it is
+  }
+  return label.key + ": " + value;
+}
+
+function agentLink(id) {
+  return link("#/agents/" + encodeURIComponent(id), id, {class: "agent"});
+}
+
+function frameworkLink(id) {
+  return link("#/frameworks/" + encodeURIComponent(id), id, {class: "framework"});
 }
 
 function roles(fw) {
@@ -163,10 +190,24 @@ function overview() {
   ];
 }
 
+function frameworksPage() {
+  return [el("h1", {}, "Frameworks"), frameworkTables()];
+}
+
+function agentsPage() {
+  return [el("h1", {}, "Agents"), agentTable()];
+}
+
+function notFound(hash) {
+  return [el("h1", {}, "No such page"),
+    el("p", {}, "Nothing is at " + hash + ": see the ", link("#/", "overview"), ", the ",
+      link("#/frameworks", "frameworks"), " or the ", link("#/agents", "agents"), ".")];
+}
+
 function frameworkRow(fw) {
   const url = fw.webui_url ? safeUrl(fw.webui_url) : null;
   return el("tr", {"data-framework": fw.id},
-    el("td", {}, link("#/frameworks/" + encodeURIComponent(fw.id), fw.id)),
+    el("td", {}, frameworkLink(fw.id)),
     el("td", {}, fw.name),
     el("td", {}, url ? link(url, fw.hostname || url, {class: "webui"}) : fw.hostname),
     el("td", {}, fw.user),
@@ -199,7 +240,7 @@ function agentTable() {
     name + " free");
   headers.push("Registered");
   const rows = masterState.slaves.map((a) => el("tr", {"data-agent": a.id},
-    el("td", {}, a.id),
+    el("td", {}, agentLink(a.id)),
     el("td", {}, a.hostname),
     RESOURCES.map((name) => {
       const total = a.resources[name] || 0;
@@ -218,13 +259,15 @@ function taskRow(task) {
   const times = taskTimes(task);
   const sandbox = sandboxOf(task);
   const labels = (task.labels || []).map((l) =>
-    el("span", {class: "label"}, l.key + (l.value !== undefined ? "=" + l.value : "")));
+    el("span", {class: "label", title: l.key + "=" + (l.value === undefined ? "" : l.value)},
+      labelText(l)));
   return el("tr", {"data-task": task.id},
     el("td", {}, task.id),
     el("td", {}, task.name),
     el("td", {class: "state state-" + task.state}, task.state),
     el("td", {}, labels),
-    el("td", {}, agent ? agent.hostname + " (" + task.slave_id + ")" : task.slave_id),
+    el("td", {}, agent ? [agent.hostname, " (", agentLink(task.slave_id), ")"]
+      : agentLink(task.slave_id)),
     el("td", {}, when(times.started)),
     el("td", {}, when(times.stopped)),
     el("td", {},
@@ -261,6 +304,53 @@ function frameworkPage(id) {
     table(headers, fw.tasks.map(taskRow), {id: "active-tasks"}),
     el("h2", {}, "Completed tasks"),
     table(headers, fw.completed_tasks.map(taskRow), {id: "completed-tasks"}),
+  ];
+}
+
+function agentPage(id) {
+  const agent = agentById(id);
+  if (!agent) return [el("h1", {}, "Agent " + id), el("p", {}, "Not known to the master.")];
+  const resourceRows = RESOURCES.map((name) => {
+    const total = agent.resources[name] || 0;
+    const used = agent.used_resources[name] || 0;
+    return el("tr", {"data-resource": name},
+      el("td", {}, name),
+      el("td", {class: "num"}, num(used, name)),
+      el("td", {class: "num"}, num((agent.offered_resources || {})[name], name)),
+      el("td", {class: "num"}, num(total - used, name)),
+      el("td", {class: "num"}, num(total, name)));
+  });
+  const attributes = Object.entries(agent.attributes || {}).map(([k, v]) => k + ":" + v);
+  const here = (task) => task.slave_id === id;
+  const frameworks = allFrameworks().filter((fw) => fw.tasks.some(here) ||
+    (fw.executors || []).some((e) => e.slave_id === id));
+  const frameworkRows = frameworks.map((fw) => el("tr", {"data-framework": fw.id},
+    el("td", {}, frameworkLink(fw.id)),
+    el("td", {}, fw.name),
+    el("td", {}, fw.user),
+    el("td", {class: "num"}, String(fw.tasks.filter(here).length)),
+    RESOURCES.map((name) => el("td", {class: "num"}, num(fw.tasks.filter(here)
+      .reduce((sum, t) => sum + ((t.resources || {})[name] || 0), 0), name)))));
+  const headers = ["ID", "Name", "State", "Labels", "Agent", "Started", "Stopped", "Sandbox"];
+  const active = allFrameworks().flatMap((fw) => fw.tasks.filter(here));
+  const completed = allFrameworks().flatMap((fw) => (fw.completed_tasks || []).filter(here));
+  return [
+    el("h1", {}, "Agent " + agent.hostname),
+    el("dl", {},
+      el("dt", {}, "ID"), el("dd", {}, agent.id),
+      el("dt", {}, "PID"), el("dd", {}, agent.pid),
+      el("dt", {}, "Version"), el("dd", {}, agent.version || ""),
+      el("dt", {}, "Registered"), el("dd", {}, when(agent.registered_time)),
+      el("dt", {}, "Attributes"), el("dd", {}, attributes.join("; ") || "none")),
+    el("h2", {}, "Resources"),
+    table(["", "Used", "Offered", "Free", "Total"], resourceRows, {id: "agent-resources"}),
+    el("h2", {}, "Frameworks"),
+    table(["ID", "Name", "User", "Active tasks", "CPUs", "GPUs", "Mem", "Disk"],
+      frameworkRows, {id: "agent-frameworks"}),
+    el("h2", {}, "Active tasks"),
+    table(headers, active.map(taskRow), {id: "active-tasks"}),
+    el("h2", {}, "Completed tasks"),
+    table(headers, completed.slice(-100).map(taskRow), {id: "completed-tasks"}),
   ];
 }
 
@@ -344,6 +434,7 @@ function filePage(path) {
 // Every page but a file's tail is redrawn on every poll; the tail follows its file itself.
 function render(routeChanged) {
   const {parts, query} = route();
+  markMenu(parts);
   if (routeChanged) stopTail();
   if (parts[0] === "browse") {
     browsePage(query.get("path") || "/");
@@ -354,8 +445,25 @@ function render(routeChanged) {
     return;
   }
   if (!masterState) return;
-  const content = parts[0] === "frameworks" && parts[1] ? frameworkPage(parts[1]) : overview();
-  document.getElementById("page").replaceChildren(...content.flat(Infinity));
+  document.getElementById("page").replaceChildren(...page(parts).flat(Infinity));
+}
+
+// The page of a route: #/, #/frameworks[/id], #/agents[/id]; anything else says so.
+function page(parts) {
+  const [section, id, extra] = parts;
+  if (extra !== undefined) return notFound(location.hash);
+  if (section === undefined) return overview();
+  if (section === "frameworks") return id === undefined ? frameworksPage() : frameworkPage(id);
+  if (section === "agents") return id === undefined ? agentsPage() : agentPage(id);
+  return notFound(location.hash);
+}
+
+// The menu marks the section shown.
+function markMenu(parts) {
+  const section = parts[0] === "browse" || parts[0] === "file" ? "" : (parts[0] || "");
+  for (const a of document.querySelectorAll("header nav a")) {
+    a.classList.toggle("current", a.getAttribute("href") === "#/" + section);
+  }
 }
 
 window.addEventListener("hashchange", () => render(true));

@@ -70,6 +70,12 @@ class Job:
     def output(self) -> str:
         return "\n".join(self.lines)
 
+    @property
+    def words(self) -> str:
+        """The output word by word, one space apart: what da-submit said whatever the lines
+        it wrapped its prose into (80 columns)."""
+        return " ".join(self.output.split())
+
     def wait_for_line(self, pattern: str, timeout: float = 60.0) -> re.Match[str]:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:

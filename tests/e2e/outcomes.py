@@ -14,6 +14,7 @@ from pathlib import Path
 import sqlite3
 from typing import Any
 
+from disauto.common.messages import cause_first
 from tests.e2e.conftest import Job
 
 
@@ -56,7 +57,9 @@ def check_ended(job: Job, code: int, outcome: str, *, best: int | None,
     assert results["outcome"] == meta["outcome"] == outcome, (results["outcome"], job.output)
     assert results["exit_status"] == code
     words = "error" if outcome == "UNSCHEDULABLE" else outcome.lower().replace("_", " ")
-    assert f"da-submit: {words}: {results['message']}" in job.output
+    # Printed cause first, wrapped to 80 columns and cut after three lines.
+    said = " ".join(f"da-submit: {words}: {cause_first(results['message'])}".split())
+    assert said[:120] in job.words, (said, job.output)
     assert "Traceback" not in job.output
     # Every trial has ended, and the three records agree trial by trial.
     assert set(ended.states().values()) <= TERMINAL, ended.states()

@@ -45,7 +45,7 @@ def test_a_bayesian_job_runs_to_its_budget(submit: Any, workdir: Path, backend: 
     assert len(set(assignments)) == 6
     assert all(0.0 <= t["assignment"]["x"] <= 1.0 and t["assignment"]["n"] in (0, 1, 2)
                for t in results["trials"])
-    assert "(bayesian, 6 trials, parallelism 2" in job.output
+    assert "(bayesian, 6 trials, parallelism 2" in job.words
 
 
 def test_early_stopping_prunes_trials_and_the_job_still_completes(

@@ -109,9 +109,10 @@ def test_gpu_trials_figures_reach_the_store_results_and_status(
     assert rows[1]["peak_gpu_memory_mb"] == "1024.0" and rows[2]["peak_gpu_memory_mb"] == "2048.0"
 
     # da-job status, and the job's own summary.
+    # (Each wrapped to 80 columns: compared word by word.)
     line = "GPU 45 % busy on average (2 trials), largest GPU memory 2048 MB (trial-0002)"
-    assert f"usage: {line}" in _status(tmp_path / "home", results["job_id"])
-    assert line in job.output
+    assert f"usage: {line}" in " ".join(_status(tmp_path / "home", results["job_id"]).split())
+    assert f"da-submit: {line}" in job.words
 
 
 # The real NVML path, no stand-in: the test extra installs nvidia-ml-py, and there is no driver.

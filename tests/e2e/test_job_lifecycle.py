@@ -334,8 +334,11 @@ def test_on_a_cluster_that_lives_on_the_resumed_framework_adopts_appcore_and_tri
     assert logs.returncode == 0 and f"trial {running} starts" in logs.stdout, logs.stderr
     listed = shell.job("list", "--master", address)  # the master still knows the framework
     assert listed.returncode == 0, listed.stderr
-    assert any(framework_id in line and "inactive" in line and f"{job} (here)" in line
-               for line in listed.stdout.splitlines()), listed.stdout
+    assert any(line.startswith(f"…{framework_id[-11:]}") and "inactive" in line
+               and f"{job} (here)" in line for line in listed.stdout.splitlines()), listed.stdout
+    assert max(len(line) for line in listed.stdout.splitlines()) <= 80
+    frameworks = json.loads(shell.job("list", "--master", address, "--json").stdout)["frameworks"]
+    assert [(f["framework_id"], f["job_id"]) for f in frameworks] == [(framework_id, job)]
     squatter = socket.socket()
     if port_taken:  # another process took the framework's port: it resumes on another one,
         squatter.bind(("0.0.0.0", int(meta["grpc_port"])))  # which AppCore and runners

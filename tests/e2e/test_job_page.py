@@ -53,7 +53,10 @@ while True:
     time.sleep(0.3)
 report(accuracy=accuracy, final=True)
 '''
-PAGE_LINE = r"job page (\S+) \(read-only; with the job token, to kill trials or the job: (\S+)\)"
+PAGE_LINE = r"^  (http://\S+/)#token=(\S+)$"
+"""The line that gives the job page with the job token: its URL and the token."""
+HISTORY_POINTS = "((document.getElementById('plot-history').data || [])[0] || {x: []}).x.length"
+"""The points of "Objective by trial" (0 until Plotly, which loads on its own, has drawn it)."""
 
 
 @pytest.fixture
@@ -121,9 +124,9 @@ def record(job_dir: Path, number: int) -> tuple[str, str]:
 def test_a_running_jobs_page_end_to_end(submit: Any, tmp_path: Path, control: Path,
                                         page: Any) -> None:
     job = submit(*flags(tmp_path, "--trail-steps", "8", "--parallelism", "2"))
-    url, with_token = job.wait_for_line(PAGE_LINE, timeout=90).groups()
-    token = with_token.split("#token=", 1)[1]
+    url, token = job.wait_for_line(PAGE_LINE, timeout=90).groups()
     job_dir = job.job_dir()
+    assert f"da-submit: job page {url}" in job.output
     assert url.startswith("http://127.0.0.1:") and token == (job_dir / "job.token").read_text()
 
     # Opened read-only (no token): the running trials are listed.
@@ -172,13 +175,14 @@ def test_a_running_jobs_page_end_to_end(submit: Any, tmp_path: Path, control: Pa
     row(page, 5, "RUNNING")  # trials 4 and 5 hold the two slots
 
     # The plots hold one point per completed trial.
-    page.wait_for_function("document.getElementById('plot-history').data[0].x.length === 2")
+    page.wait_for_function(f"{HISTORY_POINTS} === 2")
     points = plot_points(page)
     assert points["history"] == points["time"] == 2
     assert points["parallel"] == [2, 2, 2]  # x, k and the objective
     assert len(points["best"]) == 2 and points["best"][1] >= points["best"][0]
     assert {"trial 1", "trial 2", "trial 3"} <= set(points["intermediate"])
-    assert "needs at least 4 completed trials (2 so far)" in points["importance_note"]
+    assert "needs at least 4 completed or pruned trials (2 completed, 0 pruned so far)" \
+        in points["importance_note"]
     assert page.locator("#telemetry-note").text_content().startswith("Resource use")
     shot(page, "job-page")
 
@@ -204,6 +208,44 @@ def test_a_running_jobs_page_end_to_end(submit: Any, tmp_path: Path, control: Pa
     _da_job_ui(page, job.home, job_dir.name)
 
 
+def test_a_cpu_only_jobs_page_from_start_to_end_has_no_console_error(
+        submit: Any, tmp_path: Path, control: Path, browser: Any) -> None:
+    """In a laptop's window (1,366 px): the trials' actions stay inside it, nothing the page
+    asks is refused (this job has no GPU samples) and nothing is asked once the job ended."""
+    from playwright.sync_api import expect
+
+    context = browser.new_context(viewport={"width": 1366, "height": 768})
+    page = context.new_page()
+    problems: list[str] = []
+    asked: list[str] = []
+    page.on("console", lambda m: problems.append(f"console: {m.text}")
+            if m.type == "error" else None)
+    page.on("requestfailed", lambda r: problems.append(f"failed: {r.url}"))
+    page.on("response", lambda r: problems.append(f"{r.status}: {r.url}")
+            if r.status >= 400 else None)
+    page.on("request", lambda r: asked.append(r.url))
+    try:
+        job = submit(*flags(tmp_path, "--trail-steps", "3", "--parallelism", "2"))
+        url, _ = job.wait_for_line(PAGE_LINE, timeout=90).groups()
+        page.goto(url)
+        row(page, 1, "RUNNING")
+        expect(page.locator("#plot-memory")).to_have_attribute("data-points", re.compile(
+            r"[1-9]\d*"), timeout=30_000)  # the running trial's measured memory
+        box = page.locator('#trials tr[data-number="1"] td.actions').bounding_box()
+        assert box is not None and box["x"] + box["width"] <= 1366
+        (control / "release-all").touch()
+        assert job.wait(90) == 0
+        expect(page.locator("#job-state")).to_have_text("ended", timeout=15_000)
+        count = len(asked)
+        page.wait_for_timeout(5000)
+        assert asked[count:] == []
+        assert not [u for u in asked if "gpu" in u]
+        assert problems == []
+        shot(page, "job-page-ended")
+    finally:
+        context.close()
+
+
 @contextlib.contextmanager
 def _da_job_ui_server(home: Path) -> Iterator[str]:
     """A ``da-job ui`` process on any free port; its root URL."""
@@ -214,9 +256,9 @@ def _da_job_ui_server(home: Path) -> Iterator[str]:
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
         assert process.stdout is not None
-        line = process.stdout.readline()
-        match = re.search(r"at (http://127\.0\.0\.1:\d+/)", line)
-        assert match, line
+        said = process.stdout.readline() + process.stdout.readline()
+        match = re.search(r"open in a browser:\n  (http://127\.0\.0\.1:\d+/)\n", said)
+        assert match, said
         yield match.group(1)
     finally:
         process.terminate()
@@ -240,7 +282,7 @@ def _da_job_ui(page: Any, home: Path, job_id: str) -> None:
         row(page, 3, "COMPLETED")
         assert page.text_content("#job-state") == "ended"
         assert "job killed" in page.text_content("#job-outcome")
-        page.wait_for_function("document.getElementById('plot-history').data[0].x.length === 2")
+        page.wait_for_function(f"{HISTORY_POINTS} === 2")
         shot(page, "da-job-ui")
         page.goto(root)
         page.wait_for_selector(f"#jobs a:has-text('{job_id}')")
@@ -262,7 +304,7 @@ def test_the_page_of_a_job_on_a_da_cluster_master(submit: Any, tmp_path: Path, c
         (control / f"release-{number}").touch()
     row(page, 3, "COMPLETED")
     row(page, 4, "RUNNING")
-    page.wait_for_function("document.getElementById('plot-history').data[0].x.length === 3")
+    page.wait_for_function(f"{HISTORY_POINTS} === 3")
     assert page.text_content("#job-state") == "running"
     shot(page, "job-page-da-cluster")
 

@@ -228,10 +228,12 @@ def test_a_job_in_which_every_trial_failed_exits_6_naming_the_first_failure(
                             "--max-failed-trials", "10"), env={"MODE": "fail"})
     ended = check_ended(job, 6, "BUDGET_SPENT", best=None)
     assert set(ended.states().values()) == {"FAILED"}
-    line = next(line for line in job.lines if "no trial produced a result" in line)
-    assert line.startswith("da-submit: error: no trial produced a result; the first failure: "
-                           "trial-0001: TASK_FAILED")
-    assert "cannot train" in line
+    lines = list(job.lines)
+    at = next(i for i, line in enumerate(lines) if "no trial produced a result" in line)
+    assert lines[at] == "da-submit: error: no trial produced a result; the first failure, " \
+                        "trial-0001:"
+    assert lines[at + 1].startswith("  cannot train (TASK_FAILED "), lines[at + 1]
+    assert len(lines[at + 1]) <= 80
 
 
 def test_a_master_that_requires_authentication_is_one_line_at_once(

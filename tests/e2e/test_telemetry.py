@@ -65,7 +65,7 @@ def test_local_job_records_what_its_trials_used(submit: Any, workdir: Path) -> N
     largest = max(t["usage"]["peak_rss_bytes"] for t in results["trials"])
     assert usage["largest_peak_rss_bytes"] == largest
     assert usage["suggested_app_runner_memory_mb"] >= 1.2 * largest / (1 << 20)
-    assert "fits the trials seen" in job.output and "largest peak memory" in job.output
+    assert "fits the trials seen" in job.words and "largest peak memory" in job.words
     with (job.job_dir() / "results.csv").open() as handle:
         rows = list(csv.DictReader(handle))
     assert all(float(row["peak_rss_mb"]) > 150 and float(row["cpu_seconds"]) > 0.5

@@ -44,4 +44,4 @@ def test_an_out_of_memory_trial_names_its_peak_and_limit(submit: Any, workdir: P
     assert usage["memory_killed_trials"] == [1]
     assert usage["suggested_app_runner_memory_mb"] > 64  # above the limit that killed it
     assert (f"trial-0001 killed by the 64M memory limit needed more: --app-runner-memory "
-            f"{usage['suggested_app_runner_memory_mb']}M at least") in job.output, job.output
+            f"{usage['suggested_app_runner_memory_mb']}M at least") in job.words, job.output

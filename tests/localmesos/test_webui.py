@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+import re
 from typing import Any
 
 import pytest
@@ -81,7 +82,8 @@ def test_pages_follow_the_cluster_live(
 
     offer = framework.wait_event(lambda e: e["type"] == "OFFERS")["offers"]["offers"][0]
     agent_id = offer["agent_id"]["value"]
-    labels = {"labels": [{"key": "trial", "value": "7"}]}
+    labels = {"labels": [{"key": "trial", "value": "7"},
+                         {"key": "disauto.assignment", "value": '{"x": 0.5, "lr": 0.01}'}]}
     framework.launch(offer, [command_task(offer, "tailed", TAILED, cpus=0.5, labels=labels)])
 
     # Used and free CPUs of the task's agent change without a reload.
@@ -90,10 +92,29 @@ def test_pages_follow_the_cluster_live(
     expect(busy.locator('td[data-free="cpus"]')).to_have_text("1.50")
     _shot(page, "overview")
 
+    # The menu's Agents, then the task's agent: its resources and its tasks.
+    page.click("header nav a:has-text('Agents')")
+    expect(page).to_have_url(re.compile(r"#/agents$"))
+    expect(page.locator("header nav a.current")).to_have_text("Agents")
+    expect(page.locator("#agents tr[data-agent]")).to_have_count(2)
+    page.locator(f'#agents tr[data-agent="{agent_id}"] a.agent').click()
+    expect(page.locator("h1")).to_contain_text("Agent ")
+    expect(page.locator('#agent-resources tr[data-resource="cpus"]')).to_contain_text("0.50")
+    expect(page.locator(f'#agent-frameworks tr[data-framework="{framework.framework_id}"]')
+           ).to_contain_text("hpo-job")
+    on_agent = page.locator('#active-tasks tr[data-task="tailed"]')
+    expect(on_agent).to_contain_text("TASK_RUNNING")
+    _shot(page, "agent")
+
+    page.click("header nav a:has-text('Frameworks')")
+    expect(page.locator("header nav a.current")).to_have_text("Frameworks")
+    row = page.locator(f'#active-frameworks tr[data-framework="{framework.framework_id}"]')
     row.locator("a").first.click()
     task = page.locator('#active-tasks tr[data-task="tailed"]')
     expect(task).to_contain_text("TASK_RUNNING")
-    expect(task).to_contain_text("trial=7")
+    expect(task).to_contain_text("trial: 7")
+    expect(task).to_contain_text("disauto.assignment: x=0.5, lr=0.01")  # not raw JSON
+    expect(task.locator("a.agent")).to_have_attribute("href", f"#/agents/{agent_id}")
     expect(page.locator("a.webui")).to_have_attribute("href", WEBUI_URL)
     _shot(page, "framework")
 
@@ -120,6 +141,25 @@ def test_pages_follow_the_cluster_live(
     expect(done).to_contain_text("TASK_KILLED", timeout=15000)
     expect(page.locator('#active-tasks tr[data-task="tailed"]')).to_have_count(0)
     wait_until(lambda: not cluster.master.frameworks[framework.framework_id].tasks, timeout=15)
+
+
+def test_every_route_has_its_page_and_nothing_is_refused(cluster: LocalCluster,
+                                                         page: Any) -> None:
+    from playwright.sync_api import expect
+
+    refused: list[str] = []
+    page.on("response", lambda r: refused.append(f"{r.status} {r.url}")
+            if r.status >= 400 else None)
+    page.goto(f"http://{cluster.address}/#/nowhere")
+    expect(page.locator("h1")).to_have_text("No such page")
+    for route, heading in (("#/frameworks", "Frameworks"), ("#/agents", "Agents"),
+                           ("#/agents/no-such-agent", "Agent no-such-agent"),
+                           ("#/agents/a/b", "No such page"), ("#/", "Master ")):
+        page.goto(f"http://{cluster.address}/{route}")
+        expect(page.locator("h1")).to_contain_text(heading)
+    assert page.locator("link[rel=icon]").get_attribute("href").startswith("data:image/svg")
+    page.wait_for_timeout(1500)  # a poll or two
+    assert refused == []
 
 
 def test_a_webui_url_that_is_not_http_is_shown_as_text(cluster: LocalCluster, page: Any) -> None:

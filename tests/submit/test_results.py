@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import io
 import json
 from pathlib import Path
 
@@ -16,6 +17,7 @@ from disauto.protos import framework_pb2
 from disauto.submit import results
 from disauto.submit.exit_status import ExitStatus
 from disauto.submit.exit_status import for_outcome
+from tests.inprocess import job_config
 
 
 def row(number: int, state: str, objective: float | None = None, **extra: object) -> TrialRow:
@@ -73,13 +75,18 @@ def test_table_limit_points_to_the_csv() -> None:
     assert lines[-1] == "... 4 more in results.csv"
 
 
+def facts(trials: list[TrialRow], **meta: str) -> results.JobFacts:
+    return results.JobFacts(job_config(job_id="job-1"), meta, trials, "ended", 0)
+
+
 def test_written_results(tmp_path: Path) -> None:
-    summary = {"job_id": "job-1", "outcome": "BUDGET_SPENT", "best": 3}
-    json_path, csv_path = results.write(tmp_path, summary, TRIALS, maximize=True)
+    json_path, csv_path = results.write(tmp_path, facts(TRIALS, outcome="BUDGET_SPENT"))
     assert (json_path, csv_path) == (tmp_path / "results.json", tmp_path / "results.csv")
 
     data = json.loads(json_path.read_text())
-    assert {k: data[k] for k in summary} == summary
+    assert (data["job_id"], data["outcome"], data["exit_status"]) == ("job-1", "BUDGET_SPENT", 0)
+    assert data["best"] == {"trial": 3, "objective": 0.95, "assignment": {"lr": 0.03,
+                                                                          "act": "relu"}}
     assert [t["number"] for t in data["trials"]] == [3, 1, 7, 5, 2, 4, 6]
     assert data["trials"][0] == {
         "number": 3, "state": "COMPLETED", "objective": 0.95,
@@ -105,26 +112,62 @@ def test_written_results(tmp_path: Path) -> None:
 
 def test_progress_line() -> None:
     progress = Progress(done=3, running=2, pending=1, failed=1, best=TRIALS[2], submitted=7,
-                        budget=20, elapsed=125.7)
-    assert results.progress_line(progress, "accuracy") == (
-        "[02:05] trials 3/20 done, 2 running, 1 pending, 1 failed | best accuracy=0.95 "
-        "(trial-0003)")
+                        budget=20, elapsed=125.7, parallelism=3)
+    assert results.progress_line(progress, "accuracy", width=120) == (
+        "[02:05] trials 3/20 done, 2 running (parallelism 3), 1 pending, 1 failed | best "
+        "accuracy=0.95 (trial-0003)")
+    assert results.progress_line(progress, "accuracy", width=90) == (
+        "[02:05] trials 3/20 done, 2 running (parallelism 3), 1 pending, 1 failed | best 0.95 "
+        "(#3)")
+    assert results.progress_line(progress, "accuracy", width=80) == (
+        "[02:05] trials 3/20 done, 2 running, 1 pending, 1 failed | best 0.95 (#3)")
+    assert results.progress_line(progress, "accuracy", width=60) == (
+        "[02:05] 3/20 done, 2 running, 1 failed | best 0.95 (#3)")
+    assert results.progress_line(progress, "accuracy", width=45) == (
+        "[02:05] trials 3/20 done, 2 running, 1 failed")
+    assert results.progress_line(progress, "accuracy", width=40) == (
+        "[02:05] 3/20 done, 2 running, 1 failed")
+    # A parallelism changed by da-job update shows before the best's long wording.
+    updated = Progress(done=2, running=2, pending=0, failed=0, best=TRIALS[0], submitted=4,
+                       budget=8, elapsed=5.0, parallelism=2)
+    assert results.progress_line(updated, "accuracy", width=80) == (
+        "[00:05] trials 2/8 done, 2 running (parallelism 2) | best accuracy=0.8 (#1)")
     nothing = Progress(done=0, running=0, pending=0, failed=0, best=None, submitted=0,
                        budget=5, elapsed=0.4)
-    assert results.progress_line(nothing, "accuracy") == (
+    assert results.progress_line(nothing, "accuracy", width=80) == (
         "[00:00] trials 0/5 done, 0 running, 0 pending, 0 failed")
+    assert results.progress_line(nothing, "accuracy", width=40) == (
+        "[00:00] trials 0/5 done, 0 running")
+
+
+def test_a_long_progress_line_fits_80_columns(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("COLUMNS", "80")
+    best = row(1234, "COMPLETED", 0.987654321)
+    progress = Progress(done=1234, running=16, pending=3, failed=12, best=best,
+                        submitted=1265, budget=5000, elapsed=3725.0, waiting=40.0,
+                        parallelism=16)
+    line = results.progress_line(progress, "validation_accuracy", "cpus=4, mem=5120 MB")
+    assert line == ("[62:05] 1234/5000 done, 16 running, 3 pending, 12 failed | best 0.987654 "
+                    "(#1234)")
+    away = results.progress_line(progress, "validation_accuracy", "cpus=4, mem=5120 MB",
+                                 "the Mesos master is away since 10:02:03; retrying, the job "
+                                 "stops after 10m without it")
+    assert away == ("[62:05] 1234/5000 done, 16 running, 12 failed | the Mesos master is away "
+                    "since …")
 
 
 def test_progress_line_says_when_a_trial_waits_for_resources() -> None:
-    def line(waiting: float, elapsed: float) -> str:
+    def line(waiting: float, elapsed: float, width: int = 200) -> str:
         progress = Progress(done=1, running=1, pending=1, failed=0, best=None, submitted=3,
                             budget=9, elapsed=elapsed, waiting=waiting)
-        return results.progress_line(progress, "accuracy", "cpus=3, mem=5120 MB")
+        return results.progress_line(progress, "accuracy", "cpus=3, mem=5120 MB", width=width)
 
     assert "waits" not in line(waiting=5.0, elapsed=60.0)  # a moment in the queue is normal
     assert line(waiting=12.0, elapsed=70.0) == (
         "[01:10] trials 1/9 done, 1 running, 1 pending, 0 failed | a trial waits for free "
         "resources since [00:58] (cpus=3, mem=5120 MB per trial): the cluster is busy")
+    assert line(waiting=12.0, elapsed=70.0, width=80) == (
+        "[01:10] trials 1/9 done, 1 running, 1 pending | a trial waits since [00:58]")
     # The note does not change while the same trial waits (a line per change off a terminal).
     assert line(12.0, 70.0).split("] ", 1)[1] == line(42.0, 100.0).split("] ", 1)[1]
 
@@ -159,7 +202,7 @@ def test_parameters_follow_the_parameter_files_order(tmp_path: Path) -> None:
     header = results.table(trials, "accuracy", maximize=True,
                            param_order=("lr", "act")).splitlines()[0].split()
     assert header == ["trial", "state", "accuracy", "lr", "act", "zeta", "time(s)"]
-    _, csv_path = results.write(tmp_path, {}, trials, maximize=True, param_order=("lr", "act"))
+    _, csv_path = results.write(tmp_path, facts(trials), param_order=("lr", "act"))
     with csv_path.open(newline="") as handle:
         assert next(csv.reader(handle))[3:6] == ["lr", "act", "zeta"]
 
@@ -254,8 +297,9 @@ def test_an_infeasible_trial_is_marked_without_the_objectives_too() -> None:
 
 
 def test_the_csv_and_json_carry_feasibility_and_the_front(tmp_path: Path) -> None:
-    json_path, csv_path = results.write(tmp_path, {"pareto_front": [1, 6]}, PAIRS, True,
-                                        objectives=TWO)
+    config = job_config(job_id="job-1")
+    TWO.write_to(config.search)
+    json_path, csv_path = results.write(tmp_path, results.JobFacts(config, {}, PAIRS, "ended"))
     with csv_path.open(newline="") as handle:
         rows = list(csv.DictReader(handle))
     assert [r["trial"] for r in rows[:2]] == ["1", "6"]
@@ -270,7 +314,7 @@ def test_the_csv_and_json_carry_feasibility_and_the_front(tmp_path: Path) -> Non
 
 
 def test_a_job_without_constraints_keeps_its_csv_columns(tmp_path: Path) -> None:
-    _, csv_path = results.write(tmp_path, {}, TRIALS, True)
+    _, csv_path = results.write(tmp_path, facts(TRIALS))
     header = csv_path.read_text().splitlines()[0]
     assert "feasible" not in header and "pareto_front" not in header
 
@@ -287,3 +331,23 @@ def test_the_summary_lines_name_the_front_and_the_infeasible_trials() -> None:
     wrapped = results.search_lines(many, TWO)
     assert " ".join(wrapped).endswith("trial-0008 ... (11 in all)")
     assert all(len("da-submit: " + line) <= 80 for line in wrapped)
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_the_live_line_stays_one_column_short_of_the_terminal(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from disauto.submit.run import _ProgressPrinter
+
+    monkeypatch.setenv("COLUMNS", "80")
+    terminal = _Terminal()
+    show = _ProgressPrinter(terminal, "validation_accuracy", quiet=False, wants="cpus=4")
+    for done in (1, 2, 1234):
+        show(Progress(done=done, running=16, pending=3, failed=12,
+                      best=row(7, "COMPLETED", 0.9), submitted=1265, budget=5000,
+                      elapsed=3725.0, waiting=40.0, parallelism=16))
+    show.done()
+    written = terminal.getvalue()
+    assert written.endswith("\n") and written.count("\r") == 3
+    assert max(len(line.rstrip("\n")) for line in written.split("\r")) == 79

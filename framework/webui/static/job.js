@@ -1,17 +1,26 @@
 // The DisAuto job page: polls the job's JSON (api/page) while it runs, or shows the data a
 // report.html carries inline (window.DISAUTO_DATA). Plots are Plotly's (plotly.min.js from the
-// plotly Python package).
+// plotly Python package), loaded without holding up the page: the facts and the trials show as
+// soon as the data comes, the plots once Plotly is there. Nothing is asked of the server once
+// the job has ended and the framework's server is going away.
 "use strict";
 
 const OFFLINE = window.DISAUTO_DATA !== undefined;
 const IN_FLIGHT = ["PENDING", "LAUNCHING", "RUNNING"];
+const POLL_MS = 1500;
+const MAX_LEGEND = 8;  // more traces than this: no legend (hover names the trial)
 const page = {
-  data: null, sort: { key: "number", dir: 1 }, token: "",
+  data: null, sort: { key: "number", dir: 1 }, token: "", failures: 0, gone: false,
   log: { trial: null, stream: "stdout", offset: -1, busy: false },
   usage: { trial: null, busy: false },
+  plotly: null,  // a promise of Plotly
+  drawn: {},  // what each plot shows now (changed())
 };
 const $ = (id) => document.getElementById(id);
 const tokenKey = () => "disauto-token:" + location.pathname;
+const running = () => Boolean(page.data && page.data.job.state === "running");
+// May the page ask its server for more? Not once the framework's own server has stopped.
+const asking = () => !OFFLINE && !page.gone;
 
 // -- the job token: from the page's form or the link's fragment (#token=...), never a URL query
 
@@ -32,6 +41,7 @@ function say(text, isError) {
 }
 
 async function post(path) {
+  if (!asking()) return;
   const headers = { "Content-Type": "application/json" };
   if (page.token) headers.Authorization = "Bearer " + page.token;
   try {
@@ -62,6 +72,23 @@ function fmtBytes(bytes) {
 
 function fmtPercent(value) {
   return value === null || value === undefined ? "" : value.toFixed(1) + " %";
+}
+
+// A Mesos agent or framework id as people tell them apart: the number after its master's id.
+function shortId(id) {
+  const match = /^[0-9a-f-]{36}-(S?\d+)$/i.exec(id || "");
+  return match ? "…-" + match[1] : (id || "");
+}
+
+// A step of integer ticks (1, 2, 5, 10, 20, ...) giving about ten ticks up to max.
+function intStep(max) {
+  let step = 1;
+  for (let scale = 1; ; scale *= 10) {
+    for (const m of [1, 2, 5]) {
+      step = m * scale;
+      if (max / step <= 10) return step;
+    }
+  }
 }
 
 function fmtSeconds(seconds) {
@@ -100,7 +127,7 @@ function renderJob(job) {
     div.append(dt, dd);
     return div;
   }));
-  $("kill-job").disabled = OFFLINE || job.state !== "running";
+  $("kill-job").disabled = OFFLINE || job.state !== "running" || page.gone;
 }
 
 // -- the trials table: sortable (click a heading), filterable (text, state)
@@ -117,8 +144,10 @@ function columns(job) {
     { key: "peak_rss", title: "peak memory", value: (t) => t.usage.peak_rss_bytes, text: fmtBytes },
     { key: "cpu_seconds", title: "CPU s", value: (t) => t.usage.cpu_seconds },
     { key: "gpu", title: "mean GPU", value: (t) => t.usage.mean_gpu_utilization, text: fmtPercent },
-    { key: "agent", title: "agent", value: (t) => t.agent },
-    { key: "message", title: "message", value: (t) => t.message },
+    { key: "agent", title: "agent", value: (t) => t.agent, text: shortId, full: (t) => t.agent },
+    // The cause first (the last line of a failure's stderr), the whole message on hover.
+    { key: "message", title: "message", value: (t) => t.cause || t.message,
+      full: (t) => t.message },
   ];
 }
 
@@ -137,6 +166,7 @@ function renderTrials(data) {
   for (const col of cols) {
     const th = document.createElement("th");
     th.textContent = col.title;
+    th.title = col.title;
     th.dataset.key = col.key;
     if (page.sort.key === col.key) th.className = page.sort.dir > 0 ? "sorted-asc" : "sorted-desc";
     th.onclick = () => {
@@ -145,7 +175,9 @@ function renderTrials(data) {
     };
     head.append(th);
   }
-  head.append(document.createElement("th"));
+  const actionsHead = document.createElement("th");
+  actionsHead.className = "actions";
+  head.append(actionsHead);
   table.tHead.replaceChildren(head);
 
   const states = $("state-filter");
@@ -170,9 +202,11 @@ function renderTrials(data) {
       const value = col.value(trial);
       td.textContent = col.text ? col.text(value) : fmtNumber(value);
       td.dataset.key = col.key;
+      if (col.full && col.full(trial)) td.title = col.full(trial);
       if (col.key === "state") td.className = "state-" + trial.state;
     }
     const actions = row.insertCell();
+    actions.className = "actions";
     const show = document.createElement("button");
     show.textContent = "log";
     show.className = "show-log";
@@ -183,7 +217,12 @@ function renderTrials(data) {
       kill.textContent = "kill";
       kill.className = "danger kill-trial";
       kill.dataset.trial = trial.number;
-      kill.onclick = () => post("api/trials/" + trial.number + "/kill");
+      kill.onclick = () => {
+        if (confirm("Kill trial " + trial.number + "? It is recorded KILLED and its slot is "
+          + "refilled; it does not count toward --max-failed-trials.")) {
+          post("api/trials/" + trial.number + "/kill");
+        }
+      };
       actions.append(kill);
     }
   }
@@ -194,79 +233,175 @@ function renderTrials(data) {
 // -- the plots (Plotly)
 
 const CONFIG = { displaylogo: false, responsive: true };
+// The legend above the plot, where it takes no height from the data nor hides an axis title.
 const layout = (x, y, extra) => Object.assign({
-  margin: { l: 55, r: 15, t: 10, b: 45 }, xaxis: { title: { text: x } },
-  yaxis: { title: { text: y } }, legend: { orientation: "h", y: -0.25 }, hovermode: "closest",
+  margin: { l: 55, r: 15, t: 30, b: 45 }, xaxis: { title: { text: x } },
+  yaxis: { title: { text: y } }, hovermode: "closest",
+  legend: { orientation: "h", x: 0, xanchor: "left", y: 1.02, yanchor: "bottom" },
 }, extra || {});
+// An axis of whole numbers (trials, steps): no tick at 1.5.
+const intAxis = (title, max) => ({ title: { text: title }, tick0: 0, dtick: intStep(max || 1) });
 
-function bestSoFar(values, maximize) {
+// The best so far at each point, and the trial that holds it: it changes only when a trial
+// beats it (a trial that only equals it does not take it over).
+function bestSoFar(trials, maximize) {
   let best = null;
-  return values.map((v) => (best = best === null ? v : (maximize ? Math.max(best, v) : Math.min(best, v))));
+  return trials.map((t) => {
+    if (best === null || (maximize ? t.objective > best.objective : t.objective < best.objective)) {
+      best = t;
+    }
+    return best;
+  });
+}
+
+function plotlyReady() {
+  if (window.Plotly) return Promise.resolve(window.Plotly);
+  const script = $("plotly-script");
+  if (!script) return Promise.reject(new Error("this page has no plotly.min.js"));
+  return new Promise((resolve, reject) => {
+    script.addEventListener("load", () => (window.Plotly ? resolve(window.Plotly)
+      : reject(new Error("plotly.min.js loaded but defined no Plotly"))));
+    script.addEventListener("error", () => reject(new Error("plotly.min.js did not load")));
+  });
+}
+
+// Whether what a plot shows changed since it was drawn (Plotly redraws cost a software-
+// rendered browser on a busy machine seconds; most polls change nothing a plot shows).
+function changed(plot, what) {
+  const text = JSON.stringify(what);
+  if (page.drawn[plot] === text) return false;
+  page.drawn[plot] = text;
+  return true;
+}
+
+function drawPlots() {
+  page.plotly.then(() => {
+    $("plots-note").hidden = true;
+    renderPlots(page.data);
+  }, (err) => {
+    $("plots-note").textContent = "No plots: " + err.message + " (reload to try again).";
+    $("plots-note").classList.remove("loading");
+  });
 }
 
 function renderPlots(data) {
   const job = data.job, maximize = job.direction === "maximize";
   const done = data.trials.filter((t) => t.state === "COMPLETED" && t.objective !== null);
   const pruned = data.trials.filter((t) => t.state === "PRUNED" && t.objective !== null);
+  if (changed("intermediate", data.trials.map((t) => [t.number, t.state, t.intermediate.length]))) {
+    renderIntermediate(data);
+  }
+  if (changed("parallel", [done.map((t) => t.number), $("plot-parallel").clientWidth])) {
+    renderParallel(data, done);
+  }
+  if (changed("importance", data.importance)) renderImportance(data.importance);
+  const ended = done.concat(pruned).map((t) => [t.number, t.objective, t.ended_at]);
+  if (!changed("history", [ended, data.trials.length])) return;
   const byNumber = [...done].sort((a, b) => a.number - b.number);
+  const lastNumber = Math.max(1, ...data.trials.map((t) => t.number));
+  const bestByNumber = bestSoFar(byNumber, maximize);
   Plotly.react("plot-history", [
     { name: job.objective, mode: "markers", x: byNumber.map((t) => t.number),
       y: byNumber.map((t) => t.objective), text: byNumber.map((t) => "trial " + t.number) },
     { name: "best so far", mode: "lines", line: { shape: "hv" }, x: byNumber.map((t) => t.number),
-      y: bestSoFar(byNumber.map((t) => t.objective), maximize) },
+      y: bestByNumber.map((t) => t.objective),
+      text: bestByNumber.map((t) => "best so far: trial " + t.number) },
     { name: "pruned (last value)", mode: "markers", marker: { symbol: "x", color: "#8e44ad" },
-      x: pruned.map((t) => t.number), y: pruned.map((t) => t.objective) },
-  ], layout("trial", job.objective), CONFIG);
+      x: pruned.map((t) => t.number), y: pruned.map((t) => t.objective),
+      text: pruned.map((t) => "trial " + t.number + " (pruned)") },
+  ], layout("trial", job.objective, { xaxis: intAxis("trial", lastNumber) }), CONFIG);
 
   const start = job.started_at || 0;
   const byTime = [...done].sort((a, b) => (a.ended_at || 0) - (b.ended_at || 0));
   const seconds = byTime.map((t) => ((t.ended_at || start) - start));
+  const bestByTime = bestSoFar(byTime, maximize);
   Plotly.react("plot-time", [
     { name: job.objective, mode: "markers", x: seconds, y: byTime.map((t) => t.objective),
       text: byTime.map((t) => "trial " + t.number) },
     { name: "best so far", mode: "lines", line: { shape: "hv" }, x: seconds,
-      y: bestSoFar(byTime.map((t) => t.objective), maximize) },
+      y: bestByTime.map((t) => t.objective),
+      text: bestByTime.map((t) => "best so far: trial " + t.number) },
   ], layout("seconds since the job started", job.objective), CONFIG);
+}
 
+function renderIntermediate(data) {
+  const job = data.job;
   const stepped = data.trials.filter((t) => t.intermediate.length);
+  const lastStep = Math.max(1, ...stepped.flatMap((t) => t.intermediate.map((p) => p[0])));
+  // One legend entry per trial squashes the plot: past a few, hovering names the trial.
+  const legend = stepped.length <= MAX_LEGEND;
   Plotly.react("plot-intermediate", stepped.map((t) => {
     const isPruned = t.state === "PRUNED";
+    const name = "trial " + t.number + (isPruned ? " (pruned)" : "");
     return {
-      name: "trial " + t.number + (isPruned ? " (pruned)" : ""), mode: "lines+markers",
+      name, mode: "lines+markers", hovertemplate: name + "<br>step %{x}: %{y}<extra></extra>",
       x: t.intermediate.map((p) => p[0]), y: t.intermediate.map((p) => p[1]),
       line: { dash: isPruned ? "dot" : "solid" },
       marker: { symbol: t.intermediate.map((_, i) => (isPruned && i === t.intermediate.length - 1 ? "x" : "circle")),
         size: t.intermediate.map((_, i) => (isPruned && i === t.intermediate.length - 1 ? 11 : 5)) },
     };
-  }), layout("step", job.objective, stepped.length ? {} : { annotations: [{
-    text: "no intermediate values reported (report(..., step=N))", showarrow: false,
-    xref: "paper", yref: "paper", x: 0.5, y: 0.5 }] }), CONFIG);
+  }), layout("step", job.objective, Object.assign({ showlegend: legend,
+    xaxis: intAxis("step", lastStep) }, stepped.length ? {} : { annotations: [{
+      text: "no intermediate values reported (report(..., step=N))", showarrow: false,
+      xref: "paper", yref: "paper", x: 0.5, y: 0.5 }] })), CONFIG);
+}
 
+// A parameter searched on a log scale gets a log axis: its values as log10, ticked with the
+// values themselves at 1, 2 and 5 of each decade.
+function logDimension(label, values) {
+  const low = Math.min(...values), high = Math.max(...values);
+  const ticks = [];
+  for (let decade = Math.floor(Math.log10(low)); decade <= Math.ceil(Math.log10(high)); decade++) {
+    for (const m of [1, 2, 5]) {
+      const v = m * 10 ** decade;
+      if (v >= low / 1.0001 && v <= high * 1.0001) ticks.push(v);
+    }
+  }
+  return { label: label + " (log)", values: values.map(Math.log10),
+    tickvals: ticks.map(Math.log10), ticktext: ticks.map((v) => fmtNumber(Number(v.toPrecision(3)))) };
+}
+
+function renderParallel(data, done) {
+  const job = data.job, scales = job.scales || {};
   const dimensions = job.parameters.map((name) => {
     const values = done.map((t) => t.assignment[name]);
-    if (values.every((v) => typeof v === "number")) return { label: name, values };
+    if (values.every((v) => typeof v === "number")) {
+      return scales[name] === "log" && values.length && values.every((v) => v > 0)
+        ? logDimension(name, values) : { label: name, values };
+    }
     const labels = [...new Set(values.map(String))].sort();
     return { label: name, values: values.map((v) => labels.indexOf(String(v))),
       tickvals: labels.map((_, i) => i), ticktext: labels };
   });
   dimensions.push({ label: job.objective, values: done.map((t) => t.objective) });
+  // Labels wider than their axes' spacing would run into each other: slant them.
+  const spacing = $("plot-parallel").clientWidth / Math.max(1, dimensions.length);
+  const crowded = dimensions.some((d) => d.label.length * 7 > spacing);
   Plotly.react("plot-parallel", [{
-    type: "parcoords", dimensions,
+    type: "parcoords", dimensions, labelangle: crowded ? -20 : 0,
     line: { color: done.map((t) => t.objective), colorscale: "Viridis", showscale: true,
-      reversescale: !maximize },
-  }], { margin: { l: 60, r: 60, t: 40, b: 20 } }, CONFIG);
+      reversescale: job.direction !== "maximize" },
+  }], { margin: { l: 60, r: 60, t: crowded ? 90 : 40, b: 20 } }, CONFIG);
+}
 
-  const importance = data.importance;
-  $("importance-note").textContent = importance.note || "Optuna's get_param_importances over the completed trials.";
+function renderImportance(importance) {
+  $("importance-note").textContent = importance.note
+    || "Optuna's get_param_importances over " + importance.basis
+      + (importance.pending ? " (updating)." : ".");
   const ranked = Object.entries(importance.values || {}).reverse();
   $("plot-importance").hidden = !ranked.length;
   if (!ranked.length) return;
+  // automargin: the left margin grows to hold the longest parameter name whole.
   Plotly.react("plot-importance", [{
     type: "bar", orientation: "h", x: ranked.map((r) => r[1]), y: ranked.map((r) => r[0]),
-  }], layout("importance", ""), CONFIG);
+  }], layout("importance", "", { yaxis: { automargin: true }, margin: { l: 10, r: 15, t: 10, b: 45 } }),
+  CONFIG);
 }
 
 // -- a trial's resource use: memory and CPU over time (the data service's api/data)
+
+const USAGE = { memory: "mem_rss_bytes", cpu: "cpu_utilization", gpu: "gpu_utilization_percent",
+  gpuMemory: "gpu_memory_used_bytes" };
 
 function renderUsageChoices(data) {
   const select = $("usage-trial");
@@ -275,9 +410,9 @@ function renderUsageChoices(data) {
     if (!have.has(String(trial.number))) select.add(new Option("trial " + trial.number, trial.number));
   }
   if (page.usage.trial === null && data.trials.length) {
-    const running = data.trials.find((t) => t.state === "RUNNING");
-    selectUsage((running || data.trials[data.trials.length - 1]).number);
-  } else if (page.usage.trial !== null && data.job.state === "running") {
+    const current = data.trials.find((t) => t.state === "RUNNING");
+    selectUsage((current || data.trials[data.trials.length - 1]).number);
+  } else if (page.usage.trial !== null && running()) {
     pollUsage();
   }
 }
@@ -289,15 +424,32 @@ function selectUsage(number) {
   pollUsage();
 }
 
-async function series(dataName, trial) {
-  const response = await fetch("api/data?dataName=" + encodeURIComponent(dataName) + "&trial=" + trial);
-  if (response.status === 404) return [];  // nothing of that name measured yet
+async function getJson(url) {
+  const response = await fetch(url);
   const answer = await response.json();
   if (!response.ok) throw new Error(answer.error);
-  return answer.samples;
+  return answer;
+}
+
+// Only the data names measured for this trial are asked for (api/data/names): a job without
+// GPUs has no GPU samples, and asking for them would be answered 404.
+async function measured(trial) {
+  const known = new Set();
+  for (const series of (await getJson("api/data/names")).series) {
+    if (series.trials.includes(trial)) known.add(series.data_name);
+  }
+  return known;
+}
+
+async function series(known, dataName, trial) {
+  if (!known.has(dataName)) return [];
+  return (await getJson("api/data?dataName=" + encodeURIComponent(dataName) + "&trial=" + trial))
+    .samples;
 }
 
 function usagePlot(id, samples, title, scale) {
+  const last = samples.length ? samples[samples.length - 1].time : null;
+  if (!changed(id, [page.usage.trial, samples.length, last])) return;
   const start = page.data.job.started_at || 0;
   const byNode = new Map();
   for (const s of samples) {
@@ -317,12 +469,13 @@ function usagePlot(id, samples, title, scale) {
 
 async function pollUsage() {
   const usage = page.usage;
-  if (OFFLINE || usage.trial === null || usage.busy) return;
+  if (!asking() || usage.trial === null || usage.busy) return;
   usage.busy = true;
   try {
-    const [memory, cpu, gpu, gpuMemory] = await Promise.all([
-      series("mem_rss_bytes", usage.trial), series("cpu_utilization", usage.trial),
-      series("gpu_utilization_percent", usage.trial), series("gpu_memory_used_bytes", usage.trial)]);
+    const known = await measured(usage.trial);
+    const [memory, cpu, gpu, gpuMemory] = await Promise.all(
+      [USAGE.memory, USAGE.cpu, USAGE.gpu, USAGE.gpuMemory].map((n) => series(known, n, usage.trial)));
+    await page.plotly;
     if (usage !== page.usage) return;  // another trial was chosen meanwhile
     usagePlot("plot-memory", memory, "memory (MiB)", 1024 * 1024);
     usagePlot("plot-cpu", cpu, "CPUs busy", 1);
@@ -349,8 +502,8 @@ function renderLogChoices(data) {
     if (!have.has(String(trial.number))) select.add(new Option("trial " + trial.number, trial.number));
   }
   if (page.log.trial === null && data.trials.length) {
-    const running = data.trials.find((t) => t.state === "RUNNING");
-    selectLog((running || data.trials[data.trials.length - 1]).number);
+    const current = data.trials.find((t) => t.state === "RUNNING");
+    selectLog((current || data.trials[data.trials.length - 1]).number);
   }
 }
 
@@ -358,13 +511,14 @@ function selectLog(number) {
   page.log = { trial: number, stream: $("log-stream").value, offset: -1, busy: false };
   $("log-trial").value = String(number);
   $("log-title").textContent = "trial " + number;
-  $("log").textContent = "";
+  $("log").textContent = page.gone ? "(the job has ended and its framework's server with it: "
+    + "da-job logs or da-job ui show its logs)" : "";
   pollLog();
 }
 
 async function pollLog() {
   const log = page.log;
-  if (OFFLINE || log.trial === null || log.busy) return;
+  if (!asking() || log.trial === null || log.busy) return;
   log.busy = true;
   try {
     const url = "api/trials/" + log.trial + "/log?stream=" + log.stream + "&offset=" + log.offset;
@@ -384,17 +538,29 @@ async function pollLog() {
   }
 }
 
-// -- the loop
+// -- the loop: every 1.5 s while the job runs; not at all once it has ended
 
 function render(data) {
+  const wasRunning = running();
   page.data = data;
+  $("loading").hidden = true;
+  // The framework's own server stops soon after its job ends (da-job ui's does not).
+  const own = Boolean(data.job.webui_url) && location.href.startsWith(data.job.webui_url);
+  if (!OFFLINE && own && wasRunning && data.job.state !== "running") page.gone = true;
   renderJob(data.job);
   renderTrials(data);
-  renderPlots(data);
+  drawPlots();
   $("telemetry-note").textContent = OFFLINE
     ? "Each trial's measured usage is in the trials table; the charts over time need the "
       + "job's server (da-job ui)." : data.telemetry.note;
-  if (!OFFLINE) { renderLogChoices(data); renderUsageChoices(data); }
+  if (page.gone) {
+    say("The job has ended, and its framework's server with it: da-job ui serves its record; "
+      + "report.html is in the job folder.");
+  } else if (!OFFLINE) {
+    renderLogChoices(data);
+    renderUsageChoices(data);
+    if (wasRunning && !running()) pollLog();  // the end of the log
+  }
 }
 
 async function refresh() {
@@ -402,20 +568,28 @@ async function refresh() {
     const response = await fetch("api/page");
     const data = await response.json();
     if (!response.ok) { say(data.error, true); return; }
+    page.failures = 0;
     render(data);
   } catch (err) {
-    say("the job's server stopped answering (the job has ended?); da-job ui serves its record", true);
+    page.failures += 1;
+    say("the job's server does not answer (the job has ended?); trying again less often; "
+      + "da-job ui serves its record", true);
   }
 }
 
+// While the job runs (or before the first answer), every 1.5 s, less often while the server
+// does not answer; once the job has ended or was interrupted, never again (reload to look).
 function schedule() {
-  const running = page.data && page.data.job.state === "running";
-  setTimeout(async () => { await refresh(); schedule(); }, running ? 1500 : 10000);
+  if (!asking() || (page.data && !running())) return;
+  const wait = Math.min(60000, POLL_MS * 2 ** page.failures);
+  setTimeout(async () => { await refresh(); schedule(); }, wait);
 }
 
 function start() {
   $("filter").oninput = () => page.data && renderTrials(page.data);
   $("state-filter").onchange = () => page.data && renderTrials(page.data);
+  page.plotly = plotlyReady();
+  page.plotly.catch(() => {});  // drawPlots says why
   if (OFFLINE) {
     $("offline-note").hidden = false;
     $("actions").hidden = true;
@@ -439,7 +613,7 @@ function start() {
   $("log-stream").onchange = () => selectLog(page.log.trial);
   $("usage-trial").onchange = () => selectUsage(Number($("usage-trial").value));
   refresh().then(schedule);
-  setInterval(pollLog, 1000);
+  setInterval(() => { if (running() && asking()) pollLog(); }, 1000);
 }
 
 start();

@@ -11,6 +11,8 @@ from typing import Any
 
 from disauto.common import telemetry
 from disauto.common.report import Report
+from disauto.common.space import RealParam
+from disauto.common.space import SearchSpace
 from disauto.common.telemetry import Sample
 from disauto.common.telemetry import TrialUsage
 from disauto.framework import meta
@@ -19,6 +21,7 @@ from disauto.framework.store import JobStore
 from disauto.framework.tasks import trial_task_id
 from disauto.protos import common_pb2
 from tests.inprocess import AGENT
+from tests.inprocess import DEFAULT_SPACE
 from tests.inprocess import job_config
 from tests.inprocess import task_status
 
@@ -26,8 +29,14 @@ from tests.inprocess import task_status
 TOKEN = "job-token-for-tests"
 
 
-def assignment(i: int) -> dict[str, object]:
-    return {"lr": 0.001 * (i + 1), "layers": 1 + i % 4, "act": "relu" if i % 2 else "tanh"}
+def assignment(i: int, extra: int = 0) -> dict[str, object]:
+    return {"lr": 0.001 * (i + 1), "layers": 1 + i % 4, "act": "relu" if i % 2 else "tanh",
+            **{extra_name(k): (i * 7 + k) % 10 / 10 for k in range(extra)}}
+
+
+def extra_name(k: int) -> str:
+    """The name of the ``k``-th extra parameter (long, as real ones can be)."""
+    return f"regularization_strength_{k}"
 
 
 class Recorded:
@@ -38,13 +47,15 @@ class Recorded:
     """
 
     def __init__(self, folder: Path, *, completed: int = 5,
-                 direction: int = common_pb2.MAXIMIZE) -> None:
+                 direction: int = common_pb2.MAXIMIZE, extra: int = 0) -> None:
         folder.mkdir(parents=True, exist_ok=True)
         (folder / "job.token").write_text(TOKEN)
         self.folder = folder
         self.store = JobStore(folder / "job.db")
+        space = SearchSpace((*DEFAULT_SPACE, *(RealParam(extra_name(k), 0.0, 1.0)
+                                               for k in range(extra))))
         self.config = job_config(max_trials=20, parallelism=4, target=0.99,
-                                 direction=direction,
+                                 direction=direction, space=space,
                                  settings={"backend": "tpe"}, early_stopping="median")
         self.store.set_meta_many({meta.CONFIG: self.config, meta.JOB_ID: "job-test",
                                   meta.OFFER_POLICY: "dynamic",
@@ -53,7 +64,8 @@ class Recorded:
         self.controller = JobController(self.config, self.store, TOKEN,
                                         on_kill=self.killed.append, prune_grace=60)
         total = completed + 4
-        self.controller.submit_trials([(i, assignment(i), 0) for i in range(1, total + 1)])
+        self.controller.submit_trials([(i, assignment(i, extra), 0)
+                                       for i in range(1, total + 1)])
         for number in range(1, completed + 1):
             self.run(number)
             for step in (0, 1):

@@ -12,8 +12,11 @@ from disauto.common.space import IntParam
 from disauto.common.space import RealParam
 from disauto.common.space import SearchSpace
 from disauto.common.trial_state import TrialState
+from disauto.framework.job import sorted_trials
 from disauto.framework.webui import report
 from disauto.framework.webui.importance import MIN_TRIALS
+from disauto.framework.webui.importance import PENDING_NOTE
+from disauto.framework.webui.importance import ImportanceCache
 from disauto.framework.webui.importance import importances
 from disauto.framework.webui.views import TELEMETRY_NOTE
 from disauto.framework.webui.views import page_data
@@ -86,10 +89,33 @@ def test_importance_ranks_the_parameters_of_completed_trials(recorded: Recorded)
 
 
 def test_importance_says_so_when_there_are_too_few_trials(tmp_path: Path) -> None:
-    few = Recorded(tmp_path / "few", completed=MIN_TRIALS - 1)
+    few = Recorded(tmp_path / "few", completed=MIN_TRIALS - 2)  # and one pruned
     importance = page_data(read_record(few.store, "running"))["importance"]
     assert importance == {"note": f"parameter importance needs at least {MIN_TRIALS} completed "
-                                  f"trials ({MIN_TRIALS - 1} so far)"}
+                                  f"or pruned trials ({MIN_TRIALS - 2} completed, 1 pruned so "
+                                  "far)"}
+
+
+def test_importance_counts_pruned_trials_by_their_last_value(recorded: Recorded) -> None:
+    importance = page_data(read_record(recorded.store, "running"))["importance"]
+    assert importance["basis"] == ("5 completed trials and 1 pruned (each counted with its "
+                                   "last intermediate value)")
+    # As with ASHA: most trials pruned, a few completed; the pruned ones tell what is bad.
+    space = SearchSpace((RealParam("lr", 1e-4, 1e-1, log=True), RealParam("noise", 0.0, 1.0)))
+    completed = [({"lr": 1e-3, "noise": 0.5}, 0.9), ({"lr": 2e-3, "noise": 0.1}, 0.92)]
+    pruned = [({"lr": 10 ** (-1 - i / 6), "noise": (i * 7 % 12) / 12}, 0.3 + 0.02 * i)
+              for i in range(12)]
+    answer = importances(space, completed, True, pruned)
+    assert set(answer["values"]) == {"lr", "noise"}
+    assert answer["basis"].startswith("2 completed trials and 12 pruned")
+    assert "note" in importances(space, completed, True)  # two trials alone are too few
+
+
+def test_the_page_knows_each_parameters_scale_and_a_failures_cause(recorded: Recorded) -> None:
+    data = page_data(read_record(recorded.store, "running"))
+    assert data["job"]["scales"] == {"lr": "log", "layers": "linear", "act": "choice"}
+    failed = next(t for t in data["trials"] if t["state"] == "FAILED")
+    assert failed["cause"] == "TASK_FAILED: exited with status 1"
 
 
 def test_importance_of_a_space_whose_parameters_take_one_value_each() -> None:
@@ -143,3 +169,37 @@ def test_killed_trials_keep_their_message(recorded: Recorded) -> None:
     trials = page_data(read_record(recorded.store, "running"))["trials"]
     killed = next(t for t in trials if t["number"] == recorded.running)
     assert killed["state"] == TrialState.KILLED and killed["message"] == "killed from the job page"
+
+
+def test_of_equal_objectives_the_first_to_complete_stays_the_best(tmp_path: Path) -> None:
+    """The best does not flip to a trial that only equals it: the progress line, da-job (both
+    sorted_trials) and the page name the one that reached the value first, whatever its
+    number."""
+    recorded = Recorded(tmp_path / "job", completed=0)  # 1 pruned, 2 failed, 3 runs, 4 waits
+    recorded.run(4)
+    recorded.report(4, 0.9, final=True)
+    recorded.status(4, "TASK_FINISHED")
+    assert recorded.controller.progress().best.number == 4  # type: ignore[union-attr]
+    recorded.report(3, 0.9, final=True)  # as good, later
+    recorded.status(3, "TASK_FINISHED")
+    assert recorded.controller.progress().best.number == 4  # type: ignore[union-attr]
+    assert page_data(read_record(recorded.store, "running"))["job"]["best"]["trial"] == 4
+    assert [t.number for t in sorted_trials(recorded.store.trials(), True)][:2] == [4, 3]
+
+
+def test_the_pages_server_does_not_wait_for_importance() -> None:
+    """Optuna takes seconds on a busy machine: the server answers at once with the last answer
+    (marked pending) while a thread computes the new one."""
+    cache = ImportanceCache()
+    space = SearchSpace((RealParam("x", 0.0, 1.0), IntParam("n", 1, 9)))
+    trials = [({"x": i / 10, "n": 1 + i % 9}, float(i % 4)) for i in range(8)]
+    assert cache.get("job", (8,), space, trials, True, wait=0) == {"note": PENDING_NOTE,
+                                                                   "pending": True}
+    answer = cache.get("job", (8,), space, trials, True, wait=60)
+    assert set(answer["values"]) == {"x", "n"} and "pending" not in answer
+    more = [*trials, ({"x": 0.95, "n": 2}, 3.0)]
+    stale = cache.get("job", (9,), space, more, True, wait=0)
+    assert stale == {**answer, "pending": True}
+    fresh = cache.get("job", (9,), space, more, True, wait=60)
+    assert "pending" not in fresh and fresh["basis"] == "9 completed trials"
+    assert cache.get("job", (9,), space, more, True) is fresh  # kept until the trials change

@@ -36,7 +36,7 @@ def _subscribe(cluster: LocalCluster, name: str,
 
 def _run(*argv: str) -> tuple[int, str]:
     out = io.StringIO()
-    code = job_cli.cmd_list(job_cli.build_parser().parse_args(["list", *argv]), out)
+    code = job_cli.run(["list", *argv], out)
     return int(code), out.getvalue()
 
 
@@ -55,7 +55,8 @@ def test_the_frameworks_of_a_master_with_their_disauto_jobs(
             in out
         lines = {line.split()[1]: line for line in out.splitlines()[3:] if line.strip()
                  and not line.startswith(("-", "framework"))}
-        assert "mnist-20261124-abc (another machine or home)" in lines["mnist"]
+        assert "mnist-20261124-abc (elsewhere)" in lines["mnist"]
+        assert max(len(line) for line in out.splitlines()) <= 80
         assert "active" in lines["spark"] and lines["spark"].rstrip().endswith("-")
         code, out = _run("--master", cluster.address, "--json")
         listed = json.loads(out)

@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
+import re
+import subprocess
+import sys
+import time
 
 import pytest
 
 from disauto.framework import meta
 from disauto.submit import job_cli
-from disauto.submit.run import job_page_line
+from disauto.submit.job_cli import ui
+from disauto.submit.run import job_page_lines
 from disauto.submit.ui import RecordedJobs
 from tests.framework.webui.records import Recorded
 
@@ -39,13 +45,37 @@ def test_a_bad_port_is_a_one_line_error(capsys: pytest.CaptureFixture[str]) -> N
 
 
 def test_the_printed_link_carries_the_token_in_the_fragment_only() -> None:
-    line = job_page_line("http://127.0.0.1:9/jobs/j/", "secret")
-    assert line.startswith("da-submit: job page http://127.0.0.1:9/jobs/j/ (read-only")
-    assert line.endswith("http://127.0.0.1:9/jobs/j/#token=secret)")
-    assert "?" not in line
+    lines = job_page_lines("http://127.0.0.1:9/jobs/j/", "secret").splitlines()
+    assert lines == ["da-submit: job page http://127.0.0.1:9/jobs/j/",
+                     "da-submit: to kill trials or the job from it, open it with the job token:",
+                     "  http://127.0.0.1:9/jobs/j/#token=secret"]
+    assert "?" not in "".join(lines) and max(len(line) for line in lines[:2]) <= 80
 
 
 def test_ui_is_a_da_job_command() -> None:
     args = job_cli.build_parser().parse_args(["ui", "--port", "8080", "--host", "0.0.0.0"])
     assert (args.command, args.port, args.host) == ("ui", 8080, "0.0.0.0")
-    assert job_cli.COMMANDS["ui"] is job_cli.cmd_ui
+    assert ui.COMMAND in job_cli.COMMANDS and ui.COMMAND.run is ui.run
+
+
+@pytest.mark.integration  # starts da-job ui and the "browser"
+def test_open_hands_the_address_to_the_browser(tmp_path: Path) -> None:
+    opened = tmp_path / "opened"
+    environ = {**os.environ, "DISAUTO_HOME": str(tmp_path / "home"), "COLUMNS": "80",
+               "BROWSER": f"sh -c 'echo %s > {opened}'"}
+    process = subprocess.Popen([sys.executable, "-m", "disauto.submit.job_cli", "ui", "--open"],
+                               env=environ, stdout=subprocess.PIPE, text=True)
+    try:
+        assert process.stdout is not None
+        first, second = process.stdout.readline(), process.stdout.readline()
+        assert first.startswith("da-job ui: 0 jobs of /tmp/")
+        assert first.endswith("/home/jobs, served until Ctrl-C; open in a browser:\n")
+        assert len(first) <= 81
+        assert re.fullmatch(r"  http://127\.0\.0\.1:\d+/\n", second)
+        deadline = time.monotonic() + 10
+        while not (opened.exists() and opened.read_text()) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert opened.read_text().strip() == second.strip()
+    finally:
+        process.terminate()
+        process.wait(10)

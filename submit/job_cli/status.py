@@ -1,0 +1,125 @@
+"""``da-job status``: a job's trials by state, its best, budget and parallelism, the running
+tasks and their agents, AppCore's address."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from typing import IO
+from typing import Any
+
+from disauto.common.messages import cause_first
+from disauto.common.trial_state import TrialState
+from disauto.framework.deadline_status import deadline_note
+from disauto.framework.telemetry.usage import megabytes
+from disauto.submit import results as results_mod
+from disauto.submit.exit_status import ExitStatus
+from disauto.submit.fit import clip
+from disauto.submit.fit import columns
+from disauto.submit.fit import short_path
+from disauto.submit.fit import wrap
+from disauto.submit.job_cli.base import JOB
+from disauto.submit.job_cli.base import Command
+from disauto.submit.job_cli.base import arg
+from disauto.submit.job_cli.base import ended_at
+from disauto.submit.job_cli.base import fmt_seconds
+from disauto.submit.job_cli.base import state_text
+from disauto.submit.jobs import Job
+from disauto.submit.jobs import find
+
+
+def run(args: argparse.Namespace, out: IO[str]) -> ExitStatus:
+    job = find(args.job)
+    config = job.config
+    appcore = json.loads(job.meta.get("appcore", "{}"))
+    running = [{"trial": t.number, "task": t.task_id, "agent": t.agent_id, "state": str(t.state),
+                "usage": t.usage.as_columns()}
+               for t in job.trials if t.state in (TrialState.LAUNCHING, TrialState.RUNNING)]
+    status = {
+        **job.summary(), "trials": job.counts(), "message": job.meta.get("outcome_message", ""),
+        "running": running, "appcore": {"task": appcore.get("task_id", ""),
+                                        "address": appcore.get("address", ""),
+                                        "state": appcore.get("state", "")},
+        "master": job.meta.get("master", ""), "framework_id": job.meta.get("framework_id", ""),
+        "folder": str(job.folder),
+        "interrupted_reason": job.meta.get("interrupted_reason", "")
+        if job.state == "interrupted" else "",
+        "deadline": config.deadline or None,
+        "deadline_note": deadline_note(config, job.trials, time.time(),
+                                       ended_at(job)),
+        "usage": results_mod.usage_summary(job.trials, config.runner.mem_mb),
+    }
+    if args.json:
+        print(json.dumps(status, indent=2), file=out)
+        return ExitStatus.SUCCESS
+    _print_status(job, status, out)
+    return ExitStatus.SUCCESS
+
+
+def _print_status(job: Job, status: dict[str, Any], out: IO[str]) -> None:
+    """The status for people, each line fitted to the terminal: the cause of a failure first,
+    ids and paths shortened."""
+    config = job.config
+
+    def say(text: str, max_lines: int = 0) -> None:
+        lines = wrap(text, indent="    ")
+        if max_lines and len(lines) > max_lines:
+            rest = " ".join(line.strip() for line in lines[max_lines - 1:])
+            lines = [*lines[:max_lines - 1], "    " + clip(rest, columns() - 4)]
+        print("\n".join(lines), file=out)
+
+    say(f"job {job.job_id} ({config.app_name}): {state_text(job)}")
+    if status["message"]:
+        say(f"  outcome: {cause_first(status['message'])}", max_lines=3)
+    if status["interrupted_reason"]:
+        say(f"  interrupted: {status['interrupted_reason']}")
+    if status["deadline_note"]:
+        say(f"  {status['deadline_note']}")
+    say(f"  trials: {status['done']}/{status['budget']} done, parallelism "
+        f"{status['parallelism']}; "
+        + ", ".join(f"{n} {s.lower()}" for s, n in status["trials"].items() if n))
+    best = status["best"]
+    if best is not None:
+        say(f"  best: trial-{best['trial']:04d} {config.search.objective}={best['value']:.6g}")
+    appcore = status["appcore"]
+    say("  AppCore: " + " ".join(part for part in (appcore["task"] or "-", appcore["address"],
+                                                   appcore["state"]) if part))
+    for line in results_mod.usage_lines(job.trials, config.runner.mem_mb):
+        say(f"  usage: {line}")
+    for task in status["running"]:
+        name = f"trial-{task['trial']:04d}"
+        said = f" (task {task['task']})" if task["task"] not in ("", name) else ""
+        say(f"  running: {name}{said} on agent {short_id(task['agent'])} "
+            f"({task['state']}{usage_text(task['usage'])})")
+    say(f"  master {status['master']}, framework {short_id(status['framework_id']) or '-'}, "
+        f"elapsed {fmt_seconds(status['duration_seconds'])}")
+    say(f"  folder {short_path(job.folder, columns() - 9)}")
+
+
+def short_id(mesos_id: str) -> str:
+    """A Mesos agent or framework id as people tell them apart: the number after its master's
+    id (``…-S0``, ``…-0003``); other ids as they are."""
+    master, dash, number = mesos_id.rpartition("-")
+    if dash and len(master) >= 36 and len(number) <= 8:
+        return f"…-{number}"
+    return mesos_id
+
+
+def usage_text(usage: dict[str, float | None]) -> str:
+    """``, peak 213 MB, CPU 1.2 s`` of a trial's measured usage ("" when not measured)."""
+    text = ""
+    if usage.get("peak_rss_bytes") is not None:
+        text += f", peak {megabytes(float(usage['peak_rss_bytes'] or 0))}"
+    if usage.get("cpu_seconds") is not None:
+        text += f", CPU {usage['cpu_seconds']:.1f} s"
+    if usage.get("mean_gpu_utilization") is not None:
+        text += f", GPU {usage['mean_gpu_utilization']:.0f} %"
+    if usage.get("peak_gpu_memory_bytes") is not None:
+        text += f", GPU memory {megabytes(float(usage['peak_gpu_memory_bytes'] or 0))}"
+    return text
+
+
+COMMAND = Command(
+    name="status", help="a job's trials, best, tasks", run=run,
+    arguments=(JOB, arg("--json", action="store_true", help="as one JSON object")))

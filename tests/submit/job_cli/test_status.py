@@ -1,0 +1,47 @@
+"""``da-job status``: a job's trials, best and tasks, fitted to an 80-column terminal."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+import json
+
+from tests.submit.job_cli.conftest import DaJob
+from tests.submit.job_cli.records import JobRecord
+
+
+SANDBOX = ("/home/someone/.disauto/jobs/mnist-20261126-060756-33fd/cluster/slaves/"
+           "04fbafe2-db01-4433-89a2-0b6909d05e8e-S0/frameworks/04fbafe2-db01-4433-89a2-"
+           "0b6909d05e8e-0000/executors/trial-0003/runs/925b64d6-2996-4671-8e89-7a0fa20c9f37")
+FAILURE = ("4 trials failed (--max-failed-trials 3); last: trial-0007: TASK_FAILED "
+           "REASON_COMMAND_EXECUTOR_FAILED: Command exited with status 1; stderr: Traceback "
+           f'(most recent call last): |   File "{SANDBOX}/train.py", line 3, in <module> |     '
+           'print(p["hidden"]) |           ~^^^^^^^^^^ | KeyError: \'hidden\'')
+
+
+def test_a_failed_jobs_cause_comes_first_and_every_line_fits(
+        da_job: DaJob, job_record: Callable[..., JobRecord]) -> None:
+    job_record("job-a", state="ended", outcome="TOO_MANY_FAILURES", message=FAILURE)
+    code, out, err = da_job("status", "job-a")
+    assert (code, err) == (0, "")
+    lines = out.splitlines()
+    assert max(len(line) for line in lines) <= 80, out
+    assert lines[0] == "job job-a (tests): ended (too many failures)"
+    assert lines[1] == ("  outcome: KeyError: 'hidden' (4 trials failed (--max-failed-trials 3); "
+                        "last:")
+    assert lines[3].endswith("…") and lines[4].startswith("  trials: ")
+    assert "/runs/" not in out and 'File "train.py"' in out
+    # The record and --json keep the message whole.
+    assert json.loads(da_job("status", "job-a", "--json")[1])["message"] == FAILURE
+
+
+def test_running_trials_name_their_agent_short(da_job: DaJob,
+                                               job_record: Callable[..., JobRecord]) -> None:
+    job = job_record("job-a")
+    agent = "04fbafe2-db01-4433-89a2-0b6909d05e8e-S12"
+    job.store.update_trial(job.running, agent_id=agent)
+    lines = da_job("status", "job-a")[1].splitlines()
+    assert max(len(line) for line in lines) <= 80
+    assert "  running: trial-0008 on agent …-S12 (RUNNING)" in lines
+    assert "  master 127.0.0.1:5050, framework …-0000, elapsed 0:01:00" in lines
+    shown = json.loads(da_job("status", "job-a", "--json")[1])
+    assert shown["running"][0]["agent"] == agent
