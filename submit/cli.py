@@ -16,6 +16,7 @@ import sys
 
 from disauto.submit.errors import DisAutoUsageError
 from disauto.submit.exit_status import ExitStatus
+from disauto.submit.job_lock import JobLockedError
 from disauto.submit.parser import PROG
 from disauto.submit.parser import UsageError
 from disauto.submit.parser import build_parser
@@ -46,6 +47,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                           ["-m", "disauto.submit.cli", *argv_child, "--job-id",
                            submission.config.job_id], sys.stdout)
         return run(submission, sys.stdout, sys.stderr)
+    except JobLockedError as error:  # --detach with a --job-id that another process runs
+        print(f"{PROG}: error: {error}", file=sys.stderr)
+        return ExitStatus.USAGE
     except Exception as error:  # noqa: BLE001 - the one error funnel
         if debug:
             raise

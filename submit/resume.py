@@ -19,6 +19,7 @@ from disauto.common.processes import with_environment
 from disauto.common.task_env import JOB_ID
 from disauto.framework import meta
 from disauto.submit.exit_status import ExitStatus
+from disauto.submit.job_lock import JobLock
 from disauto.submit.jobs import Job
 from disauto.submit.run import detach
 from disauto.submit.run import run
@@ -52,8 +53,9 @@ def submission_of(job: Job, secret_file: str | None = None) -> Submission:
 
 
 def resume(job: Job, *, detach_it: bool, secret_file: str | None, out: IO[str],
-           err: IO[str]) -> ExitStatus:
-    """Resume ``job`` here (to its end), or in the background with ``detach_it``."""
+           err: IO[str], lock: JobLock) -> ExitStatus:
+    """Resume ``job`` here (to its end), or in the background with ``detach_it``, holding its
+    ``lock`` (handed to the background process)."""
     submission = submission_of(job, secret_file)
     if submission.master == "local" and not detach_it:
         # The embedded cluster died with the framework's process; what it ran did not.
@@ -61,8 +63,8 @@ def resume(job: Job, *, detach_it: bool, secret_file: str | None, out: IO[str],
     if detach_it:
         extra = ["--secret-file", secret_file] if secret_file else []
         return detach(job.job_id, ["-m", "disauto.submit.job_cli", "resume", job.job_id, *extra],
-                      out)
-    return run(submission, out, err, resume=True)
+                      out, lock=lock)
+    return run(submission, out, err, resume=True, lock=lock)
 
 
 def _kill_leftovers(job_id: str) -> list[int]:

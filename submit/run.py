@@ -37,6 +37,8 @@ from disauto.submit.fit import clip
 from disauto.submit.fit import columns
 from disauto.submit.fit import short_path
 from disauto.submit.fit import wrap
+from disauto.submit.job_lock import JobLock
+from disauto.submit.job_lock import JobLockedError
 from disauto.submit.jobs import load
 from disauto.submit.parser import PROG
 from disauto.submit.validate import Submission
@@ -80,20 +82,33 @@ def _raise_stop(signum: int, frame: FrameType | None) -> None:
 
 
 def detach(job_id: str, python_args: Sequence[str], out: IO[str],
-           timeout: float = 90.0) -> ExitStatus:
+           timeout: float = 90.0, lock: JobLock | None = None) -> ExitStatus:
     """Start ``python <python_args>`` as a background process of its own session (it outlives
     this terminal), its output in the job folder; return once its framework is registered,
-    saying how to follow it, or with its own exit status and last lines if it ended first."""
+    saying how to follow it, or with its own exit status and last lines if it ended first.
+
+    The child inherits the job's lock (``lock``, else taken here), so that no other run of the
+    job starts between this check and the child's start.
+
+    Raises:
+        JobLockedError: another process runs the job.
+    """
     job_dir = paths.job_dir(job_id)
     job_dir.mkdir(parents=True, exist_ok=True)
     os.chmod(job_dir, 0o700)
+    lock = lock if lock is not None else JobLock.take(job_dir)
     output = job_dir / paths.DETACHED_OUT
     started_at = output.stat().st_size if output.exists() else 0
-    with output.open("ab") as log:
-        process = subprocess.Popen(  # noqa: S603 - this Python, DisAuto's own module
-            [sys.executable, *python_args], stdin=subprocess.DEVNULL, stdout=log,
-            stderr=subprocess.STDOUT, start_new_session=True,
-        )
+    fd, env = lock.hand_over()
+    try:
+        with output.open("ab") as log:
+            process = subprocess.Popen(  # noqa: S603 - this Python, DisAuto's own module
+                [sys.executable, *python_args], stdin=subprocess.DEVNULL, stdout=log,
+                stderr=subprocess.STDOUT, start_new_session=True, pass_fds=(fd,),
+                env={**os.environ, **env},
+            )
+    finally:
+        lock.close()  # the child holds it now (or nobody, if it could not start)
     deadline = time.monotonic() + timeout
     while process.poll() is None and time.monotonic() < deadline \
             and not _registered(job_dir, process.pid):
@@ -137,11 +152,25 @@ def _registered(job_dir: Path, pid: int) -> bool:
 
 
 def run(submission: Submission, out: IO[str], err: IO[str], *,
-        resume: bool = False) -> ExitStatus:
-    """Run a validated job to its end and report it (``resume``: carry on a recorded one)."""
+        resume: bool = False, lock: JobLock | None = None) -> ExitStatus:
+    """Run a validated job to its end and report it (``resume``: carry on a recorded one),
+    holding the job's lock (``lock``, else the one inherited or taken here) throughout."""
     job_dir = paths.job_dir(submission.config.job_id)
     job_dir.mkdir(parents=True, exist_ok=True)
     os.chmod(job_dir, 0o700)  # the record and the job's token are the user's alone
+    try:
+        lock = lock if lock is not None else JobLock.acquire(job_dir)
+    except JobLockedError as error:
+        print(f"{PROG}: error: {error}", file=err)
+        return ExitStatus.USAGE
+    try:
+        return _run_locked(submission, job_dir, resume, out, err)
+    finally:
+        lock.close()
+
+
+def _run_locked(submission: Submission, job_dir: Path, resume: bool, out: IO[str],
+                err: IO[str]) -> ExitStatus:
     _configure_logging(submission.debug, job_dir / paths.LOG)
     _announce(submission, job_dir, resume, out, err)
     try:

@@ -19,6 +19,8 @@ from disauto.submit.job_cli.base import PROG
 from disauto.submit.job_cli.base import Command
 from disauto.submit.job_cli.base import JobCommandError
 from disauto.submit.job_cli.base import arg
+from disauto.submit.job_lock import JobLockedError
+from disauto.submit.job_lock import held
 from disauto.submit.jobs import ask
 from disauto.submit.jobs import find
 
@@ -27,12 +29,7 @@ def run(args: argparse.Namespace, out: IO[str]) -> ExitStatus:
     job = find(args.job)
     if job.state == "ended":
         raise JobCommandError(f"job {job.job_id} has already ended ({job.outcome})")
-    if job.state == "interrupted":
-        store = JobStore(job.folder / paths.JOB_DB)
-        try:  # nothing runs its framework: close its record here
-            _close_interrupted(store)
-        finally:
-            store.close()
+    if job.state == "interrupted" and _closed_interrupted(job.job_id):
         print(f"{PROG}: job {job.job_id} was interrupted; its record is closed (KILLED)",
               file=out)
         return ExitStatus.SUCCESS
@@ -52,6 +49,28 @@ def run(args: argparse.Namespace, out: IO[str]) -> ExitStatus:
         time.sleep(0.3)
     raise JobCommandError(f"job {job.job_id} did not end within {args.wait:g} s; its "
                           "framework still runs", ExitStatus.ERROR)
+
+
+def _closed_interrupted(job_id: str) -> bool:
+    """Close the record of an interrupted job here, holding its lock (no framework of it may
+    start meanwhile); False when it runs again after all.
+
+    Raises:
+        JobCommandError: a resume of it is starting (it holds the lock).
+    """
+    folder = find(job_id).folder
+    try:
+        with held(folder):
+            if find(job_id).state != "interrupted":
+                return False
+            store = JobStore(folder / paths.JOB_DB)
+            try:  # nothing runs its framework: close its record here
+                _close_interrupted(store)
+            finally:
+                store.close()
+    except JobLockedError as error:
+        raise JobCommandError(f"{error}; try again once it runs") from None
+    return True
 
 
 def _close_interrupted(store: JobStore) -> None:

@@ -11,6 +11,8 @@ from disauto.submit.job_cli.base import JOB
 from disauto.submit.job_cli.base import Command
 from disauto.submit.job_cli.base import JobCommandError
 from disauto.submit.job_cli.base import arg
+from disauto.submit.job_lock import JobLock
+from disauto.submit.job_lock import JobLockedError
 from disauto.submit.jobs import find
 
 
@@ -18,13 +20,23 @@ def run(args: argparse.Namespace, out: IO[str]) -> ExitStatus:
     from disauto.submit.resume import resume
 
     job = find(args.job)
-    if job.state == "running":
-        raise JobCommandError(f"job {job.job_id} is running (pid {job.meta.get('pid')}); "
-                              "nothing to resume")
-    if job.state == "ended":
-        raise JobCommandError(f"job {job.job_id} has ended ({job.outcome}); nothing to resume")
-    return resume(job, detach_it=args.detach, secret_file=args.secret_file, out=out,
-                  err=sys.stderr)
+    # The lock first, the state after: of two resumes started together exactly one passes.
+    try:
+        lock = JobLock.acquire(job.folder)
+    except JobLockedError as error:
+        raise JobCommandError(f"{error}; nothing to resume") from None
+    try:
+        job = find(job.job_id)  # as recorded now that no other framework can start
+        if job.state == "running":
+            raise JobCommandError(f"job {job.job_id} is running (pid {job.meta.get('pid')}); "
+                                  "nothing to resume")
+        if job.state == "ended":
+            raise JobCommandError(f"job {job.job_id} has ended ({job.outcome}); nothing to "
+                                  "resume")
+        return resume(job, detach_it=args.detach, secret_file=args.secret_file, out=out,
+                      err=sys.stderr, lock=lock)
+    finally:
+        lock.close()
 
 
 COMMAND = Command(

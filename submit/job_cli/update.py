@@ -13,6 +13,8 @@ from disauto.submit.job_cli.base import PROG
 from disauto.submit.job_cli.base import Command
 from disauto.submit.job_cli.base import JobCommandError
 from disauto.submit.job_cli.base import arg
+from disauto.submit.job_lock import JobLockedError
+from disauto.submit.job_lock import held
 from disauto.submit.jobs import find
 
 
@@ -25,13 +27,16 @@ def run(args: argparse.Namespace, out: IO[str]) -> ExitStatus:
     try:
         request = update.requested(job, args.trial_steps, args.parallelism)
         if job.state == "interrupted":
-            change = update.update_interrupted(job, request)
+            with held(job.folder):  # no framework of it starts while its record changes
+                change = update.update_interrupted(find(job.job_id), request)
             print(f"{PROG}: job {job.job_id} is interrupted; its record now says {change} "
                   "(da-job resume carries it on with it)", file=out)
             return ExitStatus.SUCCESS
         change = update.update_running(job, request, args.wait)
     except update.UpdateError as error:
         raise JobCommandError(str(error), error.status) from None
+    except JobLockedError as error:
+        raise JobCommandError(f"{error}; try again once it runs") from None
     print(f"{PROG}: job {job.job_id} updated: {change}", file=out)
     return ExitStatus.SUCCESS
 

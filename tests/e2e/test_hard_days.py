@@ -1,0 +1,179 @@
+"""Hard days (issue 31): two resumes at once, a kill in the window after the last trial, a full
+disk, a corrupt record, Ctrl-C pressed again and again, a flood of metrics.
+
+Real ``da-submit`` and ``da-job`` processes on the embedded cluster or a ``da-cluster``; after
+each fault the record is read back trial by trial: nothing recorded is lost or doubled.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+import json
+import os
+from pathlib import Path
+import re
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from typing import Any
+
+import pytest
+
+from disauto.common.processes import with_environment
+from tests.e2e.conftest import ROOT
+from tests.e2e.conftest import common_flags
+
+
+pytestmark = pytest.mark.slow
+
+RUNNER = '''
+import os, sys, time
+from apprunner_sdk import get_params, report, trial_number
+n = trial_number()
+p = get_params()
+print(f"trial {n} starts", flush=True)
+time.sleep(float(os.environ.get("RUNNER_SLEEP", "1")))
+flood_from = int(os.environ.get("FLOOD_FROM", "0"))
+if flood_from and n >= flood_from:
+    line = "x" * 1023 + "\\n"
+    for _ in range(3 * 1024):  # 3 MB
+        sys.stdout.write(line)
+    sys.stdout.flush()
+    time.sleep(60)
+report(accuracy=1.0 - (float(p["x"]) - 0.3) ** 2 - 0.01 * float(p["n"]), final=True)
+'''
+
+
+class Shell:
+    """DisAuto's commands run as a user runs them, each its own process, one $DISAUTO_HOME."""
+
+    def __init__(self, home: Path, cwd: Path) -> None:
+        self.env = {**os.environ, "DISAUTO_HOME": str(home), "RUNNER_SLEEP": "1",
+                    "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
+        self.cwd = cwd
+        self.home = home
+
+    def start(self, module: str, *args: str) -> subprocess.Popen[str]:
+        return subprocess.Popen([sys.executable, "-m", module, *args], cwd=self.cwd,
+                                env=self.env, text=True, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE)
+
+    def run(self, module: str, *args: str,
+            timeout: float = 120) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", module, *args], cwd=self.cwd, env=self.env,
+                              capture_output=True, text=True, timeout=timeout, check=False)
+
+    def submit(self, *args: str) -> str:
+        done = self.run("disauto.submit.cli", *args, "--detach", timeout=90)
+        assert done.returncode == 0, done.stdout + done.stderr
+        return done.stdout.split("job ", 1)[1].split()[0]
+
+    def job(self, *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+        return self.run("disauto.submit.job_cli", *args, timeout=timeout)
+
+    def status(self, job: str) -> dict[str, Any]:
+        done = self.job("status", job, "--json")
+        assert done.returncode == 0, done.stderr
+        return json.loads(done.stdout)
+
+    def wait_until(self, job: str, predicate: Any, timeout: float = 120) -> dict[str, Any]:
+        deadline = time.monotonic() + timeout
+        status: dict[str, Any] = {}
+        while time.monotonic() < deadline:
+            status = self.status(job)
+            if predicate(status):
+                return status
+            time.sleep(0.3)
+        raise AssertionError(f"{job}: condition not met; last status {status}")
+
+    def folder(self, job: str) -> Path:
+        return self.home / "jobs" / job
+
+    def meta(self, job: str) -> dict[str, str]:
+        with sqlite3.connect(self.folder(job) / "job.db") as db:
+            return dict(db.execute("SELECT key, value FROM meta").fetchall())
+
+    def kill_framework(self, job: str) -> None:
+        os.kill(int(self.meta(job)["pid"]), signal.SIGKILL)
+        self.wait_until(job, lambda s: s["state"] == "interrupted", timeout=30)
+
+
+def record(folder: Path) -> tuple[list[tuple[Any, ...]], dict[int, int]]:
+    """The trials ``(number, state, assignment, objective)`` and each trial's count of final
+    reports, as the record holds them."""
+    with sqlite3.connect(folder / "job.db") as db:
+        trials = db.execute("SELECT number, state, assignment, objective FROM trials "
+                            "ORDER BY number").fetchall()
+        finals = dict(db.execute("SELECT trial_number, COUNT(*) FROM reports WHERE final = 1 "
+                                 "GROUP BY trial_number").fetchall())
+    return trials, finals
+
+
+def check_every_trial_once(folder: Path, budget: int,
+                           before: list[tuple[Any, ...]] = ()) -> dict[str, Any]:
+    """The job ended BUDGET_SPENT with exactly its budget of trials, each completed once with
+    one final report and an assignment of its own; every trial of ``before`` (the record at a
+    fault) is still there as it was when it had ended. results.json agrees; its contents."""
+    trials, finals = record(folder)
+    assert [t[0] for t in trials] == list(range(1, budget + 1)), trials
+    assert {t[1] for t in trials} == {"COMPLETED"}, trials
+    assert finals == dict.fromkeys(range(1, budget + 1), 1), finals  # none twice
+    assert len({t[2] for t in trials}) == budget  # no assignment issued twice
+    for kept in before:
+        if kept[1] == "COMPLETED":
+            assert trials[kept[0] - 1] == kept, (kept, trials[kept[0] - 1])
+    results = json.loads((folder / "results.json").read_text())
+    assert (results["state"], results["outcome"]) == ("ended", "BUDGET_SPENT"), results
+    assert sorted(t["number"] for t in results["trials"]) == list(range(1, budget + 1))
+    assert {t["state"] for t in results["trials"]} == {"COMPLETED"}
+    assert (folder / "report.html").stat().st_size > 0
+    return results
+
+
+@pytest.fixture
+def shell(workdir: Path, tmp_path: Path) -> Iterator[Shell]:
+    (workdir / "runner.py").write_text(RUNNER)
+    made = Shell(tmp_path / "home", workdir)
+    yield made
+    for job_dir in (made.home / "jobs").glob("*"):  # a test that failed midway: no leftovers
+        try:
+            os.kill(int(made.meta(job_dir.name).get("pid", "0")), signal.SIGKILL)
+        except (ProcessLookupError, ValueError, sqlite3.Error):
+            pass
+        for pid in with_environment("DISAUTO_JOB_ID", job_dir.name):
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+
+# -- 1. two resumes at the same moment ----------------------------------------------------------
+
+
+def test_two_resumes_started_together_run_exactly_one_framework(shell: Shell,
+                                                                workdir: Path) -> None:
+    budget = 8
+    job = shell.submit(*common_flags(workdir, "--trail-steps", str(budget), "--parallelism", "2"))
+    shell.wait_until(job, lambda s: s["done"] >= 2 and s["running"])
+    shell.kill_framework(job)
+    before, _ = record(shell.folder(job))
+    # At the same moment: one in the background, one attached to this terminal.
+    detached = shell.start("disauto.submit.job_cli", "resume", job, "--detach")
+    attached = shell.start("disauto.submit.job_cli", "resume", job)
+    detached_out, detached_err = detached.communicate(timeout=120)
+    if detached.returncode == 0:  # the background one won: the attached one is refused
+        loser_err = attached.communicate(timeout=60)[1]
+        assert attached.returncode == 2
+        shell.wait_until(job, lambda s: s["state"] == "ended", timeout=180)
+    else:  # the attached one won and runs the job to its end
+        assert detached.returncode == 2, detached_out + detached_err
+        loser_err = detached_err
+        attached.communicate(timeout=180)
+        assert attached.returncode == 0
+    assert re.fullmatch(rf"da-job: error: job {job} is run by process \d+; nothing to "
+                        r"resume\n", loser_err), loser_err
+    check_every_trial_once(shell.folder(job), budget, before)
+    log = (shell.folder(job) / "da-submit.log").read_text()
+    assert log.count("registered as framework") == 2, "more than one framework resumed the job"
