@@ -77,8 +77,22 @@ _STOP_MESSAGES = {
 }
 
 
-def _raise_stop(signum: int, frame: FrameType | None) -> None:
-    raise _Stop(_STOP_MESSAGES.get(signal.Signals(signum), "stopped by a signal"))
+class _StopSignals:
+    """SIGINT, SIGTERM and SIGHUP stop the job: the first raises :class:`_Stop` where the main
+    thread is; once the job is stopping (a signal arrived, or it ends on its own) the others
+    are only counted, so that however many arrive the stop finishes and its record is written.
+    """
+
+    def __init__(self) -> None:
+        self.stopping = False
+        self.ignored = 0
+
+    def __call__(self, signum: int, frame: FrameType | None) -> None:
+        if self.stopping:  # nothing printed here: the main thread may be printing
+            self.ignored += 1
+            return
+        self.stopping = True
+        raise _Stop(_STOP_MESSAGES.get(signal.Signals(signum), "stopped by a signal"))
 
 
 def detach(job_id: str, python_args: Sequence[str], out: IO[str],
@@ -211,14 +225,16 @@ class _Run:
         self._cluster: Any = None  # localmesos' LocalCluster (only submit/local.py knows it)
         self._runner: JobRunner | None = None
         self._status = ExitStatus.ERROR
+        self._signals = _StopSignals()
 
     def run(self) -> ExitStatus:
         # Our own handlers, also for SIGINT: a job started in the background by a script
         # inherits SIGINT ignored, and a terminal that closes sends SIGHUP; each stops the job.
-        previous = {signum: signal.signal(signum, _raise_stop) for signum in _STOP_MESSAGES}
+        previous = {signum: signal.signal(signum, self._signals) for signum in _STOP_MESSAGES}
         try:
             self._status = self._phases()
         except KeyboardInterrupt as stop:
+            self._signals.stopping = True  # a KeyboardInterrupt not of our handler's making
             _say(self._err, f"\n{PROG}: stopping the job (killing its tasks)…")
             if self._runner is not None:
                 self._runner.stop(framework_pb2.STOPPED,
@@ -226,13 +242,17 @@ class _Run:
             self._status = ExitStatus.CTRL_C
         except Exception as error:
             # Whatever broke (e.g. the pymesos driver aborted), kill what runs, keep the record.
+            self._signals.stopping = True
             if self._runner is not None:
                 self._runner.stop(framework_pb2.ERROR, f"da-submit failed: {error}")
             raise
         finally:
-            for signum, handler in previous.items():
-                signal.signal(signum, handler)
-            self._close()
+            self._signals.stopping = True  # the report is written whatever arrives now
+            try:
+                self._close()
+            finally:
+                for signum, handler in previous.items():
+                    signal.signal(signum, handler)
         return self._status
 
     def _phases(self) -> ExitStatus:
@@ -310,9 +330,11 @@ class _Run:
             runner.wait(poll=lambda: show(runner.controller.progress(), runner.master_note()))
         except MasterAwayError as error:
             show.done()
+            self._signals.stopping = True
             runner.abandon(str(error))  # interrupted, not ended: resumable
             return ExitStatus.MASTER_UNREACHABLE
         show.done()
+        self._signals.stopping = True  # the job ended: a signal now cannot cut its stop short
         runner.stop(framework_pb2.STOPPED, "stopped")  # kills leftovers, tears down
         outcome, _ = runner.controller.outcome or (framework_pb2.ERROR, "unknown")
         status = for_outcome(outcome)

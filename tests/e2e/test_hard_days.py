@@ -24,6 +24,8 @@ import pytest
 from disauto.common.processes import with_environment
 from tests.e2e.conftest import ROOT
 from tests.e2e.conftest import common_flags
+from tests.e2e.conftest import nothing_left
+from tests.e2e.outcomes import check_ended
 
 
 pytestmark = pytest.mark.slow
@@ -177,3 +179,23 @@ def test_two_resumes_started_together_run_exactly_one_framework(shell: Shell,
     check_every_trial_once(shell.folder(job), budget, before)
     log = (shell.folder(job) / "da-submit.log").read_text()
     assert log.count("registered as framework") == 2, "more than one framework resumed the job"
+
+
+# -- 5. Ctrl-C pressed again while the job stops ----------------------------------------------
+
+
+def test_ctrl_c_three_times_stops_the_job_once_with_its_record(submit: Any,
+                                                               workdir: Path) -> None:
+    (workdir / "runner.py").write_text(RUNNER)
+    job = submit(*common_flags(workdir, "--trail-steps", "20", "--parallelism", "2"),
+                 env={"RUNNER_SLEEP": "60"})
+    job.wait_running_trials(2)
+    for _ in range(3):  # the second and third arrive while the first one's stop runs
+        job.process.send_signal(signal.SIGINT)
+        time.sleep(0.4)
+    ended = check_ended(job, 130, "STOPPED", best=None, logs=False)
+    assert ended.meta["state"] == "ENDED"
+    assert ended.results["message"] == "stopped with Ctrl-C"
+    assert set(ended.states().values()) == {"KILLED"}
+    assert job.output.count("stopping the job") == 1
+    assert nothing_left(job.job_dir().name)
