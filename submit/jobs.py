@@ -14,6 +14,7 @@ from functools import cached_property
 import json
 from pathlib import Path
 import socket
+import sqlite3
 import time
 from typing import Any
 from urllib.error import HTTPError
@@ -32,6 +33,7 @@ from disauto.framework.job import sorted_trials
 from disauto.framework.meta import JobMeta
 from disauto.framework.spec import JobConfig
 from disauto.framework.store import JobStore
+from disauto.framework.store import StoreError
 from disauto.framework.store import TrialRow
 from disauto.protos import common_pb2
 
@@ -42,6 +44,18 @@ APPCORE_RUN = "appcore"
 
 class JobLookupError(LookupError):
     """No job, or more than one, matches what was asked for (the message says which)."""
+
+
+class UnreadableRecordError(ValueError):
+    """A job's record cannot be read (corrupt, truncated, not a database): the message names
+    it, in one line. The record is left as it is."""
+
+    def __init__(self, job_id: str, folder: Path, why: str) -> None:
+        super().__init__(f"the record of job {job_id} is unreadable: {folder / paths.JOB_DB}: "
+                         f"{why} (left as it is)")
+        self.job_id = job_id
+        self.folder = folder
+        self.why = why
 
 
 @dataclass
@@ -120,15 +134,21 @@ def load(folder: Path) -> Job:
 
     Raises:
         JobLookupError: the folder holds no job record.
+        UnreadableRecordError: it holds one that cannot be read.
     """
     db = folder / paths.JOB_DB
     if not db.is_file():
         raise JobLookupError(f"{folder} holds no job record ({paths.JOB_DB})")
-    store = JobStore(db)
+    try:
+        store = JobStore(db)
+    except StoreError as err:
+        raise UnreadableRecordError(folder.name, folder, _cause(err)) from None
     try:
         meta = store.meta()
         trials = store.trials()
         runs = store.appcore_runs()
+    except (sqlite3.DatabaseError, ValueError, KeyError) as err:  # a page of it is garbage
+        raise UnreadableRecordError(folder.name, folder, _cause(err)) from None
     finally:
         store.close()
     if not meta.has(meta_keys.CONFIG):
@@ -138,18 +158,32 @@ def load(folder: Path) -> Job:
     return Job(meta[meta_keys.JOB_ID] or folder.name, folder, meta, trials)
 
 
+def _cause(err: Exception) -> str:
+    """What SQLite said, without the store's own preamble."""
+    text = str(err)
+    return text.rsplit(": ", 1)[-1] if text.startswith("cannot open job store") else text
+
+
 def all_jobs() -> list[Job]:
-    """Every job under ``$DISAUTO_HOME``, oldest first."""
+    """Every job under ``$DISAUTO_HOME`` whose record can be read, oldest first."""
+    return scan()[0]
+
+
+def scan() -> tuple[list[Job], list[UnreadableRecordError]]:
+    """Every job under ``$DISAUTO_HOME``, oldest first, and the records that cannot be read
+    (by folder name): one bad record hides no other job."""
     root = paths.jobs_dir()
     if not root.is_dir():
-        return []
-    jobs = []
+        return [], []
+    jobs, unreadable = [], []
     for folder in sorted(root.iterdir()):
         try:
             jobs.append(load(folder))
+        except UnreadableRecordError as err:
+            unreadable.append(err)
         except (JobLookupError, ValueError, OSError):
             continue  # a folder being created, or not a job's
-    return sorted(jobs, key=lambda job: (job.started(), job.job_id))
+    return sorted(jobs, key=lambda job: (job.started(), job.job_id)), unreadable
 
 
 def find(prefix: str) -> Job:

@@ -23,6 +23,7 @@ from disauto.submit.fit import Column
 from disauto.submit.fit import columns
 from disauto.submit.fit import fit_table
 from disauto.submit.fit import short_path
+from disauto.submit.fit import wrap
 from disauto.submit.job_cli.base import Command
 from disauto.submit.job_cli.base import JobCommandError
 from disauto.submit.job_cli.base import arg
@@ -30,23 +31,26 @@ from disauto.submit.job_cli.base import fmt_seconds
 from disauto.submit.job_cli.base import state_text
 from disauto.submit.jobs import Job
 from disauto.submit.jobs import MasterQueryError
-from disauto.submit.jobs import all_jobs
+from disauto.submit.jobs import UnreadableRecordError
 from disauto.submit.jobs import master_frameworks
+from disauto.submit.jobs import scan
 
 
 def run(args: argparse.Namespace, out: IO[str]) -> ExitStatus:
-    jobs = all_jobs()
+    jobs, unreadable = scan()
     rows = [job.summary() for job in jobs]
     frameworks = _master_frameworks(args) if args.master else None
     if args.json:
-        listed: Any = rows if frameworks is None else {"jobs": rows, "master": args.master,
-                                                       "frameworks": frameworks}
+        every = rows + [{"job_id": bad.job_id, "state": "unreadable", "error": str(bad)}
+                        for bad in unreadable]
+        listed: Any = every if frameworks is None else {"jobs": every, "master": args.master,
+                                                        "frameworks": frameworks}
         print(json.dumps(listed, indent=2), file=out)
         return ExitStatus.SUCCESS
-    if not jobs:
+    if not jobs and not unreadable:
         print(f"no jobs under {short_path(paths.jobs_dir(), columns() - 14)}", file=out)
     else:
-        _print_jobs(jobs, rows, out)
+        _print_jobs(jobs, rows, out, unreadable)
     if frameworks is not None:
         _print_frameworks(args.master, frameworks, {job.job_id for job in jobs}, out)
     return ExitStatus.SUCCESS
@@ -86,7 +90,8 @@ def _print_frameworks(master: str, frameworks: Sequence[dict[str, Any]], here: s
     print("\n".join(fit_table(table, rows)), file=out)
 
 
-def _print_jobs(jobs: Sequence[Job], rows: Sequence[dict[str, Any]], out: IO[str]) -> None:
+def _print_jobs(jobs: Sequence[Job], rows: Sequence[dict[str, Any]], out: IO[str],
+                unreadable: Sequence[UnreadableRecordError] = ()) -> None:
     # The name is the start of the job's id (da-submit makes it so): shown only where not.
     named = any(not job.job_id.startswith(row["name"]) for job, row in
                 zip(jobs, rows, strict=True))
@@ -104,6 +109,8 @@ def _print_jobs(jobs: Sequence[Job], rows: Sequence[dict[str, Any]], out: IO[str
                           else "%m-%d %H:%M", started),
             fmt_seconds(row["duration_seconds"]),
         ])
+    # A record that cannot be read is a row of its own, after the others (the error: below).
+    cells += [[bad.job_id, "-", "unreadable", "-", "-", "-", "-"] for bad in unreadable]
     # An id is clipped last (any unique start of it names the job in every da-job command).
     table = [Column("job", narrowest=24, last=True), Column("name", narrowest=6),
              Column("state", narrowest=11),
@@ -112,6 +119,10 @@ def _print_jobs(jobs: Sequence[Job], rows: Sequence[dict[str, Any]], out: IO[str
     if not named:
         table, cells = table[:1] + table[2:], [row[:1] + row[2:] for row in cells]
     print("\n".join(fit_table(table, cells)), file=out)
+    for bad in unreadable:
+        db = short_path(bad.folder / paths.JOB_DB, columns() - 2)
+        print("\n".join(wrap(f"{bad.job_id}: its record {db} is unreadable: {bad.why} "
+                             "(left as it is)")), file=out)
 
 
 COMMAND = Command(

@@ -199,3 +199,44 @@ def test_ctrl_c_three_times_stops_the_job_once_with_its_record(submit: Any,
     assert set(ended.states().values()) == {"KILLED"}
     assert job.output.count("stopping the job") == 1
     assert nothing_left(job.job_dir().name)
+
+
+# -- 4. a corrupt record ------------------------------------------------------------------------
+
+
+def test_a_corrupt_or_truncated_record_is_one_line_and_hides_no_other_job(
+        shell: Shell, workdir: Path) -> None:
+    import shutil
+
+    job = shell.submit(*common_flags(workdir, "--trail-steps", "3", "--parallelism", "3"))
+    shell.wait_until(job, lambda s: s["state"] == "ended", timeout=120)
+    good = shell.folder(job)
+    kept, _ = record(good)
+    bad = {"job-random": os.urandom((good / "job.db").stat().st_size),
+           "job-truncated": (good / "job.db").read_bytes()[:16384]}
+    for name, data in bad.items():
+        shutil.copytree(good, shell.home / "jobs" / name)
+        (shell.home / "jobs" / name / "job.db").write_bytes(data)
+    listed = shell.job("list")
+    assert listed.returncode == 0 and "Traceback" not in listed.stderr, listed.stderr
+    rows = {line.split()[0]: line for line in listed.stdout.splitlines() if line.strip()}
+    assert rows[job].split()[1] == "ended"  # the others are shown
+    for name in bad:
+        assert rows[name].split()[1] == "unreadable", listed.stdout
+        assert f"{name}: its record " in " ".join(listed.stdout.split())
+    as_json = {row["job_id"]: row for row in json.loads(shell.job("list", "--json").stdout)}
+    assert as_json[job]["state"] == "ended" and as_json[job]["done"] == 3
+    assert {as_json[name]["state"] for name in bad} == {"unreadable"}
+    for name, data in bad.items():
+        for command in (("status", name), ("results", name), ("logs", name, "1"),
+                        ("resume", name), ("kill", name), ("update", name, "--parallelism", "1")):
+            done = shell.job(*command)
+            assert done.returncode == 1, (command, done.stdout, done.stderr)
+            path = shell.home / "jobs" / name / "job.db"
+            assert re.fullmatch(rf"da-job: error: the record of job {name} is unreadable: "
+                                rf"{re.escape(str(path))}: (database disk image is malformed|"
+                                r"file is not a database) \(left as it is\)\n",
+                                done.stderr), (command, done.stderr)
+        assert (shell.home / "jobs" / name / "job.db").read_bytes() == data  # left as it was
+    assert record(good)[0] == kept  # the good record is untouched
+    assert shell.status(job)["trials"]["COMPLETED"] == 3

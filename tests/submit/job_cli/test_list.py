@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 import json
+from typing import Any
 
 from disauto.common.trial_state import TrialState
 from tests.submit.job_cli.conftest import DaJob
@@ -56,3 +57,31 @@ def test_a_job_whose_trials_all_failed_says_so(da_job: DaJob,
     assert "4/20 (4 failed)  -  " in row, row  # and no best
     listed = json.loads(da_job("list", "--json")[1])
     assert listed[0]["done"] == 4 and listed[0]["best"] is None
+
+
+def test_an_unreadable_record_is_marked_and_the_others_are_listed(
+        da_job: DaJob, job_record: Callable[..., JobRecord], home: Any) -> None:
+    job_record("tests-20261126-060756-33fd", state="ended")
+    broken = job_record("tests-20261126-070000-abcd")
+    broken.store.close()
+    db = broken.folder / "job.db"
+    garbage = b"not a database, whatever it was" * 100
+    db.write_bytes(garbage)
+    code, out, err = da_job("list")
+    assert (code, err) == (0, "")
+    lines = out.splitlines()
+    assert max(len(line) for line in lines) <= 80, out
+    assert lines[2].split()[:2] == ["tests-20261126-060756-33fd", "ended"]
+    assert lines[3].split()[:2] == ["tests-20261126-070000-abcd", "unreadable"]
+    said = " ".join(" ".join(lines[4:]).split())
+    assert said.startswith("tests-20261126-070000-abcd: its record /") and said.endswith(
+        "/jobs/tests-20261126-070000-abcd/job.db is unreadable: file is not a database (left "
+        "as it is)"), said
+    rows = json.loads(da_job("list", "--json")[1])
+    assert [(row["job_id"], row["state"]) for row in rows] == [
+        ("tests-20261126-060756-33fd", "ended"), ("tests-20261126-070000-abcd", "unreadable")]
+    code, out, err = da_job("status", "tests-20261126-07")
+    assert (code, out) == (1, "") and err == (
+        f"da-job: error: the record of job tests-20261126-070000-abcd is unreadable: {db}: "
+        "file is not a database (left as it is)\n")
+    assert db.read_bytes() == garbage  # left as it was
