@@ -190,6 +190,10 @@ RESUMED_AT = _time_key("resumed_at", "When a framework last resumed it.")
 ENDED_AT = _time_key("ended_at", "When it ended.")
 OUTCOME = _text_key("outcome", "The JobOutcome's name once it ended.")
 OUTCOME_MESSAGE = _text_key("outcome_message", "Why it ended, in one line.")
+TORN_DOWN = _flag_key(
+    "torn_down", "Set once the ended job's framework is torn down (the master removed it): a "
+    "framework that dies before it closes the record leaves a job da-job resume finishes "
+    "without a master.")
 INTERRUPTED_REASON = _text_key(
     "interrupted_reason", "Why the framework gave up without ending the job (da-job resume).")
 BEST_OUTPUT = _text_key("best_output", "Where the best trial's --output was copied.")

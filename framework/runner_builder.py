@@ -196,7 +196,9 @@ def _trials(config: JobConfig, job_dir: Path, opened: _Opened, options: RunnerOp
     controller = JobController(config, opened.store, _job_token(job_dir, options.resume),
                                on_pending=revival.wake, log_tail=places.stderr_tail,
                                on_kill=link.kill, book=book, measures=usage)
-    if options.resume and not opened.same_master:
+    if controller.outcome is not None:
+        pass  # its end is recorded: the resumed framework only finishes it
+    elif options.resume and not opened.same_master:
         controller.requeue_in_flight("the job resumed on a new cluster")
     elif options.resume:
         controller.adopt_appcore()

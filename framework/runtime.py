@@ -92,7 +92,7 @@ class JobRunner:
             implicit_acknowledgements=False, principal=self.master.principal,
             secret=self.master.secret)
         self._driver.start()
-        if not self._link.registered.wait(register_timeout):
+        if not self._registered(register_timeout):
             self._driver.stop(failover=True)  # nothing was launched: no TEARDOWN needed
             self._driver.join()
             self._driver = None
@@ -101,11 +101,24 @@ class JobRunner:
             raise MasterUnreachableError(
                 f"the Mesos master at {self.master.uri} did not register the framework within "
                 f"{register_timeout:.0f} s")
+        if self.scheduler.framework_lost:  # the job has ended (FRAMEWORK_LOST, or as recorded)
+            return
         self._parts.logs.start()
         self._telemetry.start()
         if self._parts.peers is not None:
             self._parts.peers.start()
         self.check_capacity(every_task=True)
+
+    def _registered(self, timeout: float) -> bool:
+        """Wait until the master registered the framework, or took it away (the master's
+        ERROR comes at once: a removed framework's resume does not wait out ``timeout``)."""
+        deadline = time.monotonic() + timeout
+        while not self._link.registered.wait(0.1):
+            if self.scheduler.framework_lost:
+                return True
+            if time.monotonic() >= deadline:
+                return False
+        return True
 
     def _framework_info(self) -> dict[str, object]:
         info: dict[str, object] = {
@@ -261,7 +274,12 @@ class JobRunner:
 
     def stop(self, outcome: int = framework_pb2.STOPPED, message: str = "stopped by the user",
              grace: float = 15.0, finishing_grace: float = 10.0) -> None:
-        """End the job: kill its tasks, wait for them (up to ``grace`` s), tear down.
+        """End the job: kill its tasks, wait for them (up to ``grace`` s), tear down, write its
+        report; :meth:`close_record` then says it ended.
+
+        The end is recorded first (the outcome, then that the framework is torn down), the
+        report (megabytes) last: a framework killed in between leaves the job interrupted with
+        its end recorded, and ``da-job resume`` finishes it (without a master once torn down).
 
         A task whose trial already sent its final result (the trial that reached the target,
         writing its ``--output``) has ``finishing_grace`` seconds to exit on its own first.
@@ -277,11 +295,20 @@ class JobRunner:
         self._stop_helpers()
         self._collect_best_output()
         self._release_driver(teardown=True)  # TEARDOWN: the master kills whatever is left
+        if self._driver is not None:
+            self.store.set_meta(meta.TORN_DOWN, True)
         self._shutdown_services()
         self._record_offer_counts()
-        # Before the record says ENDED: whoever sees the job ended finds its report.
+        self._write_report()
+
+    def close_record(self) -> None:
+        """Say in the record that the job ended, last of all: whoever sees it ended finds its
+        report and results written. Nothing for a job left interrupted (:meth:`abandon`)."""
+        if self.controller.outcome is not None:
+            self.store.set_meta(meta.STATE, meta.ENDED)
+
+    def _write_report(self) -> None:
         report.write(self.job_dir, read_record(self.store, "ended"))
-        self.store.set_meta(meta.STATE, meta.ENDED)
 
     def _end_tasks(self, grace: float, finishing_grace: float) -> None:
         """Kill the job's tasks (those writing a final result after ``finishing_grace``) and
@@ -316,7 +343,7 @@ class JobRunner:
         self._release_driver(teardown=False)
         self._shutdown_services()
         self._record_offer_counts()
-        self.store.set_meta(meta.STATE, meta.ENDED)
+        self._write_report()
 
     def _record_offer_counts(self) -> None:
         """Keep the offer policy's counters in the job's record (offers seen, declined, ...)."""

@@ -45,6 +45,7 @@ from disauto.submit.validate import Submission
 
 
 if TYPE_CHECKING:
+    from disauto.framework.recorded_end import RecordedEnd
     from disauto.framework.runtime import JobRunner
 
 
@@ -224,6 +225,7 @@ class _Run:
         self._err = err
         self._cluster: Any = None  # localmesos' LocalCluster (only submit/local.py knows it)
         self._runner: JobRunner | None = None
+        self._ending: RecordedEnd | None = None
         self._status = ExitStatus.ERROR
         self._signals = _StopSignals()
 
@@ -256,10 +258,25 @@ class _Run:
         return self._status
 
     def _phases(self) -> ExitStatus:
+        from disauto.framework.recorded_end import needs_no_master
+
+        if self._resume and needs_no_master(self._job_dir, self._submission.master == "local"):
+            return self._finish_recorded()
         master = self._start_cluster()
         runner = self._build(master)
         failed = self._subscribe(runner)
         return failed if failed is not None else self._follow(runner)
+
+    def _finish_recorded(self) -> ExitStatus:
+        """A job whose framework died after its end was recorded and after which nothing of
+        it runs: finished from its record alone (its report, results and closed record)."""
+        from disauto.framework.recorded_end import RecordedEnd
+
+        ending = self._ending = RecordedEnd(self._submission.config, self._job_dir)
+        _print(self._out, f"{PROG}: the job had ended before its framework died; finishing its "
+                          "record (no master needed)")
+        ending.stop()
+        return _exit_status(ending.controller)
 
     def _start_cluster(self) -> str:
         """The master's address: the embedded cluster's, booted here, with ``--master local``."""
@@ -314,6 +331,8 @@ class _Run:
             runner.controller.finish(framework_pb2.ERROR, str(error))
             runner.store.set_meta(meta.STATE, meta.ENDED)
             return ExitStatus.MASTER_UNREACHABLE
+        if runner.scheduler.framework_lost:  # the master took it away: the job ends at once
+            return None
         print(f"{PROG}: framework {runner.scheduler.framework_id} registered", file=self._out)
         print(job_page_lines(runner.page_url, runner.controller.job_token), file=self._out)
         runner.store.set_meta(meta.FRAMEWORK_REGISTERED, True)
@@ -336,23 +355,31 @@ class _Run:
         show.done()
         self._signals.stopping = True  # the job ended: a signal now cannot cut its stop short
         runner.stop(framework_pb2.STOPPED, "stopped")  # kills leftovers, tears down
-        outcome, _ = runner.controller.outcome or (framework_pb2.ERROR, "unknown")
-        status = for_outcome(outcome)
-        if status == ExitStatus.SUCCESS and runner.controller.best_trial() is None:
-            status = ExitStatus.NO_RESULT  # an ending without an answer is not a success
-        return status
+        return _exit_status(runner.controller)
 
     def _close(self) -> None:
-        """Report the job (whatever ended it) and stop the embedded cluster."""
+        """Report the job (whatever ended it), then close its record (last: a framework
+        killed before leaves it for da-job resume to finish), and stop the embedded cluster."""
         config = self._submission.config
+        job = self._runner if self._runner is not None else self._ending
         try:
-            if self._runner is not None:
-                _report(self._runner, self._job_dir, self._out, self._err,
-                        config.search.objective,
+            if job is not None:
+                _report(job, self._job_dir, self._out, self._err, config.search.objective,
                         config.search.direction != common_pb2.MINIMIZE, self._status)
+                job.close_record()
         finally:
             if self._cluster is not None:
                 self._cluster.stop()
+
+
+def _exit_status(controller: Any) -> ExitStatus:
+    """da-submit's exit status for the job's outcome (an ending without an answer is not a
+    success)."""
+    outcome, _ = controller.outcome or (framework_pb2.ERROR, "unknown")
+    status = for_outcome(outcome)
+    if status == ExitStatus.SUCCESS and controller.best_trial() is None:
+        status = ExitStatus.NO_RESULT
+    return status
 
 
 def bind_host(submission: Submission) -> str | None:

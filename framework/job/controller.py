@@ -119,10 +119,26 @@ class JobController:
         self._outcome: int | None = None
         self._outcome_message = ""
         self._done = threading.Event()
+        self._keep_recorded_end()
         self.gpu_samples: Callable[[list[Sample]], None] | None = (
             measures.record_samples if measures is not None else None)
         """Stores a trial's GPU samples and folds them into its usage (telemetry); None while
         the job's telemetry is off."""
+
+    def _keep_recorded_end(self) -> None:
+        """A job whose end is recorded stays ended with it: its framework died between its
+        last trial and its report, and ``da-job resume`` only finishes it (kills what is left,
+        tears down, reports)."""
+        recorded = self.store.get_meta(meta.OUTCOME)
+        if not recorded:
+            return
+        try:
+            self._outcome = framework_pb2.JobOutcome.Value(recorded)
+        except ValueError:
+            self._outcome = framework_pb2.ERROR
+        self._outcome_message = self.store.get_meta(meta.OUTCOME_MESSAGE)
+        self._book.close()
+        self._done.set()
 
     def _config(self) -> JobConfig:
         return self.config

@@ -240,3 +240,112 @@ def test_a_corrupt_or_truncated_record_is_one_line_and_hides_no_other_job(
         assert (shell.home / "jobs" / name / "job.db").read_bytes() == data  # left as it was
     assert record(good)[0] == kept  # the good record is untouched
     assert shell.status(job)["trials"]["COMPLETED"] == 3
+
+
+# -- 2. kill -9 in the window after the last trial ---------------------------------------------
+
+
+def _peek(folder: Path) -> dict[str, str]:
+    try:
+        with sqlite3.connect(f"file:{folder / 'job.db'}?mode=ro", uri=True, timeout=1) as db:
+            return dict(db.execute("SELECT key, value FROM meta").fetchall())
+    except sqlite3.Error:
+        return {}
+
+
+def _removed(master: str, framework_id: str) -> bool:
+    """Whether the master lists the framework as completed (torn down)."""
+    from disauto.submit.jobs import master_frameworks
+
+    return any(row["framework_id"] == framework_id and row["state"] == "completed"
+               for row in master_frameworks(master, timeout=1))
+
+
+@pytest.mark.parametrize(("where", "moment"), [("da-cluster", "torn-down"),
+                                               ("da-cluster", "outcome"), ("local", "outcome")])
+def test_a_kill_in_the_window_after_the_last_trial_is_finished_by_resume(
+        shell: Shell, workdir: Path, da_cluster: Any, where: str, moment: str) -> None:
+    budget = 4
+    master = ["--master", da_cluster.start()] if where == "da-cluster" else []
+    job = shell.submit(*common_flags(workdir, "--trail-steps", str(budget), "--parallelism", "2",
+                                     *master))
+    folder = shell.folder(job)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:  # the moment the end is recorded, or torn down
+        recorded = _peek(folder)
+        if recorded.get("outcome") and (moment == "outcome" or _removed(
+                master[1], recorded["framework_id"])):
+            break
+        time.sleep(0.02)
+    os.kill(int(recorded["pid"]), signal.SIGKILL)
+    status = shell.wait_until(job, lambda s: s["state"] != "running", timeout=30)
+    assert status["state"] == "interrupted", status  # killed before it closed the record
+    assert not (folder / "results.json").exists()
+    started = time.monotonic()
+    resumed = shell.job("resume", job, timeout=120)
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    assert time.monotonic() - started < 45  # it finishes, not a minute's wait for a master
+    assert "Traceback" not in resumed.stdout + resumed.stderr
+    assert "budget spent" in resumed.stdout
+    if where == "local" or moment == "torn-down":
+        assert "no master needed" in " ".join(resumed.stdout.split())
+    status = shell.status(job)
+    assert (status["state"], status["outcome"]) == ("ended", "BUDGET_SPENT"), status
+    check_every_trial_once(folder, budget)
+    assert json.loads((folder / "results.json").read_text())["exit_status"] == 0
+    assert nothing_left(job, framework_id=status["framework_id"])
+    if where == "da-cluster":
+        assert _removed(master[1], status["framework_id"])
+
+
+def _tear_down(master: str, framework_id: str) -> None:
+    """Remove the framework from its master as an operator's scheduler would: subscribe with
+    its id (it is disconnected), then TEARDOWN on that subscription's stream."""
+    import http.client
+
+    host, port = master.split(":")
+    subscription = http.client.HTTPConnection(host, int(port), timeout=10)
+    framework_info = {"user": "root", "name": "operator", "id": {"value": framework_id}}
+    subscription.request("POST", "/api/v1/scheduler", json.dumps(
+        {"type": "SUBSCRIBE", "framework_id": {"value": framework_id},
+         "subscribe": {"framework_info": framework_info}}),
+        {"Content-Type": "application/json"})
+    answer = subscription.getresponse()
+    assert answer.status == 200, answer.read()
+    teardown = http.client.HTTPConnection(host, int(port), timeout=10)
+    teardown.request("POST", "/api/v1/scheduler", json.dumps(
+        {"type": "TEARDOWN", "framework_id": {"value": framework_id}}),
+        {"Content-Type": "application/json",
+         "Mesos-Stream-Id": answer.getheader("Mesos-Stream-Id") or ""})
+    assert teardown.getresponse().status == 202
+    teardown.close()
+    subscription.close()
+
+
+def test_resuming_a_job_whose_framework_was_removed_says_so_at_once_exit_7(
+        shell: Shell, workdir: Path, da_cluster: Any) -> None:
+    master = da_cluster.start()
+    job = shell.submit(*common_flags(workdir, "--trail-steps", "10", "--parallelism", "2",
+                                     "--master", master))
+    status = shell.wait_until(job, lambda s: s["done"] >= 2 and len(s["running"]) == 2)
+    shell.kill_framework(job)
+    before, _ = record(shell.folder(job))
+    _tear_down(master, status["framework_id"])
+    started = time.monotonic()
+    resumed = shell.job("resume", job, timeout=120)
+    assert resumed.returncode == 7, resumed.stdout + resumed.stderr
+    assert time.monotonic() - started < 30  # no minute's wait for a registration
+    said = [line for line in resumed.stderr.splitlines() if "taken away" in line]
+    assert len(said) == 1 and said[0].startswith("da-submit: error: the framework was taken "
+                                                 "away: the Mesos master removed it"), resumed
+    assert "Traceback" not in resumed.stdout + resumed.stderr
+    status = shell.status(job)
+    assert (status["state"], status["outcome"]) == ("ended", "FRAMEWORK_LOST")
+    trials, _ = record(shell.folder(job))
+    assert not [t for t in trials if t[1] in ("PENDING", "LAUNCHING", "RUNNING")], trials
+    for kept in before:  # what was recorded complete stays so
+        if kept[1] == "COMPLETED":
+            assert trials[kept[0] - 1] == kept
+    results = json.loads((shell.folder(job) / "results.json").read_text())
+    assert (results["outcome"], results["exit_status"]) == ("FRAMEWORK_LOST", 7)
+
