@@ -169,7 +169,11 @@ def _registered(job_dir: Path, pid: int) -> bool:
 def run(submission: Submission, out: IO[str], err: IO[str], *,
         resume: bool = False, lock: JobLock | None = None) -> ExitStatus:
     """Run a validated job to its end and report it (``resume``: carry on a recorded one),
-    holding the job's lock (``lock``, else the one inherited or taken here) throughout."""
+    holding the job's lock (``lock``, else the one inherited or taken here) throughout.
+
+    It is the whole work of the process that calls it: SIGINT, SIGTERM and SIGHUP stop the job
+    while it runs and are ignored once it returned (the process exits with the job's status).
+    """
     job_dir = paths.job_dir(submission.config.job_id)
     job_dir.mkdir(parents=True, exist_ok=True)
     os.chmod(job_dir, 0o700)  # the record and the job's token are the user's alone
@@ -253,8 +257,10 @@ class _Run:
             try:
                 self._close()
             finally:
-                for signum, handler in previous.items():
-                    signal.signal(signum, handler)
+                # The job is over and its record written; the process exits with its status:
+                # a late signal must not turn that into a death by signal.
+                for signum in previous:
+                    signal.signal(signum, signal.SIG_IGN)
         return self._status
 
     def _phases(self) -> ExitStatus:
