@@ -39,6 +39,7 @@ from urllib.parse import urlencode
 
 from disauto.framework.sandbox_logs import SandboxLogs
 from disauto.framework.sandbox_logs import task_sandbox_in
+from disauto.framework.store import is_disk_full
 
 
 logger = logging.getLogger(__name__)
@@ -71,12 +72,16 @@ class LogCollector:
         max_poll_bytes: the most one poll copies of one file.
         max_task_log_bytes: the newest bytes of a task's stream kept in ``folder``.
         slot_of: the warm slot's executor that ran a task ("" for a command task).
+        on_full: told when a copy cannot be written for want of space (the job's disk is
+            full: its run loop stops the job).
     """
 
     def __init__(self, logs: SandboxLogs, framework_id: Callable[[], str], tasks: Locations,
                  folder: Path, *, interval: float = 1.0, max_poll_bytes: int = 4 << 20,
                  max_task_log_bytes: int = MAX_TASK_LOG_BYTES,
-                 slot_of: Callable[[str], str] | None = None) -> None:
+                 slot_of: Callable[[str], str] | None = None,
+                 on_full: Callable[[Path, BaseException], object] | None = None) -> None:
+        self._on_full = on_full
         self._logs = logs
         self._framework_id = framework_id
         self._tasks = tasks
@@ -162,6 +167,8 @@ class LogCollector:
             os.replace(partial, self.folder / OFFSETS)
         except OSError as err:
             logger.warning("cannot keep the log copies' offsets: %s", err)
+            if self._on_full is not None and is_disk_full(err):
+                self._on_full(self.folder / OFFSETS, err)
             return
         self._saved = now
 
@@ -238,6 +245,8 @@ class LogCollector:
                 self._copy_stream(root, f"{directory}/{stream}", task_id, stream)
         except Exception as err:  # noqa: BLE001 - best effort; the next poll resumes
             logger.debug("cannot copy the output of %s: %s", task_id, err)
+            if self._on_full is not None and is_disk_full(err):
+                self._on_full(self.path(task_id, "stdout").parent, err)
             return False
         return True
 

@@ -143,7 +143,8 @@ def build_runner(config: JobConfig, job_dir: Path, master: MasterEndpoint,
         master_auth=(master.principal, master.secret or "") if master.principal else None,
         link=link, revival=revival)
     logs = LogCollector(sandboxes, link.framework_id, controller.task_locations,
-                        job_dir / paths.TASK_LOGS, slot_of=places.slot_of)
+                        job_dir / paths.TASK_LOGS, slot_of=places.slot_of,
+                        on_full=opened.store.note_full)
     desk = ControlDesk(ControlChannel(opened.store), controller, link.kill)
     return JobRunner(RunnerParts(
         config=config, job_dir=job_dir, master=master, resume=options.resume,

@@ -28,6 +28,7 @@ from disauto.framework.master_endpoint import MasterUnreachableError
 from disauto.framework.master_endpoint import check_credentials
 from disauto.framework.master_endpoint import check_master
 from disauto.framework.runner_parts import RunnerParts
+from disauto.framework.store import DiskFullError
 from disauto.framework.webui import report
 from disauto.framework.webui.views import read_record
 from disauto.protos import framework_pb2
@@ -158,7 +159,14 @@ class JobRunner:
             poll()
 
     def step(self, clock: _Clock) -> None:
-        """One round of the run loop, in its phases."""
+        """One round of the run loop, in its phases.
+
+        Raises:
+            MasterAwayError: the master has been away longer than ``master_timeout``.
+            DiskFullError: a write found the job's disk full (nothing more can be recorded).
+        """
+        if self.store.full:
+            raise DiskFullError(self.store.full)
         self._check_master()  # away too long: interrupted, not ended
         self._parts.desk.serve()  # what da-job and the job page asked for
         self._record_agents()
@@ -236,12 +244,22 @@ class JobRunner:
         if self._stopped:
             return
         self._stopped = True
-        self.store.set_meta(meta.INTERRUPTED_REASON, reason)
+        self._keep(lambda: self.store.set_meta(meta.INTERRUPTED_REASON, reason))
         self._stop_helpers()
         self._release_driver(teardown=False)  # the framework stays for a resume
         self._shutdown_services()
-        self._record_offer_counts()
-        report.write(self.job_dir, read_record(self.store, "interrupted"))
+        self._keep(self._record_offer_counts)
+        if not self.store.full:  # a report of megabytes has no room on a full disk
+            report.write(self.job_dir, read_record(self.store, "interrupted"))
+
+    @staticmethod
+    def _keep(write: Callable[[], None]) -> None:
+        """Record what an interrupted job's framework knows, if there is room for it: the
+        record stays whole either way, and a resume carries the job on."""
+        try:
+            write()
+        except DiskFullError as err:
+            logger.warning("not recorded: %s", err)
 
     def check_capacity(self, *, every_task: bool = False) -> None:
         """End the job (UNSCHEDULABLE) if a task that waits for an offer fits no agent.
@@ -286,8 +304,10 @@ class JobRunner:
         """
         if self._stopped:
             return
+        if self.store.full:  # nothing can be recorded: left interrupted (abandon) instead
+            raise DiskFullError(self.store.full)
+        self.controller.finish(outcome, message)  # DiskFullError: not stopped, abandon it
         self._stopped = True
-        self.controller.finish(outcome, message)
         if self.scheduler.framework_lost:
             self._stop_lost()
             return
@@ -296,19 +316,20 @@ class JobRunner:
         self._collect_best_output()
         self._release_driver(teardown=True)  # TEARDOWN: the master kills whatever is left
         if self._driver is not None:
-            self.store.set_meta(meta.TORN_DOWN, True)
+            self._keep(lambda: self.store.set_meta(meta.TORN_DOWN, True))
         self._shutdown_services()
-        self._record_offer_counts()
+        self._keep(self._record_offer_counts)
         self._write_report()
 
     def close_record(self) -> None:
         """Say in the record that the job ended, last of all: whoever sees it ended finds its
         report and results written. Nothing for a job left interrupted (:meth:`abandon`)."""
-        if self.controller.outcome is not None:
+        if self.controller.outcome is not None and not self.store.full:
             self.store.set_meta(meta.STATE, meta.ENDED)
 
     def _write_report(self) -> None:
-        report.write(self.job_dir, read_record(self.store, "ended"))
+        if not self.store.full:
+            report.write(self.job_dir, read_record(self.store, "ended"))
 
     def _end_tasks(self, grace: float, finishing_grace: float) -> None:
         """Kill the job's tasks (those writing a final result after ``finishing_grace``) and
@@ -320,13 +341,13 @@ class JobRunner:
         if [t for t in live if t not in kept]:
             self.scheduler.kill([t for t in live if t not in kept])
         deadline = time.monotonic() + finishing_grace
-        while finishing & set(live) and time.monotonic() < deadline:
+        while finishing & set(live) and time.monotonic() < deadline and not self.store.full:
             time.sleep(0.2)
             live = self.controller.live_task_ids()
         if kept & set(live):
             self.scheduler.kill(sorted(kept & set(live)))
         deadline = time.monotonic() + grace
-        while live and time.monotonic() < deadline:
+        while live and time.monotonic() < deadline and not self.store.full:
             time.sleep(0.2)
             live = self.controller.live_task_ids()
         if live:
@@ -342,7 +363,7 @@ class JobRunner:
         self._collect_best_output()
         self._release_driver(teardown=False)
         self._shutdown_services()
-        self._record_offer_counts()
+        self._keep(self._record_offer_counts)
         self._write_report()
 
     def _record_offer_counts(self) -> None:
@@ -365,7 +386,7 @@ class JobRunner:
             self._driver.join()
 
     def _shutdown_services(self) -> None:
-        self._telemetry.stop()
+        self._keep(self._telemetry.stop)  # it records the last figures
         self._listeners.stop()
 
     def _collect_best_output(self) -> None:

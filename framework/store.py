@@ -16,7 +16,10 @@ from contextlib import closing
 from contextlib import contextmanager
 from dataclasses import dataclass
 from dataclasses import field
+import errno
 import json
+import logging
+import os
 from pathlib import Path
 import sqlite3
 import threading
@@ -32,6 +35,8 @@ from disauto.framework import meta as meta_keys
 from disauto.framework.meta import JobMeta
 from disauto.framework.meta import MetaKey
 
+
+logger = logging.getLogger(__name__)
 
 SCHEMA_VERSION = 1
 T = TypeVar("T")
@@ -153,6 +158,36 @@ class StoreError(RuntimeError):
     """The job store cannot be opened or used."""
 
 
+class DiskFullError(StoreError):
+    """The disk that holds the job's folder is full: nothing more can be recorded (the message
+    names the disk and the path, in one line). What was recorded before is kept whole: the
+    transaction that did not fit was rolled back."""
+
+
+def is_disk_full(error: BaseException) -> bool:
+    """Whether ``error`` is a write that failed for want of space (SQLite's SQLITE_FULL, or
+    ENOSPC / EDQUOT from the file system)."""
+    if isinstance(error, sqlite3.Error):
+        return getattr(error, "sqlite_errorcode", None) == sqlite3.SQLITE_FULL \
+            or "disk is full" in str(error)
+    return isinstance(error, OSError) and error.errno in (errno.ENOSPC, errno.EDQUOT)
+
+
+def disk_full_message(path: Path, error: BaseException) -> str:
+    """One line naming the full disk (its mount point and free space) and the path that could
+    not be written."""
+    mount = path.parent
+    while not os.path.ismount(mount) and mount != mount.parent:
+        mount = mount.parent
+    try:
+        stats = os.statvfs(mount)
+        free = f", {stats.f_bavail * stats.f_frsize // 1024} KiB free"
+    except OSError:
+        free = ""
+    why = error.strerror if isinstance(error, OSError) and error.strerror else str(error)
+    return f"the disk is full: cannot write {path} ({why}; the disk at {mount}{free})"
+
+
 class JobStore:
     """The SQLite record of one job.
 
@@ -175,6 +210,9 @@ class JobStore:
             if private.exists():
                 private.chmod(0o600)  # the record is its user's alone
         self._lock = threading.RLock()
+        self.full = ""
+        """Once a write found the job's disk full: the one line that says so ("" till then).
+        The run loop reads it to stop the job at once."""
         if not self.meta().has(meta_keys.SCHEMA_VERSION):
             self.set_meta(meta_keys.SCHEMA_VERSION, SCHEMA_VERSION)
 
@@ -182,16 +220,35 @@ class JobStore:
         with self._lock:
             self._db.close()
 
+    def note_full(self, path: Path, error: BaseException) -> DiskFullError:
+        """Keep that the job's disk is full (the first time says where), for the run loop;
+        the error to raise."""
+        with self._lock:
+            if not self.full:
+                self.full = disk_full_message(path, error)
+            return DiskFullError(self.full)
+
     @contextmanager
     def _tx(self) -> Iterator[sqlite3.Connection]:
         with self._lock:
-            self._db.execute("BEGIN IMMEDIATE")
+            if self.full:  # the disk is full: every write fails, none is tried
+                raise DiskFullError(self.full)
             try:
-                yield self._db
-            except BaseException:
-                self._db.execute("ROLLBACK")
+                self._db.execute("BEGIN IMMEDIATE")
+                try:
+                    yield self._db
+                    self._db.execute("COMMIT")
+                except BaseException:
+                    if self._db.in_transaction:
+                        try:
+                            self._db.execute("ROLLBACK")
+                        except sqlite3.Error:
+                            logger.debug("cannot roll back", exc_info=True)
+                    raise
+            except sqlite3.Error as err:
+                if is_disk_full(err):
+                    raise self.note_full(self.path, err) from None
                 raise
-            self._db.execute("COMMIT")
 
     # -- meta (typed: framework/meta.py) -----------------------------------------------------
 

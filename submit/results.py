@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from collections.abc import Iterator
 from collections.abc import Mapping
 from collections.abc import Sequence
+from contextlib import contextmanager
 import csv
 from dataclasses import dataclass
 from dataclasses import field
 import json
+import os
 from pathlib import Path
 import textwrap
 import time
@@ -375,13 +378,32 @@ def _gpu_line(usage: dict[str, Any]) -> str:
 
 
 def write(job_dir: Path, record: JobFacts, param_order: Sequence[str] = ()) -> tuple[Path, Path]:
-    """Write results.json and results.csv into the job folder; return their paths."""
+    """Write results.json and results.csv into the job folder, each whole or not at all (a
+    full disk leaves the earlier file as it was); return their paths.
+
+    Raises:
+        OSError: a file could not be written.
+    """
     json_path = job_dir / paths.RESULTS_JSON
-    json_path.write_text(json.dumps(document(record), indent=2, sort_keys=True))
+    with _replacing(json_path) as handle:
+        handle.write(json.dumps(document(record), indent=2, sort_keys=True))
     csv_path = job_dir / paths.RESULTS_CSV
-    with csv_path.open("w", newline="") as handle:
+    with _replacing(csv_path) as handle:
         write_csv(handle, record.trials, record.maximize, param_order, record.objectives)
     return json_path, csv_path
+
+
+@contextmanager
+def _replacing(path: Path) -> Iterator[IO[str]]:
+    """A file written beside ``path`` that replaces it once whole (removed if not)."""
+    partial = path.with_name(path.name + ".partial")
+    try:
+        with partial.open("w", newline="") as handle:
+            yield handle
+        os.replace(partial, path)
+    except BaseException:
+        partial.unlink(missing_ok=True)
+        raise
 
 
 def write_csv(handle: IO[str], trials: Sequence[TrialRow], maximize: bool,

@@ -11,6 +11,7 @@ from pathlib import Path
 import signal
 import subprocess
 import sys
+import threading
 import time
 from types import FrameType
 from typing import IO
@@ -28,6 +29,8 @@ from disauto.common.trial_state import TrialState
 from disauto.framework import meta
 from disauto.framework.capacity import describe
 from disauto.framework.job import tls as job_tls
+from disauto.framework.store import DiskFullError
+from disauto.framework.store import is_disk_full
 from disauto.framework.store import peek_meta
 from disauto.protos import common_pb2
 from disauto.protos import framework_pb2
@@ -52,13 +55,32 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 
+class _LogFile(logging.FileHandler):
+    """The job's log file; a line that cannot be written (a full disk) is dropped, not turned
+    into a traceback on the terminal for every line logged: the job's record says what went
+    wrong, and the run loop stops a job whose disk is full."""
+
+    def handleError(self, record: logging.LogRecord) -> None:  # noqa: N802 - logging's name
+        if not isinstance(sys.exc_info()[1], OSError):
+            super().handleError(record)
+
+
+def _log_thread_crash(args: threading.ExceptHookArgs) -> None:
+    """An exception that ends one of the job's threads goes to the job's log, not the
+    terminal (--debug shows it there too); a full disk is the run loop's to say."""
+    if isinstance(args.exc_value, DiskFullError):
+        return
+    logger.error("thread %s ended with an error", getattr(args.thread, "name", "?"),
+                 exc_info=(args.exc_type, args.exc_value, args.exc_traceback))
+
+
 def _configure_logging(debug: bool, log_file: Path | None) -> None:
     root = logging.getLogger()
     root.setLevel(logging.DEBUG if debug else logging.INFO)
     for handler in list(root.handlers):
         root.removeHandler(handler)
     if log_file is not None:
-        handler = logging.FileHandler(log_file)
+        handler = _LogFile(log_file)
         handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
         root.addHandler(handler)
     if debug:
@@ -237,8 +259,14 @@ class _Run:
         # Our own handlers, also for SIGINT: a job started in the background by a script
         # inherits SIGINT ignored, and a terminal that closes sends SIGHUP; each stops the job.
         previous = {signum: signal.signal(signum, self._signals) for signum in _STOP_MESSAGES}
+        hook, threading.excepthook = threading.excepthook, _log_thread_crash
         try:
             self._status = self._phases()
+        except DiskFullError:  # nothing more can be recorded: left interrupted, tasks killed
+            self._signals.stopping = True
+            if self._runner is not None:
+                self._runner.abandon("the disk is full")
+            self._status = ExitStatus.ERROR
         except KeyboardInterrupt as stop:
             self._signals.stopping = True  # a KeyboardInterrupt not of our handler's making
             _say(self._err, f"\n{PROG}: stopping the job (killing its tasks)…")
@@ -257,6 +285,7 @@ class _Run:
             try:
                 self._close()
             finally:
+                threading.excepthook = hook
                 # The job is over and its record written; the process exits with its status:
                 # a late signal must not turn that into a death by signal.
                 for signum in previous:
@@ -372,7 +401,10 @@ class _Run:
             if job is not None:
                 _report(job, self._job_dir, self._out, self._err, config.search.objective,
                         config.search.direction != common_pb2.MINIMIZE, self._status)
-                job.close_record()
+                if job.store.full:  # interrupted, its record whole: resumed once there is room
+                    self._status = ExitStatus.ERROR
+                else:
+                    job.close_record()
         finally:
             if self._cluster is not None:
                 self._cluster.stop()
@@ -476,6 +508,9 @@ def _report(runner: Any, job_dir: Path, out: IO[str], err: IO[str], objective: s
     outcome = controller.outcome
     outcome_name = framework_pb2.JobOutcome.Name(outcome[0]) if outcome else "UNKNOWN"
     message = outcome[1] if outcome else ""
+    if runner.store.full:
+        _say_disk_full(runner, err)
+        return
     interrupted = runner.store.get_meta(meta.INTERRUPTED_REASON)
     if outcome is None and interrupted:  # the framework gave up on its master: resumable
         outcome_name, message = "INTERRUPTED", interrupted
@@ -487,7 +522,14 @@ def _report(runner: Any, job_dir: Path, out: IO[str], err: IO[str], objective: s
     objectives = Objectives.from_spec(runner.config.search)
     facts = {**job.meta, "outcome": outcome_name, "outcome_message": message}
     record = results.JobFacts(runner.config, facts, trials, state, int(status))
-    json_path, csv_path = results.write(job_dir, record, order)
+    try:
+        json_path, csv_path = results.write(job_dir, record, order)
+    except OSError as error:
+        if not is_disk_full(error):
+            raise
+        runner.store.note_full(job_dir / paths.RESULTS_JSON, error)
+        _say_disk_full(runner, err)
+        return
     search = results.search_keys(trials, objectives)
     try:  # the record is written; the terminal may be gone (SIGHUP)
         if outcome_name in ("UNSCHEDULABLE", "FRAMEWORK_LOST") \
@@ -521,3 +563,9 @@ def _report(runner: Any, job_dir: Path, out: IO[str], err: IO[str], objective: s
                     f"{short_path(json_path.parent, 10**6)}/")
     except OSError:
         pass
+
+
+def _say_disk_full(runner: Any, err: IO[str]) -> None:
+    """The one line of a job stopped by a full disk: which disk, which path, what to do."""
+    _say(err, f"{PROG}: error: {runner.store.full}; the job is interrupted with its record "
+              f"kept: make room, then da-job resume {runner.config.job_id} carries it on")

@@ -325,13 +325,13 @@ class JobController:
         with self._lock:
             if self._ended():
                 return
-            self._outcome = outcome
-            self._outcome_message = message
-            self.store.set_meta_many({
+            self.store.set_meta_many({  # first: a job whose end is not recorded is not ended
                 meta.OUTCOME: framework_pb2.JobOutcome.Name(outcome),
                 meta.OUTCOME_MESSAGE: message,
                 meta.ENDED_AT: time.time(),
             })
+            self._outcome = outcome
+            self._outcome_message = message
             self._book.close()
             logger.info("job ends: %s: %s", framework_pb2.JobOutcome.Name(outcome), message)
             self._events.wake()

@@ -349,3 +349,58 @@ def test_resuming_a_job_whose_framework_was_removed_says_so_at_once_exit_7(
     results = json.loads((shell.folder(job) / "results.json").read_text())
     assert (results["outcome"], results["exit_status"]) == ("FRAMEWORK_LOST", 7)
 
+
+# -- 3. a full disk -------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def small_disk(tmp_path: Path) -> Iterator[Path]:
+    """A 2 MB tmpfs (root only), unmounted at the end."""
+    if os.geteuid() != 0:
+        pytest.skip("mounting a tmpfs needs root")
+    mount = tmp_path / "small"
+    mount.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(mount)], check=True)
+    yield mount
+    for pid in with_environment("DISAUTO_HOME", str(mount)):  # whatever still uses it
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    if subprocess.run(["umount", str(mount)], check=False).returncode:
+        subprocess.run(["umount", "-l", str(mount)], check=False)
+
+
+def test_a_full_disk_stops_the_job_in_seconds_with_one_line_and_loses_nothing(
+        submit: Any, workdir: Path, small_disk: Path) -> None:
+    budget = 6
+    (workdir / "runner.py").write_text(RUNNER)
+    env = {"DISAUTO_HOME": str(small_disk), "FLOOD_FROM": "3"}  # trials 3 on print 3 MB
+    started = time.monotonic()
+    job = submit(*common_flags(workdir, "--trail-steps", str(budget), "--parallelism", "2"),
+                 env=env)
+    assert job.wait(timeout=120) == 1, job.output
+    assert time.monotonic() - started < 60, "not stopped within seconds"
+    errors = [line for line in job.lines if line.startswith("da-submit: error:")]
+    assert len(errors) == 1, job.output
+    folder = job.job_dir()
+    assert errors[0].startswith(f"da-submit: error: the disk is full: cannot write {folder}/")
+    assert f"the disk at {small_disk}" in errors[0]
+    assert errors[0].endswith(f"make room, then da-job resume {folder.name} carries it on")
+    assert "Traceback" not in job.output and "Logging error" not in job.output
+    assert len(job.lines) < 25, job.output
+    assert nothing_left(folder.name)  # its trials were killed
+    # The record is whole and keeps what was recorded: the trials that completed first.
+    before, finals = record(folder)
+    completed = [t for t in before if t[1] == "COMPLETED"]
+    assert [t[0] for t in completed] == [1, 2] and finals == {1: 1, 2: 1}, before
+    assert not (folder / "results.json").exists() or json.loads(
+        (folder / "results.json").read_text())
+    # Once there is room, the job resumes and ends with every trial once.
+    subprocess.run(["mount", "-o", "remount,size=64m", str(small_disk)], check=True)
+    resumed = subprocess.run(
+        [sys.executable, "-m", "disauto.submit.job_cli", "resume", folder.name], cwd=workdir,
+        env={**os.environ, "PYTHONPATH": str(ROOT), **env, "FLOOD_FROM": "0"},
+        capture_output=True, text=True, timeout=180, check=False)
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    check_every_trial_once(folder, budget, before)

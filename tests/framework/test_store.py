@@ -247,3 +247,29 @@ def test_an_older_store_gains_the_usage_columns(db_path: Path) -> None:
     (row,) = JobStore(db_path).trials()
     assert row.retries == 0
     assert row.usage == TrialUsage()
+
+
+def test_a_full_disk_is_one_error_naming_it_and_keeps_what_was_recorded(
+        store: JobStore, db_path: Path) -> None:
+    from disauto.framework.store import DiskFullError
+
+    store.add_trials([(n, {"x": n / 10}, 0) for n in range(1, 4)])
+    store.set_meta(meta.OUTCOME, "")
+    # SQLite's own "database or disk is full", as a full file system gives it: no page more.
+    pages = store._db.execute("PRAGMA page_count").fetchone()[0]  # noqa: SLF001
+    store._db.execute(f"PRAGMA max_page_count = {pages}")  # noqa: SLF001
+    with pytest.raises(DiskFullError) as caught:
+        store.add_trials([(n, {"x": "y" * 50_000}, 0) for n in range(4, 40)])
+    said = str(caught.value)
+    assert said.startswith(f"the disk is full: cannot write {db_path} (database or disk is "
+                           "full; the disk at /") and "\n" not in said
+    assert store.full == said
+    with pytest.raises(DiskFullError):  # every later write fails at once, none is tried
+        store.set_meta(meta.OUTCOME, "BUDGET_SPENT")
+    assert [t.number for t in store.trials()] == [1, 2, 3]  # reads go on
+    reopened = JobStore(db_path)  # what was recorded is whole, the failed writes are not in
+    try:
+        assert [t.assignment for t in reopened.trials()] == [{"x": 0.1}, {"x": 0.2}, {"x": 0.3}]
+        assert reopened.get_meta(meta.OUTCOME) == "" and reopened.full == ""
+    finally:
+        reopened.close()

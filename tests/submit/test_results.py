@@ -351,3 +351,22 @@ def test_the_live_line_stays_one_column_short_of_the_terminal(
     written = terminal.getvalue()
     assert written.endswith("\n") and written.count("\r") == 3
     assert max(len(line.rstrip("\n")) for line in written.split("\r")) == 79
+
+
+def test_a_write_that_fails_leaves_the_earlier_results_whole(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import errno
+
+    json_path, csv_path = results.write(tmp_path, facts(TRIALS, outcome="BUDGET_SPENT"))
+    before = json_path.read_bytes(), csv_path.read_bytes()
+
+    def full(*args: object, **kwargs: object) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(results, "write_csv", full)  # results.json is replaced, then the disk
+    later = facts(TRIALS[:2], outcome="BUDGET_SPENT")   # fills before results.csv is whole
+    with pytest.raises(OSError, match="No space left"):
+        results.write(tmp_path, later)
+    assert csv_path.read_bytes() == before[1]  # the earlier file, whole
+    assert json.loads(json_path.read_text())["job_id"] == "job-1"  # whole, never empty
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["results.csv", "results.json"]
