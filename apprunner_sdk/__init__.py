@@ -200,12 +200,13 @@ def report(*, step: int | None = None, final: bool = False,
             ``<= 0`` is satisfied, and a trial with one above 0 is infeasible (marked in the
             results, never the best; the search learns from it with ``--bayes-backend tpe``
             or ``nsga2``).
-        **metrics: name=value pairs; values must be finite numbers.
+        **metrics: name=value pairs; values must be finite numbers. At most 256 a report
+            (and 256 names over all of a trial's reports), names at most 128 characters.
 
     Raises:
         TypeError: a metric or constraint is not a number.
-        ValueError: a metric or constraint is not finite, no metric was given, or constraints
-            came without ``final=True``.
+        ValueError: a metric or constraint is not finite, no metric was given, too many
+            (or too long a name), or constraints came without ``final=True``.
         RuntimeError: the final result was already reported.
         AppCoreUnreachableError: AppCore could not be reached after bounded retries.
     """

@@ -16,7 +16,16 @@ import numbers
 from typing import Any
 
 
-__all__ = ["MetricError", "check_constraints", "check_metrics"]
+__all__ = ["MAX_CONSTRAINTS", "MAX_METRICS", "MAX_NAME_LENGTH", "MetricError",
+           "check_constraints", "check_metric_count", "check_metrics"]
+
+MAX_METRICS = 256
+"""The most metrics one report may carry, and one trial over all its reports: a report is a
+row of the record and of results.json, not a data dump (200,000 metrics grew job.db by 12 MB)."""
+MAX_NAME_LENGTH = 128
+"""The longest metric name, in characters."""
+MAX_CONSTRAINTS = 256
+"""The most constraints a final report may carry."""
 
 
 class MetricError(ValueError):
@@ -32,6 +41,9 @@ def check_metric(name: str, value: Any) -> float:
     """
     if not isinstance(name, str) or not name:
         raise MetricError(f"a metric needs a name, got {name!r}")
+    if len(name) > MAX_NAME_LENGTH:
+        raise MetricError(f"metric name {name[:32]!r}... is {len(name)} characters long; at "
+                          f"most {MAX_NAME_LENGTH}")
     if isinstance(value, str | bytes | bool) or not (
             isinstance(value, numbers.Real) or hasattr(value, "__float__")):
         raise TypeError(f"metric {name!r} must be a number (int or float), got "
@@ -51,7 +63,18 @@ def check_metrics(metrics: Mapping[str, Any], what: str = "a report") -> dict[st
     """
     if not metrics:
         raise MetricError(f"{what} needs at least one metric, e.g. accuracy=0.93")
+    check_metric_count(len(metrics), f"{what} carries", "a report")
     return {name: check_metric(name, value) for name, value in metrics.items()}
+
+
+def check_metric_count(count: int, carries: str, per: str) -> None:
+    """At most :data:`MAX_METRICS` metrics ``per`` report or trial.
+
+    Raises:
+        MetricError: more (``carries``: how the message names what has them).
+    """
+    if count > MAX_METRICS:
+        raise MetricError(f"{carries} {count} metrics; at most {MAX_METRICS} in {per}")
 
 
 def check_constraints(constraints: Any, final: bool) -> tuple[float, ...]:
@@ -67,6 +90,9 @@ def check_constraints(constraints: Any, final: bool) -> tuple[float, ...]:
         raise TypeError(f"constraints must be a list of numbers, got "
                         f"{type(constraints).__name__} {constraints!r}")
     values = tuple(constraints)
+    if len(values) > MAX_CONSTRAINTS:
+        raise MetricError(f"a report carries {len(values)} constraints; at most "
+                          f"{MAX_CONSTRAINTS}")
     if values and not final:
         raise MetricError("constraints go with the final report (final=True) only")
     checked = []

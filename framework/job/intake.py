@@ -17,6 +17,7 @@ from disauto.common.errors import InvalidAssignmentError
 from disauto.common.gpu_samples import GpuReading
 from disauto.common.metrics import MetricError
 from disauto.common.metrics import check_constraints
+from disauto.common.metrics import check_metric_count
 from disauto.common.metrics import check_metrics
 from disauto.common.objectives import Objectives
 from disauto.common.report import Report
@@ -120,6 +121,10 @@ class Intake:
         except (MetricError, TypeError) as err:
             raise InvalidArgumentError(str(err)) from None
         merged = {**trial.metrics, **metrics}
+        try:  # the trial's row keeps every metric it reported: bounded as a report is
+            check_metric_count(len(merged), f"trial {report.trial} would have", "a trial")
+        except MetricError as err:
+            raise InvalidArgumentError(str(err)) from None
         fields: dict[str, Any] = {
             "metrics": merged,
             "training_seconds": max(0.0, float(report.elapsed_seconds)),

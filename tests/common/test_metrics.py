@@ -35,3 +35,23 @@ def test_what_is_not_a_metric(metrics: dict[str, object], error: type[Exception]
 def test_the_caller_names_itself_when_nothing_was_reported() -> None:
     with pytest.raises(MetricError, match=r"^report\(\) needs at least one metric"):
         check_metrics({}, what="report()")
+
+
+def test_a_report_carries_at_most_max_metrics_with_names_of_bounded_length() -> None:
+    from disauto.common.metrics import MAX_CONSTRAINTS
+    from disauto.common.metrics import MAX_METRICS
+    from disauto.common.metrics import MAX_NAME_LENGTH
+    from disauto.common.metrics import check_constraints
+
+    most = {f"m{i}": 0.5 for i in range(MAX_METRICS)}
+    assert check_metrics(most) == most
+    with pytest.raises(MetricError, match=rf"^report\(\) carries {MAX_METRICS + 1} metrics; "
+                                          rf"at most {MAX_METRICS} in a report$"):
+        check_metrics({**most, "one more": 1.0}, what="report()")
+    assert check_metrics({"n" * MAX_NAME_LENGTH: 1.0})
+    with pytest.raises(MetricError, match=rf"is {MAX_NAME_LENGTH + 1} characters long; at most "
+                                          rf"{MAX_NAME_LENGTH}$"):
+        check_metrics({"n" * (MAX_NAME_LENGTH + 1): 1.0})
+    assert len(check_constraints([0.0] * MAX_CONSTRAINTS, final=True)) == MAX_CONSTRAINTS
+    with pytest.raises(MetricError, match=f"carries {MAX_CONSTRAINTS + 1} constraints"):
+        check_constraints([0.0] * (MAX_CONSTRAINTS + 1), final=True)

@@ -404,3 +404,40 @@ def test_a_full_disk_stops_the_job_in_seconds_with_one_line_and_loses_nothing(
         capture_output=True, text=True, timeout=180, check=False)
     assert resumed.returncode == 0, resumed.stdout + resumed.stderr
     check_every_trial_once(folder, budget, before)
+
+
+# -- a flood of metrics -------------------------------------------------------------------------
+
+METRIC_FLOOD = '''
+import apprunner_sdk
+from apprunner_sdk import report, trial_number
+n = trial_number()
+flood = {f"m{i}": 0.5 for i in range(200_000)}
+if n == 1:  # the SDK refuses it at this line
+    report(**flood, accuracy=0.5, final=True)
+elif n == 2:  # past the SDK's check: AppCore checks what arrives
+    apprunner_sdk._current().client.report({**flood, "accuracy": 0.5}, step=None, final=True,
+                                           elapsed_seconds=1.0)
+elif n == 3:  # 200 names, then 200 others: the framework keeps at most 256 metrics a trial
+    report(**{f"a{i}": 0.5 for i in range(200)}, step=0)
+    report(**{f"b{i}": 0.5 for i in range(200)}, accuracy=0.5, final=True)
+else:
+    report(accuracy=0.9, final=True)
+'''
+
+
+def test_a_report_of_200000_metrics_is_refused_with_one_line_and_the_record_stays_small(
+        submit: Any, workdir: Path) -> None:
+    (workdir / "runner.py").write_text(METRIC_FLOOD)
+    job = submit(*common_flags(workdir, "--trail-steps", "4", "--parallelism", "2",
+                               "--max-failed-trials", "3"))
+    ended = check_ended(job, 0, "BUDGET_SPENT", best=4, logs=False)
+    states = ended.states()
+    assert states == {1: "FAILED", 2: "FAILED", 3: "FAILED", 4: "COMPLETED"}, states
+    messages = {n: ended.db_trials[n]["message"] for n in (1, 2, 3)}
+    assert "report() carries 200001 metrics; at most 256 in a report" in messages[1]
+    assert "a report carries 200001 metrics; at most 256 in a report" in messages[2]
+    assert "trial 3 would have 401 metrics; at most 256 in a trial" in messages[3]
+    assert len(json.loads(ended.db_trials[3]["metrics"])) == 200  # the first report, kept
+    assert (ended.job_dir / "job.db").stat().st_size < 2 << 20
+    assert (ended.job_dir / "results.json").stat().st_size < 100_000

@@ -717,6 +717,18 @@ def test_bad_reports_are_refused_and_not_recorded(job: Job, number: int,
     assert job.store.reports() == []
 
 
+def test_a_trials_metrics_over_its_reports_are_bounded_as_a_reports(job: Job) -> None:
+    job.controller.submit_trial(1, ASSIGN, priority=0)
+    job.controller.record_report(Report(1, {f"a{i}": 0.5 for i in range(200)}, 0, False, 1.0))
+    with pytest.raises(InvalidArgumentError,
+                       match="^trial 1 would have 257 metrics; at most 256 in a trial$"):
+        job.controller.record_report(Report(1, {f"b{i}": 0.5 for i in range(57)}, 1, False,
+                                            2.0))
+    assert len(job.store.reports(1)) == 1 and len(job.trial(1).metrics) == 200
+    job.controller.record_report(Report(1, {f"a{i}": 0.7 for i in range(200)}, 2, False, 3.0))
+    assert len(job.trial(1).metrics) == 200  # the same names again: no more
+
+
 def test_no_report_after_the_final_one(job: Job) -> None:
     job.controller.submit_trial(1, ASSIGN, priority=0)
     job.controller.record_report(Report(1, {"accuracy": 0.5}, None, True, 1.0))
