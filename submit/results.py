@@ -81,7 +81,8 @@ def progress_line(progress: Progress, objective: str, wants: str = "", note: str
                            f" | best {value} (#{best.number})"), 4, optional=True))
     if progress.waiting >= WAITING_NOTE_SECONDS:
         # The time it started waiting, not for how long: the line changes only when that does.
-        since_minutes, since_seconds = divmod(int(progress.elapsed - progress.waiting), 60)
+        since_minutes, since_seconds = divmod(max(0, int(progress.elapsed - progress.waiting)),
+                                              60)
         since = f"[{since_minutes:02d}:{since_seconds:02d}]"
         per_trial = f" ({wants} per trial)" if wants else ""
         parts.append(Part((f" | a trial waits for free resources since {since}{per_trial}: "

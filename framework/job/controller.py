@@ -115,7 +115,10 @@ class JobController:
         self._statuses = TaskStatuses(self._config, self._book, self._appcore,
                                       ended=self._ended, finish=self.finish,
                                       log_tail=log_tail, measures=measures)
-        self._started = time.time()
+        # The job's start, not this framework's: a resumed job's progress line counts from
+        # it, as its time budget does, and a trial that waits since before the resume does
+        # not wait "since" a moment before the line's zero.
+        self._started = store.get_meta(meta.STARTED_AT) or time.time()
         self._outcome: int | None = None
         self._outcome_message = ""
         self._done = threading.Event()

@@ -36,11 +36,15 @@ def run(args: argparse.Namespace, out: IO[str]) -> ExitStatus:
     running = [{"trial": t.number, "task": t.task_id, "agent": t.agent_id, "state": str(t.state),
                 "usage": t.usage.as_columns()}
                for t in job.trials if t.state in (TrialState.LAUNCHING, TrialState.RUNNING)]
+    # An interrupted job's framework died: what it recorded of AppCore is what it last knew.
+    known = job.state != "interrupted" or not appcore.get("state")
     status = {
         **job.summary(), "trials": job.counts(), "message": job.meta.get("outcome_message", ""),
         "running": running, "appcore": {"task": appcore.get("task_id", ""),
                                         "address": appcore.get("address", ""),
-                                        "state": appcore.get("state", "")},
+                                        "state": appcore.get("state", "") if known
+                                        else "UNKNOWN",
+                                        "recorded_state": appcore.get("state", "")},
         "master": job.meta.get("master", ""), "framework_id": job.meta.get("framework_id", ""),
         "folder": str(job.folder),
         "interrupted_reason": job.meta.get("interrupted_reason", "")
@@ -83,14 +87,18 @@ def _print_status(job: Job, status: dict[str, Any], out: IO[str]) -> None:
     if best is not None:
         say(f"  best: trial-{best['trial']:04d} {config.search.objective}={best['value']:.6g}")
     appcore = status["appcore"]
+    state = appcore["state"]
+    if state == "UNKNOWN":
+        state = f"(unknown: {appcore['recorded_state']} when its framework died)"
     say("  AppCore: " + " ".join(part for part in (appcore["task"] or "-", appcore["address"],
-                                                   appcore["state"]) if part))
+                                                   state) if part))
     for line in results_mod.usage_lines(job.trials, config.runner.mem_mb):
         say(f"  usage: {line}")
+    running = "running" if job.state == "running" else "was running"
     for task in status["running"]:
         name = f"trial-{task['trial']:04d}"
         said = f" (task {task['task']})" if task["task"] not in ("", name) else ""
-        say(f"  running: {name}{said} on agent {short_id(task['agent'])} "
+        say(f"  {running}: {name}{said} on agent {short_id(task['agent'])} "
             f"({task['state']}{usage_text(task['usage'])})")
     say(f"  master {status['master']}, framework {short_id(status['framework_id']) or '-'}, "
         f"elapsed {fmt_seconds(status['duration_seconds'])}")

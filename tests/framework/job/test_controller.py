@@ -865,3 +865,18 @@ def test_a_restarted_controller_continues_from_the_store(job: Job) -> None:
     assert {t.number: t.state for t in again.trials()}[1] == "FAILED"
     with pytest.raises(AlreadyExistsError):
         again.submit_trial(2, assignment(3), priority=0)
+
+
+def test_a_resumed_jobs_progress_counts_from_the_jobs_start(tmp_path: Path) -> None:
+    first = Job(tmp_path / "job", job_config(max_trials=10))
+    first.store.set_meta(meta.STARTED_AT, time.time() - 600)  # started 10 minutes ago
+    first.controller.submit_trial(1, ASSIGN, priority=0)  # waits since then, at 00:00
+    first.store.update_trial(1, created_at=time.time() - 590)
+    first.store.close()
+    resumed = Job(tmp_path / "job", job_config(max_trials=10))  # a framework of now
+    try:
+        progress = resumed.controller.progress()
+        assert 599 <= progress.elapsed <= 630 and 589 <= progress.waiting <= 620
+        assert 9 <= progress.elapsed - progress.waiting <= 11  # since [00:10], not [-9:50]
+    finally:
+        resumed.store.close()

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 import json
+import os
 
+from disauto.common.processes import start_time
+from disauto.framework import meta
 from tests.submit.job_cli.conftest import DaJob
 from tests.submit.job_cli.records import JobRecord
 
@@ -45,3 +48,21 @@ def test_running_trials_name_their_agent_short(da_job: DaJob,
     assert "  master 127.0.0.1:5050, framework …-0000, elapsed 0:01:00" in lines
     shown = json.loads(da_job("status", "job-a", "--json")[1])
     assert shown["running"][0]["agent"] == agent
+
+
+def test_an_interrupted_job_says_what_its_framework_last_knew(
+        da_job: DaJob, job_record: Callable[..., JobRecord]) -> None:
+    job = job_record("job-a", state="interrupted")
+    job.store.update_appcore_run(1, state="ATTACHED", address="127.0.0.1:31473")
+    lines = da_job("status", "job-a")[1].splitlines()
+    assert max(len(line) for line in lines) <= 80
+    assert ("  AppCore: appcore-1 127.0.0.1:31473 (unknown: ATTACHED when its framework "
+            "died)") in lines, lines
+    assert "  was running: trial-0008 on agent agent-S0 (RUNNING)" in lines
+    shown = json.loads(da_job("status", "job-a", "--json")[1])["appcore"]
+    assert (shown["state"], shown["recorded_state"]) == ("UNKNOWN", "ATTACHED")
+    job.store.set_meta(meta.PID, os.getpid())  # the same record, its framework alive
+    job.store.set_meta(meta.PID_START, start_time(os.getpid()))
+    lines = da_job("status", "job-a")[1].splitlines()
+    assert "  AppCore: appcore-1 127.0.0.1:31473 ATTACHED" in lines
+    assert "  running: trial-0008 on agent agent-S0 (RUNNING)" in lines
