@@ -103,13 +103,14 @@ def run_cell(mode: str, deterministic: bool, args: argparse.Namespace, work: Pat
             if zygote is not None:
                 code = zygote.run(number, train, env, cell)
                 out = (cell / f"fork-{number}" / "stdout").read_text()
+                err = (cell / f"fork-{number}" / "stderr").read_text()
             else:
                 done = subprocess.run([sys.executable, "-m", "bench.fork_train", *train],
                                       cwd=cell, env=env, capture_output=True, text=True,
                                       timeout=600, check=False)
-                code, out = done.returncode, done.stdout
+                code, out, err = done.returncode, done.stdout, done.stderr
             if code != 0:
-                raise RuntimeError(f"{mode} run {number} exited {code}: {out[-1000:]}")
+                raise RuntimeError(f"{mode} run {number} exited {code}: {err[-1500:]}")
             inherited, outcome = _lines(out)
             runs.append({"inherited": inherited["inherited"], "outcome": outcome})
     finally:
