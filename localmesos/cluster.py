@@ -33,12 +33,14 @@ from typing import Any
 
 from disauto.common.logrotate import DEFAULT_SANDBOX_LOGGING
 from disauto.common.logrotate import SandboxLogging
+from disauto.common.resources import RoleResources
 from disauto.localmesos.agent.agent import Agent
 from disauto.localmesos.agent.config import AgentConfig
 from disauto.localmesos.containerizer import cpu_quota
 from disauto.localmesos.containerizer.gpus import split_devices
 from disauto.localmesos.master.master import Master
 from disauto.localmesos.master.views.state import format_duration
+from disauto.localmesos.protocol import registration
 from disauto.localmesos.reaper import Reaper
 from disauto.localmesos.server.server import HttpServer
 
@@ -93,6 +95,20 @@ class ClusterConfig:
         executor_shutdown_grace_period: SHUTDOWN-to-kill grace of custom executors without
             ``shutdown_grace_period`` (Mesos ``--executor_shutdown_grace_period``, 5 s).
         executor_heartbeat_interval: seconds between HEARTBEATs to executors (Mesos: 30 min).
+        resources: Mesos' ``--resources`` of each agent, reservations included
+            (``RoleResources.parse('cpus(ml):4;mem(*):8192')``); names it does not give keep
+            ``cpus``/``mem_mb``/``disk_mb``/``ports``/``gpus`` (not used with
+            ``agent_configs``).
+        agent_ping_timeout: seconds between the master's pings of an agent (Mesos
+            ``--agent_ping_timeout``, 15 s).
+        max_agent_ping_timeouts: pings an agent may miss in a row before it is marked
+            unreachable (Mesos ``--max_agent_ping_timeouts``, 5).
+        agent_reregister_timeout: seconds an agent whose process restarted has to re-register
+            (Mesos ``--agent_reregister_timeout``, 10 min).
+        registry_max_agent_age: seconds an unreachable agent is remembered (Mesos
+            ``--registry_max_agent_age``, 2 weeks).
+        executor_reregistration_timeout: seconds a checkpointing executor has to subscribe
+            again after its agent restarted (Mesos ``--executor_reregistration_timeout``, 2 s).
     """
 
     agents: int = 1
@@ -126,13 +142,21 @@ class ClusterConfig:
     request_timeout: float = 30.0
     reap_on_exit: bool = True
     sandbox_logging: SandboxLogging | None = DEFAULT_SANDBOX_LOGGING
+    resources: RoleResources | None = None
+    agent_ping_timeout: float = registration.DEFAULT_AGENT_PING_TIMEOUT
+    max_agent_ping_timeouts: int = registration.DEFAULT_MAX_AGENT_PING_TIMEOUTS
+    agent_reregister_timeout: float = registration.DEFAULT_AGENT_REREGISTER_TIMEOUT
+    registry_max_agent_age: float = registration.DEFAULT_REGISTRY_MAX_AGENT_AGE
+    executor_reregistration_timeout: float = registration.DEFAULT_EXECUTOR_REREGISTRATION_TIMEOUT
 
     def __post_init__(self) -> None:
         if not self.agent_configs and (
             isinstance(self.agents, bool) or not isinstance(self.agents, int) or self.agents < 0
         ):
             raise ValueError(f"invalid agents {self.agents!r}: must be a whole number >= 0")
-        for name in ("allocation_interval", "heartbeat_interval"):
+        for name in ("allocation_interval", "heartbeat_interval", "agent_ping_timeout",
+                     "agent_reregister_timeout", "registry_max_agent_age",
+                     "executor_reregistration_timeout"):
             value = getattr(self, name)
             if not isinstance(value, int | float) or not value > 0:
                 raise ValueError(f"invalid {name} {value!r}: must be a number of seconds > 0")
@@ -142,6 +166,10 @@ class ClusterConfig:
             raise ValueError(
                 f"invalid offer_timeout {self.offer_timeout!r}: must be a number of seconds > 0"
             )
+        if isinstance(self.max_agent_ping_timeouts, bool) or not isinstance(
+                self.max_agent_ping_timeouts, int) or self.max_agent_ping_timeouts < 1:
+            raise ValueError(f"invalid max_agent_ping_timeouts {self.max_agent_ping_timeouts!r}"
+                             ": must be a whole number >= 1")
         if not 0 <= self.port <= 65535:
             raise ValueError(f"invalid port {self.port!r}: must be 0..65535")
         object.__setattr__(self, "agent_configs", tuple(self.agent_configs))
@@ -165,6 +193,7 @@ class ClusterConfig:
             "ports": self.ports,
             "attributes": dict(self.attributes),
             "hostname": self.host,
+            "resources": self.resources,
         }
         for name in ("cpus", "mem_mb", "disk_mb"):
             if getattr(self, name) is not None:
@@ -176,7 +205,9 @@ class ClusterConfig:
                 replace(config, ports=split_ranges(base.ports, self.agents, index))
                 for index, config in enumerate(configs)
             ]
-        if self.gpu_devices is not None:
+        if self.gpu_devices is not None and "gpus" not in (self.resources or RoleResources()
+                                                           ).names():
+            # With gpus in ``resources`` each agent has that many (indices 0..N-1).
             slices = [split_devices(self.gpu_devices, self.agents, i) for i in range(self.agents)]
             configs = [
                 replace(config, gpus=len(devices), gpu_indices=devices)
@@ -341,6 +372,10 @@ class LocalCluster:
             max_completed_tasks_per_framework=config.max_completed_tasks_per_framework,
             max_failover_timeout=config.max_failover_timeout,
             offer_timeout=config.offer_timeout,
+            agent_ping_timeout=config.agent_ping_timeout,
+            max_agent_ping_timeouts=config.max_agent_ping_timeouts,
+            agent_reregister_timeout=config.agent_reregister_timeout,
+            registry_max_agent_age=config.registry_max_agent_age,
             authenticate=config.credentials is not None,
             flags={
                 "work_dir": str(work_dir),

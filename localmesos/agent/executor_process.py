@@ -118,7 +118,7 @@ class ExecutorProcesses:
             command=command, sandbox=run.sandbox, ids=ids,
             agent_endpoint=self._master_endpoint,
             shutdown_grace_period=self._executor_shutdown_grace if grace is None else grace,
-            run_as=run_as, gpus=run.gpus if self.config.gpus > 0 else None,
+            run_as=run_as, gpus=run.gpus if self.config.gpu_count > 0 else None,
         )
         env.pop("MESOS_TASK_ID", None)
         checkpoint = bool(run.framework_info.get("checkpoint"))

@@ -150,8 +150,8 @@ class ExecutorHost(ExecutorCalls, ExecutorProcesses):
             return
         if int(wanted) > len(self._free_gpus):
             run.gpu_error = (f"The executor needs {int(wanted)} GPUs but only "
-                             f"{len(self._free_gpus)} of agent {self.id}'s {self.config.gpus} "
-                             "are free")
+                             f"{len(self._free_gpus)} of agent {self.id}'s "
+                             f"{self.config.gpu_count} are free")
             return
         self._free_gpus.sort()
         run.gpus = tuple(self._free_gpus[:int(wanted)])

@@ -190,7 +190,7 @@ class TaskLauncher:
                 ids=self._ids(task),
                 agent_endpoint=self._master_endpoint,
                 ports=resources.ranges("ports"),
-                gpus=task.gpus if self.config.gpus > 0 else None,
+                gpus=task.gpus if self.config.gpu_count > 0 else None,
                 shutdown_grace_period=5.0 if shutdown_grace is None else shutdown_grace,
                 run_as=run_as,
             )
@@ -393,7 +393,7 @@ class TaskLauncher:
         self._fail(
             task,
             f"The task needs {count} GPUs but only {free} of agent {self.id}'s "
-            f"{self.config.gpus} are free",
+            f"{self.config.gpu_count} are free",
             "REASON_CONTAINER_LAUNCH_FAILED",
         )
         return False

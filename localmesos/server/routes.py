@@ -17,7 +17,10 @@ In this order:
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from collections.abc import Mapping
+from collections.abc import Sequence
+from typing import Any
 
 from disauto.localmesos.master.master import Master
 from disauto.localmesos.protocol.recordio import Subscription
@@ -43,11 +46,13 @@ class Router:
         master: the master (and, through it, its agents).
         credentials: principal → secret for the scheduler API (see
             :class:`~localmesos.server.master_routes.MasterRoutes`).
+        agents: the running agents, ``/slave(N)`` the N-th (default: the master's).
     """
 
-    def __init__(self, master: Master, credentials: Mapping[str, str] | None = None) -> None:
+    def __init__(self, master: Master, credentials: Mapping[str, str] | None = None,
+                 agents: Callable[[], Sequence[Any]] | None = None) -> None:
         self.master_routes = MasterRoutes(master, credentials)
-        self.agent_routes = AgentRoutes(master)
+        self.agent_routes = AgentRoutes(master, agents)
         self.files_routes = FilesRoutes(master)
 
     def dispatch(self, request: Request) -> Response | Subscription:

@@ -21,12 +21,15 @@ framework. Any error inside a handler answers 500 and closes only that connectio
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from collections.abc import Mapping
+from collections.abc import Sequence
 import io
 import logging
 import socket
 import threading
 import time
+from typing import Any
 from typing import cast
 
 from disauto.localmesos.master.master import Master
@@ -68,11 +71,12 @@ class HttpServer:
         request_timeout: float = 30.0,
         write_timeout: float = 30.0,
         max_connections: int = 1024,
+        agents: Callable[[], Sequence[Any]] | None = None,
     ) -> None:
         self.master = master
         self._host = host
         self._port = port
-        self.router = Router(master, credentials)
+        self.router = Router(master, credentials, agents)
         self.max_body_bytes = max_body_bytes
         self.request_timeout = request_timeout
         self.write_timeout = write_timeout

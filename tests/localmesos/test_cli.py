@@ -51,6 +51,16 @@ def _run_main(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str]
         (["--allocation-interval", "0s"], "--allocation-interval"),
         (["--heartbeat-interval", "-1s"], "--heartbeat-interval"),
         (["--credentials", "/does/not/exist"], "--credentials"),
+        (["--resources", "cpus(ml:4"], "--resources"),
+        (["--resources", "ports:[1-70000]"], "--resources"),
+        (["--gpus", "0", "--resources", "gpus:1.5"], "--resources"),
+        (["--agent-resources", "cpus:x"], "--agent-resources"),
+        (["--agents", "1", "--agent-resources", "cpus:1", "--agent-resources", "cpus:2"],
+         "--agent-resources"),
+        (["--agent-hostname", "a b"], "--agent-hostname"),
+        (["--agent-ping-timeout", "0s"], "--agent-ping-timeout"),
+        (["--max-agent-ping-timeouts", "0"], "--max-agent-ping-timeouts"),
+        (["--agent-reregister-timeout", "soon"], "--agent-reregister-timeout"),
         (["--bogus"], "--bogus"),
         (["--port"], "--port"),
     ],
@@ -95,6 +105,28 @@ def test_agent_attributes_extend_each_agents_own_in_order() -> None:
         {"rack": "r1", "class": "fast"}, {"rack": "r1", "class": "edge", "slowdown": 2.0},
         {"rack": "r1"}]
     assert len({a.ports for a in agents}) == 3  # the shared range is still split between them
+
+
+def test_resources_reservations_hostnames_and_health_flags() -> None:
+    from disauto.localmesos.cli import build_parser
+    from disauto.localmesos.cli import config_from_args
+
+    args = build_parser().parse_args([
+        "--agents", "3", "--cpus", "2", "--mem", "1GB", "--gpus", "0",
+        "--resources", "cpus(ml):4;gpus(ml):1;mem(*):8192",
+        "--agent-resources", "cpus:1", "--agent-hostname", "localhost",
+        "--agent-ping-timeout", "200ms", "--max-agent-ping-timeouts", "3",
+        "--agent-reregister-timeout", "5s", "--executor-reregistration-timeout", "1s"])
+    config = config_from_args(args)
+    first, second, _ = config.agent_list()
+    assert str(first.total()).startswith("cpus(*):1; mem(*):1024; disk(*):")
+    assert first.hostname == "localhost" and second.hostname == "127.0.0.1"
+    total = second.total()
+    assert total.reserved_for("ml").scalars == {"cpus": 4.0, "gpus": 1.0}
+    assert total.reserved_for("*").scalar("mem") == 8192 and second.gpu_count == 1
+    assert total.reserved_for("*").ranges("ports")  # names not given keep their defaults
+    assert (config.agent_ping_timeout, config.max_agent_ping_timeouts) == (0.2, 3)
+    assert config.agent_reregister_timeout == 5 and config.executor_reregistration_timeout == 1
 
 
 def test_parse_attributes() -> None:
