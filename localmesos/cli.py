@@ -26,13 +26,14 @@ from disauto.localmesos.cli_flags import config_from_args
 from disauto.localmesos.cli_flags import load_credentials
 from disauto.localmesos.cli_flags import parse_attributes
 from disauto.localmesos.cli_flags import parse_duration
+from disauto.localmesos.cli_flags import parse_speeds
 from disauto.localmesos.cluster import ClusterConfig
 from disauto.localmesos.cluster import LocalCluster
 from disauto.localmesos.master.records import MESOS_VERSION
 
 
 __all__ = ["ExitStatus", "UsageError", "build_parser", "config_from_args", "load_credentials",
-           "main", "parse_attributes", "parse_duration"]
+           "main", "parse_attributes", "parse_duration", "parse_speeds"]
 logger = logging.getLogger(__name__)
 
 

@@ -5,6 +5,7 @@ containerizer.cpp`` ``Containerizer::resources``).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from collections.abc import Mapping
 from dataclasses import dataclass
 from dataclasses import field
@@ -12,9 +13,13 @@ import os
 from pathlib import Path
 import shutil
 import tempfile
+from typing import Any
 
 from disauto.common.resources import Resources
 from disauto.common.resources import RoleResources
+from disauto.localmesos.containerizer.launcher import Launcher
+from disauto.localmesos.protocol.registration import ReregisterAgent
+from disauto.localmesos.protocol.registration import Reregistered
 
 
 _MB = 1024 * 1024
@@ -145,3 +150,33 @@ class AgentConfig:
         defaults = Resources({k: v for k, v in scalars.items() if k not in named},
                              {} if "ports" in named else {"ports": self.ports})
         return given + RoleResources.unreserved(defaults)
+
+
+@dataclass(frozen=True)
+class AgentRuntime:
+    """What an agent needs beyond its resources to live through restarts and partitions.
+
+    Attributes:
+        launcher: the processes it launched, kept across its restarts (default: its own).
+        recover: rebuild from the checkpoint when :meth:`Agent.recover` is called (a
+            restarted agent); status updates wait until it re-registered.
+        total_ping_timeout: how long without a ping from the master before it re-registers
+            (the master's ``agent_ping_timeout × max_agent_ping_timeouts``).
+        executor_reregistration_timeout: how long recovered executors have to subscribe
+            again (Mesos ``--executor_reregistration_timeout``, 2 s).
+        on_pong: answers the master's pings (``master.pong``).
+        on_reregister: re-registers with the master (``master.reregister_agent``).
+        isolation: the isolators of its containers (Mesos ``--isolation``: ``posix/cpu``,
+            ``posix/mem``, ``cgroups/cpu``, ``cgroups/mem``).
+        cgroups_enable_cfs: a CFS quota from each container's CPUs (Mesos
+            ``--cgroups_enable_cfs``), with ``cgroups/cpu``.
+    """
+
+    launcher: Launcher | None = None
+    recover: bool = False
+    total_ping_timeout: float = 75.0
+    executor_reregistration_timeout: float = 2.0
+    on_pong: Callable[[str], None] | None = None
+    on_reregister: Callable[[Any, ReregisterAgent], Reregistered | None] | None = None
+    isolation: frozenset[str] = frozenset({"posix/cpu", "posix/mem"})
+    cgroups_enable_cfs: bool = False

@@ -110,6 +110,8 @@ class ExecutorHost(ExecutorCalls, ExecutorProcesses):
                 task.container_id = run.container_id
                 task.sandbox = run.sandbox
                 self._sandboxes[task.key] = (run.executor_id, run.sandbox)
+                self._checkpoint_launch(task, info, run.gpus)
+                self._update_executor_isolation(run)
                 if run.state == RUNNING and run.stream is not None:
                     self._deliver(run, task)
                 else:
@@ -220,7 +222,10 @@ class ExecutorHost(ExecutorCalls, ExecutorProcesses):
         self._destroy(run)
 
     def _destroy(self, run: ExecutorRun) -> None:
-        """SIGKILL the executor's process group and what it left in its sandbox."""
+        """SIGKILL the executor's process group and what it left in its sandbox (not once the
+        agent died: its executors outlive it)."""
+        if self._crashed.is_set():
+            return
         run.cancel.set()
         process = run.process
         if process is not None:

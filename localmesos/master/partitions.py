@@ -136,7 +136,7 @@ class AgentHealth:
         """Under the lock: the agent goes to the unreachable list (``markUnreachable``)."""
         logger.info("Marking agent %s unreachable: %s", record.agent_id, message)
         self._count("slave_removals")
-        self._count("slave_removals_reason_unhealthy")
+        self._count("slave_removals/reason_unhealthy")
         now = time.time()
         entry = UnreachableAgent(record, now)
         self.unreachable[record.agent_id] = entry
@@ -154,7 +154,7 @@ class AgentHealth:
             self.draining.pop(record.agent_id, None)
             self.deactivated.discard(record.agent_id)
         self._count("slave_removals")
-        self._count("slave_removals_reason_unregistered")
+        self._count("slave_removals/reason_unregistered")
         self._remove_agent(record, message, None)
         self._send_agent_lost(record.agent_id)
 

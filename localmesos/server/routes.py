@@ -24,6 +24,8 @@ from typing import Any
 
 from disauto.localmesos.master.master import Master
 from disauto.localmesos.protocol.recordio import Subscription
+from disauto.localmesos.server.admin_routes import Admin
+from disauto.localmesos.server.admin_routes import AdminRoutes
 from disauto.localmesos.server.agent_routes import AgentRoutes
 from disauto.localmesos.server.files_routes import FilesRoutes
 from disauto.localmesos.server.master_routes import MasterRoutes
@@ -50,14 +52,20 @@ class Router:
     """
 
     def __init__(self, master: Master, credentials: Mapping[str, str] | None = None,
-                 agents: Callable[[], Sequence[Any]] | None = None) -> None:
+                 agents: Callable[[], Sequence[Any]] | None = None,
+                 admin: Admin | None = None) -> None:
         self.master_routes = MasterRoutes(master, credentials)
         self.agent_routes = AgentRoutes(master, agents)
+        self.admin_routes = None if admin is None else AdminRoutes(admin, credentials)
         self.files_routes = FilesRoutes(master)
 
     def dispatch(self, request: Request) -> Response | Subscription:
         """The answer to ``request`` (see the module docstring for the order)."""
         path = request.path.rstrip("/") or "/"
+        if self.admin_routes is not None:
+            admin = self.admin_routes.handle(request, path)
+            if admin is not None:
+                return admin
         answer = self.master_routes.api(request, path)
         if answer is None:
             answer = self.agent_routes.api(request, path)

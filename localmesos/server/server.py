@@ -34,6 +34,7 @@ from typing import cast
 
 from disauto.localmesos.master.master import Master
 from disauto.localmesos.protocol.recordio import Subscription
+from disauto.localmesos.server.admin_routes import Admin
 from disauto.localmesos.server.messages import text
 from disauto.localmesos.server.routes import Router
 from disauto.localmesos.server.wire import BadRequest
@@ -72,11 +73,12 @@ class HttpServer:
         write_timeout: float = 30.0,
         max_connections: int = 1024,
         agents: Callable[[], Sequence[Any]] | None = None,
+        admin: Admin | None = None,
     ) -> None:
         self.master = master
         self._host = host
         self._port = port
-        self.router = Router(master, credentials, agents)
+        self.router = Router(master, credentials, agents, admin)
         self.max_body_bytes = max_body_bytes
         self.request_timeout = request_timeout
         self.write_timeout = write_timeout
