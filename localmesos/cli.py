@@ -3,6 +3,7 @@
 Example::
 
     da-cluster --agents 3 --cpus 12 --mem 20GB --allocation-interval 1s
+    da-cluster agent partition <agent id> --master 127.0.0.1:5050 --for 20s
 
 prints the master address (for ``MesosSchedulerDriver``/``da-submit --master``) and the web UI
 URL, serves until SIGINT or SIGTERM, then stops every task and exits 0. Every bad flag is one
@@ -19,6 +20,7 @@ import sys
 import threading
 from types import FrameType
 
+from disauto.localmesos import admin_cli
 from disauto.localmesos.cli_flags import PROG
 from disauto.localmesos.cli_flags import UsageError
 from disauto.localmesos.cli_flags import build_parser
@@ -120,9 +122,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     Args:
         argv: the arguments (default ``sys.argv[1:]``).
     """
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["agent"]:
+        return admin_cli.main(argv[1:])
     parser = build_parser()
     try:
-        args = parser.parse_args(list(sys.argv[1:] if argv is None else argv))
+        args = parser.parse_args(argv)
         config = config_from_args(args)
     except UsageError as exc:
         _error(str(exc))

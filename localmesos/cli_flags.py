@@ -27,6 +27,7 @@ from disauto.common.resources import RoleResources
 from disauto.common.resources import parse_ranges
 from disauto.common.resources import parse_size_mb
 from disauto.localmesos.cluster import ClusterConfig
+from disauto.localmesos.cluster import parse_isolation
 from disauto.localmesos.containerizer import cpu_quota
 
 
@@ -145,7 +146,9 @@ def build_parser() -> argparse.ArgumentParser:
     """The ``da-cluster`` argument parser."""
     parser = _Parser(
         prog=PROG,
-        description="Run an embedded Mesos master with N agents on this machine (local mode).",
+        description="Run an embedded Mesos master with N agents on this machine (local mode). "
+                    "'da-cluster agent {list,restart,partition,heal} ...' acts on one agent "
+                    "of a running one (da-cluster agent --help).",
     )
     parser.add_argument("--port", default="5050", help="master port; 0 picks a free one")
     parser.add_argument("--agents", default="1", help="number of agents (default 1)")
@@ -187,6 +190,15 @@ def build_parser() -> argparse.ArgumentParser:
         "--credentials",
         help="Mesos credentials file; when given, frameworks must authenticate (HTTP basic)",
     )
+    _add_sandbox_flags(parser)
+    _add_health_flags(parser)
+    parser.add_argument("--verbose", action="store_true", help="log what the master does")
+    parser.add_argument("--debug", action="store_true", help="debug logs and tracebacks")
+    return parser
+
+
+def _add_sandbox_flags(parser: argparse.ArgumentParser) -> None:
+    """The sandbox logs' caps and how tasks are confined."""
     for stream in ("stdout", "stderr"):
         parser.add_argument(
             f"--max-{stream}-size", default="10MB",
@@ -197,10 +209,15 @@ def build_parser() -> argparse.ArgumentParser:
             f"--logrotate-{stream}-options", default=DEFAULT_OPTIONS,
             help=f"'rotate N': how many rotated {stream}.1..N files to keep (default "
                  f"'{DEFAULT_OPTIONS}'; 'rotate 0' keeps only {stream})")
-    _add_health_flags(parser)
-    parser.add_argument("--verbose", action="store_true", help="log what the master does")
-    parser.add_argument("--debug", action="store_true", help="debug logs and tracebacks")
-    return parser
+    parser.add_argument(
+        "--isolation", default="auto",
+        help="the agents' isolators, as Mesos' --isolation: posix/cpu,posix/mem (nothing "
+             "confines a task) or cgroups/cpu,cgroups/mem (a cgroup v1 memory limit and CPU "
+             "shares per task; a task over its memory fails); auto (default): cgroups where "
+             "this machine allows them, else posix with one warning")
+    parser.add_argument(
+        "--cgroups-enable-cfs", action="store_true",
+        help="with cgroups/cpu, cap each task at its CPUs with a CFS quota (Mesos' flag)")
 
 
 def _add_resource_flags(parser: argparse.ArgumentParser) -> None:
@@ -327,6 +344,8 @@ def config_from_args(args: argparse.Namespace) -> ClusterConfig:
         credentials=credentials,
         sandbox_logging=_sandbox_logging(args),
         resources=_resources(args.resources, "--resources"),
+        isolation=_isolation(args.isolation),
+        cgroups_enable_cfs=args.cgroups_enable_cfs,
         **resources,
         **intervals,
         **_health(args),
@@ -355,6 +374,16 @@ def _resources(text: str | None, flag: str) -> RoleResources | None:
     if parsed.scalar("gpus") != int(parsed.scalar("gpus")):
         raise UsageError(f"{flag}: invalid resources {text!r}: gpus must be a whole number")
     return parsed
+
+
+def _isolation(text: str) -> str:
+    """``--isolation``: checked here; ``auto`` and cgroups are resolved as the cluster starts
+    (where cgroups cannot run, an explicit request fails with one line)."""
+    try:
+        parse_isolation(text)
+    except ValueError as exc:
+        raise UsageError(f"--isolation: {exc}") from None
+    return text
 
 
 def _hostname(text: str) -> dict[str, Any]:

@@ -155,3 +155,22 @@ def _uuid() -> str:
     import uuid
 
     return base64.b64encode(uuid.uuid4().bytes).decode()
+
+
+def test_tasks_that_end_while_their_agent_is_down_are_reported_once() -> None:
+    # The command task's exit is kept for the next agent; the slot executor keeps its
+    # TASK_FINISHED until it has subscribed again (unacknowledged_updates).
+    with running_cluster(cpus=4.0, mem_mb=4096.0) as cluster:
+        fw = RawFramework(cluster.address, name="kept", checkpoint=True, auto_acknowledge=True)
+        try:
+            agent_id = _launch_both(fw, "k", 1)
+            cluster.restart_agent(agent_id, down_for=3).join(15)
+            for task_id in ("k-cmd", "k-slot"):
+                finished = _wait_state(fw, task_id, "TASK_FINISHED", timeout=30)
+                assert finished["message"] == "Command exited with status 0"
+            wait_until(lambda: cluster.agents[0].unacknowledged_updates(
+                fw.framework_id or "", "k-slot") == [], timeout=10)
+            for task_id in ("k-cmd", "k-slot"):
+                assert [s["state"] for s in fw.updates(task_id)].count("TASK_FINISHED") == 1
+        finally:
+            fw.close()

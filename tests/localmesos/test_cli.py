@@ -256,3 +256,60 @@ def test_da_cluster_port_in_use(capsys: pytest.CaptureFixture[str]) -> None:
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 1 and len(err) == 1
     assert err[0].startswith(f"da-cluster: error: --port {port}: cannot listen on")
+
+
+def _agent_cli(*argv: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(_command() + ["agent", *argv], capture_output=True, text=True,
+                          timeout=30, check=False)
+
+
+def test_da_cluster_agent_partitions_heals_and_restarts_an_agent(
+        launch: object, tmp_path: Path) -> None:
+    creds = tmp_path / "creds"
+    creds.write_text("ops s3cret\n")
+    proc, address = launch(  # type: ignore[operator]
+        "--port", "0", "--agents", "2", "--cpus", "1", "--mem", "256MB", "--disk", "100MB",
+        "--credentials", str(creds), "--agent-ping-timeout", "100ms",
+        "--max-agent-ping-timeouts", "2", "--isolation", "posix/cpu,posix/mem")
+    assert address, proc.stderr.read() if proc.poll() is not None else "no address printed"
+    listed = _agent_cli("list", "--master", address, "--credentials", str(creds))
+    assert listed.returncode == 0, listed.stderr
+    agent_id = listed.stdout.split()[0]
+    assert _get(address, "/localmesos/agents")[0] == 401  # the cluster's credentials guard it
+    cut = _agent_cli("partition", agent_id, "--master", address, "--for", "2s",
+                     "--credentials", str(creds))
+    assert (cut.returncode, cut.stdout.strip()) == (0, f"agent {agent_id} is cut off for 2s")
+    deadline = time.monotonic() + 10
+    while json.loads(_get(address, "/master/state")[1])["unreachable_slaves"] != 1:
+        assert time.monotonic() < deadline, "the agent was never marked unreachable"
+        time.sleep(0.05)
+    while len(json.loads(_get(address, "/master/state")[1])["slaves"]) != 2:
+        assert time.monotonic() < deadline + 10, "the agent never came back"
+        time.sleep(0.1)
+    restart = _agent_cli("restart", agent_id, "--master", address, "--credentials", str(creds))
+    assert restart.returncode == 0 and restart.stdout.strip() == f"agent {agent_id} restarts"
+    unknown = _agent_cli("heal", "nope", "--master", address, "--credentials", str(creds))
+    assert unknown.returncode == 1 and unknown.stderr.count("\n") == 1
+    assert "answered 404: no agent nope" in unknown.stderr
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=20) == 0
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["restart", "--master", "127.0.0.1:1"], "restart needs an agent id"),
+    (["partition", "a", "--master", "127.0.0.1:1", "--for", "soon"], "--for: invalid duration"),
+    (["heal", "a", "--master", "127.0.0.1:1", "--for", "1s"], "heal takes no duration"),
+    (["restart", "a", "--master", "nowhere"], "--master: invalid address"),
+    (["explode", "a", "--master", "127.0.0.1:1"], "invalid choice: 'explode'"),
+])
+def test_da_cluster_agent_bad_flags_are_one_line(
+        capsys: pytest.CaptureFixture[str], argv: list[str], message: str) -> None:
+    code, err = _run_main(capsys, "agent", *argv)
+    assert code == 2 and err.count("\n") == 1 and message in err
+    assert err.startswith("da-cluster agent: error: ")
+
+
+def test_da_cluster_agent_reports_an_unreachable_cluster(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    code, err = _run_main(capsys, "agent", "list", "--master", "127.0.0.1:1")
+    assert code == 1 and err.startswith("da-cluster agent: error: cannot reach 127.0.0.1:1")
