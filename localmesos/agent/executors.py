@@ -46,8 +46,9 @@ a task whose ``TaskInfo.executor`` is a CUSTOM ``ExecutorInfo`` (apache/mesos
   few free GPUs fail its tasks (REASON_CONTAINER_LAUNCH_FAILED).
 
 Not done: ``gpus`` in the resources of a custom executor's *tasks* are not assigned (hold
-them in the executor's), containers (an executor ``ContainerInfo`` image) are refused, and
-nothing is checkpointed (an agent restart is the cluster's end).
+them in the executor's), and containers (an executor ``ContainerInfo`` image) are refused. An
+agent restart recovers the executors of checkpointing frameworks
+(:mod:`localmesos.agent.recovery`).
 """
 
 from __future__ import annotations

@@ -138,7 +138,8 @@ class LaunchCalls:
         self, fw: FrameworkRecord, operation: Mapping[str, Any], agent_id: str
     ) -> None:
         kind = operation.get("type", "UNKNOWN")
-        message = f"Operation {kind} is not supported by localmesos (no reservations or volumes)"
+        message = (f"Operation {kind} is not supported by localmesos (static reservations only: "
+                   "no dynamic reservations or volumes)")
         logger.warning("Framework %s: %s", fw.framework_id, message)
         # Feedback goes to an operation that names itself; an empty id names nothing (Mesos'
         # IDs must not be empty), so it gets none, as an operation without an id.

@@ -3,7 +3,8 @@
 A mixin of :class:`localmesos.master.master.Master`. ``_allocate`` runs on the allocation loop's
 thread and takes the master's lock for the whole run, so a run sees one consistent state;
 ``agent_state`` and ``file_roots`` call into agents and so do it outside the lock; the rest runs
-under it. An agent is offered at most once per run, all of what is free on it.
+under it. Without quota an agent is offered to the first framework that may take it, all of what
+is free on it for that framework's role (:mod:`localmesos.master.allocator`).
 """
 
 from __future__ import annotations

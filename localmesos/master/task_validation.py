@@ -113,7 +113,8 @@ def task_error(
     if error is not None:
         return f"Invalid task resources: {error}"
     if task.get("limits"):
-        # The embedded agents do not advertise TASK_RESOURCE_LIMITS (no cgroups here), so
+        # The embedded agents do not advertise TASK_RESOURCE_LIMITS (their isolators limit a
+        # container by its resources, not by ``limits``), so
         # Mesos' validateResourceLimits refuses any limit before looking at its values.
         return "Agent is not capable of handling task resource limits"
     return None

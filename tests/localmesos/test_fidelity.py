@@ -6,7 +6,7 @@ Facts, from apache/mesos 1.11:
   without the ``TASK_RESOURCE_LIMITS`` capability is TASK_ERROR "Agent is not capable of
   handling task resource limits" (the embedded agents advertise no such capability).
 * ``src/master/master.cpp``: a 1.11 MasterInfo advertises AGENT_UPDATE, AGENT_DRAINING and
-  QUOTA_V2; draining and quota do not exist here, so only AGENT_UPDATE is advertised.
+  QUOTA_V2; all three are served here (issue 28: DRAIN_AGENT, UPDATE_QUOTA).
 * The embedded master speaks JSON only: its 406/415 refusals name JSON only
   (``docs/local-mode.md``).
 """
