@@ -86,28 +86,7 @@ class ExecutorProcesses:
             env = self._executor_environment(run, command, run_as)
             if run_as is not None:
                 command_mod.chown_tree(run.sandbox, run_as)
-            isolation = self._isolate(run.container_id, self._executor_resources(run),
-                                      executor=True)
-            with self._lock:
-                if run.cancel.is_set() or self._crashed.is_set():
-                    isolation.destroy()
-                    raise FetchCancelled("the executor was shut down while it was launched")
-                with self._in_cpu_group(), isolation.attached():
-                    process = CommandProcess.spawn(
-                        executable, argv, env=env, cwd=run.sandbox,
-                        stdout=run.sandbox / "stdout", stderr=run.sandbox / "stderr",
-                        run_as=run_as)
-                run.process = process
-                container = self._launcher.launched(run.container_id, process, isolation)
-                self._update_executor_isolation(run)
-                self._start_thread(self._registration_timeout, run,
-                                   name=f"register-{run.executor_id}")
-            isolation.watch(container)
-            self._checkpoint_pid(run.framework_info, run.framework_id, run.executor_id,
-                                 run.container_id, process.pid)
-            logger.info("Launched executor %s of framework %s (pid %d)", run.executor_id,
-                        run.framework_id, process.pid)
-            return container
+            return self._start_executor(run, executable, argv, env, run_as)
         except FetchCancelled:
             logger.info("Executor %s was shut down before it was launched", run.executor_id)
         except (FetchError, LaunchError, ValueError, OSError, CpuQuotaError,
@@ -120,6 +99,42 @@ class ExecutorProcesses:
             except OSError:
                 pass
         return None
+
+    def _start_executor(self, run: ExecutorRun, executable: str, argv: list[str],
+                        env: dict[str, str], run_as: command_mod.RunAs | None) -> Container:
+        """Start the executor's process in its container (its isolation made first), kept by
+        the launcher, its registration timed.
+
+        Raises:
+            FetchCancelled: it was shut down (or the agent died) meanwhile.
+            LaunchError, CpuQuotaError, IsolationError: it could not start.
+        """
+        isolation = self._isolate(run.container_id, self._executor_resources(run),
+                                  executor=True)
+        with self._lock:
+            if run.cancel.is_set() or self._crashed.is_set():
+                isolation.destroy()
+                raise FetchCancelled("the executor was shut down while it was launched")
+            try:
+                with self._in_cpu_group(), isolation.attached():
+                    process = CommandProcess.spawn(
+                        executable, argv, env=env, cwd=run.sandbox,
+                        stdout=run.sandbox / "stdout", stderr=run.sandbox / "stderr",
+                        run_as=run_as)
+            except (LaunchError, CpuQuotaError, IsolationError):
+                isolation.destroy()
+                raise
+            run.process = process
+            container = self._launcher.launched(run.container_id, process, isolation)
+            self._update_executor_isolation(run)
+            self._start_thread(self._registration_timeout, run,
+                               name=f"register-{run.executor_id}")
+        isolation.watch(container)
+        self._checkpoint_pid(run.framework_info, run.framework_id, run.executor_id,
+                             run.container_id, process.pid)
+        logger.info("Launched executor %s of framework %s (pid %d)", run.executor_id,
+                    run.framework_id, process.pid)
+        return container
 
     def _executor_environment(self, run: ExecutorRun, command: Mapping[str, Any],
                               run_as: command_mod.RunAs | None) -> dict[str, str]:

@@ -225,17 +225,23 @@ class TaskLauncher:
         assert sandbox is not None
         try:
             isolation = self._isolate(task.container_id, resources, executor=False)
+        except IsolationError as exc:
+            self._fail(task, str(exc), "REASON_CONTAINER_LAUNCH_FAILED")
+            return None
+        try:
             with self._in_cpu_group(), isolation.attached():
                 process = CommandProcess.spawn(executable, argv, env=env, cwd=sandbox,
                                                stdout=sandbox / "stdout",
                                                stderr=sandbox / "stderr",
                                                run_as=run_as, logs=self._sandbox_logging)
         except (LaunchError, CpuQuotaError, IsolationError) as exc:
+            isolation.destroy()
             self._fail(task, str(exc), "REASON_COMMAND_EXECUTOR_FAILED", "SOURCE_EXECUTOR")
             return None
         with self._lock:
             if self._crashed.is_set():  # died meanwhile: the next agent will not know it
                 process.signal_group(signal.SIGKILL)
+                isolation.destroy()
                 return None
             container = self._launcher.launched(task.container_id, process, isolation)
         isolation.watch(container)

@@ -58,7 +58,10 @@ class MasterLink:
             self._start_thread(self._watch_pings, name=f"pings-{self.id}")
 
     def ping(self, connected: bool) -> None:
-        """The master's ping (``PingSlaveMessage``): answer it (``PongSlaveMessage``)."""
+        """The master's ping (``PingSlaveMessage``): answer it (``PongSlaveMessage``); a dead
+        agent answers nothing."""
+        if self._crashed.is_set():
+            return
         self._last_ping = time.monotonic()
         if self._on_pong is not None:
             self._on_pong(self.id)

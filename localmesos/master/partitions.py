@@ -372,6 +372,7 @@ class AgentHealth:
             executor_id=report.executor_id, state=report.state,
             statuses=list(old.statuses) if old is not None else [])
         task.status_update_state = report.state
+        task.recovered = report.state in TERMINAL_STATES  # it holds nothing any more
         fw.tasks[task.task_id] = task
         status: dict[str, Any] = {
             "task_id": {"value": task.task_id}, "state": report.state, "message": message,

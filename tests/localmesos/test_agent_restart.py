@@ -174,3 +174,25 @@ def test_tasks_that_end_while_their_agent_is_down_are_reported_once() -> None:
                 assert [s["state"] for s in fw.updates(task_id)].count("TASK_FINISHED") == 1
         finally:
             fw.close()
+
+
+def test_an_agent_down_past_the_ping_timeouts_is_unreachable_then_readmitted() -> None:
+    # A dead agent answers no ping: the master marks it unreachable; recovered, it comes back.
+    with running_cluster(agent_ping_timeout=0.2, max_agent_ping_timeouts=3) as cluster:
+        fw = RawFramework(cluster.address, name="kept", checkpoint=True,
+                          capabilities=["PARTITION_AWARE"], auto_acknowledge=True)
+        try:
+            fw.subscribe()
+            offer = fw.wait_event(lambda e: e["type"] == "OFFERS")["offers"]["offers"][0]
+            fw.launch(offer, [command_task(offer, "t", "sleep 60")])
+            _wait_state(fw, "t", "TASK_RUNNING")
+            cluster.restart_agent(offer["agent_id"]["value"], down_for=2).join(15)
+            gone = _wait_state(fw, "t", "TASK_UNREACHABLE")
+            assert gone["message"] == "health check timed out"
+            back = fw.wait_event(lambda e: e["type"] == "UPDATE" and e["update"]["status"].get(
+                "reason") == "REASON_AGENT_REREGISTERED", timeout=15)["update"]["status"]
+            assert back["state"] == "TASK_RUNNING"
+            fw.call("KILL", kill={"task_id": {"value": "t"}})
+            _wait_state(fw, "t", "TASK_KILLED")
+        finally:
+            fw.close()

@@ -118,3 +118,33 @@ def test_a_short_partition_is_forgiven() -> None:
             assert get_json(cluster, "/master/state")["unreachable_slaves"] == 0
         finally:
             fw.close()
+
+
+def test_a_task_that_ends_while_its_agent_is_unreachable_is_reported_when_it_heals() -> None:
+    with running_cluster(agent_ping_timeout=0.2, max_agent_ping_timeouts=3) as cluster:
+        fw = RawFramework(cluster.address, name="aware", capabilities=["PARTITION_AWARE"],
+                          auto_acknowledge=True)
+        try:
+            fw.subscribe()
+            offer = fw.wait_event(lambda e: e["type"] == "OFFERS")["offers"]["offers"][0]
+            agent_id = offer["agent_id"]["value"]
+            fw.launch(offer, [command_task(offer, "t", "sleep 1.5")], refuse_seconds=0)
+            _update(fw, "t", state="TASK_RUNNING")
+            cluster.partition_agent(agent_id)
+            _update(fw, "t", state="TASK_UNREACHABLE")
+            wait_until(lambda: cluster.agents[0].latest_state(fw.framework_id or "", "t")
+                       == "TASK_FINISHED", timeout=10)
+            start = len(fw.events)
+            cluster.heal_agent(agent_id)
+            finished = _update(fw, "t", start=start, state="TASK_FINISHED",
+                               source="SOURCE_EXECUTOR")
+            assert finished["message"] == "Command exited with status 0"
+            # Its resources are the agent's again: the whole agent is offered.
+            wait_until(lambda: any(o["agent_id"]["value"] == agent_id
+                                   and sum(r["scalar"]["value"] for r in o["resources"]
+                                           if r["name"] == "cpus") == 2.0
+                                   for o in fw.offers(start)), timeout=10)
+            state = get_json(cluster, "/master/state")
+            assert [t["id"] for f in state["frameworks"] for t in f["completed_tasks"]] == ["t"]
+        finally:
+            fw.close()
