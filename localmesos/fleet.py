@@ -93,6 +93,7 @@ class AgentFleet:
         with self._lock:
             self._agents.append(agent)
         self.master.add_agent(wire.connect(agent))
+        agent.registered()
         agent.libprocess_id = self.master.agent_path(agent.id).lstrip("/")
         return agent
 

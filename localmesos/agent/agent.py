@@ -60,8 +60,8 @@ from disauto.localmesos.agent.executors import ExecutorHost
 from disauto.localmesos.agent.isolation import AgentIsolation
 from disauto.localmesos.agent.launch import AgentTask
 from disauto.localmesos.agent.launch import TaskLauncher
+from disauto.localmesos.agent.master_link import DISCONNECTED
 from disauto.localmesos.agent.master_link import RECOVERING
-from disauto.localmesos.agent.master_link import RUNNING
 from disauto.localmesos.agent.master_link import MasterLink
 from disauto.localmesos.agent.recovery import AgentRecovery
 from disauto.localmesos.agent.reports import TaskReports
@@ -209,7 +209,8 @@ class Agent(TaskLauncher, ExecutorHost, TaskReports, AgentViews, AgentRecovery, 
         self._drain_config: dict[str, Any] | None = None
         self._isolation = runtime.isolation
         self._cgroups_enable_cfs = runtime.cgroups_enable_cfs
-        self.link_state = RECOVERING if runtime.recover else RUNNING
+        # Registered by the cluster (``registered``) or, recovering, by re-registering.
+        self.link_state = RECOVERING if runtime.recover else DISCONNECTED
         if not runtime.recover:
             self._meta.write_agent(self.info())
         self._start_master_link(runtime.total_ping_timeout)

@@ -50,12 +50,20 @@ class MasterLink:
     """Pings and re-registration (part of :class:`localmesos.agent.agent.Agent`)."""
 
     def _start_master_link(self, total_ping_timeout: float) -> None:
+        """Watch the master's pings, when there is a master to re-register with."""
         self._total_ping_timeout = total_ping_timeout
         self._last_ping = time.monotonic()
         self._link_cond = threading.Condition()
         self._reregistering = False
-        with self._lock:
-            self._start_thread(self._watch_pings, name=f"pings-{self.id}")
+        if self._on_reregister is not None:
+            with self._lock:
+                self._start_thread(self._watch_pings, name=f"pings-{self.id}")
+
+    def registered(self) -> None:
+        """The master registered the agent (``SlaveRegisteredMessage``): from now on it expects
+        the master's pings."""
+        self._last_ping = time.monotonic()
+        self.link_state = RUNNING
 
     def ping(self, connected: bool) -> None:
         """The master's ping (``PingSlaveMessage``): answer it (``PongSlaveMessage``); a dead
