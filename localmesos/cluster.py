@@ -406,8 +406,8 @@ class LocalCluster:
             self.stop()
             raise
         logger.info(
-            "localmesos cluster at %s with %d agent(s), work dir %s",
-            self.address, len(self.agents), self._work_dir,
+            "localmesos cluster at %s with %d agent(s), work dir %s, isolation %s",
+            self.address, len(self.agents), self._work_dir, ",".join(sorted(self.isolation)),
         )
         return self
 

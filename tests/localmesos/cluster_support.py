@@ -199,7 +199,20 @@ def check_status(status: Any) -> list[str]:
             problems.append("agent status lacks executor_id")
     if "agent_id" in status and not _is_id(status["agent_id"]):
         problems.append("status.agent_id malformed")
+    problems += _check_status_extras(status)
     return problems
+
+
+def _check_status_extras(status: dict[str, Any]) -> list[str]:
+    """``unreachable_time`` and ``limitation`` of a TaskStatus, against ``mesos.v1`` (the
+    strict checker of :mod:`tests.localmesos.operator_shapes`)."""
+    from tests.localmesos import operator_shapes
+
+    extras = {k: status[k] for k in ("unreachable_time", "limitation") if k in status}
+    if not extras:
+        return []
+    shaped = {"task_id": status.get("task_id"), "state": status.get("state"), **extras}
+    return [f"status: {p}" for p in operator_shapes.check("TaskStatus", shaped)]
 
 
 def _check_inverse_offers(offers: Any) -> list[str]:

@@ -144,7 +144,7 @@ def test_a_task_that_ends_while_its_agent_is_unreachable_is_reported_when_it_hea
                                    and sum(r["scalar"]["value"] for r in o["resources"]
                                            if r["name"] == "cpus") == 2.0
                                    for o in fw.offers(start)), timeout=10)
-            state = get_json(cluster, "/master/state")
-            assert [t["id"] for f in state["frameworks"] for t in f["completed_tasks"]] == ["t"]
+            wait_until(lambda: [t["id"] for f in get_json(cluster, "/master/state")["frameworks"]
+                                for t in f["completed_tasks"]] == ["t"])  # once acknowledged
         finally:
             fw.close()
