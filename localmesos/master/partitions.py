@@ -118,9 +118,20 @@ class AgentHealth:
             record.link.post("ping", record.connected)
         cutoff = time.time() - self.registry_max_agent_age
         for agent_id in [a for a, u in self.unreachable.items() if u.time < cutoff]:
-            logger.info("Removing unreachable agent %s from the registry (older than %s)",
-                        agent_id, mesos_duration(self.registry_max_agent_age))
-            del self.unreachable[agent_id]
+            self._forget_unreachable(agent_id)
+
+    def _forget_unreachable(self, agent_id: str) -> None:
+        """Under the lock: the registry's garbage collection drops an agent unreachable for
+        longer than ``registry_max_agent_age``, and the frameworks' unreachable tasks that
+        were on it (``Master::_doRegistryGc``)."""
+        logger.info("Removing unreachable agent %s from the registry (older than %s)",
+                    agent_id, mesos_duration(self.registry_max_agent_age))
+        entry = self.unreachable.pop(agent_id)
+        for framework_id, task_ids in entry.tasks.items():
+            fw = self.frameworks.get(framework_id)
+            if fw is not None:
+                for task_id in task_ids:
+                    fw.unreachable_tasks.pop(task_id, None)
 
     def pong(self, agent_id: str) -> None:
         """The agent answered a ping (``SlaveObserver::pong``)."""

@@ -148,3 +148,29 @@ def test_a_task_that_ends_while_its_agent_is_unreachable_is_reported_when_it_hea
                                 for t in f["completed_tasks"]] == ["t"])  # once acknowledged
         finally:
             fw.close()
+
+
+def test_the_registry_forgets_unreachable_agents_after_their_age() -> None:
+    with running_cluster(agent_ping_timeout=0.2, max_agent_ping_timeouts=3,
+                         registry_max_agent_age=1.0) as cluster:
+        fw = RawFramework(cluster.address, name="aware", capabilities=["PARTITION_AWARE"],
+                          auto_acknowledge=True)
+        try:
+            agent_id = _start(fw, "t")
+            cluster.partition_agent(agent_id)
+            _update(fw, "t", state="TASK_UNREACHABLE")
+            wait_until(lambda: get_json(cluster, "/master/state")["unreachable_slaves"] == 0,
+                       timeout=10)
+            tasks = operator_call(cluster, {"type": "GET_TASKS"})[1]["get_tasks"]
+            assert tasks.get("unreachable_tasks", []) == []  # dropped with the agent
+            start = len(fw.events)
+            fw.call("RECONCILE", reconcile={"tasks": [{"task_id": {"value": "t"},
+                                                       "agent_id": {"value": agent_id}}]})
+            assert _update(fw, "t", start=start, reason="REASON_RECONCILIATION")[
+                "state"] == "TASK_UNKNOWN"
+            start = len(fw.events)
+            cluster.heal_agent(agent_id)  # an agent the registry no longer knows is admitted
+            back = _update(fw, "t", start=start, reason="REASON_AGENT_REREGISTERED")
+            assert back["message"] == "Unknown agent reregistered"
+        finally:
+            fw.close()
