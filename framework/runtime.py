@@ -17,12 +17,12 @@ import time
 
 from pymesos import MesosSchedulerDriver
 
-from disauto.common import task_env
 from disauto.common.durations import format_duration
 from disauto.framework import meta
 from disauto.framework.capacity import agent_totals
 from disauto.framework.capacity import unfit
 from disauto.framework.deadline_status import deadline_note
+from disauto.framework.framework_info import framework_info
 from disauto.framework.job import APPCORE_KEY
 from disauto.framework.master_endpoint import MasterUnreachableError
 from disauto.framework.master_endpoint import check_credentials
@@ -108,22 +108,12 @@ class JobRunner:
         self.check_capacity(every_task=True)
 
     def _framework_info(self) -> dict[str, object]:
-        info: dict[str, object] = {
-            "user": self.config.user or getpass.getuser(),
-            "name": self.config.app_name,
-            "hostname": self._parts.advertise_host,
-            "failover_timeout": self.config.failover_timeout,
-            "webui_url": self.page_url,
-            # The address travels in a label, so that AppCore and runners whose framework
-            # moved (resumed on another port) find it through the master (common.rendezvous).
-            "labels": {"labels": [
-                {"key": "disauto.job", "value": self.config.job_id},
-                {"key": task_env.FRAMEWORK_ADDRESS_LABEL, "value": self.framework_address},
-            ]},
-        }
-        if self._link.framework_id():  # Mesos failover: the same framework, its tasks kept
-            info["id"] = {"value": self._link.framework_id()}
-        return info
+        return framework_info(
+            user=self.config.user or getpass.getuser(), name=self.config.app_name,
+            hostname=self._parts.advertise_host, failover_timeout=self.config.failover_timeout,
+            webui_url=self.page_url, job_id=self.config.job_id,
+            framework_address=self.framework_address, roles=self.config.subscribed_roles,
+            framework_id=self._link.framework_id(), checkpoint=self._parts.checkpoint)
 
     # -- the run loop --------------------------------------------------------------------------
 
