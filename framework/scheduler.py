@@ -33,6 +33,7 @@ from disauto.framework.job import JobController
 from disauto.framework.job.progress import job_progress
 from disauto.framework.launcher import Launcher
 from disauto.framework.mesos_link import MesosLink
+from disauto.framework.offer_claims import OfferClaims
 from disauto.framework.offers import OfferView
 from disauto.framework.offers import fit
 from disauto.framework.peers import PeerBoard
@@ -237,7 +238,8 @@ class JobScheduler(Scheduler):
         self.offers_seen += len(offers)
         if self._logs is not None:
             self._logs.remember(offers)
-        views = [OfferView.from_offer(offer) for offer in offers]
+        roles = self._job.config.subscribed_roles
+        views = [OfferView.from_offer(offer, roles) for offer in offers]
         requests = self._job.launch_requests()
         if not requests:
             self._decline(driver, views, IDLE_REFUSE_SECONDS)
@@ -273,12 +275,14 @@ class JobScheduler(Scheduler):
         left = [view.available]  # what the planned claims leave: room for new slots
         for _, claim in launches:
             left[0] = left[0] - claim
+        claims = OfferClaims(view)  # new slots' executors draw from it as they are made
         tasks = [task for request, claim in launches
-                 if (task := self._task_for(request, view, claim, left)) is not None]
+                 if (task := self._task_for(request, view, claim, left, claims)) is not None]
         warm_ups: list[dict[str, Any]] = []
         if warm > 0 and view.id not in plan.deliberate and self._warm is not None:
-            warm_ups = self._warm.warm_ups(view, left, warm)
+            warm_ups = self._warm.warm_ups(view, left, warm, claims)
             tasks += warm_ups
+        tasks = [claims.dress(task) for task in tasks]
         if tasks:
             logger.info("launching %s on %s", ", ".join(_launch_name(t) for t in tasks),
                         view.hostname)
@@ -297,7 +301,7 @@ class JobScheduler(Scheduler):
         return 0
 
     def _task_for(self, request: LaunchRequest, view: OfferView, claim: Resources,
-                  left: list[Resources]) -> dict[str, Any] | None:
+                  left: list[Resources], claims: OfferClaims) -> dict[str, Any] | None:
         """The task of one planned launch, recorded; None if it is no longer wanted."""
         if request.key == APPCORE_KEY:
             return self._launcher.appcore(view, claim)
@@ -309,7 +313,7 @@ class JobScheduler(Scheduler):
         task_id = task["task_id"]["value"]
         executor_id = ""
         if self._warm is not None:
-            task, executor_id = self._warm.place(task, view, left)
+            task, executor_id = self._warm.place(task, view, left, claims)
         self._job.trial_launched(request.trial_number, task_id, view.agent_id, executor_id)
         return task
 
