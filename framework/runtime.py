@@ -19,7 +19,7 @@ from pymesos import MesosSchedulerDriver
 
 from disauto.common.durations import format_duration
 from disauto.framework import meta
-from disauto.framework.capacity import agent_totals
+from disauto.framework.capacity import agent_capacities
 from disauto.framework.capacity import unfit
 from disauto.framework.deadline_status import deadline_note
 from disauto.framework.framework_info import framework_info
@@ -221,7 +221,8 @@ class JobRunner:
         report.write(self.job_dir, read_record(self.store, "interrupted"))
 
     def check_capacity(self, *, every_task: bool = False) -> None:
-        """End the job (UNSCHEDULABLE) if a task that waits for an offer fits no agent.
+        """End the job (UNSCHEDULABLE) if a task that waits for an offer fits no agent, or
+        only resources reserved for a role the job lacks.
 
         With ``every_task`` (at the start) AppCore and the trials are judged whether or not
         they wait yet. Best effort: a master that cannot be asked leaves the job as it was.
@@ -241,11 +242,11 @@ class JobRunner:
         auth = (self.master.principal, self.master.secret or "") if self.master.principal \
             else None
         try:
-            agents = agent_totals(address, auth=auth)
+            agents = agent_capacities(address, auth=auth)
         except (OSError, ValueError) as err:
             logger.debug("cannot ask the master for its agents: %s", err)
             return
-        why = unfit(tasks, agents)
+        why = unfit(tasks, agents, self.config.subscribed_roles)
         if why:
             self.controller.finish(framework_pb2.UNSCHEDULABLE, why)
 
