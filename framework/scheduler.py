@@ -381,17 +381,37 @@ class JobScheduler(Scheduler):
         if self._warm is not None:
             self._warm.adopt_from(status)
         try:
-            self._job.on_status(status)
+            effects = self._job.on_status(status)
         except Exception:  # noqa: BLE001 - not recorded: don't ack, Mesos will resend it
             logger.exception("cannot record the status update %s", status.get("state"))
             return
         if self._warm is not None and has_ended_for_framework(str(status.get("state"))):
             self._warm.task_ended(status)
+        if effects.kill:  # a stale launch runs again: one trial never has two live tasks
+            self.kill(effects.kill)
+            if self._warm is not None:
+                self._warm.shutdown_stale(status)
         if "uuid" in status:
             driver.acknowledgeStatusUpdate(status)
 
     def kill(self, task_ids: Sequence[str]) -> None:
         self._link.kill(task_ids)
+
+    def abandon(self, task_ids: Sequence[str]) -> None:
+        """Tasks given up on while their agent was unreachable: KILL them (Mesos kills them
+        when the agent comes back, or reconciles) and forget their warm slots."""
+        self.kill(task_ids)
+        if self._warm is not None:
+            self._warm.tasks_abandoned(task_ids)
+
+    def reconcile(self, tasks: Sequence[tuple[str, str]]) -> None:
+        """Explicit reconciliation of ``(task_id, agent_id)``: Mesos answers each with its
+        latest state (TASK_UNREACHABLE while its agent is, TASK_RUNNING once it is back)."""
+        driver = self._link.driver()
+        if driver is not None and tasks:
+            driver.reconcileTasks([{"task_id": {"value": task_id},
+                                    "agent_id": {"value": agent_id}}
+                                   for task_id, agent_id in tasks])
 
 
 def _launch_name(task: Mapping[str, Any]) -> str:

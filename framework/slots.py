@@ -232,6 +232,11 @@ class SlotTable:
         with self._lock:
             return sum(s.gpus for s in self._free(agent_id, role))
 
+    def holds(self, executor_id: str) -> bool:
+        """Whether ``executor_id`` is a slot of the table now."""
+        with self._lock:
+            return executor_id in self._slots
+
     def executor_of(self, task_id: str) -> str:
         """The slot executor that ran ``task_id`` ("" for a command task)."""
         with self._lock:

@@ -258,6 +258,24 @@ class WarmSlots:
     def executor_ended(self, executor_id: str) -> None:
         self.table.executor_ended(executor_id)
 
+    def tasks_abandoned(self, task_ids: Sequence[str]) -> None:
+        """Tasks given up on while their agent was unreachable: their slots are gone with it
+        (a slot that comes back is shut down when its task shows up: :meth:`shutdown_stale`)."""
+        for task_id in task_ids:
+            executor_id = self.table.executor_of(task_id)
+            if executor_id:
+                self.table.executor_ended(executor_id)
+
+    def shutdown_stale(self, status: Mapping[str, Any]) -> None:
+        """A stale task that runs again was killed: SHUTDOWN its slot too when the table no
+        longer holds it (it was forgotten with its unreachable agent)."""
+        executor_id = str((status.get("executor_id") or {}).get("value", ""))
+        task_id = str((status.get("task_id") or {}).get("value", ""))
+        agent_id = str((status.get("agent_id") or {}).get("value", ""))
+        if executor_id and executor_id != task_id and not self.table.holds(executor_id):
+            logger.info("shutting slot %s down (it came back with a stale task)", executor_id)
+            self._link.shutdown_executor(executor_id, agent_id)
+
     def reap_idle(self) -> None:
         """Shut down the slots idle for longer than their idle time."""
         self.shutdown(self.table.expired(), "idle")

@@ -117,10 +117,11 @@ def status(task_id: str, state: str, agent: str, *, reason: str = "", message: s
 
 def unreachable(task_id: str, agent: str, since: float) -> dict[str, Any]:
     """The master's TASK_UNREACHABLE of a task on an agent it marked unreachable
-    (``Master::__removeSlave``: REASON_AGENT_REMOVED, with ``unreachable_time``)."""
+    (``Master::__removeSlave``: REASON_AGENT_REMOVED, with ``unreachable_time``; the master
+    makes it without a uuid: nothing to acknowledge)."""
     return status(task_id, "TASK_UNREACHABLE", agent, reason="REASON_AGENT_REMOVED",
                   message="Agent host-" + agent + " is unreachable: health check timed out",
-                  source="SOURCE_MASTER", unreachable_at=since)
+                  source="SOURCE_MASTER", unreachable_at=since, reliable=False)
 
 
 def reconciled_unreachable(task_id: str, agent: str, since: float) -> dict[str, Any]:
@@ -133,6 +134,7 @@ def reconciled_unreachable(task_id: str, agent: str, since: float) -> dict[str, 
 
 def back(task_id: str, agent: str, state: str = "TASK_RUNNING") -> dict[str, Any]:
     """The master's update when an unreachable agent re-registers with the task
-    (``Master::__reregisterSlave``: the agent's state, REASON_AGENT_REREGISTERED)."""
+    (``Master::__reregisterSlave``: the agent's state, REASON_AGENT_REREGISTERED, no uuid)."""
     return status(task_id, state, agent, reason="REASON_AGENT_REREGISTERED",
-                  message="Unreachable agent re-reregistered", source="SOURCE_MASTER")
+                  message="Unreachable agent re-reregistered", source="SOURCE_MASTER",
+                  reliable=False)
