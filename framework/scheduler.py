@@ -32,6 +32,8 @@ from disauto.framework.job import APPCORE_KEY
 from disauto.framework.job import JobController
 from disauto.framework.job.progress import job_progress
 from disauto.framework.launcher import Launcher
+from disauto.framework.maintenance import HORIZON_SECONDS
+from disauto.framework.maintenance import Maintenance
 from disauto.framework.mesos_link import MesosLink
 from disauto.framework.offer_claims import OfferClaims
 from disauto.framework.offers import OfferView
@@ -137,6 +139,8 @@ class JobScheduler(Scheduler):
         self._warm = WarmSlots(slots, controller, self._link, self._launcher,
                                executor_command=executor_command, preload=preload,
                                master_auth=master_auth) if slots is not None else None
+        self._maintenance = Maintenance(controller.config.trial_timeout or HORIZON_SECONDS,
+                                        self._busy_on, self._release_agent)
         self.offers_seen = 0
         self.offers_declined = 0
         self.framework_lost = ""
@@ -239,7 +243,8 @@ class JobScheduler(Scheduler):
         if self._logs is not None:
             self._logs.remember(offers)
         roles = self._job.config.subscribed_roles
-        views = [OfferView.from_offer(offer, roles) for offer in offers]
+        views = self._off_maintenance(
+            driver, [OfferView.from_offer(offer, roles) for offer in offers])
         requests = self._job.launch_requests()
         if not requests:
             self._decline(driver, views, IDLE_REFUSE_SECONDS)
@@ -257,6 +262,14 @@ class JobScheduler(Scheduler):
             self._warm.yield_agents(views, plan.deliberate)
         if not self._job.has_pending():
             self._revival.suppress(driver, self._job.has_pending)
+
+    def _off_maintenance(self, driver: Any, views: Sequence[OfferView]) -> list[OfferView]:
+        """The offers whose agent has no maintenance within the time a trial may take; the
+        others are declined (``framework/maintenance.py``)."""
+        kept, blocked = self._maintenance.split(views, time.time())
+        for view, refuse in blocked:
+            self._decline(driver, [view], refuse)
+        return kept
 
     def _observe(self) -> None:
         """Show the policy what it reads: the job's progress and its peers', the agents."""
@@ -353,8 +366,35 @@ class JobScheduler(Scheduler):
         """The offer policy's counters (priority declines, idle raises...), for the job record."""
         return {**self._policy.stats(), **self._policy.placement_stats()}
 
+    def _busy_on(self, agent_id: str) -> list[str]:
+        """The job's live tasks on ``agent_id``."""
+        return sorted(task for task, agent, live in self._job.task_locations()
+                      if live and agent == agent_id)
+
+    def _release_agent(self, agent_id: str, why: str) -> None:
+        """Shut the job's idle slots on ``agent_id`` down."""
+        if self._warm is not None:
+            self._warm.shutdown(self._warm.table.idle(agent_id), why)
+
     def offerRescinded(self, driver: Any, offer_id: Mapping[str, Any]) -> None:  # noqa: N802
         logger.debug("offer %s rescinded", offer_id.get("value"))
+
+    # -- maintenance -------------------------------------------------------------------------
+
+    def inverseOffers(self, driver: Any,  # noqa: N802
+                      offers: Sequence[Mapping[str, Any]]) -> None:
+        """Mesos asks for agents back before their maintenance: declined while the job's
+        tasks still run there (they finish), accepted once it has nothing there."""
+        self._link.called(driver)
+        for offer in offers:
+            try:
+                self._maintenance.answer(driver, offer)
+            except Exception:  # noqa: BLE001 - a raising callback would kill the driver
+                logger.exception("cannot answer the inverse offer %s", offer.get("id"))
+
+    def inverseOfferRescinded(self, driver: Any,  # noqa: N802
+                              offer_id: Mapping[str, Any]) -> None:
+        logger.debug("inverse offer %s rescinded", offer_id.get("value"))
 
     # -- slots -------------------------------------------------------------------------------
 
