@@ -27,6 +27,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from collections.abc import Mapping
 from dataclasses import dataclass
+from dataclasses import replace
 import logging
 import time
 from typing import Any
@@ -45,6 +46,8 @@ from disauto.common.trial_state import TrialState
 from disauto.framework.job.appcore import AppCoreLife
 from disauto.framework.job.book import TrialBook
 from disauto.framework.job.book import has_result
+from disauto.framework.job.memory_kill import MEMORY_LIMITATION
+from disauto.framework.job.memory_kill import MemoryKill
 from disauto.framework.spec import JobConfig
 from disauto.framework.store import TrialRow
 from disauto.protos import framework_pb2
@@ -56,9 +59,6 @@ SLOT_LOST_REASONS = frozenset({"REASON_EXECUTOR_TERMINATED",
                                "REASON_EXECUTOR_REGISTRATION_TIMEOUT"})
 """A warm slot's task that ended for one of these was lost with its slot (the executor died or
 never started), not failed by its script: it is queued again as a lost task is."""
-
-MEMORY_LIMITATION = "REASON_CONTAINER_LIMITATION_MEMORY"
-"""The reason of a task its container's memory limit killed (Mesos' cgroups/mem isolator)."""
 
 EVICTION_REASONS = frozenset({"REASON_AGENT_DRAINING", "REASON_AGENT_REMOVED_BY_OPERATOR",
                               "REASON_SLAVE_REMOVED_BY_OPERATOR"})
@@ -118,6 +118,11 @@ class Measures(Protocol):
 
     def record_samples(self, samples: list[Sample]) -> None:
         """Store samples measured elsewhere (a runner's GPU samples) and fold them in."""
+
+    def record_memory_kill(self, trial: int, used_bytes: float | None,
+                           limit_bytes: float | None) -> None:
+        """Take what the kernel said when the trial's memory limit killed it: the most it
+        used, and its container's limit."""
 
 
 class TaskStatuses:
@@ -335,15 +340,28 @@ class TaskStatuses:
                 f"apprunner_sdk.report({objective}=..., final=True))")
         if state == "TASK_KILLED":
             return TrialState.KILLED, describe_status(status)
-        return TrialState.FAILED, (describe_status(status) + self._memory(trial, status)
-                                   + self._tail(status))
+        kill = MemoryKill.read(status)
+        if kill is not None:
+            return TrialState.FAILED, (f"{state} {MEMORY_LIMITATION}: "
+                                       f"{self._memory(trial, kill)}{self._tail(status)}")
+        return TrialState.FAILED, describe_status(status) + self._tail(status)
 
-    def _memory(self, trial: TrialRow, status: Mapping[str, Any]) -> str:
-        """For a trial killed for its memory: what telemetry measured of it, and the limit."""
-        if status.get("reason") != MEMORY_LIMITATION or self._measures is None:
-            return ""
-        note = self._measures.memory_note(trial.number)
-        return f"; {note}" if note else ""
+    def _memory(self, trial: TrialRow, kill: MemoryKill) -> str:
+        """A trial its memory limit killed: how much it used against its limit, what
+        telemetry measured of it, and the ``--app-runner-memory`` to try (the kernel's figure
+        is kept as its peak, for the job's summary). Mesos' ``memory.stat`` dump stays in the
+        record's task updates only."""
+        note = ""
+        if self._measures is not None:  # what its polls saw, then the kernel's figure
+            note = self._measures.memory_note(trial.number)
+            self._measures.record_memory_kill(trial.number, kill.used_bytes, kill.limit_bytes)
+        elif kill.used_bytes is not None:
+            peak = max(trial.usage.peak_rss_bytes or 0.0, kill.used_bytes)
+            self._book.set_trial_usage(trial.number,
+                                       replace(trial.usage, peak_rss_bytes=peak))
+        logger.warning("trial %d was killed by its memory limit", trial.number)
+        described = kill.describe(self._config().runner.mem_mb)
+        return described + (f"; {note}" if note else "")
 
     def _retry_lost(self, trial: TrialRow, state: str, status: Mapping[str, Any]) -> bool:
         """Queue a trial again when its task was lost or evicted (not failed by its script)."""

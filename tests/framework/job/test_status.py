@@ -28,6 +28,7 @@ class Telemetry:
 
     def __init__(self) -> None:
         self.exact: list[tuple[int, TaskUsage]] = []
+        self.killed: list[tuple[int, float | None, float | None]] = []
 
     def memory_note(self, trial: int) -> str:
         return f"measured peak 612 MB of trial {trial}"
@@ -37,6 +38,10 @@ class Telemetry:
 
     def record_samples(self, samples: list[Sample]) -> None:
         raise AssertionError("not a status update's business")
+
+    def record_memory_kill(self, trial: int, used_bytes: float | None,
+                           limit_bytes: float | None) -> None:
+        self.killed.append((trial, used_bytes, limit_bytes))
 
 
 class Statuses:
@@ -85,9 +90,11 @@ def test_a_trial_killed_for_its_memory_says_what_was_measured(statuses: Statuses
                                        message="Memory limit exceeded"),
                          "data": status_data(TaskUsage(1.0, 0.5, 2**29))})
     message = statuses.book.require(1).message
-    assert message == ("TASK_FAILED REASON_CONTAINER_LIMITATION_MEMORY: Memory limit exceeded; "
-                       "measured peak 612 MB of trial 1; stderr: Traceback: boom")
+    assert message == ("TASK_FAILED REASON_CONTAINER_LIMITATION_MEMORY: killed by its memory "
+                       "limit (--app-runner-memory 128M); give it more: --app-runner-memory "
+                       "320M; measured peak 612 MB of trial 1; stderr: Traceback: boom")
     assert [(n, u.cpu_seconds) for n, u in statuses.telemetry.exact] == [(1, 1.5)]
+    assert statuses.telemetry.killed == [(1, None, None)]
 
 
 def test_appcore_is_relaunched_until_it_failed_past_its_restarts(tmp_path: Path) -> None:
