@@ -184,7 +184,7 @@ class TaskStatuses:
     def _on_appcore(self, task_id: str, state: str, status: Mapping[str, Any]) -> StatusEffects:
         life = self._appcore
         if task_id != life.task_id:  # an earlier attempt, already replaced
-            if state in LIVE_STATES and not has_ended_for_framework(state):
+            if state in LIVE_STATES:
                 logger.warning("%s, an earlier AppCore, runs again: killing it", task_id)
                 return StatusEffects(kill=(task_id,))
             return NOTHING
