@@ -310,7 +310,7 @@ class TaskStatuses:
             return False
         if trial.retries - trial.evictions >= retries:
             self._book.set_state(trial, TrialState.FAILED,
-                                 f"{why}; it was lost {retries} times before "
+                                 f"{why}; its launches again are spent "
                                  f"(max_task_retries {retries})")
             return False
         logger.warning("trial %d: %s; launching it again", trial.number, why)
