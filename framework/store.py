@@ -132,6 +132,12 @@ class TrialRow:
     final_reported: bool = False
     retries: int = 0
     """How many times the trial's task was lost and the trial launched again."""
+    evictions: int = 0
+    """How many of those relaunches the cluster's operator caused (the agent drained for
+    maintenance, or marked gone): they do not count toward ``max_task_retries``."""
+    unreachable_since: float | None = None
+    """Since when (seconds since the epoch) Mesos says its task's agent is unreachable
+    (TASK_UNREACHABLE); None while it is reachable."""
     created_at: float = 0.0
     started_at: float | None = None
     ended_at: float | None = None
@@ -488,6 +494,8 @@ def _trial_from_row(row: dict[str, Any]) -> TrialRow:
         training_seconds=float(row["training_seconds"]),
         final_reported=bool(row["final_reported"]),
         retries=int(row.get("retries") or 0),
+        evictions=int(row.get("evictions") or 0),
+        unreachable_since=row.get("unreachable_since"),
         created_at=float(row["created_at"]),
         started_at=row["started_at"],
         ended_at=row["ended_at"],
@@ -500,6 +508,8 @@ def _trial_from_row(row: dict[str, Any]) -> TrialRow:
 _ADDED_COLUMNS = (("trials", "retries", "INTEGER NOT NULL DEFAULT 0"),
                   ("trials", "executor_id", "TEXT NOT NULL DEFAULT ''"),
                   ("trials", "constraints", "TEXT"),
+                  ("trials", "evictions", "INTEGER NOT NULL DEFAULT 0"),
+                  ("trials", "unreachable_since", "REAL"),
                   *(("trials", name, "REAL") for name in USAGE_COLUMNS))
 
 

@@ -174,6 +174,14 @@ def _cluster_flags(parser: argparse.ArgumentParser) -> None:
     cluster.add_argument("--master-timeout", metavar="DURATION",
                          help="stop the job (exit 3) when the master has been away this long "
                               "(default 10m); da-job resume carries it on once it is back")
+    cluster.add_argument("--role", dest="roles", action="append", default=[], metavar="ROLE",
+                         help="a Mesos role to run the job's tasks in (repeatable): the job is "
+                              "also offered the resources reserved for it, such as a team's "
+                              "GPU agents (default: the role *, unreserved resources only)")
+    cluster.add_argument("--unreachable-timeout", metavar="DURATION",
+                         help="how long a trial whose agent Mesos marked unreachable (a network "
+                              "partition) is waited for before it runs again elsewhere "
+                              "(default 5m; its old task is killed if it comes back)")
     cluster.add_argument("--principal", help="Mesos principal (HTTP basic auth)")
     cluster.add_argument("--secret-file", metavar="FILE",
                          help="file holding the principal's secret")
