@@ -131,7 +131,8 @@ class TrialRow:
     training_seconds: float = 0.0
     final_reported: bool = False
     retries: int = 0
-    """How many times the trial's task was lost and the trial launched again."""
+    """How many times the trial was launched again: its task lost, or its script failed
+    (``--trial-retries``); its task id is ``trial-NNNN.<retries>``."""
     created_at: float = 0.0
     started_at: float | None = None
     ended_at: float | None = None
@@ -139,13 +140,17 @@ class TrialRow:
     """What the trial's task was measured to use (``common/telemetry.py``)."""
     constraints: tuple[float, ...] | None = None
     """The constraints its final report carried (None: none; ``<= 0`` is satisfied)."""
+    tries: list[dict[str, Any]] = field(default_factory=list)
+    """Its earlier tries, oldest first, each ``{"task_id", "outcome" ("failed": its script
+    failed; "lost": the cluster lost its task), "message", "ended_at", "metrics", "reports"}``
+    (framework/job/book.py); the trial's own task, state and message are its last try's."""
 
     @property
     def terminal(self) -> bool:
         return self.state.is_finished()
 
 
-_JSON_COLUMNS = ("metrics", "assignment", "constraints")
+_JSON_COLUMNS = ("metrics", "assignment", "constraints", "tries")
 """Trial columns kept as JSON text."""
 
 
@@ -244,7 +249,7 @@ class JobStore:
         if not fields:
             return
         for key in _JSON_COLUMNS:
-            if key in fields:
+            if key in fields and fields[key] is not None:  # None: NULL (no constraints)
                 fields[key] = json.dumps(fields[key], sort_keys=True)
         if "final_reported" in fields:
             fields["final_reported"] = int(bool(fields["final_reported"]))
@@ -493,6 +498,7 @@ def _trial_from_row(row: dict[str, Any]) -> TrialRow:
         ended_at=row["ended_at"],
         usage=TrialUsage(**{name: row.get(name) for name in USAGE_COLUMNS}),
         constraints=tuple(json.loads(row["constraints"])) if row.get("constraints") else None,
+        tries=json.loads(row.get("tries") or "[]"),
     )
 
 
@@ -500,6 +506,7 @@ def _trial_from_row(row: dict[str, Any]) -> TrialRow:
 _ADDED_COLUMNS = (("trials", "retries", "INTEGER NOT NULL DEFAULT 0"),
                   ("trials", "executor_id", "TEXT NOT NULL DEFAULT ''"),
                   ("trials", "constraints", "TEXT"),
+                  ("trials", "tries", "TEXT NOT NULL DEFAULT '[]'"),
                   *(("trials", name, "REAL") for name in USAGE_COLUMNS))
 
 

@@ -2,8 +2,9 @@
 
 :class:`TaskStatuses` decides a trial's or AppCore's state from one status update, as
 docs/design.md's "How a trial ends" says: a recorded final result wins over whatever Mesos says
-later, a lost task runs again (at most ``max_task_retries`` times), a script's failure is a
-FAILED trial with its stderr's tail, and AppCore is relaunched until it failed more than
+later, a lost task runs again (at most ``max_task_retries`` times), a script's failure runs
+the trial again (at most ``--trial-retries`` times) and then is a FAILED trial with its stderr's
+tail, and AppCore is relaunched until it failed more than
 ``max_appcore_restarts`` times. It reads and changes the trial book and AppCore's life through
 their methods, under the job's lock (the controller holds it around :meth:`TaskStatuses.on`).
 """
@@ -26,8 +27,11 @@ from disauto.common.task_usage import TaskUsage
 from disauto.common.telemetry import Sample
 from disauto.common.trial_state import TrialState
 from disauto.framework.job.appcore import AppCoreLife
+from disauto.framework.job.book import TRY_FAILED
 from disauto.framework.job.book import TrialBook
+from disauto.framework.job.book import failed_tries
 from disauto.framework.job.book import has_result
+from disauto.framework.job.book import lost_retries
 from disauto.framework.spec import JobConfig
 from disauto.framework.store import TrialRow
 from disauto.protos import framework_pb2
@@ -150,7 +154,10 @@ class TaskStatuses:
             return False
         if self._retry_lost(trial, state, status):
             return True
-        self._book.set_state(trial, *self._verdict(trial, state, status))
+        verdict = self._verdict(trial, state, status)
+        if self._retry_failed(trial, state, status, verdict):
+            return True
+        self._book.set_state(trial, *verdict)
         return False
 
     def _verdict(self, trial: TrialRow, state: str,
@@ -192,11 +199,32 @@ class TaskStatuses:
         lost = was_lost(state, reason) or (
             reason in SLOT_LOST_REASONS and _on_a_slot(trial.task_id, status, self._book))
         retries = self._config().max_task_retries
-        if not lost or has_result(trial) or self._ended() or trial.retries >= retries:
+        if not lost or has_result(trial) or self._ended() or lost_retries(trial) >= retries:
             return False
         logger.warning("trial %d: %s; launching it again (retry %d of %d)", trial.number,
-                       describe_status(status), trial.retries + 1, retries)
+                       describe_status(status), lost_retries(trial) + 1, retries)
         self._book.queue_again(trial, f"launched again after {describe_status(status)}")
+        return True
+
+    def _retry_failed(self, trial: TrialRow, state: str, status: Mapping[str, Any],
+                      verdict: tuple[TrialState, str]) -> bool:
+        """Queue a trial again whose script failed (``verdict``: FAILED, its task failed or
+        exited without a result; not lost, not refused by Mesos), at most ``--trial-retries``
+        times: the try's failure is kept in the trial's tries, and AppCore, which sees the trial
+        wait again, is told only how its last try ended."""
+        allowed = self._config().trial_retries
+        scripted = state in ("TASK_FAILED", "TASK_FINISHED") and not (
+            was_lost(state, str(status.get("reason", "")))
+            or str(status.get("reason", "")) in SLOT_LOST_REASONS)
+        if verdict[0] != TrialState.FAILED or not scripted or self._ended() \
+                or failed_tries(trial) >= allowed:
+            return False
+        retry = failed_tries(trial) + 1
+        logger.warning("trial %d: its script failed (%s); launching it again (retry %d of %d)",
+                       trial.number, verdict[1], retry, allowed)
+        self._book.queue_again(trial, f"launched again after try {trial.retries + 1} failed "
+                               f"(retry {retry} of --trial-retries {allowed}): {verdict[1]}",
+                               outcome=TRY_FAILED, failure=verdict[1])
         return True
 
     def _tail(self, status: Mapping[str, Any]) -> str:
