@@ -334,15 +334,19 @@ class TrialBook:
 
     def launched(self, number: int, task_id: str, agent_id: str, executor_id: str) -> None:
         """Record a trial's launch as ``task_id`` (on the warm slot ``executor_id``, or a
-        command task)."""
+        command task); a try after the first starts without the message of the one before
+        (which its ``tries`` keep)."""
         with self.lock:
             if executor_id:
                 self._slot_tasks.add(task_id)
             trial = self._trials[number]
             trial.task_id, trial.agent_id, trial.executor_id = task_id, agent_id, executor_id
             self._task_to_trial[task_id] = number
+            cleared = {"message": ""} if trial.tries and trial.message else {}
             self.store.update_trial(number, task_id=task_id, agent_id=agent_id,
-                                    executor_id=executor_id)
+                                    executor_id=executor_id, **cleared)
+            if cleared:
+                trial.message = ""
             self.set_state(trial, TrialState.LAUNCHING, "")
 
     def started(self, trial: TrialRow) -> None:

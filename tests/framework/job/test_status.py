@@ -137,6 +137,7 @@ def test_a_failed_script_runs_again_until_its_retries_are_spent(tmp_path: Path) 
         "task_id": "trial-0001", "outcome": "failed", "metrics": {"accuracy": 0.3},
         "message": "TASK_FAILED: exited with status 1; stderr: Traceback: boom", "reports": 1}
     made.run_trial("trial-0001.1")
+    assert made.book.require(1).message == ""  # the new try's own (the tries keep the last's)
     assert made.handler.on(task_status("trial-0001.1", "TASK_FINISHED"))  # no result: failed
     made.run_trial("trial-0001.2")
     assert not made.handler.on(task_status("trial-0001.2", "TASK_FAILED", message="again"))
