@@ -153,7 +153,7 @@ class ParetoRecorded:
     on its second try, its first failed), 9 failed on both tries, 10 running.
 
     With ``objectives`` three (a third, ``size``, minimized) every completed trial reports
-    ``size`` too (the trial's number)."""
+    ``size`` too (10 minus its number): every feasible one is then on the front."""
 
     def __init__(self, folder: Path, *, objectives: int = 2, state: str = meta.RUNNING) -> None:
         from dataclasses import replace
@@ -181,7 +181,7 @@ class ParetoRecorded:
                 self.status(8, 0, "TASK_FAILED", message="exited with status 1")
             self.run(number, 1 if number == 8 else 0)
             self.report(number, {"accuracy": accuracy - 0.1}, step=0)
-            values = {"accuracy": accuracy, "latency": latency, "size": float(number)}
+            values = {"accuracy": accuracy, "latency": latency, "size": 10.0 - number}
             self.controller.record_report(Report(
                 number, {n: values[n] for n in names}, None, True, 1.0,
                 constraints=(0.5 if number == INFEASIBLE else -1.0,)))
