@@ -26,10 +26,13 @@ from disauto.common import paths
 from disauto.framework import meta
 from disauto.framework.control import KillJob
 from disauto.framework.control import NoAnswerError
+from disauto.framework.store import peek_meta
 from disauto.submit import jobs
 from disauto.submit.api.options import PARAMETERS
 from disauto.submit.api.options import CommandLine
 from disauto.submit.api.options import command_line
+from disauto.submit.api.record import JobRecord
+from disauto.submit.api.record import load_job
 from disauto.submit.errors import DisAutoUsageError
 from disauto.submit.errors import ParameterFileError
 from disauto.submit.exit_status import ExitStatus
@@ -140,10 +143,8 @@ class Job:
             raise JobError(f"job {self.job_id} did not end within {wait:g} s; its framework "
                            "still runs") from None
 
-    def load(self) -> Any:
+    def load(self) -> JobRecord:
         """The job's record now (:func:`submit.api.record.load_job`)."""
-        from disauto.submit.api.record import load_job
-
         return load_job(self.job_id, folder=self.folder)
 
 
@@ -175,7 +176,10 @@ def submit(**options: Any) -> Job:
     said = io.StringIO()
     status = detach(job_id, ["-m", "disauto.submit.cli", *line.with_parameters_file(kept),
                              "--job-id", job_id], said)
-    if status != ExitStatus.SUCCESS:
+    # A job whose framework registered has run (it may have ended before detach saw it
+    # registered): its handle tells how. One that never registered ended as it started.
+    registered = peek_meta(folder / paths.JOB_DB)[meta.FRAMEWORK_REGISTERED]
+    if status != ExitStatus.SUCCESS and not registered:
         raise SubmitError(_error_line(said.getvalue(), job_id, status))
     return Job(job_id, folder, _page(said.getvalue()))
 
