@@ -6,6 +6,55 @@ Installed, DisAuto's packages live under this one name (``disauto.framework``,
 site-packages or in a training image. The repository keeps each package in its own top-level
 folder; ``setup.py`` maps them here. The runner SDK stays ``apprunner_sdk``, as users' scripts
 import it.
+
+The Python API (``disauto.submit.api``; README, "The Python API")::
+
+    from disauto import submit, load_job
+    job = submit(app_name=..., files=[...], app_runner_launch_cmd=..., ...)
+    job.wait()
+    record = load_job(job.job_id)
+
+``disauto.submit`` is the package of ``da-submit`` and ``da-job``, so ``from disauto import
+submit`` gives that package: it is made callable here (a subclass of :class:`types.ModuleType`
+with ``__call__`` as its class, Python's own way to customise a module), and calling it is
+:func:`disauto.submit.api.submit`. Importing ``disauto`` loads that package's two-line
+``__init__`` and nothing else: the API's other names are looked up when first used, so gRPC,
+pymesos and Optuna load only when a job is submitted or read.
 """
 
+from __future__ import annotations
+
+import importlib
+import types
+from typing import Any
+
+
 __version__ = "0.1.0"
+
+
+class _SubmitPackage(types.ModuleType):
+    """The ``disauto.submit`` package, which submits a job when called."""
+
+    def __call__(self, **options: Any) -> Any:
+        """Submit a job: :func:`disauto.submit.api.submit` (``help(disauto.submit.api)``)."""
+        from disauto.submit.api import submit as submit_job
+
+        return submit_job(**options)
+
+
+from disauto import submit  # noqa: E402 - after the class it is given
+
+
+submit.__class__ = _SubmitPackage
+
+API = ("load_job", "Job", "JobError", "JobLookupError", "JobRecord", "Status", "SubmitError",
+       "Trial", "Try")
+"""The names of ``disauto.submit.api`` this package gives, loaded on first use."""
+
+__all__ = ["submit", *API]
+
+
+def __getattr__(name: str) -> Any:
+    if name in API:
+        return getattr(importlib.import_module("disauto.submit.api"), name)
+    raise AttributeError(f"module 'disauto' has no attribute {name!r}")

@@ -76,6 +76,10 @@ class JobConfig:
     max_task_retries: int = 2
     """Launches of a trial again after its task was lost (agent gone, TASK_LOST/GONE/DROPPED/
     UNKNOWN): the trial keeps its number and assignment and counts once toward the budget."""
+    trial_retries: int = 0
+    """``--trial-retries``: launches of a trial again after its script failed (the same number
+    and assignment, each try's failure kept in the trial's ``tries``); only a trial that failed
+    every try counts toward ``--max-failed-trials``."""
     failover_timeout: float = 7 * 24 * 3600.0
     user: str = ""
     extra_env: dict[str, str] = field(default_factory=dict)

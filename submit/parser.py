@@ -145,6 +145,10 @@ def _search_flags(parser: argparse.ArgumentParser) -> None:
                              "recorded TIMEOUT and its slot refilled")
     search.add_argument("--max-failed-trials", default="3", metavar="N",
                         help="stop the job when more than N trials fail (default 3)")
+    search.add_argument("--trial-retries", default="0", metavar="N",
+                        help="run a trial whose script fails again, with the same assignment, "
+                             "up to N times (default 0); it counts as one failure only when "
+                             "every try failed")
     search.add_argument("--seed", metavar="N",
                         help="seed of the search (default: random, printed)")
     search.add_argument("--bayes-backend", metavar="NAME",

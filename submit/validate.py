@@ -63,6 +63,7 @@ already hundreds of MB."""
 MAX_PARALLELISM = 10_000
 MAX_LOCAL_AGENTS = 64
 MAX_GPUS = 1024
+MAX_TRIAL_RETRIES = 100
 """Bounds of the integer flags: each fits the fields it travels in and a machine's reach."""
 """The largest --seed: the search libraries seed NumPy generators, which take 32 bits."""
 
@@ -365,6 +366,8 @@ def validate(args: argparse.Namespace) -> Submission:
         slot_idle=slot_idle,
         slot_preload=slot_preload,
         telemetry_interval=_telemetry_interval(args.telemetry_interval),
+        trial_retries=int(positive_number("--trial-retries", args.trial_retries, integer=True,
+                                          zero=True, most=MAX_TRIAL_RETRIES)),
         executor_command=f"{sys.executable} -m {EXECUTOR_MODULE}" if same_host
         else f"python3 -m {EXECUTOR_MODULE}",
     )

@@ -6,7 +6,8 @@ slots' executor ``executor`` (it runs on agents: ``common`` and pymesos only) st
 alone; AppCore (``appcore``) and the framework (``framework``) stand on it too and not on each
 other, nor on the embedded development master, so what runs against real Mesos never depends on
 it. ``submit`` puts a job together (only its start of the embedded cluster, ``submit/local.py``,
-reaches into ``localmesos``); ``bench`` and ``tools`` are on top. No module imports another
+reaches into ``localmesos``); the namespace package ``disauto`` itself gives the Python API's
+names, from ``submit`` alone; ``bench`` and ``tools`` are on top. No module imports another
 package's private module (a name starting with ``_``). Installed, every package but the SDK is
 ``disauto.<package>``, and the code imports it by that name only.
 
@@ -40,7 +41,7 @@ META_TABLE_OWNER = "disauto.framework.store"
 STORE_META_CALLS = frozenset({"get_meta", "set_meta", "set_meta_many"})
 META_SQL = re.compile(r"\b(FROM|INTO|UPDATE|TABLE)\s+meta\b", re.IGNORECASE)
 NAMESPACED = ("common", "protos", "localmesos", "executor", "appcore", "framework", "submit")
-PACKAGES = (*NAMESPACED, "apprunner_sdk", "bench", "tools")
+PACKAGES = (*NAMESPACED, "apprunner_sdk", "bench", "tools", "disauto")
 
 # package → the packages of this project it may import.
 ALLOWED: dict[str, frozenset[str]] = {
@@ -52,6 +53,8 @@ ALLOWED: dict[str, frozenset[str]] = {
     "appcore": frozenset({"common", "protos"}),
     "framework": frozenset({"common", "protos"}),
     "submit": frozenset({"common", "protos", "appcore", "framework", "localmesos"}),
+    # The namespace's own __init__: the Python API's names, from submit (README).
+    "disauto": frozenset({"submit"}),
     "bench": frozenset(PACKAGES) - {"tools"},
     "tools": frozenset(),
 }

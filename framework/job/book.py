@@ -51,6 +51,28 @@ def tasks_left_running(trials: Iterable[TrialRow], store: JobStore) -> set[str]:
             if t.task_id and t.state in ENDED_BY_THE_FRAMEWORK and t.task_id not in ended}
 
 
+TRY_FAILED = "failed"
+"""A try whose script failed: ``--trial-retries`` runs the trial again."""
+TRY_LOST = "lost"
+"""A try whose task the cluster lost: ``max_task_retries`` runs the trial again."""
+TRY_EVICTED = "evicted"
+"""A try whose agent the cluster's operator took away (drained, marked gone): it runs again,
+not counted toward ``max_task_retries``."""
+
+
+def failed_tries(trial: TrialRow) -> int:
+    """How many of the trial's earlier tries its script failed (each spent a retry of
+    ``--trial-retries``)."""
+    return sum(1 for done in trial.tries if done.get("outcome") == TRY_FAILED)
+
+
+def lost_retries(trial: TrialRow) -> int:
+    """How many times the trial was launched again after its task was lost, its operator's
+    evictions aside (a record of an earlier version has retries and no tries: every one of them
+    was a lost task): what ``max_task_retries`` bounds."""
+    return trial.retries - failed_tries(trial) - trial.evictions
+
+
 def has_result(trial: TrialRow) -> bool:
     """Whether the trial's final report, with the objective, is recorded."""
     return trial.final_reported and trial.objective is not None
@@ -304,18 +326,28 @@ class TrialBook:
                 trial.unreachable_since = None
             self.events.trial_changed(trial.number)
 
-    def queue_again(self, trial: TrialRow, message: str, *, eviction: bool = False) -> None:
-        """Wait for an offer again under a new task id (same number and assignment); a launch
-        that had a task counts as a retry, as an eviction too when the cluster's operator
-        took its agent away (``eviction``)."""
+    def queue_again(self, trial: TrialRow, message: str, *, outcome: str = TRY_LOST,
+                    failure: str = "") -> None:
+        """Wait for an offer again under a new task id (same number and assignment), with
+        ``message``. A launch that had a task counts as a retry: that try is kept in the
+        trial's ``tries`` (how it ended, ``outcome``: lost, evicted by the cluster's operator or
+        failed by its script; why, ``failure`` or else ``message``; what it reported) and the
+        trial starts over, its metrics and unfinished result gone with the try (its reports
+        stay recorded)."""
         with self.lock:
+            fields: dict[str, Any] = {"task_id": "", "agent_id": ""}
             if trial.task_id:
+                trial.tries = [*trial.tries, self._try_of(trial, outcome, failure or message)]
                 trial.retries += 1
-                trial.evictions += int(eviction)
+                trial.evictions += int(outcome == TRY_EVICTED)
+                trial.metrics, trial.objective, trial.training_seconds = {}, None, 0.0
+                trial.final_reported, trial.constraints = False, None
+                fields.update(retries=trial.retries, evictions=trial.evictions,
+                              tries=trial.tries, metrics={}, objective=None,
+                              training_seconds=0.0, final_reported=False, constraints=None)
             trial.task_id = ""
             trial.agent_id = ""
-            self.store.update_trial(trial.number, retries=trial.retries, task_id="",
-                                    agent_id="", evictions=trial.evictions)
+            self.store.update_trial(trial.number, **fields)
             self.set_state(trial, TrialState.PENDING, message)
 
     def mark_unreachable(self, trial: TrialRow, since: float, message: str) -> None:
@@ -340,6 +372,14 @@ class TrialBook:
             self._ended_tasks.discard(task_id)
             self._finishing.discard(task_id)
 
+    def _try_of(self, trial: TrialRow, outcome: str, message: str) -> dict[str, Any]:
+        """The record of the trial's try that just ended (its task still set): its task, how
+        and when it ended, its metrics and how many of the trial's reports it made."""
+        earlier = sum(int(done.get("reports", 0)) for done in trial.tries)
+        return {"task_id": trial.task_id, "outcome": outcome, "message": message,
+                "ended_at": time.time(), "metrics": dict(trial.metrics),
+                "reports": max(0, len(self.store.reports(trial.number)) - earlier)}
+
     def reported(self, trial: TrialRow, report: Report, metrics: Mapping[str, float],
                  fields: Mapping[str, Any]) -> None:
         """Record a runner's report (its checked ``metrics``) and the trial's columns it
@@ -353,15 +393,19 @@ class TrialBook:
 
     def launched(self, number: int, task_id: str, agent_id: str, executor_id: str) -> None:
         """Record a trial's launch as ``task_id`` (on the warm slot ``executor_id``, or a
-        command task)."""
+        command task); a try after the first starts without the message of the one before
+        (which its ``tries`` keep)."""
         with self.lock:
             if executor_id:
                 self._slot_tasks.add(task_id)
             trial = self._trials[number]
             trial.task_id, trial.agent_id, trial.executor_id = task_id, agent_id, executor_id
             self._task_to_trial[task_id] = number
+            cleared = {"message": ""} if trial.tries and trial.message else {}
             self.store.update_trial(number, task_id=task_id, agent_id=agent_id,
-                                    executor_id=executor_id)
+                                    executor_id=executor_id, **cleared)
+            if cleared:
+                trial.message = ""
             self.set_state(trial, TrialState.LAUNCHING, "")
 
     def started(self, trial: TrialRow) -> None:

@@ -2,8 +2,9 @@
 
 :class:`TaskStatuses` decides a trial's or AppCore's state from one status update, as
 docs/design.md's "How a trial ends" says: a recorded final result wins over whatever Mesos says
-later, a lost task runs again (at most ``max_task_retries`` times), a script's failure is a
-FAILED trial with its stderr's tail, and AppCore is relaunched until it failed more than
+later, a lost task runs again (at most ``max_task_retries`` times), a script's failure runs
+the trial again (at most ``--trial-retries`` times) and then is a FAILED trial with its stderr's
+tail, and AppCore is relaunched until it failed more than
 ``max_appcore_restarts`` times. It reads and changes the trial book and AppCore's life through
 their methods, under the job's lock (the controller holds it around :meth:`TaskStatuses.on`).
 
@@ -44,8 +45,13 @@ from disauto.common.task_usage import TaskUsage
 from disauto.common.telemetry import Sample
 from disauto.common.trial_state import TrialState
 from disauto.framework.job.appcore import AppCoreLife
+from disauto.framework.job.book import TRY_EVICTED
+from disauto.framework.job.book import TRY_FAILED
+from disauto.framework.job.book import TRY_LOST
 from disauto.framework.job.book import TrialBook
+from disauto.framework.job.book import failed_tries
 from disauto.framework.job.book import has_result
+from disauto.framework.job.book import lost_retries
 from disauto.framework.job.memory_kill import MEMORY_LIMITATION
 from disauto.framework.job.memory_kill import MemoryKill
 from disauto.framework.spec import JobConfig
@@ -246,7 +252,10 @@ class TaskStatuses:
             return NOTHING
         if self._retry_lost(trial, state, status):
             return StatusEffects(pending=True)
-        self._book.set_state(trial, *self._verdict(trial, state, status))
+        verdict = self._verdict(trial, state, status)
+        if self._retry_failed(trial, state, status, verdict):
+            return StatusEffects(pending=True)
+        self._book.set_state(trial, *verdict)
         return NOTHING
 
     def _unreachable(self, trial: TrialRow, since: float) -> None:
@@ -308,7 +317,7 @@ class TaskStatuses:
         if self._ended():
             self._book.set_state(trial, TrialState.KILLED, why)
             return False
-        if trial.retries - trial.evictions >= retries:
+        if lost_retries(trial) >= retries:
             self._book.set_state(trial, TrialState.FAILED,
                                  f"{why}; its launches again are spent "
                                  f"(max_task_retries {retries})")
@@ -372,8 +381,7 @@ class TaskStatuses:
         if not lost or has_result(trial) or self._ended():
             return False
         retries = self._config().max_task_retries
-        counted = trial.retries - trial.evictions
-        if not evicted and counted >= retries:
+        if not evicted and lost_retries(trial) >= retries:
             return False
         if evicted:
             why = (f"launched again after {describe_status(status)}: its agent was taken away "
@@ -382,7 +390,28 @@ class TaskStatuses:
         else:
             why = f"launched again after {describe_status(status)}"
         logger.warning("trial %d: %s (retry %d)", trial.number, why, trial.retries + 1)
-        self._book.queue_again(trial, why, eviction=evicted)
+        self._book.queue_again(trial, why, outcome=TRY_EVICTED if evicted else TRY_LOST)
+        return True
+
+    def _retry_failed(self, trial: TrialRow, state: str, status: Mapping[str, Any],
+                      verdict: tuple[TrialState, str]) -> bool:
+        """Queue a trial again whose script failed (``verdict``: FAILED, its task failed or
+        exited without a result; not lost, not refused by Mesos), at most ``--trial-retries``
+        times: the try's failure is kept in the trial's tries, and AppCore, which sees the trial
+        wait again, is told only how its last try ended."""
+        allowed = self._config().trial_retries
+        scripted = state in ("TASK_FAILED", "TASK_FINISHED") and not (
+            was_lost(state, str(status.get("reason", "")))
+            or str(status.get("reason", "")) in SLOT_LOST_REASONS)
+        if verdict[0] != TrialState.FAILED or not scripted or self._ended() \
+                or failed_tries(trial) >= allowed:
+            return False
+        retry = failed_tries(trial) + 1
+        logger.warning("trial %d: its script failed (%s); launching it again (retry %d of %d)",
+                       trial.number, verdict[1], retry, allowed)
+        self._book.queue_again(trial, f"launched again after try {trial.retries + 1} failed "
+                               f"(retry {retry} of --trial-retries {allowed}): {verdict[1]}",
+                               outcome=TRY_FAILED, failure=verdict[1])
         return True
 
     def _tail(self, status: Mapping[str, Any]) -> str:

@@ -49,6 +49,9 @@ def run(args: argparse.Namespace, out: IO[str]) -> ExitStatus:
         "deadline_note": deadline_note(config, job.trials, time.time(),
                                        ended_at(job)),
         "usage": results_mod.usage_summary(job.trials, config.runner.mem_mb),
+        "trial_retries": int(config.trial_retries),
+        "retried": [{"trial": t.number, "state": str(t.state), "task": t.task_id,
+                     "tries": list(t.tries)} for t in job.trials if t.tries],
     }
     if args.json:
         print(json.dumps(status, indent=2), file=out)
@@ -87,6 +90,8 @@ def _print_status(job: Job, status: dict[str, Any], out: IO[str]) -> None:
                                                    appcore["state"]) if part))
     for line in results_mod.usage_lines(job.trials, config.runner.mem_mb):
         say(f"  usage: {line}")
+    for line in results_mod.retried_lines(job.trials):
+        say(f"  retried: {line}", max_lines=3)
     for task in status["running"]:
         name = f"trial-{task['trial']:04d}"
         said = f" (task {task['task']})" if task["task"] not in ("", name) else ""

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 import json
+from pathlib import Path
 
+from disauto.framework import meta
+from tests.framework.webui.records import ParetoRecorded
 from tests.submit.job_cli.conftest import DaJob
 from tests.submit.job_cli.records import JobRecord
 
@@ -45,3 +48,19 @@ def test_running_trials_name_their_agent_short(da_job: DaJob,
     assert "  master 127.0.0.1:5050, framework …-0000, elapsed 0:01:00" in lines
     shown = json.loads(da_job("status", "job-a", "--json")[1])
     assert shown["running"][0]["agent"] == agent
+
+
+def test_a_retried_trial_shows_each_earlier_try(da_job: DaJob, home: Path) -> None:
+    ParetoRecorded(home / "jobs" / "job-p", state=meta.ENDED)
+    lines = da_job("status", "job-p")[1].splitlines()
+    assert max(len(line) for line in lines) <= 80
+    said = " ".join(" ".join(lines).split())
+    assert ("retried: trial-0008 COMPLETED on try 2; try 1 (trial-0008) failed: TASK_FAILED: "
+            "exited with status 1") in said
+    assert ("retried: trial-0009 FAILED on try 2; try 1 (trial-0009) failed: TASK_FAILED: "
+            "exited with status 2") in said
+    shown = json.loads(da_job("status", "job-p", "--json")[1])
+    assert shown["trial_retries"] == 1
+    assert [(r["trial"], r["state"], r["task"], [t["task_id"] for t in r["tries"]])
+            for r in shown["retried"]] == [(8, "COMPLETED", "trial-0008.1", ["trial-0008"]),
+                                           (9, "FAILED", "trial-0009.1", ["trial-0009"])]
