@@ -15,37 +15,20 @@ The Python API (``disauto.submit.api``; README, "The Python API")::
     record = load_job(job.job_id)
 
 ``disauto.submit`` is the package of ``da-submit`` and ``da-job``, so ``from disauto import
-submit`` gives that package: it is made callable here (a subclass of :class:`types.ModuleType`
-with ``__call__`` as its class, Python's own way to customise a module), and calling it is
-:func:`disauto.submit.api.submit`. Importing ``disauto`` loads that package's two-line
-``__init__`` and nothing else: the API's other names are looked up when first used, so gRPC,
-pymesos and Optuna load only when a job is submitted or read.
+submit`` gives that package, which makes itself callable (``submit/__init__.py``); calling it
+is :func:`disauto.submit.api.submit`. Importing ``disauto`` imports nothing else, so a runner
+image that holds only the SDK, ``disauto.common`` and ``disauto.protos`` imports it too; the
+API's names are looked up when first used, so gRPC, pymesos and Optuna load only when a job is
+submitted or read.
 """
 
 from __future__ import annotations
 
 import importlib
-import types
 from typing import Any
 
 
 __version__ = "0.1.0"
-
-
-class _SubmitPackage(types.ModuleType):
-    """The ``disauto.submit`` package, which submits a job when called."""
-
-    def __call__(self, **options: Any) -> Any:
-        """Submit a job: :func:`disauto.submit.api.submit` (``help(disauto.submit.api)``)."""
-        from disauto.submit.api import submit as submit_job
-
-        return submit_job(**options)
-
-
-from disauto import submit  # noqa: E402 - after the class it is given
-
-
-submit.__class__ = _SubmitPackage
 
 API = ("load_job", "Job", "JobError", "JobLookupError", "JobRecord", "Status", "SubmitError",
        "Trial", "Try")
@@ -55,6 +38,8 @@ __all__ = ["submit", *API]
 
 
 def __getattr__(name: str) -> Any:
+    if name == "submit":
+        return importlib.import_module("disauto.submit")
     if name in API:
         return getattr(importlib.import_module("disauto.submit.api"), name)
     raise AttributeError(f"module 'disauto' has no attribute {name!r}")
