@@ -176,12 +176,20 @@ VIOLATIONS = _violations()
 
 
 def _graph(modules: list[tuple[str, Path]]) -> dict[str, set[str]]:
-    """Module → the modules of the project it imports (anywhere in it, a function's too)."""
+    """Module → the modules of the project it imports (anywhere in it, a function's too).
+
+    ``from package import module`` depends on that module, not on the package's ``__init__``
+    (which may itself load its children lazily, as ``disauto.submit`` does for its API)."""
     known = {name for name, _ in modules}
     graph: dict[str, set[str]] = {}
     for name, path in modules:
         found = set()
-        for target, _ in _imports(name, path):
+        imports = _imports(name, path)
+        reached = {(target.rpartition(".")[0], line) for target, line in imports
+                   if target in known}
+        for target, line in imports:
+            if (target, line) in reached:
+                continue  # only the way to the module imported on this line
             owner = target if target in known else target.rpartition(".")[0]
             if owner in known and owner != name:
                 found.add(owner)
