@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from collections.abc import Mapping
+import json
 import math
 import re
 from typing import Any
@@ -239,6 +240,10 @@ class Resources:
     def is_empty(self) -> bool:
         return not self._scalars and not self._ranges
 
+    def names(self) -> set[str]:
+        """The names of the scalars and ranges held."""
+        return set(self._scalars) | set(self._ranges)
+
     def contains(self, other: Resources) -> bool:
         """True when every resource of ``other`` is available here."""
         for name, value in other._scalars.items():
@@ -287,3 +292,271 @@ class Resources:
 
 def _scalar_order(name: str) -> tuple[int, str]:
     return (SCALAR_NAMES.index(name) if name in SCALAR_NAMES else len(SCALAR_NAMES), name)
+
+
+# -- reservations -----------------------------------------------------------------------------
+
+#: The role of unreserved resources, as Mesos names it (``role: "*"`` in the old format).
+UNRESERVED = "*"
+#: The JSON formats of Mesos' ``Resource`` (``src/common/resources_utils.cpp``
+#: ``convertResourceFormat``): ``post`` is RESERVATION_REFINEMENT's (``reservations``, no
+#: ``role``), ``pre`` the old one (``role`` only), ``endpoint`` both (``/master/state``, the
+#: operator API).
+RESOURCE_FORMATS = ("post", "pre", "endpoint")
+
+
+def _reservation_role(res: Mapping[str, Any]) -> str:
+    """The role a JSON ``Resource`` is reserved for (:data:`UNRESERVED` when it is not).
+
+    ``reservations`` (the RESERVATION_REFINEMENT format) wins over the old ``role``; a
+    refined stack names its last, innermost role, as Mesos' ``reservationRole``.
+
+    Raises:
+        ResourceError: for a malformed ``reservations`` or ``role``.
+    """
+    name = res.get("name")
+    reservations = res.get("reservations")
+    if reservations is not None:
+        if not isinstance(reservations, list):
+            raise ResourceError(f"resource {name!r} has malformed 'reservations'")
+        if reservations:
+            last = reservations[-1]
+            role = last.get("role") if isinstance(last, Mapping) else None
+            if not isinstance(role, str) or not role or role == UNRESERVED:
+                raise ResourceError(f"resource {name!r} has a reservation without a role")
+            return role
+    role = res.get("role", UNRESERVED)
+    if not isinstance(role, str) or not role:
+        raise ResourceError(f"resource {name!r} has an invalid 'role' {role!r}")
+    return role
+
+
+def is_subrole(role: str, of: str) -> bool:
+    """Whether ``role`` is ``of`` or below it in the role tree (``a/b`` is below ``a``)."""
+    return role == of or role.startswith(of + "/")
+
+
+class RoleResources:
+    """Resources with their reservations: unreserved ones (role ``*``) and those statically
+    reserved for a role (Mesos' ``Resource.reservations`` of type STATIC, written by an
+    agent's ``--resources 'cpus(ml):4'``).
+
+    It answers what :class:`Resources` answers -- :meth:`scalar`, :attr:`scalars`,
+    :meth:`ranges`, :meth:`to_state` sum over the reservations -- and keeps them apart where
+    Mesos does: :meth:`contains`, ``+``, ``-`` and :meth:`to_json` compare and write each
+    reservation on its own, so a task must ask for what was offered as it was offered.
+    """
+
+    __slots__ = ("_by_role",)
+
+    def __init__(self, by_role: Mapping[str, Resources] | None = None) -> None:
+        self._by_role: dict[str, Resources] = {
+            role: value for role, value in (by_role or {}).items() if not value.is_empty()
+        }
+
+    @classmethod
+    def unreserved(cls, resources: Resources) -> RoleResources:
+        """``resources``, all unreserved."""
+        return cls({UNRESERVED: resources})
+
+    # -- conversions -----------------------------------------------------------------------
+
+    @classmethod
+    def from_json(cls, resources: Iterable[Mapping[str, Any]]) -> RoleResources:
+        """Build from a JSON ``Resource`` list in any of Mesos' formats.
+
+        Raises:
+            ResourceError: as :meth:`Resources.from_json`, and for malformed reservations.
+        """
+        groups: dict[str, list[Mapping[str, Any]]] = {}
+        for res in resources:
+            if not isinstance(res, Mapping):
+                raise ResourceError(f"resource {res!r} is not an object")
+            groups.setdefault(_reservation_role(res), []).append(res)
+        return cls({role: Resources.from_json(items) for role, items in groups.items()})
+
+    @classmethod
+    def parse(cls, text: str, default_role: str = UNRESERVED) -> RoleResources:
+        """Parse Mesos' resource text, ``cpus(ml):4;gpus(ml):1;mem(*):8192;ports:[1-9]``
+        (``Resources::fromSimpleString``), or a JSON ``Resource`` array (``fromJSON``).
+
+        A name without ``(role)`` has ``default_role``. Scalars and ranges only.
+
+        Raises:
+            ResourceError: naming the part that does not parse.
+        """
+        stripped = text.strip()
+        if stripped.startswith("["):
+            try:
+                items = json.loads(stripped)
+            except ValueError as exc:
+                raise ResourceError(f"resources {text!r} are not a JSON array: {exc}") from None
+            if not isinstance(items, list):
+                raise ResourceError(f"resources {text!r} are not a JSON array")
+            return cls.from_json(items)
+        out = cls()
+        for token in filter(None, (part.strip() for part in stripped.split(";"))):
+            out = out + _parse_token(token, default_role)
+        return out
+
+    def to_json(
+        self, *, format: str = "post", allocation_role: str | None = None
+    ) -> list[dict[str, Any]]:
+        """The JSON ``Resource`` list, unreserved first, in ``format`` (see
+        :data:`RESOURCE_FORMATS`), each with ``allocation_info`` when ``allocation_role`` is
+        given."""
+        if format not in RESOURCE_FORMATS:
+            raise ValueError(f"unknown resource format {format!r}")
+        out: list[dict[str, Any]] = []
+        for role in sorted(self._by_role, key=lambda r: (r != UNRESERVED, r)):
+            shown = UNRESERVED if format != "post" else None
+            for item in self._by_role[role].to_json(role=shown):
+                if role != UNRESERVED:
+                    if format != "post":
+                        item["role"] = role
+                    if format != "pre":
+                        item["reservations"] = [{"type": "STATIC", "role": role}]
+                if allocation_role is not None:
+                    item["allocation_info"] = {"role": allocation_role}
+                out.append(item)
+        return out
+
+    def to_state(self) -> dict[str, Any]:
+        """The object form of ``/master/state`` (cpus/gpus/mem/disk always present)."""
+        return self.quantities().to_state()
+
+    def __str__(self) -> str:
+        """Mesos' text form: ``cpus(*):1; mem(ml):128; ports(*):[31000-31000]``."""
+        parts = []
+        for item in self.to_json(format="endpoint"):
+            role = item["role"]
+            if item["type"] == "SCALAR":
+                parts.append(f"{item['name']}({role}):{item['scalar']['value']:g}")
+            else:
+                ranges = ", ".join(f"{r['begin']}-{r['end']}" for r in item["ranges"]["range"])
+                parts.append(f"{item['name']}({role}):[{ranges}]")
+        return "; ".join(parts) if parts else "{}"
+
+    # -- queries ---------------------------------------------------------------------------
+
+    def quantities(self) -> Resources:
+        """Everything, the reservations summed away."""
+        out = Resources()
+        for value in self._by_role.values():
+            out = out + value
+        return out
+
+    def scalar(self, name: str) -> float:
+        return sum(value.scalar(name) for value in self._by_role.values())
+
+    @property
+    def scalars(self) -> dict[str, float]:
+        return self.quantities().scalars
+
+    def ranges(self, name: str) -> list[tuple[int, int]]:
+        return self.quantities().ranges(name)
+
+    def names(self) -> set[str]:
+        """The resource names, whatever their reservation."""
+        names: set[str] = set()
+        for value in self._by_role.values():
+            names |= value.names()
+        return names
+
+    def reserved_for(self, role: str) -> Resources:
+        """What is reserved for exactly ``role`` (``*``: what is unreserved)."""
+        return self._by_role.get(role, Resources())
+
+    @property
+    def reservation_roles(self) -> list[str]:
+        """The roles something is reserved for, sorted."""
+        return sorted(role for role in self._by_role if role != UNRESERVED)
+
+    def by_role(self) -> dict[str, Resources]:
+        """Reservation role (``*`` unreserved) → resources."""
+        return dict(self._by_role)
+
+    def allocatable_to(self, role: str) -> RoleResources:
+        """What a framework of ``role`` may be offered: the unreserved resources and those
+        reserved for ``role`` or a role above it (Mesos ``Resources::allocatableTo``)."""
+        return RoleResources({r: v for r, v in self._by_role.items()
+                              if r == UNRESERVED or is_subrole(role, r)})
+
+    def is_empty(self) -> bool:
+        return not self._by_role
+
+    def contains(self, other: RoleResources | Resources) -> bool:
+        """True when every resource of ``other`` is here, in the same reservation."""
+        theirs = _as_roles(other)
+        return all(self._by_role.get(role, Resources()).contains(value)
+                   for role, value in theirs._by_role.items())
+
+    # -- arithmetic ------------------------------------------------------------------------
+
+    def __add__(self, other: RoleResources | Resources) -> RoleResources:
+        out = dict(self._by_role)
+        for role, value in _as_roles(other)._by_role.items():
+            out[role] = out.get(role, Resources()) + value
+        return RoleResources(out)
+
+    def __sub__(self, other: RoleResources | Resources) -> RoleResources:
+        out = dict(self._by_role)
+        for role, value in _as_roles(other)._by_role.items():
+            if role in out:
+                out[role] = out[role] - value
+        return RoleResources(out)
+
+    def shrink_unreserved(self, limits: Mapping[str, float]) -> RoleResources:
+        """The unreserved scalars cut to ``limits`` (names absent there kept whole), as
+        Mesos' ``shrinkResources`` with ``ResourceLimits``; the rest unchanged."""
+        free = self.reserved_for(UNRESERVED)
+        scalars = {name: min(value, max(0.0, limits[name])) if name in limits else value
+                   for name, value in free.scalars.items()}
+        kept = Resources(scalars, {name: free.ranges(name) for name in free.names()
+                                   if name not in scalars})
+        return RoleResources({**self._by_role, UNRESERVED: kept})
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Resources):
+            other = RoleResources.unreserved(other)
+        if not isinstance(other, RoleResources):
+            return NotImplemented
+        return self._by_role == other._by_role
+
+    def __hash__(self) -> int:
+        return hash(tuple(sorted(self._by_role.items())))
+
+    def __repr__(self) -> str:
+        return f"RoleResources({self})"
+
+
+def _as_roles(value: RoleResources | Resources) -> RoleResources:
+    return value if isinstance(value, RoleResources) else RoleResources.unreserved(value)
+
+
+_TOKEN_RE = re.compile(r"^\s*([^():\s]+)\s*(?:\(\s*([^()]*?)\s*\))?\s*:\s*(.+?)\s*$")
+
+
+def _parse_token(token: str, default_role: str) -> RoleResources:
+    """One ``name(role):value`` of Mesos' resource text."""
+    match = _TOKEN_RE.match(token)
+    if match is None:
+        raise ResourceError(
+            f"invalid resource {token!r}: expected NAME:VALUE or NAME(ROLE):VALUE, e.g. "
+            "cpus(ml):4 or ports(*):[31000-32000]")
+    name, role, value = match.group(1), match.group(2) or default_role, match.group(3)
+    if not role or "/" in (role[0], role[-1]) or role in (".", "..") or " " in role:
+        raise ResourceError(f"invalid role {role!r} in resource {token!r}")
+    if value.startswith("["):
+        return RoleResources({role: Resources(ranges={name: parse_ranges(value)})})
+    if value.startswith("{"):
+        raise ResourceError(f"resource {token!r}: set values are not supported; "
+                            "use scalars or [BEGIN-END] ranges")
+    try:
+        amount = float(value)
+    except ValueError:
+        raise ResourceError(f"invalid value {value!r} of resource {token!r}: expected a "
+                            "number or [BEGIN-END] ranges") from None
+    if not math.isfinite(amount) or amount < 0 or amount > MAX_SCALAR:
+        raise ResourceError(f"invalid value {value!r} of resource {token!r}")
+    return RoleResources({role: Resources({name: amount})})

@@ -7,12 +7,11 @@ import os
 from pathlib import Path
 import sys
 
-from pymesos import MesosExecutorDriver
-
 from disauto.common.durations import parse_duration
 from disauto.executor.container import ContainerError
 from disauto.executor.container import SlotContainer
 from disauto.executor.container import spec_from_environment
+from disauto.executor.driver import CheckpointingExecutorDriver
 from disauto.executor.slot import SlotExecutor
 
 
@@ -34,7 +33,7 @@ def main() -> int:
         print(f"disauto.executor: {err}", file=sys.stderr)
         return 2
     container = SlotContainer(spec, sandbox) if spec is not None else None
-    driver = MesosExecutorDriver(SlotExecutor(sandbox, _shutdown_grace(), container))
+    driver = CheckpointingExecutorDriver(SlotExecutor(sandbox, _shutdown_grace(), container))
     driver.run()
     return 0
 

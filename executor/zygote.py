@@ -25,10 +25,14 @@ The protocol is JSON, one object per line, over the socket:
   shares with this interpreter, as the trial's own ``getrusage`` does).
 
 What a fork does not give a trial (docs/warm-slots.md): a module's import-time state is shared
-with the slot's other trials as of the import (seed your own generators: ``random`` is re-seeded
-by Python, NumPy's global generator is re-seeded here, others are not); libraries that start
-threads or initialise devices at import are not fork-safe (TensorFlow or PyTorch after CUDA has
-initialised, a gRPC channel opened at import): do not preload those, or only their pure parts.
+with the slot's other trials as of the import. Generators a fresh interpreter seeds from the OS
+are re-seeded in each trial (``random`` by Python, NumPy's global one and PyTorch's CPU one
+here); one a module made at import is not. What cannot work in a fork is refused before the
+interpreter says it is ready: CUDA initialised while the modules were imported (PyTorch refuses
+CUDA in a fork), and a GNU OpenMP thread pool started then (a forked trial would hang at its
+first parallel region: the pool's threads are not copied by a fork). Libraries that start other
+threads or open connections at import (a gRPC channel) are not fork-safe either: do not preload
+them.
 """
 
 from __future__ import annotations
@@ -44,11 +48,15 @@ import signal
 import socket
 import sys
 import threading
+import time
 import traceback
 from typing import Any
 
 
 _PR_SET_PDEATHSIG = 1
+PROBE_TIMEOUT = 10.0
+"""Seconds a forked probe may take to run a parallel region of an OpenMP runtime (it takes
+milliseconds; one whose pool a fork broke never returns)."""
 
 
 def _prctl() -> Any:
@@ -81,13 +89,73 @@ def _exit_code(code: object) -> int:
 
 
 def _reseed() -> None:
-    """Generators a fork copies: Python's ``random`` re-seeds itself; NumPy's global one not."""
-    numpy = sys.modules.get("numpy")
-    if numpy is not None:
+    """Re-seed from the OS, as a fresh interpreter seeds them, the generators a fork copies:
+    NumPy's global one and PyTorch's CPU one (Python's ``random`` re-seeds itself in a fork).
+    PyTorch's CUDA generators start from a constant in a fresh interpreter and are made when
+    CUDA starts, in the trial (the zygote refuses to fork once CUDA started): left alone."""
+    mtrand = sys.modules.get("numpy.random")
+    torch = sys.modules.get("torch")
+    for reseed in (getattr(mtrand, "seed", None),
+                   getattr(getattr(torch, "default_generator", None), "seed", None)):
+        if reseed is not None:
+            try:
+                reseed()
+            except Exception:  # noqa: BLE001 - a broken library is the trial's to find
+                pass
+
+
+def _gnu_openmp_runtimes() -> list[str]:
+    """The GNU OpenMP runtimes loaded in this process (each wheel may bring its own copy)."""
+    try:
+        with open("/proc/self/maps") as maps:
+            paths = [line.split(None, 5)[-1].strip() for line in maps if "/libgomp" in line]
+    except OSError:
+        return []
+    return list(dict.fromkeys(p for p in paths if os.path.basename(p).startswith("libgomp")))
+
+
+def _parallel_region_in_a_fork(runtime: str) -> bool:
+    """Whether a child forked now can run a two-thread parallel region of ``runtime``
+    (``GOMP_parallel`` of ``free(NULL)``): not when a pool it started here lost its threads."""
+    pid = os.fork()
+    if pid == 0:
         try:
-            numpy.random.seed()
-        except Exception:  # noqa: BLE001 - a broken NumPy is the trial's to find
+            _die_with_parent()
+            gomp = ctypes.CDLL(runtime)
+            gomp.GOMP_parallel.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_uint,
+                                           ctypes.c_uint]
+            gomp.GOMP_parallel(ctypes.cast(ctypes.CDLL(None).free, ctypes.c_void_p), None,
+                               2, 0)
+        except BaseException:  # noqa: BLE001 - an unusual runtime: nothing to tell
             pass
+        os._exit(0)
+    deadline = time.monotonic() + PROBE_TIMEOUT
+    while os.waitpid(pid, os.WNOHANG)[0] == 0:
+        if time.monotonic() > deadline:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+            return False
+        time.sleep(0.01)
+    return True
+
+
+def unsafe_to_fork() -> str | None:
+    """Why a trial forked from this interpreter could not run as ``python SCRIPT`` would
+    (None: it could)."""
+    cuda = getattr(sys.modules.get("torch"), "cuda", None)
+    try:
+        started = bool(cuda.is_initialized()) if cuda is not None else False
+    except Exception:  # noqa: BLE001 - a broken torch is the trial's to find
+        started = False
+    if started:
+        return ("CUDA was initialised while the modules were imported, and PyTorch cannot use "
+                "it in a forked trial: preload only modules that leave the GPU to the trial")
+    for runtime in _gnu_openmp_runtimes():
+        if not _parallel_region_in_a_fork(runtime):
+            return (f"an OpenMP thread pool ({os.path.basename(runtime)}) was started while "
+                    "the modules were imported, so a forked trial would hang at its first "
+                    "parallel operation: preload only modules that compute nothing at import")
+    return None
 
 
 def _become_trial(request: dict[str, Any], sock: socket.socket) -> int:
@@ -253,6 +321,10 @@ def main(argv: list[str]) -> int:
         except BaseException as err:  # noqa: BLE001 - any failure of the user's import
             _send(sock, {"error": f"cannot import {name}: {type(err).__name__}: {err}"})
             return 3
+    why = unsafe_to_fork()
+    if why is not None:
+        _send(sock, {"error": why})
+        return 3
     _send(sock, {"ready": True})
     serve(sock)
     return 0

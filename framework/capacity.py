@@ -2,24 +2,31 @@
 
 A task larger than every agent waits for an offer forever: Mesos never says no, it just never
 offers enough. ``da-submit`` asks the master's ``/master/slaves`` endpoint (served by real Mesos
-and by the embedded master alike) for each agent's total resources and ends the job with one
-line when no agent could hold a trial or AppCore, however idle the cluster became.
+and by the embedded master alike) for each agent's resources and ends the job with one line
+when no agent could hold a trial or AppCore, however idle the cluster became.
 
-An agent's *total* resources count, reservations included: a reservation for another role makes
-a fit only unlikely, not impossible, and an agent that joins later can still help, so a cluster
-with no agents yet is never judged.
+Reservations count as Mesos allocates them (apache/mesos ``src/master/readonly_handler.cpp``
+writes an agent's ``unreserved_resources`` and its ``reserved_resources`` by role): an agent's
+unreserved resources are every role's, those reserved for a role only that role's and the
+roles below it. A task that fits an agent only with resources reserved for a role the job lacks
+can never run either, and the line names that role (``--role``). An agent that joins later can
+still help, so a cluster with no agents yet is never judged.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from collections.abc import Sequence
+from dataclasses import dataclass
+from dataclasses import field
 import json
 import logging
 from typing import Any
 from urllib.request import urlopen
 
 from disauto.common.master_http import master_request
+from disauto.framework.roles import STAR
+from disauto.framework.roles import usable_by
 from disauto.framework.spec import TaskResources
 
 
@@ -27,11 +34,34 @@ logger = logging.getLogger(__name__)
 
 # Mesos' scalar name → the TaskResources field that asks for it.
 _NAMES = (("cpus", "cpus"), ("mem", "mem_mb"), ("gpus", "gpus"), ("disk", "disk_mb"))
+_SCALARS = ("cpus", "mem", "gpus", "disk")
 
 
-def agent_totals(master_address: str, *, auth: tuple[str, str] | None = None,
-                 timeout: float = 5.0) -> list[dict[str, float]]:
-    """Each registered agent's total scalar resources (``cpus``, ``mem``, ``gpus``, ``disk``).
+@dataclass(frozen=True)
+class AgentCapacity:
+    """One agent's scalar resources: unreserved, and reserved by role."""
+
+    unreserved: Mapping[str, float]
+    reserved: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
+    hostname: str = ""
+
+    @property
+    def total(self) -> dict[str, float]:
+        return self.usable([STAR, *self.reserved])
+
+    def usable(self, roles: Sequence[str]) -> dict[str, float]:
+        """What a job subscribed with ``roles`` may ever be offered of this agent."""
+        out = dict(self.unreserved)
+        for role, resources in self.reserved.items():
+            if usable_by(role, roles):
+                for name, value in resources.items():
+                    out[name] = out.get(name, 0.0) + value
+        return out
+
+
+def agent_capacities(master_address: str, *, auth: tuple[str, str] | None = None,
+                     timeout: float = 5.0) -> list[AgentCapacity]:
+    """Each registered, active agent's resources, by reservation.
 
     Args:
         master_address: ``host:port`` of the master.
@@ -44,17 +74,48 @@ def agent_totals(master_address: str, *, auth: tuple[str, str] | None = None,
     """
     request = master_request(f"http://{master_address}/master/slaves", *(auth or ()))
     with urlopen(request, timeout=timeout) as response:  # noqa: S310 - the master's URL
-        state = json.loads(response.read())
-    agents = state.get("slaves")
+        return capacities(json.loads(response.read()))
+
+
+def capacities(state: Any) -> list[AgentCapacity]:
+    """The active agents of a ``/master/slaves`` answer.
+
+    Raises:
+        ValueError: it has no ``slaves`` list.
+    """
+    agents = state.get("slaves") if isinstance(state, Mapping) else None
     if not isinstance(agents, list):
         raise ValueError("the master's /master/slaves answer has no 'slaves' list")
-    return [_scalars(agent.get("resources") or {}) for agent in agents
-            if agent.get("active", True)]
+    return [_capacity_of(agent) for agent in agents
+            if isinstance(agent, Mapping) and agent.get("active", True)]
+
+
+def agent_totals(master_address: str, *, auth: tuple[str, str] | None = None,
+                 timeout: float = 5.0) -> list[dict[str, float]]:
+    """Each registered agent's total scalar resources (``cpus``, ``mem``, ``gpus``, ``disk``),
+    reservations included (see :func:`agent_capacities` for the errors)."""
+    return [agent.total for agent in agent_capacities(master_address, auth=auth,
+                                                      timeout=timeout)]
+
+
+def _capacity_of(agent: Mapping[str, Any]) -> AgentCapacity:
+    """An agent of ``/master/slaves``: ``unreserved_resources`` and ``reserved_resources`` by
+    role when the master writes them (Mesos does), else its ``resources`` as unreserved."""
+    reserved = agent.get("reserved_resources")
+    unreserved = agent.get("unreserved_resources")
+    if not isinstance(reserved, Mapping) or not isinstance(unreserved, Mapping):
+        return AgentCapacity(_scalars(agent.get("resources") or {}),
+                             hostname=str(agent.get("hostname", "")))
+    return AgentCapacity(
+        _scalars(unreserved),
+        {str(role): _scalars(resources) for role, resources in reserved.items()
+         if isinstance(resources, Mapping)},
+        hostname=str(agent.get("hostname", "")))
 
 
 def _scalars(resources: Mapping[str, Any]) -> dict[str, float]:
     out: dict[str, float] = {}
-    for name in ("cpus", "mem", "gpus", "disk"):
+    for name in _SCALARS:
         try:
             out[name] = float(resources.get(name, 0.0) or 0.0)
         except (TypeError, ValueError):
@@ -83,29 +144,58 @@ def describe(request: TaskResources) -> str:
 
 def largest(agents: Sequence[Mapping[str, float]]) -> str:
     """The largest figure of each resource over the agents, for the error message."""
-    parts = [f"cpus={max(a['cpus'] for a in agents):g}",
-             f"mem={max(a['mem'] for a in agents):.0f} MB"]
-    gpus = max(a["gpus"] for a in agents)
+    parts = [f"cpus={max(a.get('cpus', 0.0) for a in agents):g}",
+             f"mem={max(a.get('mem', 0.0) for a in agents):.0f} MB"]
+    gpus = max(a.get("gpus", 0.0) for a in agents)
     if gpus:
         parts.append(f"gpus={gpus:g}")
     return ", ".join(parts)
 
 
-def unfit(tasks: Mapping[str, TaskResources], agents: Sequence[Mapping[str, float]]) -> str:
+def unfit(tasks: Mapping[str, TaskResources],
+          agents: Sequence[Mapping[str, float] | AgentCapacity],
+          roles: Sequence[str] = (STAR,)) -> str:
     """Why a task can never run on these agents (one line), or "" when each fits one of them.
 
     Args:
         tasks: flag name (``--app-runner``, ``--app-core``) → what each such task asks for.
-        agents: the agents' totals (:func:`agent_totals`); none means "not judged".
+        agents: the agents (:func:`agent_capacities`; a plain mapping is an agent's
+            unreserved totals); none means "not judged".
+        roles: the roles the job subscribes with.
     """
     if not agents:
         return ""
+    capacities = [a if isinstance(a, AgentCapacity) else AgentCapacity(dict(a))
+                  for a in agents]
+    usable = [agent.usable(roles) for agent in capacities]
     for flag, request in tasks.items():
-        if any(not _shortfall(request, agent) for agent in agents):
+        if any(not _shortfall(request, agent) for agent in usable):
             continue
-        short = sorted({name for agent in agents for name in _shortfall(request, agent)})
+        lacking = _lacking_roles(request, capacities, roles)
+        if lacking:
+            role, host = lacking[0]
+            others = f" (or {', '.join(repr(r) for r, _ in lacking[1:])})" \
+                if len(lacking) > 1 else ""
+            return (f"a {flag} task ({describe(request)}) fits only resources reserved for "
+                    f"the role {role!r}{others}, on {host}, and this job's roles are "
+                    f"{', '.join(repr(r) for r in roles)}: add --role {role}")
+        short = sorted({name for agent in usable for name in _shortfall(request, agent)})
         return (f"no agent of the cluster can ever run a {flag} task ({describe(request)}): "
-                f"the largest agent has {largest(agents)}; lower "
+                f"the largest agent has {largest(usable)}; lower "
                 + " / ".join(f"{flag}-{'memory' if n == 'mem' else n}" for n in short)
                 + f" or add larger agents ({len(agents)} agent(s) registered)")
     return ""
+
+
+def _lacking_roles(request: TaskResources, agents: Sequence[AgentCapacity],
+                   roles: Sequence[str]) -> list[tuple[str, str]]:
+    """``(role, agent)`` pairs where ``request`` would fit the agent if the job also had
+    ``role``, one per role (the first agent), by role."""
+    found: dict[str, str] = {}
+    for agent in agents:
+        for role in sorted(agent.reserved):
+            if role in found or usable_by(role, roles):
+                continue
+            if not _shortfall(request, agent.usable([*roles, role])):
+                found[role] = agent.hostname or "an agent"
+    return sorted(found.items())

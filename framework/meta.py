@@ -171,6 +171,9 @@ WEBUI_PORT = _int_key("webui_port", "The job page's port.")
 WEBUI_URL = _text_key("webui_url", "The job page's URL (FrameworkInfo.webui_url).")
 TLS_FINGERPRINT = _text_key("tls_fingerprint", "SHA-256 of the framework's certificate.")
 FRAMEWORK_ID = _text_key("framework_id", "The FrameworkID the master gave.")
+FRAMEWORK_CHECKPOINT = _flag_key(
+    "framework_checkpoint", "Whether the framework of FRAMEWORK_ID was registered with "
+    "FrameworkInfo.checkpoint (Mesos never changes it for an existing framework).")
 FRAMEWORK_REGISTERED = _flag_key(
     "framework_registered", "Set once the master registered the framework (da-submit --detach "
     "waits for it).")

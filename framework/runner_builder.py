@@ -115,6 +115,9 @@ class _Opened:
     previous: meta.JobMeta
     same_master: bool
     """A resumed job on the master it ran on (Mesos failover: its tasks are adopted)."""
+    checkpoint: bool
+    """FrameworkInfo.checkpoint: true for a new framework; a framework failing over keeps what
+    it was registered with (a record of an earlier DisAuto says none: it did not ask)."""
 
 
 def build_runner(config: JobConfig, job_dir: Path, master: MasterEndpoint,
@@ -150,7 +153,8 @@ def build_runner(config: JobConfig, job_dir: Path, master: MasterEndpoint,
         config=config, job_dir=job_dir, master=master, resume=options.resume,
         store=opened.store, controller=controller, link=link, scheduler=scheduler,
         listeners=listeners, telemetry=telemetry, peers=peers, slots=slots,
-        sandboxes=sandboxes, logs=logs, desk=desk, advertise_host=advertise))
+        sandboxes=sandboxes, logs=logs, desk=desk, advertise_host=advertise,
+        checkpoint=opened.checkpoint))
 
 
 def _open_record(config: JobConfig, job_dir: Path, master: MasterEndpoint,
@@ -159,15 +163,17 @@ def _open_record(config: JobConfig, job_dir: Path, master: MasterEndpoint,
     store = JobStore(job_dir / paths.JOB_DB)
     previous = store.meta()
     same_master = options.resume and previous[meta.MASTER] == master.uri
+    checkpoint = previous[meta.FRAMEWORK_CHECKPOINT] \
+        if same_master and previous[meta.FRAMEWORK_ID] else True
     opening: dict[meta.MetaKey[Any], Any] = {
         meta.JOB_ID: config.job_id, meta.CONFIG: config, meta.MASTER: master.uri,
         meta.OFFER_POLICY: options.offer_policy, meta.STATE: meta.RUNNING,
         meta.PID: os.getpid(), meta.PID_START: start_time(os.getpid()),
         meta.HOST: socket.gethostname(), meta.FRAMEWORK_REGISTERED: False,
-        meta.INTERRUPTED_REASON: "",
+        meta.INTERRUPTED_REASON: "", meta.FRAMEWORK_CHECKPOINT: checkpoint,
         meta.RESUMED_AT if options.resume else meta.STARTED_AT: time.time()}
     store.set_meta_many(opening)
-    return _Opened(store, previous, same_master)
+    return _Opened(store, previous, same_master, checkpoint)
 
 
 def _master_side(config: JobConfig, opened: _Opened) -> tuple[

@@ -100,3 +100,6 @@ class RunnerParts:
     logs: LogCollector
     desk: ControlDesk
     advertise_host: str
+    checkpoint: bool = True
+    """FrameworkInfo.checkpoint (``framework/framework_info.py``): a resumed framework keeps
+    what its record says it was registered with."""

@@ -17,13 +17,14 @@ import time
 
 from pymesos import MesosSchedulerDriver
 
-from disauto.common import task_env
 from disauto.common.durations import format_duration
 from disauto.framework import meta
-from disauto.framework.capacity import agent_totals
+from disauto.framework.capacity import agent_capacities
 from disauto.framework.capacity import unfit
 from disauto.framework.deadline_status import deadline_note
+from disauto.framework.framework_info import framework_info
 from disauto.framework.job import APPCORE_KEY
+from disauto.framework.job.progress import unreachable_note
 from disauto.framework.master_endpoint import MasterUnreachableError
 from disauto.framework.master_endpoint import check_credentials
 from disauto.framework.master_endpoint import check_master
@@ -42,14 +43,22 @@ class MasterAwayError(ConnectionError):
     (the job is left interrupted: ``da-job resume`` carries it on once the master is back)."""
 
 
+UNREACHABLE_RECONCILE_SECONDS = 30.0
+"""How often the tasks on unreachable agents are reconciled explicitly (Mesos' advice to a
+PARTITION_AWARE framework, apache/mesos docs/reconciliation.md): the answer says when one is
+back (TASK_RUNNING), or gone for good."""
+
+
 @dataclass
 class _Clock:
     """The run loop's times (``time.monotonic``): when the job started, counting the time an
-    earlier framework ran it, and when the next capacity check is due."""
+    earlier framework ran it, and when the next capacity check and the next reconciliation of
+    unreachable tasks are due."""
 
     started: float
     next_capacity_check: float
     capacity_interval: float
+    next_reconcile: float = 0.0
 
 
 class JobRunner:
@@ -122,22 +131,12 @@ class JobRunner:
         return True
 
     def _framework_info(self) -> dict[str, object]:
-        info: dict[str, object] = {
-            "user": self.config.user or getpass.getuser(),
-            "name": self.config.app_name,
-            "hostname": self._parts.advertise_host,
-            "failover_timeout": self.config.failover_timeout,
-            "webui_url": self.page_url,
-            # The address travels in a label, so that AppCore and runners whose framework
-            # moved (resumed on another port) find it through the master (common.rendezvous).
-            "labels": {"labels": [
-                {"key": "disauto.job", "value": self.config.job_id},
-                {"key": task_env.FRAMEWORK_ADDRESS_LABEL, "value": self.framework_address},
-            ]},
-        }
-        if self._link.framework_id():  # Mesos failover: the same framework, its tasks kept
-            info["id"] = {"value": self._link.framework_id()}
-        return info
+        return framework_info(
+            user=self.config.user or getpass.getuser(), name=self.config.app_name,
+            hostname=self._parts.advertise_host, failover_timeout=self.config.failover_timeout,
+            webui_url=self.page_url, job_id=self.config.job_id,
+            framework_address=self.framework_address, roles=self.config.subscribed_roles,
+            framework_id=self._link.framework_id(), checkpoint=self._parts.checkpoint)
 
     # -- the run loop --------------------------------------------------------------------------
 
@@ -172,6 +171,7 @@ class JobRunner:
         self._record_agents()
         self.scheduler.reap_idle_slots()
         self._expire_trials()
+        self._see_to_unreachable(clock)
         self._check_budgets(clock)
 
     def _expire_trials(self) -> None:
@@ -179,6 +179,18 @@ class JobRunner:
         expired = self.controller.expire_trials()
         if expired:
             self.scheduler.kill(expired)
+
+    def _see_to_unreachable(self, clock: _Clock) -> None:
+        """Tasks unreachable past ``--unreachable-timeout`` are given up on (their trials run
+        again); those still unreachable are reconciled every
+        :data:`UNREACHABLE_RECONCILE_SECONDS`."""
+        abandoned = self.controller.expire_unreachable().abandoned
+        if abandoned:
+            self.scheduler.abandon(abandoned)
+        now = time.monotonic()
+        if now >= clock.next_reconcile:
+            clock.next_reconcile = now + UNREACHABLE_RECONCILE_SECONDS
+            self.scheduler.reconcile(self.controller.unreachable_tasks())
 
     def _check_budgets(self, clock: _Clock) -> None:
         """End the job when its time budget (``max_duration``) is spent, or when a task that
@@ -211,10 +223,14 @@ class JobRunner:
             self._recorded_agents = endpoints
 
     def master_note(self) -> str:
-        """What the progress line says while the master is away, and where the job stands
-        against its deadline (empty when neither applies)."""
+        """What the progress line says while the master is away, else the trials on
+        unreachable agents and where the job stands against its deadline (empty when none of
+        that applies)."""
         if self.scheduler.master_away_for() < 5.0:
-            return deadline_note(self.config, self.controller.trials(), time.time())
+            trials = self.controller.trials()
+            notes = [unreachable_note(trials, self.config.unreachable_timeout),
+                     deadline_note(self.config, trials, time.time())]
+            return " | ".join(note for note in notes if note)
         since = time.strftime("%H:%M:%S", time.localtime(self.scheduler.master_away_at))
         return (f"the Mesos master is away since {since}; retrying, the job stops after "
                 f"{format_duration(self.config.master_timeout)} without it")
@@ -262,7 +278,8 @@ class JobRunner:
             logger.warning("not recorded: %s", err)
 
     def check_capacity(self, *, every_task: bool = False) -> None:
-        """End the job (UNSCHEDULABLE) if a task that waits for an offer fits no agent.
+        """End the job (UNSCHEDULABLE) if a task that waits for an offer fits no agent, or
+        only resources reserved for a role the job lacks.
 
         With ``every_task`` (at the start) AppCore and the trials are judged whether or not
         they wait yet. Best effort: a master that cannot be asked leaves the job as it was.
@@ -282,11 +299,11 @@ class JobRunner:
         auth = (self.master.principal, self.master.secret or "") if self.master.principal \
             else None
         try:
-            agents = agent_totals(address, auth=auth)
+            agents = agent_capacities(address, auth=auth)
         except (OSError, ValueError) as err:
             logger.debug("cannot ask the master for its agents: %s", err)
             return
-        why = unfit(tasks, agents)
+        why = unfit(tasks, agents, self.config.subscribed_roles)
         if why:
             self.controller.finish(framework_pb2.UNSCHEDULABLE, why)
 

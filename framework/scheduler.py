@@ -32,7 +32,10 @@ from disauto.framework.job import APPCORE_KEY
 from disauto.framework.job import JobController
 from disauto.framework.job.progress import job_progress
 from disauto.framework.launcher import Launcher
+from disauto.framework.maintenance import HORIZON_SECONDS
+from disauto.framework.maintenance import Maintenance
 from disauto.framework.mesos_link import MesosLink
+from disauto.framework.offer_claims import OfferClaims
 from disauto.framework.offers import OfferView
 from disauto.framework.offers import fit
 from disauto.framework.peers import PeerBoard
@@ -136,6 +139,8 @@ class JobScheduler(Scheduler):
         self._warm = WarmSlots(slots, controller, self._link, self._launcher,
                                executor_command=executor_command, preload=preload,
                                master_auth=master_auth) if slots is not None else None
+        self._maintenance = Maintenance(controller.config.trial_timeout or HORIZON_SECONDS,
+                                        self._busy_on, self._release_agent)
         self.offers_seen = 0
         self.offers_declined = 0
         self.framework_lost = ""
@@ -237,7 +242,9 @@ class JobScheduler(Scheduler):
         self.offers_seen += len(offers)
         if self._logs is not None:
             self._logs.remember(offers)
-        views = [OfferView.from_offer(offer) for offer in offers]
+        roles = self._job.config.subscribed_roles
+        views = self._off_maintenance(
+            driver, [OfferView.from_offer(offer, roles) for offer in offers])
         requests = self._job.launch_requests()
         if not requests:
             self._decline(driver, views, IDLE_REFUSE_SECONDS)
@@ -256,6 +263,14 @@ class JobScheduler(Scheduler):
         if not self._job.has_pending():
             self._revival.suppress(driver, self._job.has_pending)
 
+    def _off_maintenance(self, driver: Any, views: Sequence[OfferView]) -> list[OfferView]:
+        """The offers whose agent has no maintenance within the time a trial may take; the
+        others are declined (``framework/maintenance.py``)."""
+        kept, blocked = self._maintenance.split(views, time.time())
+        for view, refuse in blocked:
+            self._decline(driver, [view], refuse)
+        return kept
+
     def _observe(self) -> None:
         """Show the policy what it reads: the job's progress and its peers', the agents."""
         if self._policy.uses_progress:
@@ -273,12 +288,14 @@ class JobScheduler(Scheduler):
         left = [view.available]  # what the planned claims leave: room for new slots
         for _, claim in launches:
             left[0] = left[0] - claim
+        claims = OfferClaims(view)  # new slots' executors draw from it as they are made
         tasks = [task for request, claim in launches
-                 if (task := self._task_for(request, view, claim, left)) is not None]
+                 if (task := self._task_for(request, view, claim, left, claims)) is not None]
         warm_ups: list[dict[str, Any]] = []
         if warm > 0 and view.id not in plan.deliberate and self._warm is not None:
-            warm_ups = self._warm.warm_ups(view, left, warm)
+            warm_ups = self._warm.warm_ups(view, left, warm, claims)
             tasks += warm_ups
+        tasks = [claims.dress(task) for task in tasks]
         if tasks:
             logger.info("launching %s on %s", ", ".join(_launch_name(t) for t in tasks),
                         view.hostname)
@@ -297,7 +314,7 @@ class JobScheduler(Scheduler):
         return 0
 
     def _task_for(self, request: LaunchRequest, view: OfferView, claim: Resources,
-                  left: list[Resources]) -> dict[str, Any] | None:
+                  left: list[Resources], claims: OfferClaims) -> dict[str, Any] | None:
         """The task of one planned launch, recorded; None if it is no longer wanted."""
         if request.key == APPCORE_KEY:
             return self._launcher.appcore(view, claim)
@@ -309,7 +326,7 @@ class JobScheduler(Scheduler):
         task_id = task["task_id"]["value"]
         executor_id = ""
         if self._warm is not None:
-            task, executor_id = self._warm.place(task, view, left)
+            task, executor_id = self._warm.place(task, view, left, claims)
         self._job.trial_launched(request.trial_number, task_id, view.agent_id, executor_id)
         return task
 
@@ -349,8 +366,35 @@ class JobScheduler(Scheduler):
         """The offer policy's counters (priority declines, idle raises...), for the job record."""
         return {**self._policy.stats(), **self._policy.placement_stats()}
 
+    def _busy_on(self, agent_id: str) -> list[str]:
+        """The job's live tasks on ``agent_id``."""
+        return sorted(task for task, agent, live in self._job.task_locations()
+                      if live and agent == agent_id)
+
+    def _release_agent(self, agent_id: str, why: str) -> None:
+        """Shut the job's idle slots on ``agent_id`` down."""
+        if self._warm is not None:
+            self._warm.shutdown(self._warm.table.idle(agent_id), why)
+
     def offerRescinded(self, driver: Any, offer_id: Mapping[str, Any]) -> None:  # noqa: N802
         logger.debug("offer %s rescinded", offer_id.get("value"))
+
+    # -- maintenance -------------------------------------------------------------------------
+
+    def inverseOffers(self, driver: Any,  # noqa: N802
+                      offers: Sequence[Mapping[str, Any]]) -> None:
+        """Mesos asks for agents back before their maintenance: declined while the job's
+        tasks still run there (they finish), accepted once it has nothing there."""
+        self._link.called(driver)
+        for offer in offers:
+            try:
+                self._maintenance.answer(driver, offer)
+            except Exception:  # noqa: BLE001 - a raising callback would kill the driver
+                logger.exception("cannot answer the inverse offer %s", offer.get("id"))
+
+    def inverseOfferRescinded(self, driver: Any,  # noqa: N802
+                              offer_id: Mapping[str, Any]) -> None:
+        logger.debug("inverse offer %s rescinded", offer_id.get("value"))
 
     # -- slots -------------------------------------------------------------------------------
 
@@ -377,17 +421,37 @@ class JobScheduler(Scheduler):
         if self._warm is not None:
             self._warm.adopt_from(status)
         try:
-            self._job.on_status(status)
+            effects = self._job.on_status(status)
         except Exception:  # noqa: BLE001 - not recorded: don't ack, Mesos will resend it
             logger.exception("cannot record the status update %s", status.get("state"))
             return
         if self._warm is not None and has_ended_for_framework(str(status.get("state"))):
             self._warm.task_ended(status)
+        if effects.kill:  # a stale launch runs again: one trial never has two live tasks
+            self.kill(effects.kill)
+            if self._warm is not None:
+                self._warm.shutdown_stale(status)
         if "uuid" in status:
             driver.acknowledgeStatusUpdate(status)
 
     def kill(self, task_ids: Sequence[str]) -> None:
         self._link.kill(task_ids)
+
+    def abandon(self, task_ids: Sequence[str]) -> None:
+        """Tasks given up on while their agent was unreachable: KILL them (Mesos kills them
+        when the agent comes back, or reconciles) and forget their warm slots."""
+        self.kill(task_ids)
+        if self._warm is not None:
+            self._warm.tasks_abandoned(task_ids)
+
+    def reconcile(self, tasks: Sequence[tuple[str, str]]) -> None:
+        """Explicit reconciliation of ``(task_id, agent_id)``: Mesos answers each with its
+        latest state (TASK_UNREACHABLE while its agent is, TASK_RUNNING once it is back)."""
+        driver = self._link.driver()
+        if driver is not None and tasks:
+            driver.reconcileTasks([{"task_id": {"value": task_id},
+                                    "agent_id": {"value": agent_id}}
+                                   for task_id, agent_id in tasks])
 
 
 def _launch_name(task: Mapping[str, Any]) -> str:

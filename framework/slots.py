@@ -76,6 +76,9 @@ class Slot:
     one (Mesos refuses another with the same ExecutorID), so an adopted slot is reused only
     when it is known (the record keeps it); None: not known yet, or never."""
     adopted: bool = False
+    role: str = "*"
+    """The role its executor's resources are allocated to (the offer's it started on): it
+    takes trials of offers of that role only, so that its tasks and executor stay in one."""
 
 
 class SlotTable:
@@ -106,20 +109,20 @@ class SlotTable:
         """How many slots of an earlier framework incarnation this table took over."""
 
     def take(self, agent_id: str, task_id: str, can_start: bool,
-             gpus: int = 0) -> tuple[str, bool] | None:
-        """A slot on ``agent_id`` for ``task_id`` (a trial of ``gpus`` GPUs): (executor id,
-        whether it is new), or None when none is free and ``can_start`` is false. Only a slot
-        holding exactly ``gpus`` GPUs is reused."""
+             gpus: int = 0, *, role: str = "*") -> tuple[str, bool] | None:
+        """A slot on ``agent_id`` for ``task_id`` (a trial of ``gpus`` GPUs from an offer of
+        ``role``): (executor id, whether it is new), or None when none is free and
+        ``can_start`` is false. Only a slot of ``role`` holding exactly ``gpus`` GPUs is
+        reused."""
         with self._lock:
-            slot = next((s for s in self._slots.values()
-                         if s.agent_id == agent_id and not s.task_id and s.gpus == gpus
-                         and self._reusable(s)), None)
+            slot = next((s for s in self._free(agent_id, role)
+                         if s.gpus == gpus and self._reusable(s)), None)
             new = slot is None
             if slot is None:
                 if not can_start:
                     return None
                 slot = Slot(slots.slot_executor_id(self._job_id, self.started), agent_id,
-                            gpus=gpus)
+                            gpus=gpus, role=role)
                 self.started += 1
                 self._on_start(self.started)
                 self._slots[slot.executor_id] = slot
@@ -128,12 +131,12 @@ class SlotTable:
             self._task_executor[task_id] = slot.executor_id
             return slot.executor_id, new
 
-    def start_idle(self, agent_id: str) -> str:
-        """Number a new slot on ``agent_id`` that waits for trials from now (a warm-up task
-        starts its executor): its executor id."""
+    def start_idle(self, agent_id: str, *, role: str = "*") -> str:
+        """Number a new slot on ``agent_id`` (of an offer of ``role``) that waits for trials
+        from now (a warm-up task starts its executor): its executor id."""
         with self._lock:
             slot = Slot(slots.slot_executor_id(self._job_id, self.started), agent_id,
-                        idle_since=time.monotonic())
+                        idle_since=time.monotonic(), role=role)
             self.started += 1
             self._on_start(self.started)
             self._slots[slot.executor_id] = slot
@@ -177,11 +180,13 @@ class SlotTable:
             new = slot is None
             if slot is None:
                 slot = Slot(executor_id, agent_id, idle_since=time.monotonic(), gpus=gpus,
-                            info=dict(info) if info is not None else None, adopted=True)
+                            info=dict(info) if info is not None else None, adopted=True,
+                            role=allocation_role(info))
                 self._slots[executor_id] = slot
                 self.adopted += 1
             elif slot.info is None and info is not None:
                 slot.info = dict(info)
+                slot.role = allocation_role(info)
             if task_id and not slot.task_id and task_id not in self._by_task:
                 slot.task_id = task_id
                 self._by_task[task_id] = executor_id
@@ -206,22 +211,31 @@ class SlotTable:
             if slot is not None and slot.task_id:
                 self._by_task.pop(slot.task_id, None)
 
-    def has_free(self, agent_id: str) -> bool:
-        """Whether a slot on ``agent_id`` waits for a trial."""
-        with self._lock:
-            return any(s.agent_id == agent_id and not s.task_id for s in self._slots.values())
+    def _free(self, agent_id: str, role: str | None) -> list[Slot]:
+        """Under the lock: the slots on ``agent_id`` (of ``role``; None: any) that wait."""
+        return [s for s in self._slots.values() if s.agent_id == agent_id and not s.task_id
+                and (role is None or s.role == role)]
 
-    def free_count(self, agent_id: str) -> int:
-        """How many slots on ``agent_id`` wait for a trial."""
+    def has_free(self, agent_id: str, role: str | None = None) -> bool:
+        """Whether a slot on ``agent_id`` (of ``role``; None: any) waits for a trial."""
         with self._lock:
-            return sum(1 for s in self._slots.values()
-                       if s.agent_id == agent_id and not s.task_id)
+            return bool(self._free(agent_id, role))
 
-    def free_gpus(self, agent_id: str) -> int:
-        """The GPUs that free slots on ``agent_id`` hold (their next trials use them)."""
+    def free_count(self, agent_id: str, role: str | None = None) -> int:
+        """How many slots on ``agent_id`` (of ``role``; None: any) wait for a trial."""
         with self._lock:
-            return sum(s.gpus for s in self._slots.values()
-                       if s.agent_id == agent_id and not s.task_id)
+            return len(self._free(agent_id, role))
+
+    def free_gpus(self, agent_id: str, role: str | None = None) -> int:
+        """The GPUs that free slots on ``agent_id`` (of ``role``; None: any) hold (their next
+        trials use them)."""
+        with self._lock:
+            return sum(s.gpus for s in self._free(agent_id, role))
+
+    def holds(self, executor_id: str) -> bool:
+        """Whether ``executor_id`` is a slot of the table now."""
+        with self._lock:
+            return executor_id in self._slots
 
     def executor_of(self, task_id: str) -> str:
         """The slot executor that ran ``task_id`` ("" for a command task)."""
@@ -255,6 +269,17 @@ class SlotTable:
     def live(self) -> int:
         with self._lock:
             return len(self._slots)
+
+
+def allocation_role(info: Mapping[str, Any] | None) -> str:
+    """The role a slot's ExecutorInfo says its resources are allocated to: the
+    ``allocation_info`` of its first resource (``*`` when it has none: a record of an earlier
+    DisAuto, whose framework had the role ``*``)."""
+    for resource in (info or {}).get("resources") or []:
+        role = (resource.get("allocation_info") or {}).get("role")
+        if role:
+            return str(role)
+    return "*"
 
 
 def container_spec(image: str, force_pull: bool, host_paths: Sequence[str],

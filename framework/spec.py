@@ -22,6 +22,13 @@ from disauto.protos import common_pb2
 DEFAULT_MASTER_TIMEOUT = 600.0
 """How long a framework waits for a master that went away before it gives up (10 min: the time
 AppCore waits for a framework that went away, ``appcore.__main__.FRAMEWORK_WAIT``)."""
+DEFAULT_UNREACHABLE_TIMEOUT = 300.0
+"""How long a trial whose agent Mesos marked unreachable (TASK_UNREACHABLE) is waited for before
+it runs again elsewhere: 5 min. Mesos marks an agent unreachable only after it missed
+``--agent_ping_timeout`` x ``--max_agent_ping_timeouts`` pings (15 s x 5 = 75 s by default), and
+keeps an unreachable agent's tasks for ``--registry_max_agent_age`` (2 weeks), far longer than
+any trial is worth waiting for; so a partition shorter than about 6 minutes costs a trial
+nothing, and a longer one at most 5 minutes of it (docs/design.md, "How a trial ends")."""
 
 
 @dataclass(frozen=True)
@@ -69,6 +76,10 @@ class JobConfig:
     max_task_retries: int = 2
     """Launches of a trial again after its task was lost (agent gone, TASK_LOST/GONE/DROPPED/
     UNKNOWN): the trial keeps its number and assignment and counts once toward the budget."""
+    trial_retries: int = 0
+    """``--trial-retries``: launches of a trial again after its script failed (the same number
+    and assignment, each try's failure kept in the trial's ``tries``); only a trial that failed
+    every try counts toward ``--max-failed-trials``."""
     failover_timeout: float = 7 * 24 * 3600.0
     user: str = ""
     extra_env: dict[str, str] = field(default_factory=dict)
@@ -104,6 +115,17 @@ class JobConfig:
     master_timeout: float = DEFAULT_MASTER_TIMEOUT
     """Seconds the master may be away (the framework disconnected) before the framework gives
     up (``--master-timeout``): it stops, leaves the job interrupted and exits 3."""
+    roles: tuple[str, ...] = ()
+    """``--role``: the Mesos roles the framework subscribes with (MULTI_ROLE); it is offered
+    resources reserved for them besides unreserved ones. Empty: the default role ``*``."""
+    unreachable_timeout: float = DEFAULT_UNREACHABLE_TIMEOUT
+    """Seconds a trial (or AppCore) whose agent is unreachable is waited for before it runs
+    again elsewhere (``--unreachable-timeout``)."""
+
+    @property
+    def subscribed_roles(self) -> tuple[str, ...]:
+        """The roles the framework subscribes with: ``--role``'s, else ``("*",)``."""
+        return self.roles or ("*",)
 
     def search_spec(self) -> common_pb2.JobSpec:
         spec = common_pb2.JobSpec()
@@ -132,6 +154,7 @@ class JobConfig:
             output=OutputSpec(**output) if output else None,
             files=tuple(data.pop("files")),
             slot_preload=tuple(data.pop("slot_preload", ())),
+            roles=tuple(data.pop("roles", ())),
             search=search,
             **data,
         )

@@ -136,7 +136,15 @@ class TrialRow:
     training_seconds: float = 0.0
     final_reported: bool = False
     retries: int = 0
-    """How many times the trial's task was lost and the trial launched again."""
+    """How many times the trial was launched again: its task lost, its agent taken away by
+    the operator, or its script failed (``--trial-retries``); its task id is
+    ``trial-NNNN.<retries>``."""
+    evictions: int = 0
+    """How many of those relaunches the cluster's operator caused (the agent drained for
+    maintenance, or marked gone): they do not count toward ``max_task_retries``."""
+    unreachable_since: float | None = None
+    """Since when (seconds since the epoch) Mesos says its task's agent is unreachable
+    (TASK_UNREACHABLE); None while it is reachable."""
     created_at: float = 0.0
     started_at: float | None = None
     ended_at: float | None = None
@@ -144,13 +152,17 @@ class TrialRow:
     """What the trial's task was measured to use (``common/telemetry.py``)."""
     constraints: tuple[float, ...] | None = None
     """The constraints its final report carried (None: none; ``<= 0`` is satisfied)."""
+    tries: list[dict[str, Any]] = field(default_factory=list)
+    """Its earlier tries, oldest first, each ``{"task_id", "outcome" ("failed": its script
+    failed; "lost": the cluster lost its task), "message", "ended_at", "metrics", "reports"}``
+    (framework/job/book.py); the trial's own task, state and message are its last try's."""
 
     @property
     def terminal(self) -> bool:
         return self.state.is_finished()
 
 
-_JSON_COLUMNS = ("metrics", "assignment", "constraints")
+_JSON_COLUMNS = ("metrics", "assignment", "constraints", "tries")
 """Trial columns kept as JSON text."""
 
 
@@ -301,7 +313,7 @@ class JobStore:
         if not fields:
             return
         for key in _JSON_COLUMNS:
-            if key in fields:
+            if key in fields and fields[key] is not None:  # None: NULL (no constraints)
                 fields[key] = json.dumps(fields[key], sort_keys=True)
         if "final_reported" in fields:
             fields["final_reported"] = int(bool(fields["final_reported"]))
@@ -545,11 +557,14 @@ def _trial_from_row(row: dict[str, Any]) -> TrialRow:
         training_seconds=float(row["training_seconds"]),
         final_reported=bool(row["final_reported"]),
         retries=int(row.get("retries") or 0),
+        evictions=int(row.get("evictions") or 0),
+        unreachable_since=row.get("unreachable_since"),
         created_at=float(row["created_at"]),
         started_at=row["started_at"],
         ended_at=row["ended_at"],
         usage=TrialUsage(**{name: row.get(name) for name in USAGE_COLUMNS}),
         constraints=tuple(json.loads(row["constraints"])) if row.get("constraints") else None,
+        tries=json.loads(row.get("tries") or "[]"),
     )
 
 
@@ -557,6 +572,9 @@ def _trial_from_row(row: dict[str, Any]) -> TrialRow:
 _ADDED_COLUMNS = (("trials", "retries", "INTEGER NOT NULL DEFAULT 0"),
                   ("trials", "executor_id", "TEXT NOT NULL DEFAULT ''"),
                   ("trials", "constraints", "TEXT"),
+                  ("trials", "evictions", "INTEGER NOT NULL DEFAULT 0"),
+                  ("trials", "unreachable_since", "REAL"),
+                  ("trials", "tries", "TEXT NOT NULL DEFAULT '[]'"),
                   *(("trials", name, "REAL") for name in USAGE_COLUMNS))
 
 

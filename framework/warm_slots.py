@@ -27,6 +27,7 @@ from disauto.framework.job import APPCORE_KEY
 from disauto.framework.job import JobController
 from disauto.framework.launcher import Launcher
 from disauto.framework.mesos_link import MesosLink
+from disauto.framework.offer_claims import OfferClaims
 from disauto.framework.offers import OfferView
 from disauto.framework.policies import LaunchRequest
 from disauto.framework.slot_adoption import running_slots
@@ -77,7 +78,8 @@ class WarmSlots:
     def ordered(self, views: Sequence[OfferView]) -> list[OfferView]:
         """Offers of agents with a free slot first (a policy that fills offers in order then
         reuses slots before it starts new ones elsewhere), each with its free slots' room."""
-        ordered = sorted(views, key=lambda view: not self.table.has_free(view.agent_id))
+        ordered = sorted(views, key=lambda view: not self.table.has_free(view.agent_id,
+                                                                         view.role))
         return [self._with_slot_room(view) for view in ordered]
 
     def _with_slot_room(self, view: OfferView) -> OfferView:
@@ -87,10 +89,10 @@ class WarmSlots:
         (``framework/slots.py`` carved), each free slot's executor share: a trial that reuses
         the slot needs only the rest of its claim from the offer. Every trial of a job wants as
         much, so the trials planned beyond the free slots use offered resources."""
-        held = {"gpus": float(self.table.free_gpus(view.agent_id))}
+        held = {"gpus": float(self.table.free_gpus(view.agent_id, view.role))}
         runner = self._job.config.runner
         if carved(runner.cpus, runner.mem_mb):
-            free = self.table.free_count(view.agent_id)
+            free = self.table.free_count(view.agent_id, view.role)
             share = executor_resources()
             held.update(cpus=free * share.scalar("cpus"), mem=free * share.scalar("mem"))
         held = {name: value for name, value in held.items() if value}
@@ -98,11 +100,12 @@ class WarmSlots:
             return view
         return dataclasses.replace(view, available=view.available + Resources(held))
 
-    def place(self, task: dict[str, Any], view: OfferView,
-              left: list[Resources]) -> tuple[dict[str, Any], str]:
-        """``task`` as a task of a slot on the offer's agent (a free one, else a new one when
-        the offer has room for its executor): (the task, the slot's executor id). With neither,
-        the trial runs as a command task, so that a job never waits for room for a slot."""
+    def place(self, task: dict[str, Any], view: OfferView, left: list[Resources],
+              claims: OfferClaims) -> tuple[dict[str, Any], str]:
+        """``task`` as a task of a slot on the offer's agent (a free one of the offer's role,
+        else a new one when the offer has room for its executor, whose resources are drawn
+        from ``claims``): (the task, the slot's executor id). With neither, the trial runs as
+        a command task, so that a job never waits for room for a slot."""
         claim = Resources.from_json(task.get("resources") or [])
         gpus = int(claim.scalar("gpus"))
         share = executor_resources()
@@ -111,7 +114,8 @@ class WarmSlots:
         # (moved to the executor).
         carve = carved(claim.scalar("cpus"), claim.scalar("mem"))
         room = carve or left[0].contains(share)
-        taken = self.table.take(view.agent_id, task["task_id"]["value"], room, gpus)
+        taken = self.table.take(view.agent_id, task["task_id"]["value"], room, gpus,
+                                role=view.role)
         if taken is None:
             logger.info("no room for a slot on %s: %s runs as a command task", view.hostname,
                         task["name"])
@@ -127,6 +131,7 @@ class WarmSlots:
         if executor is None:
             executor = executor_info(executor_id, self._executor_command, self._launcher.uris,
                                      self._job.config.job_id, self._container(), gpus)
+            executor = claims.dress(executor)  # it lives on the offer's (reserved) resources
             self._keep_info(executor_id, executor)
         if new:
             logger.info("starting slot %s on %s", executor_id, view.hostname)
@@ -142,10 +147,11 @@ class WarmSlots:
             return 0
         return max(0, int(self._job.config.search.parallelism) - self.table.live())
 
-    def warm_ups(self, view: OfferView, left: list[Resources],
-                 most: int) -> list[dict[str, Any]]:
+    def warm_ups(self, view: OfferView, left: list[Resources], most: int,
+                 claims: OfferClaims) -> list[dict[str, Any]]:
         """Warm-up tasks for at most ``most`` slots ``view`` has room for: each where a trial
-        will fit beside the slots started before it (``framework/slots.py`` warm_up_task)."""
+        will fit beside the slots started before it (``framework/slots.py`` warm_up_task),
+        its executor's resources drawn from ``claims``."""
         config = self._job.config
         runner = config.runner
         share = executor_resources()
@@ -158,9 +164,10 @@ class WarmSlots:
         env = {**self._launcher.runner_environment(), task_env.JOB_ID: config.job_id}
         tasks: list[dict[str, Any]] = []
         while len(tasks) < most and room.contains(trial) and left[0].contains(own):
-            executor_id = self.table.start_idle(view.agent_id)
-            executor = executor_info(executor_id, self._executor_command, self._launcher.uris,
-                                     config.job_id, container)
+            executor_id = self.table.start_idle(view.agent_id, role=view.role)
+            executor = claims.dress(executor_info(executor_id, self._executor_command,
+                                                  self._launcher.uris, config.job_id,
+                                                  container))
             self._keep_info(executor_id, executor)
             tasks.append(warm_up_task(executor, view.agent_id, config.job_id,
                                       config.launch_cmd, env, runner.cpus, runner.mem_mb,
@@ -250,6 +257,24 @@ class WarmSlots:
 
     def executor_ended(self, executor_id: str) -> None:
         self.table.executor_ended(executor_id)
+
+    def tasks_abandoned(self, task_ids: Sequence[str]) -> None:
+        """Tasks given up on while their agent was unreachable: their slots are gone with it
+        (a slot that comes back is shut down when its task shows up: :meth:`shutdown_stale`)."""
+        for task_id in task_ids:
+            executor_id = self.table.executor_of(task_id)
+            if executor_id:
+                self.table.executor_ended(executor_id)
+
+    def shutdown_stale(self, status: Mapping[str, Any]) -> None:
+        """A stale task that runs again was killed: SHUTDOWN its slot too when the table no
+        longer holds it (it was forgotten with its unreachable agent)."""
+        executor_id = str((status.get("executor_id") or {}).get("value", ""))
+        task_id = str((status.get("task_id") or {}).get("value", ""))
+        agent_id = str((status.get("agent_id") or {}).get("value", ""))
+        if executor_id and executor_id != task_id and not self.table.holds(executor_id):
+            logger.info("shutting slot %s down (it came back with a stale task)", executor_id)
+            self._link.shutdown_executor(executor_id, agent_id)
 
     def reap_idle(self) -> None:
         """Shut down the slots idle for longer than their idle time."""

@@ -3,6 +3,7 @@
 Example::
 
     da-cluster --agents 3 --cpus 12 --mem 20GB --allocation-interval 1s
+    da-cluster agent partition <agent id> --master 127.0.0.1:5050 --for 20s
 
 prints the master address (for ``MesosSchedulerDriver``/``da-submit --master``) and the web UI
 URL, serves until SIGINT or SIGTERM, then stops every task and exits 0. Every bad flag is one
@@ -11,38 +12,30 @@ line on stderr, ``da-cluster: error: ...``, naming the flag and what is valid (e
 
 from __future__ import annotations
 
-import argparse
 from collections.abc import Sequence
-from dataclasses import replace
 import enum
-import json
 import logging
-import math
-from pathlib import Path
 import signal
 import sys
 import threading
 from types import FrameType
-from typing import Any
-from typing import NoReturn
 
-from disauto.common import durations
-from disauto.common.logrotate import DEFAULT_OPTIONS
-from disauto.common.logrotate import LogRotateError
-from disauto.common.logrotate import Rotation
-from disauto.common.logrotate import SandboxLogging
-from disauto.common.logrotate import parse_options
-from disauto.common.resources import SIZE_HELP
-from disauto.common.resources import ResourceError
-from disauto.common.resources import parse_ranges
-from disauto.common.resources import parse_size_mb
+from disauto.localmesos import admin_cli
+from disauto.localmesos.cli_flags import PROG
+from disauto.localmesos.cli_flags import UsageError
+from disauto.localmesos.cli_flags import build_parser
+from disauto.localmesos.cli_flags import config_from_args
+from disauto.localmesos.cli_flags import load_credentials
+from disauto.localmesos.cli_flags import parse_attributes
+from disauto.localmesos.cli_flags import parse_duration
+from disauto.localmesos.cli_flags import parse_speeds
 from disauto.localmesos.cluster import ClusterConfig
 from disauto.localmesos.cluster import LocalCluster
-from disauto.localmesos.containerizer import cpu_quota
 from disauto.localmesos.master.records import MESOS_VERSION
 
 
-PROG = "da-cluster"
+__all__ = ["ExitStatus", "UsageError", "build_parser", "config_from_args", "load_credentials",
+           "main", "parse_attributes", "parse_duration", "parse_speeds"]
 logger = logging.getLogger(__name__)
 
 
@@ -52,357 +45,6 @@ class ExitStatus(enum.IntEnum):
     SUCCESS = 0
     ERROR = 1
     USAGE = 2
-
-
-class UsageError(Exception):
-    """A flag value that is not valid; the message names the flag."""
-
-
-# -- value parsers ----------------------------------------------------------------------------
-
-DURATION_HELP = durations.HELP
-
-
-def parse_duration(text: str, *, flag: str) -> float:
-    """Seconds of ``1``, ``1s``, ``500ms``, ``1secs``, ``1.5mins`` (:mod:`common.durations`).
-
-    Raises:
-        UsageError: naming ``flag`` and the accepted forms.
-    """
-    try:
-        return durations.parse_duration(text)
-    except durations.DurationError as err:
-        raise UsageError(f"{flag}: {err}") from None
-
-
-def parse_attributes(text: str, *, flag: str = "--attributes") -> dict[str, str | float]:
-    """Parse Mesos agent attributes ``rack:r1;zone:eu;cores:8`` (text or scalar values).
-
-    Raises:
-        UsageError: naming ``flag`` and the expected form.
-    """
-    attributes: dict[str, str | float] = {}
-    for item in filter(None, (part.strip() for part in text.split(";"))):
-        name, sep, value = item.partition(":")
-        name, value = name.strip(), value.strip()
-        if not sep or not name or not value:
-            raise UsageError(
-                f"{flag}: invalid attribute {item!r}: expected NAME:VALUE pairs separated by "
-                "';' (e.g. rack:r1;zone:eu)"
-            )
-        try:
-            number = float(value)
-        except ValueError:
-            attributes[name] = value
-        else:
-            attributes[name] = number if math.isfinite(number) else value
-    return attributes
-
-
-def load_credentials(path: str, *, flag: str = "--credentials") -> dict[str, str]:
-    """Read a Mesos credentials file: JSON ``{"credentials": [{"principal", "secret"}]}`` or
-    one ``principal secret`` pair per line (``file://`` prefixes are accepted).
-
-    Raises:
-        UsageError: naming the flag, the file and, for text files, the line at fault.
-    """
-    if path.startswith("file://"):
-        path = path[len("file://"):]
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-        raise UsageError(f"{flag}: cannot read {path}: {reason}") from None
-    credentials: dict[str, str] = {}
-    if text.lstrip().startswith("{"):
-        try:
-            data = json.loads(text)
-        except ValueError as exc:
-            raise UsageError(f"{flag}: {path} is not valid JSON: {exc}") from None
-        items = data.get("credentials") if isinstance(data, dict) else None
-        if not isinstance(items, list):
-            raise UsageError(
-                f'{flag}: {path}: expected {{"credentials": [{{"principal": ..., '
-                '"secret": ...}]}'
-            )
-        for index, item in enumerate(items):
-            if (
-                not isinstance(item, dict)
-                or not isinstance(item.get("principal"), str)
-                or not isinstance(item.get("secret"), str)
-                or not item["principal"]
-            ):
-                raise UsageError(
-                    f"{flag}: {path}: credentials[{index}] needs string 'principal' and "
-                    "'secret'"
-                )
-            credentials[item["principal"]] = item["secret"]
-    else:
-        for number, line in enumerate(text.splitlines(), start=1):
-            if not line.strip() or line.lstrip().startswith("#"):
-                continue
-            parts = line.split()
-            if len(parts) != 2:
-                raise UsageError(
-                    f"{flag}: {path} line {number}: expected 'principal secret', got {line!r}"
-                )
-            credentials[parts[0]] = parts[1]
-    if not credentials:
-        raise UsageError(f"{flag}: {path} holds no credentials")
-    return credentials
-
-
-# -- arguments --------------------------------------------------------------------------------
-
-
-class _Parser(argparse.ArgumentParser):
-    """argparse that reports errors as one line and raises instead of exiting."""
-
-    def error(self, message: str) -> NoReturn:
-        raise UsageError(message)
-
-
-def build_parser() -> argparse.ArgumentParser:
-    """The ``da-cluster`` argument parser."""
-    parser = _Parser(
-        prog=PROG,
-        description="Run an embedded Mesos master with N agents on this machine (local mode).",
-    )
-    parser.add_argument("--port", default="5050", help="master port; 0 picks a free one")
-    parser.add_argument("--agents", default="1", help="number of agents (default 1)")
-    parser.add_argument("--cpus", help="CPUs per agent (default: this machine's cores)")
-    parser.add_argument("--mem", help=f"memory per agent: {SIZE_HELP} (default: total - 1GB)")
-    parser.add_argument("--disk", help=f"disk per agent: {SIZE_HELP}")
-    parser.add_argument(
-        "--gpus", default="auto",
-        help="GPUs per agent: auto (default: this machine's NVIDIA GPUs, found with NVML or "
-             "nvidia-smi and split between the agents) or a number N (indices 0..N-1)",
-    )
-    parser.add_argument(
-        "--ports", default="[31000-32000]", help="port ranges per agent, e.g. [31000-32000]"
-    )
-    parser.add_argument("--attributes", default="", help="agent attributes, e.g. rack:r1;zone:eu")
-    parser.add_argument(
-        "--agent-speed", default="", metavar="S1,S2,...",
-        help="the share of its CPUs each agent's tasks get, in agent order (0 < S <= 1; "
-             "missing ones 1), e.g. --agents 4 --agent-speed 1,1,0.5,0.25: a cgroup CPU quota "
-             "per agent (needs cgroup v1 'cpu' and root; docs/local-mode.md)")
-    parser.add_argument(
-        "--agent-attributes", action="append", default=[], metavar="ATTRS",
-        help="more attributes of one agent, in order: the first use is agent 0's, the next "
-             "agent 1's, ... (e.g. --agents 2 --agent-attributes class:fast "
-             "--agent-attributes 'class:edge;slowdown:2'); repeatable",
-    )
-    parser.add_argument(
-        "--allocation-interval", default="1s", help="batch allocation interval (default 1s)"
-    )
-    parser.add_argument(
-        "--heartbeat-interval", default="15s", help="scheduler HEARTBEAT interval (default 15s)"
-    )
-    parser.add_argument(
-        "--offer-timeout", help="rescind offers held longer than this (default: never)"
-    )
-    parser.add_argument("--work-dir", help="directory for sandboxes (default: a temporary one)")
-    parser.add_argument(
-        "--credentials",
-        help="Mesos credentials file; when given, frameworks must authenticate (HTTP basic)",
-    )
-    for stream in ("stdout", "stderr"):
-        parser.add_argument(
-            f"--max-{stream}-size", default="10MB",
-            help=f"cap of a task's sandbox {stream} file before it is rotated to {stream}.1: "
-                 f"{SIZE_HELP}, at least one memory page (Mesos' logrotate container logger "
-                 "max_*_size; default 10MB)")
-        parser.add_argument(
-            f"--logrotate-{stream}-options", default=DEFAULT_OPTIONS,
-            help=f"'rotate N': how many rotated {stream}.1..N files to keep (default "
-                 f"'{DEFAULT_OPTIONS}'; 'rotate 0' keeps only {stream})")
-    parser.add_argument("--verbose", action="store_true", help="log what the master does")
-    parser.add_argument("--debug", action="store_true", help="debug logs and tracebacks")
-    return parser
-
-
-def _int(text: str, *, flag: str, low: int, high: int | None = None) -> int:
-    what = f"a whole number >= {low}" if high is None else f"a whole number {low}..{high}"
-    try:
-        value = int(text)
-    except ValueError:
-        raise UsageError(f"{flag}: invalid value {text!r}: expected {what}") from None
-    if value < low or (high is not None and value > high):
-        raise UsageError(f"{flag}: invalid value {text!r}: expected {what}")
-    return value
-
-
-def _gpus(args: argparse.Namespace) -> tuple[int, tuple[int, ...] | None]:
-    """``--gpus``: ``(gpus per agent, None)``, or ``(0, the machine's GPUs)`` for ``auto``."""
-    if args.gpus.strip().lower() == "auto":
-        from disauto.localmesos.containerizer.gpus import discover_gpus
-
-        return 0, discover_gpus()
-    try:
-        return _int(args.gpus, flag="--gpus", low=0), None
-    except UsageError:
-        raise UsageError(
-            f"--gpus: invalid value {args.gpus!r}: expected auto or a whole number >= 0"
-        ) from None
-
-
-def _size(text: str | None, *, flag: str) -> float | None:
-    """``--mem``/``--disk``: a Mesos-style size in MB, or None when not given."""
-    try:
-        return None if text is None else parse_size_mb(text, what="size")
-    except ResourceError as exc:
-        raise UsageError(f"{flag}: {exc}") from None
-
-
-def _agent_resources(args: argparse.Namespace) -> dict[str, Any]:
-    """Each agent's ``cpus``, ``mem_mb``, ``disk_mb``, ``ports`` and ``attributes``."""
-    cpus: float | None = None
-    if args.cpus is not None:
-        try:
-            cpus = float(args.cpus)
-        except ValueError:
-            cpus = -1.0
-        if not math.isfinite(cpus) or cpus <= 0:
-            raise UsageError(f"--cpus: invalid value {args.cpus!r}: expected a number > 0")
-    mem = _size(args.mem, flag="--mem")
-    disk = _size(args.disk, flag="--disk")
-    try:
-        ports = tuple(parse_ranges(args.ports))
-    except ResourceError as exc:
-        raise UsageError(f"--ports: {exc}") from None
-    if any(end > 65535 for _, end in ports):
-        raise UsageError(f"--ports: invalid value {args.ports!r}: ports must be 0..65535")
-    return {"cpus": cpus, "mem_mb": mem, "disk_mb": disk, "ports": ports,
-            "attributes": parse_attributes(args.attributes)}
-
-
-def _intervals(args: argparse.Namespace) -> dict[str, Any]:
-    """The master's ``allocation_interval``, ``heartbeat_interval`` and ``offer_timeout``."""
-    allocation = parse_duration(args.allocation_interval, flag="--allocation-interval")
-    heartbeat = parse_duration(args.heartbeat_interval, flag="--heartbeat-interval")
-    offer_timeout = (
-        None if args.offer_timeout is None
-        else parse_duration(args.offer_timeout, flag="--offer-timeout")
-    )
-    if offer_timeout is not None and not offer_timeout > 0:
-        raise UsageError(f"--offer-timeout: invalid value {args.offer_timeout!r}: must be > 0")
-    return {"allocation_interval": allocation, "heartbeat_interval": heartbeat,
-            "offer_timeout": offer_timeout}
-
-
-def config_from_args(args: argparse.Namespace) -> ClusterConfig:
-    """Turn parsed arguments into a :class:`ClusterConfig`.
-
-    Raises:
-        UsageError: for the first invalid flag.
-    """
-    port = _int(args.port, flag="--port", low=0, high=65535)
-    agents = _int(args.agents, flag="--agents", low=1)
-    gpus, gpu_devices = _gpus(args)
-    resources = _agent_resources(args)
-    intervals = _intervals(args)
-    credentials = None if args.credentials is None else load_credentials(args.credentials)
-    config = ClusterConfig(
-        agents=agents,
-        gpus=gpus,
-        gpu_devices=gpu_devices,
-        port=port,
-        work_dir=None if args.work_dir is None else Path(args.work_dir),
-        credentials=credentials,
-        sandbox_logging=_sandbox_logging(args),
-        **resources,
-        **intervals,
-    )
-    try:
-        config.agent_list()
-    except ValueError as exc:
-        raise UsageError(str(exc)) from None
-    config = _per_agent_attributes(config, args.agent_attributes)
-    return _per_agent_speeds(config, args.agent_speed)
-
-
-def parse_speeds(text: str, agents: int, *, flag: str = "--agent-speed") -> list[float]:
-    """``1,0.5`` → one speed per agent (0 < speed <= 1), the missing ones 1.
-
-    Raises:
-        UsageError: a value that is not a number in (0, 1], or more values than agents.
-    """
-    speeds: list[float] = []
-    for item in text.split(","):
-        try:
-            speed = float(item)
-        except ValueError:
-            speed = math.nan
-        if not 0 < speed <= 1:
-            raise UsageError(f"{flag}: invalid value {item.strip()!r}: expected comma-separated "
-                             "numbers in (0, 1], one per agent")
-        speeds.append(speed)
-    if len(speeds) > agents:
-        raise UsageError(f"{flag}: {len(speeds)} speeds for {agents} agent(s); give at most one "
-                         "per agent (--agents N)")
-    return speeds + [1.0] * (agents - len(speeds))
-
-
-def _per_agent_speeds(config: ClusterConfig, text: str) -> ClusterConfig:
-    """``config`` with each agent's ``--agent-speed``; refused where CPU groups cannot be made.
-
-    Raises:
-        UsageError: a bad value, or no cgroup ``cpu`` controller this process may use.
-    """
-    if not text.strip():
-        return config
-    agents = config.agent_list()
-    speeds = parse_speeds(text, len(agents))
-    if any(speed < 1 for speed in speeds):
-        try:
-            cpu_quota.check_available()
-        except cpu_quota.CpuQuotaError as exc:
-            raise UsageError(f"--agent-speed: cannot slow agents down: {exc}") from None
-    return replace(config, agent_configs=tuple(
-        replace(agent, speed=speed) for agent, speed in zip(agents, speeds, strict=True)))
-
-
-def _per_agent_attributes(config: ClusterConfig, texts: Sequence[str]) -> ClusterConfig:
-    """``config`` with agent i's attributes extended by the i-th ``--agent-attributes``
-    (heterogeneous agents, e.g. ``class:edge`` for the deadline policy).
-
-    Raises:
-        UsageError: more uses than agents, or an attribute that does not parse.
-    """
-    if not texts:
-        return config
-    agents = config.agent_list()
-    if len(texts) > len(agents):
-        raise UsageError(f"--agent-attributes: given {len(texts)} times for {len(agents)} "
-                         "agent(s); give it at most once per agent (--agents N)")
-    extra = [parse_attributes(text, flag="--agent-attributes") for text in texts]
-    extra += [{}] * (len(agents) - len(extra))
-    return replace(config, agent_configs=tuple(
-        replace(agent, attributes={**agent.attributes, **more})
-        for agent, more in zip(agents, extra, strict=True)))
-
-
-def _sandbox_logging(args: argparse.Namespace) -> SandboxLogging:
-    """The sandbox log caps of ``--max-std{out,err}-size`` and ``--logrotate-*-options``.
-
-    Raises:
-        UsageError: naming the flag.
-    """
-    rotations = {}
-    for stream in ("stdout", "stderr"):
-        flag = f"--max-{stream}-size"
-        try:
-            size = round(parse_size_mb(getattr(args, f"max_{stream}_size"), what="size") * 2**20)
-            Rotation(size)
-        except (ResourceError, LogRotateError) as exc:
-            raise UsageError(f"{flag}: {exc}") from None
-        try:
-            rotate = parse_options(getattr(args, f"logrotate_{stream}_options"))
-        except LogRotateError as exc:
-            raise UsageError(f"--logrotate-{stream}-options: {exc}") from None
-        rotations[stream] = Rotation(size, rotate)
-    return SandboxLogging(rotations["stdout"], rotations["stderr"])
 
 
 # -- main -------------------------------------------------------------------------------------
@@ -480,9 +122,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     Args:
         argv: the arguments (default ``sys.argv[1:]``).
     """
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["agent"]:
+        return admin_cli.main(argv[1:])
     parser = build_parser()
     try:
-        args = parser.parse_args(list(sys.argv[1:] if argv is None else argv))
+        args = parser.parse_args(argv)
         config = config_from_args(args)
     except UsageError as exc:
         _error(str(exc))

@@ -33,12 +33,17 @@ from typing import Any
 
 from disauto.common.logrotate import DEFAULT_SANDBOX_LOGGING
 from disauto.common.logrotate import SandboxLogging
+from disauto.common.resources import RoleResources
 from disauto.localmesos.agent.agent import Agent
 from disauto.localmesos.agent.config import AgentConfig
+from disauto.localmesos.containerizer import cgroups
 from disauto.localmesos.containerizer import cpu_quota
 from disauto.localmesos.containerizer.gpus import split_devices
+from disauto.localmesos.fleet import AgentFleet
+from disauto.localmesos.fleet import AgentSettings
 from disauto.localmesos.master.master import Master
 from disauto.localmesos.master.views.state import format_duration
+from disauto.localmesos.protocol import registration
 from disauto.localmesos.reaper import Reaper
 from disauto.localmesos.server.server import HttpServer
 
@@ -93,6 +98,26 @@ class ClusterConfig:
         executor_shutdown_grace_period: SHUTDOWN-to-kill grace of custom executors without
             ``shutdown_grace_period`` (Mesos ``--executor_shutdown_grace_period``, 5 s).
         executor_heartbeat_interval: seconds between HEARTBEATs to executors (Mesos: 30 min).
+        resources: Mesos' ``--resources`` of each agent, reservations included
+            (``RoleResources.parse('cpus(ml):4;mem(*):8192')``); names it does not give keep
+            ``cpus``/``mem_mb``/``disk_mb``/``ports``/``gpus`` (not used with
+            ``agent_configs``).
+        agent_ping_timeout: seconds between the master's pings of an agent (Mesos
+            ``--agent_ping_timeout``, 15 s).
+        max_agent_ping_timeouts: pings an agent may miss in a row before it is marked
+            unreachable (Mesos ``--max_agent_ping_timeouts``, 5).
+        agent_reregister_timeout: seconds an agent whose process restarted has to re-register
+            (Mesos ``--agent_reregister_timeout``, 10 min).
+        registry_max_agent_age: seconds an unreachable agent is remembered (Mesos
+            ``--registry_max_agent_age``, 2 weeks).
+        executor_reregistration_timeout: seconds a checkpointing executor has to subscribe
+            again after its agent restarted (Mesos ``--executor_reregistration_timeout``, 2 s).
+        isolation: the agents' isolators (Mesos ``--isolation``), comma-separated
+            ``posix/cpu``, ``posix/mem``, ``cgroups/cpu``, ``cgroups/mem``; ``auto`` (the
+            default) is ``cgroups/cpu,cgroups/mem`` where cgroup v1 can be used and
+            ``posix/cpu,posix/mem`` (with one warning) where not.
+        cgroups_enable_cfs: with ``cgroups/cpu``, cap each container at its CPUs with a CFS
+            quota (Mesos ``--cgroups_enable_cfs``; default off).
     """
 
     agents: int = 1
@@ -126,13 +151,23 @@ class ClusterConfig:
     request_timeout: float = 30.0
     reap_on_exit: bool = True
     sandbox_logging: SandboxLogging | None = DEFAULT_SANDBOX_LOGGING
+    resources: RoleResources | None = None
+    agent_ping_timeout: float = registration.DEFAULT_AGENT_PING_TIMEOUT
+    max_agent_ping_timeouts: int = registration.DEFAULT_MAX_AGENT_PING_TIMEOUTS
+    agent_reregister_timeout: float = registration.DEFAULT_AGENT_REREGISTER_TIMEOUT
+    registry_max_agent_age: float = registration.DEFAULT_REGISTRY_MAX_AGENT_AGE
+    executor_reregistration_timeout: float = registration.DEFAULT_EXECUTOR_REREGISTRATION_TIMEOUT
+    isolation: str = "auto"
+    cgroups_enable_cfs: bool = False
 
     def __post_init__(self) -> None:
         if not self.agent_configs and (
             isinstance(self.agents, bool) or not isinstance(self.agents, int) or self.agents < 0
         ):
             raise ValueError(f"invalid agents {self.agents!r}: must be a whole number >= 0")
-        for name in ("allocation_interval", "heartbeat_interval"):
+        for name in ("allocation_interval", "heartbeat_interval", "agent_ping_timeout",
+                     "agent_reregister_timeout", "registry_max_agent_age",
+                     "executor_reregistration_timeout"):
             value = getattr(self, name)
             if not isinstance(value, int | float) or not value > 0:
                 raise ValueError(f"invalid {name} {value!r}: must be a number of seconds > 0")
@@ -142,6 +177,11 @@ class ClusterConfig:
             raise ValueError(
                 f"invalid offer_timeout {self.offer_timeout!r}: must be a number of seconds > 0"
             )
+        if isinstance(self.max_agent_ping_timeouts, bool) or not isinstance(
+                self.max_agent_ping_timeouts, int) or self.max_agent_ping_timeouts < 1:
+            raise ValueError(f"invalid max_agent_ping_timeouts {self.max_agent_ping_timeouts!r}"
+                             ": must be a whole number >= 1")
+        parse_isolation(self.isolation)
         if not 0 <= self.port <= 65535:
             raise ValueError(f"invalid port {self.port!r}: must be 0..65535")
         object.__setattr__(self, "agent_configs", tuple(self.agent_configs))
@@ -165,6 +205,7 @@ class ClusterConfig:
             "ports": self.ports,
             "attributes": dict(self.attributes),
             "hostname": self.host,
+            "resources": self.resources,
         }
         for name in ("cpus", "mem_mb", "disk_mb"):
             if getattr(self, name) is not None:
@@ -176,7 +217,9 @@ class ClusterConfig:
                 replace(config, ports=split_ranges(base.ports, self.agents, index))
                 for index, config in enumerate(configs)
             ]
-        if self.gpu_devices is not None:
+        if self.gpu_devices is not None and "gpus" not in (self.resources or RoleResources()
+                                                           ).names():
+            # With gpus in ``resources`` each agent has that many (indices 0..N-1).
             slices = [split_devices(self.gpu_devices, self.agents, i) for i in range(self.agents)]
             configs = [
                 replace(config, gpus=len(devices), gpu_indices=devices)
@@ -209,6 +252,43 @@ def split_ranges(
     return tuple(out)
 
 
+def parse_isolation(text: str) -> frozenset[str] | None:
+    """The isolators of ``text`` (``cgroups/cpu,cgroups/mem``), None for ``auto``.
+
+    Raises:
+        ValueError: naming an isolator that does not exist here.
+    """
+    if text.strip() == "auto":
+        return None
+    names = frozenset(part.strip() for part in text.split(",") if part.strip())
+    unknown = sorted(names - set(cgroups.ISOLATORS))
+    if unknown or not names:
+        raise ValueError(f"invalid isolation {text!r}: expected auto or a comma-separated list "
+                         f"of {', '.join(cgroups.ISOLATORS)}")
+    return names
+
+
+def resolve_isolation(text: str) -> frozenset[str]:
+    """The isolators to run with: ``auto`` is cgroups where usable (else posix, warned).
+
+    Raises:
+        ValueError: cgroups isolators asked for where they cannot run, one line saying why.
+    """
+    names = parse_isolation(text)
+    if names is None:
+        wanted = frozenset({"cgroups/cpu", "cgroups/mem"})
+        why = cgroups.unavailable(wanted)
+        if why is None:
+            return wanted
+        logger.warning("memory isolation is off (%s): tasks are not held to their 'mem'; "
+                       "--isolation posix/cpu,posix/mem", why)
+        return frozenset({"posix/cpu", "posix/mem"})
+    why = cgroups.unavailable(names)
+    if why is not None:
+        raise ValueError(f"isolation {text!r}: cannot use cgroups: {why}")
+    return names
+
+
 class LocalCluster:
     """An embedded master plus agents in this process (see the module docstring).
 
@@ -228,7 +308,7 @@ class LocalCluster:
         self._stopped = False
         self._master: Master | None = None
         self._http: HttpServer | None = None
-        self._agents: list[Agent] = []
+        self._fleet: AgentFleet | None = None
         self._work_dir: Path | None = None
         self._own_work_dir = False
         self._reaper: Reaper | None = None
@@ -244,8 +324,15 @@ class LocalCluster:
 
     @property
     def agents(self) -> tuple[Agent, ...]:
-        """The agents, in the order they were added."""
-        return tuple(self._agents)
+        """The running agents, in the order they were added (a restarted one in its place)."""
+        return self._fleet.agents if self._fleet is not None else ()
+
+    @property
+    def fleet(self) -> AgentFleet:
+        """The agents and what can happen to them (restarts, partitions)."""
+        if self._fleet is None:
+            raise RuntimeError("the cluster is not started")
+        return self._fleet
 
     @property
     def address(self) -> str:
@@ -303,11 +390,14 @@ class LocalCluster:
                 credentials=config.credentials,
                 max_body_bytes=config.max_body_bytes,
                 request_timeout=config.request_timeout,
+                agents=lambda: self.agents,
+                admin=self,
             )
             self._http.start()
             host, port = self._http.address
             self._master.set_address(host, port)
             self._master.start()
+            self._fleet = self._make_fleet(resolve_isolation(config.isolation))
             if any(agent.speed < 1 for agent in agent_configs):
                 cpu_quota.remove_stale()  # those of cluster processes killed before they could
             for agent_config in agent_configs:
@@ -316,8 +406,8 @@ class LocalCluster:
             self.stop()
             raise
         logger.info(
-            "localmesos cluster at %s with %d agent(s), work dir %s",
-            self.address, len(self._agents), self._work_dir,
+            "localmesos cluster at %s with %d agent(s), work dir %s, isolation %s",
+            self.address, len(self.agents), self._work_dir, ",".join(sorted(self.isolation)),
         )
         return self
 
@@ -341,6 +431,10 @@ class LocalCluster:
             max_completed_tasks_per_framework=config.max_completed_tasks_per_framework,
             max_failover_timeout=config.max_failover_timeout,
             offer_timeout=config.offer_timeout,
+            agent_ping_timeout=config.agent_ping_timeout,
+            max_agent_ping_timeouts=config.max_agent_ping_timeouts,
+            agent_reregister_timeout=config.agent_reregister_timeout,
+            registry_max_agent_age=config.registry_max_agent_age,
             authenticate=config.credentials is not None,
             flags={
                 "work_dir": str(work_dir),
@@ -355,30 +449,66 @@ class LocalCluster:
         Args:
             config: its resources; default the cluster's per-agent configuration.
         """
-        master = self.master
         if config is None:
             config = replace(self.config, agents=1, split_ports=False).agent_list()[0]
-        agent = Agent(
-            master.next_agent_id(),
-            config,
-            self.work_dir,
-            master.receive_status_update,
-            retry_interval=self.config.status_update_retry_interval,
-            retry_interval_max=self.config.status_update_retry_interval_max,
-            default_kill_grace=self.config.default_kill_grace,
-            master_endpoint=self.address,
-            sandbox_logging=self.config.sandbox_logging,
-            on_executor_exited=master.exited_executor,
-            on_executor_message=master.executor_message,
-            executor_registration_timeout=self.config.executor_registration_timeout,
-            executor_shutdown_grace=self.config.executor_shutdown_grace_period,
-            executor_heartbeat_interval=self.config.executor_heartbeat_interval,
-        )
-        with self._lock:
-            self._agents.append(agent)
-        master.add_agent(agent)
-        agent.libprocess_id = master.agent_path(agent.id).lstrip("/")
-        return agent
+        return self.fleet.add(config)
+
+    def _make_fleet(self, isolation: frozenset[str]) -> AgentFleet:
+        config = self.config
+        if isolation & {"cgroups/cpu", "cgroups/mem"}:
+            cgroups.remove_stale()  # those of cluster processes killed before they could
+        settings = AgentSettings(
+            retry_interval=config.status_update_retry_interval,
+            retry_interval_max=config.status_update_retry_interval_max,
+            default_kill_grace=config.default_kill_grace,
+            sandbox_logging=config.sandbox_logging,
+            executor_registration_timeout=config.executor_registration_timeout,
+            executor_shutdown_grace=config.executor_shutdown_grace_period,
+            executor_heartbeat_interval=config.executor_heartbeat_interval,
+            executor_reregistration_timeout=config.executor_reregistration_timeout,
+            isolation=isolation, cgroups_enable_cfs=config.cgroups_enable_cfs)
+        return AgentFleet(self.master, self.work_dir, self.address, settings)
+
+    @property
+    def isolation(self) -> frozenset[str]:
+        """The isolators the agents run with (``auto`` resolved)."""
+        return self.fleet.settings.isolation
+
+    # -- what happens to agents (not Mesos calls; docs/local-mode.md) ---------------------
+
+    def restart_agent(self, agent_id: str, down_for: float = 0.0) -> threading.Thread:
+        """Restart an agent: it dies now, a new one recovers ``down_for`` seconds later (on
+        the returned thread). Raises KeyError for an unknown agent."""
+        return self.fleet.restart(agent_id, down_for)
+
+    def partition_agent(self, agent_id: str, seconds: float | None = None) -> None:
+        """Cut the network to an agent (for ``seconds``, or until :meth:`heal_agent`)."""
+        self.fleet.partition(agent_id, seconds)
+
+    def heal_agent(self, agent_id: str) -> None:
+        self.fleet.heal(agent_id)
+
+    def admin_agents(self) -> list[dict[str, Any]]:
+        """The admin endpoint's list: each agent and whether its network is cut."""
+        links = self.fleet.state()
+        return [{"id": agent.id, "hostname": agent.config.hostname,
+                 "partitioned": links.get(agent.id, {}).get("partitioned", False)}
+                for agent in self.agents]
+
+    def admin_act(self, action: str, agent_id: str, seconds: float | None) -> None:
+        """The admin endpoint's actions (:mod:`localmesos.server.admin_routes`).
+
+        Raises:
+            KeyError: an unknown agent. ValueError: an unknown action.
+        """
+        if action == "restart":
+            self.restart_agent(agent_id, seconds or 0.0)
+        elif action == "partition":
+            self.partition_agent(agent_id, seconds)
+        elif action == "heal":
+            self.heal_agent(agent_id)
+        else:
+            raise ValueError(f"unknown action {action!r}: expected restart, partition or heal")
 
     def stop(self) -> None:
         """Close the event streams, stop the agents (killing their tasks), the master and its
@@ -387,21 +517,14 @@ class LocalCluster:
             if self._stopped:
                 return
             self._stopped = True
-            agents = list(self._agents)
         if self._http is not None:
             self._http.stop_accepting()  # no framework can (re)subscribe from here on
         if self._master is not None:
             self._master.close_streams()
         if self._http is not None:
             self._http.stop()
-        stoppers = [
-            threading.Thread(target=agent.stop, name=f"stop-{agent.id}", daemon=True)
-            for agent in agents
-        ]
-        for thread in stoppers:
-            thread.start()
-        for thread in stoppers:
-            thread.join()
+        if self._fleet is not None:
+            self._fleet.stop()
         if self._master is not None:
             self._master.stop()
         if self._reaper is not None:

@@ -30,6 +30,7 @@ import subprocess
 import sys
 from typing import IO
 
+from disauto.localmesos.containerizer import cgroups
 from disauto.localmesos.containerizer import cpu_quota
 
 
@@ -142,6 +143,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     sweep(Path(args[0]))
     cpu_quota.remove_stale(owner=owner)  # the slowed agents' CPU groups, emptied by the sweep
+    cgroups.remove_stale(owner=owner)  # the containers' memory and cpu groups
     return 0
 
 

@@ -145,6 +145,10 @@ def _search_flags(parser: argparse.ArgumentParser) -> None:
                              "recorded TIMEOUT and its slot refilled")
     search.add_argument("--max-failed-trials", default="3", metavar="N",
                         help="stop the job when more than N trials fail (default 3)")
+    search.add_argument("--trial-retries", default="0", metavar="N",
+                        help="run a trial whose script fails again, with the same assignment, "
+                             "up to N times (default 0); it counts as one failure only when "
+                             "every try failed")
     search.add_argument("--seed", metavar="N",
                         help="seed of the search (default: random, printed)")
     search.add_argument("--bayes-backend", metavar="NAME",
@@ -174,6 +178,14 @@ def _cluster_flags(parser: argparse.ArgumentParser) -> None:
     cluster.add_argument("--master-timeout", metavar="DURATION",
                          help="stop the job (exit 3) when the master has been away this long "
                               "(default 10m); da-job resume carries it on once it is back")
+    cluster.add_argument("--role", dest="roles", action="append", default=[], metavar="ROLE",
+                         help="a Mesos role to run the job's tasks in (repeatable): the job is "
+                              "also offered the resources reserved for it, such as a team's "
+                              "GPU agents (default: the role *, unreserved resources only)")
+    cluster.add_argument("--unreachable-timeout", metavar="DURATION",
+                         help="how long a trial whose agent Mesos marked unreachable (a network "
+                              "partition) is waited for before it runs again elsewhere "
+                              "(default 5m; its old task is killed if it comes back)")
     cluster.add_argument("--principal", help="Mesos principal (HTTP basic auth)")
     cluster.add_argument("--secret-file", metavar="FILE",
                          help="file holding the principal's secret")

@@ -19,6 +19,7 @@ from typing import IO
 from typing import Any
 
 from disauto.common import paths
+from disauto.common.messages import cause
 from disauto.common.objectives import Objectives
 from disauto.common.objectives import is_feasible
 from disauto.common.trial_state import TrialState
@@ -193,13 +194,30 @@ def table(trials: Sequence[TrialRow], objective: str, maximize: bool, limit: int
 
 def trial_dict(trial: TrialRow) -> dict[str, Any]:
     """A trial as results.json lists it (``constraints``: as reported, or None; ``feasible``:
-    none above 0)."""
+    none above 0; ``tries``: its earlier tries, each ``{"task_id", "outcome", "message",
+    "ended_at", "metrics", "reports"}``, empty when its first try was its only one)."""
     return {"number": trial.number, "state": str(trial.state), "objective": trial.objective,
             "assignment": trial.assignment, "metrics": trial.metrics,
             "training_seconds": trial.training_seconds, "task_id": trial.task_id,
             "message": trial.message, "usage": trial.usage.as_columns(),
             "constraints": None if trial.constraints is None else list(trial.constraints),
-            "feasible": is_feasible(trial.constraints)}
+            "feasible": is_feasible(trial.constraints), "tries": list(trial.tries)}
+
+
+def retried_lines(trials: Sequence[TrialRow], shown: int = 5) -> list[str]:
+    """A line for each trial run more than once (at most ``shown``, then how many more): how
+    it ended and why each earlier try ended, its cause first."""
+    retried = [t for t in trials if t.tries]
+    lines = []
+    for trial in retried[:shown]:
+        ends = "; ".join(f"try {i} ({done['task_id']}) {done['outcome']}: "
+                         f"{cause(str(done['message']))}"
+                         for i, done in enumerate(trial.tries, 1))
+        lines.append(f"trial-{trial.number:04d} {trial.state} on try {len(trial.tries) + 1}; "
+                     f"{ends}")
+    if len(retried) > shown:
+        lines.append(f"... {len(retried) - shown} more retried trials (results.json: tries)")
+    return lines
 
 
 # -- results.json: one schema, running or ended ---------------------------------------------------
@@ -253,6 +271,7 @@ def _job_part(record: JobFacts) -> dict[str, Any]:
         "objective": search.objective, "direction": "maximize" if record.maximize
         else "minimize", "seed": search.seed,
         "budget": int(search.max_trials), "parallelism": int(search.parallelism),
+        "trial_retries": int(config.trial_retries),
         "done": sum(1 for t in record.trials if TrialState(t.state).is_finished()),
         "counts": counts,
         "started_at": started, "ended_at": ended,
@@ -376,6 +395,19 @@ def _gpu_line(usage: dict[str, Any]) -> str:
         parts.append(f"largest GPU memory {megabytes(usage['largest_peak_gpu_memory_bytes'])} "
                      f"(trial-{usage['largest_peak_gpu_memory_trial']:04d})")
     return ", ".join(parts)
+
+
+def saved_exit_status(job_dir: Path, state: str) -> int | None:
+    """da-submit's exit status, from the results.json it wrote when the job ended (None while
+    the job runs, or when it ended without one)."""
+    if state != "ended":
+        return None
+    try:
+        saved = json.loads((job_dir / paths.RESULTS_JSON).read_text())
+    except (OSError, ValueError):
+        return None
+    status = saved.get("exit_status") if isinstance(saved, dict) else None
+    return status if isinstance(status, int) else None
 
 
 def write(job_dir: Path, record: JobFacts, param_order: Sequence[str] = ()) -> tuple[Path, Path]:

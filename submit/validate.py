@@ -38,6 +38,7 @@ from disauto.common.space import space_from_proto
 from disauto.common.space import space_to_proto
 from disauto.framework.policies import POLICIES
 from disauto.framework.spec import DEFAULT_MASTER_TIMEOUT
+from disauto.framework.spec import DEFAULT_UNREACHABLE_TIMEOUT
 from disauto.framework.spec import InputSpec
 from disauto.framework.spec import JobConfig
 from disauto.framework.spec import OutputSpec
@@ -51,6 +52,7 @@ from disauto.submit.values import existing_file
 from disauto.submit.values import key_values
 from disauto.submit.values import pair
 from disauto.submit.values import positive_number
+from disauto.submit.values import roles
 from disauto.submit.values import size_mb
 
 
@@ -61,6 +63,7 @@ already hundreds of MB."""
 MAX_PARALLELISM = 10_000
 MAX_LOCAL_AGENTS = 64
 MAX_GPUS = 1024
+MAX_TRIAL_RETRIES = 100
 """Bounds of the integer flags: each fits the fields it travels in and a machine's reach."""
 """The largest --seed: the search libraries seed NumPy generators, which take 32 bits."""
 
@@ -312,6 +315,8 @@ def validate(args: argparse.Namespace) -> Submission:
     deadline = _deadline(args.deadline)
     master_timeout = _max_duration(args.master_timeout, "--master-timeout") \
         or DEFAULT_MASTER_TIMEOUT
+    unreachable_timeout = _max_duration(args.unreachable_timeout, "--unreachable-timeout") \
+        or DEFAULT_UNREACHABLE_TIMEOUT
     files, inputs = _files_and_inputs(args)
     output = _output(args.output)
     search = _search(args)
@@ -352,6 +357,8 @@ def validate(args: argparse.Namespace) -> Submission:
         deadline=deadline,
         trial_timeout=trial_timeout,
         master_timeout=master_timeout,
+        roles=roles(args.roles),
+        unreachable_timeout=unreachable_timeout,
         offer_policy_settings={key: value for key, value in given.items()
                                if key in POLICIES[args.offer_policy].SETTINGS},
         containerizer=containerizer,
@@ -359,6 +366,8 @@ def validate(args: argparse.Namespace) -> Submission:
         slot_idle=slot_idle,
         slot_preload=slot_preload,
         telemetry_interval=_telemetry_interval(args.telemetry_interval),
+        trial_retries=int(positive_number("--trial-retries", args.trial_retries, integer=True,
+                                          zero=True, most=MAX_TRIAL_RETRIES)),
         executor_command=f"{sys.executable} -m {EXECUTOR_MODULE}" if same_host
         else f"python3 -m {EXECUTOR_MODULE}",
     )

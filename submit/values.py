@@ -11,6 +11,7 @@ from pathlib import Path
 
 from disauto.common.resources import ResourceError
 from disauto.common.resources import parse_size_mb
+from disauto.framework.roles import role_problem
 from disauto.submit.parser import UsageError
 
 
@@ -74,3 +75,16 @@ def key_values(flag: str, items: Sequence[str]) -> dict[str, str]:
             raise UsageError(f"{flag}: invalid value {item!r}: expected KEY=VALUE")
         settings[key.strip()] = value.strip()
     return settings
+
+
+def roles(items: Sequence[str], flag: str = "--role") -> tuple[str, ...]:
+    """Repeated Mesos roles, each valid (``framework/roles.py``) and given once, in order."""
+    seen: list[str] = []
+    for role in items:
+        problem = role_problem(role)
+        if problem:
+            raise UsageError(f"{flag}: {problem}")
+        if role in seen:
+            raise UsageError(f"{flag}: role {role!r} is given twice")
+        seen.append(role)
+    return tuple(seen)

@@ -48,6 +48,12 @@ class AppCoreLife:
         self._certificate = ""
         self._failures = 0
         self._port_retries = 0
+        self.agent_id = ""
+        """The agent of the current attempt's task."""
+        self.unreachable_since: float | None = None
+        """Since when Mesos says that agent is unreachable (None: reachable)."""
+        self.heard_at = 0.0
+        """When AppCore last called the framework (it is alive, wherever Mesos lost it)."""
 
     # -- reading -------------------------------------------------------------------------------
 
@@ -84,6 +90,8 @@ class AppCoreLife:
             return False
         self.attempt += 1
         self.task_id = task_id
+        self.agent_id = agent_id
+        self.unreachable_since = None
         self.state = LAUNCHING
         self._address = ""
         self._store.add_appcore_run(self.attempt, task_id, agent_id)
@@ -105,9 +113,28 @@ class AppCoreLife:
         logger.info("AppCore attached from %s (attempt %d)", address, self.attempt)
 
     def task_ended(self, state: str) -> None:
-        """Record its task's end (a Mesos terminal ``state``)."""
+        """Record its task's end (a Mesos terminal ``state``, or TASK_UNREACHABLE when the
+        framework gave up on it)."""
         self._store.update_appcore_run(self.attempt, state=state, ended_at=time.time())
         self._address = ""
+        self.unreachable_since = None
+
+    def mark_unreachable(self, since: float) -> None:
+        """Mesos says its task's agent is unreachable since ``since``: it is waited for."""
+        if self.unreachable_since is None:
+            self.unreachable_since = since
+            logger.warning("AppCore %s: its agent is unreachable since %s", self.task_id,
+                           time.strftime("%H:%M:%S", time.localtime(since)))
+
+    def mark_reachable(self) -> None:
+        """Its task was heard of again."""
+        if self.unreachable_since is not None:
+            logger.info("AppCore %s: its agent came back", self.task_id)
+        self.unreachable_since = None
+
+    def heard(self) -> None:
+        """AppCore called the framework just now."""
+        self.heard_at = time.time()
 
     def wait_again(self) -> None:
         """Launch it again on the next offer."""
@@ -138,6 +165,7 @@ class AppCoreLife:
         if last is None or last["state"] not in _ON_AN_AGENT:
             return False
         self.task_id = str(last["task_id"])
+        self.agent_id = str(last["agent_id"])
         self.state = RUNNING
         logger.info("adopting AppCore %s (attempt %d)", self.task_id, self.attempt)
         return True

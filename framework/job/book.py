@@ -51,6 +51,28 @@ def tasks_left_running(trials: Iterable[TrialRow], store: JobStore) -> set[str]:
             if t.task_id and t.state in ENDED_BY_THE_FRAMEWORK and t.task_id not in ended}
 
 
+TRY_FAILED = "failed"
+"""A try whose script failed: ``--trial-retries`` runs the trial again."""
+TRY_LOST = "lost"
+"""A try whose task the cluster lost: ``max_task_retries`` runs the trial again."""
+TRY_EVICTED = "evicted"
+"""A try whose agent the cluster's operator took away (drained, marked gone): it runs again,
+not counted toward ``max_task_retries``."""
+
+
+def failed_tries(trial: TrialRow) -> int:
+    """How many of the trial's earlier tries its script failed (each spent a retry of
+    ``--trial-retries``)."""
+    return sum(1 for done in trial.tries if done.get("outcome") == TRY_FAILED)
+
+
+def lost_retries(trial: TrialRow) -> int:
+    """How many times the trial was launched again after its task was lost, its operator's
+    evictions aside (a record of an earlier version has retries and no tries: every one of them
+    was a lost task): what ``max_task_retries`` bounds."""
+    return trial.retries - failed_tries(trial) - trial.evictions
+
+
 def has_result(trial: TrialRow) -> bool:
     """Whether the trial's final report, with the objective, is recorded."""
     return trial.final_reported and trial.objective is not None
@@ -121,6 +143,11 @@ class TrialBook:
         # a resumed framework knows its predecessor's from the record.
         self._slot_tasks = {t.task_id for t in self._trials.values()
                             if t.task_id and t.executor_id}
+        # Tasks given up on while their agent was unreachable (their trials run again, or
+        # ended): task id → agent id. Killed if they ever come back; never waited for.
+        self._abandoned: dict[str, str] = {}
+        # When each trial's runner last reported (it is alive, wherever Mesos lost it).
+        self._last_report: dict[int, float] = {}
 
     # -- reading -----------------------------------------------------------------------------
 
@@ -222,6 +249,26 @@ class TrialBook:
             return [(t.task_id, t.agent_id, t.task_id in live) for t in self.rows()
                     if t.task_id and t.agent_id]
 
+    def unreachable(self) -> list[TrialRow]:
+        """The live rows of trials whose task's agent Mesos says is unreachable."""
+        with self.lock:
+            return [t for t in self.rows()
+                    if t.unreachable_since is not None and t.state in ON_AN_AGENT]
+
+    def abandoned(self) -> dict[str, str]:
+        """Task id → agent id of the tasks given up on while unreachable, not seen to end."""
+        with self.lock:
+            return dict(self._abandoned)
+
+    def is_abandoned(self, task_id: str) -> bool:
+        with self.lock:
+            return task_id in self._abandoned
+
+    def last_report(self, number: int) -> float:
+        """When trial ``number``'s runner last reported to this framework (0: not yet)."""
+        with self.lock:
+            return self._last_report.get(number, 0.0)
+
     def finishing_task_ids(self) -> list[str]:
         """Live tasks of trials whose final result is recorded (given time to exit)."""
         with self.lock:
@@ -259,38 +306,86 @@ class TrialBook:
                 self.events.trial_changed(row.number)
 
     def set_state(self, trial: TrialRow, state: TrialState, message: str) -> None:
-        """Record ``trial``'s new state (and message), then tell the event log."""
+        """Record ``trial``'s new state (and message), then tell the event log. A trial that
+        leaves its agent is no longer unreachable."""
         with self.lock:
             fields: dict[str, Any] = {"state": state}
             if message:
                 fields["message"] = message
             if state.is_finished():
                 fields["ended_at"] = time.time()
+            if trial.unreachable_since is not None and state not in ON_AN_AGENT:
+                fields["unreachable_since"] = None
             self.store.update_trial(trial.number, **fields)
             trial.state = state
             if message:
                 trial.message = message
             if "ended_at" in fields:
                 trial.ended_at = fields["ended_at"]
+            if "unreachable_since" in fields:
+                trial.unreachable_since = None
             self.events.trial_changed(trial.number)
 
-    def queue_again(self, trial: TrialRow, message: str) -> None:
-        """Wait for an offer again under a new task id (same number and assignment); a launch
-        that had a task counts as a retry."""
+    def queue_again(self, trial: TrialRow, message: str, *, outcome: str = TRY_LOST,
+                    failure: str = "") -> None:
+        """Wait for an offer again under a new task id (same number and assignment), with
+        ``message``. A launch that had a task counts as a retry: that try is kept in the
+        trial's ``tries`` (how it ended, ``outcome``: lost, evicted by the cluster's operator or
+        failed by its script; why, ``failure`` or else ``message``; what it reported) and the
+        trial starts over, its metrics and unfinished result gone with the try (its reports
+        stay recorded)."""
         with self.lock:
+            fields: dict[str, Any] = {"task_id": "", "agent_id": ""}
             if trial.task_id:
+                trial.tries = [*trial.tries, self._try_of(trial, outcome, failure or message)]
                 trial.retries += 1
+                trial.evictions += int(outcome == TRY_EVICTED)
+                trial.metrics, trial.objective, trial.training_seconds = {}, None, 0.0
+                trial.final_reported, trial.constraints = False, None
+                fields.update(retries=trial.retries, evictions=trial.evictions,
+                              tries=trial.tries, metrics={}, objective=None,
+                              training_seconds=0.0, final_reported=False, constraints=None)
             trial.task_id = ""
             trial.agent_id = ""
-            self.store.update_trial(trial.number, retries=trial.retries, task_id="",
-                                    agent_id="")
+            self.store.update_trial(trial.number, **fields)
             self.set_state(trial, TrialState.PENDING, message)
+
+    def mark_unreachable(self, trial: TrialRow, since: float, message: str) -> None:
+        """Mesos says the agent of the trial's task has been unreachable since ``since``: the
+        trial stays as it is (its task may come back), its message says so."""
+        with self.lock:
+            trial.unreachable_since = since
+            trial.message = message
+            self.store.update_trial(trial.number, unreachable_since=since, message=message)
+
+    def mark_reachable(self, trial: TrialRow, message: str) -> None:
+        """The trial's task is back (its agent re-registered): it goes on."""
+        with self.lock:
+            trial.unreachable_since = None
+            trial.message = message
+            self.store.update_trial(trial.number, unreachable_since=None, message=message)
+
+    def abandon(self, task_id: str, agent_id: str) -> None:
+        """Give up on ``task_id``, lost with its unreachable agent: killed if it comes back."""
+        with self.lock:
+            self._abandoned[task_id] = agent_id
+            self._ended_tasks.discard(task_id)
+            self._finishing.discard(task_id)
+
+    def _try_of(self, trial: TrialRow, outcome: str, message: str) -> dict[str, Any]:
+        """The record of the trial's try that just ended (its task still set): its task, how
+        and when it ended, its metrics and how many of the trial's reports it made."""
+        earlier = sum(int(done.get("reports", 0)) for done in trial.tries)
+        return {"task_id": trial.task_id, "outcome": outcome, "message": message,
+                "ended_at": time.time(), "metrics": dict(trial.metrics),
+                "reports": max(0, len(self.store.reports(trial.number)) - earlier)}
 
     def reported(self, trial: TrialRow, report: Report, metrics: Mapping[str, float],
                  fields: Mapping[str, Any]) -> None:
         """Record a runner's report (its checked ``metrics``) and the trial's columns it
         changes (``fields``), in one transaction."""
         with self.lock:
+            self._last_report[trial.number] = time.time()
             self.store.add_report(trial.number, metrics, report.step, report.final,
                                   report.elapsed_seconds, fields)
             for name, value in fields.items():
@@ -298,15 +393,19 @@ class TrialBook:
 
     def launched(self, number: int, task_id: str, agent_id: str, executor_id: str) -> None:
         """Record a trial's launch as ``task_id`` (on the warm slot ``executor_id``, or a
-        command task)."""
+        command task); a try after the first starts without the message of the one before
+        (which its ``tries`` keep)."""
         with self.lock:
             if executor_id:
                 self._slot_tasks.add(task_id)
             trial = self._trials[number]
             trial.task_id, trial.agent_id, trial.executor_id = task_id, agent_id, executor_id
             self._task_to_trial[task_id] = number
+            cleared = {"message": ""} if trial.tries and trial.message else {}
             self.store.update_trial(number, task_id=task_id, agent_id=agent_id,
-                                    executor_id=executor_id)
+                                    executor_id=executor_id, **cleared)
+            if cleared:
+                trial.message = ""
             self.set_state(trial, TrialState.LAUNCHING, "")
 
     def started(self, trial: TrialRow) -> None:
@@ -356,25 +455,39 @@ class TrialBook:
         return requeued
 
     def task_ended(self, task_id: str) -> None:
-        """A task of a trial that had already ended has ended too."""
+        """A task of a trial that had already ended (or an abandoned one) has ended too."""
         with self.lock:
             self._ended_tasks.discard(task_id)
             self._finishing.discard(task_id)
+            self._abandoned.pop(task_id, None)
 
     def close(self) -> None:
         """The job ended: trials still waiting are KILLED; running ones whose final result is
-        recorded are COMPLETED, their tasks given time to exit on their own."""
+        recorded are COMPLETED, their tasks given time to exit on their own; those on an
+        unreachable agent end now (nothing can be heard of their tasks: the TEARDOWN ends
+        them when their agent comes back)."""
         with self.lock:
             for trial in self._trials.values():
                 if trial.state == TrialState.PENDING:
                     self.set_state(trial, TrialState.KILLED,
                                    "the job ended before the trial ran")
+                elif trial.unreachable_since is not None and trial.state in ON_AN_AGENT:
+                    self._close_unreachable(trial)
                 elif has_result(trial) and not trial.terminal:
                     # Its final report is in the record: the trial is done, whatever happens
                     # to its task when the job's tasks are killed.
                     if trial.state in ON_AN_AGENT and trial.task_id:
                         self._finishing.add(trial.task_id)
                     self.set_state(trial, TrialState.COMPLETED, "")
+
+    def _close_unreachable(self, trial: TrialRow) -> None:
+        since = time.strftime("%H:%M:%S", time.localtime(trial.unreachable_since or 0.0))
+        self.abandon(trial.task_id, trial.agent_id)
+        if has_result(trial):
+            self.set_state(trial, TrialState.COMPLETED, "")
+        else:
+            self.set_state(trial, TrialState.KILLED,
+                           f"the job ended while its agent was unreachable (since {since})")
 
     def lose_tasks(self, message: str) -> None:
         """The framework was taken away: every trial on an agent is KILLED with ``message``,

@@ -50,6 +50,7 @@ from disauto.framework.job.intake import Submission
 from disauto.framework.job.progress import Progress
 from disauto.framework.job.progress import snapshot
 from disauto.framework.job.status import Measures
+from disauto.framework.job.status import StatusEffects
 from disauto.framework.job.status import TaskStatuses
 from disauto.framework.job.stops import EarlyEnds
 from disauto.framework.job.update import UpdateRefusedError
@@ -182,6 +183,7 @@ class JobController:
         with self._lock:
             if self._ended():
                 raise FailedPreconditionError("the job has ended")
+            self._appcore.heard()
             self._appcore.attach(address, certificate)
             return framework_pb2.AttachAppCoreReply(
                 spec=self.config.search_spec(),
@@ -230,6 +232,7 @@ class JobController:
         """
         with self._lock:
             self._book.require(report.trial)
+            self._appcore.heard()  # AppCore relays every report
             if self._ended():
                 # The job's answer is fixed when it ends: a result that arrives after the end
                 # (a trial still running when another reached the target) is not recorded.
@@ -273,6 +276,7 @@ class JobController:
                      timeout: float) -> tuple[list[framework_pb2.TrialEvent], bool]:
         """Events after ``sequence`` (waiting up to ``timeout`` for one); and whether it ended."""
         with self._lock:
+            self._appcore.heard()  # AppCore's WatchTrials stream asks again
             changes = self._events.after(sequence, timeout, ended=self._ended())
             return [self._event(seq, number) for seq, number in changes], self._ended()
 
@@ -401,13 +405,31 @@ class JobController:
         a command task)."""
         self._book.launched(number, task_id, agent_id, executor_id)
 
-    def on_status(self, status: Mapping[str, Any]) -> None:
-        """Record a Mesos status update (before the scheduler acknowledges it)."""
+    def on_status(self, status: Mapping[str, Any]) -> StatusEffects:
+        """Record a Mesos status update (before the scheduler acknowledges it); what the
+        scheduler must do about it (the stale tasks to kill)."""
         self.store.add_task_update(status)
         with self._lock:
-            pending = self._statuses.on(status)
-        if pending:
+            effects = self._statuses.on(status)
+        if effects.pending:
             self._on_pending()
+        return effects
+
+    def expire_unreachable(self, now: float | None = None) -> StatusEffects:
+        """Give up on the tasks whose agent has been unreachable longer than
+        ``--unreachable-timeout``: their trials (or AppCore) run again; the tasks abandoned
+        (the caller kills them and forgets their slots)."""
+        with self._lock:
+            effects = self._statuses.expire_unreachable(time.time() if now is None else now)
+        if effects.pending:
+            self._on_pending()
+        return effects
+
+    def unreachable_tasks(self) -> list[tuple[str, str]]:
+        """``(task_id, agent_id)`` of the tasks on unreachable agents, waited for or given up
+        on: what the framework reconciles until Mesos says where they are."""
+        with self._lock:
+            return self._statuses.unreachable_tasks()
 
     def expire_trials(self, now: float | None = None) -> list[str]:
         """Record TIMEOUT for trials running past ``trial_timeout`` (their slots free at once);

@@ -23,10 +23,12 @@ from disauto.common.objectives import Objectives
 from disauto.common.report import Report
 from disauto.common.space import SearchSpace
 from disauto.common.telemetry import Sample
+from disauto.common.trial_state import TrialState
 from disauto.framework.errors import AlreadyExistsError
 from disauto.framework.errors import FailedPreconditionError
 from disauto.framework.errors import InvalidArgumentError
 from disauto.framework.job.book import TrialBook
+from disauto.framework.job.book import has_result
 from disauto.framework.store import TrialRow
 
 
@@ -135,4 +137,9 @@ class Intake:
         if values is not None:  # the first objective, once every objective is reported
             fields["objective"] = values[0]
         self._book.reported(trial, report, metrics, fields)
+        if trial.state == TrialState.PENDING and has_result(trial):
+            # The final report of an earlier launch given up on while its agent was
+            # unreachable (it ran on): the trial's result; it need not run again.
+            self._book.set_state(trial, TrialState.COMPLETED,
+                                 "completed by an earlier launch's final report")
         return trial

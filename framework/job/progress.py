@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 import time
 
+from disauto.common.durations import format_duration
 from disauto.common.trial_state import TrialState
 from disauto.framework.policies import JobProgress
 from disauto.framework.spec import JobConfig
@@ -92,3 +93,21 @@ def job_progress(config: JobConfig, trials: Sequence[TrialRow], now: float,
         durations=durations, waiting=waiting, cpus=config.runner.cpus, mem_mb=config.runner.mem_mb,
         gpus=config.runner.gpus,
     )
+
+
+def unreachable_note(trials: Sequence[TrialRow], bound: float) -> str:
+    """What the progress line says of trials whose agent is unreachable: ``trial-0003 is
+    unreachable since 14:03:07 (runs again from 14:08:07)``, ``2 trials are unreachable since
+    ...``; "" when none is."""
+    lost = sorted((t.unreachable_since, t.number) for t in trials
+                  if t.unreachable_since is not None and not t.terminal)
+    if not lost:
+        return ""
+    since = lost[0][0]
+    who = f"trial-{lost[0][1]:04d} is" if len(lost) == 1 else f"{len(lost)} trials are"
+    return (f"{who} unreachable since {_clock(since)} (runs again from "
+            f"{_clock(since + bound)}, --unreachable-timeout {format_duration(bound)})")
+
+
+def _clock(seconds: float) -> str:
+    return time.strftime("%H:%M:%S", time.localtime(seconds))

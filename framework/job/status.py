@@ -2,23 +2,42 @@
 
 :class:`TaskStatuses` decides a trial's or AppCore's state from one status update, as
 docs/design.md's "How a trial ends" says: a recorded final result wins over whatever Mesos says
-later, a lost task runs again (at most ``max_task_retries`` times), a script's failure is a
-FAILED trial with its stderr's tail, and AppCore is relaunched until it failed more than
+later, a lost task runs again (at most ``max_task_retries`` times), a script's failure runs
+the trial again (at most ``--trial-retries`` times) and then is a FAILED trial with its stderr's
+tail, and AppCore is relaunched until it failed more than
 ``max_appcore_restarts`` times. It reads and changes the trial book and AppCore's life through
 their methods, under the job's lock (the controller holds it around :meth:`TaskStatuses.on`).
+
+What a production cluster adds (the framework is PARTITION_AWARE, TASK_KILLING_STATE):
+
+* TASK_UNREACHABLE (the agent is cut off): the trial keeps its state and its task, its message
+  says since when, and it goes on if the task comes back (TASK_RUNNING again, its result);
+  past ``--unreachable-timeout`` (:meth:`TaskStatuses.expire_unreachable`) it runs again as a
+  lost one, and its old task is abandoned: killed whenever it shows up alive.
+* A task of an agent its operator drained (``REASON_AGENT_DRAINING``) or marked gone
+  (TASK_GONE_BY_OPERATOR) runs again as a lost one without counting toward
+  ``max_task_retries``: an eviction, not a fault (AppCore's does not count as a failure).
+* TASK_KILLING is not an end; a task that ended TASK_FINISHED is never "lost" whatever reason
+  rides with it (an agent re-registering reports a finished task with REASON_AGENT_REREGISTERED).
+* A task of an earlier launch of a trial (or AppCore) that reports itself running is killed:
+  one trial never has two live tasks.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from collections.abc import Mapping
+from dataclasses import dataclass
+from dataclasses import replace
 import logging
+import time
 from typing import Any
 from typing import Protocol
 
 from disauto.common import slots
 from disauto.common import task_env
 from disauto.common import task_usage
+from disauto.common.durations import format_duration
 from disauto.common.objectives import Objectives
 from disauto.common.task_states import has_ended_for_framework
 from disauto.common.task_states import was_lost
@@ -26,8 +45,15 @@ from disauto.common.task_usage import TaskUsage
 from disauto.common.telemetry import Sample
 from disauto.common.trial_state import TrialState
 from disauto.framework.job.appcore import AppCoreLife
+from disauto.framework.job.book import TRY_EVICTED
+from disauto.framework.job.book import TRY_FAILED
+from disauto.framework.job.book import TRY_LOST
 from disauto.framework.job.book import TrialBook
+from disauto.framework.job.book import failed_tries
 from disauto.framework.job.book import has_result
+from disauto.framework.job.book import lost_retries
+from disauto.framework.job.memory_kill import MEMORY_LIMITATION
+from disauto.framework.job.memory_kill import MemoryKill
 from disauto.framework.spec import JobConfig
 from disauto.framework.store import TrialRow
 from disauto.protos import framework_pb2
@@ -40,8 +66,51 @@ SLOT_LOST_REASONS = frozenset({"REASON_EXECUTOR_TERMINATED",
 """A warm slot's task that ended for one of these was lost with its slot (the executor died or
 never started), not failed by its script: it is queued again as a lost task is."""
 
-MEMORY_LIMITATION = "REASON_CONTAINER_LIMITATION_MEMORY"
-"""The reason of a task its container's memory limit killed (Mesos' cgroups/mem isolator)."""
+EVICTION_REASONS = frozenset({"REASON_AGENT_DRAINING", "REASON_AGENT_REMOVED_BY_OPERATOR",
+                              "REASON_SLAVE_REMOVED_BY_OPERATOR"})
+"""Reasons of a task's end that its agent's operator caused (DRAIN_AGENT, maintenance, an agent
+marked gone): the trial is evicted, not failed."""
+EVICTION_STATES = frozenset({"TASK_GONE_BY_OPERATOR"})
+
+UNREACHABLE = "TASK_UNREACHABLE"
+LIVE_STATES = frozenset({"TASK_STAGING", "TASK_STARTING", "TASK_RUNNING"})
+"""States of a task that runs or is about to (a stale task in one is killed)."""
+GOING_ON = LIVE_STATES | {"TASK_KILLING"}
+"""States of a task that has not ended: a task heard of in one is reachable."""
+
+
+@dataclass(frozen=True)
+class StatusEffects:
+    """What taking a status (or expiring unreachable tasks) asks of the caller, without the
+    job's lock held."""
+
+    pending: bool = False
+    """Something waits for an offer again (a relaunch, a retry)."""
+    kill: tuple[str, ...] = ()
+    """Tasks to kill: stale launches that showed up running."""
+    abandoned: tuple[str, ...] = ()
+    """Tasks given up on while unreachable (to kill, and their warm slots to forget)."""
+
+
+NOTHING = StatusEffects()
+
+
+def was_evicted(state: str, reason: str) -> bool:
+    """Whether the cluster's operator took the task's agent away (drained, marked gone)."""
+    return state in EVICTION_STATES or reason in EVICTION_REASONS
+
+
+def unreachable_time(status: Mapping[str, Any]) -> float | None:
+    """``TaskStatus.unreachable_time`` (a TimeInfo) in seconds since the epoch, if set."""
+    try:
+        return int(status["unreachable_time"]["nanoseconds"]) / 1e9
+    except (KeyError, TypeError, ValueError):
+        return None
+
+
+def clock(seconds: float) -> str:
+    """``14:03:07``: a time of day, local, for a message."""
+    return time.strftime("%H:%M:%S", time.localtime(seconds))
 
 
 class Measures(Protocol):
@@ -55,6 +124,11 @@ class Measures(Protocol):
 
     def record_samples(self, samples: list[Sample]) -> None:
         """Store samples measured elsewhere (a runner's GPU samples) and fold them in."""
+
+    def record_memory_kill(self, trial: int, used_bytes: float | None,
+                           limit_bytes: float | None) -> None:
+        """Take what the kernel said when the trial's memory limit killed it: the most it
+        used, and its container's limit."""
 
 
 class TaskStatuses:
@@ -82,9 +156,8 @@ class TaskStatuses:
         self._log_tail = log_tail
         self._measures = measures
 
-    def on(self, status: Mapping[str, Any]) -> bool:
-        """Take one status update (recorded already); True when something waits for an offer
-        again (a relaunch, a retry)."""
+    def on(self, status: Mapping[str, Any]) -> StatusEffects:
+        """Take one status update (recorded already): what it asks of the caller."""
         task_id = str(status.get("task_id", {}).get("value", ""))
         state = str(status.get("state", ""))
         if task_id == self._appcore.task_id or task_id.startswith("appcore-"):
@@ -92,47 +165,69 @@ class TaskStatuses:
         trial = self._book.of_task(task_id)
         if trial is not None and trial.task_id == task_id:
             return self._on_trial(trial, state, status)
-        if trial is not None:
-            logger.info("status %s of %s, an earlier launch of trial %d", state, task_id,
-                        trial.number)
-        elif slots.is_warmup_task(task_id):
+        if trial is not None or self._book.is_abandoned(task_id):
+            return self._on_stale(task_id, state, trial.number if trial is not None else 0)
+        if slots.is_warmup_task(task_id):
             if state in ("TASK_FAILED", "TASK_ERROR", "TASK_LOST", "TASK_DROPPED"):
                 logger.warning("slot warm-up %s: %s", task_id, describe_status(status))
         else:
             logger.warning("status %s for unknown task %s", state, task_id)
-        return False
+        return NOTHING
 
-    def _on_appcore(self, task_id: str, state: str, status: Mapping[str, Any]) -> bool:
+    def _on_stale(self, task_id: str, state: str, number: int) -> StatusEffects:
+        """A task of an earlier launch of a trial (or given up on while unreachable): killed if
+        it runs, forgotten once it ended."""
+        what = f"an earlier launch of trial {number}" if number else "a task given up on"
+        if has_ended_for_framework(state):
+            self._book.task_ended(task_id)
+            logger.info("status %s of %s, %s", state, task_id, what)
+        elif state in LIVE_STATES:
+            logger.warning("%s, %s, runs again (its agent came back): killing it", task_id,
+                           what)
+            return StatusEffects(kill=(task_id,))
+        return NOTHING
+
+    def _on_appcore(self, task_id: str, state: str, status: Mapping[str, Any]) -> StatusEffects:
         life = self._appcore
-        if task_id != life.task_id:
-            return False  # an earlier attempt, already replaced
-        if state == "TASK_RUNNING":
-            life.running()
-            return False
+        if task_id != life.task_id:  # an earlier attempt, already replaced
+            if state in LIVE_STATES:
+                logger.warning("%s, an earlier AppCore, runs again: killing it", task_id)
+                return StatusEffects(kill=(task_id,))
+            return NOTHING
+        if state == UNREACHABLE:
+            life.mark_unreachable(unreachable_time(status) or time.time())
+            return NOTHING
+        if state in GOING_ON:
+            life.mark_reachable()
+            if state == "TASK_RUNNING":
+                life.running()
+            return NOTHING
         if not has_ended_for_framework(state):
-            return False
+            return NOTHING
         life.task_ended(state)
         if self._ended():
             life.end()
-            return False
+            return NOTHING
         why = describe_status(status) + self._tail(status)
-        if port_was_taken(status) and life.port_taken():
-            # Another process on the agent holds the offered port: not AppCore's failure.
-            logger.warning("AppCore %s found its port taken (%s); launching it again",
-                           task_id, why)
+        if was_evicted(state, str(status.get("reason", ""))) or (
+                port_was_taken(status) and life.port_taken()):
+            # Its agent was drained or taken away, or another process on the agent holds the
+            # offered port: not AppCore's failure.
+            logger.warning("AppCore %s ended (%s); launching it again", task_id, why)
             life.wait_again()
-            return True
+            return StatusEffects(pending=True)
         failures = life.failed()
         if failures > self._config().max_appcore_restarts:
             life.end()
             self._finish(framework_pb2.ERROR, f"AppCore failed {failures} times; last: {why}")
-            return False
+            return NOTHING
         logger.warning("AppCore %s ended (%s); relaunching it", task_id, why)
         life.wait_again()
-        return True
+        return StatusEffects(pending=True)
 
-    def _on_trial(self, trial: TrialRow, state: str, status: Mapping[str, Any]) -> bool:
-        """Record a status of the trial's task; True when the trial waits for an offer again."""
+    def _on_trial(self, trial: TrialRow, state: str,
+                  status: Mapping[str, Any]) -> StatusEffects:
+        """Record a status of the trial's task."""
         ended = has_ended_for_framework(state)
         if ended and self._measures is not None:
             exact = task_usage.read_status_data(status.get("data"))
@@ -141,17 +236,95 @@ class TaskStatuses:
         if trial.terminal:
             if ended:
                 self._book.task_ended(trial.task_id)
-            return False
-        if state == "TASK_RUNNING":
-            if trial.state != TrialState.RUNNING:
+            return NOTHING
+        if state == UNREACHABLE:
+            self._unreachable(trial, unreachable_time(status) or time.time())
+            return NOTHING
+        if state in GOING_ON:
+            if trial.unreachable_since is not None:
+                away = format_duration(max(1, round(time.time() - trial.unreachable_since)))
+                self._book.mark_reachable(trial, f"its agent came back after {away} "
+                                                 "unreachable")
+            if state == "TASK_RUNNING" and trial.state != TrialState.RUNNING:
                 self._book.started(trial)
-            return False
+            return NOTHING
         if not ended:
-            return False
+            return NOTHING
         if self._retry_lost(trial, state, status):
-            return True
-        self._book.set_state(trial, *self._verdict(trial, state, status))
-        return False
+            return StatusEffects(pending=True)
+        verdict = self._verdict(trial, state, status)
+        if self._retry_failed(trial, state, status, verdict):
+            return StatusEffects(pending=True)
+        self._book.set_state(trial, *verdict)
+        return NOTHING
+
+    def _unreachable(self, trial: TrialRow, since: float) -> None:
+        """Its agent is unreachable since ``since``: the trial waits for it, up to the bound."""
+        if trial.unreachable_since is not None:
+            since = min(since, trial.unreachable_since)  # a reconciliation repeats it
+        bound = self._config().unreachable_timeout
+        self._book.mark_unreachable(
+            trial, since, f"its agent has been unreachable since {clock(since)}; it runs "
+                          f"again from {clock(since + bound)} unless the agent comes back "
+                          f"(--unreachable-timeout {format_duration(bound)})")
+
+    def expire_unreachable(self, now: float) -> StatusEffects:
+        """Give up on the tasks unreachable for longer than ``--unreachable-timeout`` (counted
+        from when their agent was lost, or their runner last reported, whichever is later):
+        their trials run again as lost ones (COMPLETED when their result is in), AppCore is
+        launched again unless it still talks to the framework."""
+        bound = self._config().unreachable_timeout
+        abandoned: list[str] = []
+        pending = False
+        for trial in self._book.unreachable():
+            since = trial.unreachable_since or now
+            if now - max(since, self._book.last_report(trial.number)) < bound:
+                continue
+            abandoned.append(trial.task_id)
+            pending |= self._give_up(trial, since, bound)
+        life = self._appcore
+        if life.unreachable_since is not None and life.live_task_id() and \
+                now - max(life.unreachable_since, life.heard_at) >= bound:
+            abandoned.append(life.task_id)
+            self._book.abandon(life.task_id, life.agent_id)
+            logger.warning("AppCore %s: its agent has been unreachable since %s; launching "
+                           "it again", life.task_id, clock(life.unreachable_since))
+            life.task_ended(UNREACHABLE)
+            if not self._ended():
+                life.wait_again()
+                pending = True
+        return StatusEffects(pending=pending, abandoned=tuple(abandoned))
+
+    def unreachable_tasks(self) -> list[tuple[str, str]]:
+        """``(task_id, agent_id)`` of the tasks on unreachable agents, waited for or given up
+        on (AppCore's too)."""
+        tasks = [(t.task_id, t.agent_id) for t in self._book.unreachable()]
+        tasks += sorted(self._book.abandoned().items())
+        life = self._appcore
+        if life.unreachable_since is not None and life.live_task_id():
+            tasks.append((life.task_id, life.agent_id))
+        return tasks
+
+    def _give_up(self, trial: TrialRow, since: float, bound: float) -> bool:
+        """Abandon the trial's unreachable task; whether the trial waits for an offer again."""
+        self._book.abandon(trial.task_id, trial.agent_id)
+        why = (f"its agent was unreachable for longer than --unreachable-timeout "
+               f"{format_duration(bound)} (since {clock(since)})")
+        retries = self._config().max_task_retries
+        if has_result(trial):
+            self._book.set_state(trial, TrialState.COMPLETED, f"completed; then {why}")
+            return False
+        if self._ended():
+            self._book.set_state(trial, TrialState.KILLED, why)
+            return False
+        if lost_retries(trial) >= retries:
+            self._book.set_state(trial, TrialState.FAILED,
+                                 f"{why}; its launches again are spent "
+                                 f"(max_task_retries {retries})")
+            return False
+        logger.warning("trial %d: %s; launching it again", trial.number, why)
+        self._book.queue_again(trial, f"launched again: {why}")
+        return True
 
     def _verdict(self, trial: TrialRow, state: str,
                  status: Mapping[str, Any]) -> tuple[TrialState, str]:
@@ -176,27 +349,69 @@ class TaskStatuses:
                 f"apprunner_sdk.report({objective}=..., final=True))")
         if state == "TASK_KILLED":
             return TrialState.KILLED, describe_status(status)
-        return TrialState.FAILED, (describe_status(status) + self._memory(trial, status)
-                                   + self._tail(status))
+        kill = MemoryKill.read(status)
+        if kill is not None:
+            return TrialState.FAILED, (f"{state} {MEMORY_LIMITATION}: "
+                                       f"{self._memory(trial, kill)}{self._tail(status)}")
+        return TrialState.FAILED, describe_status(status) + self._tail(status)
 
-    def _memory(self, trial: TrialRow, status: Mapping[str, Any]) -> str:
-        """For a trial killed for its memory: what telemetry measured of it, and the limit."""
-        if status.get("reason") != MEMORY_LIMITATION or self._measures is None:
-            return ""
-        note = self._measures.memory_note(trial.number)
-        return f"; {note}" if note else ""
+    def _memory(self, trial: TrialRow, kill: MemoryKill) -> str:
+        """A trial its memory limit killed: how much it used against its limit, what
+        telemetry measured of it, and the ``--app-runner-memory`` to try (the kernel's figure
+        is kept as its peak, for the job's summary). Mesos' ``memory.stat`` dump stays in the
+        record's task updates only."""
+        note = ""
+        if self._measures is not None:  # what its polls saw, then the kernel's figure
+            note = self._measures.memory_note(trial.number)
+            self._measures.record_memory_kill(trial.number, kill.used_bytes, kill.limit_bytes)
+        elif kill.used_bytes is not None:
+            peak = max(trial.usage.peak_rss_bytes or 0.0, kill.used_bytes)
+            self._book.set_trial_usage(trial.number,
+                                       replace(trial.usage, peak_rss_bytes=peak))
+        logger.warning("trial %d was killed by its memory limit", trial.number)
+        described = kill.describe(self._config().runner.mem_mb)
+        return described + (f"; {note}" if note else "")
 
     def _retry_lost(self, trial: TrialRow, state: str, status: Mapping[str, Any]) -> bool:
-        """Queue a trial again when its task was lost (not failed by its script)."""
+        """Queue a trial again when its task was lost or evicted (not failed by its script)."""
         reason = str(status.get("reason", ""))
-        lost = was_lost(state, reason) or (
-            reason in SLOT_LOST_REASONS and _on_a_slot(trial.task_id, status, self._book))
-        retries = self._config().max_task_retries
-        if not lost or has_result(trial) or self._ended() or trial.retries >= retries:
+        evicted = was_evicted(state, reason)
+        lost = evicted or (state != "TASK_FINISHED" and (was_lost(state, reason) or (
+            reason in SLOT_LOST_REASONS and _on_a_slot(trial.task_id, status, self._book))))
+        if not lost or has_result(trial) or self._ended():
             return False
-        logger.warning("trial %d: %s; launching it again (retry %d of %d)", trial.number,
-                       describe_status(status), trial.retries + 1, retries)
-        self._book.queue_again(trial, f"launched again after {describe_status(status)}")
+        retries = self._config().max_task_retries
+        if not evicted and lost_retries(trial) >= retries:
+            return False
+        if evicted:
+            why = (f"launched again after {describe_status(status)}: its agent was taken away "
+                   "by the cluster's operator (drained or marked gone), not counted toward "
+                   "max_task_retries")
+        else:
+            why = f"launched again after {describe_status(status)}"
+        logger.warning("trial %d: %s (retry %d)", trial.number, why, trial.retries + 1)
+        self._book.queue_again(trial, why, outcome=TRY_EVICTED if evicted else TRY_LOST)
+        return True
+
+    def _retry_failed(self, trial: TrialRow, state: str, status: Mapping[str, Any],
+                      verdict: tuple[TrialState, str]) -> bool:
+        """Queue a trial again whose script failed (``verdict``: FAILED, its task failed or
+        exited without a result; not lost, not refused by Mesos), at most ``--trial-retries``
+        times: the try's failure is kept in the trial's tries, and AppCore, which sees the trial
+        wait again, is told only how its last try ended."""
+        allowed = self._config().trial_retries
+        scripted = state in ("TASK_FAILED", "TASK_FINISHED") and not (
+            was_lost(state, str(status.get("reason", "")))
+            or str(status.get("reason", "")) in SLOT_LOST_REASONS)
+        if verdict[0] != TrialState.FAILED or not scripted or self._ended() \
+                or failed_tries(trial) >= allowed:
+            return False
+        retry = failed_tries(trial) + 1
+        logger.warning("trial %d: its script failed (%s); launching it again (retry %d of %d)",
+                       trial.number, verdict[1], retry, allowed)
+        self._book.queue_again(trial, f"launched again after try {trial.retries + 1} failed "
+                               f"(retry {retry} of --trial-retries {allowed}): {verdict[1]}",
+                               outcome=TRY_FAILED, failure=verdict[1])
         return True
 
     def _tail(self, status: Mapping[str, Any]) -> str:

@@ -253,6 +253,22 @@ class TelemetryLoop:
         except Exception:  # noqa: BLE001 - a store error must not end the job
             logger.exception("cannot store the usage of trial %d", trial)
 
+    def record_memory_kill(self, trial: int, used_bytes: float | None,
+                           limit_bytes: float | None) -> None:
+        """The trial's memory limit killed it having used ``used_bytes`` of ``limit_bytes``
+        (the kernel's figures, in the task's status): its peak is at least that."""
+        with self._lock:
+            accumulator = self._usage.setdefault(trial, UsageAccumulator())
+            if used_bytes is not None:
+                accumulator.killed_at = used_bytes
+            if limit_bytes is not None and accumulator.mem_limit is None:
+                accumulator.mem_limit = limit_bytes
+            usage = accumulator.usage()
+        try:
+            self._store.set_trial_usage(trial, usage)
+        except Exception:  # noqa: BLE001 - a store error must not end the job
+            logger.exception("cannot store the usage of trial %d", trial)
+
     def memory_note(self, trial: int) -> str:
         """``measured peak 612 MB of the 512 MB limit`` for a trial, "" when not measured."""
         with self._lock:

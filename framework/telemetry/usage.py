@@ -40,6 +40,9 @@ class UsageAccumulator:
     exact: TaskUsage | None = None
     """What the executor measured when it reaped the trial (``common/task_usage.py``): when
     known, the trial's CPU seconds and peak memory are these, not the sampled ones."""
+    killed_at: float | None = None
+    """The most memory the kernel counted when the trial's memory limit killed it (bytes):
+    its peak is at least this."""
 
     def add(self, sample: Sample) -> None:
         """Take one sample of the trial into the summary (other names are ignored)."""
@@ -62,8 +65,12 @@ class UsageAccumulator:
                 else max(self.gpu_memory_peak, value)
 
     def peak(self) -> float | None:
-        """The trial's peak resident set: the exact one when known, else the sampled one."""
-        return float(self.exact.max_rss_bytes) if self.exact is not None else self.rss_peak
+        """The trial's peak resident set: the exact one when known, else the sampled one; at
+        least what it used when its memory limit killed it."""
+        peak = float(self.exact.max_rss_bytes) if self.exact is not None else self.rss_peak
+        if self.killed_at is None:
+            return peak
+        return self.killed_at if peak is None else max(peak, self.killed_at)
 
     def cpu_seconds(self) -> float | None:
         if self.exact is not None:

@@ -2,8 +2,8 @@
 
 A :class:`Record` is what the page needs of a job: its meta values, trials and reports, and
 whether it runs. :func:`page_data` turns it into one JSON object — the job, its trials (with
-each trial's intermediate values and measured usage), parameter importance and whether
-resource use was measured — which
+each trial's intermediate values, measured usage and feasibility), parameter importance, the
+Pareto front of a job of several objectives and whether resource use was measured — which
 the page polls while the job runs and ``report.html`` carries inline.
 """
 
@@ -12,11 +12,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 import json
 import time
 from typing import Any
 
 from disauto.common.messages import cause_first
+from disauto.common.objectives import Objectives
+from disauto.common.objectives import is_feasible
 from disauto.common.space import CategoricalParam
 from disauto.common.space import space_from_proto
 from disauto.common.trial_state import TrialState
@@ -78,6 +81,7 @@ def job_view(record: Record) -> dict[str, Any]:
     algorithm = search.tuning_type
     if search.settings.get("backend"):
         algorithm += f" ({search.settings['backend']})"
+    objectives = Objectives.from_spec(search)
     return {
         "job_id": record.meta.get("job_id", config.job_id),
         "name": config.app_name,
@@ -92,6 +96,8 @@ def job_view(record: Record) -> dict[str, Any]:
         "target": search.target if search.HasField("target") else None,
         "objective": search.objective,
         "direction": "minimize" if search.direction == common_pb2.MINIMIZE else "maximize",
+        "objectives": list(objectives.names),
+        "directions": list(objectives.directions),
         "algorithm": algorithm,
         "settings": dict(sorted(search.settings.items())),
         "early_stopping": search.early_stopping or "none",
@@ -123,11 +129,12 @@ def _scales(config: JobConfig) -> dict[str, str]:
 
 
 def _best(trials: Sequence[TrialRow], maximize: bool) -> dict[str, Any] | None:
-    """The best completed trial; of equal ones, the first to complete (as the progress line
-    and da-job say)."""
+    """The best feasible completed trial; of equal ones, the first to complete (as the
+    progress line and da-job say)."""
     ranked = sorted_trials(trials, maximize)
     best = ranked[0] if ranked else None
-    if best is None or best.state != TrialState.COMPLETED or best.objective is None:
+    if best is None or best.state != TrialState.COMPLETED or best.objective is None \
+            or not is_feasible(best.constraints):
         return None
     return {"trial": best.number, "objective": best.objective}
 
@@ -156,6 +163,8 @@ def trial_view(trial: TrialRow, intermediate: Sequence[tuple[int, float]],
         "duration_seconds": duration,
         "intermediate": [[step, value] for step, value in intermediate],
         "usage": trial.usage.as_columns(),
+        "constraints": None if trial.constraints is None else list(trial.constraints),
+        "feasible": is_feasible(trial.constraints),
     }
 
 
@@ -170,6 +179,46 @@ def intermediate_values(reports: Sequence[Mapping[str, Any]],
         values.setdefault(int(report["trial"]), []).append(
             (int(report["step"]), float(metrics[objective])))
     return values
+
+
+@dataclass(frozen=True)
+class _Result:
+    """A completed trial's values as :meth:`Objectives.front` reads a trial."""
+
+    number: int
+    metrics: Mapping[str, float]
+    constraints: tuple[float, ...] | None
+    state: TrialState = TrialState.COMPLETED
+
+
+@lru_cache(maxsize=16)
+def _front(objectives: Objectives, results: tuple[tuple[int, tuple[float, ...], bool], ...]
+           ) -> tuple[int, ...]:
+    """The front of ``results`` (number, values, feasible), computed once for a job whose
+    results have not changed since the last poll."""
+    return tuple(objectives.front(
+        _Result(number, dict(zip(objectives.names, values, strict=True)),
+                None if feasible else (1.0,))
+        for number, values, feasible in results))
+
+
+def pareto_view(record: Record) -> dict[str, Any] | None:
+    """The Pareto plot of a job of several objectives (None for one): the objectives and
+    their directions, every completed trial that reported them all (``number``, ``values``,
+    ``feasible``) and the front's numbers (Optuna's, over the feasible ones)."""
+    objectives = Objectives.from_spec(record.config.search)
+    if not objectives.several:
+        return None
+    results = []
+    for trial in record.trials:
+        values = objectives.values(trial.metrics)
+        if trial.state == TrialState.COMPLETED and values is not None:
+            results.append((trial.number, values, is_feasible(trial.constraints)))
+    front = _front(objectives, tuple(results))
+    return {"objectives": list(objectives.names), "directions": list(objectives.directions),
+            "points": [{"number": number, "values": list(values), "feasible": feasible}
+                       for number, values, feasible in results],
+            "front": list(front)}
 
 
 _IMPORTANCE = ImportanceCache()
@@ -207,6 +256,7 @@ def page_data(record: Record, wait: float | None = None) -> dict[str, Any]:
         "job": job,
         "trials": [trial_view(t, steps.get(t.number, []), record.now) for t in record.trials],
         "importance": importance_view(record, wait=wait),
+        "pareto": pareto_view(record),
         "telemetry": {"available": any(value is not None for t in record.trials
                                        for value in t.usage.as_columns().values()),
                       "note": TELEMETRY_NOTE},

@@ -50,18 +50,27 @@ import uuid
 from disauto.common.logrotate import DEFAULT_SANDBOX_LOGGING
 from disauto.common.logrotate import SandboxLogging
 from disauto.localmesos.agent import sandbox as sandbox_mod
+from disauto.localmesos.agent.checkpoint import MetaDir
 from disauto.localmesos.agent.config import AgentConfig
+from disauto.localmesos.agent.config import AgentRuntime
+from disauto.localmesos.agent.draining import AgentDraining
 from disauto.localmesos.agent.executor_run import EXECUTOR_HEARTBEAT_INTERVAL
 from disauto.localmesos.agent.executor_run import ExecutorRun
 from disauto.localmesos.agent.executors import ExecutorHost
+from disauto.localmesos.agent.isolation import AgentIsolation
 from disauto.localmesos.agent.launch import AgentTask
 from disauto.localmesos.agent.launch import TaskLauncher
+from disauto.localmesos.agent.master_link import DISCONNECTED
+from disauto.localmesos.agent.master_link import RECOVERING
+from disauto.localmesos.agent.master_link import MasterLink
+from disauto.localmesos.agent.recovery import AgentRecovery
 from disauto.localmesos.agent.reports import TaskReports
 from disauto.localmesos.agent.status_updates import StatusUpdateManager
 from disauto.localmesos.agent.views import AgentViews
 from disauto.localmesos.containerizer import cpu_quota
 from disauto.localmesos.containerizer import docker as docker_mod
 from disauto.localmesos.containerizer.docker import DockerContainerizer
+from disauto.localmesos.containerizer.launcher import Launcher
 from disauto.localmesos.containerizer.monitor import ResourceMonitor
 from disauto.localmesos.protocol.messages import duration_seconds
 from disauto.localmesos.protocol.recordio import EventObserver
@@ -71,6 +80,12 @@ logger = logging.getLogger(__name__)
 
 
 # -- tasks ------------------------------------------------------------------------------------
+
+
+def has_capability(framework_info: Mapping[str, Any], capability: str) -> bool:
+    """Whether a FrameworkInfo has ``capability`` (``FrameworkInfo.Capability.Type``)."""
+    return any(isinstance(c, Mapping) and c.get("type") == capability
+               for c in framework_info.get("capabilities") or [])
 
 
 def _grace_seconds(kill_policy: Any) -> float | None:
@@ -86,7 +101,8 @@ ExecutorMessage = Callable[[str, str, str, str], None]
 """``(agent_id, framework_id, executor_id, base64 data)``: an executor's MESSAGE."""
 
 
-class Agent(TaskLauncher, ExecutorHost, TaskReports, AgentViews):
+class Agent(TaskLauncher, ExecutorHost, TaskReports, AgentViews, AgentRecovery, MasterLink,
+            AgentDraining, AgentIsolation):
     """One embedded Mesos agent (see the module docstring).
 
     Args:
@@ -114,6 +130,7 @@ class Agent(TaskLauncher, ExecutorHost, TaskReports, AgentViews):
             has no ``shutdown_grace_period`` (Mesos ``--executor_shutdown_grace_period``, 5 s).
         executor_heartbeat_interval: seconds between HEARTBEAT events on executor streams
             (Mesos: 30 min).
+        runtime: its launcher, pings and re-registration, recovery (:class:`AgentRuntime`).
     """
 
     def __init__(
@@ -136,6 +153,7 @@ class Agent(TaskLauncher, ExecutorHost, TaskReports, AgentViews):
         executor_registration_timeout: float = 60.0,
         executor_shutdown_grace: float = 5.0,
         executor_heartbeat_interval: float = EXECUTOR_HEARTBEAT_INTERVAL,
+        runtime: AgentRuntime | None = None,
     ) -> None:
         sandbox_mod.check_id(agent_id, what="agent id")
         self._sandbox_logging = sandbox_logging
@@ -155,24 +173,47 @@ class Agent(TaskLauncher, ExecutorHost, TaskReports, AgentViews):
         #: The libprocess id executors are told (``MESOS_SLAVE_PID``); the cluster sets it.
         self.libprocess_id = "slave(1)"
         self.total = config.total()
-
-        self._lock = threading.Lock()
-        self._tasks: dict[tuple[str, str], AgentTask] = {}
-        self._sandboxes: dict[tuple[str, str], tuple[str, Path]] = {}  # -> (executor id, dir)
-        self._removed_frameworks: set[str] = set()
-        self._executors: dict[tuple[str, str], ExecutorRun] = {}
-        self._completed_executors: list[ExecutorRun] = []
-        self._free_gpus: list[int] = list(config.gpu_devices)
-        self._threads: set[threading.Thread] = set()
-        self._stopped = False
+        self._init_tables()
+        runtime = runtime or AgentRuntime()
         self._updates = StatusUpdateManager(
             send_update,
             retry_interval=retry_interval,
             retry_interval_max=retry_interval_max,
             on_terminal_acknowledged=self._forget_task,
             name=f"status-updates-{agent_id}",
+            paused=runtime.recover,
         )
+        self._start_runtime(runtime)
         self._start_isolation(containerizer)
+
+    def _init_tables(self) -> None:
+        """What the agent knows: its tasks, sandboxes, executors, free GPUs, threads."""
+        self._lock = threading.Lock()
+        self._tasks: dict[tuple[str, str], AgentTask] = {}
+        self._sandboxes: dict[tuple[str, str], tuple[str, Path]] = {}  # -> (executor id, dir)
+        self._removed_frameworks: set[str] = set()
+        self._executors: dict[tuple[str, str], ExecutorRun] = {}
+        self._completed_executors: list[ExecutorRun] = []
+        self._free_gpus: list[int] = list(self.config.gpu_devices)
+        self._threads: set[threading.Thread] = set()
+        self._stopped = False
+
+    def _start_runtime(self, runtime: AgentRuntime) -> None:
+        """Its launcher, checkpoint, link to the master and draining state."""
+        self._launcher = runtime.launcher or Launcher(self.id)
+        self._meta = MetaDir(self.work_dir, self.id)
+        self._crashed = threading.Event()
+        self._executor_reregistration_timeout = runtime.executor_reregistration_timeout
+        self._on_pong = runtime.on_pong
+        self._on_reregister = runtime.on_reregister
+        self._drain_config: dict[str, Any] | None = None
+        self._isolation = runtime.isolation
+        self._cgroups_enable_cfs = runtime.cgroups_enable_cfs
+        # Registered by the cluster (``registered``) or, recovering, by re-registering.
+        self.link_state = RECOVERING if runtime.recover else DISCONNECTED
+        if not runtime.recover:
+            self._meta.write_agent(self.info())
+        self._start_master_link(runtime.total_ping_timeout)
 
     def _start_isolation(self, containerizer: DockerContainerizer | None) -> None:
         """The agent's CPU group (below full speed), containerizer and usage monitor; containers
@@ -222,6 +263,8 @@ class Agent(TaskLauncher, ExecutorHost, TaskReports, AgentViews):
             framework_info=framework_info,
             kill_grace=self._default_kill_grace,
         )
+        if self._dropped_while_draining(record):
+            return
         with self._lock:
             if self._stopped:
                 logger.warning("Agent %s is stopped: not launching task %s", self.id, task_id)
@@ -235,6 +278,7 @@ class Agent(TaskLauncher, ExecutorHost, TaskReports, AgentViews):
             self._removed_frameworks.discard(framework_id)
             self._tasks[record.key] = record
             if not executor_info:
+                self._checkpoint_launch(record, None)
                 self._start_thread(self._run_task, record, name=f"task-{task_id}")
         if executor_info:
             self._launch_on_executor(record, launch_executor)
@@ -266,7 +310,7 @@ class Agent(TaskLauncher, ExecutorHost, TaskReports, AgentViews):
         With ``override`` the given grace period replaces the task's own, and a kill already
         under way is escalated with it.
         """
-        if task.kill_requested and not override:
+        if (task.kill_requested and not override) or self._crashed.is_set():
             return
         policy_grace = _grace_seconds(task.info.get("kill_policy"))
         if override and grace_period is not None:
@@ -281,15 +325,31 @@ class Agent(TaskLauncher, ExecutorHost, TaskReports, AgentViews):
             self._start_killer(task)
 
     def _start_killer(self, task: AgentTask) -> None:
-        """Under the lock: kill ``task.process`` on a thread of its own."""
+        """Under the lock: kill ``task.process`` on a thread of its own; the first time,
+        TASK_KILLING goes first to a framework with TASK_KILLING_STATE (Mesos' command
+        executor, ``src/launcher/executor.cpp`` ``kill``; not for ``max_completion_time``)."""
         process = task.process
         if process is None:
             return
+        announce = not task.killing_announced and not task.timed_out and has_capability(
+            task.framework_info, "TASK_KILLING_STATE")
+        task.killing_announced = True
         logger.info("Killing task %s (grace %.3g s)", task.task_id, task.kill_grace)
-        self._start_thread(process.kill, task.kill_grace, name=f"kill-{task.task_id}")
+        self._start_thread(self._kill_process, task, process, announce,
+                           name=f"kill-{task.task_id}")
+
+    def _kill_process(self, task: AgentTask, process: Any, announce: bool) -> None:
+        if announce:
+            self._emit(task, "TASK_KILLING", only_live=True)
+        process.kill(task.kill_grace)
 
     def acknowledge(self, framework_id: str, task_id: str, uuid_b64: str) -> bool:
-        """Acknowledge a status update; ``False`` for an unknown or duplicate uuid."""
+        """Acknowledge a status update (checkpointed first); ``False`` for an unknown or
+        duplicate uuid."""
+        pending = self._updates.pending(framework_id, task_id)
+        if not pending or pending[0]["uuid"] != uuid_b64:
+            return False
+        self._checkpoint_ack(framework_id, task_id, uuid_b64)
         return self._updates.acknowledge(framework_id, task_id, uuid_b64)
 
     def resend_unacknowledged(self, framework_id: str) -> int:
@@ -320,6 +380,18 @@ class Agent(TaskLauncher, ExecutorHost, TaskReports, AgentViews):
             dropped,
         )
 
+    @property
+    def recovering(self) -> bool:
+        """Whether executors must wait (503): the agent died, or recovers from its
+        checkpoint."""
+        return self._crashed.is_set() or self.link_state == RECOVERING
+
+    @property
+    def executor_observers(self) -> list[EventObserver]:
+        """The observers of executor events (a restarted agent takes them over)."""
+        with self._lock:
+            return list(self._executor_observers)
+
     def add_executor_event_observer(self, observer: EventObserver) -> None:
         """Call ``observer(framework_id, event)`` for every event sent to an executor (from
         streams opened afterwards)."""
@@ -342,6 +414,9 @@ class Agent(TaskLauncher, ExecutorHost, TaskReports, AgentViews):
         with self._lock:
             first = not self._stopped
             self._stopped = True
+            crashed = self._crashed.is_set()
+        with self._link_cond:
+            self._link_cond.notify_all()
         if first:
             self._updates.stop()
             with self._lock:
@@ -365,7 +440,7 @@ class Agent(TaskLauncher, ExecutorHost, TaskReports, AgentViews):
             ran_containers, self._ran_containers = self._ran_containers, False
         if ran_containers:
             self._containers.remove_own()
-        if self._cpu_group is not None:
+        if self._cpu_group is not None and not crashed:
             self._cpu_group.remove()
 
     def _in_cpu_group(self) -> contextlib.AbstractContextManager[None]:
@@ -389,11 +464,14 @@ class Agent(TaskLauncher, ExecutorHost, TaskReports, AgentViews):
         thread.start()
 
     def _forget_task(self, framework_id: str, task_id: str) -> None:
-        """The terminal update was acknowledged: forget the task (its sandbox stays)."""
+        """The terminal update was acknowledged: forget the task (its sandbox stays), and its
+        executor's checkpoint once nothing of it is left; a draining agent may be drained."""
         with self._lock:
             task = self._tasks.get((framework_id, task_id))
             if task is not None and task.terminal:
                 del self._tasks[task.key]
+                self._forget_checkpoint(framework_id, task.executor_id)
+        self._update_drain_status()
 
     def _run_task(self, task: AgentTask) -> None:
         """The thread of one task: prepare, fetch, run, wait, report."""

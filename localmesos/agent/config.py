@@ -5,6 +5,7 @@ containerizer.cpp`` ``Containerizer::resources``).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from collections.abc import Mapping
 from dataclasses import dataclass
 from dataclasses import field
@@ -12,8 +13,13 @@ import os
 from pathlib import Path
 import shutil
 import tempfile
+from typing import Any
 
 from disauto.common.resources import Resources
+from disauto.common.resources import RoleResources
+from disauto.localmesos.containerizer.launcher import Launcher
+from disauto.localmesos.protocol.registration import ReregisterAgent
+from disauto.localmesos.protocol.registration import Reregistered
 
 
 _MB = 1024 * 1024
@@ -75,6 +81,11 @@ class AgentConfig:
     speed: float = 1.0
     """The share (0 < speed <= 1) of its CPUs its tasks get: below 1 a cgroup CPU quota makes
     the agent that much slower (:mod:`localmesos.containerizer.cpu_quota`)."""
+    resources: RoleResources | None = None
+    """Mesos' ``--resources``, reservations included (``cpus(ml):4;mem(*):8192``): a name it
+    gives replaces the field of that name (``cpus``, ``mem``, ``disk``, ``ports``; ``gpus``
+    sets how many GPUs the agent has); names it does not give keep theirs (Mesos'
+    ``Containerizer::resources`` adds the detected defaults for them)."""
 
     def __post_init__(self) -> None:
         for name in ("cpus", "mem_mb", "disk_mb"):
@@ -86,11 +97,12 @@ class AgentConfig:
         if isinstance(self.speed, bool) or not isinstance(self.speed, int | float) or \
                 not 0 < self.speed <= 1:
             raise ValueError(f"invalid agent speed {self.speed!r}: must be a number in (0, 1]")
+        self._take_resources()
         if self.gpu_indices is not None:
             indices = tuple(self.gpu_indices)
-            if len(indices) != self.gpus or len(set(indices)) != len(indices):
+            if len(indices) != self.gpu_count or len(set(indices)) != len(indices):
                 raise ValueError(
-                    f"invalid gpu_indices {indices!r}: need {self.gpus} distinct indices"
+                    f"invalid gpu_indices {indices!r}: need {self.gpu_count} distinct indices"
                 )
             if any(isinstance(i, bool) or not isinstance(i, int) or i < 0 for i in indices):
                 raise ValueError(f"invalid gpu_indices {indices!r}: need indices >= 0")
@@ -101,14 +113,70 @@ class AgentConfig:
         object.__setattr__(self, "ports", ports)
         object.__setattr__(self, "attributes", dict(self.attributes))
 
+    def _take_resources(self) -> None:
+        """Check ``resources``: ports that exist, whole GPUs."""
+        if self.resources is None:
+            return
+        if any(end > 65535 for _, end in self.resources.ranges("ports")):
+            raise ValueError(f"invalid resources {self.resources}: ports must be 0..65535")
+        gpus = self.resources.scalar("gpus")
+        if gpus != int(gpus):
+            raise ValueError(f"invalid resources {self.resources}: gpus must be whole, got "
+                             f"{gpus:g}")
+
+    @property
+    def gpu_count(self) -> int:
+        """How many GPUs the agent has: the ``gpus`` of ``resources`` when it names them,
+        else ``gpus``."""
+        if self.resources is not None and "gpus" in self.resources.names():
+            return int(self.resources.scalar("gpus"))
+        return self.gpus
+
     @property
     def gpu_devices(self) -> tuple[int, ...]:
         """The GPU indices this agent hands out."""
-        return self.gpu_indices if self.gpu_indices is not None else tuple(range(self.gpus))
+        if self.gpu_indices is not None:
+            return self.gpu_indices
+        return tuple(range(self.gpu_count))
 
-    def total(self) -> Resources:
-        """The resources the agent offers (``gpus`` only when it has some)."""
+    def total(self) -> RoleResources:
+        """The resources the agent offers (``gpus`` only when it has some): ``resources``,
+        and the other fields for the names it does not give."""
+        given = self.resources or RoleResources()
+        named = given.names()
         scalars = {"cpus": self.cpus, "mem": self.mem_mb, "disk": self.disk_mb}
-        if self.gpus > 0:
-            scalars["gpus"] = float(self.gpus)
-        return Resources(scalars, {"ports": self.ports})
+        if self.gpu_count > 0:
+            scalars["gpus"] = float(self.gpu_count)
+        defaults = Resources({k: v for k, v in scalars.items() if k not in named},
+                             {} if "ports" in named else {"ports": self.ports})
+        return given + RoleResources.unreserved(defaults)
+
+
+@dataclass(frozen=True)
+class AgentRuntime:
+    """What an agent needs beyond its resources to live through restarts and partitions.
+
+    Attributes:
+        launcher: the processes it launched, kept across its restarts (default: its own).
+        recover: rebuild from the checkpoint when :meth:`Agent.recover` is called (a
+            restarted agent); status updates wait until it re-registered.
+        total_ping_timeout: how long without a ping from the master before it re-registers
+            (the master's ``agent_ping_timeout × max_agent_ping_timeouts``).
+        executor_reregistration_timeout: how long recovered executors have to subscribe
+            again (Mesos ``--executor_reregistration_timeout``, 2 s).
+        on_pong: answers the master's pings (``master.pong``).
+        on_reregister: re-registers with the master (``master.reregister_agent``).
+        isolation: the isolators of its containers (Mesos ``--isolation``: ``posix/cpu``,
+            ``posix/mem``, ``cgroups/cpu``, ``cgroups/mem``).
+        cgroups_enable_cfs: a CFS quota from each container's CPUs (Mesos
+            ``--cgroups_enable_cfs``), with ``cgroups/cpu``.
+    """
+
+    launcher: Launcher | None = None
+    recover: bool = False
+    total_ping_timeout: float = 75.0
+    executor_reregistration_timeout: float = 2.0
+    on_pong: Callable[[str], None] | None = None
+    on_reregister: Callable[[Any, ReregisterAgent], Reregistered | None] | None = None
+    isolation: frozenset[str] = frozenset({"posix/cpu", "posix/mem"})
+    cgroups_enable_cfs: bool = False

@@ -179,6 +179,9 @@ def parse_call(body: bytes) -> dict[str, Any]:
 class ExecutorAgent(Protocol):
     """What the executor API needs of an agent (:class:`localmesos.agent.agent.Agent`)."""
 
+    @property
+    def recovering(self) -> bool: ...
+
     def knows_executor(self, framework_id: str, executor_id: str) -> bool: ...
 
     def knows_framework(self, framework_id: str) -> bool: ...
@@ -209,6 +212,8 @@ def find_agent(
             f"Executor '{executor_id}' of framework {framework_id} runs on {len(hosts)} agents "
             "of this cluster: call /slave(N)/api/v1/executor (MESOS_SLAVE_PID names it)"
         )
+    if any(agent.recovering for agent in agents):
+        return 503, "Agent has not finished recovery"  # its executors are not known yet
     if any(agent.knows_framework(framework_id) for agent in agents):
         return 400, "Executor cannot be found"
     return 400, "Framework cannot be found"

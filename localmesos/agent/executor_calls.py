@@ -22,6 +22,7 @@ from disauto.localmesos.agent.executor_run import TERMINATING
 from disauto.localmesos.agent.executor_run import ExecutorRun
 from disauto.localmesos.agent.executor_run import partition_aware
 from disauto.localmesos.agent.launch import AgentTask
+from disauto.localmesos.agent.recovery import checkpoints
 from disauto.localmesos.agent.status_updates import TERMINAL_STATES
 from disauto.localmesos.protocol.recordio import Subscription
 
@@ -47,6 +48,8 @@ class ExecutorCalls:
         """
         framework_id = call["framework_id"]["value"]
         executor_id = call["executor_id"]["value"]
+        if self.recovering:
+            return 503, "Agent has not finished recovery"
         with self._lock:
             run = self._executors.get((framework_id, executor_id))
             if run is None:
@@ -99,6 +102,8 @@ class ExecutorCalls:
             run.state = RUNNING
             run.stream = stream
             run.settled.set()
+            if checkpoints(run.framework_info):
+                self._meta.mark_http(run.framework_id, run.executor_id, run.container_id)
             unacked = {t["task_id"]["value"] for t in subscribe.get("unacknowledged_tasks", [])}
             for task_id in sorted(run.launched):
                 task = self._tasks.get((run.framework_id, task_id))
@@ -175,14 +180,17 @@ class ExecutorCalls:
             if task is not None and task.terminal and not duplicate:
                 logger.warning("Dropping %s of task %s: it is already terminal", state, task_id)
                 duplicate = True
+            if not duplicate:
+                status["framework_id"] = {"value": run.framework_id}
+                self._decorate(run.framework_info, status)
             if task is not None and not duplicate:
-                task.state = state
-                if state in TERMINAL_STATES:
+                task.state = status["state"]
+                if task.state in TERMINAL_STATES:
                     task.terminal = True
                     run.launched.discard(task_id)
-        if not duplicate:
-            status["framework_id"] = {"value": run.framework_id}
-            self._updates.update(run.framework_id, task_id, status)
+                self._queue_update(task, status)
+            elif not duplicate:
+                self._updates.update(run.framework_id, task_id, status)
         if acknowledge:
             with self._lock:
                 run.send(executor_api.acknowledged(task_id, status["uuid"]))

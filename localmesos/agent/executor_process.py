@@ -15,6 +15,7 @@ import logging
 import os
 from typing import Any
 
+from disauto.common.resources import Resources
 from disauto.localmesos.agent import executor_api
 from disauto.localmesos.agent import sandbox as sandbox_mod
 from disauto.localmesos.agent.executor_run import REGISTERING
@@ -27,9 +28,11 @@ from disauto.localmesos.agent.fetcher import FetchError
 from disauto.localmesos.agent.fetcher import fetch_uris
 from disauto.localmesos.agent.launch import sweep_sandbox
 from disauto.localmesos.containerizer import command as command_mod
+from disauto.localmesos.containerizer.cgroups import IsolationError
 from disauto.localmesos.containerizer.command import CommandProcess
 from disauto.localmesos.containerizer.command import LaunchError
 from disauto.localmesos.containerizer.cpu_quota import CpuQuotaError
+from disauto.localmesos.containerizer.launcher import Container
 from disauto.localmesos.protocol.messages import duration_seconds
 
 
@@ -50,9 +53,9 @@ class ExecutorProcesses:
         """The thread of one executor run: sandbox, fetch, spawn, wait, clean up."""
         returncode: int | None = None
         try:
-            process = self._spawn_executor(run)
-            if process is not None:
-                returncode = process.wait()
+            container = self._spawn_executor(run)
+            if container is not None:
+                returncode = self._await_exit(container)
         except Exception as exc:  # noqa: BLE001 - the run must end, whatever happened
             logger.exception("Executor %s: agent error", run.executor_id)
             run.pending_termination = ("TASK_FAILED", "REASON_EXECUTOR_TERMINATED",
@@ -60,8 +63,9 @@ class ExecutorProcesses:
         finally:
             self._executor_terminated(run, returncode)
 
-    def _spawn_executor(self, run: ExecutorRun) -> CommandProcess | None:
-        """Start the executor's command; None (with ``pending_termination``) if it cannot."""
+    def _spawn_executor(self, run: ExecutorRun) -> Container | None:
+        """Start the executor's command in its container; None (with
+        ``pending_termination``) if it cannot."""
         command = run.info.get("command") or {}
         try:
             sandbox_mod.create_sandbox(self.work_dir, self.id, run.framework_id,
@@ -82,23 +86,11 @@ class ExecutorProcesses:
             env = self._executor_environment(run, command, run_as)
             if run_as is not None:
                 command_mod.chown_tree(run.sandbox, run_as)
-            with self._lock:
-                if run.cancel.is_set():
-                    raise FetchCancelled("the executor was shut down while it was launched")
-                with self._in_cpu_group():
-                    process = CommandProcess.spawn(
-                        executable, argv, env=env, cwd=run.sandbox,
-                        stdout=run.sandbox / "stdout", stderr=run.sandbox / "stderr",
-                        run_as=run_as)
-                run.process = process
-                self._start_thread(self._registration_timeout, run,
-                                   name=f"register-{run.executor_id}")
-            logger.info("Launched executor %s of framework %s (pid %d)", run.executor_id,
-                        run.framework_id, process.pid)
-            return process
+            return self._start_executor(run, executable, argv, env, run_as)
         except FetchCancelled:
             logger.info("Executor %s was shut down before it was launched", run.executor_id)
-        except (FetchError, LaunchError, ValueError, OSError, CpuQuotaError) as exc:
+        except (FetchError, LaunchError, ValueError, OSError, CpuQuotaError,
+                IsolationError) as exc:
             message = f"Failed to launch container: {exc}"
             run.pending_termination = ("TASK_FAILED", "REASON_CONTAINER_LAUNCH_FAILED", message)
             try:
@@ -107,6 +99,42 @@ class ExecutorProcesses:
             except OSError:
                 pass
         return None
+
+    def _start_executor(self, run: ExecutorRun, executable: str, argv: list[str],
+                        env: dict[str, str], run_as: command_mod.RunAs | None) -> Container:
+        """Start the executor's process in its container (its isolation made first), kept by
+        the launcher, its registration timed.
+
+        Raises:
+            FetchCancelled: it was shut down (or the agent died) meanwhile.
+            LaunchError, CpuQuotaError, IsolationError: it could not start.
+        """
+        isolation = self._isolate(run.container_id, self._executor_resources(run),
+                                  executor=True)
+        with self._lock:
+            if run.cancel.is_set() or self._crashed.is_set():
+                isolation.destroy()
+                raise FetchCancelled("the executor was shut down while it was launched")
+            try:
+                with self._in_cpu_group(), isolation.attached():
+                    process = CommandProcess.spawn(
+                        executable, argv, env=env, cwd=run.sandbox,
+                        stdout=run.sandbox / "stdout", stderr=run.sandbox / "stderr",
+                        run_as=run_as)
+            except (LaunchError, CpuQuotaError, IsolationError):
+                isolation.destroy()
+                raise
+            run.process = process
+            container = self._launcher.launched(run.container_id, process, isolation)
+            self._update_executor_isolation(run)
+            self._start_thread(self._registration_timeout, run,
+                               name=f"register-{run.executor_id}")
+        isolation.watch(container)
+        self._checkpoint_pid(run.framework_info, run.framework_id, run.executor_id,
+                             run.container_id, process.pid)
+        logger.info("Launched executor %s of framework %s (pid %d)", run.executor_id,
+                    run.framework_id, process.pid)
+        return container
 
     def _executor_environment(self, run: ExecutorRun, command: Mapping[str, Any],
                               run_as: command_mod.RunAs | None) -> dict[str, str]:
@@ -118,7 +146,7 @@ class ExecutorProcesses:
             command=command, sandbox=run.sandbox, ids=ids,
             agent_endpoint=self._master_endpoint,
             shutdown_grace_period=self._executor_shutdown_grace if grace is None else grace,
-            run_as=run_as, gpus=run.gpus if self.config.gpus > 0 else None,
+            run_as=run_as, gpus=run.gpus if self.config.gpu_count > 0 else None,
         )
         env.pop("MESOS_TASK_ID", None)
         checkpoint = bool(run.framework_info.get("checkpoint"))
@@ -149,10 +177,23 @@ class ExecutorProcesses:
                 f"Executor did not register within {mesos_duration(timeout)}")
         self._destroy(run)
 
+    def _executor_resources(self, run: ExecutorRun) -> Resources:
+        """The resources of the executor itself (its tasks' are added as they come)."""
+        return Resources.from_json(list(run.info.get("resources") or []))
+
     def _executor_terminated(self, run: ExecutorRun, returncode: int | None) -> None:
         """The executor ended: fail its live tasks, tell the master (Mesos
-        ``executorTerminated``)."""
+        ``executorTerminated``); a dead agent does nothing (the next one does it)."""
+        if self._crashed.is_set():
+            return
         run.returncode = returncode
+        container = self._launcher.get(run.container_id)
+        limitation = None
+        if container is not None and container.isolation is not None:
+            limitation = container.isolation.limitation(container)
+        if limitation is not None:
+            run.pending_termination = ("TASK_FAILED", limitation["reason"],
+                                       limitation["message"])
         sweep_sandbox(run.sandbox)
         with self._lock:
             run.state = TERMINATED
@@ -173,7 +214,13 @@ class ExecutorProcesses:
         state, reason, message = run.pending_termination or (
             "TASK_FAILED", "REASON_EXECUTOR_TERMINATED", "Executor terminated")
         for task in live:
-            self._emit(task, state, source="SOURCE_AGENT", message=message, reason=reason)
+            self._emit(task, state, source="SOURCE_AGENT", message=message, reason=reason,
+                       limitation=None if limitation is None else {
+                           "resources": limitation["resources"]})
+        self._launcher.forget(run.container_id)
+        with self._lock:
+            self._forget_checkpoint(run.framework_id, run.executor_id)
+        self._update_drain_status()
         status = executor_api.wait_status(returncode)
         logger.info("Executor %s of framework %s terminated (wait status %d)", run.executor_id,
                     run.framework_id, status)

@@ -59,6 +59,8 @@ class ExecutorRun:
     exited: threading.Event = field(default_factory=threading.Event)
     #: Set once the executor subscribed or ended: the registration timeout's wake-up.
     settled: threading.Event = field(default_factory=threading.Event)
+    #: Rebuilt from the checkpoint by a restarted agent: it must subscribe again in time.
+    recovered: bool = False
 
     @property
     def key(self) -> tuple[str, str]:

@@ -46,8 +46,9 @@ a task whose ``TaskInfo.executor`` is a CUSTOM ``ExecutorInfo`` (apache/mesos
   few free GPUs fail its tasks (REASON_CONTAINER_LAUNCH_FAILED).
 
 Not done: ``gpus`` in the resources of a custom executor's *tasks* are not assigned (hold
-them in the executor's), containers (an executor ``ContainerInfo`` image) are refused, and
-nothing is checkpointed (an agent restart is the cluster's end).
+them in the executor's), and containers (an executor ``ContainerInfo`` image) are refused. An
+agent restart recovers the executors of checkpointing frameworks
+(:mod:`localmesos.agent.recovery`).
 """
 
 from __future__ import annotations
@@ -110,6 +111,8 @@ class ExecutorHost(ExecutorCalls, ExecutorProcesses):
                 task.container_id = run.container_id
                 task.sandbox = run.sandbox
                 self._sandboxes[task.key] = (run.executor_id, run.sandbox)
+                self._checkpoint_launch(task, info, run.gpus)
+                self._update_executor_isolation(run)
                 if run.state == RUNNING and run.stream is not None:
                     self._deliver(run, task)
                 else:
@@ -150,8 +153,8 @@ class ExecutorHost(ExecutorCalls, ExecutorProcesses):
             return
         if int(wanted) > len(self._free_gpus):
             run.gpu_error = (f"The executor needs {int(wanted)} GPUs but only "
-                             f"{len(self._free_gpus)} of agent {self.id}'s {self.config.gpus} "
-                             "are free")
+                             f"{len(self._free_gpus)} of agent {self.id}'s "
+                             f"{self.config.gpu_count} are free")
             return
         self._free_gpus.sort()
         run.gpus = tuple(self._free_gpus[:int(wanted)])
@@ -220,7 +223,10 @@ class ExecutorHost(ExecutorCalls, ExecutorProcesses):
         self._destroy(run)
 
     def _destroy(self, run: ExecutorRun) -> None:
-        """SIGKILL the executor's process group and what it left in its sandbox."""
+        """SIGKILL the executor's process group and what it left in its sandbox (not once the
+        agent died: its executors outlive it)."""
+        if self._crashed.is_set():
+            return
         run.cancel.set()
         process = run.process
         if process is not None:

@@ -32,6 +32,8 @@ from disauto.localmesos.agent.health import HealthChecker
 from disauto.localmesos.agent.health import health_probe
 from disauto.localmesos.containerizer import command as command_mod
 from disauto.localmesos.containerizer import docker as docker_mod
+from disauto.localmesos.containerizer.cgroups import IsolationError
+from disauto.localmesos.containerizer.cgroups import memory_limitation
 from disauto.localmesos.containerizer.command import CommandProcess
 from disauto.localmesos.containerizer.command import LaunchError
 from disauto.localmesos.containerizer.command import RunAs
@@ -39,6 +41,7 @@ from disauto.localmesos.containerizer.command import TaskIds
 from disauto.localmesos.containerizer.cpu_quota import CpuQuotaError
 from disauto.localmesos.containerizer.docker import ContainerError
 from disauto.localmesos.containerizer.docker import ContainerProcess
+from disauto.localmesos.containerizer.launcher import Container
 from disauto.localmesos.containerizer.request import ContainerRequest
 from disauto.localmesos.protocol.messages import duration_seconds
 
@@ -65,6 +68,8 @@ class AgentTask:
     timed_out: bool = False
     done: threading.Event = field(default_factory=threading.Event)
     killed_by_health_check: bool = False
+    #: TASK_KILLING was considered (it is sent once, when the kill of its process starts).
+    killing_announced: bool = False
 
     @property
     def key(self) -> tuple[str, str]:
@@ -190,7 +195,7 @@ class TaskLauncher:
                 ids=self._ids(task),
                 agent_endpoint=self._master_endpoint,
                 ports=resources.ranges("ports"),
-                gpus=task.gpus if self.config.gpus > 0 else None,
+                gpus=task.gpus if self.config.gpu_count > 0 else None,
                 shutdown_grace_period=5.0 if shutdown_grace is None else shutdown_grace,
                 run_as=run_as,
             )
@@ -200,24 +205,75 @@ class TaskLauncher:
             self._fail(task, str(exc), "REASON_CONTAINER_LAUNCH_FAILED")
             return
         self._emit(task, "TASK_STARTING")
+        container = self._spawn_command(task, executable, argv, env, run_as, resources)
+        if container is None:
+            return
+        self._running(task, container.process)
+        checker = self._start_health_checks(task, container.process.pid, command, env, sandbox)
+        returncode = self._await_exit(container)
+        if checker is not None:
+            checker.stop()
+        if returncode is not None:
+            self._command_ended(task, container, returncode)
+
+    def _spawn_command(self, task: AgentTask, executable: str, argv: list[str],
+                       env: dict[str, str], run_as: RunAs | None,
+                       resources: Resources) -> Container | None:
+        """Start the command in its container (its process group, its cgroups), kept by the
+        launcher; None when it could not start (the task has failed)."""
+        sandbox = task.sandbox
+        assert sandbox is not None
         try:
-            with self._in_cpu_group():
+            isolation = self._isolate(task.container_id, resources, executor=False)
+        except IsolationError as exc:
+            self._fail(task, str(exc), "REASON_CONTAINER_LAUNCH_FAILED")
+            return None
+        try:
+            with self._in_cpu_group(), isolation.attached():
                 process = CommandProcess.spawn(executable, argv, env=env, cwd=sandbox,
                                                stdout=sandbox / "stdout",
                                                stderr=sandbox / "stderr",
                                                run_as=run_as, logs=self._sandbox_logging)
-        except (LaunchError, CpuQuotaError) as exc:
+        except (LaunchError, CpuQuotaError, IsolationError) as exc:
+            isolation.destroy()
             self._fail(task, str(exc), "REASON_COMMAND_EXECUTOR_FAILED", "SOURCE_EXECUTOR")
-            return
-        self._running(task, process)
-        checker = self._start_health_checks(task, process.pid, command, env, sandbox)
-        returncode = process.wait()
-        if checker is not None:
-            checker.stop()
-        sweep_sandbox(sandbox)
-        process.drain_logs()
-        self._finish(task, returncode == 0, command_mod.describe_exit(returncode),
-                     "REASON_COMMAND_EXECUTOR_FAILED")
+            return None
+        with self._lock:
+            if self._crashed.is_set():  # died meanwhile: the next agent will not know it
+                process.signal_group(signal.SIGKILL)
+                isolation.destroy()
+                return None
+            container = self._launcher.launched(task.container_id, process, isolation)
+        isolation.watch(container)
+        self._checkpoint_pid(task.framework_info, task.framework_id, task.executor_id,
+                             task.container_id, process.pid)
+        return container
+
+    def _await_exit(self, container: Container) -> int | None:
+        """The container's exit status once it ended; None when this agent died first (the
+        next one reports the end)."""
+        while not container.exited.wait(0.1):
+            if self._crashed.is_set():
+                return None
+        return None if self._crashed.is_set() else container.returncode
+
+    def _command_ended(self, task: AgentTask, container: Container, returncode: int) -> None:
+        """A command task's process ended: what it left is killed, its output flushed, its end
+        reported (a limitation's, if an isolator killed it), the container forgotten."""
+        if task.sandbox is not None:
+            sweep_sandbox(task.sandbox)
+        if isinstance(container.process, CommandProcess):
+            container.process.drain_logs()
+        limitation = (container.isolation.limitation(container)
+                      if container.isolation is not None else container.limitation)
+        if limitation is not None:
+            self._emit(task, "TASK_FAILED", source="SOURCE_AGENT",
+                       message=limitation["message"], reason=limitation["reason"],
+                       limitation={"resources": limitation["resources"]})
+        else:
+            self._finish(task, returncode == 0, command_mod.describe_exit(returncode),
+                         "REASON_COMMAND_EXECUTOR_FAILED")
+        self._launcher.forget(container.container_id)
 
     def _running(self, task: AgentTask, process: CommandProcess | ContainerProcess) -> None:
         """The task's process runs: a kill that came meanwhile is carried out, TASK_RUNNING is
@@ -287,7 +343,7 @@ class TaskLauncher:
             self._start_thread(self._deadline, task, limit, name=f"deadline-{task.task_id}")
 
     def _deadline(self, task: AgentTask, limit: float) -> None:
-        if task.done.wait(limit):
+        if task.done.wait(limit) or self._crashed.is_set():
             return
         with self._lock:
             if task.terminal or task.kill_requested:
@@ -338,11 +394,18 @@ class TaskLauncher:
             self._fail(task, str(exc), "REASON_EXECUTOR_TERMINATED", "SOURCE_EXECUTOR")
             return
         process.remove()  # the output is in the sandbox by now
-        reason = (
-            "REASON_CONTAINER_LIMITATION_MEMORY" if result.oom_killed
-            else "REASON_COMMAND_EXECUTOR_FAILED"
-        )
-        self._finish(task, result.status == 0, docker_mod.describe_exit(result), reason)
+        with self._lock:
+            killed = task.kill_requested
+        if result.oom_killed and not killed:
+            # As the cgroups/mem isolator reports it; the engine tells no peak usage (an OOM
+            # kill means it reached the limit) and no statistics once the container is gone.
+            limitation = memory_limitation(request.mem_bytes, request.mem_bytes, "")
+            self._emit(task, "TASK_FAILED", source="SOURCE_AGENT",
+                       message=limitation["message"], reason=limitation["reason"],
+                       limitation={"resources": limitation["resources"]})
+            return
+        self._finish(task, result.status == 0, docker_mod.describe_exit(result),
+                     "REASON_COMMAND_EXECUTOR_FAILED")
 
     def _container_request(
         self,
@@ -393,7 +456,7 @@ class TaskLauncher:
         self._fail(
             task,
             f"The task needs {count} GPUs but only {free} of agent {self.id}'s "
-            f"{self.config.gpus} are free",
+            f"{self.config.gpu_count} are free",
             "REASON_CONTAINER_LAUNCH_FAILED",
         )
         return False

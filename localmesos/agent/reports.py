@@ -39,6 +39,7 @@ class TaskReports:
         reason: str | None = None,
         pid: int | None = None,
         healthy: bool | None = None,
+        limitation: dict[str, Any] | None = None,
     ) -> dict[str, Any]:
         status: dict[str, Any] = {
             "task_id": {"value": task.task_id},
@@ -56,6 +57,8 @@ class TaskReports:
             status["reason"] = reason
         if healthy is not None:
             status["healthy"] = healthy
+        if limitation is not None:
+            status["limitation"] = limitation
         container_status: dict[str, Any] = {"container_id": {"value": task.container_id}}
         if pid is not None:
             container_status["executor_pid"] = pid
@@ -72,10 +75,19 @@ class TaskReports:
         reason: str | None = None,
         pid: int | None = None,
         healthy: bool | None = None,
+        only_live: bool = False,
+        limitation: dict[str, Any] | None = None,
     ) -> None:
+        """Report ``state``: the task's record changes and the update joins its stream in one
+        step, so updates of one task are queued in the order they happened (``only_live``:
+        not once the task is terminal)."""
         status = self._status(task, state, source=source, message=message, reason=reason, pid=pid,
-                              healthy=healthy)
+                              healthy=healthy, limitation=limitation)
         with self._lock:
+            if only_live and task.terminal:
+                return
+            self._decorate(task.framework_info, status)
+            state = status["state"]
             task.state = state
             if state in TERMINAL_STATES:
                 task.terminal = True
@@ -84,6 +96,8 @@ class TaskReports:
             dropped = task.framework_id in self._removed_frameworks
             if dropped and task.terminal:
                 self._tasks.pop(task.key, None)
+            if not dropped:
+                self._queue_update(task, status)
         if dropped:
             logger.debug("Dropping %s of task %s: framework removed", state, task.task_id)
             return
@@ -95,6 +109,25 @@ class TaskReports:
             state,
             f": {message}" if message else "",
         )
+
+    def _bare_status(self, framework_id: str, task_id: str, state: str, message: str,
+                     reason: str, *, executor_id: str = "") -> dict[str, Any]:
+        """An update the agent makes for a task it holds no record of (SOURCE_AGENT)."""
+        status: dict[str, Any] = {
+            "task_id": {"value": task_id}, "state": state, "source": "SOURCE_AGENT",
+            "agent_id": {"value": self.id}, "timestamp": time.time(), "uuid": _new_uuid(),
+            "message": message, "reason": reason, "framework_id": {"value": framework_id},
+        }
+        if executor_id:
+            status["executor_id"] = {"value": executor_id}
+        return status
+
+    def _queue_update(self, task: AgentTask, status: dict[str, Any]) -> None:
+        """Under the lock: the update into the task's reliable stream, checkpointed first
+        when its framework checkpoints (``TaskStatusUpdateManager::update``)."""
+        if self._crashed.is_set():
+            return  # a dead agent sends nothing
+        self._checkpoint_update(task, status)
         self._updates.update(task.framework_id, task.task_id, status)
 
     def _fail(self, task: AgentTask, message: str, reason: str,

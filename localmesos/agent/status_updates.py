@@ -69,6 +69,7 @@ class StatusUpdateManager:
         on_terminal_acknowledged: called with ``(framework_id, task_id)`` once the terminal
             update of a task has been acknowledged and its stream removed (no lock held).
         name: name of the dispatcher thread.
+        paused: start without sending (an agent that recovers sends once it re-registered).
 
     Raises:
         ValueError: when an interval is not positive or the maximum is below the minimum.
@@ -82,6 +83,7 @@ class StatusUpdateManager:
         retry_interval_max: float = 600.0,
         on_terminal_acknowledged: Callable[[str, str], None] | None = None,
         name: str = "status-updates",
+        paused: bool = False,
     ) -> None:
         if retry_interval <= 0 or retry_interval_max < retry_interval:
             raise ValueError(
@@ -95,6 +97,7 @@ class StatusUpdateManager:
         self._cond = threading.Condition()
         self._streams: dict[StreamKey, _Stream] = {}
         self._stopped = False
+        self._paused = paused
         self._thread = threading.Thread(target=self._run, name=name, daemon=True)
         self._thread.start()
 
@@ -156,9 +159,20 @@ class StatusUpdateManager:
                 if stream.pending and (framework_id is None or fid == framework_id):
                     self._make_due(stream)
                     count += 1
-            if count:
-                self._cond.notify_all()
+            self._cond.notify_all()
         return count
+
+    def pause(self) -> None:
+        """Stop sending (the master is gone: ``TaskStatusUpdateManager::pause``); updates
+        keep being queued."""
+        with self._cond:
+            self._paused = True
+
+    def resume(self) -> None:
+        """Send again, every head at once (``resume``, on (re-)registration)."""
+        with self._cond:
+            self._paused = False
+        self.resend()
 
     def remove_framework(self, framework_id: str) -> int:
         """Drop every stream of a framework (it was removed); returns how many were dropped."""
@@ -201,6 +215,9 @@ class StatusUpdateManager:
     def _take_due(self) -> list[tuple[StreamKey, dict[str, Any], int]]:
         """Under the lock: the heads due now, rescheduled with backoff; waits when none is."""
         while not self._stopped:
+            if self._paused:
+                self._cond.wait()
+                continue
             now = time.monotonic()
             due: list[tuple[StreamKey, dict[str, Any], int]] = []
             wake: float | None = None

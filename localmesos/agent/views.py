@@ -49,7 +49,7 @@ class AgentViews:
             "id": {"value": self.id},
             "hostname": self.config.hostname,
             "port": AGENT_PORT,
-            "resources": self.total.to_json(),
+            "resources": self.total.to_json(format="pre"),
             "attributes": attributes,
         }
 

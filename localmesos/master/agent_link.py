@@ -14,7 +14,7 @@ import threading
 from typing import Any
 from typing import Protocol
 
-from disauto.common.resources import Resources
+from disauto.common.resources import RoleResources
 
 
 logger = logging.getLogger("disauto.localmesos.master")
@@ -24,7 +24,7 @@ class AgentLike(Protocol):
     """What the master needs of an agent (:class:`localmesos.agent.agent.Agent` implements it)."""
 
     id: str
-    total: Resources
+    total: RoleResources
 
     def info(self) -> dict[str, Any]: ...
 
@@ -62,6 +62,12 @@ class AgentLink:
         """Call ``agent.<method>(*args)`` on the link's thread, after earlier posts."""
         if not self._stopped:
             self._queue.put((method, args))
+
+    def stop_later(self) -> None:
+        """Stop after the calls already posted, without waiting (from any thread)."""
+        if not self._stopped:
+            self._stopped = True
+            self._queue.put(None)
 
     def stop(self) -> None:
         if not self._stopped:

@@ -2,134 +2,69 @@
 
 The decision is a pure function, :func:`allocate`, over immutable inputs; the master calls it with
 a snapshot of its state and turns the returned :class:`Grant` list into OFFERS. The semantics
-follow apache/mesos ``src/master/allocator/mesos/hierarchical.cpp`` (``__generateOffers``,
-stage 2) and ``src/master/allocator/sorter/drf/sorter.cpp``:
+follow apache/mesos ``src/master/allocator/mesos/hierarchical.cpp`` (``__generateOffers``) and
+``src/master/allocator/sorter/drf/sorter.cpp``:
 
-* Agents are visited in a random order (reshuffled every run).
+* Agents are visited in a random order (reshuffled for each stage).
 * For each agent, roles are sorted by weighted DRF share, then frameworks inside each role by
   DRF share; ties go to fewer past allocations, then to the name.
-* The first framework that may take the agent gets **everything still available on it**: an
-  agent is skipped when its available resources are below every minimum-allocatable quantity
-  (``cpus:0.01|mem:32``), a framework without ``GPU_RESOURCES`` never sees an agent that has
-  GPUs, and a refused-offer filter that contains the candidate resources skips the framework
-  for that agent. Shares are recomputed after each grant.
+* A framework of role R may be offered what is unreserved and what is reserved for R (or a
+  role above it) -- ``allocatableTo``. An agent is skipped when what it has left is below
+  every minimum-allocatable quantity (``cpus:0.01|mem:32``), a framework without
+  ``GPU_RESOURCES`` never sees an agent that has GPUs, and a refused-offer filter that
+  contains the candidate resources skips the framework for that agent. Shares are recomputed
+  after each grant.
+* **Quota** (:mod:`localmesos.master.quota`). Stage 1 gives roles with unsatisfied
+  guarantees up to their guarantee (then what their limit and the headroom allow); stage 2
+  gives everyone the rest. A role is never offered unreserved scalars beyond its limit
+  (``shrinkResources`` to ``limits - consumed``), and nobody is offered the unreserved
+  scalars other roles' unsatisfied guarantees need (``availableHeadroom -
+  requiredHeadroom``). Without quota every framework gets everything still available on the
+  agent, so the first taker empties it, as before.
 
-Suppressed (role, framework) pairs and disconnected frameworks are simply not passed in.
-
-:class:`OfferFilters` holds the refused-offer filters (``refuse_seconds``) and
-:func:`refuse_timeout` computes their lifetime exactly as Mesos does. :class:`AllocationLoop`
-runs the batch allocation every interval, plus immediately when triggered, coalescing triggers.
+Suppressed (role, framework) pairs and disconnected frameworks are simply not passed in. The
+refused-offer filters are :mod:`localmesos.master.offer_filters`, the run timing
+:mod:`localmesos.master.allocation_loop`.
 """
 
 from __future__ import annotations
 
-from collections import deque
 from collections.abc import Callable
 from collections.abc import Iterable
 from collections.abc import Mapping
 from collections.abc import Sequence
 from dataclasses import dataclass
-import logging
+from dataclasses import field
 import random
-import threading
-import time
 
+from disauto.common.resources import UNRESERVED
 from disauto.common.resources import Resources
+from disauto.common.resources import RoleResources
+from disauto.localmesos.master.allocation_loop import AllocationLoop
+from disauto.localmesos.master.offer_filters import DEFAULT_REFUSE_SECONDS
+from disauto.localmesos.master.offer_filters import MAX_REFUSE_SECONDS
+from disauto.localmesos.master.offer_filters import OfferFilters
+from disauto.localmesos.master.offer_filters import refuse_timeout
+from disauto.localmesos.master.quota import Quantities
+from disauto.localmesos.master.quota import Quota
+from disauto.localmesos.master.quota import add
+from disauto.localmesos.master.quota import subtract
 
 
-logger = logging.getLogger(__name__)
+__all__ = [
+    "DEFAULT_MIN_ALLOCATABLE", "DEFAULT_REFUSE_SECONDS", "MAX_REFUSE_SECONDS", "AgentCandidate",
+    "AllocationLoop", "FrameworkCandidate", "Grant", "OfferFilters", "allocate", "drf_share",
+    "is_allocatable", "refuse_timeout",
+]
 
-#: Mesos ``Filters.refuse_seconds`` default.
-DEFAULT_REFUSE_SECONDS = 5.0
-#: Mesos caps refusal filters at one year (``src/master/allocator/mesos/hierarchical.cpp``).
-MAX_REFUSE_SECONDS = 365 * 24 * 3600.0
 #: Mesos ``--min_allocatable_resources`` default: ``cpus:0.01|mem:32``.
 DEFAULT_MIN_ALLOCATABLE = (Resources({"cpus": 0.01}), Resources({"mem": 32}))
 
-
-def refuse_timeout(refuse_seconds: float | None, allocation_interval: float) -> float | None:
-    """How long a refusal filter lives, or ``None`` for no filter.
-
-    Mesos rules: absent or negative → the default 5 s; 0 → no filter; above 365 days → 365
-    days; otherwise ``max(allocation_interval, refuse_seconds)`` so that a filter never expires
-    before the next batch allocation (MESOS-4302).
-    """
-    if refuse_seconds is None or refuse_seconds < 0:
-        seconds = DEFAULT_REFUSE_SECONDS
-    else:
-        seconds = refuse_seconds
-    if seconds == 0:
-        return None
-    seconds = min(seconds, MAX_REFUSE_SECONDS)
-    return max(allocation_interval, seconds)
+IsFiltered = Callable[[str, str, str, RoleResources], bool]
 
 
-@dataclass(frozen=True)
-class _Filter:
-    resources: Resources
-    expires: float
-
-
-class OfferFilters:
-    """Refused-offer filters per (framework, role, agent).
-
-    A filter matches a candidate offer when the refused resources contain it; it expires at its
-    deadline, and REVIVE or removal of the framework clears it. Not thread-safe: the master
-    calls it under its lock.
-    """
-
-    def __init__(self) -> None:
-        self._filters: dict[tuple[str, str, str], list[_Filter]] = {}
-
-    def add(
-        self,
-        framework_id: str,
-        role: str,
-        agent_id: str,
-        resources: Resources,
-        timeout: float,
-        now: float,
-    ) -> None:
-        """Filter ``resources`` on ``agent_id`` for ``timeout`` seconds from ``now``."""
-        if resources.is_empty():
-            return
-        key = (framework_id, role, agent_id)
-        self._filters.setdefault(key, []).append(_Filter(resources, now + timeout))
-
-    def is_filtered(
-        self, framework_id: str, role: str, agent_id: str, resources: Resources, now: float
-    ) -> bool:
-        """True when an unexpired filter for the key contains ``resources``."""
-        key = (framework_id, role, agent_id)
-        filters = self._filters.get(key)
-        if not filters:
-            return False
-        alive = [f for f in filters if f.expires > now]
-        if len(alive) != len(filters):
-            if alive:
-                self._filters[key] = alive
-            else:
-                del self._filters[key]
-        return any(f.resources.contains(resources) for f in alive)
-
-    def clear(self, framework_id: str, roles: Iterable[str] | None = None) -> None:
-        """Drop the framework's filters (for ``roles`` only, when given)."""
-        wanted = None if roles is None else set(roles)
-        for key in [k for k in self._filters if k[0] == framework_id]:
-            if wanted is None or key[1] in wanted:
-                del self._filters[key]
-
-    def active(self, now: float) -> dict[str, int]:
-        """Unexpired filters per role (metric ``offer_filters/roles/<role>/active``)."""
-        counts: dict[str, int] = {}
-        for (_, role, _), filters in self._filters.items():
-            alive = sum(1 for f in filters if f.expires > now)
-            if alive:
-                counts[role] = counts.get(role, 0) + alive
-        return counts
-
-
-# -- the decision -----------------------------------------------------------------------------
+def _roles(value: RoleResources | Resources) -> RoleResources:
+    return value if isinstance(value, RoleResources) else RoleResources.unreserved(value)
 
 
 @dataclass(frozen=True)
@@ -138,13 +73,13 @@ class AgentCandidate:
 
     Attributes:
         agent_id: the agent.
-        available: resources neither used by tasks nor offered.
+        available: resources neither used by tasks nor offered (reservations kept apart).
         has_gpus: whether the agent's *total* has GPUs (GPU agents are hidden from frameworks
             without the GPU_RESOURCES capability, whatever is free on them).
     """
 
     agent_id: str
-    available: Resources
+    available: RoleResources | Resources
     has_gpus: bool = False
 
 
@@ -162,7 +97,7 @@ class FrameworkCandidate:
 
     framework_id: str
     roles: tuple[str, ...]
-    allocations: Mapping[str, Resources]
+    allocations: Mapping[str, RoleResources | Resources]
     gpu_capable: bool = False
     allocation_count: int = 0
 
@@ -174,12 +109,22 @@ class Grant:
     framework_id: str
     role: str
     agent_id: str
-    resources: Resources
+    resources: RoleResources
+
+
+@dataclass(frozen=True)
+class QuotaState:
+    """Quota as the allocator sees it: each role's :class:`Quota` and what each role with a
+    quota consumes now (``quotaOfferedOrConsumed``), and the unreserved scalars that are
+    free now (the available headroom)."""
+
+    quotas: Mapping[str, Quota] = field(default_factory=dict)
+    consumed: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
 
 
 def drf_share(
-    allocation: Resources,
-    total: Resources,
+    allocation: RoleResources | Resources,
+    total: RoleResources | Resources,
     weight: float = 1.0,
     excluded: Iterable[str] = (),
 ) -> float:
@@ -195,13 +140,14 @@ def drf_share(
     return share / weight if weight > 0 else float("inf")
 
 
-def is_allocatable(available: Resources, minimums: Sequence[Resources]) -> bool:
+def is_allocatable(available: RoleResources | Resources, minimums: Sequence[Resources]) -> bool:
     """True when ``available`` holds at least one of the minimum-allocatable quantities."""
-    if available.is_empty():
+    quantities = available.quantities() if isinstance(available, RoleResources) else available
+    if quantities.is_empty():
         return False
     if not minimums:
         return True
-    return any(available.contains(minimum) for minimum in minimums)
+    return any(quantities.contains(minimum) for minimum in minimums)
 
 
 class _Shares:
@@ -221,13 +167,16 @@ class _Shares:
         for fw in frameworks:
             self._counts[fw.framework_id] = fw.allocation_count
             for role in fw.roles:
-                self._fw_alloc[(fw.framework_id, role)] = fw.allocations.get(role, Resources())
+                held = fw.allocations.get(role)
+                self._fw_alloc[(fw.framework_id, role)] = _roles(
+                    held or Resources()).quantities()
                 self._members.setdefault(role, []).append(fw)
         self._role_alloc: dict[str, Resources] = {role: Resources() for role in self._members}
         for fw in frameworks:
             for role, allocation in fw.allocations.items():
                 if role in self._role_alloc:
-                    self._role_alloc[role] = self._role_alloc[role] + allocation
+                    self._role_alloc[role] = self._role_alloc[role] + _roles(
+                        allocation).quantities()
         self._role_counts: dict[str, int] = {role: 0 for role in self._members}
 
     def roles(self) -> list[str]:
@@ -248,42 +197,162 @@ class _Shares:
             fw.framework_id,
         ))
 
-    def grant(self, fw: FrameworkCandidate, role: str, resources: Resources) -> None:
+    def grant(self, fw: FrameworkCandidate, role: str, resources: RoleResources) -> None:
         """Count a grant of ``resources`` to ``fw`` in ``role``."""
         key = (fw.framework_id, role)
-        self._fw_alloc[key] = self._fw_alloc[key] + resources
-        self._role_alloc[role] = self._role_alloc[role] + resources
+        amount = resources.quantities()
+        self._fw_alloc[key] = self._fw_alloc[key] + amount
+        self._role_alloc[role] = self._role_alloc[role] + amount
         self._counts[fw.framework_id] += 1
         self._role_counts[role] += 1
 
 
-def _choose(
-    agent: AgentCandidate,
-    shares: _Shares,
-    is_filtered: Callable[[str, str, str, Resources], bool],
-) -> tuple[FrameworkCandidate, str] | None:
-    """The first (framework, role) in DRF order that may take everything available on
-    ``agent``: GPU agents only for GPU-capable frameworks, and no refusal filter holding it."""
-    for role in shares.roles():
-        for fw in shares.members(role):
-            if agent.has_gpus and not fw.gpu_capable:
+def _unreserved_scalars(resources: RoleResources) -> Quantities:
+    return resources.reserved_for(UNRESERVED).scalars
+
+
+def _shrink(resources: RoleResources, target: Mapping[str, float],
+            *, absent_is_zero: bool) -> RoleResources:
+    """``resources`` with its unreserved scalars cut to ``target`` (``shrinkResources``): a
+    name absent from ``target`` is dropped (quantities, ``absent_is_zero``) or kept whole
+    (limits)."""
+    limits = dict(target)
+    if absent_is_zero:
+        limits.update({n: 0.0 for n in _unreserved_scalars(resources) if n not in target})
+    return resources.shrink_unreserved(limits)
+
+
+def _split(resources: RoleResources) -> tuple[RoleResources, RoleResources]:
+    """(the unreserved scalars, everything else: reservations and ranges)."""
+    free = resources.reserved_for(UNRESERVED)
+    scalars = RoleResources.unreserved(Resources(free.scalars))
+    return scalars, resources - scalars
+
+
+class _Run:
+    """One allocation run: the agents' available resources, the shares and the quota headroom,
+    updated with each grant (``__generateOffers``)."""
+
+    def __init__(self, agents: Sequence[AgentCandidate], frameworks: Sequence[FrameworkCandidate],
+                 total: Resources, quota: QuotaState, options: _Options) -> None:
+        self.options = options
+        self.shares = _Shares(frameworks, total, options.weights, options.excluded)
+        self.available = {agent.agent_id: _roles(agent.available) for agent in agents}
+        self.quota = quota
+        self.consumed: dict[str, Quantities] = {
+            role: dict(quota.consumed.get(role, {})) for role in quota.quotas}
+        self.required = add(*(subtract(q.guarantees, self.consumed[r])
+                              for r, q in quota.quotas.items()))
+        self.headroom = add(*(_unreserved_scalars(a) for a in self.available.values()))
+        self.grants: dict[tuple[str, str, str], RoleResources] = {}
+
+    def take(self, agent: AgentCandidate, fw: FrameworkCandidate, role: str,
+             offer: RoleResources, counted: RoleResources, guaranteed: RoleResources) -> None:
+        """Grant ``offer``; ``counted`` of it consumes ``role``'s quota, ``guaranteed`` of it
+        satisfies its guarantee."""
+        key = (fw.framework_id, role, agent.agent_id)
+        self.grants[key] = self.grants.get(key, RoleResources()) + offer
+        self.available[agent.agent_id] = self.available[agent.agent_id] - offer
+        self.shares.grant(fw, role, offer)
+        used = _unreserved_scalars(counted)
+        if role in self.consumed:
+            self.consumed[role] = add(self.consumed[role], used)
+        self.required = subtract(self.required, _unreserved_scalars(guaranteed))
+        self.headroom = subtract(self.headroom, used)
+
+    def candidate(self, agent: AgentCandidate, fw: FrameworkCandidate,
+                  role: str) -> RoleResources | None:
+        """What ``fw`` may be offered on ``agent`` for ``role`` before quota: None when it may
+        have nothing (too little, GPUs it cannot take)."""
+        available = self.available[agent.agent_id].allocatable_to(role)
+        if not is_allocatable(available, self.options.min_allocatable):
+            return None
+        if agent.has_gpus and not fw.gpu_capable:
+            return None
+        return available
+
+    def limit(self, role: str, scalars: RoleResources, already: Quantities) -> RoleResources:
+        """``scalars`` cut to ``role``'s limit (less ``already`` granted now) and to the
+        headroom other roles' guarantees need."""
+        quota = self.quota.quotas.get(role)
+        if quota is not None and quota.limits:
+            room = subtract(quota.limits, add(self.consumed.get(role, {}), already))
+            room.update({n: 0.0 for n in quota.limits if n not in room})
+            scalars = _shrink(scalars, room, absent_is_zero=False)
+        if self.required and not scalars.is_empty():
+            scalars = _shrink(scalars, subtract(self.headroom, self.required),
+                              absent_is_zero=True)
+        return scalars
+
+
+@dataclass(frozen=True)
+class _Options:
+    is_filtered: IsFiltered
+    weights: Mapping[str, float]
+    min_allocatable: Sequence[Resources]
+    excluded: tuple[str, ...]
+
+
+def _offer(run: _Run, agent: AgentCandidate, fw: FrameworkCandidate, role: str,
+           offer: RoleResources, counted: RoleResources, guaranteed: RoleResources) -> bool:
+    """Grant ``offer`` unless it is too small or filtered; whether it was granted."""
+    if offer.is_empty() or not is_allocatable(offer, run.options.min_allocatable):
+        return False
+    if run.options.is_filtered(fw.framework_id, role, agent.agent_id, offer):
+        return False
+    run.take(agent, fw, role, offer, counted, guaranteed)
+    return True
+
+
+def _guarantees_stage(run: _Run, agents: Sequence[AgentCandidate]) -> None:
+    """Stage 1: roles with unsatisfied guarantees get up to them first."""
+    for agent in agents:
+        for role in run.shares.roles():
+            quota = run.quota.quotas.get(role)
+            if quota is None or not quota.guarantees:
                 continue
-            if is_filtered(fw.framework_id, role, agent.agent_id, agent.available):
-                continue
-            return fw, role
-    return None
+            for fw in run.shares.members(role):
+                unsatisfied = subtract(quota.guarantees, run.consumed.get(role, {}))
+                if not unsatisfied:
+                    break
+                available = run.candidate(agent, fw, role)
+                if available is None:
+                    continue
+                scalars, rest = _split(available)
+                guaranteed = _shrink(scalars, unsatisfied, absent_is_zero=True)
+                if guaranteed.is_empty():
+                    continue
+                extra = run.limit(role, scalars - guaranteed, _unreserved_scalars(guaranteed))
+                counted = guaranteed + extra
+                _offer(run, agent, fw, role, rest + counted, counted, guaranteed)
+
+
+def _fair_stage(run: _Run, agents: Sequence[AgentCandidate]) -> None:
+    """Stage 2: everyone, in DRF order, gets what is left (within limits and headroom)."""
+    for agent in agents:
+        for role in run.shares.roles():
+            if run.available[agent.agent_id].is_empty():
+                break
+            for fw in run.shares.members(role):
+                available = run.candidate(agent, fw, role)
+                if available is None:
+                    continue
+                scalars, rest = _split(available)
+                counted = run.limit(role, scalars, {})
+                _offer(run, agent, fw, role, rest + counted, counted, RoleResources())
 
 
 def allocate(
     agents: Sequence[AgentCandidate],
     frameworks: Sequence[FrameworkCandidate],
     *,
-    total: Resources,
-    is_filtered: Callable[[str, str, str, Resources], bool],
+    total: RoleResources | Resources,
+    is_filtered: Callable[[str, str, str, RoleResources], bool],
     weights: Mapping[str, float] | None = None,
     min_allocatable: Sequence[Resources] = DEFAULT_MIN_ALLOCATABLE,
     excluded_names: Iterable[str] = (),
     rng: random.Random | None = None,
+    quota: QuotaState | None = None,
 ) -> list[Grant]:
     """Decide one batch allocation (pure: inputs are not modified).
 
@@ -293,104 +362,23 @@ def allocate(
         total: the cluster's total resources (the DRF denominator).
         is_filtered: ``(framework_id, role, agent_id, resources) -> bool``, the refusal filters.
         weights: role weights (default 1.0); a role's share is divided by its weight.
-        min_allocatable: alternative minimum quantities an agent must have free to be offered.
+        min_allocatable: alternative minimum quantities an offer must hold.
         excluded_names: resource names left out of the share (``--fair_sharing_excluded...``).
         rng: the random source for the agent order (seed it for deterministic tests).
+        quota: the roles' quotas and what they consume (default: none).
 
     Returns:
-        The grants, at most one per agent, in the order they were decided.
+        The grants, at most one per (framework, role, agent), in the order first decided.
     """
     rng = rng or random.Random()
+    options = _Options(is_filtered, weights or {}, tuple(min_allocatable),
+                       tuple(excluded_names))
+    run = _Run(agents, frameworks, _roles(total).quantities(), quota or QuotaState(), options)
     order = list(agents)
+    if run.quota.quotas:
+        rng.shuffle(order)
+        _guarantees_stage(run, order)
     rng.shuffle(order)
-    shares = _Shares(frameworks, total, weights or {}, tuple(excluded_names))
-    grants: list[Grant] = []
-    for agent in order:
-        if not is_allocatable(agent.available, min_allocatable):
-            continue
-        chosen = _choose(agent, shares, is_filtered)
-        if chosen is None:
-            continue
-        fw, role = chosen
-        grants.append(Grant(fw.framework_id, role, agent.agent_id, agent.available))
-        shares.grant(fw, role, agent.available)
-    return grants
-
-
-# -- when to run ------------------------------------------------------------------------------
-
-
-class AllocationLoop:
-    """Runs ``run()`` every ``interval`` seconds and as soon as possible after :meth:`trigger`.
-
-    Triggers that arrive while a run is pending are coalesced into that run, as Mesos does.
-    ``run`` is called on the loop's own thread; an exception it raises is logged, and the loop
-    goes on.
-
-    Args:
-        run: one allocation run.
-        interval: the batch allocation interval in seconds (Mesos ``--allocation_interval``).
-        name: the thread name.
-    """
-
-    def __init__(
-        self, run: Callable[[], None], interval: float, *, name: str = "localmesos-allocator"
-    ) -> None:
-        if not interval > 0:
-            raise ValueError(f"allocation interval must be positive, got {interval}")
-        self._run = run
-        self.interval = interval
-        self._cond = threading.Condition()
-        self._triggered = False
-        self._requested: float | None = None
-        self._stopped = False
-        self._thread = threading.Thread(target=self._loop, name=name, daemon=True)
-        #: Milliseconds from each run's request (a trigger or the batch beat) to its start:
-        #: Mesos' ``allocator/mesos/allocation_run_latency`` timer.
-        self.latency_ms: deque[float] = deque(maxlen=1000)
-
-    def start(self) -> None:
-        """Start the loop thread."""
-        self._thread.start()
-
-    def trigger(self) -> None:
-        """Ask for a run as soon as possible (coalesced with any pending one)."""
-        with self._cond:
-            if not self._triggered:
-                self._requested = time.monotonic()
-            self._triggered = True
-            self._cond.notify()
-
-    def stop(self) -> None:
-        """Stop the loop and wait for its thread (idempotent)."""
-        with self._cond:
-            self._stopped = True
-            self._cond.notify()
-        if self._thread.is_alive() and self._thread is not threading.current_thread():
-            self._thread.join()
-
-    def _loop(self) -> None:
-        next_batch = time.monotonic() + self.interval
-        while True:
-            with self._cond:
-                while not self._stopped and not self._triggered:
-                    remaining = next_batch - time.monotonic()
-                    if remaining <= 0:
-                        break
-                    self._cond.wait(remaining)
-                if self._stopped:
-                    return
-                due = next_batch
-                if self._triggered and self._requested is not None:
-                    due = min(due, self._requested)
-                self._triggered = False
-                self._requested = None
-            now = time.monotonic()
-            self.latency_ms.append(max(0.0, now - due) * 1000.0)
-            if now >= next_batch:
-                # Keep the batch cadence; skip beats that were missed entirely.
-                next_batch += self.interval * max(1, int((now - next_batch) // self.interval) + 1)
-            try:
-                self._run()
-            except Exception:  # noqa: BLE001 - the loop must survive a bad run
-                logger.exception("allocation run failed")
+    _fair_stage(run, order)
+    return [Grant(fid, role, agent_id, resources)
+            for (fid, role, agent_id), resources in run.grants.items()]

@@ -36,8 +36,6 @@ ACCEPTED: CallResult = (202, None, False)
 # Calls the master only counts, with the metric each adds to.
 _COUNTED = {
     "REQUEST": "messages_resource_request",
-    "ACCEPT_INVERSE_OFFERS": "messages_accept_inverse_offers",
-    "DECLINE_INVERSE_OFFERS": "messages_decline_inverse_offers",
     "ACKNOWLEDGE_OPERATION_STATUS": "messages_operation_status_update_acknowledgement",
 }
 # Calls handled by a method that takes the call's body: type → (method, body key).
@@ -51,7 +49,8 @@ _BODY_HANDLERS = {
 _HANDLERS = {
     "TEARDOWN": "_on_teardown", "REVIVE": "_on_revive", "SUPPRESS": "_on_suppress",
     "RECONCILE": "_on_reconcile", "RECONCILE_OPERATIONS": "_on_reconcile_operations",
-    "UPDATE_FRAMEWORK": "_on_update_framework", **{kind: "_on_counted" for kind in _COUNTED},
+    "UPDATE_FRAMEWORK": "_on_update_framework", "ACCEPT_INVERSE_OFFERS": "_on_inverse_offers",
+    "DECLINE_INVERSE_OFFERS": "_on_inverse_offers", **{kind: "_on_counted" for kind in _COUNTED},
     **{kind: "_on_body" for kind in _BODY_HANDLERS},
 }
 
@@ -89,8 +88,15 @@ class SchedulerCalls:
         self._reconcile(fw, call["reconcile"].get("tasks", []))
         return ACCEPTED
 
+    def _on_inverse_offers(self, fw: FrameworkRecord, call: Mapping[str, Any]) -> CallResult:
+        """ACCEPT_INVERSE_OFFERS and DECLINE_INVERSE_OFFERS (:mod:`..maintenance`)."""
+        accept = call["type"] == "ACCEPT_INVERSE_OFFERS"
+        body = call["accept_inverse_offers" if accept else "decline_inverse_offers"]
+        self._answer_inverse_offers(fw, body, "ACCEPT" if accept else "DECLINE")
+        return ACCEPTED
+
     def _on_counted(self, fw: FrameworkRecord, call: Mapping[str, Any]) -> CallResult:
-        """A call the master only counts (no inverse offers or operations are ever made)."""
+        """A call the master only counts (no operations are ever made)."""
         self._count(_COUNTED[call["type"]])
         return ACCEPTED
 
@@ -228,6 +234,7 @@ class SchedulerCalls:
         if task.state in TERMINAL_STATES:
             return
         grace = duration_seconds(kill.get("kill_policy", {}).get("grace_period"))
+        task.kill_sent = True
         self.agents[task.agent_id].link.post("kill_task", fw.framework_id, task_id, grace)
 
     def _shutdown_executor(self, fw: FrameworkRecord, shutdown: Mapping[str, Any]) -> None:
@@ -319,17 +326,27 @@ class SchedulerCalls:
             if known is not None:
                 self._reconcile_known(fw, known)
             else:
-                # A task the master does not know is gone when its agent is known to the master.
-                on_agent = agent_id is not None and agent_id in self.agents
-                self._send_master_update(
-                    fw,
-                    task_id=task_id,
-                    agent_id=agent_id,
-                    state="TASK_GONE" if on_agent else "TASK_UNKNOWN",
-                    reason="REASON_RECONCILIATION",
-                    message="Reconciliation: Task is unknown"
-                    + (" to the agent" if on_agent else ""),
-                )
+                self._reconcile_unknown(fw, task_id, agent_id)
+
+    def _reconcile_unknown(self, fw: FrameworkRecord, task_id: str,
+                           agent_id: str | None) -> None:
+        """A task the master does not have (``Master::reconcile`` cases 3 to 6): TASK_GONE on
+        a registered agent, TASK_UNREACHABLE (with ``unreachable_time``) on an unreachable
+        one, TASK_GONE_BY_OPERATOR on a gone one, TASK_UNKNOWN otherwise; TASK_LOST for
+        frameworks that are not partition aware."""
+        extra: dict[str, Any] = {}
+        if agent_id is not None and agent_id in self.agents:
+            state, message = "TASK_GONE", "Reconciliation: Task is unknown to the agent"
+        elif agent_id is not None and agent_id in self.unreachable:
+            state, message = "TASK_UNREACHABLE", "Reconciliation: Task is unreachable"
+            extra["unreachable_time"] = {
+                "nanoseconds": int(round(self.unreachable[agent_id].time * 1e9))}
+        elif agent_id is not None and agent_id in self.gone:
+            state, message = "TASK_GONE_BY_OPERATOR", "Reconciliation: Task is gone"
+        else:
+            state, message = "TASK_UNKNOWN", "Reconciliation: Task is unknown"
+        self._send_master_update(fw, task_id=task_id, agent_id=agent_id, state=state,
+                                 reason="REASON_RECONCILIATION", message=message, extra=extra)
 
     def _reconcile_known(self, fw: FrameworkRecord, task: TaskRecord) -> None:
         state = task.status_update_state or task.state

@@ -12,7 +12,7 @@ import logging
 import time
 from typing import Any
 
-from disauto.common.resources import Resources
+from disauto.common.resources import RoleResources
 from disauto.localmesos.master import allocator as alloc
 from disauto.localmesos.master.records import AgentRecord
 from disauto.localmesos.master.records import ExecutorRecord
@@ -23,6 +23,7 @@ from disauto.localmesos.master.records import resources_of
 from disauto.localmesos.master.task_validation import custom_executor_error
 from disauto.localmesos.master.task_validation import group_executor_error
 from disauto.localmesos.master.task_validation import group_tasks_error
+from disauto.localmesos.master.task_validation import inject_allocation_info
 from disauto.localmesos.master.task_validation import task_error
 
 
@@ -101,9 +102,14 @@ class LaunchCalls:
         agent_id = offers[0].agent_id
         role = offers[0].role
         agent = self.agents[agent_id]
-        available = Resources()
+        available = RoleResources()
         for offer in offers:
             available = available + offer.resources
+        for operation in operations:
+            for task in self._operation_tasks(operation):
+                inject_allocation_info(task, role)
+            if operation.get("type") == "LAUNCH_GROUP" and "launch_group" in operation:
+                inject_allocation_info(operation["launch_group"].get("executor") or {}, role)
 
         for operation in operations:
             kind = operation.get("type")
@@ -132,7 +138,8 @@ class LaunchCalls:
         self, fw: FrameworkRecord, operation: Mapping[str, Any], agent_id: str
     ) -> None:
         kind = operation.get("type", "UNKNOWN")
-        message = f"Operation {kind} is not supported by localmesos (no reservations or volumes)"
+        message = (f"Operation {kind} is not supported by localmesos (static reservations only: "
+                   "no dynamic reservations or volumes)")
         logger.warning("Framework %s: %s", fw.framework_id, message)
         # Feedback goes to an operation that names itself; an empty id names nothing (Mesos'
         # IDs must not be empty), so it gets none, as an operation without an id.
@@ -156,7 +163,7 @@ class LaunchCalls:
         fw: FrameworkRecord,
         role: str,
         agent_id: str,
-        unused: Resources,
+        unused: RoleResources,
         refuse_seconds: float | None,
     ) -> None:
         timeout = alloc.refuse_timeout(refuse_seconds, self.allocation_interval)
@@ -171,8 +178,8 @@ class LaunchCalls:
         agent: AgentRecord,
         role: str,
         task: dict[str, Any],
-        available: Resources,
-    ) -> Resources:
+        available: RoleResources,
+    ) -> RoleResources:
         """Validate and launch one LAUNCH task; returns what is left of the offered resources."""
         task = copy.deepcopy(task)
         error = task_error(fw, agent, task)
@@ -184,10 +191,10 @@ class LaunchCalls:
             )
         if error is None and executor is not None:
             error = custom_executor_error(fw, agent, executor)
-        total = Resources()
+        total = RoleResources()
         if error is None:
             total = self._launch_total(fw, agent, [task], executor)
-            if not available.contains(total):
+            if not available.contains(total) or _other_role([task], executor, role):
                 error = (
                     f"Total resources {mesos_resources_str(total)} required by task and its "
                     f"executor is more than available {mesos_resources_str(available)}"
@@ -212,8 +219,8 @@ class LaunchCalls:
         agent: AgentRecord,
         role: str,
         group: Mapping[str, Any],
-        available: Resources,
-    ) -> Resources:
+        available: RoleResources,
+    ) -> RoleResources:
         """Validate and launch a task group atomically (LAUNCH_GROUP): every task of the group
         is launched, or each gets TASK_ERROR with the group's first error."""
         executor = copy.deepcopy(group["executor"])
@@ -221,10 +228,10 @@ class LaunchCalls:
         error = group_tasks_error(fw, agent, executor, tasks)
         if error is None:
             error = group_executor_error(fw, agent, executor)
-        total = Resources()
+        total = RoleResources()
         if error is None:
             total = self._launch_total(fw, agent, tasks, executor)
-            if not available.contains(total):
+            if not available.contains(total) or _other_role(tasks, executor, role):
                 error = (
                     f"Total resources {mesos_resources_str(total)} required by task group "
                     f"and its executor are more than available "
@@ -252,10 +259,10 @@ class LaunchCalls:
         agent: AgentRecord,
         tasks: list[dict[str, Any]],
         executor: Mapping[str, Any] | None,
-    ) -> Resources:
+    ) -> RoleResources:
         """What launching ``tasks`` takes: their resources, and their executor's when the
         executor does not run on the agent yet."""
-        total = Resources()
+        total = RoleResources()
         for task in tasks:
             total = total + resources_of(task["resources"])
         if executor is not None:
@@ -328,3 +335,12 @@ class LaunchCalls:
             reason="REASON_TASK_INVALID",
             message=error,
         )
+
+
+def _other_role(tasks: list[dict[str, Any]], executor: Mapping[str, Any] | None,
+                role: str) -> bool:
+    """Whether a resource is allocated to a role other than the offers' (then it is not
+    contained in them: Mesos compares ``allocation_info`` with the rest of a resource)."""
+    items = [r for task in tasks for r in task.get("resources") or []]
+    items += list((executor or {}).get("resources") or [])
+    return any((r.get("allocation_info") or {}).get("role", role) != role for r in items)

@@ -56,21 +56,33 @@ from disauto.localmesos.master import allocator as alloc
 from disauto.localmesos.master.agent_link import AgentLike
 from disauto.localmesos.master.agent_link import AgentLink
 from disauto.localmesos.master.calls import SchedulerCalls
+from disauto.localmesos.master.drain import DrainMaster
 from disauto.localmesos.master.launch import LaunchCalls
+from disauto.localmesos.master.maintenance import InverseOfferRecord
+from disauto.localmesos.master.maintenance import Machine
+from disauto.localmesos.master.maintenance import MachineKey
+from disauto.localmesos.master.maintenance import MaintenanceMaster
+from disauto.localmesos.master.offer_filters import InverseOfferFilters
 from disauto.localmesos.master.offer_timeout import OfferTimeouts
 from disauto.localmesos.master.offers import OfferMaking
+from disauto.localmesos.master.partitions import AgentHealth
+from disauto.localmesos.master.partitions import UnreachableAgent
+from disauto.localmesos.master.quota import Quota
+from disauto.localmesos.master.quota import QuotaMaster
 from disauto.localmesos.master.records import AgentRecord
 from disauto.localmesos.master.records import FrameworkRecord
 from disauto.localmesos.master.records import OfferRecord
 from disauto.localmesos.master.subscriptions import Subscriptions
 from disauto.localmesos.master.tasks import TaskBookkeeping
+from disauto.localmesos.protocol import registration
 from disauto.localmesos.protocol.protojson import CallError
 from disauto.localmesos.protocol.recordio import EventObserver
 
 
 logger = logging.getLogger(__name__)
 
-class Master(Subscriptions, LaunchCalls, SchedulerCalls, TaskBookkeeping, OfferMaking):
+class Master(Subscriptions, LaunchCalls, SchedulerCalls, TaskBookkeeping, OfferMaking,
+             QuotaMaster, MaintenanceMaster, DrainMaster, AgentHealth):
     """The embedded master (see the module docstring).
 
     Args:
@@ -87,6 +99,14 @@ class Master(Subscriptions, LaunchCalls, SchedulerCalls, TaskBookkeeping, OfferM
         rng: random source for the allocator's agent order.
         offer_timeout: seconds after which an outstanding offer is rescinded (Mesos
             ``--offer_timeout``); None (the default) never rescinds for age.
+        agent_ping_timeout: seconds between pings of each agent, and the time it has to
+            answer one (Mesos ``--agent_ping_timeout``, 15 s).
+        max_agent_ping_timeouts: unanswered pings in a row after which an agent is marked
+            unreachable (Mesos ``--max_agent_ping_timeouts``, 5).
+        agent_reregister_timeout: seconds a disconnected agent has to re-register before it
+            is marked unreachable (Mesos ``--agent_reregister_timeout``, 10 min).
+        registry_max_agent_age: seconds an unreachable agent is remembered (Mesos
+            ``--registry_max_agent_age``, 2 weeks).
     """
 
     def __init__(
@@ -104,6 +124,10 @@ class Master(Subscriptions, LaunchCalls, SchedulerCalls, TaskBookkeeping, OfferM
         flags: Mapping[str, str] | None = None,
         rng: random.Random | None = None,
         offer_timeout: float | None = None,
+        agent_ping_timeout: float = registration.DEFAULT_AGENT_PING_TIMEOUT,
+        max_agent_ping_timeouts: int = registration.DEFAULT_MAX_AGENT_PING_TIMEOUTS,
+        agent_reregister_timeout: float = registration.DEFAULT_AGENT_REREGISTER_TIMEOUT,
+        registry_max_agent_age: float = registration.DEFAULT_REGISTRY_MAX_AGENT_AGE,
     ) -> None:
         if not allocation_interval > 0:
             raise ValueError(f"allocation_interval must be > 0, got {allocation_interval}")
@@ -136,7 +160,28 @@ class Master(Subscriptions, LaunchCalls, SchedulerCalls, TaskBookkeeping, OfferM
         self._next_offer = 0
         self._next_agent = 0
         self._removed_ids: set[str] = set()
+        self.agent_ping_timeout = agent_ping_timeout
+        self.max_agent_ping_timeouts = max_agent_ping_timeouts
+        self.agent_reregister_timeout = agent_reregister_timeout
+        self.registry_max_agent_age = registry_max_agent_age
+        self._init_registry()
         self._init_loops(allocation_interval, offer_timeout)
+
+    def _init_registry(self) -> None:
+        """What Mesos keeps in its registry and beside it: quotas, the maintenance schedule,
+        unreachable and gone agents, draining and deactivated ones, inverse offers."""
+        self.quotas: dict[str, Quota] = {}
+        self.schedule: dict[str, Any] = {}
+        self.machines: dict[MachineKey, Machine] = {}
+        self.inverse_offers: dict[str, InverseOfferRecord] = {}
+        self.inverse_statuses: dict[str, dict[str, Any]] = {}
+        self.inverse_filters = InverseOfferFilters()
+        self.unreachable: dict[str, UnreachableAgent] = {}
+        self.gone: dict[str, float] = {}
+        self.draining: dict[str, dict[str, Any]] = {}
+        self.deactivated: set[str] = set()
+        #: Agent ids in order of first registration: ``/slave(N)`` is the N-th, for good.
+        self.agent_slots: list[str] = []
 
     def _init_loops(self, allocation_interval: float, offer_timeout: float | None) -> None:
         """The allocation loop, the failover timers' thread, the offer timeouts and the
@@ -180,6 +225,7 @@ class Master(Subscriptions, LaunchCalls, SchedulerCalls, TaskBookkeeping, OfferM
             self._started = True
         self._loop.start()
         self._timer_thread.start()
+        self._start_health()
         if self._offer_timeouts is not None:
             self._offer_timeouts.start()
         self._loop.trigger()
@@ -202,6 +248,8 @@ class Master(Subscriptions, LaunchCalls, SchedulerCalls, TaskBookkeeping, OfferM
                 return
             self._stopped = True
             self._timer_cond.notify_all()
+            if self._started:
+                self._health_cond.notify_all()
             links = [record.link for record in self.agents.values()]
         self.close_streams()
         if self._offer_timeouts is not None:
@@ -209,6 +257,8 @@ class Master(Subscriptions, LaunchCalls, SchedulerCalls, TaskBookkeeping, OfferM
         self._loop.stop()
         if self._timer_thread.is_alive():
             self._timer_thread.join()
+        if self._started and self._health_thread.is_alive():
+            self._health_thread.join()
         for link in links:
             link.stop()
 
@@ -234,20 +284,37 @@ class Master(Subscriptions, LaunchCalls, SchedulerCalls, TaskBookkeeping, OfferM
 
         The agent is advertised (offer ``url``, ``pid`` in ``/master/state``) at the master's
         own port, which serves the agent endpoints that exist here (``/files/*``).
+
+        Raises:
+            ValueError: when it is registered already.
         """
-        info = agent.info()
-        link = AgentLink(agent)
-        link.start()
         with self.lock:
-            if self.port:
-                info["port"] = self.port
             if agent.id in self.agents:
                 raise ValueError(f"agent {agent.id} is already registered")
-            self.agents[agent.id] = AgentRecord(agent, link, info, time.time(), agent.total)
+            self._register(agent, agent.info())
             self._count("messages_register_slave")
             self._count("slave_registrations")
         logger.info("Added agent %s (%s)", agent.id, agent.total)
         self._loop.trigger()
+
+    def _register(self, agent: AgentLike, info: dict[str, Any]) -> AgentRecord:
+        """Under the lock: a registered agent record with its link to the agent."""
+        info = dict(info)
+        if self.port:
+            info["port"] = self.port
+        link = AgentLink(agent)
+        link.start()
+        record = AgentRecord(agent, link, info, time.time(), agent.total, ip=self.hostname)
+        self.agents[agent.id] = record
+        if agent.id not in self.agent_slots:
+            self.agent_slots.append(agent.id)
+        return record
+
+    @property
+    def total_ping_timeout(self) -> float:
+        """``agent_ping_timeout × max_agent_ping_timeouts``: how long an agent waits for a
+        ping before it re-registers (``MasterSlaveConnection``)."""
+        return self.agent_ping_timeout * self.max_agent_ping_timeouts
 
     # -- calls ---------------------------------------------------------------------------
 

@@ -3,7 +3,8 @@
 A mixin of :class:`localmesos.master.master.Master`. ``_allocate`` runs on the allocation loop's
 thread and takes the master's lock for the whole run, so a run sees one consistent state;
 ``agent_state`` and ``file_roots`` call into agents and so do it outside the lock; the rest runs
-under it. An agent is offered at most once per run, all of what is free on it.
+under it. Without quota an agent is offered to the first framework that may take it, all of what
+is free on it for that framework's role (:mod:`localmesos.master.allocator`).
 """
 
 from __future__ import annotations
@@ -13,8 +14,9 @@ import logging
 import time
 from typing import Any
 
-from disauto.common.resources import Resources
+from disauto.common.resources import RoleResources
 from disauto.localmesos.master import allocator as alloc
+from disauto.localmesos.master import quota
 from disauto.localmesos.master.records import FrameworkRecord
 from disauto.localmesos.master.records import OfferRecord
 
@@ -25,81 +27,92 @@ logger = logging.getLogger("disauto.localmesos.master")
 class OfferMaking:
     """Allocation runs, offers, where agents and their sandboxes are (part of :class:`Master`)."""
 
-    def _allocations(self) -> tuple[dict[str, Resources], dict[str, dict[str, Resources]]]:
+    def _allocations(
+        self,
+    ) -> tuple[dict[str, RoleResources], dict[str, dict[str, RoleResources]]]:
         """Under the lock: (used + offered per agent, allocation per framework per role)."""
-        per_agent: dict[str, Resources] = {agent_id: Resources() for agent_id in self.agents}
-        per_fw: dict[str, dict[str, Resources]] = {}
+        per_agent: dict[str, RoleResources] = {agent_id: RoleResources()
+                                               for agent_id in self.agents}
+        per_fw: dict[str, dict[str, RoleResources]] = {}
         for fw in self.frameworks.values():
-            roles = per_fw.setdefault(fw.framework_id, {})
-            for task in fw.tasks.values():
-                if not task.recovered:
-                    per_agent[task.agent_id] = per_agent[task.agent_id] + task.resources
-                    roles[task.role] = roles.get(task.role, Resources()) + task.resources
-            for executor in fw.executors.values():
-                per_agent[executor.agent_id] = per_agent[executor.agent_id] + executor.resources
-                roles[executor.role] = roles.get(executor.role, Resources()) + executor.resources
-            for offer in fw.offers.values():
-                per_agent[offer.agent_id] = per_agent[offer.agent_id] + offer.resources
-                roles[offer.role] = roles.get(offer.role, Resources()) + offer.resources
+            per_fw[fw.framework_id] = fw.held_by_role()
+            items = [t for t in fw.tasks.values() if not t.recovered]
+            for held in [*items, *fw.executors.values(), *fw.offers.values()]:
+                if held.agent_id in per_agent:
+                    per_agent[held.agent_id] = per_agent[held.agent_id] + held.resources
         return per_agent, per_fw
 
+    def _candidates(self) -> tuple[list[alloc.AgentCandidate],
+                                   list[alloc.FrameworkCandidate]]:
+        """Under the lock: the active agents with what they have left, and the connected
+        frameworks with the roles they want offers for."""
+        per_agent, per_fw = self._allocations()
+        agents = [
+            alloc.AgentCandidate(agent_id, record.total - per_agent[agent_id], record.has_gpus)
+            for agent_id, record in self.agents.items() if record.active
+        ]
+        frameworks = []
+        for fw in self.frameworks.values():
+            roles = tuple(r for r in fw.roles if r not in fw.suppressed_roles)
+            if not fw.connected or not roles:
+                continue
+            frameworks.append(alloc.FrameworkCandidate(
+                framework_id=fw.framework_id,
+                roles=roles,
+                allocations=per_fw.get(fw.framework_id, {}),
+                gpu_capable="GPU_RESOURCES" in fw.capabilities,
+                allocation_count=fw.allocation_count,
+            ))
+        return agents, frameworks
+
+    def _quota_state(self) -> alloc.QuotaState:
+        """Under the lock: the quotas and what each role with one consumes now."""
+        return alloc.QuotaState(dict(self.quotas), {
+            role: quota.consumed(role, self.agents.values(), self.frameworks.values(),
+                                 offered=True)
+            for role in self.quotas
+        })
+
     def _allocate(self) -> None:
-        """One allocation run (on the allocation loop's thread)."""
+        """One allocation run (on the allocation loop's thread): offers, then inverse offers."""
         started = time.perf_counter()
         with self.lock:
             if self._stopped:
                 return
-            per_agent, per_fw = self._allocations()
-            agents = [
-                alloc.AgentCandidate(
-                    agent_id, record.total - per_agent[agent_id], record.has_gpus
-                )
-                for agent_id, record in self.agents.items()
-            ]
-            frameworks = []
-            for fw in self.frameworks.values():
-                roles = tuple(r for r in fw.roles if r not in fw.suppressed_roles)
-                if not fw.connected or not roles:
-                    continue
-                frameworks.append(
-                    alloc.FrameworkCandidate(
-                        framework_id=fw.framework_id,
-                        roles=roles,
-                        allocations=per_fw.get(fw.framework_id, {}),
-                        gpu_capable="GPU_RESOURCES" in fw.capabilities,
-                        allocation_count=fw.allocation_count,
-                    )
-                )
-            total = Resources()
+            agents, frameworks = self._candidates()
+            total = RoleResources()
             for record in self.agents.values():
                 total = total + record.total
             now = time.monotonic()
             grants = alloc.allocate(
-                agents,
-                frameworks,
-                total=total,
+                agents, frameworks, total=total,
                 is_filtered=lambda f, r, a, res: self._is_filtered(f, r, a, res, now),
-                weights=self.weights,
-                min_allocatable=self.min_allocatable,
-                rng=self._rng,
+                weights=self.weights, min_allocatable=self.min_allocatable, rng=self._rng,
+                quota=self._quota_state(),
             )
-            by_framework: dict[str, list[alloc.Grant]] = {}
-            for grant in grants:
-                by_framework.setdefault(grant.framework_id, []).append(grant)
-            for fid, fw_grants in by_framework.items():
-                fw = self.frameworks[fid]
-                if fw.subscription is None:
-                    continue
-                offers = [self._make_offer(fw, grant) for grant in fw_grants]
-                fw.allocation_count += len(fw_grants)
-                fw.count("offers/sent", len(offers))
-                fw.subscription.send({"type": "OFFERS", "offers": {"offers": offers}})
+            self._send_offers(grants)
+            self._make_inverse_offers(now)
             self.allocation_runs += 1
             self.last_allocation_ms = (time.perf_counter() - started) * 1000.0
             self.allocation_run_ms.append(self.last_allocation_ms)
 
+    def _send_offers(self, grants: list[alloc.Grant]) -> None:
+        """Under the lock: one OFFERS event per framework with its grants."""
+        by_framework: dict[str, list[alloc.Grant]] = {}
+        for grant in grants:
+            by_framework.setdefault(grant.framework_id, []).append(grant)
+        for fid, fw_grants in by_framework.items():
+            fw = self.frameworks[fid]
+            if fw.subscription is None:
+                continue
+            offers = [self._make_offer(fw, grant) for grant in fw_grants]
+            fw.allocation_count += len(fw_grants)
+            fw.count("offers/sent", len(offers))
+            fw.subscription.send({"type": "OFFERS", "offers": {"offers": offers}})
+
     def _is_filtered(
-        self, framework_id: str, role: str, agent_id: str, resources: Resources, now: float
+        self, framework_id: str, role: str, agent_id: str, resources: RoleResources,
+        now: float,
     ) -> bool:
         """Under the lock: whether a decline filter or the framework's offer constraints keep
         ``agent_id`` from being offered to ``role`` of the framework."""
@@ -114,30 +127,24 @@ class OfferMaking:
         Every embedded agent is served on the master's port, so each gets its own N (a real
         agent is always ``slave(1)`` on its own host:port).
         """
-        for index, known in enumerate(self.agents, start=1):
+        for index, known in enumerate(self.agent_slots, start=1):
             if known == agent_id:
                 return f"/slave({index})"
         return "/slave(1)"
 
     def agent_list(self) -> list[Any]:
-        """The agents, in order of addition (``/slave(N)`` is the N-th)."""
+        """The registered agents, in order of addition."""
         with self.lock:
             return [record.agent for record in self.agents.values()]
-
-    def agent_state(self, index: int) -> dict[str, Any] | None:
-        """``/slave(N)/state`` of the N-th agent, or None."""
-        with self.lock:
-            records = list(self.agents.values())
-        if not 1 <= index <= len(records):
-            return None
-        return records[index - 1].agent.state()
 
     def _make_offer(self, fw: FrameworkRecord, grant: alloc.Grant) -> dict[str, Any]:
         offer_id = f"{self.master_id}-O{self._next_offer}"
         self._next_offer += 1
         agent = self.agents[grant.agent_id]
         refined = "RESERVATION_REFINEMENT" in fw.capabilities
-        resources = grant.resources.to_json(role=None if refined else "*")
+        resources = grant.resources.to_json(
+            format="post" if refined else "pre",
+            allocation_role=grant.role if fw.multi_role else None)
         hostname = str(agent.info.get("hostname", self.hostname))
         port = int(agent.info.get("port", 5051))
         offer: dict[str, Any] = {
@@ -163,8 +170,9 @@ class OfferMaking:
             offer["executor_ids"] = executor_ids
         if fw.multi_role:
             offer["allocation_info"] = {"role": grant.role}
-            for item in resources:
-                item["allocation_info"] = {"role": grant.role}
+        unavailability = self.unavailability_of(agent)
+        if unavailability is not None:
+            offer["unavailability"] = unavailability
         record = OfferRecord(
             offer_id, fw.framework_id, grant.agent_id, grant.role, grant.resources, offer
         )

@@ -25,7 +25,7 @@ import threading
 import time
 from typing import Any
 
-from disauto.common.resources import Resources
+from disauto.common.resources import RoleResources
 from disauto.common.task_states import TERMINAL_TASK_STATES
 from disauto.localmesos.master.agent_link import AgentLike
 from disauto.localmesos.master.agent_link import AgentLink
@@ -44,9 +44,12 @@ TERMINAL_STATES = TERMINAL_TASK_STATES
 PARTITION_AWARE_STATES = frozenset(
     {"TASK_DROPPED", "TASK_UNREACHABLE", "TASK_GONE", "TASK_GONE_BY_OPERATOR", "TASK_UNKNOWN"}
 )
-#: A 1.11 master also advertises AGENT_DRAINING and QUOTA_V2; neither draining nor quota exists
-#: here, so advertising them would invite calls this master cannot serve.
-MASTER_CAPABILITIES = ("AGENT_UPDATE",)
+#: What a 1.11 master advertises (``MasterInfo.Capability``): agents may change their
+#: AgentInfo, may be drained (DRAIN_AGENT) and quota has limits (UPDATE_QUOTA).
+MASTER_CAPABILITIES = ("AGENT_UPDATE", "AGENT_DRAINING", "QUOTA_V2")
+#: ``AgentInfo.Capability`` types the embedded agents have.
+AGENT_CAPABILITIES = ("MULTI_ROLE", "HIERARCHICAL_ROLE", "RESERVATION_REFINEMENT",
+                      "AGENT_DRAINING")
 #: Largest failover timer Python's ``threading`` can wait for; longer ones never fire.
 MAX_TIMER = threading.TIMEOUT_MAX / 2
 
@@ -59,7 +62,7 @@ class TaskRecord:
     framework_id: str
     agent_id: str
     role: str
-    resources: Resources
+    resources: RoleResources
     executor_id: str = ""
     state: str = "TASK_STAGING"
     statuses: list[dict[str, Any]] = field(default_factory=list)
@@ -68,6 +71,9 @@ class TaskRecord:
     recovered: bool = False
     group: tuple[str, ...] = ()
     seen_uuids: set[str] = field(default_factory=set)
+    #: The master asked its agent to kill it (``Slave::killedTasks``): killed again if the
+    #: agent re-registers with it still running.
+    kill_sent: bool = False
 
     @property
     def task_id(self) -> str:
@@ -81,7 +87,7 @@ class ExecutorRecord:
     info: dict[str, Any]
     agent_id: str
     role: str
-    resources: Resources
+    resources: RoleResources
     tasks: set[str] = field(default_factory=set)
     #: Run by the agent as a process of its own (a LAUNCH's CUSTOM executor): it holds its
     #: resources until the agent reports that it exited. Otherwise (LAUNCH_GROUP, whose tasks
@@ -97,7 +103,7 @@ class OfferRecord:
     framework_id: str
     agent_id: str
     role: str
-    resources: Resources
+    resources: RoleResources
     json: dict[str, Any]
     #: ``time.monotonic()`` when the offer was made (for ``--offer_timeout``).
     made: float = field(default_factory=time.monotonic)
@@ -117,6 +123,9 @@ class FrameworkRecord:
     suppressed_roles: set[str] = field(default_factory=set)
     tasks: dict[str, TaskRecord] = field(default_factory=dict)
     completed_tasks: deque[TaskRecord] = field(default_factory=lambda: deque(maxlen=1000))
+    #: Tasks of unreachable agents (TASK_UNREACHABLE, or TASK_LOST without PARTITION_AWARE):
+    #: they come back if their agent re-registers.
+    unreachable_tasks: dict[str, TaskRecord] = field(default_factory=dict)
     offers: dict[str, OfferRecord] = field(default_factory=dict)
     executors: dict[tuple[str, str], ExecutorRecord] = field(default_factory=dict)
     reregistered_time: float | None = None
@@ -143,6 +152,18 @@ class FrameworkRecord:
     def count(self, metric: str, n: int = 1) -> None:
         self.metrics[metric] = self.metrics.get(metric, 0) + n
 
+    def held_by_role(self, *, offered: bool = True) -> dict[str, RoleResources]:
+        """What the framework uses (tasks not yet recovered, executors) and, with
+        ``offered``, is offered, by the role it was allocated to."""
+        held: dict[str, RoleResources] = {}
+        items = [(t.role, t.resources) for t in self.tasks.values() if not t.recovered]
+        items += [(e.role, e.resources) for e in self.executors.values()]
+        if offered:
+            items += [(o.role, o.resources) for o in self.offers.values()]
+        for role, resources in items:
+            held[role] = held.get(role, RoleResources()) + resources
+        return held
+
 
 @dataclass
 class AgentRecord:
@@ -152,11 +173,32 @@ class AgentRecord:
     link: AgentLink
     info: dict[str, Any]
     registered_time: float
-    total: Resources
+    total: RoleResources
+    #: False once the master's connection to the agent broke (its process restarted), until it
+    #: re-registers (Mesos ``Slave::connected``).
+    connected: bool = True
+    #: Whether the allocator offers it: connected and not deactivated (``Slave::active``).
+    active: bool = True
+    reregistered_time: float | None = None
+    #: The IP of its libprocess pid: the master's own (every agent is served on its port).
+    ip: str = "127.0.0.1"
+    #: A ping is unanswered, and how many in a row were (``SlaveObserver``).
+    pinged: bool = False
+    ping_timeouts: int = 0
+    #: ``time.monotonic()`` by which a disconnected agent must re-register.
+    reregister_deadline: float | None = None
+    #: When the master told it to drain (``estimated_drain_start_time``).
+    drain_started: float | None = None
 
     @property
     def agent_id(self) -> str:
         return self.agent.id
+
+    @property
+    def machine_id(self) -> tuple[str, str]:
+        """Mesos' ``MachineID`` of the agent: (its hostname, the IP of its pid). Every embedded
+        agent is served at the master's address, so agents differ by hostname only."""
+        return (str(self.info.get("hostname", "")), self.ip)
 
     @property
     def has_gpus(self) -> bool:
@@ -179,18 +221,11 @@ def uuid_bytes(b64: str | None) -> bytes | None:
         return None
 
 
-def mesos_resources_str(resources: Resources) -> str:
-    """Resources as Mesos stringifies them: ``cpus(*):1; mem(*):128; ports(*):[31000-31000]``."""
-    parts = []
-    for item in resources.to_json():
-        if item["type"] == "SCALAR":
-            parts.append(f"{item['name']}(*):{item['scalar']['value']:g}")
-        else:
-            ranges = ", ".join(f"{r['begin']}-{r['end']}" for r in item["ranges"]["range"])
-            parts.append(f"{item['name']}(*):[{ranges}]")
-    return "; ".join(parts) if parts else "{}"
+def mesos_resources_str(resources: RoleResources) -> str:
+    """Resources as Mesos stringifies them: ``cpus(*):1; mem(ml):128; ports(*):[31000-31000]``."""
+    return str(resources)
 
 
-def resources_of(items: Iterable[Mapping[str, Any]]) -> Resources:
-    """Task/executor resources, ignoring roles and allocation info (all unreserved here)."""
-    return Resources.from_json(items)
+def resources_of(items: Iterable[Mapping[str, Any]]) -> RoleResources:
+    """Task/executor resources with their reservations (allocation info ignored)."""
+    return RoleResources.from_json(items)

@@ -46,6 +46,33 @@ def resources_error(resources_json: list[dict[str, Any]]) -> str | None:
     return None
 
 
+def allocation_role_error(resources_json: list[dict[str, Any]]) -> str | None:
+    """Mesos ``validateAllocatedToSingleRole`` (the master has injected the offer's allocation
+    info where a resource had none)."""
+    roles: list[str] = []
+    for item in resources_json:
+        role = (item.get("allocation_info") or {}).get("role")
+        if not isinstance(role, str):
+            return "The resources are not allocated to a role"
+        if roles and role != roles[0]:
+            return (f"The resources have multiple allocation roles ('{role}' and '{roles[0]}') "
+                    "but only one allocation role is allowed")
+        roles.append(role)
+    return None
+
+
+def inject_allocation_info(task_or_executor: dict[str, Any], role: str) -> None:
+    """Give every resource without ``allocation_info`` the offer's role, as the master does
+    before validating an ACCEPT (``protobuf::injectAllocationInfo``)."""
+    for key in ("resources",):
+        for item in task_or_executor.get(key) or []:
+            if isinstance(item, dict) and not item.get("allocation_info"):
+                item["allocation_info"] = {"role": role}
+    executor = task_or_executor.get("executor")
+    if isinstance(executor, dict):
+        inject_allocation_info(executor, role)
+
+
 def task_error(
     fw: FrameworkRecord,
     agent: AgentRecord,
@@ -82,8 +109,12 @@ def task_error(
     error = resources_error(task["resources"])
     if error is not None:
         return f"Task uses invalid resources: {error}"
+    error = allocation_role_error(task["resources"])
+    if error is not None:
+        return f"Invalid task resources: {error}"
     if task.get("limits"):
-        # The embedded agents do not advertise TASK_RESOURCE_LIMITS (no cgroups here), so
+        # The embedded agents do not advertise TASK_RESOURCE_LIMITS (their isolators limit a
+        # container by its resources, not by ``limits``), so
         # Mesos' validateResourceLimits refuses any limit before looking at its values.
         return "Agent is not capable of handling task resource limits"
     return None
@@ -110,6 +141,9 @@ def executor_error(
     error = resources_error(executor.get("resources", []))
     if error is not None:
         return f"Executor uses invalid resources: {error}"
+    error = allocation_role_error(executor.get("resources", []))
+    if error is not None:
+        return f"Invalid executor resources: {error}"
     existing = fw.executors.get((agent.agent_id, executor["executor_id"]["value"]))
     if existing is not None and existing.info != executor:
         return (

@@ -171,10 +171,14 @@ class TaskBookkeeping:
                     del fw.executors[key]
 
     def _remove_task(self, fw: FrameworkRecord, task: TaskRecord) -> None:
-        """Move a task whose terminal update was acknowledged to the completed tasks."""
+        """Move a task whose terminal update was acknowledged to the completed tasks; a
+        draining agent with no task left is drained."""
         self._recover_task(fw, task)
         fw.tasks.pop(task.task_id, None)
         fw.completed_tasks.append(task)
+        record = self.agents.get(task.agent_id)
+        if record is not None:
+            self._check_drained(record)
 
     # -- removal -------------------------------------------------------------------------
 
@@ -199,7 +203,13 @@ class TaskBookkeeping:
                     fw, "TASK_KILLED", "SOURCE_MASTER", "REASON_FRAMEWORK_REMOVED"
                 )
             self._remove_task(fw, task)
+        fw.completed_tasks.extend(fw.unreachable_tasks.values())
+        fw.unreachable_tasks.clear()
         fw.executors.clear()
+        for offer_id in [i for i, o in self.inverse_offers.items()
+                         if o.framework_id == fw.framework_id]:
+            del self.inverse_offers[offer_id]
+        self.inverse_filters.clear(framework_id=fw.framework_id)
         for record in self.agents.values():
             record.link.post("shutdown_framework", fw.framework_id)
         if fw.subscription is not None:

@@ -10,12 +10,17 @@ Every embedded agent is served on the master's port under its libprocess id ``/s
 * ``GET /slave(N)/monitor/statistics`` (also ``.json``): its executors' resource usage
   (:mod:`localmesos.containerizer.monitor`); GET alone, as Mesos serves it.
 
-The agents are found through the master (``Master.agent_list``), in the order it added them.
+The agents are those the cluster runs, in the order the master first registered them
+(``/slave(N)`` stays the N-th also while it restarts or is unreachable); without a list of
+its own, the router asks the master for its registered ones (``Master.agent_list``).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from collections.abc import Sequence
 import re
+from typing import Any
 
 from disauto.localmesos.agent import executor_api
 from disauto.localmesos.master.master import Master
@@ -41,10 +46,14 @@ class AgentRoutes:
 
     Args:
         master: the master that knows the agents.
+        agents: the running agents, the N-th being ``/slave(N)`` (default: the master's
+            registered agents).
     """
 
-    def __init__(self, master: Master) -> None:
+    def __init__(self, master: Master,
+                 agents: Callable[[], Sequence[Any]] | None = None) -> None:
         self.master = master
+        self._agents = agents or master.agent_list
 
     def api(self, request: Request, path: str) -> Response | Subscription | None:
         """The answer of the executor API or an agent's ``/monitor/statistics`` at ``path``
@@ -64,17 +73,18 @@ class AgentRoutes:
         agent = _AGENT_STATE.match(path)
         if agent is None:
             return None
-        agent_state = self.master.agent_state(int(agent.group(1)))
-        if agent_state is None:
+        agents = self._agents()
+        index = int(agent.group(1))
+        if not 1 <= index <= len(agents):
             return text(404)
-        return json_response(agent_state, request.param("jsonp"))
+        return json_response(agents[index - 1].state(), request.param("jsonp"))
 
     def _statistics(self, request: Request, index: int) -> Response:
         """``/slave(N)/monitor/statistics``: the N-th agent's executors' resource usage.
         Mesos serves it to GET alone (405 naming GET otherwise), JSONP with ``?jsonp=cb``."""
         if request.method != "GET":
             return method_not_allowed(request, "GET")
-        agents = self.master.agent_list()
+        agents = self._agents()
         if not 1 <= index <= len(agents) or not hasattr(agents[index - 1],
                                                         "monitor_statistics"):
             return text(404)
@@ -82,7 +92,7 @@ class AgentRoutes:
 
     def _executor(self, request: Request, index: int | None) -> Response | Subscription:
         """The v1 executor API of an agent (:mod:`localmesos.agent.executor_api`)."""
-        agents = self.master.agent_list()
+        agents = self._agents()
         if index is not None and not 1 <= index <= len(agents):
             return text(404)
         refused = refuse_unless_json_post(request)

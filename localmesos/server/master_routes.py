@@ -45,7 +45,7 @@ _TASK_PARAMS = ("limit", "offset", "order", "framework_id", "task_id")
 #: no process to the master, so each is served at the root too (``/tasks`` is ``/master/tasks``).
 MASTER_ROUTES = frozenset({
     "state", "state.json", "state-summary", "tasks", "roles", "slaves", "frameworks", "flags",
-    "health", "redirect", "weights", "quota", "maintenance/status",
+    "health", "redirect", "weights", "quota", "maintenance/status", "maintenance/schedule",
 })  # fmt: skip
 
 
@@ -114,8 +114,9 @@ class MasterRoutes:
             "frameworks": lambda: endpoints.frameworks(master, request.param("framework_id")),
             "flags": lambda: {"flags": state.master_state(master)["flags"]},
             "weights": lambda: endpoints.weights(master),
-            "quota": endpoints.quota_status,
-            "maintenance/status": endpoints.maintenance_status,
+            "quota": lambda: endpoints.quota_status(master),
+            "maintenance/status": lambda: endpoints.maintenance_status(master),
+            "maintenance/schedule": master.maintenance_schedule,
         }
         return json_response(builders[route](), jsonp)
 

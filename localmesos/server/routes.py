@@ -17,10 +17,15 @@ In this order:
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from collections.abc import Mapping
+from collections.abc import Sequence
+from typing import Any
 
 from disauto.localmesos.master.master import Master
 from disauto.localmesos.protocol.recordio import Subscription
+from disauto.localmesos.server.admin_routes import Admin
+from disauto.localmesos.server.admin_routes import AdminRoutes
 from disauto.localmesos.server.agent_routes import AgentRoutes
 from disauto.localmesos.server.files_routes import FilesRoutes
 from disauto.localmesos.server.master_routes import MasterRoutes
@@ -43,16 +48,24 @@ class Router:
         master: the master (and, through it, its agents).
         credentials: principal → secret for the scheduler API (see
             :class:`~localmesos.server.master_routes.MasterRoutes`).
+        agents: the running agents, ``/slave(N)`` the N-th (default: the master's).
     """
 
-    def __init__(self, master: Master, credentials: Mapping[str, str] | None = None) -> None:
+    def __init__(self, master: Master, credentials: Mapping[str, str] | None = None,
+                 agents: Callable[[], Sequence[Any]] | None = None,
+                 admin: Admin | None = None) -> None:
         self.master_routes = MasterRoutes(master, credentials)
-        self.agent_routes = AgentRoutes(master)
+        self.agent_routes = AgentRoutes(master, agents)
+        self.admin_routes = None if admin is None else AdminRoutes(admin, credentials)
         self.files_routes = FilesRoutes(master)
 
     def dispatch(self, request: Request) -> Response | Subscription:
         """The answer to ``request`` (see the module docstring for the order)."""
         path = request.path.rstrip("/") or "/"
+        if self.admin_routes is not None:
+            admin = self.admin_routes.handle(request, path)
+            if admin is not None:
+                return admin
         answer = self.master_routes.api(request, path)
         if answer is None:
             answer = self.agent_routes.api(request, path)

@@ -21,16 +21,20 @@ framework. Any error inside a handler answers 500 and closes only that connectio
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from collections.abc import Mapping
+from collections.abc import Sequence
 import io
 import logging
 import socket
 import threading
 import time
+from typing import Any
 from typing import cast
 
 from disauto.localmesos.master.master import Master
 from disauto.localmesos.protocol.recordio import Subscription
+from disauto.localmesos.server.admin_routes import Admin
 from disauto.localmesos.server.messages import text
 from disauto.localmesos.server.routes import Router
 from disauto.localmesos.server.wire import BadRequest
@@ -68,11 +72,13 @@ class HttpServer:
         request_timeout: float = 30.0,
         write_timeout: float = 30.0,
         max_connections: int = 1024,
+        agents: Callable[[], Sequence[Any]] | None = None,
+        admin: Admin | None = None,
     ) -> None:
         self.master = master
         self._host = host
         self._port = port
-        self.router = Router(master, credentials)
+        self.router = Router(master, credentials, agents, admin)
         self.max_body_bytes = max_body_bytes
         self.request_timeout = request_timeout
         self.write_timeout = write_timeout

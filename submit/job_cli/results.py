@@ -1,7 +1,9 @@
 """``da-job results``: a job's trials, best first, as a table, CSV or JSON.
 
 The JSON is results.json's schema whether the job runs or has ended (:func:`results.document`,
-README): read from the record each time, with da-submit's exit status once the job ended.
+README): read from the record each time, with da-submit's exit status once the job ended. The
+table and the CSV are da-submit's: with several objectives a column each and the Pareto front
+first (marked), infeasible trials marked, and the table's lines on the front after it.
 """
 
 from __future__ import annotations
@@ -11,13 +13,13 @@ import io
 import json
 from typing import IO
 
-from disauto.common import paths
+from disauto.common.objectives import Objectives
 from disauto.submit import results as results_mod
 from disauto.submit.exit_status import ExitStatus
+from disauto.submit.fit import columns
 from disauto.submit.job_cli.base import JOB
 from disauto.submit.job_cli.base import Command
 from disauto.submit.job_cli.base import arg
-from disauto.submit.jobs import Job
 from disauto.submit.jobs import find
 
 
@@ -26,31 +28,23 @@ def run(args: argparse.Namespace, out: IO[str]) -> ExitStatus:
     config = job.config
     order = [p.name for p in config.search.space.parameters]
     objective = config.search.objective
+    objectives = Objectives.from_spec(config.search)
     if args.format == "json":
         facts = results_mod.JobFacts(config, job.meta, job.trials, job.state,
-                                     _exit_status(job))
+                                     results_mod.saved_exit_status(job.folder, job.state))
         print(json.dumps(results_mod.document(facts), indent=2, sort_keys=True), file=out)
     elif args.format == "csv":
         buffer = io.StringIO()
-        results_mod.write_csv(buffer, job.trials, job.maximize, order)
+        results_mod.write_csv(buffer, job.trials, job.maximize, order, objectives)
         out.write(buffer.getvalue())
     else:
         print(results_mod.table(job.trials, objective, job.maximize, limit=10_000,
-                                param_order=order), file=out)
+                                param_order=order, objectives=objectives, width=columns()),
+              file=out)
+        for line in results_mod.search_lines(results_mod.search_keys(job.trials, objectives),
+                                             objectives):
+            print(line, file=out)
     return ExitStatus.SUCCESS
-
-
-def _exit_status(job: Job) -> int | None:
-    """da-submit's exit status, from the results.json it wrote when the job ended (None while
-    the job runs, or when it ended without one)."""
-    if job.state != "ended":
-        return None
-    try:
-        saved = json.loads((job.folder / paths.RESULTS_JSON).read_text())
-    except (OSError, ValueError):
-        return None
-    status = saved.get("exit_status") if isinstance(saved, dict) else None
-    return status if isinstance(status, int) else None
 
 
 COMMAND = Command(

@@ -53,6 +53,9 @@ def run(args: argparse.Namespace, out: IO[str]) -> ExitStatus:
         "deadline_note": deadline_note(config, job.trials, time.time(),
                                        ended_at(job)),
         "usage": results_mod.usage_summary(job.trials, config.runner.mem_mb),
+        "trial_retries": int(config.trial_retries),
+        "retried": [{"trial": t.number, "state": str(t.state), "task": t.task_id,
+                     "tries": list(t.tries)} for t in job.trials if t.tries],
     }
     if args.json:
         print(json.dumps(status, indent=2), file=out)
@@ -95,6 +98,8 @@ def _print_status(job: Job, status: dict[str, Any], out: IO[str]) -> None:
     for line in results_mod.usage_lines(job.trials, config.runner.mem_mb):
         say(f"  usage: {line}")
     running = "running" if job.state == "running" else "was running"
+    for line in results_mod.retried_lines(job.trials):
+        say(f"  retried: {line}", max_lines=3)
     for task in status["running"]:
         name = f"trial-{task['trial']:04d}"
         said = f" (task {task['task']})" if task["task"] not in ("", name) else ""

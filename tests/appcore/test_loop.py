@@ -28,6 +28,7 @@ from disauto.common.trial_state import TrialState
 from disauto.framework.job import APPCORE_KEY
 from disauto.protos import common_pb2
 from disauto.protos import framework_pb2
+from tests.inprocess import AGENT
 from tests.inprocess import DEFAULT_SPACE
 from tests.inprocess import AppCore
 from tests.inprocess import Framework
@@ -331,3 +332,39 @@ def test_records_for_restore() -> None:
         (1, TrialState.RUNNING, None), (2, TrialState.COMPLETED, 0.5),
         (3, TrialState.FAILED, None), (4, TrialState.RUNNING, None), (5, TrialState.KILLED, None)]
     assert records[1].assignment == assignment_from_proto(trials[0].assignment) == {"x": 3}
+
+
+def test_a_retried_try_is_no_failure_to_the_search(tmp_path: Path) -> None:
+    """--trial-retries 1 and --max-failed-trials 0: each trial's first try fails. AppCore sees
+    each trial wait again (nothing to tell), is told each one completed, counts no failure and
+    spends its budget of three."""
+    from dataclasses import replace
+
+    from disauto.framework.tasks import trial_task_id
+
+    framework = Framework(tmp_path, replace(job_config(max_trials=3, parallelism=1,
+                                                       max_failed_trials=0), trial_retries=1))
+    appcore = AppCore(framework.address).run()
+    try:
+        for number in (1, 2, 3):
+            for retries in (0, 1):
+                wait_for(lambda n=number: [r.trial_number for r in
+                                           framework.controller.launch_requests()] == [n],
+                         what=f"trial {number}, try {retries + 1}, waiting for an offer")
+                task = trial_task_id(number, retries)
+                framework.controller.trial_launched(number, task, AGENT)
+                framework.controller.on_status(task_status(task, "TASK_RUNNING"))
+                if retries == 0:
+                    framework.controller.on_status(task_status(task, "TASK_FAILED"))
+                else:
+                    assert appcore.loop.report(Report(number, {"accuracy": 0.5}, None, True,
+                                                      1.0)) is False
+                    framework.controller.on_status(task_status(task, "TASK_FINISHED"))
+        assert wait_outcome(framework)[0] == framework_pb2.BUDGET_SPENT
+        appcore.join()
+        assert appcore.loop.counts == (3, 0, 0)  # completed, failed, pruned
+        assert [(t.state, len(t.tries)) for t in framework.controller.trials()] == [
+            ("COMPLETED", 1)] * 3
+    finally:
+        appcore.close()
+        framework.close()

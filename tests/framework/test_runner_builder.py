@@ -15,6 +15,7 @@ from disauto.framework.master_endpoint import MasterEndpoint
 from disauto.framework.runner_builder import RunnerOptions
 from disauto.framework.runner_builder import build_runner
 from disauto.framework.runtime import JobRunner
+from disauto.framework.store import JobStore
 from tests.inprocess import AGENT
 from tests.inprocess import job_config
 
@@ -104,3 +105,34 @@ def test_a_job_resumed_on_a_new_master_runs_its_trials_again(
     assert trial.state == TrialState.PENDING and trial.retries == 1
     assert [r.key for r in runner.controller.launch_requests()] == ["appcore", "trial-0001"]
     assert runner.store.get_meta(meta.CONFIG) == runner.config
+
+
+def test_a_new_framework_checkpoints_and_subscribes_with_its_roles(
+        tmp_path: Path, built: list[JobRunner]) -> None:
+    runner = build(built, tmp_path / "job")
+    info = runner._framework_info()  # noqa: SLF001 - what start() subscribes with
+    assert info["checkpoint"] is True and runner.store.get_meta(meta.FRAMEWORK_CHECKPOINT)
+    assert info["roles"] == ["*"] and "role" not in info
+    assert {c["type"] for c in info["capabilities"]} == {
+        "MULTI_ROLE", "RESERVATION_REFINEMENT", "PARTITION_AWARE", "TASK_KILLING_STATE"}
+    assert "id" not in info
+
+
+def test_a_framework_failing_over_keeps_the_checkpointing_it_was_registered_with(
+        tmp_path: Path, built: list[JobRunner]) -> None:
+    """Mesos refuses to change FrameworkInfo.checkpoint (validateUpdate): a record of a
+    framework registered without it (an earlier DisAuto's) resumes without it."""
+    _left_by_a_framework(tmp_path / "job", MASTER.uri)
+    store = JobStore(tmp_path / "job" / "job.db")
+    store.set_meta(meta.FRAMEWORK_CHECKPOINT, False)
+    store.close()
+    runner = build(built, tmp_path / "job", resume=True)
+    info = runner._framework_info()  # noqa: SLF001
+    assert info["id"] == {"value": "F-7"} and info["checkpoint"] is False
+
+
+def test_a_job_resumed_on_a_new_master_is_a_new_checkpointing_framework(
+        tmp_path: Path, built: list[JobRunner]) -> None:
+    _left_by_a_framework(tmp_path / "job", "127.0.0.1:2")
+    runner = build(built, tmp_path / "job", resume=True)
+    assert runner._framework_info()["checkpoint"] is True  # noqa: SLF001

@@ -110,10 +110,18 @@ def _check_resource(res: Any, multi_role: bool, refined: bool, where: str) -> li
             problems.append(f"{where}: ranges {res['name']} malformed")
     else:
         problems.append(f"{where}: resource {res['name']} has type {kind!r}")
-    if not refined and res.get("role") != "*":
-        problems.append(f"{where}: unreserved resource {res['name']} without role '*'")
+    reservations = res.get("reservations")
+    if not refined and not isinstance(res.get("role"), str):
+        problems.append(f"{where}: pre-refinement resource {res['name']} without a role")
+    if not refined and reservations is not None:
+        problems.append(f"{where}: pre-refinement framework got 'reservations'")
     if refined and "role" in res:
         problems.append(f"{where}: RESERVATION_REFINEMENT framework got pre-refinement 'role'")
+    if refined and reservations is not None and not (
+        isinstance(reservations, list) and reservations and all(
+            isinstance(r, dict) and r.get("type") == "STATIC" and isinstance(r.get("role"), str)
+            and r["role"] != "*" for r in reservations)):
+        problems.append(f"{where}: malformed reservations {reservations!r}")
     if ("allocation_info" in res) != multi_role:
         problems.append(f"{where}: allocation_info presence wrong for multi_role={multi_role}")
     return problems
@@ -191,6 +199,36 @@ def check_status(status: Any) -> list[str]:
             problems.append("agent status lacks executor_id")
     if "agent_id" in status and not _is_id(status["agent_id"]):
         problems.append("status.agent_id malformed")
+    problems += _check_status_extras(status)
+    return problems
+
+
+def _check_status_extras(status: dict[str, Any]) -> list[str]:
+    """``unreachable_time`` and ``limitation`` of a TaskStatus, against ``mesos.v1`` (the
+    strict checker of :mod:`tests.localmesos.operator_shapes`)."""
+    from tests.localmesos import operator_shapes
+
+    extras = {k: status[k] for k in ("unreachable_time", "limitation") if k in status}
+    if not extras:
+        return []
+    shaped = {"task_id": status.get("task_id"), "state": status.get("state"), **extras}
+    return [f"status: {p}" for p in operator_shapes.check("TaskStatus", shaped)]
+
+
+def _check_inverse_offers(offers: Any) -> list[str]:
+    """Problems with the ``inverse_offers`` of an INVERSE_OFFERS event (``InverseOffer``)."""
+    if not isinstance(offers, list) or not offers:
+        return ["INVERSE_OFFERS must carry a non-empty inverse_offers list"]
+    problems = []
+    for offer in offers:
+        if not all(_is_id(offer.get(k)) for k in ("id", "framework_id", "agent_id")):
+            problems.append(f"inverse offer ids malformed: {offer!r}"[:200])
+        start = (offer.get("unavailability") or {}).get("start", {})
+        if not isinstance(start.get("nanoseconds"), int):
+            problems.append("inverse offer without unavailability.start")
+        if set(offer) - {"id", "url", "framework_id", "agent_id", "unavailability",
+                         "resources"}:
+            problems.append(f"inverse offer has unknown fields: {sorted(offer)}")
     return problems
 
 
@@ -228,6 +266,11 @@ def check_event(event: Any, multi_role: bool = False, refined: bool = False) -> 
     elif kind == "RESCIND":
         if not _is_id(body.get("offer_id")):
             problems.append("rescind.offer_id missing")
+    elif kind == "INVERSE_OFFERS":
+        problems += _check_inverse_offers(body.get("inverse_offers"))
+    elif kind == "RESCIND_INVERSE_OFFER":
+        if not _is_id(body.get("inverse_offer_id")):
+            problems.append("rescind_inverse_offer.inverse_offer_id missing")
     elif kind == "UPDATE":
         problems += check_status(body.get("status"))
     elif kind == "ERROR":
@@ -317,6 +360,27 @@ def get_json(cluster: LocalCluster, path: str) -> Any:
         return json.loads(body)
     finally:
         conn.close()
+
+
+def operator_call(cluster: LocalCluster, body: dict[str, Any]) -> tuple[int, Any]:
+    """POST an operator API call: ``(status, JSON answer or text)``; JSON answers are checked
+    against ``mesos.v1.master.Response`` (:mod:`tests.localmesos.operator_shapes`)."""
+    from tests.localmesos import operator_shapes
+
+    conn = http.client.HTTPConnection(*cluster.address.split(":"), timeout=10)
+    try:
+        conn.request("POST", "/api/v1", json.dumps(body),
+                     {"Content-Type": "application/json", "Accept": "application/json"})
+        resp = conn.getresponse()
+        data = resp.read()
+    finally:
+        conn.close()
+    if resp.getheader("Content-Type") == "application/json":
+        answer = json.loads(data)
+        problems = operator_shapes.check("Response", answer)
+        assert not problems, problems
+        return resp.status, answer
+    return resp.status, data.decode()
 
 
 def framework_state(cluster: LocalCluster, framework_id: str) -> dict[str, Any] | None:

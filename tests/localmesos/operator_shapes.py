@@ -41,6 +41,9 @@ ENUMS: dict[str, tuple[str, ...]] = {
         "PARTITION_AWARE MULTI_ROLE RESERVATION_REFINEMENT REGION_AWARE".split()
     ),
     "ExecutorInfo.Type": ("UNKNOWN", "DEFAULT", "CUSTOM"),
+    "DrainState": ("UNKNOWN", "DRAINING", "DRAINED"),
+    "ReservationInfo.Type": ("UNKNOWN", "STATIC", "DYNAMIC"),
+    "InverseOfferStatus.Status": ("UNKNOWN", "ACCEPT", "DECLINE"),
 }
 
 _ID = {"value": "req string"}
@@ -54,7 +57,31 @@ MESSAGES: dict[str, dict[str, str]] = {
         "get_frameworks": "opt GetFrameworks",
         "get_executors": "opt GetExecutors",
         "get_tasks": "opt GetTasks",
+        "get_quota": "opt GetQuota",
+        "get_maintenance_schedule": "opt GetMaintenanceSchedule",
+        "get_maintenance_status": "opt GetMaintenanceStatus",
     },
+    "GetQuota": {"status": "req QuotaStatus"},
+    "QuotaStatus": {"infos": "rep QuotaInfo", "configs": "rep QuotaConfig"},
+    "QuotaInfo": {"role": "opt string", "principal": "opt string", "guarantee": "rep Resource"},
+    "QuotaConfig": {"role": "req string", "guarantees": "map Scalar", "limits": "map Scalar"},
+    "GetMaintenanceSchedule": {"schedule": "req Schedule"},
+    "Schedule": {"windows": "rep Window"},
+    "Window": {"machine_ids": "rep MachineID", "unavailability": "req Unavailability"},
+    "MachineID": {"hostname": "opt string", "ip": "opt string"},
+    "Unavailability": {"start": "req TimeInfo", "duration": "opt DurationInfo"},
+    "DurationInfo": {"nanoseconds": "req int64"},
+    "GetMaintenanceStatus": {"status": "req ClusterStatus"},
+    "ClusterStatus": {"draining_machines": "rep DrainingMachine",
+                      "down_machines": "rep MachineID"},
+    "DrainingMachine": {"id": "req MachineID", "statuses": "rep InverseOfferStatus"},
+    "InverseOfferStatus": {"status": "req enum:InverseOfferStatus.Status",
+                           "framework_id": "req ID", "timestamp": "req TimeInfo"},
+    "DrainInfo": {"state": "req enum:DrainState", "config": "req DrainConfig"},
+    "DrainConfig": {"max_grace_period": "opt DurationInfo", "mark_gone": "opt bool"},
+    "ReservationInfo": {"type": "opt enum:ReservationInfo.Type", "role": "opt string",
+                        "principal": "opt string", "labels": "opt Labels",
+                        "resource_provider_id": "opt ID"},
     "GetHealth": {"healthy": "req bool"},
     "GetVersion": {"version_info": "req VersionInfo"},
     "VersionInfo": {
@@ -86,7 +113,7 @@ MESSAGES: dict[str, dict[str, str]] = {
         "offered_resources": "rep Resource",
         "capabilities": "rep AgentCapability",
         "resource_providers": "rep any",
-        "drain_info": "opt any",
+        "drain_info": "opt DrainInfo",
         "estimated_drain_start_time": "opt TimeInfo",
     },
     "AgentInfo": {
@@ -144,7 +171,7 @@ MESSAGES: dict[str, dict[str, str]] = {
         "resources": "rep Resource",
         "attributes": "rep Attribute",
         "executor_ids": "rep ID",
-        "unavailability": "opt any",
+        "unavailability": "opt Unavailability",
         "allocation_info": "opt AllocationInfo",
     },
     "URL": {
@@ -213,8 +240,9 @@ MESSAGES: dict[str, dict[str, str]] = {
         "labels": "opt Labels",
         "container_status": "opt any",
         "unreachable_time": "opt TimeInfo",
-        "limitation": "opt any",
+        "limitation": "opt TaskResourceLimitation",
     },
+    "TaskResourceLimitation": {"resources": "rep Resource"},
     "Labels": {"labels": "rep Label"},
     "Label": {"key": "req string", "value": "opt string"},
     "TimeInfo": {"nanoseconds": "req int64"},
@@ -229,7 +257,7 @@ MESSAGES: dict[str, dict[str, str]] = {
         "role": "opt string",
         "allocation_info": "opt AllocationInfo",
         "reservation": "opt any",
-        "reservations": "rep any",
+        "reservations": "rep ReservationInfo",
         "disk": "opt any",
         "revocable": "opt any",
         "shared": "opt any",
@@ -299,6 +327,9 @@ def check(message: str, value: Any, where: str = "") -> list[str]:
         elif label == "map":
             if not isinstance(item, dict):
                 errors.append(f"{here}: not an object")
+                continue
+            for key, element in item.items():
+                errors.extend(_value(kind, element, f"{here}[{key!r}]"))
         else:
             errors.extend(_value(kind, item, here))
     return errors

@@ -51,6 +51,16 @@ def _run_main(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str]
         (["--allocation-interval", "0s"], "--allocation-interval"),
         (["--heartbeat-interval", "-1s"], "--heartbeat-interval"),
         (["--credentials", "/does/not/exist"], "--credentials"),
+        (["--resources", "cpus(ml:4"], "--resources"),
+        (["--resources", "ports:[1-70000]"], "--resources"),
+        (["--gpus", "0", "--resources", "gpus:1.5"], "--resources"),
+        (["--agent-resources", "cpus:x"], "--agent-resources"),
+        (["--agents", "1", "--agent-resources", "cpus:1", "--agent-resources", "cpus:2"],
+         "--agent-resources"),
+        (["--agent-hostname", "a b"], "--agent-hostname"),
+        (["--agent-ping-timeout", "0s"], "--agent-ping-timeout"),
+        (["--max-agent-ping-timeouts", "0"], "--max-agent-ping-timeouts"),
+        (["--agent-reregister-timeout", "soon"], "--agent-reregister-timeout"),
         (["--bogus"], "--bogus"),
         (["--port"], "--port"),
     ],
@@ -95,6 +105,28 @@ def test_agent_attributes_extend_each_agents_own_in_order() -> None:
         {"rack": "r1", "class": "fast"}, {"rack": "r1", "class": "edge", "slowdown": 2.0},
         {"rack": "r1"}]
     assert len({a.ports for a in agents}) == 3  # the shared range is still split between them
+
+
+def test_resources_reservations_hostnames_and_health_flags() -> None:
+    from disauto.localmesos.cli import build_parser
+    from disauto.localmesos.cli import config_from_args
+
+    args = build_parser().parse_args([
+        "--agents", "3", "--cpus", "2", "--mem", "1GB", "--gpus", "0",
+        "--resources", "cpus(ml):4;gpus(ml):1;mem(*):8192",
+        "--agent-resources", "cpus:1", "--agent-hostname", "localhost",
+        "--agent-ping-timeout", "200ms", "--max-agent-ping-timeouts", "3",
+        "--agent-reregister-timeout", "5s", "--executor-reregistration-timeout", "1s"])
+    config = config_from_args(args)
+    first, second, _ = config.agent_list()
+    assert str(first.total()).startswith("cpus(*):1; mem(*):1024; disk(*):")
+    assert first.hostname == "localhost" and second.hostname == "127.0.0.1"
+    total = second.total()
+    assert total.reserved_for("ml").scalars == {"cpus": 4.0, "gpus": 1.0}
+    assert total.reserved_for("*").scalar("mem") == 8192 and second.gpu_count == 1
+    assert total.reserved_for("*").ranges("ports")  # names not given keep their defaults
+    assert (config.agent_ping_timeout, config.max_agent_ping_timeouts) == (0.2, 3)
+    assert config.agent_reregister_timeout == 5 and config.executor_reregistration_timeout == 1
 
 
 def test_parse_attributes() -> None:
@@ -224,3 +256,60 @@ def test_da_cluster_port_in_use(capsys: pytest.CaptureFixture[str]) -> None:
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 1 and len(err) == 1
     assert err[0].startswith(f"da-cluster: error: --port {port}: cannot listen on")
+
+
+def _agent_cli(*argv: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(_command() + ["agent", *argv], capture_output=True, text=True,
+                          timeout=30, check=False)
+
+
+def test_da_cluster_agent_partitions_heals_and_restarts_an_agent(
+        launch: object, tmp_path: Path) -> None:
+    creds = tmp_path / "creds"
+    creds.write_text("ops s3cret\n")
+    proc, address = launch(  # type: ignore[operator]
+        "--port", "0", "--agents", "2", "--cpus", "1", "--mem", "256MB", "--disk", "100MB",
+        "--credentials", str(creds), "--agent-ping-timeout", "100ms",
+        "--max-agent-ping-timeouts", "2", "--isolation", "posix/cpu,posix/mem")
+    assert address, proc.stderr.read() if proc.poll() is not None else "no address printed"
+    listed = _agent_cli("list", "--master", address, "--credentials", str(creds))
+    assert listed.returncode == 0, listed.stderr
+    agent_id = listed.stdout.split()[0]
+    assert _get(address, "/localmesos/agents")[0] == 401  # the cluster's credentials guard it
+    cut = _agent_cli("partition", agent_id, "--master", address, "--for", "2s",
+                     "--credentials", str(creds))
+    assert (cut.returncode, cut.stdout.strip()) == (0, f"agent {agent_id} is cut off for 2s")
+    deadline = time.monotonic() + 10
+    while json.loads(_get(address, "/master/state")[1])["unreachable_slaves"] != 1:
+        assert time.monotonic() < deadline, "the agent was never marked unreachable"
+        time.sleep(0.05)
+    while len(json.loads(_get(address, "/master/state")[1])["slaves"]) != 2:
+        assert time.monotonic() < deadline + 10, "the agent never came back"
+        time.sleep(0.1)
+    restart = _agent_cli("restart", agent_id, "--master", address, "--credentials", str(creds))
+    assert restart.returncode == 0 and restart.stdout.strip() == f"agent {agent_id} restarts"
+    unknown = _agent_cli("heal", "nope", "--master", address, "--credentials", str(creds))
+    assert unknown.returncode == 1 and unknown.stderr.count("\n") == 1
+    assert "answered 404: no agent nope" in unknown.stderr
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=20) == 0
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["restart", "--master", "127.0.0.1:1"], "restart needs an agent id"),
+    (["partition", "a", "--master", "127.0.0.1:1", "--for", "soon"], "--for: invalid duration"),
+    (["heal", "a", "--master", "127.0.0.1:1", "--for", "1s"], "heal takes no duration"),
+    (["restart", "a", "--master", "nowhere"], "--master: invalid address"),
+    (["explode", "a", "--master", "127.0.0.1:1"], "invalid choice: 'explode'"),
+])
+def test_da_cluster_agent_bad_flags_are_one_line(
+        capsys: pytest.CaptureFixture[str], argv: list[str], message: str) -> None:
+    code, err = _run_main(capsys, "agent", *argv)
+    assert code == 2 and err.count("\n") == 1 and message in err
+    assert err.startswith("da-cluster agent: error: ")
+
+
+def test_da_cluster_agent_reports_an_unreachable_cluster(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    code, err = _run_main(capsys, "agent", "list", "--master", "127.0.0.1:1")
+    assert code == 1 and err.startswith("da-cluster agent: error: cannot reach 127.0.0.1:1")

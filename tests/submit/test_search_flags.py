@@ -126,3 +126,25 @@ def test_warm_start_results_are_for_one_objective(files: Path,
     (files / "points.json").write_text(json.dumps([{"lr": 0.01, "bs": 32}]))
     search = submission(*TWO, "--tuning-type", "bayesian", "--warm-start", "points.json")
     assert json.loads(search.settings["warm_start"])["points"] == [{"lr": 0.01, "bs": 32}]
+
+
+def test_trial_retries_is_zero_unless_given() -> None:
+    def config(*extra: str) -> int:
+        return validate(build_parser().parse_args(argv(*extra))).config.trial_retries
+
+    assert config() == 0
+    assert config("--trial-retries", "2") == 2
+
+
+@pytest.mark.parametrize(("value", "message"), [
+    ("-1", "--trial-retries: invalid value '-1': expected an integer >= 0 and <= 100"),
+    ("1.5", "--trial-retries: invalid value '1.5': expected an integer >= 0 and <= 100"),
+    ("101", "--trial-retries: invalid value '101': expected an integer >= 0 and <= 100"),
+    ("lots", "--trial-retries: invalid value 'lots': expected an integer >= 0 and <= 100"),
+])
+def test_a_bad_trial_retries_is_one_line(files: Path, capsys: pytest.CaptureFixture[str],
+                                         value: str, message: str) -> None:
+    assert main(argv("--trial-retries", value)) == ExitStatus.USAGE
+    err = capsys.readouterr().err
+    assert err.splitlines()[0] == f"da-submit: error: {message}" and "Traceback" not in err
+    assert not (files / "home").exists()

@@ -100,6 +100,14 @@ function fmtSeconds(seconds) {
 
 // -- the job's facts
 
+// "objective accuracy (maximize)", or with several "objectives accuracy (maximize), ...".
+function objectivesFact(job) {
+  const names = job.objectives || [job.objective];
+  const directions = job.directions || [job.direction];
+  return [names.length > 1 ? "objectives" : "objective",
+    names.map((name, i) => name + " (" + directions[i] + ")").join(", ")];
+}
+
 function renderJob(job) {
   document.title = job.name + " — DisAuto";
   $("job-name").textContent = job.name + " (" + job.job_id + ")";
@@ -112,7 +120,7 @@ function renderJob(job) {
   const done = job.submitted - IN_FLIGHT.reduce((n, s) => n + (job.counts[s] || 0), 0);
   const facts = [
     ["state", job.state], ["trials done", done + " / " + job.budget],
-    ["parallelism", job.parallelism], ["objective", job.objective + " (" + job.direction + ")"],
+    ["parallelism", job.parallelism], objectivesFact(job),
     ["target", job.target === null ? "none" : fmtNumber(job.target)],
     ["best", job.best ? fmtNumber(job.best.objective) + " (trial " + job.best.trial + ")" : "-"],
     ["algorithm", job.algorithm], ["early stopping", job.early_stopping],
@@ -132,14 +140,31 @@ function renderJob(job) {
 
 // -- the trials table: sortable (click a heading), filterable (text, state)
 
-function columns(job) {
+// What the table says of a trial beyond its state: on the Pareto front, infeasible (a
+// constraint above 0), as da-submit's table does.
+function note(data, trial) {
+  if (!trial.feasible) return "infeasible";
+  return data.pareto && data.pareto.front.includes(trial.number) ? "front" : "";
+}
+
+function columns(data) {
+  const job = data.job;
+  const several = (job.objectives || []).length > 1;
+  // One column per objective with several (each from the trial's metrics), a note column
+  // where there is a front or a constraint.
+  const objectives = several
+    ? job.objectives.map((name) => ({ key: "o:" + name, title: name,
+      value: (t) => (t.metrics[name] === undefined ? null : t.metrics[name]) }))
+    : [{ key: "objective", title: job.objective, value: (t) => t.objective }];
+  const noted = several || data.trials.some((t) => !t.feasible);
   return [
     { key: "number", title: "#", value: (t) => t.number },
     { key: "state", title: "state", value: (t) => t.state },
+    ...(noted ? [{ key: "note", title: "note", value: (t) => note(data, t) }] : []),
     ...job.parameters.map((name) => ({
       key: "p:" + name, title: name, value: (t) => t.assignment[name],
     })),
-    { key: "objective", title: job.objective, value: (t) => t.objective },
+    ...objectives,
     { key: "duration", title: "duration", value: (t) => t.duration_seconds, text: fmtSeconds },
     { key: "peak_rss", title: "peak memory", value: (t) => t.usage.peak_rss_bytes, text: fmtBytes },
     { key: "cpu_seconds", title: "CPU s", value: (t) => t.usage.cpu_seconds },
@@ -160,7 +185,7 @@ function compare(a, b) {
 }
 
 function renderTrials(data) {
-  const cols = columns(data.job);
+  const cols = columns(data);
   const table = $("trials");
   const head = document.createElement("tr");
   for (const col of cols) {
@@ -196,7 +221,9 @@ function renderTrials(data) {
     const row = body.insertRow();
     row.dataset.number = trial.number;
     row.dataset.state = trial.state;
-    if (data.job.best && data.job.best.trial === trial.number) row.className = "best";
+    if (data.job.best && data.job.best.trial === trial.number) row.classList.add("best");
+    const marked = note(data, trial);
+    if (marked) row.classList.add(marked);
     for (const col of cols) {
       const td = row.insertCell();
       const value = col.value(trial);
@@ -244,15 +271,24 @@ const intAxis = (title, max) => ({ title: { text: title }, tick0: 0, dtick: intS
 
 // The best so far at each point, and the trial that holds it: it changes only when a trial
 // beats it (a trial that only equals it does not take it over).
+// An infeasible trial (a constraint above 0) is never the best.
 function bestSoFar(trials, maximize) {
   let best = null;
   return trials.map((t) => {
-    if (best === null || (maximize ? t.objective > best.objective : t.objective < best.objective)) {
+    if (t.feasible && (best === null
+      || (maximize ? t.objective > best.objective : t.objective < best.objective))) {
       best = t;
     }
     return best;
   });
 }
+
+// A completed trial's point: an infeasible one (a constraint above 0) marked ×.
+const trialText = (t) => "trial " + t.number + (t.feasible ? "" : " (infeasible)");
+const feasibleSymbol = (t) => (t.feasible ? "circle" : "x");
+// Where the best-so-far line has no trial yet (only infeasible ones so far): no point.
+const bestValues = (best) => best.map((t) => (t ? t.objective : null));
+const bestTexts = (best) => best.map((t) => (t ? "best so far: trial " + t.number : ""));
 
 function plotlyReady() {
   if (window.Plotly) return Promise.resolve(window.Plotly);
@@ -295,6 +331,7 @@ function renderPlots(data) {
     renderParallel(data, done);
   }
   if (changed("importance", data.importance)) renderImportance(data.importance);
+  if (changed("pareto", [data.pareto, $("plot-pareto").clientWidth])) renderPareto(data.pareto);
   const ended = done.concat(pruned).map((t) => [t.number, t.objective, t.ended_at]);
   if (!changed("history", [ended, data.trials.length])) return;
   const byNumber = [...done].sort((a, b) => a.number - b.number);
@@ -302,10 +339,10 @@ function renderPlots(data) {
   const bestByNumber = bestSoFar(byNumber, maximize);
   Plotly.react("plot-history", [
     { name: job.objective, mode: "markers", x: byNumber.map((t) => t.number),
-      y: byNumber.map((t) => t.objective), text: byNumber.map((t) => "trial " + t.number) },
+      y: byNumber.map((t) => t.objective), text: byNumber.map(trialText),
+      marker: { symbol: byNumber.map(feasibleSymbol) } },
     { name: "best so far", mode: "lines", line: { shape: "hv" }, x: byNumber.map((t) => t.number),
-      y: bestByNumber.map((t) => t.objective),
-      text: bestByNumber.map((t) => "best so far: trial " + t.number) },
+      y: bestValues(bestByNumber), text: bestTexts(bestByNumber) },
     { name: "pruned (last value)", mode: "markers", marker: { symbol: "x", color: "#8e44ad" },
       x: pruned.map((t) => t.number), y: pruned.map((t) => t.objective),
       text: pruned.map((t) => "trial " + t.number + " (pruned)") },
@@ -317,11 +354,52 @@ function renderPlots(data) {
   const bestByTime = bestSoFar(byTime, maximize);
   Plotly.react("plot-time", [
     { name: job.objective, mode: "markers", x: seconds, y: byTime.map((t) => t.objective),
-      text: byTime.map((t) => "trial " + t.number) },
+      text: byTime.map(trialText), marker: { symbol: byTime.map(feasibleSymbol) } },
     { name: "best so far", mode: "lines", line: { shape: "hv" }, x: seconds,
-      y: bestByTime.map((t) => t.objective),
-      text: bestByTime.map((t) => "best so far: trial " + t.number) },
+      y: bestValues(bestByTime), text: bestTexts(bestByTime) },
   ], layout("seconds since the job started", job.objective), CONFIG);
+}
+
+// -- the Pareto front of a job of several objectives: the completed trials by their first two
+// objectives, the front highlighted and joined (two objectives), infeasible trials marked ×.
+
+function paretoNote(pareto) {
+  const n = pareto.objectives.length;
+  const front = pareto.front.length;
+  const text = front + " trial" + (front === 1 ? "" : "s") + " on the front of "
+    + pareto.points.filter((p) => p.feasible).length + " feasible completed ones";
+  if (n === 2) return text + ".";
+  return text + ". " + n + " objectives: the first two are drawn; the front is of all " + n
+    + ", so a trial on it may look dominated here.";
+}
+
+function renderPareto(pareto) {
+  $("pareto-box").hidden = !pareto;
+  if (!pareto) return;
+  $("pareto-note").textContent = paretoNote(pareto);
+  const [xName, yName] = pareto.objectives;
+  const title = (i) => pareto.objectives[i] + " (" + pareto.directions[i] + ")";
+  const onFront = new Set(pareto.front);
+  const hover = (p) => "trial " + p.number + pareto.objectives.map(
+    (name, i) => "<br>" + name + " " + fmtNumber(p.values[i])).join("");
+  const trace = (name, points, style) => Object.assign({
+    name, mode: "markers", x: points.map((p) => p.values[0]), y: points.map((p) => p.values[1]),
+    text: points.map(hover), hovertemplate: "%{text}<extra></extra>",
+    customdata: points.map((p) => p.number),
+  }, style);
+  // The front in the order of its first objective, so that its line runs along it.
+  const front = pareto.points.filter((p) => onFront.has(p.number))
+    .sort((a, b) => a.values[0] - b.values[0] || a.values[1] - b.values[1]);
+  const joined = pareto.objectives.length === 2;
+  Plotly.react("plot-pareto", [
+    trace("other trials", pareto.points.filter((p) => p.feasible && !onFront.has(p.number)),
+      { marker: { color: "#7f8c8d", size: 7 } }),
+    trace("Pareto front", front, { mode: joined ? "lines+markers" : "markers",
+      line: { color: "#d35400", shape: "linear" }, marker: { color: "#d35400", size: 10 } }),
+    trace("infeasible", pareto.points.filter((p) => !p.feasible),
+      { marker: { color: "#c0392b", symbol: "x", size: 9 } }),
+  ], layout(title(0), title(1)), CONFIG);
+  $("plot-pareto").dataset.front = front.map((p) => p.number).join(",");
 }
 
 function renderIntermediate(data) {

@@ -13,7 +13,8 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING
 from typing import Any
 
-from disauto.common.resources import Resources
+from disauto.common.resources import RoleResources
+from disauto.localmesos.master.quota import consumed
 from disauto.localmesos.master.views import state
 
 
@@ -131,7 +132,7 @@ def state_summary(master: Master) -> dict[str, Any]:
         return out
 
 
-def _quantities(resources: Resources) -> dict[str, float]:
+def _quantities(resources: RoleResources) -> dict[str, float]:
     """A ``ResourceQuantities`` object: the non-zero scalars."""
     return {name: value for name, value in sorted(resources.scalars.items()) if value}
 
@@ -153,10 +154,10 @@ def known_roles(master: Master) -> list[str]:
     return sorted(names)
 
 
-def _role_resources(master: Master, role: str) -> tuple[Resources, Resources, list[str]]:
+def _role_resources(master: Master, role: str) -> tuple[RoleResources, RoleResources, list[str]]:
     """Under the lock: (allocated, offered, subscribed framework ids) of ``role`` and its
     subroles (Mesos' ``RoleResourceBreakdown`` counts the subtree)."""
-    allocated, offered = Resources(), Resources()
+    allocated, offered = RoleResources(), RoleResources()
     frameworks: list[str] = []
 
     def inside(name: str) -> bool:
@@ -183,17 +184,27 @@ def roles(master: Master) -> dict[str, Any]:
         out = []
         for name in known_roles(master):
             allocated, offered, frameworks = _role_resources(master, name)
+            quota = master.quotas.get(name)
+            reserved = RoleResources()
+            for agent in master.agents.values():
+                for role in agent.total.reservation_roles:
+                    if role == name or role.startswith(name + "/"):
+                        reserved = reserved + RoleResources({role: agent.total.reserved_for(
+                            role)})
             out.append({
                 "name": name,
                 "weight": float(master.weights.get(name, 1.0)),
                 "quota": {
-                    "role": name, "guarantee": {}, "limit": {},
-                    "consumed": _quantities(allocated),
+                    "role": name,
+                    "guarantee": dict(quota.guarantees) if quota else {},
+                    "limit": dict(quota.limits) if quota else {},
+                    "consumed": consumed(name, master.agents.values(),
+                                         master.frameworks.values()),
                 },
                 "resources": _quantities(allocated + offered),
                 "allocated": _quantities(allocated),
                 "offered": _quantities(offered),
-                "reserved": {},
+                "reserved": _quantities(reserved),
                 "frameworks": frameworks,
             })  # fmt: skip
         return {"roles": out}
@@ -226,12 +237,12 @@ def frameworks(master: Master, framework_id: str | None) -> dict[str, Any]:
     }
 
 
-def quota_status() -> dict[str, Any]:
-    """``GET /master/quota``: a ``QuotaStatus`` with no quota (empty repeated fields are
-    omitted by Mesos' protobuf-to-JSON, so the object is empty)."""
-    return {}
+def quota_status(master: Master) -> dict[str, Any]:
+    """``GET /master/quota``: the ``QuotaStatus`` (``{}`` without quota: Mesos'
+    protobuf-to-JSON omits empty repeated fields)."""
+    return master.quota_status()
 
 
-def maintenance_status() -> dict[str, Any]:
-    """``/master/maintenance/status``: a ``ClusterStatus`` with no machine draining or down."""
-    return {}
+def maintenance_status(master: Master) -> dict[str, Any]:
+    """``/master/maintenance/status``: the ``ClusterStatus``."""
+    return master.maintenance_status()

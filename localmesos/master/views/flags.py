@@ -98,6 +98,10 @@ def master_flags(master: Master) -> dict[str, str]:
         "max_completed_tasks_per_framework": str(master.max_completed_tasks_per_framework),
         "min_allocatable_resources": _min_allocatable(master),
         "port": str(master.port),
+        "agent_ping_timeout": format_duration(master.agent_ping_timeout),
+        "max_agent_ping_timeouts": str(master.max_agent_ping_timeouts),
+        "agent_reregister_timeout": format_duration(master.agent_reregister_timeout),
+        "registry_max_agent_age": format_duration(master.registry_max_agent_age),
         "role_sorter": "drf",
         "webui_dir": str(Path(__file__).with_name("webui")),
     })  # fmt: skip

@@ -19,8 +19,9 @@ import time
 from typing import TYPE_CHECKING
 from urllib.parse import quote
 
-from disauto.common.resources import Resources
+from disauto.common.resources import RoleResources
 from disauto.localmesos.master import allocator as alloc
+from disauto.localmesos.master.quota import consumed
 
 
 if TYPE_CHECKING:
@@ -139,14 +140,14 @@ def metrics_snapshot(master: Master) -> dict[str, float]:
     return out
 
 
-def _sum(items: Iterable[Resources]) -> Resources:
-    total = Resources()
+def _sum(items: Iterable[RoleResources]) -> RoleResources:
+    total = RoleResources()
     for item in items:
         total = total + item
     return total
 
 
-def _used(fw: FrameworkRecord) -> Resources:
+def _used(fw: FrameworkRecord) -> RoleResources:
     used = _sum(t.resources for t in fw.tasks.values() if not t.recovered)
     return used + _sum(e.resources for e in fw.executors.values())
 
@@ -237,19 +238,14 @@ def _framework_metrics(master: Master) -> dict[str, float]:
     return out
 
 
-def _role_allocations(master: Master) -> dict[str, Resources]:
+def _role_allocations(master: Master) -> dict[str, RoleResources]:
     """Under the lock: used and offered resources per role, every subscribed role included."""
-    per_role: dict[str, Resources] = {}
+    per_role: dict[str, RoleResources] = {}
     for fw in master.frameworks.values():
         for role in fw.roles:
-            per_role.setdefault(role, Resources())
-        for task in fw.tasks.values():
-            if not task.recovered:
-                per_role[task.role] = per_role.get(task.role, Resources()) + task.resources
-        for executor in fw.executors.values():
-            per_role[executor.role] = per_role.get(executor.role, Resources()) + executor.resources
-        for offer in fw.offers.values():
-            per_role[offer.role] = per_role.get(offer.role, Resources()) + offer.resources
+            per_role.setdefault(role, RoleResources())
+        for role, held in fw.held_by_role().items():
+            per_role[role] = per_role.get(role, RoleResources()) + held
     return per_role
 
 
@@ -275,6 +271,28 @@ def _allocator_metrics(master: Master) -> dict[str, float]:
         out[f"allocator/mesos/roles/{role}/shares/dominant"] = share
     for role, count in master.filters.active(time.monotonic()).items():
         out[f"allocator/mesos/offer_filters/roles/{role}/active"] = float(count)
+    out.update(_quota_metrics(master))
+    return out
+
+
+def _quota_metrics(master: Master) -> dict[str, float]:
+    """Under the lock: ``allocator/mesos/quota/roles/<role>/resources/<name>/...`` of each
+    role with a quota: ``guarantee``, ``limit``, ``consumed`` and ``offered_or_allocated``
+    (``src/master/allocator/mesos/metrics.cpp``)."""
+    out: dict[str, float] = {}
+    for role, quota in master.quotas.items():
+        prefix = f"allocator/mesos/quota/roles/{role}/resources/"
+        for name, value in quota.guarantees.items():
+            out[f"{prefix}{name}/guarantee"] = float(value)
+        for name, value in quota.limits.items():
+            out[f"{prefix}{name}/limit"] = float(value)
+        used = consumed(role, master.agents.values(), master.frameworks.values())
+        for name, value in used.items():
+            out[f"{prefix}{name}/consumed"] = float(value)
+        held = consumed(role, master.agents.values(), master.frameworks.values(),
+                        offered=True)
+        for name in {*quota.guarantees, *quota.limits}:
+            out[f"{prefix}{name}/offered_or_allocated"] = float(held.get(name, 0.0))
     return out
 
 

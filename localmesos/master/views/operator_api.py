@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING
 from typing import Any
 
 from disauto.common.json_kind import json_kind
+from disauto.localmesos.master import operator_calls
 from disauto.localmesos.master.views import operator_views as views
 from disauto.localmesos.master.views import state
 from disauto.localmesos.protocol.media_types import APPLICATION_JSON
@@ -96,16 +97,21 @@ def call_type(body: bytes) -> str | None:
     Raises:
         CallError: 400 with Mesos' message for a body that is not JSON or not a Call.
     """
+    return _decode(body)[0]
+
+
+def _decode(body: bytes) -> tuple[str | None, dict[str, Any]]:
+    """The call's type (None when it has none) and its JSON object."""
     value = decode_json(body)
     if not isinstance(value, dict):
         raise CallError("Failed to convert JSON into Call protobuf: Expecting a JSON object")
     kind = value.get("type")
     if kind is None:
-        return None
+        return None, value
     if isinstance(kind, str):
-        return kind if kind in CALL_TYPES else None
+        return (kind if kind in CALL_TYPES else None), value
     if isinstance(kind, int) and not isinstance(kind, bool):
-        return _BY_NUMBER.get(kind)
+        return _BY_NUMBER.get(kind), value
     raise CallError(
         "Failed to convert JSON into Call protobuf: "
         f"Not expecting a JSON {json_kind(kind)} for field 'type'"
@@ -128,7 +134,7 @@ def handle(
     if content_type.strip() != APPLICATION_JSON:
         return _text(415, JSON_ONLY_CONTENT_TYPE)
     try:
-        kind = call_type(body)
+        kind, value = _decode(body)
     except CallError as exc:
         return _text(exc.status, str(exc))
     if kind is None:
@@ -137,10 +143,20 @@ def handle(
         return _text(406, JSON_ONLY_ACCEPT)
     if kind == "UNKNOWN":
         return Answer(501)
+    if kind in operator_calls.HANDLERS:
+        try:
+            answer = operator_calls.handle(master, kind, value)
+        except CallError as exc:
+            return _text(exc.status, str(exc))
+        return _json(answer) if answer is not None else Answer(200)
     if kind not in READ_CALLS:
+        supported = sorted([*READ_CALLS, *operator_calls.HANDLERS])
         return _text(400, f"localmesos does not support the operator call {kind}; supported: "
-                          f"{', '.join(sorted(READ_CALLS))}")
+                          f"{', '.join(supported)}")
     field, build = READ_CALLS[kind]
-    response = {"type": kind, field: build(master)}
+    return _json({"type": kind, field: build(master)})
+
+
+def _json(response: dict[str, Any]) -> Answer:
     data = json.dumps(response, separators=(",", ":")).encode("utf-8")
     return Answer(200, data, (("Content-Type", APPLICATION_JSON),))

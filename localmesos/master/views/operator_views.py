@@ -22,7 +22,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 from typing import Any
 
-from disauto.common.resources import Resources
+from disauto.common.resources import RoleResources
+from disauto.localmesos.master.records import AGENT_CAPABILITIES
 from disauto.localmesos.master.records import MESOS_VERSION
 
 
@@ -32,10 +33,8 @@ if TYPE_CHECKING:
     from disauto.localmesos.master.records import FrameworkRecord
     from disauto.localmesos.master.records import TaskRecord
 
-#: ``AgentInfo.Capability`` types the embedded agents have (as in ``/master/state``).
-AGENT_CAPABILITIES = ("MULTI_ROLE", "HIERARCHICAL_ROLE", "RESERVATION_REFINEMENT")
 
-ByRole = dict[str, Resources]
+ByRole = dict[str, RoleResources]
 
 
 def time_info(seconds: float) -> dict[str, int]:
@@ -47,13 +46,12 @@ def allocated(by_role: ByRole) -> list[dict[str, Any]]:
     """Resources per role as a ``Resource`` list with ``allocation_info`` (endpoint format)."""
     out: list[dict[str, Any]] = []
     for role in sorted(by_role):
-        for item in by_role[role].to_json(role="*"):
-            out.append({**item, "allocation_info": {"role": role}})
+        out += by_role[role].to_json(format="endpoint", allocation_role=role)
     return out
 
 
-def _add(by_role: ByRole, role: str, resources: Resources) -> None:
-    by_role[role] = by_role.get(role, Resources()) + resources
+def _add(by_role: ByRole, role: str, resources: RoleResources) -> None:
+    by_role[role] = by_role.get(role, RoleResources()) + resources
 
 
 def _set(message: dict[str, Any], key: str, items: list[Any]) -> None:
@@ -100,7 +98,8 @@ def get_tasks(master: Master) -> dict[str, Any]:
         frameworks = _frameworks(master)
         return {
             "tasks": [task_v1(t) for fw in frameworks for t in fw.tasks.values()],
-            "unreachable_tasks": [],
+            "unreachable_tasks": [task_v1(t) for fw in frameworks
+                                  for t in fw.unreachable_tasks.values()],
             "completed_tasks": [task_v1(t) for fw in frameworks for t in fw.completed_tasks],
         }
 
@@ -199,16 +198,23 @@ def agent_v1(
     hostname = str(info.get("hostname", master.hostname))
     out: dict[str, Any] = {
         "agent_info": info,
-        "active": True,
-        "deactivated": False,
+        "active": record.active,
+        "deactivated": record.agent_id in master.deactivated,
         "version": MESOS_VERSION,
         "pid": f"{master.agent_path(record.agent_id).lstrip('/')}@{hostname}:{info['port']}",
         "registered_time": time_info(record.registered_time),
     }
-    _set(out, "total_resources", record.total.to_json(role="*"))
+    if record.reregistered_time is not None:
+        out["reregistered_time"] = time_info(record.reregistered_time)
+    _set(out, "total_resources", record.total.to_json(format="endpoint"))
     _set(out, "allocated_resources", allocated(used))
     _set(out, "offered_resources", allocated(offered))
     out["capabilities"] = [{"type": c} for c in AGENT_CAPABILITIES]
+    drain = master.draining.get(record.agent_id)
+    if drain is not None:
+        out["drain_info"] = drain
+        if record.drain_started is not None:
+            out["estimated_drain_start_time"] = time_info(record.drain_started)
     return out
 
 

@@ -19,7 +19,8 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING
 from typing import Any
 
-from disauto.common.resources import Resources
+from disauto.common.resources import RoleResources
+from disauto.localmesos.master.records import AGENT_CAPABILITIES
 from disauto.localmesos.master.records import MESOS_VERSION
 from disauto.localmesos.master.views.flags import format_duration as format_duration
 from disauto.localmesos.master.views.flags import master_flags
@@ -117,14 +118,14 @@ def offer_json(offer: OfferRecord) -> dict[str, Any]:
     }
 
 
-def _sum(items: Iterable[Resources]) -> Resources:
-    total = Resources()
+def _sum(items: Iterable[RoleResources]) -> RoleResources:
+    total = RoleResources()
     for item in items:
         total = total + item
     return total
 
 
-def framework_resources(fw: FrameworkRecord) -> tuple[Resources, Resources]:
+def framework_resources(fw: FrameworkRecord) -> tuple[RoleResources, RoleResources]:
     """(used, offered) resources of a framework."""
     used = _sum(t.resources for t in fw.tasks.values() if not t.recovered)
     used = used + _sum(e.resources for e in fw.executors.values())
@@ -163,7 +164,7 @@ def framework_json(fw: FrameworkRecord, *, completed: bool = False) -> dict[str,
     if fw.reregistered_time is not None and fw.reregistered_time != fw.registered_time:
         out["reregistered_time"] = fw.reregistered_time
     out["tasks"] = [task_json(t) for t in fw.tasks.values()]
-    out["unreachable_tasks"] = []
+    out["unreachable_tasks"] = [task_json(t) for t in fw.unreachable_tasks.values()]
     out["completed_tasks"] = [task_json(t) for t in fw.completed_tasks]
     out["offers"] = [offer_json(o) for o in fw.offers.values()]
     out["executors"] = [executor_json(fw.framework_id, e) for e in fw.executors.values()]
@@ -174,7 +175,7 @@ def framework_json(fw: FrameworkRecord, *, completed: bool = False) -> dict[str,
 
 
 def agent_json(
-    master: Master, record: AgentRecord, used: Resources, offered: Resources
+    master: Master, record: AgentRecord, used: RoleResources, offered: RoleResources
 ) -> dict[str, Any]:
     """An agent of ``/master/state`` (``SlaveWriter``)."""
     info = record.info
@@ -186,7 +187,9 @@ def agent_json(
             attributes[attribute["name"]] = attribute["text"]["value"]
     hostname = str(info.get("hostname", master.hostname))
     port = int(info.get("port", 5051))
-    return {
+    reserved = {role: record.total.reserved_for(role)
+                for role in record.total.reservation_roles}
+    out: dict[str, Any] = {
         "id": record.agent_id,
         "pid": f"{master.agent_path(record.agent_id).lstrip('/')}@{hostname}:{port}",
         "hostname": hostname,
@@ -195,24 +198,35 @@ def agent_json(
         "resources": record.total.to_state(),
         "used_resources": used.to_state(),
         "offered_resources": offered.to_state(),
-        "reserved_resources": {},
-        "unreserved_resources": record.total.to_state(),
-        "reserved_resources_full": {},
-        "unreserved_resources_full": record.total.to_json(),
-        "used_resources_full": used.to_json(),
-        "offered_resources_full": offered.to_json(),
+        "reserved_resources": {role: value.to_state() for role, value in reserved.items()},
+        "unreserved_resources": record.total.reserved_for("*").to_state(),
+        "reserved_resources_full": {
+            role: RoleResources({role: value}).to_json(format="endpoint")
+            for role, value in reserved.items()},
+        "unreserved_resources_full": RoleResources.unreserved(
+            record.total.reserved_for("*")).to_json(format="endpoint"),
+        "used_resources_full": used.to_json(format="endpoint"),
+        "offered_resources_full": offered.to_json(format="endpoint"),
         "attributes": attributes,
-        "active": True,
-        "deactivated": False,
+        "active": record.active,
+        "deactivated": record.agent_id in master.deactivated,
         "version": MESOS_VERSION,
-        "capabilities": ["MULTI_ROLE", "HIERARCHICAL_ROLE", "RESERVATION_REFINEMENT"],
+        "capabilities": list(AGENT_CAPABILITIES),
     }
+    if record.reregistered_time is not None:
+        out["reregistered_time"] = record.reregistered_time
+    drain = master.draining.get(record.agent_id)
+    if drain is not None:
+        out["drain_info"] = drain
+        if record.drain_started is not None:
+            out["estimated_drain_start_time_seconds"] = record.drain_started
+    return out
 
 
-def agent_usage(master: Master) -> tuple[dict[str, Resources], dict[str, Resources]]:
+def agent_usage(master: Master) -> tuple[dict[str, RoleResources], dict[str, RoleResources]]:
     """Under the master's lock: (used, offered) resources per agent."""
-    used: dict[str, Resources] = {a: Resources() for a in master.agents}
-    offered: dict[str, Resources] = {a: Resources() for a in master.agents}
+    used: dict[str, RoleResources] = {a: RoleResources() for a in master.agents}
+    offered: dict[str, RoleResources] = {a: RoleResources() for a in master.agents}
     for fw in master.frameworks.values():
         for task in fw.tasks.values():
             if not task.recovered and task.agent_id in used:
@@ -239,9 +253,9 @@ def master_state(master: Master) -> dict[str, Any]:
             "pid": master.pid,
             "hostname": master.hostname,
             "capabilities": [c["type"] for c in leader_info["capabilities"]],
-            "activated_slaves": float(len(master.agents)),
-            "deactivated_slaves": 0.0,
-            "unreachable_slaves": 0.0,
+            "activated_slaves": float(sum(a.active for a in master.agents.values())),
+            "deactivated_slaves": float(sum(not a.active for a in master.agents.values())),
+            "unreachable_slaves": float(len(master.unreachable)),
             "leader": master.pid,
             "leader_info": leader_info,
             "flags": master_flags(master),

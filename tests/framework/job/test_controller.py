@@ -468,7 +468,7 @@ def test_finished_without_reporting_fails_saying_how_to_report(job: Job) -> None
 
 
 @pytest.mark.parametrize("state", ["TASK_FAILED", "TASK_LOST", "TASK_ERROR", "TASK_DROPPED",
-                                   "TASK_GONE", "TASK_GONE_BY_OPERATOR", "TASK_UNKNOWN"])
+                                   "TASK_GONE", "TASK_UNKNOWN"])
 def test_failure_states_fail_the_trial_with_the_status_and_stderr(
         make: Callable[..., Job], state: str) -> None:
     job = make(max_trials=10, max_task_retries=0)  # a lost task is not launched again

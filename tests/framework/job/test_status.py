@@ -3,11 +3,13 @@ pymesos hands them over, and the job's end and telemetry as the controller gives
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from disauto.common.report import Report
 from disauto.common.task_usage import TaskUsage
 from disauto.common.task_usage import status_data
 from disauto.common.telemetry import Sample
@@ -28,6 +30,7 @@ class Telemetry:
 
     def __init__(self) -> None:
         self.exact: list[tuple[int, TaskUsage]] = []
+        self.killed: list[tuple[int, float | None, float | None]] = []
 
     def memory_note(self, trial: int) -> str:
         return f"measured peak 612 MB of trial {trial}"
@@ -37,6 +40,10 @@ class Telemetry:
 
     def record_samples(self, samples: list[Sample]) -> None:
         raise AssertionError("not a status update's business")
+
+    def record_memory_kill(self, trial: int, used_bytes: float | None,
+                           limit_bytes: float | None) -> None:
+        self.killed.append((trial, used_bytes, limit_bytes))
 
 
 class Statuses:
@@ -57,7 +64,7 @@ class Statuses:
 
     def run_trial(self, task_id: str = "trial-0001") -> None:
         self.book.launched(1, task_id, AGENT, "")
-        assert not self.handler.on(task_status(task_id, "TASK_RUNNING"))
+        assert not self.handler.on(task_status(task_id, "TASK_RUNNING")).pending
 
 
 @pytest.fixture
@@ -68,13 +75,14 @@ def statuses(tmp_path: Path) -> Statuses:
 def test_a_lost_task_is_queued_again_until_its_retries_are_spent(tmp_path: Path) -> None:
     made = Statuses(tmp_path, max_task_retries=1)
     made.run_trial()
-    assert made.handler.on(task_status("trial-0001", "TASK_LOST", reason="REASON_AGENT_REMOVED"))
+    assert made.handler.on(task_status("trial-0001", "TASK_LOST",
+                                      reason="REASON_AGENT_REMOVED")).pending
     assert made.book.require(1).state == TrialState.PENDING
     made.run_trial("trial-0001.1")
-    assert not made.handler.on(task_status("trial-0001.1", "TASK_LOST"))
+    assert not made.handler.on(task_status("trial-0001.1", "TASK_LOST")).pending
     assert made.book.require(1).state == TrialState.FAILED
     # A status of the earlier launch changes nothing now.
-    assert not made.handler.on(task_status("trial-0001", "TASK_FINISHED"))
+    assert not made.handler.on(task_status("trial-0001", "TASK_FINISHED")).pending
     assert made.book.require(1).state == TrialState.FAILED
 
 
@@ -84,9 +92,11 @@ def test_a_trial_killed_for_its_memory_says_what_was_measured(statuses: Statuses
                                        message="Memory limit exceeded"),
                          "data": status_data(TaskUsage(1.0, 0.5, 2**29))})
     message = statuses.book.require(1).message
-    assert message == ("TASK_FAILED REASON_CONTAINER_LIMITATION_MEMORY: Memory limit exceeded; "
-                       "measured peak 612 MB of trial 1; stderr: Traceback: boom")
+    assert message == ("TASK_FAILED REASON_CONTAINER_LIMITATION_MEMORY: killed by its memory "
+                       "limit (--app-runner-memory 128M); give it more: --app-runner-memory "
+                       "320M; measured peak 612 MB of trial 1; stderr: Traceback: boom")
     assert [(n, u.cpu_seconds) for n, u in statuses.telemetry.exact] == [(1, 1.5)]
+    assert statuses.telemetry.killed == [(1, None, None)]
 
 
 def test_appcore_is_relaunched_until_it_failed_past_its_restarts(tmp_path: Path) -> None:
@@ -94,7 +104,7 @@ def test_appcore_is_relaunched_until_it_failed_past_its_restarts(tmp_path: Path)
     for attempt in (1, 2):
         assert made.appcore.launched(f"appcore-{attempt}", AGENT)
         relaunch = made.handler.on(task_status(f"appcore-{attempt}", "TASK_FAILED",
-                                               message="exited with status 1"))
+                                               message="exited with status 1")).pending
         assert relaunch == (attempt == 1)
     assert made.finished == [(framework_pb2.ERROR, "AppCore failed 2 times; last: TASK_FAILED: "
                                                    "exited with status 1; stderr: Traceback: "
@@ -105,6 +115,92 @@ def test_appcore_is_relaunched_until_it_failed_past_its_restarts(tmp_path: Path)
 def test_after_the_jobs_end_appcores_end_is_no_failure(statuses: Statuses) -> None:
     statuses.appcore.launched("appcore-1", AGENT)
     statuses.finished.append((framework_pb2.STOPPED, "stopped"))
-    assert not statuses.handler.on(task_status("appcore-1", "TASK_KILLED"))
+    assert not statuses.handler.on(task_status("appcore-1", "TASK_KILLED")).pending
     assert statuses.finished == [(framework_pb2.STOPPED, "stopped")]
     assert not statuses.appcore.waiting()
+
+
+def _with_retries(folder: Path, trial_retries: int, **config: Any) -> Statuses:
+    made = Statuses(folder, **config)
+    made.config = replace(made.config, trial_retries=trial_retries)
+    return made
+
+
+def test_a_failed_script_runs_again_until_its_retries_are_spent(tmp_path: Path) -> None:
+    """Each failed try is kept (its task, its failure, what it reported) and the trial starts
+    over under the next task id; the last try's failure is the trial's."""
+    made = _with_retries(tmp_path, 2)
+    made.run_trial()
+    made.book.reported(made.book.require(1), Report(1, {"accuracy": 0.3}, 0, False, 1.0),
+                       {"accuracy": 0.3}, {"metrics": {"accuracy": 0.3}, "objective": 0.3})
+    failed = task_status("trial-0001", "TASK_FAILED", message="exited with status 1")
+    assert made.handler.on(failed).pending
+    trial = made.book.require(1)
+    assert (trial.state, trial.retries, trial.task_id) == (TrialState.PENDING, 1, "")
+    assert (trial.metrics, trial.objective) == ({}, None)  # the next try starts over
+    assert trial.message.startswith("launched again after try 1 failed (retry 1 of "
+                                    "--trial-retries 2): TASK_FAILED: exited with status 1")
+    first = trial.tries[0]
+    assert {k: first[k] for k in ("task_id", "outcome", "message", "metrics", "reports")} == {
+        "task_id": "trial-0001", "outcome": "failed", "metrics": {"accuracy": 0.3},
+        "message": "TASK_FAILED: exited with status 1; stderr: Traceback: boom", "reports": 1}
+    made.run_trial("trial-0001.1")
+    assert made.book.require(1).message == ""  # the new try's own (the tries keep the last's)
+    # No result: failed, and run again.
+    assert made.handler.on(task_status("trial-0001.1", "TASK_FINISHED")).pending
+    made.run_trial("trial-0001.2")
+    assert not made.handler.on(task_status("trial-0001.2", "TASK_FAILED", message="again")).pending
+    trial = made.book.require(1)
+    assert (trial.state, trial.retries) == (TrialState.FAILED, 2)
+    assert trial.message == "TASK_FAILED: again; stderr: Traceback: boom"
+    assert [(t["task_id"], t["reports"]) for t in trial.tries] == [
+        ("trial-0001", 1), ("trial-0001.1", 0)]
+    assert trial.tries[1]["message"].startswith("the runner exited without reporting")
+    stored = made.book.store.trial(1)
+    assert stored is not None and stored.tries == trial.tries  # in the record
+
+
+def test_a_try_that_failed_after_its_final_result_is_completed_not_retried(
+        tmp_path: Path) -> None:
+    made = _with_retries(tmp_path, 1)
+    made.run_trial()
+    made.book.reported(made.book.require(1), Report(1, {"accuracy": 0.9}, None, True, 1.0),
+                       {"accuracy": 0.9}, {"metrics": {"accuracy": 0.9}, "objective": 0.9,
+                                           "final_reported": True})
+    assert not made.handler.on(task_status("trial-0001", "TASK_FAILED")).pending
+    trial = made.book.require(1)
+    assert (trial.state, trial.tries, trial.objective) == (TrialState.COMPLETED, [], 0.9)
+
+
+def test_lost_tasks_and_failed_scripts_spend_their_own_budgets(tmp_path: Path) -> None:
+    """One loss and one failure with a retry of each: both run again; a second loss is past
+    the loss budget (not retried as a failure either: the script did not fail)."""
+    made = _with_retries(tmp_path, 1, max_task_retries=1)
+    made.run_trial()
+    assert made.handler.on(task_status("trial-0001", "TASK_LOST")).pending
+    made.run_trial("trial-0001.1")
+    assert made.handler.on(task_status("trial-0001.1", "TASK_FAILED")).pending
+    made.run_trial("trial-0001.2")
+    assert not made.handler.on(task_status("trial-0001.2", "TASK_LOST", message="gone")).pending
+    trial = made.book.require(1)
+    assert trial.state == TrialState.FAILED and trial.message.startswith("TASK_LOST: gone")
+    assert [t["outcome"] for t in trial.tries] == ["lost", "failed"]
+
+
+@pytest.mark.parametrize(("state", "reason"), [("TASK_ERROR", ""), ("TASK_KILLED", ""),
+                                               ("TASK_FAILED", "REASON_AGENT_REMOVED")])
+def test_what_is_not_the_scripts_failure_is_not_retried(tmp_path: Path, state: str,
+                                                        reason: str) -> None:
+    made = _with_retries(tmp_path, 3, max_task_retries=0)
+    made.run_trial()
+    assert not made.handler.on(task_status("trial-0001", state, reason=reason)).pending
+    trial = made.book.require(1)
+    assert trial.state in (TrialState.FAILED, TrialState.KILLED) and trial.tries == []
+
+
+def test_no_retry_once_the_job_has_ended(tmp_path: Path) -> None:
+    made = _with_retries(tmp_path, 3)
+    made.run_trial()
+    made.finished.append((framework_pb2.STOPPED, "stopped"))
+    assert not made.handler.on(task_status("trial-0001", "TASK_FAILED")).pending
+    assert made.book.require(1).state == TrialState.FAILED

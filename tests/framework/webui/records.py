@@ -135,3 +135,69 @@ def record_telemetry(recorded: Recorded, start: float | None = None) -> None:
         recorded.store.set_trial_usage(trial, TrialUsage(
             peak_rss_bytes=(trial * 10 + 9) * 2**20, mean_rss_bytes=(trial * 10 + 4.5) * 2**20,
             cpu_seconds=2.0 * trial, mean_gpu_utilization=None if trial % 2 else 40.0 + trial))
+
+
+PARETO_POINTS = {1: (0.70, 10.0), 2: (0.80, 20.0), 3: (0.75, 25.0), 4: (0.90, 40.0),
+                 5: (0.60, 30.0), 6: (0.95, 15.0), 7: (0.85, 35.0), 8: (0.65, 50.0)}
+"""(accuracy, latency) of the completed trials of :class:`ParetoRecorded`."""
+INFEASIBLE = 6
+"""Its trial whose constraint is above 0: it would dominate most others if it were feasible."""
+PARETO_FRONT = (1, 2, 7, 4)
+"""Its front, in the order of accuracy (trial 6 is off it, infeasible)."""
+
+
+class ParetoRecorded:
+    """A job of two objectives (accuracy up, latency down) with a constraint and
+    ``--trial-retries 1``, recorded in ``folder/job.db`` through a controller as the scheduler
+    and AppCore would drive it: trials 1-8 completed at :data:`PARETO_POINTS` (6 infeasible; 8
+    on its second try, its first failed), 9 failed on both tries, 10 running.
+
+    With ``objectives`` three (a third, ``size``, minimized) every completed trial reports
+    ``size`` too (10 minus its number): every feasible one is then on the front."""
+
+    def __init__(self, folder: Path, *, objectives: int = 2, state: str = meta.RUNNING) -> None:
+        from dataclasses import replace
+
+        from disauto.common.objectives import Objectives
+
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "job.token").write_text(TOKEN)
+        self.folder = folder
+        self.store = JobStore(folder / "job.db")
+        names = ("accuracy", "latency", "size")[:objectives]
+        directions = ("maximize", "minimize", "minimize")[:objectives]
+        config = job_config(max_trials=12, parallelism=3, tuning_type="bayesian",
+                            settings={"backend": "nsga2"})
+        Objectives(names, directions).write_to(config.search)  # type: ignore[arg-type]
+        self.config = replace(config, trial_retries=1)
+        self.store.set_meta_many({meta.CONFIG: self.config, meta.JOB_ID: folder.name,
+                                  meta.OFFER_POLICY: "fifo", meta.STATE: state,
+                                  meta.STARTED_AT: time.time() - 60})
+        self.controller = JobController(self.config, self.store, TOKEN, on_kill=lambda _: None)
+        self.controller.submit_trials([(i, assignment(i), 0) for i in range(1, 11)])
+        for number, (accuracy, latency) in PARETO_POINTS.items():
+            if number == 8:  # its first try fails, its second completes
+                self.run(8, 0)
+                self.status(8, 0, "TASK_FAILED", message="exited with status 1")
+            self.run(number, 1 if number == 8 else 0)
+            self.report(number, {"accuracy": accuracy - 0.1}, step=0)
+            values = {"accuracy": accuracy, "latency": latency, "size": 10.0 - number}
+            self.controller.record_report(Report(
+                number, {n: values[n] for n in names}, None, True, 1.0,
+                constraints=(0.5 if number == INFEASIBLE else -1.0,)))
+            self.status(number, 1 if number == 8 else 0, "TASK_FINISHED")
+        for retries in (0, 1):
+            self.run(9, retries)
+            self.status(9, retries, "TASK_FAILED", message="exited with status 2")
+        self.run(10, 0)
+        self.running = 10
+
+    def run(self, number: int, retries: int) -> None:
+        self.controller.trial_launched(number, trial_task_id(number, retries), AGENT)
+        self.status(number, retries, "TASK_RUNNING")
+
+    def status(self, number: int, retries: int, state: str, **extra: str) -> None:
+        self.controller.on_status(task_status(trial_task_id(number, retries), state, **extra))
+
+    def report(self, number: int, metrics: dict[str, float], *, step: int | None = None) -> None:
+        self.controller.record_report(Report(number, metrics, step, False, 1.0))

@@ -23,6 +23,10 @@ from disauto.framework.webui.views import page_data
 from disauto.framework.webui.views import read_record
 from disauto.framework.webui.views import to_json
 from disauto.protos import common_pb2
+from tests.framework.webui.records import INFEASIBLE
+from tests.framework.webui.records import PARETO_FRONT
+from tests.framework.webui.records import PARETO_POINTS
+from tests.framework.webui.records import ParetoRecorded
 from tests.framework.webui.records import Recorded
 
 
@@ -203,3 +207,36 @@ def test_the_pages_server_does_not_wait_for_importance() -> None:
     fresh = cache.get("job", (9,), space, more, True, wait=60)
     assert "pending" not in fresh and fresh["basis"] == "9 completed trials"
     assert cache.get("job", (9,), space, more, True) is fresh  # kept until the trials change
+
+
+def test_a_job_of_one_objective_has_no_pareto_plot(recorded: Recorded) -> None:
+    data = page_data(read_record(recorded.store, "running"))
+    assert data["pareto"] is None
+    assert (data["job"]["objectives"], data["job"]["directions"]) == (["accuracy"],
+                                                                      ["maximize"])
+    assert all(t["feasible"] and t["constraints"] is None for t in data["trials"])
+
+
+def test_two_objectives_give_the_pareto_plot_its_points_and_front(tmp_path: Path) -> None:
+    made = ParetoRecorded(tmp_path / "job-p")
+    data = page_data(read_record(made.store, "running"))
+    pareto = data["pareto"]
+    assert (pareto["objectives"], pareto["directions"]) == (["accuracy", "latency"],
+                                                            ["maximize", "minimize"])
+    assert sorted(pareto["front"]) == sorted(PARETO_FRONT)
+    assert {p["number"]: tuple(p["values"]) for p in pareto["points"]} == PARETO_POINTS
+    assert [p["number"] for p in pareto["points"] if not p["feasible"]] == [INFEASIBLE]
+    trials = {t["number"]: t for t in data["trials"]}
+    assert (trials[INFEASIBLE]["feasible"], trials[INFEASIBLE]["constraints"]) == (False, [0.5])
+    # The infeasible trial has the best accuracy, and is not the best.
+    assert data["job"]["best"] == {"trial": 4, "objective": pytest.approx(0.9)}
+    assert json.loads(to_json(data))["pareto"]["front"] == pareto["front"]
+
+
+def test_three_objectives_give_every_value_and_the_front_of_all_three(tmp_path: Path) -> None:
+    made = ParetoRecorded(tmp_path / "job-p", objectives=3)
+    pareto = page_data(read_record(made.store, "running"))["pareto"]
+    assert pareto["objectives"] == ["accuracy", "latency", "size"]
+    assert all(len(p["values"]) == 3 for p in pareto["points"])
+    # size (10 minus the number, minimized) puts 3, 5 and 8 on the front beside 1, 2, 4, 7.
+    assert sorted(pareto["front"]) == [1, 2, 3, 4, 5, 7, 8]

@@ -291,8 +291,12 @@ def test_memory_limit_is_enforced(agent: Agent, master: Master, runner_image: st
     script = "python -c 'x = bytearray(400 * 1024 * 1024); print(len(x))'"
     agent.launch_task(FW, ctask("oom", script, runner_image, mem=64))
     failed = master.wait("oom", "TASK_FAILED", timeout=60)
+    # As the cgroups/mem isolator reports a command task over its memory.
     assert failed["reason"] == "REASON_CONTAINER_LIMITATION_MEMORY"
-    assert failed["message"].startswith("Memory limit exceeded")
+    assert failed["source"] == "SOURCE_AGENT"
+    assert failed["message"] == "Memory limit exceeded: Requested: 64MB Maximum Used: 64MB\n"
+    assert failed["limitation"]["resources"] == [
+        {"name": "mem", "type": "SCALAR", "scalar": {"value": 64.0}, "role": "*"}]
 
 
 def test_a_missing_image_fails_the_launch_clearly(

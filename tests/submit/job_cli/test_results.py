@@ -4,13 +4,18 @@ schema (README), whether the job runs or has ended."""
 from __future__ import annotations
 
 from collections.abc import Callable
+import csv
 import json
+from pathlib import Path
 from typing import Any
 
 from disauto.common.trial_state import TrialState
 from disauto.framework import meta
 from disauto.submit import results
 from disauto.submit.jobs import find
+from tests.framework.webui.records import INFEASIBLE
+from tests.framework.webui.records import PARETO_FRONT
+from tests.framework.webui.records import ParetoRecorded
 from tests.submit.job_cli.conftest import DaJob
 from tests.submit.job_cli.records import JobRecord
 
@@ -18,9 +23,9 @@ from tests.submit.job_cli.records import JobRecord
 SCHEMA_KEYS = {"schema", "job_id", "app_name", "state", "outcome", "message", "exit_status",
                "objective", "direction", "seed", "budget", "parallelism", "done", "counts",
                "started_at", "ended_at", "duration_seconds", "best", "usage", "trials",
-               "objectives", "directions", "pareto_front", "infeasible_trials"}
+               "objectives", "directions", "pareto_front", "infeasible_trials", "trial_retries"}
 TRIAL_KEYS = {"number", "state", "objective", "assignment", "metrics", "training_seconds",
-              "task_id", "message", "usage", "constraints", "feasible"}
+              "task_id", "message", "usage", "constraints", "feasible", "tries"}
 
 
 def shape(document: dict[str, Any]) -> tuple[set[str], set[str], set[str]]:
@@ -78,3 +83,51 @@ def test_table_and_csv_are_best_first(da_job: DaJob,
     rows = da_job("results", "job-a", "--format", "csv")[1].splitlines()
     assert rows[0].startswith("trial,state,objective,") and rows[1].startswith("5,COMPLETED,")
     assert str(TrialState.PRUNED) in "".join(rows)
+
+
+def test_two_objectives_have_a_column_each_the_front_first_and_the_infeasible_marked(
+        da_job: DaJob, home: Path) -> None:
+    ParetoRecorded(home / "jobs" / "job-p", state=meta.ENDED)
+    code, out, err = da_job("results", "job-p")
+    assert (code, err) == (0, "")
+    lines = out.splitlines()
+    assert max(len(line) for line in lines) <= 80, out
+    assert lines[0].split()[:5] == ["trial", "state", "note", "accuracy", "latency"]
+    rows = {line.split()[0]: line.split() for line in lines[2:] if line.startswith("trial-")}
+    order = [line.split()[0] for line in lines[2:] if line.startswith("trial-")]
+    # The front first (best accuracy first), then the rest best first, infeasible after them.
+    assert order[:4] == ["trial-0004", "trial-0007", "trial-0002", "trial-0001"]
+    assert order[4:8] == ["trial-0003", "trial-0008", "trial-0005", f"trial-{INFEASIBLE:04d}"]
+    assert [rows[f"trial-{n:04d}"][2] for n in PARETO_FRONT] == ["front"] * 4
+    assert rows[f"trial-{INFEASIBLE:04d}"][2] == "infeasible"
+    assert rows["trial-0004"][3:5] == ["0.9", "40"]
+    said = " ".join(out.split())
+    assert ("Pareto front of accuracy (maximize), latency (minimize): trial-0001, trial-0002, "
+            "trial-0004, trial-0007") in said
+    assert f"infeasible (a constraint above 0): trial-{INFEASIBLE:04d}" in said
+
+    table = list(csv.DictReader(da_job("results", "job-p", "--format", "csv")[1]
+                                .splitlines()))
+    assert [int(row["trial"]) for row in table[:4]] == [4, 7, 2, 1]
+    assert {int(row["trial"]) for row in table if row["pareto_front"] == "1"} == \
+        set(PARETO_FRONT)
+    assert {int(row["trial"]) for row in table if row["feasible"] == "0"} == {INFEASIBLE}
+    assert table[0]["metric:latency"] == "40.0"
+
+
+def test_json_keeps_each_try_of_a_retried_trial(da_job: DaJob, home: Path) -> None:
+    ParetoRecorded(home / "jobs" / "job-p", state=meta.ENDED)
+    shown = json.loads(da_job("results", "job-p", "--format", "json")[1])
+    assert shown["trial_retries"] == 1
+    trials = {t["number"]: t for t in shown["trials"]}
+    assert (trials[8]["state"], trials[8]["task_id"], trials[8]["message"]) == (
+        "COMPLETED", "trial-0008.1", "")
+    [first] = trials[8]["tries"]
+    assert {k: first[k] for k in ("task_id", "outcome", "message", "metrics", "reports")} == {
+        "task_id": "trial-0008", "outcome": "failed",
+        "message": "TASK_FAILED: exited with status 1", "metrics": {}, "reports": 0}
+    assert (trials[9]["state"], [t["task_id"] for t in trials[9]["tries"]]) == (
+        "FAILED", ["trial-0009"])
+    assert trials[9]["message"] == "TASK_FAILED: exited with status 2"
+    assert all(t["tries"] == [] for n, t in trials.items() if n not in (8, 9))
+    assert shown["counts"]["FAILED"] == 1  # trial 9 once, however many tries it took

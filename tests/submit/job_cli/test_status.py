@@ -5,9 +5,11 @@ from __future__ import annotations
 from collections.abc import Callable
 import json
 import os
+from pathlib import Path
 
 from disauto.common.processes import start_time
 from disauto.framework import meta
+from tests.framework.webui.records import ParetoRecorded
 from tests.submit.job_cli.conftest import DaJob
 from tests.submit.job_cli.records import JobRecord
 
@@ -66,3 +68,19 @@ def test_an_interrupted_job_says_what_its_framework_last_knew(
     lines = da_job("status", "job-a")[1].splitlines()
     assert "  AppCore: appcore-1 127.0.0.1:31473 ATTACHED" in lines
     assert "  running: trial-0008 on agent agent-S0 (RUNNING)" in lines
+
+
+def test_a_retried_trial_shows_each_earlier_try(da_job: DaJob, home: Path) -> None:
+    ParetoRecorded(home / "jobs" / "job-p", state=meta.ENDED)
+    lines = da_job("status", "job-p")[1].splitlines()
+    assert max(len(line) for line in lines) <= 80
+    said = " ".join(" ".join(lines).split())
+    assert ("retried: trial-0008 COMPLETED on try 2; try 1 (trial-0008) failed: TASK_FAILED: "
+            "exited with status 1") in said
+    assert ("retried: trial-0009 FAILED on try 2; try 1 (trial-0009) failed: TASK_FAILED: "
+            "exited with status 2") in said
+    shown = json.loads(da_job("status", "job-p", "--json")[1])
+    assert shown["trial_retries"] == 1
+    assert [(r["trial"], r["state"], r["task"], [t["task_id"] for t in r["tries"]])
+            for r in shown["retried"]] == [(8, "COMPLETED", "trial-0008.1", ["trial-0008"]),
+                                           (9, "FAILED", "trial-0009.1", ["trial-0009"])]

@@ -1,0 +1,118 @@
+"""The slot executor's driver: pymesos' ``MesosExecutorDriver`` that lives through agent
+restarts as a Mesos v1 executor does when its framework checkpoints.
+
+What Mesos' executor library does (apache/mesos ``src/executor/executor.cpp``; the agent's
+side is ``src/slave/slave.cpp`` ``Slave::subscribe``), and pymesos 0.3.15 does not:
+
+* ``MESOS_CHECKPOINT`` is ``1`` or ``0`` (pymesos takes any non-empty value, ``0`` too, for
+  checkpointing).
+* Without checkpointing, losing the agent ends the executor (its tasks are killed), as
+  before. With it, the executor keeps its tasks running and subscribes again, backing off
+  (a random wait up to ``MESOS_SUBSCRIPTION_BACKOFF_MAX``, 2 s by default, doubling from
+  there), for at most ``MESOS_RECOVERY_TIMEOUT`` (15 min); after that it shuts down.
+* Every status update is kept until the agent acknowledges it: one sent while the agent is
+  away is not lost, and every update not acknowledged goes with the next SUBSCRIBE
+  (``unacknowledged_updates``, with the tasks not acknowledged, ``unacknowledged_tasks``).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import random
+import threading
+import time
+from typing import Any
+import uuid
+
+from pymesos import MesosExecutorDriver
+from pymesos.utils import decode_data
+from pymesos.utils import encode_data
+
+from disauto.common.durations import DurationError
+from disauto.common.durations import parse_duration
+
+
+logger = logging.getLogger("disauto.executor")
+
+DEFAULT_RECOVERY_TIMEOUT = 15 * 60.0
+DEFAULT_BACKOFF_MAX = 2.0
+
+
+def _duration(name: str, default: float) -> float:
+    text = os.environ.get(name, "")
+    try:
+        return parse_duration(text) if text else default
+    except DurationError:
+        logger.warning("%s=%r is not a duration: using %gs", name, text, default)
+        return default
+
+
+class CheckpointingExecutorDriver(MesosExecutorDriver):  # type: ignore[misc]  # untyped
+    """A ``MesosExecutorDriver`` that re-subscribes after an agent restart (see the module
+    docstring). Its ``executor`` is a pymesos ``Executor``."""
+
+    def __init__(self, executor: Any, **kwargs: Any) -> None:
+        super().__init__(executor, **kwargs)
+        self.checkpoint = os.environ.get("MESOS_CHECKPOINT", "0") == "1"
+        self.recovery_timeout = _duration("MESOS_RECOVERY_TIMEOUT", DEFAULT_RECOVERY_TIMEOUT)
+        self.backoff_max = _duration("MESOS_SUBSCRIPTION_BACKOFF_MAX", DEFAULT_BACKOFF_MAX)
+        self._updates_lock = threading.Lock()
+        self._lost_since: float | None = None
+        self.resubscriptions = 0
+
+    # -- updates ---------------------------------------------------------------------------
+
+    def sendStatusUpdate(self, status: dict[str, Any]) -> None:  # noqa: N802 - pymesos API
+        """Send ``status``, kept until the agent acknowledges it; while the agent is away it
+        waits for the next SUBSCRIBE (which carries it)."""
+        status = dict(status)
+        status.setdefault("timestamp", time.time())
+        status.setdefault("source", "SOURCE_EXECUTOR")
+        status.setdefault("uuid", encode_data(uuid.uuid4().bytes))
+        key = uuid.UUID(bytes=decode_data(status["uuid"]))
+        with self._updates_lock:
+            self.updates[key] = {"status": status}
+        try:
+            super().sendStatusUpdate(status)
+        except Exception as exc:
+            if not self.checkpoint:
+                raise
+            logger.warning("status update %s of %s waits for the agent: %s",
+                           status.get("state"), status["task_id"]["value"], exc)
+
+    def gen_request(self) -> bytes:
+        with self._updates_lock:
+            request: bytes = super().gen_request()
+        return request
+
+    # -- the agent comes and goes -----------------------------------------------------------
+
+    def on_subscribed(self, info: dict[str, Any]) -> None:
+        if self._lost_since is not None:
+            logger.info("subscribed again after %.1fs without the agent",
+                        time.monotonic() - self._lost_since)
+            self.resubscriptions += 1
+        self._lost_since = None
+        super().on_subscribed(info)
+
+    def on_close(self) -> None:
+        """The connection to the agent ended."""
+        if not self.checkpoint or self.aborted:
+            super().on_close()
+            return
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+        now = time.monotonic()
+        if self._lost_since is None:
+            self._lost_since = now
+            self.executor.disconnected(self)
+            logger.warning("lost the agent; subscribing again for up to %gs",
+                           self.recovery_timeout)
+        if now - self._lost_since > self.recovery_timeout:
+            logger.error("the agent did not come back within %gs: shutting down",
+                         self.recovery_timeout)
+            self.on_shutdown()
+            return
+        time.sleep(random.uniform(0, self.backoff_max))  # a linear backoff, as Mesos' library

@@ -1,0 +1,159 @@
+"""An embedded agent's side of its link to the master: pings, losing the master and
+re-registering.
+
+As a Mesos 1.11 agent (apache/mesos ``src/slave/slave.cpp``: ``ping``, ``pingTimeout``,
+``doReliableRegistration``, ``reregistered``):
+
+* The master pings; the agent answers each ping and notes when it came. An agent that hears
+  no ping for the master's total ping timeout (``agent_ping_timeout ×
+  max_agent_ping_timeouts``) takes the master for lost: it stops sending status updates and
+  tries to re-register, backing off from about a second (``registration_backoff_factor``) to
+  a minute, until the master answers.
+* A ping saying the master takes the agent for disconnected also makes it re-register.
+* Re-registered, it sends the updates it held back, and answers the master's reconciliation:
+  each task the master knows but the agent does not becomes TASK_DROPPED (TASK_LOST for a
+  framework without PARTITION_AWARE), "Reconciliation: task unknown to the agent",
+  ``REASON_RECONCILIATION``. Told to shut down (it was marked gone, its machine is DOWN), it
+  stops, killing its tasks.
+
+A mixin of :class:`localmesos.agent.agent.Agent`; the messages themselves travel through the
+callbacks the cluster wires (``on_pong``, ``on_reregister``), which a partition cuts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+import logging
+import random
+import threading
+import time
+from typing import Any
+
+from disauto.localmesos.agent.executor_run import partition_aware
+from disauto.localmesos.protocol.registration import REGISTRATION_BACKOFF
+from disauto.localmesos.protocol.registration import REGISTRATION_BACKOFF_MAX
+from disauto.localmesos.protocol.registration import ReregisterAgent
+from disauto.localmesos.protocol.registration import Reregistered
+
+
+logger = logging.getLogger("disauto.localmesos.agent")
+
+#: Mesos' agent states (``Slave::State``).
+RECOVERING, DISCONNECTED, RUNNING, TERMINATING = (
+    "RECOVERING", "DISCONNECTED", "RUNNING", "TERMINATING")
+
+Reregister = Callable[[Any, ReregisterAgent], Reregistered | None]
+"""``(agent, report) -> answer``: the master's ``reregister_agent``, None when lost."""
+
+
+class MasterLink:
+    """Pings and re-registration (part of :class:`localmesos.agent.agent.Agent`)."""
+
+    def _start_master_link(self, total_ping_timeout: float) -> None:
+        """Watch the master's pings, when there is a master to re-register with."""
+        self._total_ping_timeout = total_ping_timeout
+        self._last_ping = time.monotonic()
+        self._link_cond = threading.Condition()
+        self._reregistering = False
+        if self._on_reregister is not None:
+            with self._lock:
+                self._start_thread(self._watch_pings, name=f"pings-{self.id}")
+
+    def registered(self) -> None:
+        """The master registered the agent (``SlaveRegisteredMessage``): from now on it expects
+        the master's pings."""
+        self._last_ping = time.monotonic()
+        self.link_state = RUNNING
+
+    def ping(self, connected: bool) -> None:
+        """The master's ping (``PingSlaveMessage``): answer it (``PongSlaveMessage``); a dead
+        agent answers nothing."""
+        if self._crashed.is_set():
+            return
+        self._last_ping = time.monotonic()
+        if self._on_pong is not None:
+            self._on_pong(self.id)
+        if not connected and self.link_state == RUNNING:
+            logger.info("Agent %s: the master takes it for disconnected; re-registering",
+                        self.id)
+            self._lose_master()
+
+    def _watch_pings(self) -> None:
+        """Take the master for lost when no ping came for the total ping timeout."""
+        with self._link_cond:
+            while not self._stopped:
+                self._link_cond.wait(min(1.0, self._total_ping_timeout / 4))
+                silent = time.monotonic() - self._last_ping
+                if self.link_state == RUNNING and silent > self._total_ping_timeout:
+                    logger.info("Agent %s: no pings from the master within %.3gs; "
+                                "re-registering", self.id, self._total_ping_timeout)
+                    self._lose_master()
+
+    def _lose_master(self) -> None:
+        """DISCONNECTED: hold status updates back and re-register."""
+        self.link_state = DISCONNECTED
+        self._updates.pause()
+        self._start_reregistration()
+
+    def _start_reregistration(self) -> None:
+        with self._lock:
+            if self._reregistering or self._stopped:
+                return
+            self._reregistering = True
+            self._start_thread(self._reregister_loop, name=f"reregister-{self.id}")
+
+    def _reregister_loop(self) -> None:
+        """Re-register until the master answers (``doReliableRegistration``)."""
+        backoff = REGISTRATION_BACKOFF
+        try:
+            while not self._stopped:
+                answer = None
+                if self._on_reregister is not None:
+                    answer = self._on_reregister(self, self.reregistration())
+                if answer is not None:
+                    self._reregistered(answer)
+                    return
+                time.sleep(random.uniform(0.5, 1.0) * backoff)
+                backoff = min(backoff * 2, REGISTRATION_BACKOFF_MAX)
+        finally:
+            with self._lock:
+                self._reregistering = False
+
+    def _reregistered(self, answer: Reregistered) -> None:
+        """The master's answer (``Slave::reregistered``)."""
+        if answer.shutdown:
+            logger.warning("Agent %s is told to shut down: %s", self.id, answer.shutdown)
+            self.link_state = TERMINATING
+            self._start_stop()
+            return
+        self._total_ping_timeout = answer.total_ping_timeout
+        self._last_ping = time.monotonic()
+        self.link_state = RUNNING
+        logger.info("Agent %s re-registered with the master", self.id)
+        for framework_info, task_id in answer.reconcile:
+            self._reconcile_unknown(framework_info, task_id)
+        self._updates.resume()
+
+    def _reconcile_unknown(self, framework_info: dict[str, Any], task_id: str) -> None:
+        """A task the master knows here and the agent does not."""
+        with self._lock:
+            known = (framework_info["id"]["value"], task_id) in self._tasks
+        if known:
+            return
+        state = "TASK_DROPPED" if partition_aware(framework_info) else "TASK_LOST"
+        logger.warning("Agent %s reconciling task %s in state %s: task unknown to the agent",
+                       self.id, task_id, state)
+        status = self._bare_status(framework_info["id"]["value"], task_id, state,
+                                   "Reconciliation: task unknown to the agent",
+                                   "REASON_RECONCILIATION")
+        self._updates.update(framework_info["id"]["value"], task_id, status)
+
+    def shutdown(self, message: str) -> None:
+        """The master tells the agent to shut down (``ShutdownMessage``)."""
+        logger.warning("Agent %s shuts down: %s", self.id, message)
+        self.link_state = TERMINATING
+        self._start_stop()
+
+    def _start_stop(self) -> None:
+        """Stop on a thread of its own (``stop`` joins the agent's threads, this one too)."""
+        threading.Thread(target=self.stop, name=f"shutdown-{self.id}", daemon=True).start()

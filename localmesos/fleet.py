@@ -1,0 +1,215 @@
+"""The embedded cluster's agents: made, wired to the master, restarted and cut off.
+
+Each agent reaches the master, and the master it, through an
+:class:`~localmesos.network.AgentWire`; its processes are kept by a
+:class:`~localmesos.containerizer.launcher.Launcher` that outlives it. On top of what Mesos
+itself does, the fleet can do to an agent what happens to a real one (not Mesos calls:
+``da-cluster agent`` and the cluster's admin endpoint reach them):
+
+* :meth:`AgentFleet.restart`: the agent's process dies (its connection to the master breaks:
+  the master's ``exited``) and, after ``down_for`` seconds, a new agent with the same id and
+  work dir recovers from its checkpoint and re-registers (:mod:`localmesos.agent.recovery`).
+* :meth:`AgentFleet.partition` / :meth:`AgentFleet.heal`: the network between the master and
+  the agent splits (messages lost both ways; pings go unanswered until the master marks the
+  agent unreachable) and joins again (the agent re-registers).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+import logging
+from pathlib import Path
+import threading
+from typing import Any
+
+from disauto.common.logrotate import SandboxLogging
+from disauto.localmesos.agent.agent import Agent
+from disauto.localmesos.agent.config import AgentConfig
+from disauto.localmesos.agent.config import AgentRuntime
+from disauto.localmesos.containerizer import cgroups
+from disauto.localmesos.containerizer.launcher import Launcher
+from disauto.localmesos.master.master import Master
+from disauto.localmesos.network import AgentWire
+
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class AgentSettings:
+    """What every agent of a cluster is made with (the cluster's configuration)."""
+
+    retry_interval: float
+    retry_interval_max: float
+    default_kill_grace: float
+    sandbox_logging: SandboxLogging | None
+    executor_registration_timeout: float
+    executor_shutdown_grace: float
+    executor_heartbeat_interval: float
+    executor_reregistration_timeout: float
+    isolation: frozenset[str]
+    cgroups_enable_cfs: bool
+
+
+class AgentFleet:
+    """The agents of one cluster (see the module docstring). Thread-safe.
+
+    Args:
+        master: the master they register with.
+        work_dir: the cluster's work dir.
+        endpoint: ``host:port`` of the master (``MESOS_AGENT_ENDPOINT``).
+        settings: how agents are made.
+    """
+
+    def __init__(self, master: Master, work_dir: Path, endpoint: str,
+                 settings: AgentSettings) -> None:
+        self.master = master
+        self.work_dir = work_dir
+        self.endpoint = endpoint
+        self.settings = settings
+        self._lock = threading.Lock()
+        self._agents: list[Agent] = []
+        self._configs: dict[str, AgentConfig] = {}
+        self._wires: dict[str, AgentWire] = {}
+        self._launchers: dict[str, Launcher] = {}
+        self._restarts: list[threading.Thread] = []
+
+    @property
+    def agents(self) -> tuple[Agent, ...]:
+        """The running agents, the N-th being ``/slave(N)`` (a restarted one in its place)."""
+        with self._lock:
+            return tuple(self._agents)
+
+    def add(self, config: AgentConfig) -> Agent:
+        """Make an agent and register it with the master."""
+        agent_id = self.master.next_agent_id()
+        wire = AgentWire(agent_id)
+        with self._lock:
+            self._wires[agent_id] = wire
+            self._launchers[agent_id] = Launcher(agent_id)
+            self._configs[agent_id] = config
+        agent = self._make(agent_id, recover=False)
+        with self._lock:
+            self._agents.append(agent)
+        self.master.add_agent(wire.connect(agent))
+        agent.registered()
+        agent.libprocess_id = self.master.agent_path(agent.id).lstrip("/")
+        return agent
+
+    def _make(self, agent_id: str, *, recover: bool) -> Agent:
+        settings, master = self.settings, self.master
+        wire = self._wires[agent_id]
+        runtime = AgentRuntime(
+            launcher=self._launchers[agent_id], recover=recover,
+            total_ping_timeout=master.total_ping_timeout,
+            executor_reregistration_timeout=settings.executor_reregistration_timeout,
+            on_pong=wire.to_master(master.pong),
+            on_reregister=wire.to_master(
+                lambda agent, report: master.reregister_agent(wire.connect(agent), report)),
+            isolation=settings.isolation, cgroups_enable_cfs=settings.cgroups_enable_cfs)
+        return Agent(
+            agent_id, self._configs[agent_id], self.work_dir,
+            wire.to_master(master.receive_status_update),
+            retry_interval=settings.retry_interval,
+            retry_interval_max=settings.retry_interval_max,
+            default_kill_grace=settings.default_kill_grace,
+            master_endpoint=self.endpoint, sandbox_logging=settings.sandbox_logging,
+            on_executor_exited=wire.to_master(master.exited_executor),
+            on_executor_message=wire.to_master(master.executor_message),
+            executor_registration_timeout=settings.executor_registration_timeout,
+            executor_shutdown_grace=settings.executor_shutdown_grace,
+            executor_heartbeat_interval=settings.executor_heartbeat_interval,
+            runtime=runtime)
+
+    def find(self, agent_id: str) -> Agent:
+        """The running agent of that id.
+
+        Raises:
+            KeyError: naming the agents there are.
+        """
+        with self._lock:
+            for agent in self._agents:
+                if agent.id == agent_id:
+                    return agent
+            known = ", ".join(a.id for a in self._agents) or "none"
+        raise KeyError(f"no agent {agent_id} (agents: {known})")
+
+    # -- faults ----------------------------------------------------------------------------
+
+    def restart(self, agent_id: str, down_for: float = 0.0,
+                on_done: Callable[[Agent], None] | None = None) -> threading.Thread:
+        """Restart the agent: it dies now; ``down_for`` seconds later a new one recovers
+        (on a thread, returned; ``on_done`` gets the new agent).
+
+        Raises:
+            KeyError: for an unknown agent.
+        """
+        old = self.find(agent_id)
+        old.crash()
+        self.master.agent_disconnected(agent_id)
+        thread = threading.Thread(target=self._come_back, args=(old, down_for, on_done),
+                                  name=f"restart-{agent_id}", daemon=True)
+        with self._lock:
+            self._restarts.append(thread)
+        thread.start()
+        return thread
+
+    def _come_back(self, old: Agent, down_for: float,
+                   on_done: Callable[[Agent], None] | None) -> None:
+        if down_for > 0:
+            threading.Event().wait(down_for)
+        new = self._make(old.id, recover=True)
+        new.libprocess_id = old.libprocess_id
+        with self._lock:
+            self._agents[self._agents.index(old)] = new
+        for observer in old.executor_observers:
+            new.add_executor_event_observer(observer)
+        new.recover()
+        logger.info("Agent %s restarted", old.id)
+        if on_done is not None:
+            on_done(new)
+
+    def partition(self, agent_id: str, seconds: float | None = None) -> None:
+        """Cut the network between the master and the agent (``seconds``: then it heals).
+
+        Raises:
+            KeyError: for an unknown agent.
+        """
+        self.find(agent_id)
+        self._wires[agent_id].cut(seconds)
+
+    def heal(self, agent_id: str) -> None:
+        """Join the network again.
+
+        Raises:
+            KeyError: for an unknown agent.
+        """
+        self.find(agent_id)
+        self._wires[agent_id].heal()
+
+    def stop(self) -> None:
+        """Stop every agent (killing its tasks) after pending restarts are done."""
+        with self._lock:
+            restarts = list(self._restarts)
+        for thread in restarts:
+            thread.join(30)
+        agents = self.agents
+        stoppers = [threading.Thread(target=agent.stop, name=f"stop-{agent.id}", daemon=True)
+                    for agent in agents]
+        for thread in stoppers:
+            thread.start()
+        for thread in stoppers:
+            thread.join()
+        with self._lock:
+            launchers = list(self._launchers.values())
+        for launcher in launchers:
+            for container in launcher.containers():
+                launcher.destroy(container.container_id)
+        cgroups.remove_family()
+
+    def state(self) -> dict[str, Any]:
+        """Each agent's link: cut or not."""
+        with self._lock:
+            return {agent_id: {"partitioned": wire.is_cut}
+                    for agent_id, wire in self._wires.items()}

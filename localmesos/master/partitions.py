@@ -1,0 +1,424 @@
+"""Agents that stop answering, restart, come back or go: the master's side.
+
+As Mesos 1.11 (apache/mesos ``src/master/master.cpp``: ``SlaveObserver``, ``markUnreachable``,
+``__removeSlave``, ``exited``, ``removeFramework(Slave*, Framework*)``,
+``agentReregisterTimeout``, ``reregisterSlave``/``__reregisterSlave``/``___reregisterSlave``,
+``reconcileKnownSlave``, ``markGone``):
+
+* **Pings.** Every ``agent_ping_timeout`` the master pings each agent; an agent that answers
+  none of ``max_agent_ping_timeouts`` pings in a row is marked **unreachable**: it leaves
+  the registered agents for the registry's unreachable list (kept ``registry_max_agent_age``),
+  its offers and inverse offers are rescinded, and each of its tasks becomes TASK_UNREACHABLE
+  (TASK_LOST for frameworks without PARTITION_AWARE), ``REASON_AGENT_REMOVED``, "health
+  check timed out", with ``unreachable_time``; connected frameworks also get FAILURE naming
+  the agent (``LostSlaveMessage``).
+* **Disconnection** (the agent's process died: ``exited``). The agent is deactivated (offers
+  rescinded); the tasks of frameworks that do not checkpoint become TASK_LOST,
+  ``REASON_AGENT_DISCONNECTED``, "Agent <hostname> disconnected"; an agent that does not
+  re-register within ``agent_reregister_timeout`` is marked unreachable.
+* **Re-registration.** An unreachable (or unknown) agent is admitted again: every task it
+  reports comes back, and its framework gets the task's state with
+  ``REASON_AGENT_REREGISTERED``, "Unreachable agent re-reregistered" (sic), whether it is
+  partition aware or not (Mesos >= 1.5). A registered agent (after a restart) is reconciled:
+  tasks it does not report are reconciled through it (it answers TASK_LOST/TASK_DROPPED),
+  executors it does not report are removed, tasks killed meanwhile are killed again. Either
+  way, frameworks the master removed are shut down on it, and a deactivated or draining
+  agent stays so (and is told to drain again).
+* **Gone** (DRAIN_AGENT with ``mark_gone``, START_MAINTENANCE): the agent is removed and
+  shut down; its tasks become TASK_GONE_BY_OPERATOR (``REASON_AGENT_REMOVED_BY_OPERATOR``;
+  TASK_LOST, ``REASON_AGENT_REMOVED``, without PARTITION_AWARE). A gone agent may not
+  re-register.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from dataclasses import field
+import logging
+import threading
+import time
+from typing import Any
+
+from disauto.localmesos.master.agent_link import AgentLike
+from disauto.localmesos.master.agent_link import AgentLink
+from disauto.localmesos.master.records import PARTITION_AWARE_STATES
+from disauto.localmesos.master.records import TERMINAL_STATES
+from disauto.localmesos.master.records import AgentRecord
+from disauto.localmesos.master.records import FrameworkRecord
+from disauto.localmesos.master.records import TaskRecord
+from disauto.localmesos.master.records import resources_of
+from disauto.localmesos.protocol.registration import ReregisterAgent
+from disauto.localmesos.protocol.registration import Reregistered
+
+
+logger = logging.getLogger("disauto.localmesos.master")
+
+
+@dataclass
+class UnreachableAgent:
+    """An agent in the registry's unreachable list."""
+
+    record: AgentRecord
+    time: float
+    #: framework id → ids of its tasks that were on the agent.
+    tasks: dict[str, set[str]] = field(default_factory=dict)
+
+
+def _time_info(seconds: float) -> dict[str, int]:
+    return {"nanoseconds": int(round(seconds * 1e9))}
+
+
+def mesos_duration(seconds: float) -> str:
+    """A Duration as Mesos prints it: ``10mins``, ``75secs``, ``500ms``."""
+    if seconds >= 60 and seconds % 60 == 0:
+        return f"{seconds / 60:g}mins"
+    if seconds >= 1 or seconds == 0:
+        return f"{seconds:g}secs"
+    return f"{seconds * 1000:g}ms"
+
+
+class AgentHealth:
+    """Pings, unreachable agents, disconnections and re-registrations (part of :class:`Master`)."""
+
+    def _start_health(self) -> None:
+        self._health_cond = threading.Condition(self.lock)
+        self._health_thread = threading.Thread(target=self._health_loop,
+                                               name="localmesos-master-pings", daemon=True)
+        self._health_thread.start()
+
+    def _health_loop(self) -> None:
+        """Ping every agent each ``agent_ping_timeout`` (``SlaveObserver``)."""
+        with self.lock:
+            while not self._stopped:
+                self._health_cond.wait(self.agent_ping_timeout)
+                if self._stopped:
+                    return
+                self._health_tick(time.monotonic())
+
+    def _health_tick(self, now: float) -> None:
+        """Under the lock: count unanswered pings, mark the silent agents unreachable, ping
+        the others; time out disconnected agents; forget old unreachable ones."""
+        for record in list(self.agents.values()):
+            if record.pinged:
+                record.ping_timeouts += 1
+                if record.ping_timeouts >= self.max_agent_ping_timeouts:
+                    self._count("slave_unreachable_scheduled")
+                    self._count("slave_unreachable_completed")
+                    self._mark_unreachable(record, "health check timed out")
+                    continue
+            if (record.reregister_deadline is not None and now >= record.reregister_deadline
+                    and not record.connected):
+                self._count("slave_unreachable_scheduled")
+                self._count("slave_unreachable_completed")
+                self._mark_unreachable(record, (
+                    "agent did not reregister within "
+                    f"{mesos_duration(self.agent_reregister_timeout)} after disconnecting"))
+                continue
+            record.pinged = True
+            record.link.post("ping", record.connected)
+        cutoff = time.time() - self.registry_max_agent_age
+        for agent_id in [a for a, u in self.unreachable.items() if u.time < cutoff]:
+            self._forget_unreachable(agent_id)
+
+    def _forget_unreachable(self, agent_id: str) -> None:
+        """Under the lock: the registry's garbage collection drops an agent unreachable for
+        longer than ``registry_max_agent_age``, and the frameworks' unreachable tasks that
+        were on it (``Master::_doRegistryGc``)."""
+        logger.info("Removing unreachable agent %s from the registry (older than %s)",
+                    agent_id, mesos_duration(self.registry_max_agent_age))
+        entry = self.unreachable.pop(agent_id)
+        for framework_id, task_ids in entry.tasks.items():
+            fw = self.frameworks.get(framework_id)
+            if fw is not None:
+                for task_id in task_ids:
+                    fw.unreachable_tasks.pop(task_id, None)
+
+    def pong(self, agent_id: str) -> None:
+        """The agent answered a ping (``SlaveObserver::pong``)."""
+        with self.lock:
+            record = self.agents.get(agent_id)
+            if record is not None:
+                record.pinged = False
+                record.ping_timeouts = 0
+
+    # -- unreachable and gone agents -------------------------------------------------------
+
+    def _mark_unreachable(self, record: AgentRecord, message: str) -> None:
+        """Under the lock: the agent goes to the unreachable list (``markUnreachable``)."""
+        logger.info("Marking agent %s unreachable: %s", record.agent_id, message)
+        self._count("slave_removals")
+        self._count("slave_removals/reason_unhealthy")
+        now = time.time()
+        entry = UnreachableAgent(record, now)
+        self.unreachable[record.agent_id] = entry
+        entry.tasks = self._remove_agent(record, message, now)
+        self._send_agent_lost(record.agent_id)
+
+    def remove_agent_by_operator(self, record: AgentRecord, message: str, *,
+                                 gone: bool = False) -> None:
+        """Under the lock: remove the agent and tell it to shut down (START_MAINTENANCE's
+        ``removeSlave``, ``markGone``)."""
+        logger.info("Removing agent %s: %s", record.agent_id, message)
+        record.link.post("shutdown", message)
+        if gone:
+            self.gone[record.agent_id] = time.time()
+            self.draining.pop(record.agent_id, None)
+            self.deactivated.discard(record.agent_id)
+        self._count("slave_removals")
+        self._count("slave_removals/reason_unregistered")
+        self._remove_agent(record, message, None)
+        self._send_agent_lost(record.agent_id)
+
+    def _remove_agent(self, record: AgentRecord, message: str,
+                      unreachable_time: float | None) -> dict[str, set[str]]:
+        """Under the lock: ``__removeSlave``. Tasks become TASK_UNREACHABLE (with
+        ``unreachable_time``) or TASK_GONE_BY_OPERATOR (without), TASK_LOST for frameworks
+        that are not partition aware; returns the unreachable tasks by framework."""
+        agent_id = record.agent_id
+        self.agents.pop(agent_id, None)
+        record.link.stop_later()
+        kept: dict[str, set[str]] = {}
+        for fw in list(self.frameworks.values()):
+            for task in [t for t in fw.tasks.values() if t.agent_id == agent_id]:
+                self._task_removed_with_agent(fw, task, message, unreachable_time)
+                if unreachable_time is not None:
+                    kept.setdefault(fw.framework_id, set()).add(task.task_id)
+            for key in [k for k in fw.executors if k[0] == agent_id]:
+                del fw.executors[key]
+            for offer in [o for o in fw.offers.values() if o.agent_id == agent_id]:
+                self._rescind(offer)
+        self._rescind_inverse_offers(agent_id=agent_id)
+        self.inverse_statuses.pop(agent_id, None)
+        return kept
+
+    def _task_removed_with_agent(self, fw: FrameworkRecord, task: TaskRecord, message: str,
+                                 unreachable_time: float | None) -> None:
+        if unreachable_time is not None:
+            state, reason = "TASK_UNREACHABLE", "REASON_AGENT_REMOVED"
+        else:
+            state, reason = "TASK_GONE_BY_OPERATOR", "REASON_AGENT_REMOVED_BY_OPERATOR"
+        if not fw.partition_aware:
+            state, reason = "TASK_LOST", "REASON_AGENT_REMOVED"
+        extra = {} if unreachable_time is None else {
+            "unreachable_time": _time_info(unreachable_time)}
+        self._master_transition(fw, task, state, reason, message, extra)
+        fw.tasks.pop(task.task_id, None)
+        if unreachable_time is not None:
+            fw.unreachable_tasks[task.task_id] = task
+        else:
+            fw.completed_tasks.append(task)
+
+    def _master_transition(self, fw: FrameworkRecord, task: TaskRecord, state: str,
+                           reason: str, message: str, extra: dict[str, Any]) -> None:
+        """Under the lock: the master moves a task to ``state`` itself (``updateTask`` and
+        ``forward``): recorded, counted, its resources recovered, sent to a connected
+        framework (without uuid: not reliable)."""
+        if state in PARTITION_AWARE_STATES and not fw.partition_aware:
+            state = "TASK_LOST"
+        status: dict[str, Any] = {
+            "task_id": {"value": task.task_id}, "state": state, "message": message,
+            "source": "SOURCE_MASTER", "reason": reason, "timestamp": time.time(),
+            "agent_id": {"value": task.agent_id}, **extra}
+        if task.executor_id:
+            status["executor_id"] = {"value": task.executor_id}
+        was_terminal = task.state in TERMINAL_STATES or task.state == "TASK_UNREACHABLE"
+        task.state = state
+        task.status_update_state = state
+        task.statuses.append(status)
+        if not was_terminal and state in TERMINAL_STATES:
+            self._count_task_state(fw, state, "SOURCE_MASTER", reason)
+        self._recover_task(fw, task)
+        if fw.connected and fw.subscription is not None:
+            fw.subscription.send({"type": "UPDATE", "update": {"status": status}})
+        else:
+            logger.warning("Dropping update %s of task %s for disconnected framework %s",
+                           state, task.task_id, fw.framework_id)
+
+    def _send_agent_lost(self, agent_id: str) -> None:
+        """Under the lock: FAILURE naming the agent to every connected framework
+        (``sendSlaveLost``; pymesos calls ``slaveLost``)."""
+        for fw in self.frameworks.values():
+            if fw.connected and fw.subscription is not None:
+                fw.subscription.send({"type": "FAILURE",
+                                      "failure": {"agent_id": {"value": agent_id}}})
+                fw.count("events/failure")
+
+    # -- disconnection ---------------------------------------------------------------------
+
+    def agent_disconnected(self, agent_id: str) -> None:
+        """The connection to the agent broke: its process is gone (``Master::exited``)."""
+        with self.lock:
+            record = self.agents.get(agent_id)
+            if record is None or not record.connected:
+                return
+            logger.info("Agent %s disconnected", agent_id)
+            record.connected = False
+            record.reregister_deadline = time.monotonic() + self.agent_reregister_timeout
+            self._deactivate(record)
+            hostname = str(record.info.get("hostname", ""))
+            for fw in list(self.frameworks.values()):
+                if fw.info.get("checkpoint"):
+                    continue
+                self._remove_framework_from_agent(fw, record, hostname)
+
+    def _remove_framework_from_agent(self, fw: FrameworkRecord, record: AgentRecord,
+                                     hostname: str) -> None:
+        """Under the lock: a non-checkpointing framework loses what it had on a disconnected
+        agent (``removeFramework(Slave*, Framework*)``)."""
+        for task in [t for t in fw.tasks.values() if t.agent_id == record.agent_id]:
+            self._master_transition(fw, task, "TASK_LOST", "REASON_AGENT_DISCONNECTED",
+                                    f"Agent {hostname} disconnected", {})
+            self._remove_task(fw, task)
+        for key in [k for k in fw.executors if k[0] == record.agent_id]:
+            del fw.executors[key]
+
+    def _deactivate(self, record: AgentRecord) -> None:
+        """Under the lock: no more offers of the agent (``Master::deactivate``)."""
+        record.active = False
+        for offer in [o for o in self.offers.values() if o.agent_id == record.agent_id]:
+            self._rescind(offer)
+        self._rescind_inverse_offers(agent_id=record.agent_id)
+
+    # -- re-registration -------------------------------------------------------------------
+
+    def reregister_agent(self, agent: AgentLike, report: ReregisterAgent) -> Reregistered | None:
+        """An agent re-registers (any thread). None when it is ignored; a ``shutdown``
+        answer when it is refused (gone, or on a DOWN machine)."""
+        self._count("messages_reregister_slave")
+        if self.machine_is_down(report.info):
+            return Reregistered(shutdown="Machine is `DOWN`")
+        with self.lock:
+            if self._stopped:
+                return None
+            if report.agent_id in self.gone:
+                return Reregistered(shutdown="Agent has been marked gone")
+            known = self.agents.get(report.agent_id)
+            if known is not None:
+                answer = self._reregister_known(known, agent, report)
+            else:
+                answer = self._readmit(agent, report)
+            self._count("slave_reregistrations")
+            self._after_reregistration(report)
+        self._loop.trigger()
+        return answer
+
+    def _relink(self, record: AgentRecord, agent: AgentLike) -> None:
+        """Under the lock: talk to the (possibly new) agent object from now on."""
+        if record.agent is not agent:
+            record.link.stop_later()
+            record.agent = agent
+            record.link = AgentLink(agent)
+            record.link.start()
+        record.reregistered_time = time.time()
+        record.pinged = False
+        record.ping_timeouts = 0
+
+    def _reregister_known(self, record: AgentRecord, agent: AgentLike,
+                          report: ReregisterAgent) -> Reregistered:
+        """Under the lock: a registered agent comes back (``___reregisterSlave``)."""
+        logger.info("Agent %s re-registered", report.agent_id)
+        self._relink(record, agent)
+        reported = {(t.framework_id, t.task_id) for t in report.tasks}
+        reconcile: list[tuple[dict[str, Any], str]] = []
+        for fw in self.frameworks.values():
+            for task in fw.tasks.values():
+                if task.agent_id == record.agent_id and (fw.framework_id,
+                                                         task.task_id) not in reported:
+                    reconcile.append((dict(fw.info), task.task_id))
+        executors = {(e["framework_id"]["value"], e["executor_id"]["value"])
+                     for e in report.executors}
+        for fw in self.frameworks.values():
+            for key in [k for k in fw.executors if k[0] == record.agent_id]:
+                if (fw.framework_id, key[1]) not in executors and fw.executors[key].hosted:
+                    del fw.executors[key]
+        for task_report in report.tasks:
+            fw = self.frameworks.get(task_report.framework_id)
+            task = fw.tasks.get(task_report.task_id) if fw is not None else None
+            if task is not None and task.kill_sent and task_report.state not in TERMINAL_STATES:
+                record.link.post("kill_task", fw.framework_id, task.task_id, None)
+        record.connected = True
+        record.reregister_deadline = None
+        if record.agent_id not in self.deactivated:
+            record.active = True
+        return Reregistered(tuple(reconcile), self.total_ping_timeout)
+
+    def _readmit(self, agent: AgentLike, report: ReregisterAgent) -> Reregistered:
+        """Under the lock: an unreachable or unknown agent is admitted again with the tasks
+        it reports (``__reregisterSlave``)."""
+        entry = self.unreachable.pop(report.agent_id, None)
+        message = ("Unreachable agent re-reregistered" if entry is not None
+                   else "Unknown agent reregistered")
+        logger.info("Agent %s: %s", report.agent_id, message)
+        record = self._register(agent, report.info)
+        record.reregistered_time = time.time()
+        record.active = report.agent_id not in self.deactivated
+        for task_report in report.tasks:
+            fw = self.frameworks.get(task_report.framework_id)
+            if fw is None:
+                continue
+            self._readmit_task(fw, record, task_report, message)
+        for executor in report.executors:
+            fw = self.frameworks.get(executor["framework_id"]["value"])
+            if fw is not None:
+                self._register_executor(fw, record, self._role_of(fw, executor), executor,
+                                        hosted=True)
+        for fw in self.frameworks.values():
+            for task in fw.tasks.values():
+                if task.executor_id and (task.agent_id, task.executor_id) in fw.executors:
+                    fw.executors[(task.agent_id, task.executor_id)].tasks.add(task.task_id)
+        return Reregistered((), self.total_ping_timeout)
+
+    def _readmit_task(self, fw: FrameworkRecord, record: AgentRecord, report: Any,
+                      message: str) -> None:
+        """Under the lock: a task of a re-admitted agent is the framework's again."""
+        old = fw.unreachable_tasks.pop(report.task_id, None)
+        fw.completed_tasks = type(fw.completed_tasks)(
+            (t for t in fw.completed_tasks if t.task_id != report.task_id),
+            maxlen=fw.completed_tasks.maxlen)
+        task = TaskRecord(
+            info=old.info if old is not None else dict(report.info),
+            framework_id=fw.framework_id, agent_id=record.agent_id,
+            role=old.role if old is not None else self._role_of(fw, report.info),
+            resources=resources_of(report.info.get("resources", [])),
+            executor_id=report.executor_id, state=report.state,
+            statuses=list(old.statuses) if old is not None else [])
+        task.status_update_state = report.state
+        task.recovered = report.state in TERMINAL_STATES  # it holds nothing any more
+        fw.tasks[task.task_id] = task
+        status: dict[str, Any] = {
+            "task_id": {"value": task.task_id}, "state": report.state, "message": message,
+            "source": "SOURCE_MASTER", "reason": "REASON_AGENT_REREGISTERED",
+            "timestamp": time.time(), "agent_id": {"value": record.agent_id}}
+        if task.executor_id:
+            status["executor_id"] = {"value": task.executor_id}
+        for key in ("healthy", "container_status"):
+            if key in report.status:
+                status[key] = report.status[key]
+        if fw.connected and fw.subscription is not None:
+            fw.subscription.send({"type": "UPDATE", "update": {"status": status}})
+
+    @staticmethod
+    def _role_of(fw: FrameworkRecord, info: dict[str, Any]) -> str:
+        """The role a recovered task's or executor's resources were allocated to."""
+        for item in info.get("resources") or []:
+            role = (item.get("allocation_info") or {}).get("role")
+            if isinstance(role, str):
+                return role
+        return fw.roles[0] if fw.roles else "*"
+
+    def _after_reregistration(self, report: ReregisterAgent) -> None:
+        """Under the lock: removed frameworks are shut down on the agent, a draining agent
+        drains again."""
+        record = self.agents[report.agent_id]
+        on_agent = {t.framework_id for t in report.tasks} | {
+            f["id"]["value"] for f in report.frameworks if f.get("id")}
+        for fid in on_agent:
+            if fid in self._removed_ids:
+                logger.info("Shutting down framework %s on re-registered agent %s", fid,
+                            report.agent_id)
+                record.link.post("shutdown_framework", fid)
+        drain = self.draining.get(report.agent_id)
+        if drain is not None:
+            record.active = False
+            record.link.post("drain", dict(drain["config"]))
+            self._check_drained(record)

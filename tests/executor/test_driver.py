@@ -1,0 +1,93 @@
+"""The slot executor's driver without an agent: checkpointing read as Mesos means it, updates
+kept until acknowledged and carried by the next SUBSCRIBE, the recovery timeout (the restart
+itself, with real processes: tests/localmesos/test_agent_restart.py)."""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+from pymesos import Executor
+import pytest
+
+from disauto.executor.driver import CheckpointingExecutorDriver
+
+
+class Recorder(Executor):  # type: ignore[misc]  # pymesos is untyped
+    def __init__(self) -> None:
+        self.calls: list[str] = []
+
+    def disconnected(self, driver: Any) -> None:
+        self.calls.append("disconnected")
+
+    def shutdown(self, driver: Any) -> None:
+        self.calls.append("shutdown")
+
+
+def _driver(monkeypatch: pytest.MonkeyPatch, checkpoint: str, **env: str
+            ) -> tuple[CheckpointingExecutorDriver, Recorder]:
+    monkeypatch.setenv("MESOS_AGENT_ENDPOINT", "127.0.0.1:1")
+    monkeypatch.setenv("MESOS_FRAMEWORK_ID", "fw")
+    monkeypatch.setenv("MESOS_EXECUTOR_ID", "slot")
+    monkeypatch.setenv("MESOS_CHECKPOINT", checkpoint)
+    monkeypatch.setenv("MESOS_LOCAL", "1")  # no delayed self-kill on shutdown
+    monkeypatch.setenv("MESOS_SUBSCRIPTION_BACKOFF_MAX", "1ms")
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    recorder = Recorder()
+    return CheckpointingExecutorDriver(recorder), recorder
+
+
+def _subscribe_body(driver: CheckpointingExecutorDriver) -> dict[str, Any]:
+    request = driver.gen_request().decode()
+    return dict(json.loads(request.split("\r\n\r\n", 1)[1]))
+
+
+def test_checkpointing_is_what_mesos_checkpoint_says(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert not _driver(monkeypatch, "0")[0].checkpoint  # pymesos took "0" for true
+    driver, _ = _driver(monkeypatch, "1", MESOS_RECOVERY_TIMEOUT="15mins")
+    assert driver.checkpoint and driver.recovery_timeout == 900
+    assert driver.backoff_max == pytest.approx(0.001)
+
+
+def test_updates_wait_for_the_agent_and_go_with_the_next_subscribe(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    driver, _ = _driver(monkeypatch, "1")
+    driver.sendStatusUpdate({"task_id": {"value": "t"}, "state": "TASK_FINISHED"})
+    body = _subscribe_body(driver)
+    assert body["type"] == "SUBSCRIBE"
+    (update,) = body["subscribe"]["unacknowledged_updates"]
+    status = update["status"]
+    assert status["state"] == "TASK_FINISHED" and status["source"] == "SOURCE_EXECUTOR"
+    driver.on_acknowledged({"task_id": {"value": "t"}, "uuid": status["uuid"]})
+    assert _subscribe_body(driver)["subscribe"]["unacknowledged_updates"] == []
+
+
+def test_without_checkpointing_an_update_without_the_agent_fails(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    driver, _ = _driver(monkeypatch, "0")
+    with pytest.raises(RuntimeError, match="Not connected"):
+        driver.sendStatusUpdate({"task_id": {"value": "t"}, "state": "TASK_RUNNING"})
+
+
+def test_losing_the_agent_waits_for_it_then_gives_up(monkeypatch: pytest.MonkeyPatch) -> None:
+    driver, recorder = _driver(monkeypatch, "1", MESOS_RECOVERY_TIMEOUT="50ms")
+    driver._started = True  # as when running (pymesos' Process)
+    driver.on_close()
+    assert recorder.calls == ["disconnected"]  # and it subscribes again
+    driver.on_subscribed({"executor_info": {"executor_id": {"value": "slot"}},
+                          "framework_info": {"id": {"value": "fw"}}, "agent_info": {}})
+    driver.on_close()
+    assert recorder.calls == ["disconnected", "disconnected"]
+    time.sleep(0.1)
+    driver.on_close()  # still away past MESOS_RECOVERY_TIMEOUT: shut down
+    assert recorder.calls[-1] == "shutdown" and driver.aborted
+
+
+def test_without_checkpointing_losing_the_agent_shuts_down(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    driver, recorder = _driver(monkeypatch, "0")
+    driver._started = True
+    driver.on_close()
+    assert recorder.calls == ["disconnected", "shutdown"] and driver.aborted
