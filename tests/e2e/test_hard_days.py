@@ -429,8 +429,10 @@ else:
 def test_a_report_of_200000_metrics_is_refused_with_one_line_and_the_record_stays_small(
         submit: Any, workdir: Path) -> None:
     (workdir / "runner.py").write_text(METRIC_FLOOD)
+    # 200,000 metrics take ~150 MB in the runner before they are sent: room for that, so the
+    # refusal tested is the report's, not the container's memory limit
     job = submit(*common_flags(workdir, "--trail-steps", "4", "--parallelism", "2",
-                               "--max-failed-trials", "3"))
+                               "--max-failed-trials", "3", "--app-runner-memory", "512M"))
     ended = check_ended(job, 0, "BUDGET_SPENT", best=4, logs=False)
     states = ended.states()
     assert states == {1: "FAILED", 2: "FAILED", 3: "FAILED", 4: "COMPLETED"}, states
