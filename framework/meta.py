@@ -14,7 +14,6 @@ of the job can be shown, so its parse error reaches the caller, who says so in o
 from __future__ import annotations
 
 from collections.abc import Callable
-from collections.abc import Iterator
 from collections.abc import Mapping
 from copy import copy
 from dataclasses import dataclass
@@ -22,7 +21,6 @@ import json
 from typing import Any
 from typing import Generic
 from typing import TypeVar
-from typing import overload
 
 from disauto.framework.spec import JobConfig
 
@@ -221,37 +219,25 @@ KEYS: tuple[MetaKey[Any], ...] = tuple(
 """Every key (the families' keys aside)."""
 
 
-class JobMeta(Mapping[str, str]):
+class JobMeta:
     """A record's meta as read at one moment.
 
-    ``meta[KEY]`` is the typed value of a :class:`MetaKey`. By name (``meta["outcome"]``,
-    ``meta.get(...)``) it is the recorded text, for readers that have not moved to the keys.
+    ``meta[KEY]`` is the typed value of a :class:`MetaKey`. Its text is not read by name: a
+    reader asks for a key declared here (``tests/test_architecture.py`` holds the packages to
+    it), so a key's name, type and default live in one place.
     """
 
     def __init__(self, text: Mapping[str, str] | None = None) -> None:
         self._text = dict(text or {})
 
-    @overload
-    def __getitem__(self, key: MetaKey[T]) -> T: ...
-
-    @overload
-    def __getitem__(self, key: str) -> str: ...
-
-    def __getitem__(self, key: MetaKey[Any] | str) -> Any:
-        if isinstance(key, MetaKey):
-            return key.read(self._text.get(key.name))
-        return self._text[key]
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._text)
-
-    def __len__(self) -> int:
-        return len(self._text)
+    def __getitem__(self, key: MetaKey[T]) -> T:
+        return key.read(self._text.get(key.name))
 
     def has(self, key: MetaKey[Any]) -> bool:
         """Whether the record holds a value for ``key`` (an empty one counts as none)."""
         return bool(self._text.get(key.name))
 
-    def with_text(self, name: str, text: str) -> JobMeta:
-        """A copy that also holds ``name`` (a value read from elsewhere in the record)."""
-        return JobMeta({**self._text, name: text})
+    def with_values(self, values: Mapping[MetaKey[Any], Any]) -> JobMeta:
+        """A copy that holds ``values`` instead of what was recorded for their keys."""
+        return JobMeta({**self._text, **{key.name: key.text(value)
+                                         for key, value in values.items()}})

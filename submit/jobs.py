@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass
+from dataclasses import field
 from functools import cached_property
 import json
 from pathlib import Path
@@ -38,10 +39,6 @@ from disauto.framework.store import TrialRow
 from disauto.protos import common_pb2
 
 
-APPCORE_RUN = "appcore"
-"""The name :attr:`Job.meta` gives AppCore's latest run (JSON, from the record's runs)."""
-
-
 class JobLookupError(LookupError):
     """No job, or more than one, matches what was asked for (the message says which)."""
 
@@ -66,6 +63,9 @@ class Job:
     folder: Path
     meta: JobMeta
     trials: list[TrialRow]
+    appcore_run: dict[str, Any] = field(default_factory=dict)
+    """AppCore's latest run as recorded (task_id, address, state, agent_id...); empty before
+    its first launch."""
 
     @cached_property
     def config(self) -> JobConfig:
@@ -153,9 +153,8 @@ def load(folder: Path) -> Job:
         store.close()
     if not meta.has(meta_keys.CONFIG):
         raise JobLookupError(f"{folder} holds no job record (no configuration recorded)")
-    # AppCore's latest run, by the name da-job's status and logs read it under.
-    meta = meta.with_text(APPCORE_RUN, json.dumps(runs[-1] if runs else {}))
-    return Job(meta[meta_keys.JOB_ID] or folder.name, folder, meta, trials)
+    return Job(meta[meta_keys.JOB_ID] or folder.name, folder, meta, trials,
+               runs[-1] if runs else {})
 
 
 def _cause(err: Exception) -> str:

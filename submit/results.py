@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from collections.abc import Iterator
-from collections.abc import Mapping
 from collections.abc import Sequence
 from contextlib import contextmanager
 import csv
@@ -23,9 +22,11 @@ from disauto.common.messages import cause
 from disauto.common.objectives import Objectives
 from disauto.common.objectives import is_feasible
 from disauto.common.trial_state import TrialState
+from disauto.framework import meta
 from disauto.framework.job import Progress
 from disauto.framework.job import sorted_trials
 from disauto.framework.job.status import MEMORY_LIMITATION
+from disauto.framework.meta import JobMeta
 from disauto.framework.spec import JobConfig
 from disauto.framework.store import TrialRow
 from disauto.framework.telemetry.usage import megabytes
@@ -233,7 +234,7 @@ class JobFacts:
     state (``running``, ``ended``, ``interrupted``), and da-submit's exit status once known."""
 
     config: JobConfig
-    meta: Mapping[str, str]
+    meta: JobMeta
     trials: Sequence[TrialRow]
     state: str
     exit_status: int | None = None
@@ -247,26 +248,19 @@ class JobFacts:
     def objectives(self) -> Objectives:
         return Objectives.from_spec(self.config.search)
 
-    def meta_time(self, key: str) -> float | None:
-        try:
-            return float(self.meta[key])
-        except (KeyError, ValueError):
-            return None
-
-
 def _job_part(record: JobFacts) -> dict[str, Any]:
     config, search = record.config, record.config.search
     interrupted = record.state == "interrupted"
-    started = record.meta_time("started_at")
-    ended = record.meta_time("ended_at") if record.state == "ended" else None
+    started = record.meta[meta.STARTED_AT]
+    ended = record.meta[meta.ENDED_AT] if record.state == "ended" else None
     counts = {str(state): sum(1 for t in record.trials if t.state == state)
               for state in TrialState}
     return {
-        "schema": SCHEMA, "job_id": record.meta.get("job_id", config.job_id),
+        "schema": SCHEMA, "job_id": record.meta[meta.JOB_ID] or config.job_id,
         "app_name": config.app_name, "state": record.state,
-        "outcome": "INTERRUPTED" if interrupted else record.meta.get("outcome", ""),
-        "message": record.meta.get("interrupted_reason" if interrupted else "outcome_message",
-                                   ""),
+        "outcome": "INTERRUPTED" if interrupted else record.meta[meta.OUTCOME],
+        "message": record.meta[meta.INTERRUPTED_REASON if interrupted
+                               else meta.OUTCOME_MESSAGE],
         "exit_status": record.exit_status,
         "objective": search.objective, "direction": "maximize" if record.maximize
         else "minimize", "seed": search.seed,

@@ -520,7 +520,7 @@ def _report(runner: Any, job_dir: Path, out: IO[str], err: IO[str], objective: s
     state = "interrupted" if outcome_name == "INTERRUPTED" else "ended"
     order = [p.name for p in runner.config.search.space.parameters]
     objectives = Objectives.from_spec(runner.config.search)
-    facts = {**job.meta, "outcome": outcome_name, "outcome_message": message}
+    facts = job.meta.with_values({meta.OUTCOME: outcome_name, meta.OUTCOME_MESSAGE: message})
     record = results.JobFacts(runner.config, facts, trials, state, int(status))
     try:
         json_path, csv_path = results.write(job_dir, record, order)

@@ -385,6 +385,16 @@ def _spelled(node: ast.expr | None) -> bool:
     return False
 
 
+def _reads_meta_by_name(node: ast.AST) -> bool:
+    """``x.meta["outcome"]`` or ``x.meta.get("outcome")``: a record's meta read by name."""
+    if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Attribute):
+        return node.value.attr == "meta" and _spelled(node.slice)
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
+            and node.func.attr == "get" and isinstance(node.func.value, ast.Attribute):
+        return node.func.value.attr == "meta" and bool(node.args) and _spelled(node.args[0])
+    return False
+
+
 def _meta_by_name(name: str, path: Path) -> list[str]:
     """Where a module names a meta key itself instead of through framework/meta.py: text given
     to the store's meta calls, a key made elsewhere, SQL on the meta table outside the store."""
@@ -398,6 +408,8 @@ def _meta_by_name(name: str, path: Path) -> list[str]:
             keys = first.keys if isinstance(first, ast.Dict) else [first]
             if any(_spelled(key) for key in keys):
                 found.append(f"{where} passes a meta key as text to {node.func.attr}")
+        elif _reads_meta_by_name(node):
+            found.append(f"{where} reads a meta value by its name")
         elif isinstance(node, ast.Call) and name != META_MODULE and (
                 getattr(node.func, "id", None) or getattr(node.func, "attr", None)) in (
                     "MetaKey", "MetaFamily"):
@@ -423,7 +435,10 @@ def test_the_meta_checker_sees_a_key_spelled_out(tmp_path: Path) -> None:
                      'store.set_meta("slot_executor:" + name, info)\n'
                      'KEY = MetaKey("x", str, str, "", "")\n'
                      'db.execute("SELECT value FROM meta WHERE key = ?")\n'
-                     'store.set_meta(meta.OUTCOME, "STOPPED")\n')
+                     'record.meta["outcome"]\n'
+                     "job.meta.get('pid')\n"
+                     'store.set_meta(meta.OUTCOME, "STOPPED")\n'
+                     'job.meta[meta.PID]\n')
     found = _meta_by_name("disauto.framework.probe", probe)
-    assert [line.split(" ", 1)[0].rsplit(":", 1)[1] for line in found] == [
-        "1", "2", "3", "4", "5"]
+    assert sorted(int(line.split(" ", 1)[0].rsplit(":", 1)[1]) for line in found) == [
+        1, 2, 3, 4, 5, 6, 7]

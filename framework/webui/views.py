@@ -23,7 +23,9 @@ from disauto.common.objectives import is_feasible
 from disauto.common.space import CategoricalParam
 from disauto.common.space import space_from_proto
 from disauto.common.trial_state import TrialState
+from disauto.framework import meta
 from disauto.framework.job import sorted_trials
+from disauto.framework.meta import JobMeta
 from disauto.framework.spec import JobConfig
 from disauto.framework.store import JobStore
 from disauto.framework.store import TrialRow
@@ -45,7 +47,7 @@ class Record:
     framework that runs the job, or ``da-job`` from the recorded process).
     """
 
-    meta: Mapping[str, str]
+    meta: JobMeta
     trials: Sequence[TrialRow]
     reports: Sequence[Mapping[str, Any]]
     state: str
@@ -53,7 +55,10 @@ class Record:
 
     @property
     def config(self) -> JobConfig:
-        return JobConfig.from_json(self.meta["config"])
+        config = self.meta[meta.CONFIG]
+        if config is None:
+            raise ValueError("the record holds no job configuration")
+        return config
 
 
 def read_record(store: JobStore, state: str) -> Record:
@@ -61,19 +66,12 @@ def read_record(store: JobStore, state: str) -> Record:
     return Record(store.meta(), store.trials(), store.reports(), state, time.time())
 
 
-def _float(text: str | None) -> float | None:
-    try:
-        return float(text) if text else None
-    except ValueError:
-        return None
-
-
 def job_view(record: Record) -> dict[str, Any]:
     """The job's facts: name, state, budget, target, algorithm, policy, seed, elapsed..."""
     config = record.config
     search = config.search
-    started = _float(record.meta.get("started_at"))
-    ended = _float(record.meta.get("ended_at"))
+    started = record.meta[meta.STARTED_AT]
+    ended = record.meta[meta.ENDED_AT]
     end = ended if ended is not None and record.state != "running" else record.now
     counts = {str(state): 0 for state in TrialState}
     for trial in record.trials:
@@ -83,12 +81,12 @@ def job_view(record: Record) -> dict[str, Any]:
         algorithm += f" ({search.settings['backend']})"
     objectives = Objectives.from_spec(search)
     return {
-        "job_id": record.meta.get("job_id", config.job_id),
+        "job_id": record.meta[meta.JOB_ID] or config.job_id,
         "name": config.app_name,
         "state": record.state,
-        "outcome": record.meta.get("outcome", ""),
-        "outcome_message": record.meta.get("outcome_message", ""),
-        "interrupted_reason": record.meta.get("interrupted_reason", "")
+        "outcome": record.meta[meta.OUTCOME],
+        "outcome_message": record.meta[meta.OUTCOME_MESSAGE],
+        "interrupted_reason": record.meta[meta.INTERRUPTED_REASON]
         if record.state == "interrupted" else "",
         "budget": int(search.max_trials),
         "parallelism": int(search.parallelism),
@@ -101,10 +99,10 @@ def job_view(record: Record) -> dict[str, Any]:
         "algorithm": algorithm,
         "settings": dict(sorted(search.settings.items())),
         "early_stopping": search.early_stopping or "none",
-        "policy": record.meta.get("offer_policy", "fifo"),
+        "policy": record.meta[meta.OFFER_POLICY],
         "seed": int(search.seed),
         "max_failed_trials": int(search.max_failed_trials),
-        "master": record.meta.get("submitted_master") or record.meta.get("master", ""),
+        "master": record.meta[meta.SUBMITTED_MASTER] or record.meta[meta.MASTER],
         "started_at": started,
         "ended_at": ended if record.state != "running" else None,
         "elapsed_seconds": round(max(0.0, end - started), 1) if started else 0.0,
@@ -112,7 +110,7 @@ def job_view(record: Record) -> dict[str, Any]:
         "best": _best(record.trials, search.direction != common_pb2.MINIMIZE),
         "parameters": [p.name for p in search.space.parameters],
         "scales": _scales(config),
-        "webui_url": record.meta.get("webui_url", ""),
+        "webui_url": record.meta[meta.WEBUI_URL],
     }
 
 

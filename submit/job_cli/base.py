@@ -13,6 +13,7 @@ import re
 from typing import IO
 from typing import Any
 
+from disauto.framework import meta
 from disauto.framework.store import TrialRow
 from disauto.submit.exit_status import ExitStatus
 from disauto.submit.jobs import Job
@@ -83,10 +84,7 @@ def state_text(job: Job) -> str:
 
 def ended_at(job: Job) -> float | None:
     """When the job ended, or None while it runs (or was interrupted)."""
-    try:
-        return float(job.meta["ended_at"])
-    except (KeyError, ValueError):
-        return None
+    return job.meta[meta.ENDED_AT]
 
 
 # -- naming trials -------------------------------------------------------------------------------

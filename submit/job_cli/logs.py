@@ -13,13 +13,13 @@ from __future__ import annotations
 
 import argparse
 from dataclasses import dataclass
-import json
 from pathlib import Path
 import time
 from typing import IO
 
 from disauto.common import paths
 from disauto.common.trial_state import TrialState
+from disauto.framework import meta
 from disauto.framework.store import TrialRow
 from disauto.submit.exit_status import ExitStatus
 from disauto.submit.job_cli.base import JOB
@@ -64,7 +64,7 @@ def run(args: argparse.Namespace, out: IO[str]) -> ExitStatus:
     if args.trial is None:
         return _overview(job, args, out)
     source = _named(job, args.trial, args.stream)
-    endpoints = json.loads(job.meta.get("agent_endpoints") or "{}")
+    endpoints = job.meta[meta.AGENT_ENDPOINTS]
     if job.state == "interrupted" and source.live and source.agent in endpoints:
         # No framework copies its output now, but the task may still run on its agent.
         return _logs_from_agent(job, source, endpoints, args.follow, out)
@@ -83,7 +83,7 @@ def run(args: argparse.Namespace, out: IO[str]) -> ExitStatus:
 def _named(job: Job, which: str, stream: str | None) -> Source:
     """The log of ``appcore`` or of a trial as named (``13``, ``trial-0013``, ``trial-0013.1``)."""
     if which.lower() == "appcore":
-        appcore = json.loads(job.meta.get("appcore", "{}"))
+        appcore = job.appcore_run
         task = appcore.get("task_id", "")
         if not task:
             raise JobCommandError(f"job {job.job_id} has not launched AppCore yet")
@@ -143,7 +143,7 @@ def _helpful(job: Job, stream: str | None) -> list[Source]:
         sources.append(Source(f"{trial_name(trial)} {shown} ({why})",
                               trial.task_id or trial_name(trial), shown,
                               trial.state in IN_FLIGHT))
-    appcore = json.loads(job.meta.get("appcore", "{}"))
+    appcore = job.appcore_run
     if appcore.get("task_id"):
         task = appcore["task_id"]
         sources.append(Source(f"{task} {stream or 'stderr'} (AppCore)", task,
@@ -188,7 +188,7 @@ def _logs_from_agent(job: Job, source: Source, endpoints: dict[str, str], follow
     from disauto.framework.sandbox_logs import SandboxLogs
 
     logs = SandboxLogs(endpoints=endpoints)
-    framework_id = job.meta.get("framework_id", "")
+    framework_id = job.meta[meta.FRAMEWORK_ID]
     task, agent = source.task, source.agent
     try:
         root, directory = logs.task_sandbox(agent, framework_id, task, source.slot)

@@ -6,6 +6,7 @@ import argparse
 import sys
 from typing import IO
 
+from disauto.framework import meta
 from disauto.submit.exit_status import ExitStatus
 from disauto.submit.job_cli.base import JOB
 from disauto.submit.job_cli.base import Command
@@ -28,7 +29,7 @@ def run(args: argparse.Namespace, out: IO[str]) -> ExitStatus:
     try:
         job = find(job.job_id)  # as recorded now that no other framework can start
         if job.state == "running":
-            raise JobCommandError(f"job {job.job_id} is running (pid {job.meta.get('pid')}); "
+            raise JobCommandError(f"job {job.job_id} is running (pid {job.meta[meta.PID]}); "
                                   "nothing to resume")
         if job.state == "ended":
             raise JobCommandError(f"job {job.job_id} has ended ({job.outcome}); nothing to "

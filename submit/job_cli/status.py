@@ -11,6 +11,7 @@ from typing import Any
 
 from disauto.common.messages import cause_first
 from disauto.common.trial_state import TrialState
+from disauto.framework import meta
 from disauto.framework.deadline_status import deadline_note
 from disauto.framework.telemetry.usage import megabytes
 from disauto.submit import results as results_mod
@@ -32,22 +33,22 @@ from disauto.submit.jobs import find
 def run(args: argparse.Namespace, out: IO[str]) -> ExitStatus:
     job = find(args.job)
     config = job.config
-    appcore = json.loads(job.meta.get("appcore", "{}"))
+    appcore = job.appcore_run
     running = [{"trial": t.number, "task": t.task_id, "agent": t.agent_id, "state": str(t.state),
                 "usage": t.usage.as_columns()}
                for t in job.trials if t.state in (TrialState.LAUNCHING, TrialState.RUNNING)]
     # An interrupted job's framework died: what it recorded of AppCore is what it last knew.
     known = job.state != "interrupted" or not appcore.get("state")
     status = {
-        **job.summary(), "trials": job.counts(), "message": job.meta.get("outcome_message", ""),
+        **job.summary(), "trials": job.counts(), "message": job.meta[meta.OUTCOME_MESSAGE],
         "running": running, "appcore": {"task": appcore.get("task_id", ""),
                                         "address": appcore.get("address", ""),
                                         "state": appcore.get("state", "") if known
                                         else "UNKNOWN",
                                         "recorded_state": appcore.get("state", "")},
-        "master": job.meta.get("master", ""), "framework_id": job.meta.get("framework_id", ""),
+        "master": job.meta[meta.MASTER], "framework_id": job.meta[meta.FRAMEWORK_ID],
         "folder": str(job.folder),
-        "interrupted_reason": job.meta.get("interrupted_reason", "")
+        "interrupted_reason": job.meta[meta.INTERRUPTED_REASON]
         if job.state == "interrupted" else "",
         "deadline": config.deadline or None,
         "deadline_note": deadline_note(config, job.trials, time.time(),

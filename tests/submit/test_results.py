@@ -12,6 +12,7 @@ import pytest
 from disauto.common.objectives import Objectives
 from disauto.framework.job import Progress
 from disauto.framework.job import sorted_trials
+from disauto.framework.meta import JobMeta
 from disauto.framework.store import TrialRow
 from disauto.protos import framework_pb2
 from disauto.submit import results
@@ -75,8 +76,8 @@ def test_table_limit_points_to_the_csv() -> None:
     assert lines[-1] == "... 4 more in results.csv"
 
 
-def facts(trials: list[TrialRow], **meta: str) -> results.JobFacts:
-    return results.JobFacts(job_config(job_id="job-1"), meta, trials, "ended", 0)
+def facts(trials: list[TrialRow], **recorded: str) -> results.JobFacts:
+    return results.JobFacts(job_config(job_id="job-1"), JobMeta(recorded), trials, "ended", 0)
 
 
 def test_written_results(tmp_path: Path) -> None:
@@ -299,7 +300,8 @@ def test_an_infeasible_trial_is_marked_without_the_objectives_too() -> None:
 def test_the_csv_and_json_carry_feasibility_and_the_front(tmp_path: Path) -> None:
     config = job_config(job_id="job-1")
     TWO.write_to(config.search)
-    json_path, csv_path = results.write(tmp_path, results.JobFacts(config, {}, PAIRS, "ended"))
+    json_path, csv_path = results.write(tmp_path,
+                                        results.JobFacts(config, JobMeta(), PAIRS, "ended"))
     with csv_path.open(newline="") as handle:
         rows = list(csv.DictReader(handle))
     assert [r["trial"] for r in rows[:2]] == ["1", "6"]

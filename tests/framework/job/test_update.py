@@ -92,10 +92,10 @@ def test_the_controller_records_the_new_spec_and_sends_it_to_appcore(
 
 def test_the_controller_refuses_a_budget_below_the_trials_submitted_and_changes_nothing(
         controller: JobController) -> None:
-    before = controller.store.meta()["config"]
+    before = controller.store.meta()[meta.CONFIG]
     with pytest.raises(UpdateRefusedError, match="the smallest valid budget is 2"):
         controller.update_search(UpdateSearch(max_trials=1, parallelism=2))
-    assert controller.store.meta()["config"] == before
+    assert controller.store.meta()[meta.CONFIG] == before
     assert controller.config.search.parallelism == 1
 
 
