@@ -111,10 +111,12 @@ def test_agent_cpu_utilization_of_a_busy_task_is_about_busy_over_cpus() -> None:
         samples = _poll_twice(collector)
     (agent,) = _named(samples, telemetry.AGENT_CPU_UTILIZATION)
     assert agent.trial is None and agent.node == agent_id
-    # One busy core of two: about 0.5 (a generous band: the machine is shared).
-    assert 0.25 <= agent.value <= 0.75, agent
     (trial,) = _named(samples, telemetry.CPU_UTILIZATION)
-    assert trial.trial == 1 and 0.5 <= trial.value <= 1.5, trial
+    # The spinning task uses at most its one core (how much of it depends on the machine's
+    # load, which this test does not own); the agent's utilisation is its tasks' busy time
+    # over its 2 CPUs, from the same two polls.
+    assert trial.trial == 1 and 0.02 <= trial.value <= 1.1, trial
+    assert agent.value == pytest.approx(trial.value / 2, abs=0.01), (agent, trial)
 
 
 def test_unreachable_and_garbage_agents_are_skipped_and_the_others_read() -> None:
