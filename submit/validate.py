@@ -17,6 +17,7 @@ import re
 import secrets
 import sys
 import time
+from typing import Any
 
 from disauto.appcore.algorithms import ALGORITHMS
 from disauto.appcore.algorithms import algorithm_class
@@ -310,66 +311,27 @@ def validate(args: argparse.Namespace) -> Submission:
                          f"{', '.join(sorted(POLICIES))}")
     given = _policy_settings(args.offer_policy, args.policy_setting,
                              args.policy_setting_flags)
-    max_duration = _max_duration(args.max_duration, "--max-duration")
-    trial_timeout = _max_duration(args.trial_timeout, "--trial-timeout")
-    deadline = _deadline(args.deadline)
-    master_timeout = _max_duration(args.master_timeout, "--master-timeout") \
-        or DEFAULT_MASTER_TIMEOUT
-    unreachable_timeout = _max_duration(args.unreachable_timeout, "--unreachable-timeout") \
-        or DEFAULT_UNREACHABLE_TIMEOUT
+    times = _times(args)
     files, inputs = _files_and_inputs(args)
     output = _output(args.output)
     search = _search(args)
     search.dynamic_priority = POLICIES[args.offer_policy].uses_priority
     search.priority_settings.update(given)
-    # A loopback master (da-cluster on this machine) runs tasks here: use this Python for them.
-    same_host = _on_this_host(args.master)
-    docker_image, appcore_image, containerizer = _containers(args, runner.gpus)
-    slot_preload = _slot_preload(args, args.slot_mode)
-    slot_mode, slot_idle = _slots(args)
-    appcore_command = args.app_core_command or (
-        f"{sys.executable} -m disauto.appcore" if same_host and not appcore_image
-        else "python3 -m disauto.appcore")
+    where = _where(args, runner)
     search.job_id = args.job_id or _job_id(args.app_name)
-    secret = None
-    if args.secret_file:
-        secret = Path(existing_file("--secret-file", args.secret_file)).read_text().strip()
-    if args.principal and secret is None:
-        raise UsageError("--principal needs --secret-file")
+    secret = _secret(args)
     _check_binding(args)
     tls = _tls(args)
     config = JobConfig(
-        job_id=search.job_id,
-        app_name=args.app_name,
-        launch_cmd=args.app_runner_launch_cmd,
-        runner=runner,
-        appcore=appcore,
-        search=search,
-        files=files,
-        inputs=inputs,
-        output=output,
-        appcore_command=appcore_command,
-        extra_env={"PATH": f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}"}
-        if same_host else {},
-        docker_image=docker_image,
-        appcore_docker_image=appcore_image,
-        max_duration=max_duration,
-        deadline=deadline,
-        trial_timeout=trial_timeout,
-        master_timeout=master_timeout,
-        roles=roles(args.roles),
-        unreachable_timeout=unreachable_timeout,
+        job_id=search.job_id, app_name=args.app_name, launch_cmd=args.app_runner_launch_cmd,
+        runner=runner, appcore=appcore, search=search, files=files, inputs=inputs,
+        output=output, roles=roles(args.roles),
         offer_policy_settings={key: value for key, value in given.items()
                                if key in POLICIES[args.offer_policy].SETTINGS},
-        containerizer=containerizer,
-        slot_mode=slot_mode,
-        slot_idle=slot_idle,
-        slot_preload=slot_preload,
         telemetry_interval=_telemetry_interval(args.telemetry_interval),
         trial_retries=int(positive_number("--trial-retries", args.trial_retries, integer=True,
                                           zero=True, most=MAX_TRIAL_RETRIES)),
-        executor_command=f"{sys.executable} -m {EXECUTOR_MODULE}" if same_host
-        else f"python3 -m {EXECUTOR_MODULE}",
+        **times, **where,
     )
     if args.master == "local":
         _check_local(config)
@@ -378,6 +340,51 @@ def validate(args: argparse.Namespace) -> Submission:
                       notes=_warm_start_notes(args.warm_start, dict(search.settings),
                                               search.objective),
                       detach=args.detach, bind_all=args.bind_all, tls=tls)
+
+
+def _times(args: argparse.Namespace) -> dict[str, Any]:
+    """The job's durations and deadline (JobConfig's fields of those names)."""
+    return {
+        "max_duration": _max_duration(args.max_duration, "--max-duration"),
+        "trial_timeout": _max_duration(args.trial_timeout, "--trial-timeout"),
+        "deadline": _deadline(args.deadline),
+        "master_timeout": _max_duration(args.master_timeout, "--master-timeout")
+        or DEFAULT_MASTER_TIMEOUT,
+        "unreachable_timeout": _max_duration(args.unreachable_timeout,
+                                             "--unreachable-timeout")
+        or DEFAULT_UNREACHABLE_TIMEOUT,
+    }
+
+
+def _where(args: argparse.Namespace, runner: TaskResources) -> dict[str, Any]:
+    """How and in what the tasks run: commands, images, containerizer, warm slots
+    (JobConfig's fields of those names)."""
+    # A loopback master (da-cluster on this machine) runs tasks here: use this Python for them.
+    same_host = _on_this_host(args.master)
+    docker_image, appcore_image, containerizer = _containers(args, runner.gpus)
+    slot_preload = _slot_preload(args, args.slot_mode)
+    slot_mode, slot_idle = _slots(args)
+    python = sys.executable if same_host else "python3"
+    return {
+        "appcore_command": args.app_core_command or (
+            f"{python} -m disauto.appcore" if not appcore_image
+            else "python3 -m disauto.appcore"),
+        "extra_env": {"PATH": f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}"}
+        if same_host else {},
+        "docker_image": docker_image, "appcore_docker_image": appcore_image,
+        "containerizer": containerizer, "slot_mode": slot_mode, "slot_idle": slot_idle,
+        "slot_preload": slot_preload, "executor_command": f"{python} -m {EXECUTOR_MODULE}",
+    }
+
+
+def _secret(args: argparse.Namespace) -> str | None:
+    """``--secret-file``'s secret, which ``--principal`` needs."""
+    secret = None
+    if args.secret_file:
+        secret = Path(existing_file("--secret-file", args.secret_file)).read_text().strip()
+    if args.principal and secret is None:
+        raise UsageError("--principal needs --secret-file")
+    return secret
 
 
 def _slots(args: argparse.Namespace) -> tuple[str, float]:
