@@ -119,6 +119,26 @@ def _own_identity(host: str) -> Identity:
     return generate(tls.APPCORE_SERVER_NAME, hosts=(host,))
 
 
+def _loop(framework: FrameworkClient, reply: framework_pb2.AttachAppCoreReply) -> TrialLoop:
+    """The search the framework's attach reply describes, rebuilt from its recorded trials.
+
+    Raises:
+        ValueError: the search cannot run (the algorithm says why, in one line).
+    """
+    spec = reply.spec
+    objectives = Objectives.from_spec(spec)
+    algorithm = create_algorithm(
+        spec.tuning_type,
+        space_from_proto(spec.space),
+        seed=spec.seed,
+        direction=objectives.directions,
+        settings=dict(spec.settings),
+        parallelism=spec.parallelism,  # the algorithm refuses < 1 in one line
+    )
+    algorithm.restore(TrialLoop.records(list(reply.trials), objectives))
+    return TrialLoop(framework, spec, algorithm, list(reply.trials))
+
+
 def _serve(framework: FrameworkClient, servicer: AppCoreServicer, server: grpc.Server,
            address: str, certificate: str = "") -> int:
     """Attach, rebuild the search from the record, run the loop; when the framework goes away
@@ -140,19 +160,8 @@ def _serve(framework: FrameworkClient, servicer: AppCoreServicer, server: grpc.S
             if err.code() == grpc.StatusCode.FAILED_PRECONDITION:  # the job ended meanwhile
                 return 0
             raise
-        spec = reply.spec
         try:
-            objectives = Objectives.from_spec(spec)
-            algorithm = create_algorithm(
-                spec.tuning_type,
-                space_from_proto(spec.space),
-                seed=spec.seed,
-                direction=objectives.directions,
-                settings=dict(spec.settings),
-                parallelism=spec.parallelism,  # the algorithm refuses < 1 in one line
-            )
-            algorithm.restore(TrialLoop.records(list(reply.trials), objectives))
-            loop = TrialLoop(framework, spec, algorithm, list(reply.trials))
+            loop = _loop(framework, reply)
         except ValueError as err:
             framework.finish(framework_pb2.ERROR, f"AppCore cannot run the search: {err}")
             framework.close()

@@ -84,6 +84,16 @@ def appcore_task(
     return task
 
 
+def _trial_extras(appcore_certificate: str, output_dir: str,
+                  output_name: str) -> dict[str, str]:
+    """The variables a trial gets only when asked: AppCore's certificate, its --output."""
+    env = {task_env.APPCORE_CERT: appcore_certificate} if appcore_certificate else {}
+    if output_dir:
+        env[task_env.OUTPUT_DIR] = output_dir
+        env[task_env.OUTPUT_NAME] = output_name
+    return env
+
+
 def trial_task(
     *,
     trial_number: int,
@@ -119,12 +129,8 @@ def trial_task(
         task_env.APPCORE_ADDR: appcore_address,
         task_env.FRAMEWORK_ADDR: framework_address,
         "PYTHONUNBUFFERED": "1",
+        **_trial_extras(appcore_certificate, output_dir, output_name),
     }
-    if appcore_certificate:
-        env[task_env.APPCORE_CERT] = appcore_certificate
-    if output_dir:
-        env[task_env.OUTPUT_DIR] = output_dir
-        env[task_env.OUTPUT_NAME] = output_name
     task: dict[str, Any] = {
         "name": name,
         "task_id": {"value": trial_task_id(trial_number, retries)},

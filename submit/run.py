@@ -50,6 +50,7 @@ from disauto.submit.validate import Submission
 if TYPE_CHECKING:
     from disauto.framework.recorded_end import RecordedEnd
     from disauto.framework.runtime import JobRunner
+    from disauto.framework.store import TrialRow
 
 
 logger = logging.getLogger(__name__)
@@ -500,6 +501,18 @@ class _ProgressPrinter:
             self._out.write("\n")
 
 
+def _say_no_result(trials: Sequence[TrialRow], err: IO[str]) -> None:
+    """Why no trial has a result: the first failure's cause, on a line of its own (its whole
+    message is in results.json)."""
+    failed = [t for t in trials if t.state == TrialState.FAILED]
+    if failed:
+        print(f"{PROG}: error: no trial produced a result; the first failure, "
+              f"trial-{failed[0].number:04d}:", file=err)
+        _print(err, f"  {cause_first(failed[0].message)}", max_lines=2)
+    else:
+        print(f"{PROG}: error: no trial produced a result", file=err)
+
+
 def _report(runner: Any, job_dir: Path, out: IO[str], err: IO[str], objective: str,
             maximize: bool, status: ExitStatus) -> None:
     from disauto.submit import results
@@ -548,13 +561,7 @@ def _report(runner: Any, job_dir: Path, out: IO[str], err: IO[str], objective: s
             _print(out, f"{PROG}: best trial-{best.number:04d}: {objective}="
                         f"{best.objective:.6g} with {params}")
         elif status != ExitStatus.CTRL_C:
-            failed = [t for t in trials if t.state == TrialState.FAILED]
-            if failed:  # the cause first, on a line of its own (the whole message: results)
-                print(f"{PROG}: error: no trial produced a result; the first failure, "
-                      f"trial-{failed[0].number:04d}:", file=err)
-                _print(err, f"  {cause_first(failed[0].message)}", max_lines=2)
-            else:
-                print(f"{PROG}: error: no trial produced a result", file=err)
+            _say_no_result(trials, err)
         for line in results.search_lines(search, objectives):
             print(f"{PROG}: {line}", file=out)
         for line in results.usage_lines(trials, runner.config.runner.mem_mb):
