@@ -23,6 +23,7 @@ import fcntl
 import os
 from pathlib import Path
 import socket
+import time
 
 from disauto.common import paths
 
@@ -118,23 +119,47 @@ class JobLock:
             self._fd = -1
 
     def _write_holder(self) -> None:
+        # Written over the last holder's line, then cut to length: the file is never empty.
         text = f"{os.getpid()} {socket.gethostname()}\n".encode()
         try:
-            os.ftruncate(self._fd, 0)
             os.pwrite(self._fd, text, 0)
+            os.ftruncate(self._fd, len(text))
         except OSError:
             pass  # a full disk: the lock holds all the same, its holder goes unnamed
 
 
-def holder(job_dir: Path) -> str:
-    """Who holds the lock of ``job_dir``, as the file says: ``process 123 on host``."""
+HOLDER_WAIT = 2.0
+"""Seconds a refused process waits for the new holder to write its name (it takes the lock,
+then writes; until then the file names the previous holder)."""
+
+
+def holder(job_dir: Path, wait: float = HOLDER_WAIT) -> str:
+    """Who holds the lock of ``job_dir``, as the file says: ``process 123 on host``.
+
+    A holder on this host that is not alive is the previous one: the new holder has the lock
+    but has not written its name yet, so it is read again for up to ``wait`` seconds."""
+    deadline = time.monotonic() + wait
+    while True:
+        try:
+            pid, _, host = (job_dir / paths.LOCK).read_text().strip().partition(" ")
+        except OSError:
+            pid = host = ""
+        here = not host or host == socket.gethostname()
+        if pid.isdigit() and (not here or _alive(int(pid))):
+            return f"process {pid}" + ("" if here else f" on {host}")
+        if time.monotonic() >= deadline:
+            return "another process (starting)"
+        time.sleep(0.05)
+
+
+def _alive(pid: int) -> bool:
     try:
-        pid, _, host = (job_dir / paths.LOCK).read_text().strip().partition(" ")
-    except OSError:
-        pid = host = ""
-    if not pid.isdigit():
-        return "another process (starting)"
-    return f"process {pid}" + (f" on {host}" if host and host != socket.gethostname() else "")
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 @contextmanager

@@ -273,8 +273,11 @@ def test_a_kill_in_the_window_after_the_last_trial_is_finished_by_resume(
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:  # the moment the end is recorded, or torn down
         recorded = _peek(folder)
-        if recorded.get("outcome") and (moment == "outcome" or _removed(
-                master[1], recorded["framework_id"])):
+        # torn down: the master removed the framework and the record says so (the framework
+        # records it once TEARDOWN returns; killed before that, the resume asks the master)
+        if recorded.get("outcome") and (moment == "outcome" or (
+                recorded.get("torn_down") == "1"
+                and _removed(master[1], recorded["framework_id"]))):
             break
         time.sleep(0.02)
     os.kill(int(recorded["pid"]), signal.SIGKILL)

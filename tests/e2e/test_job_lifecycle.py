@@ -141,7 +141,8 @@ def test_a_detached_job_is_listed_followed_and_killed_from_another_shell(
 def test_a_running_job_takes_a_larger_budget_and_parallelism_from_another_shell(
         shell: Shell, workdir: Path) -> None:
     shell.env["RUNNER_SLEEP"] = "3"
-    job = shell.submit(*common_flags(workdir, "--trail-steps", "4", "--parallelism", "1"))
+    # 6 trials of 3 s one at a time: 15 s after the first for two da-job commands to land
+    job = shell.submit(*common_flags(workdir, "--trail-steps", "6", "--parallelism", "1"))
     shell.wait_until(job, lambda s: s["done"] >= 1 and s["state"] == "running")
     before = len(shell.db(job).execute("SELECT number FROM trials").fetchall())
     refused = shell.job("update", job, "--trial-steps", "1")
@@ -149,12 +150,12 @@ def test_a_running_job_takes_a_larger_budget_and_parallelism_from_another_shell(
     # The count is the one when the framework checked it (AppCore may submit one meanwhile).
     match = re.fullmatch(r"da-job: error: a trial budget of 1 is below the (\d+) trials already "
                          r"submitted; the smallest valid budget is (\d+)\n", refused.stderr)
-    assert match and before <= int(match[1]) == int(match[2]) <= 4, refused.stderr
+    assert match and before <= int(match[1]) == int(match[2]) <= 6, refused.stderr
     status = shell.status(job)
-    assert (status["budget"], status["parallelism"]) == (4, 1)  # nothing changed
+    assert (status["budget"], status["parallelism"]) == (6, 1)  # nothing changed
     updated = shell.job("update", job, "--trial-steps", "8", "--parallelism", "2")
     assert updated.returncode == 0, updated.stderr
-    assert updated.stdout == (f"da-job: job {job} updated: trial budget 4 → 8, "
+    assert updated.stdout == (f"da-job: job {job} updated: trial budget 6 → 8, "
                               "parallelism 1 → 2\n")
     status = shell.status(job)
     assert (status["budget"], status["parallelism"]) == (8, 2)

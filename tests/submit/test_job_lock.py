@@ -59,3 +59,27 @@ def test_an_inherited_lock_of_another_folder_is_not_adopted(
     mine = JobLock.acquire(tmp_path / "mine")  # taken, not inherited
     mine.close()
     other.close()
+
+
+def test_a_refused_taker_waits_for_the_new_holder_to_write_its_name(tmp_path: Path) -> None:
+    """Between taking the lock and writing its name the file still names the previous holder
+    (a dead process): the refused one reads again until the live holder is there."""
+    import fcntl
+    import threading
+
+    job_dir = tmp_path / "job-3"
+    job_dir.mkdir()
+    gone = (1 << 22) + 7  # above Linux's largest pid: no such process
+    path = job_dir / "job.lock"
+    path.write_text(f"{gone} {os.uname().nodename}\n")  # the previous holder, dead
+    fd = os.open(path, os.O_RDWR)
+    fcntl.flock(fd, fcntl.LOCK_EX)  # the new holder has the lock, not yet its name
+    writer = threading.Timer(0.3, lambda: path.write_text(f"{os.getpid()} x\n"))
+    writer.start()
+    with pytest.raises(JobLockedError, match=rf"is run by process {os.getpid()} on x$"):
+        JobLock.take(job_dir)
+    writer.join()
+    path.write_text(f"{gone} {os.uname().nodename}\n")  # it never writes: said so, in time
+    with pytest.raises(JobLockedError, match=r"is run by another process \(starting\)$"):
+        JobLock.take(job_dir)
+    os.close(fd)
