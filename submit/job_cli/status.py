@@ -12,6 +12,7 @@ from typing import Any
 from disauto.common.messages import cause_first
 from disauto.common.trial_state import TrialState
 from disauto.framework.deadline_status import deadline_note
+from disauto.framework.job.progress import unreachable_note
 from disauto.framework.telemetry.usage import megabytes
 from disauto.submit import results as results_mod
 from disauto.submit.exit_status import ExitStatus
@@ -34,7 +35,7 @@ def run(args: argparse.Namespace, out: IO[str]) -> ExitStatus:
     config = job.config
     appcore = json.loads(job.meta.get("appcore", "{}"))
     running = [{"trial": t.number, "task": t.task_id, "agent": t.agent_id, "state": str(t.state),
-                "usage": t.usage.as_columns()}
+                "usage": t.usage.as_columns(), "unreachable_since": t.unreachable_since}
                for t in job.trials if t.state in (TrialState.LAUNCHING, TrialState.RUNNING)]
     status = {
         **job.summary(), "trials": job.counts(), "message": job.meta.get("outcome_message", ""),
@@ -42,6 +43,8 @@ def run(args: argparse.Namespace, out: IO[str]) -> ExitStatus:
                                         "address": appcore.get("address", ""),
                                         "state": appcore.get("state", "")},
         "master": job.meta.get("master", ""), "framework_id": job.meta.get("framework_id", ""),
+        "roles": list(config.subscribed_roles),
+        "unreachable": unreachable_note(job.trials, config.unreachable_timeout),
         "folder": str(job.folder),
         "interrupted_reason": job.meta.get("interrupted_reason", "")
         if job.state == "interrupted" else "",
@@ -88,6 +91,8 @@ def _print_status(job: Job, status: dict[str, Any], out: IO[str]) -> None:
     appcore = status["appcore"]
     say("  AppCore: " + " ".join(part for part in (appcore["task"] or "-", appcore["address"],
                                                    appcore["state"]) if part))
+    if status["unreachable"]:
+        say(f"  unreachable: {status['unreachable']}")
     for line in results_mod.usage_lines(job.trials, config.runner.mem_mb):
         say(f"  usage: {line}")
     for line in results_mod.retried_lines(job.trials):
@@ -95,11 +100,20 @@ def _print_status(job: Job, status: dict[str, Any], out: IO[str]) -> None:
     for task in status["running"]:
         name = f"trial-{task['trial']:04d}"
         said = f" (task {task['task']})" if task["task"] not in ("", name) else ""
+        away = "" if task["unreachable_since"] is None else \
+            f", agent unreachable since {clock(task['unreachable_since'])}"
         say(f"  running: {name}{said} on agent {short_id(task['agent'])} "
-            f"({task['state']}{usage_text(task['usage'])})")
+            f"({task['state']}{away}{usage_text(task['usage'])})")
+    roles = status["roles"]
     say(f"  master {status['master']}, framework {short_id(status['framework_id']) or '-'}, "
+        f"role{'s' if len(roles) > 1 else ''} {', '.join(roles)}, "
         f"elapsed {fmt_seconds(status['duration_seconds'])}")
     say(f"  folder {short_path(job.folder, columns() - 9)}")
+
+
+def clock(seconds: float) -> str:
+    """``14:03:07``: a time of day, local."""
+    return time.strftime("%H:%M:%S", time.localtime(seconds))
 
 
 def short_id(mesos_id: str) -> str:
