@@ -214,7 +214,7 @@ def framework_id(job: Job) -> str:
 
 
 def running(job: Job, count: int, within: float = 60.0) -> list[dict[str, Any]]:
-    """Wait until ``count`` of the job's trials run (as the record says); they, by number."""
+    """Wait until ``count`` of the job's trials run (as the record says); their rows."""
     def ready() -> list[dict[str, Any]]:
         trials = [t for t in trial_rows(job) if t["state"] == "RUNNING"]
         return trials if len(trials) >= count else []
