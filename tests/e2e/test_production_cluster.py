@@ -237,10 +237,13 @@ def updates(ended: Ended, task: str) -> list[tuple[str, str]]:
             "SELECT state, reason FROM task_updates WHERE task_id = ? ORDER BY id", (task,))]
 
 
-def tasks_of(ended: Ended) -> list[str]:
-    """Every task the job recorded an update of."""
+def unknown_before_the_end(ended: Ended) -> int:
+    """How many TASK_UNKNOWN updates the job recorded before it ended."""
     with sqlite3.connect(ended.job_dir / "job.db") as db:
-        return [task for (task,) in db.execute("SELECT DISTINCT task_id FROM task_updates")]
+        (count,) = db.execute(
+            "SELECT COUNT(*) FROM task_updates WHERE state = 'TASK_UNKNOWN' AND recorded_at < "
+            "(SELECT CAST(value AS REAL) FROM meta WHERE key = 'ended_at')").fetchone()
+    return int(count)
 
 
 def appcore_runs(ended: Ended) -> list[tuple[str, str]]:
@@ -381,8 +384,10 @@ def test_a_partition_healed_in_time_brings_trials_back_and_one_past_the_bound_re
                 ("TASK_FINISHED", "REASON_AGENT_REREGISTERED")} & set(seen), seen
         assert seen[-1][0] == "TASK_FINISHED", seen
     # Reconciled by agent id meanwhile, AppCore's task too: TASK_UNREACHABLE, never
-    # TASK_UNKNOWN (which would have launched a second AppCore).
-    assert all(updates(ended, task)[-1][0] != "TASK_UNKNOWN" for task in tasks_of(ended))
+    # TASK_UNKNOWN while the job ran (which would have launched a second AppCore). At its end
+    # a KILL of a task still unreachable is answered TASK_UNKNOWN: pymesos' KILL names no
+    # agent (Master::kill reconciles it, case 6).
+    assert unknown_before_the_end(ended) == 0
     assert len(appcore_runs(ended)) == 1
     ended = ended_whole(hasty, 2)
     for trial in alive[id(hasty)]:
