@@ -13,6 +13,10 @@ side is ``src/slave/slave.cpp`` ``Slave::subscribe``), and pymesos 0.3.15 does n
 * Every status update is kept until the agent acknowledges it: one sent while the agent is
   away is not lost, and every update not acknowledged goes with the next SUBSCRIBE
   (``unacknowledged_updates``, with the tasks not acknowledged, ``unacknowledged_tasks``).
+  One made after that SUBSCRIBE left and before its SUBSCRIBED came back (the agent took the
+  SUBSCRIBE without it) is sent once subscribed: Mesos' library drops an UPDATE while the
+  executor is SUBSCRIBING (``src/executor/executor.cpp`` ``MesosProcess::send``), so it is
+  the executor's to send again, and nothing would until the next restart.
 """
 
 from __future__ import annotations
@@ -59,6 +63,8 @@ class CheckpointingExecutorDriver(MesosExecutorDriver):  # type: ignore[misc]  #
         self.backoff_max = _duration("MESOS_SUBSCRIPTION_BACKOFF_MAX", DEFAULT_BACKOFF_MAX)
         self._updates_lock = threading.Lock()
         self._lost_since: float | None = None
+        self._carried: set[uuid.UUID] = set()
+        """The updates the last SUBSCRIBE carried."""
         self.resubscriptions = 0
 
     # -- updates ---------------------------------------------------------------------------
@@ -84,6 +90,7 @@ class CheckpointingExecutorDriver(MesosExecutorDriver):  # type: ignore[misc]  #
     def gen_request(self) -> bytes:
         with self._updates_lock:
             request: bytes = super().gen_request()
+            self._carried = set(self.updates)
         return request
 
     # -- the agent comes and goes -----------------------------------------------------------
@@ -95,6 +102,14 @@ class CheckpointingExecutorDriver(MesosExecutorDriver):  # type: ignore[misc]  #
             self.resubscriptions += 1
         self._lost_since = None
         super().on_subscribed(info)
+        with self._updates_lock:
+            late = [u["status"] for key, u in self.updates.items() if key not in self._carried]
+        for status in late:  # made while subscribing: the agent has not seen them
+            try:
+                MesosExecutorDriver.sendStatusUpdate(self, status)
+            except Exception as exc:  # noqa: BLE001 - kept; the next SUBSCRIBE carries it
+                logger.warning("status update %s of %s waits for the agent: %s",
+                               status.get("state"), status["task_id"]["value"], exc)
 
     def on_close(self) -> None:
         """The connection to the agent ended."""

@@ -97,6 +97,32 @@ class MesosLink:
         for task_id in task_ids:
             driver.killTask({"value": task_id})
 
+    def reconcile(self, tasks: Sequence[tuple[str, str]]) -> None:
+        """Explicit reconciliation of ``(task_id, agent_id)`` pairs, with their agent ids (the
+        raw v1 RECONCILE: pymesos 0.3.15's ``reconcileTasks`` sends the task ids only).
+
+        The agent id is what lets the master answer for a task it no longer holds: a task of an
+        unreachable agent is TASK_UNREACHABLE with the agent id and TASK_UNKNOWN without it,
+        a task its registered agent does not know TASK_GONE without it too (Mesos 1.11
+        ``src/master/master.cpp`` ``Master::_reconcileTasks``, cases 3, 4 and 6). Dropped
+        while no driver is subscribed, as pymesos drops it; best effort while the master is
+        away (the next reconciliation asks again).
+        """
+        driver = self._driver
+        if driver is None or not tasks or not self._framework_id or \
+                not getattr(driver, "connected", True):
+            return
+        try:
+            driver._send({  # noqa: SLF001 - pymesos' reconcileTasks drops agent_id
+                "type": "RECONCILE",
+                "framework_id": {"value": self._framework_id},
+                "reconcile": {"tasks": [{"task_id": {"value": task_id},
+                                         "agent_id": {"value": agent_id}}
+                                        for task_id, agent_id in tasks]},
+            })
+        except Exception:  # noqa: BLE001 - the master is away; asked again later
+            logger.warning("cannot reconcile %d task(s)", len(tasks), exc_info=True)
+
     def shutdown_executor(self, executor_id: str, agent_id: str) -> None:
         """SHUTDOWN an executor (pymesos 0.3.15 has no shutdownExecutor: the raw v1 call);
         best effort: a master that is away ends it with the TEARDOWN, or the executor its

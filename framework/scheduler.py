@@ -193,10 +193,7 @@ class JobScheduler(Scheduler):
             self._warm.adopt_running()
         # By id, so that the master answers for tasks it does not know (a restarted master):
         # TASK_GONE / TASK_UNKNOWN / TASK_LOST, after which the trial is launched again.
-        live = self._job.live_tasks()
-        if live:
-            driver.reconcileTasks([{"task_id": {"value": task_id}, "agent_id": {"value": agent}}
-                                   for task_id, agent in live])
+        self._link.reconcile(self._job.live_tasks())
         driver.reconcileTasks([])
         # Tasks the predecessor timed out, pruned or killed, and whose end is not recorded:
         # its kill may have died with it.
@@ -447,11 +444,7 @@ class JobScheduler(Scheduler):
     def reconcile(self, tasks: Sequence[tuple[str, str]]) -> None:
         """Explicit reconciliation of ``(task_id, agent_id)``: Mesos answers each with its
         latest state (TASK_UNREACHABLE while its agent is, TASK_RUNNING once it is back)."""
-        driver = self._link.driver()
-        if driver is not None and tasks:
-            driver.reconcileTasks([{"task_id": {"value": task_id},
-                                    "agent_id": {"value": agent_id}}
-                                   for task_id, agent_id in tasks])
+        self._link.reconcile(tasks)
 
 
 def _launch_name(task: Mapping[str, Any]) -> str:

@@ -135,6 +135,9 @@ def load_credentials(path: str, *, flag: str = "--credentials") -> dict[str, str
 # -- arguments --------------------------------------------------------------------------------
 
 
+Group = argparse._ArgumentGroup  # noqa: SLF001 - argparse's type of add_argument_group()
+
+
 class _Parser(argparse.ArgumentParser):
     """argparse that reports errors as one line and raises instead of exiting."""
 
@@ -142,103 +145,134 @@ class _Parser(argparse.ArgumentParser):
         raise UsageError(message)
 
 
+USAGE = """da-cluster [options]
+       da-cluster agent {list,restart,partition,heal} [AGENT] --master HOST:PORT"""
+
+ADMIN_HELP = """admin (not Mesos calls; docs/local-mode.md):
+  da-cluster agent list --master HOST:PORT
+                        the agents of a running da-cluster, partitioned or not
+  da-cluster agent restart AGENT --master HOST:PORT [--for DURATION]
+                        the agent dies now and comes back (after DURATION)
+  da-cluster agent partition AGENT --master HOST:PORT [--for DURATION]
+                        cut it off from the master (until healed, or DURATION)
+  da-cluster agent heal AGENT --master HOST:PORT
+                        end its partition
+  Drain agents and schedule maintenance with Mesos' operator API (/api/v1)."""
+
+
 def build_parser() -> argparse.ArgumentParser:
-    """The ``da-cluster`` argument parser."""
+    """The ``da-cluster`` argument parser: its flags by concern, each with its default."""
     parser = _Parser(
-        prog=PROG,
-        description="Run an embedded Mesos master with N agents on this machine (local mode). "
-                    "'da-cluster agent {list,restart,partition,heal} ...' acts on one agent "
-                    "of a running one (da-cluster agent --help).",
+        prog=PROG, usage=USAGE, epilog=ADMIN_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Run an embedded Mesos master with N agents on this machine (local\n"
+                    "mode) until Ctrl-C; 'da-cluster agent' acts on one agent of a running one.",
     )
-    parser.add_argument("--port", default="5050", help="master port; 0 picks a free one")
-    parser.add_argument("--agents", default="1", help="number of agents (default 1)")
-    parser.add_argument("--cpus", help="CPUs per agent (default: this machine's cores)")
-    parser.add_argument("--mem", help=f"memory per agent: {SIZE_HELP} (default: total - 1GB)")
-    parser.add_argument("--disk", help=f"disk per agent: {SIZE_HELP}")
-    parser.add_argument(
-        "--gpus", default="auto",
-        help="GPUs per agent: auto (default: this machine's NVIDIA GPUs, found with NVML or "
-             "nvidia-smi and split between the agents) or a number N (indices 0..N-1)",
-    )
-    parser.add_argument(
-        "--ports", default="[31000-32000]", help="port ranges per agent, e.g. [31000-32000]"
-    )
-    parser.add_argument("--attributes", default="", help="agent attributes, e.g. rack:r1;zone:eu")
-    parser.add_argument(
-        "--agent-speed", default="", metavar="S1,S2,...",
-        help="the share of its CPUs each agent's tasks get, in agent order (0 < S <= 1; "
-             "missing ones 1), e.g. --agents 4 --agent-speed 1,1,0.5,0.25: a cgroup CPU quota "
-             "per agent (needs cgroup v1 'cpu' and root; docs/local-mode.md)")
-    parser.add_argument(
-        "--agent-attributes", action="append", default=[], metavar="ATTRS",
-        help="more attributes of one agent, in order: the first use is agent 0's, the next "
-             "agent 1's, ... (e.g. --agents 2 --agent-attributes class:fast "
-             "--agent-attributes 'class:edge;slowdown:2'); repeatable",
-    )
-    _add_resource_flags(parser)
-    parser.add_argument(
-        "--allocation-interval", default="1s", help="batch allocation interval (default 1s)"
-    )
-    parser.add_argument(
-        "--heartbeat-interval", default="15s", help="scheduler HEARTBEAT interval (default 15s)"
-    )
-    parser.add_argument(
-        "--offer-timeout", help="rescind offers held longer than this (default: never)"
-    )
-    parser.add_argument("--work-dir", help="directory for sandboxes (default: a temporary one)")
-    parser.add_argument(
-        "--credentials",
-        help="Mesos credentials file; when given, frameworks must authenticate (HTTP basic)",
-    )
-    _add_sandbox_flags(parser)
-    _add_health_flags(parser)
-    parser.add_argument("--verbose", action="store_true", help="log what the master does")
-    parser.add_argument("--debug", action="store_true", help="debug logs and tracebacks")
+    _add_cluster_flags(parser.add_argument_group("cluster"))
+    _add_agent_flags(parser.add_argument_group("agents"))
+    _add_resource_flags(parser.add_argument_group("reservations and per-agent settings"))
+    _add_isolation_flags(parser.add_argument_group("isolation"))
+    _add_sandbox_flags(parser.add_argument_group("sandbox logs"))
+    _add_health_flags(parser.add_argument_group("agent health and recovery (Mesos' flags)"))
+    output = parser.add_argument_group("output")
+    output.add_argument("--verbose", action="store_true", help="log what the master does")
+    output.add_argument("--debug", action="store_true", help="debug logs and tracebacks")
     return parser
 
 
-def _add_sandbox_flags(parser: argparse.ArgumentParser) -> None:
-    """The sandbox logs' caps and how tasks are confined."""
-    for stream in ("stdout", "stderr"):
-        parser.add_argument(
-            f"--max-{stream}-size", default="10MB",
-            help=f"cap of a task's sandbox {stream} file before it is rotated to {stream}.1: "
-                 f"{SIZE_HELP}, at least one memory page (Mesos' logrotate container logger "
-                 "max_*_size; default 10MB)")
-        parser.add_argument(
-            f"--logrotate-{stream}-options", default=DEFAULT_OPTIONS,
-            help=f"'rotate N': how many rotated {stream}.1..N files to keep (default "
-                 f"'{DEFAULT_OPTIONS}'; 'rotate 0' keeps only {stream})")
-    parser.add_argument(
-        "--isolation", default="auto",
+def _add_cluster_flags(group: Group) -> None:
+    """The master: its port, allocation, heartbeats, offers, work dir and credentials."""
+    group.add_argument("--port", default="5050", metavar="N",
+                       help="the master's port; 0 picks a free one (default 5050)")
+    group.add_argument("--agents", default="1", metavar="N", help="how many agents (default 1)")
+    group.add_argument("--allocation-interval", default="1s", metavar="DURATION",
+                       help="batch allocation interval (default 1s)")
+    group.add_argument("--heartbeat-interval", default="15s", metavar="DURATION",
+                       help="scheduler HEARTBEAT interval (default 15s)")
+    group.add_argument("--offer-timeout", metavar="DURATION",
+                       help="rescind offers held longer than this (default: never)")
+    group.add_argument("--work-dir", metavar="DIR",
+                       help="directory for sandboxes (default: a temporary one)")
+    group.add_argument("--credentials", metavar="FILE",
+                       help="Mesos credentials file; frameworks must then authenticate (HTTP "
+                            "basic) (default: none)")
+
+
+def _add_agent_flags(group: Group) -> None:
+    """What every agent has."""
+    group.add_argument("--cpus", metavar="N",
+                       help="CPUs per agent (default: this machine's cores)")
+    group.add_argument("--mem", metavar="SIZE",
+                       help=f"memory per agent: {SIZE_HELP} (default: total - 1GB)")
+    group.add_argument("--disk", metavar="SIZE",
+                       help="disk per agent, as --mem (default, as Mesos: the size of the work "
+                            "dir's file system - 5GB, half of it below 10GB)")
+    group.add_argument(
+        "--gpus", default="auto", metavar="N",
+        help="GPUs per agent: auto (default: this machine's NVIDIA GPUs, found with NVML or "
+             "nvidia-smi and split between the agents) or a number N (indices 0..N-1)")
+    group.add_argument("--ports", default="[31000-32000]", metavar="RANGES",
+                       help="port ranges, split between the agents (default [31000-32000])")
+    group.add_argument("--attributes", default="", metavar="ATTRS",
+                       help="agent attributes, e.g. rack:r1;zone:eu (default: none)")
+
+
+def _add_isolation_flags(group: Group) -> None:
+    """How tasks are confined, and agents slowed."""
+    group.add_argument(
+        "--isolation", default="auto", metavar="ISOLATORS",
         help="the agents' isolators, as Mesos' --isolation: posix/cpu,posix/mem (nothing "
              "confines a task) or cgroups/cpu,cgroups/mem (a cgroup v1 memory limit and CPU "
              "shares per task; a task over its memory fails); auto (default): cgroups where "
              "this machine allows them, else posix with one warning")
-    parser.add_argument(
+    group.add_argument(
         "--cgroups-enable-cfs", action="store_true",
-        help="with cgroups/cpu, cap each task at its CPUs with a CFS quota (Mesos' flag)")
+        help="with cgroups/cpu, cap each task at its CPUs with a CFS quota (Mesos' flag; "
+             "default off)")
+    group.add_argument(
+        "--agent-speed", default="", metavar="S1,S2,...",
+        help="the share of its CPUs each agent's tasks get, in agent order (0 < S <= 1; "
+             "missing ones 1, the default), e.g. --agents 4 --agent-speed 1,1,0.5,0.25: a "
+             "cgroup CPU quota per agent (needs cgroup v1 'cpu' and root)")
 
 
-def _add_resource_flags(parser: argparse.ArgumentParser) -> None:
-    """``--resources`` and the per-agent ``--agent-resources`` and ``--agent-hostname``."""
-    parser.add_argument(
+def _add_sandbox_flags(group: Group) -> None:
+    """The sandbox logs' caps (Mesos' logrotate container logger)."""
+    for stream in ("stdout", "stderr"):
+        group.add_argument(
+            f"--max-{stream}-size", default="10MB", metavar="SIZE",
+            help=f"cap of a task's sandbox {stream} before it is rotated to {stream}.1, as "
+                 "--mem, at least one memory page (max_*_size; default 10MB)")
+        group.add_argument(
+            f"--logrotate-{stream}-options", default=DEFAULT_OPTIONS, metavar="OPTIONS",
+            help=f"'rotate N': how many rotated {stream}.1..N files to keep (default "
+                 f"'{DEFAULT_OPTIONS}'; 'rotate 0' keeps only {stream})")
+
+
+def _add_resource_flags(group: Group) -> None:
+    """``--resources`` and the per-agent ``--agent-*`` flags."""
+    group.add_argument(
         "--resources", metavar="RES",
         help="each agent's resources in Mesos' --resources syntax, static reservations "
              "included, e.g. 'cpus(ml):4;gpus(ml):1;mem(*):8192' (or a JSON Resource array); "
-             "names not given come from --cpus/--mem/--disk/--ports or the defaults")
-    parser.add_argument(
+             "names not given come from --cpus/--mem/--disk/--ports (default: those alone)")
+    group.add_argument(
         "--agent-resources", action="append", default=[], metavar="RES",
         help="one agent's --resources, in order: the first use is agent 0's (it replaces "
              "--resources for that agent); repeatable")
-    parser.add_argument(
+    group.add_argument(
+        "--agent-attributes", action="append", default=[], metavar="ATTRS",
+        help="more attributes of one agent, in order: the first use is agent 0's, the next "
+             "agent 1's, ... (e.g. --agents 2 --agent-attributes class:fast "
+             "--agent-attributes 'class:edge;slowdown:2'); repeatable")
+    group.add_argument(
         "--agent-hostname", action="append", default=[], metavar="NAME",
         help="one agent's hostname, in order (default: the master's host): it names the "
              "agent's machine for maintenance schedules; use names of this machine "
              "(localhost, 127.0.0.1); repeatable")
 
 
-def _add_health_flags(parser: argparse.ArgumentParser) -> None:
+def _add_health_flags(group: Group) -> None:
     """The master's agent health checks and the agents' recovery timeouts (Mesos' flags)."""
     for flag, default, what in (
         ("--agent-ping-timeout", "15secs", "how long an agent has to answer a ping"),
@@ -248,9 +282,10 @@ def _add_health_flags(parser: argparse.ArgumentParser) -> None:
         ("--executor-reregistration-timeout", "2secs",
          "how long an executor has to subscribe again after its agent restarted"),
     ):
-        parser.add_argument(flag, default=default, help=f"{what} (Mesos' default {default})")
-    parser.add_argument(
-        "--max-agent-ping-timeouts", default="5",
+        group.add_argument(flag, default=default, metavar="DURATION",
+                           help=f"{what} (default {default}, as Mesos)")
+    group.add_argument(
+        "--max-agent-ping-timeouts", default="5", metavar="N",
         help="pings an agent may miss in a row before it is marked unreachable (default 5)")
 
 

@@ -25,7 +25,9 @@ from disauto.common.trial_state import TrialState
 from disauto.framework import meta
 from disauto.framework.job import Progress
 from disauto.framework.job import sorted_trials
-from disauto.framework.job.status import MEMORY_LIMITATION
+from disauto.framework.job.memory_kill import KILLED_NEED
+from disauto.framework.job.memory_kill import MEMORY_LIMITATION
+from disauto.framework.job.memory_kill import killed_need_bytes
 from disauto.framework.meta import JobMeta
 from disauto.framework.spec import JobConfig
 from disauto.framework.store import TrialRow
@@ -35,9 +37,6 @@ from disauto.protos import common_pb2
 from disauto.submit import fit
 from disauto.submit.fit import Part
 
-
-KILLED_NEED = 2.0
-"""A trial killed by its memory limit counts as needing this many times the limit."""
 
 def _fmt(value: Any) -> str:
     if isinstance(value, float):
@@ -328,7 +327,7 @@ def usage_summary(trials: Sequence[TrialRow], memory_mb: float | None = None) ->
     killed = memory_killed(trials)
     needs = [p for p, _ in peaks]
     if killed and memory_mb:
-        needs.append(KILLED_NEED * memory_mb * 1024 * 1024)
+        needs.append(killed_need_bytes(memory_mb))
     gpu = [t.usage.mean_gpu_utilization for t in trials
            if t.usage.mean_gpu_utilization is not None]
     gpu_peaks = [(t.usage.peak_gpu_memory_bytes, t.number) for t in trials

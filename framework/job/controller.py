@@ -10,8 +10,8 @@ of it:
 Behind it each part has one job (``framework/job/``): the trial book holds the trials and their
 tasks, AppCore's life its launches, the event log what WatchTrials streams, the intake checks what
 AppCore and runners send in, and the status handling decides from Mesos' word how a trial or
-AppCore ended. The controller owns the job's outcome and the lock (the book's) that makes each of
-its calls one step.
+AppCore ended, and the task view (inherited) where the job's tasks are and which still run. The
+controller owns the job's outcome and the lock (the book's) that makes each of its calls one step.
 
 Thread safety: every public method takes the lock; waiting methods release it.
 """
@@ -53,6 +53,7 @@ from disauto.framework.job.status import Measures
 from disauto.framework.job.status import StatusEffects
 from disauto.framework.job.status import TaskStatuses
 from disauto.framework.job.stops import EarlyEnds
+from disauto.framework.job.task_view import JobTasks
 from disauto.framework.job.update import UpdateRefusedError
 from disauto.framework.job.update import check_update
 from disauto.framework.job.update import describe_change
@@ -72,7 +73,7 @@ APPCORE_KEY = "appcore"
 """AppCore's launch request's key (trials' are their task names)."""
 
 
-class JobController:
+class JobController(JobTasks):
     """One job's trials and AppCore, recorded in a :class:`JobStore`.
 
     Args:
@@ -443,42 +444,6 @@ class JobController:
         """Queue again the trials in flight when the framework died, on a new cluster (a resumed
         ``--master local`` job): same number and assignment, a new task; the numbers queued."""
         return self._book.requeue_in_flight(why)
-
-    # -- the tasks -----------------------------------------------------------------------------
-
-    def executor_of(self, task_id: str) -> str:
-        """The warm slot's executor that ran a trial's current task ("" if none), as recorded."""
-        return self._book.executor_of(task_id)
-
-    def live_task_ids(self) -> list[str]:
-        """Tasks launched and not yet terminal (to kill when the job ends); an AppCore that
-        ended is not live (JobRunner.stop waits for live tasks until its grace period ends)."""
-        with self._lock:
-            appcore = self._appcore.live_task_id()
-            return self._book.live_task_ids() + ([appcore] if appcore else [])
-
-    def live_tasks(self) -> list[tuple[str, str]]:
-        """``(task_id, agent_id)`` of the tasks launched and not yet ended (to reconcile)."""
-        return [(task_id, agent) for task_id, agent, live in self.task_locations()
-                if live and agent]
-
-    def finishing_task_ids(self) -> list[str]:
-        """Live tasks of trials whose final result is recorded (given time to exit)."""
-        return self._book.finishing_task_ids()
-
-    def task_locations(self) -> list[tuple[str, str, bool]]:
-        """``(task_id, agent_id, live)`` of every task launched for this job, AppCore's too."""
-        with self._lock:
-            live = set(self.live_task_ids())
-            return self._book.task_locations(live) + self._appcore.task_locations(live)
-
-    def kills_on_resume(self) -> list[str]:
-        """Once: the tasks an earlier framework of the job ended and may not have killed."""
-        return self._book.kills_on_resume()
-
-    def slot_tasks_in_flight(self) -> dict[str, str]:
-        """Executor id → the task the record says runs on it."""
-        return self._book.slot_tasks_in_flight()
 
     # -- measured usage (telemetry) ------------------------------------------------------------
 

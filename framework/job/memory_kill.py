@@ -25,8 +25,8 @@ MEMORY_LIMITATION = "REASON_CONTAINER_LIMITATION_MEMORY"
 
 KILLED_NEED = 2.0
 """A trial its memory limit killed counts as needing this many times its ``--app-runner-memory``
-(the kernel stopped it at the limit: how much more it wanted cannot be measured); the job
-summary counts it so too (``submit/results.py`` ``KILLED_NEED``)."""
+(the kernel stopped it at the limit: how much more it wanted cannot be measured): in the
+trial's message here and in the job summary (``submit/results.py``)."""
 
 _MB = 1024 * 1024
 _UNITS = {"B": 1, "KB": 1024, "MB": _MB, "GB": 1024 * _MB, "TB": 1024 * 1024 * _MB}
@@ -62,9 +62,14 @@ class MemoryKill:
         if self.limit_bytes is not None:
             parts.append(f"of its container's {self.limit_bytes / _MB:.0f} MB")
         used = ": " + " ".join(parts) if parts else ""
-        suggested = suggested_memory_mb([KILLED_NEED * memory_mb * _MB])
+        suggested = suggested_memory_mb([killed_need_bytes(memory_mb)])
         return (f"killed by its memory limit{used} (--app-runner-memory {memory_mb:g}M); "
                 f"give it more: --app-runner-memory {suggested}M")
+
+
+def killed_need_bytes(memory_mb: float) -> float:
+    """What a trial its ``memory_mb`` limit killed counts as needing, in bytes."""
+    return KILLED_NEED * memory_mb * _MB
 
 
 def _size(match: re.Match[str] | None) -> float | None:

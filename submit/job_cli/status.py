@@ -13,6 +13,7 @@ from disauto.common.messages import cause_first
 from disauto.common.trial_state import TrialState
 from disauto.framework import meta
 from disauto.framework.deadline_status import deadline_note
+from disauto.framework.job.progress import unreachable_note
 from disauto.framework.telemetry.usage import megabytes
 from disauto.submit import results as results_mod
 from disauto.submit.exit_status import ExitStatus
@@ -35,7 +36,7 @@ def run(args: argparse.Namespace, out: IO[str]) -> ExitStatus:
     config = job.config
     appcore = job.appcore_run
     running = [{"trial": t.number, "task": t.task_id, "agent": t.agent_id, "state": str(t.state),
-                "usage": t.usage.as_columns()}
+                "usage": t.usage.as_columns(), "unreachable_since": t.unreachable_since}
                for t in job.trials if t.state in (TrialState.LAUNCHING, TrialState.RUNNING)]
     # An interrupted job's framework died: what it recorded of AppCore is what it last knew.
     known = job.state != "interrupted" or not appcore.get("state")
@@ -47,6 +48,8 @@ def run(args: argparse.Namespace, out: IO[str]) -> ExitStatus:
                                         else "UNKNOWN",
                                         "recorded_state": appcore.get("state", "")},
         "master": job.meta[meta.MASTER], "framework_id": job.meta[meta.FRAMEWORK_ID],
+        "roles": list(config.subscribed_roles),
+        "unreachable": unreachable_note(job.trials, config.unreachable_timeout),
         "folder": str(job.folder),
         "interrupted_reason": job.meta[meta.INTERRUPTED_REASON]
         if job.state == "interrupted" else "",
@@ -96,6 +99,8 @@ def _print_status(job: Job, status: dict[str, Any], out: IO[str]) -> None:
         state = f"(unknown: {appcore['recorded_state']} when its framework died)"
     say("  AppCore: " + " ".join(part for part in (appcore["task"] or "-", appcore["address"],
                                                    state) if part))
+    if status["unreachable"]:
+        say(f"  unreachable: {status['unreachable']}")
     for line in results_mod.usage_lines(job.trials, config.runner.mem_mb):
         say(f"  usage: {line}")
     running = "running" if job.state == "running" else "was running"
@@ -104,11 +109,20 @@ def _print_status(job: Job, status: dict[str, Any], out: IO[str]) -> None:
     for task in status["running"]:
         name = f"trial-{task['trial']:04d}"
         said = f" (task {task['task']})" if task["task"] not in ("", name) else ""
+        away = "" if task["unreachable_since"] is None else \
+            f", agent unreachable since {clock(task['unreachable_since'])}"
         say(f"  {running}: {name}{said} on agent {short_id(task['agent'])} "
-            f"({task['state']}{usage_text(task['usage'])})")
+            f"({task['state']}{away}{usage_text(task['usage'])})")
+    roles = status["roles"]
     say(f"  master {status['master']}, framework {short_id(status['framework_id']) or '-'}, "
+        f"role{'s' if len(roles) > 1 else ''} {', '.join(roles)}, "
         f"elapsed {fmt_seconds(status['duration_seconds'])}")
     say(f"  folder {short_path(job.folder, columns() - 9)}")
+
+
+def clock(seconds: float) -> str:
+    """``14:03:07``: a time of day, local."""
+    return time.strftime("%H:%M:%S", time.localtime(seconds))
 
 
 def short_id(mesos_id: str) -> str:

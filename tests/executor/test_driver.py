@@ -64,6 +64,26 @@ def test_updates_wait_for_the_agent_and_go_with_the_next_subscribe(
     assert _subscribe_body(driver)["subscribe"]["unacknowledged_updates"] == []
 
 
+def test_an_update_made_while_subscribing_is_sent_once_subscribed(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The SUBSCRIBE left without it, so the agent never saw it: once SUBSCRIBED, it is sent
+    (and only it: the agent has those the SUBSCRIBE carried)."""
+    driver, _ = _driver(monkeypatch, "1")
+    driver.sendStatusUpdate({"task_id": {"value": "early"}, "state": "TASK_RUNNING"})
+    (carried,) = _subscribe_body(driver)["subscribe"]["unacknowledged_updates"]
+    driver.sendStatusUpdate({"task_id": {"value": "t"}, "state": "TASK_FINISHED"})
+    sent: list[dict[str, Any]] = []
+    monkeypatch.setattr(driver, "_send", sent.append)
+    driver.on_subscribed({"executor_info": {"executor_id": driver.executor_id},
+                          "framework_info": {"id": driver.framework_id},
+                          "agent_info": {"hostname": "h"}})
+    assert [s["update"]["status"]["task_id"]["value"] for s in sent] == ["t"]
+    assert sent[0]["type"] == "UPDATE"
+    assert carried["status"]["task_id"]["value"] == "early"
+    # Both stay kept until acknowledged.
+    assert len(_subscribe_body(driver)["subscribe"]["unacknowledged_updates"]) == 2
+
+
 def test_without_checkpointing_an_update_without_the_agent_fails(
         monkeypatch: pytest.MonkeyPatch) -> None:
     driver, _ = _driver(monkeypatch, "0")

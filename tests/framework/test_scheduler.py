@@ -62,7 +62,14 @@ class RecordingDriver:
         self.calls.append(("kill", task_id))
 
     def reconcileTasks(self, tasks: list[Any]) -> None:  # noqa: N802
-        self.calls.append(("reconcile", tasks))
+        self.calls.append(("reconcile", [{"task_id": t["task_id"]} for t in tasks]))
+
+    def _send(self, body: dict[str, Any]) -> None:
+        """The raw v1 calls pymesos 0.3.15 lacks (an explicit RECONCILE with agent ids)."""
+        if body["type"] == "RECONCILE":
+            self.calls.append(("reconcile", body["reconcile"]["tasks"]))
+        else:
+            self.calls.append((str(body["type"]).lower(), body))
 
     def stop(self, failover: bool = False) -> None:
         self.calls.append(("stop", failover))
@@ -302,6 +309,19 @@ def test_reregistration_reconciles_and_forgets_suppression(setup: Setup) -> None
     ]
     setup.scheduler.resourceOffers(setup.driver, [setup.offer("O3")])
     assert setup.driver.kinds()[-1] == "suppress"  # suppressed again after the re-subscribe
+
+
+def test_unreachable_tasks_are_reconciled_with_their_agent_ids(setup: Setup) -> None:
+    """Without the agent id a Mesos 1.11 master answers a task of an unreachable agent
+    TASK_UNKNOWN, not TASK_UNREACHABLE (``Master::_reconcileTasks``): the RECONCILE carries
+    it, though pymesos' reconcileTasks would drop it."""
+    setup.scheduler.reconcile([("trial-0001", "S7"), ("appcore-1", "S8")])
+    assert setup.driver.calls == [("reconcile", [
+        {"task_id": {"value": "trial-0001"}, "agent_id": {"value": "S7"}},
+        {"task_id": {"value": "appcore-1"}, "agent_id": {"value": "S8"}}])]
+    setup.driver.clear()
+    setup.scheduler.reconcile([])
+    assert setup.driver.calls == []
 
 
 def test_a_resumed_framework_kills_the_tasks_its_predecessor_timed_out(

@@ -6,6 +6,7 @@ from collections.abc import Iterator
 import http.client
 import json
 from pathlib import Path
+import re
 import signal
 import socket
 import subprocess
@@ -75,13 +76,30 @@ def test_bad_flags_are_one_line_errors_with_exit_2(
     assert flag in lines[0] and "Traceback" not in err
 
 
-def test_help(capsys: pytest.CaptureFixture[str]) -> None:
+def test_help(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("COLUMNS", "80")
     assert main(["--help"]) == 0
     out = capsys.readouterr().out
     for flag in ("--port", "--agents", "--cpus", "--mem", "--disk", "--gpus", "--ports",
                  "--attributes", "--allocation-interval", "--heartbeat-interval", "--work-dir",
                  "--credentials"):
         assert flag in out
+    # Fits 80 columns, its flags grouped by concern, each group's flags in it, defaults said.
+    assert max(len(line) for line in out.splitlines()) <= 80, out
+    groups = [line for line in out.splitlines() if line and not line[0].isspace()
+              and line.endswith(":")]
+    assert groups == ["options:", "cluster:", "agents:", "reservations and per-agent settings:",
+                      "isolation:", "sandbox logs:", "agent health and recovery (Mesos' flags):",
+                      "output:", "admin (not Mesos calls; docs/local-mode.md):"]
+    said = " ".join(out.split())
+    assert "--port N the master's port; 0 picks a free one (default 5050)" in said
+    assert "isolation: --isolation ISOLATORS" in said
+    assert "da-cluster agent partition AGENT --master HOST:PORT [--for DURATION]" in said
+    entries = re.split(r"\n  (?=-)", out)  # one per flag, with its wrapped help
+    for flag in ("--agents", "--allocation-interval", "--gpus", "--ports", "--isolation",
+                 "--max-stdout-size", "--agent-ping-timeout", "--max-agent-ping-timeouts"):
+        (entry,) = [e for e in entries if e.startswith(f"{flag} ")]
+        assert "default" in entry, (flag, entry)
 
 
 @pytest.mark.parametrize(

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 import json
 import os
 from pathlib import Path
+import time
 
 from disauto.common.processes import start_time
 from disauto.framework import meta
 from tests.framework.webui.records import ParetoRecorded
+from tests.inprocess import AGENT
 from tests.submit.job_cli.conftest import DaJob
 from tests.submit.job_cli.records import JobRecord
 
@@ -47,7 +50,7 @@ def test_running_trials_name_their_agent_short(da_job: DaJob,
     lines = da_job("status", "job-a")[1].splitlines()
     assert max(len(line) for line in lines) <= 80
     assert "  running: trial-0008 on agent …-S12 (RUNNING)" in lines
-    assert "  master 127.0.0.1:5050, framework …-0000, elapsed 0:01:00" in lines
+    assert "  master 127.0.0.1:5050, framework …-0000, role *, elapsed 0:01:00" in lines
     shown = json.loads(da_job("status", "job-a", "--json")[1])
     assert shown["running"][0]["agent"] == agent
 
@@ -68,6 +71,32 @@ def test_an_interrupted_job_says_what_its_framework_last_knew(
     lines = da_job("status", "job-a")[1].splitlines()
     assert "  AppCore: appcore-1 127.0.0.1:31473 ATTACHED" in lines
     assert "  running: trial-0008 on agent agent-S0 (RUNNING)" in lines
+
+
+def test_the_roles_and_a_trial_whose_agent_is_unreachable_are_shown(
+        da_job: DaJob, job_record: Callable[..., JobRecord]) -> None:
+    job = job_record("job-a")
+    job.store.set_meta(meta.CONFIG, replace(job.config, roles=("ml", "dev"),
+                                            unreachable_timeout=300.0))
+    since = time.time() - 30
+    job.store.update_trial(job.running, unreachable_since=since)
+    lines = da_job("status", "job-a")[1].splitlines()
+    assert max(len(line) for line in lines) <= 80
+    clock = time.strftime("%H:%M:%S", time.localtime(since))
+    said = " ".join(" ".join(lines).split())
+    assert (f"unreachable: trial-0008 is unreachable since {clock} (runs again from "
+            f"{time.strftime('%H:%M:%S', time.localtime(since + 300))}, --unreachable-timeout "
+            "5m)") in said
+    assert (f"running: trial-0008 on agent {AGENT} (RUNNING, agent unreachable since "
+            f"{clock})") in said
+    assert "framework …-0000, roles ml, dev, elapsed" in said
+    shown = json.loads(da_job("status", "job-a", "--json")[1])
+    assert shown["roles"] == ["ml", "dev"]
+    assert shown["running"][0]["unreachable_since"] == since
+    assert shown["unreachable"].startswith("trial-0008 is unreachable since")
+    job.store.update_trial(job.running, unreachable_since=None)
+    shown = json.loads(da_job("status", "job-a", "--json")[1])
+    assert shown["unreachable"] == "" and shown["running"][0]["unreachable_since"] is None
 
 
 def test_a_retried_trial_shows_each_earlier_try(da_job: DaJob, home: Path) -> None:

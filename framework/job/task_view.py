@@ -1,0 +1,59 @@
+"""Where the job's tasks are and which still run: what the scheduler reconciles, kills and
+adopts, and what ``da-submit``'s runner waits for at the end, read from the trial book and
+AppCore's life.
+
+:class:`JobTasks` is the read side of the job's tasks that :class:`JobController` inherits:
+every method reads; none changes a trial, a task or the outcome.
+"""
+
+from __future__ import annotations
+
+import threading
+
+from disauto.framework.job.appcore import AppCoreLife
+from disauto.framework.job.book import TrialBook
+
+
+class JobTasks:
+    """The job's tasks (its trials' and AppCore's), as the book and AppCore's life hold them.
+
+    The class that inherits it sets ``_book``, ``_lock`` (the book's) and ``_appcore``.
+    """
+
+    _book: TrialBook
+    _lock: threading.RLock
+    _appcore: AppCoreLife
+
+    def executor_of(self, task_id: str) -> str:
+        """The warm slot's executor that ran a trial's current task ("" if none), as recorded."""
+        return self._book.executor_of(task_id)
+
+    def live_task_ids(self) -> list[str]:
+        """Tasks launched and not yet terminal (to kill when the job ends); an AppCore that
+        ended is not live (JobRunner.stop waits for live tasks until its grace period ends)."""
+        with self._lock:
+            appcore = self._appcore.live_task_id()
+            return self._book.live_task_ids() + ([appcore] if appcore else [])
+
+    def live_tasks(self) -> list[tuple[str, str]]:
+        """``(task_id, agent_id)`` of the tasks launched and not yet ended (to reconcile)."""
+        return [(task_id, agent) for task_id, agent, live in self.task_locations()
+                if live and agent]
+
+    def finishing_task_ids(self) -> list[str]:
+        """Live tasks of trials whose final result is recorded (given time to exit)."""
+        return self._book.finishing_task_ids()
+
+    def task_locations(self) -> list[tuple[str, str, bool]]:
+        """``(task_id, agent_id, live)`` of every task launched for this job, AppCore's too."""
+        with self._lock:
+            live = set(self.live_task_ids())
+            return self._book.task_locations(live) + self._appcore.task_locations(live)
+
+    def kills_on_resume(self) -> list[str]:
+        """Once: the tasks an earlier framework of the job ended and may not have killed."""
+        return self._book.kills_on_resume()
+
+    def slot_tasks_in_flight(self) -> dict[str, str]:
+        """Executor id → the task the record says runs on it."""
+        return self._book.slot_tasks_in_flight()
