@@ -351,22 +351,22 @@ class JobRunner:
     def _end_tasks(self, grace: float, finishing_grace: float) -> None:
         """Kill the job's tasks (those writing a final result after ``finishing_grace``) and
         wait up to ``grace`` seconds for them to end; then its slots."""
-        finishing = set(self.controller.finishing_task_ids())
+        finishing = set(self.controller.tasks.finishing_task_ids())
         # AppCore stays while they finish: it still has to answer their final reports.
         kept = finishing | ({self.controller.appcore_task_id()} if finishing else set())
-        live = self.controller.live_task_ids()
+        live = self.controller.tasks.live_task_ids()
         if [t for t in live if t not in kept]:
             self.scheduler.kill([t for t in live if t not in kept])
         deadline = time.monotonic() + finishing_grace
         while finishing & set(live) and time.monotonic() < deadline and not self.store.full:
             time.sleep(0.2)
-            live = self.controller.live_task_ids()
+            live = self.controller.tasks.live_task_ids()
         if kept & set(live):
             self.scheduler.kill(sorted(kept & set(live)))
         deadline = time.monotonic() + grace
         while live and time.monotonic() < deadline and not self.store.full:
             time.sleep(0.2)
-            live = self.controller.live_task_ids()
+            live = self.controller.tasks.live_task_ids()
         if live:
             logger.warning("tasks still running at teardown: %s", ", ".join(live))
         slots = self._parts.slots

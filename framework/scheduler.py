@@ -193,11 +193,11 @@ class JobScheduler(Scheduler):
             self._warm.adopt_running()
         # By id, so that the master answers for tasks it does not know (a restarted master):
         # TASK_GONE / TASK_UNKNOWN / TASK_LOST, after which the trial is launched again.
-        self._link.reconcile(self._job.live_tasks())
+        self._link.reconcile(self._job.tasks.live_tasks())
         driver.reconcileTasks([])
         # Tasks the predecessor timed out, pruned or killed, and whose end is not recorded:
         # its kill may have died with it.
-        stale = self._job.kills_on_resume()
+        stale = self._job.tasks.kills_on_resume()
         if stale:
             logger.info("killing %d task(s) an earlier framework ended: %s", len(stale),
                         ", ".join(stale))
@@ -365,7 +365,7 @@ class JobScheduler(Scheduler):
 
     def _busy_on(self, agent_id: str) -> list[str]:
         """The job's live tasks on ``agent_id``."""
-        return sorted(task for task, agent, live in self._job.task_locations()
+        return sorted(task for task, agent, live in self._job.tasks.task_locations()
                       if live and agent == agent_id)
 
     def _release_agent(self, agent_id: str, why: str) -> None:

@@ -216,7 +216,7 @@ class WarmSlots:
         except (OSError, ValueError) as err:  # statuses of their live tasks adopt them still
             logger.warning("cannot list the job's running slots: %s", err)
             return
-        busy = self._job.slot_tasks_in_flight()
+        busy = self._job.tasks.slot_tasks_in_flight()
         for slot in running:
             if self.table.adopt(slot.executor_id, slot.agent_id, busy.get(slot.executor_id, ""),
                                 slot.gpus, self._recorded_info(slot.executor_id)):

@@ -73,7 +73,7 @@ APPCORE_KEY = "appcore"
 """AppCore's launch request's key (trials' are their task names)."""
 
 
-class JobController(JobTasks):
+class JobController:
     """One job's trials and AppCore, recorded in a :class:`JobStore`.
 
     Args:
@@ -112,6 +112,8 @@ class JobController(JobTasks):
         self._lock = self._book.lock
         self._events = self._book.events
         self._appcore = AppCoreLife(store)
+        self.tasks = JobTasks(self._book, self._appcore)
+        """Where the job's tasks are and which still run (read only)."""
         self._intake = Intake(self._book, space_from_proto(config.search.space))
         self._stops = EarlyEnds(self._book, on_kill, prune_grace)
         self._statuses = TaskStatuses(self._config, self._book, self._appcore,

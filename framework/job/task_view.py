@@ -2,8 +2,8 @@
 adopts, and what ``da-submit``'s runner waits for at the end, read from the trial book and
 AppCore's life.
 
-:class:`JobTasks` is the read side of the job's tasks that :class:`JobController` inherits:
-every method reads; none changes a trial, a task or the outcome.
+:class:`JobTasks` is the read side of the job's tasks, a collaborator the controller holds
+(``controller.tasks``): every method reads; none changes a trial, a task or the outcome.
 """
 
 from __future__ import annotations
@@ -17,12 +17,13 @@ from disauto.framework.job.book import TrialBook
 class JobTasks:
     """The job's tasks (its trials' and AppCore's), as the book and AppCore's life hold them.
 
-    The class that inherits it sets ``_book``, ``_lock`` (the book's) and ``_appcore``.
+    Read under the book's lock, which the controller's changes hold too.
     """
 
-    _book: TrialBook
-    _lock: threading.RLock
-    _appcore: AppCoreLife
+    def __init__(self, book: TrialBook, appcore: AppCoreLife) -> None:
+        self._book = book
+        self._lock: threading.RLock = book.lock
+        self._appcore = appcore
 
     def executor_of(self, task_id: str) -> str:
         """The warm slot's executor that ran a trial's current task ("" if none), as recorded."""

@@ -57,7 +57,7 @@ def test_an_unreachable_trial_keeps_running_and_goes_on_when_its_task_comes_back
                                        f"{time.strftime('%H:%M:%S', time.localtime(since))}")
     assert "--unreachable-timeout 5m" in recorded.message
     assert job.driver.calls == [] and job.killed == []  # the master's: no uuid, no ack
-    assert task in job.controller.live_task_ids()  # still the job's, killed at its end
+    assert task in job.controller.tasks.live_task_ids()  # still the job's, killed at its end
     # The periodic reconciliation asks for it; the master answers it is still unreachable.
     assert job.controller.unreachable_tasks() == [(task, "a2")]
     job.update(mesos.reconciled_unreachable(task, "a2", since))
@@ -167,7 +167,7 @@ def test_the_job_ending_ends_an_unreachable_trial_without_waiting_for_its_task(
     recorded = job.trial(1)
     assert recorded.state == "KILLED" and recorded.unreachable_since is None
     assert recorded.message.startswith("the job ended while its agent was unreachable")
-    assert task not in job.controller.live_task_ids()
+    assert task not in job.controller.tasks.live_task_ids()
 
 
 def test_appcore_on_an_unreachable_agent_is_relaunched_only_once_it_is_silent(

@@ -76,9 +76,9 @@ def test_a_runner_that_exits_in_time_is_not_killed(
         framework: Framework, client: FrameworkClient) -> None:
     _running_trial(framework, client)
     client.prune(1, "asha")
-    assert task_name(1) in framework.controller.live_task_ids()
+    assert task_name(1) in framework.controller.tasks.live_task_ids()
     framework.end_trial(1, "TASK_FINISHED")
-    assert task_name(1) not in framework.controller.live_task_ids()
+    assert task_name(1) not in framework.controller.tasks.live_task_ids()
     time.sleep(0.4)
     assert framework.kill_requests == []
 
@@ -90,10 +90,10 @@ def test_a_runner_still_running_after_the_grace_period_is_killed(
     wait_for(lambda: framework.kill_requests, timeout=5.0, what="a kill request")
     assert framework.kill_requests == [task_name(1)]
     # The job's end kills it too if it is still live then.
-    assert task_name(1) in framework.controller.live_task_ids()
+    assert task_name(1) in framework.controller.tasks.live_task_ids()
     framework.end_trial(1, "TASK_KILLED")
     assert framework.states()[1] == "PRUNED"
-    assert task_name(1) not in framework.controller.live_task_ids()
+    assert task_name(1) not in framework.controller.tasks.live_task_ids()
 
 
 def test_pruning_a_pending_trial_needs_no_kill_and_never_launches_it(
@@ -101,7 +101,7 @@ def test_pruning_a_pending_trial_needs_no_kill_and_never_launches_it(
     client.submit(1, ASSIGN, priority=0)
     assert client.prune(1, "").state == common_pb2.PRUNED
     assert framework.launch_trials() == []
-    assert framework.controller.live_task_ids() == ["appcore-1"]
+    assert framework.controller.tasks.live_task_ids() == ["appcore-1"]
 
 
 def test_pruning_an_ended_trial_leaves_it_as_it_was(

@@ -289,7 +289,7 @@ def test_a_framework_taken_away_ends_the_job_trial_by_trial(
     assert states[1] == ("KILLED", f"its task's end is unknown: {why}")
     assert states[2] == ("KILLED", f"its task's end is unknown: {why}")  # launched
     assert states[3][0] == "KILLED"  # never launched
-    assert setup.controller.live_task_ids() == []
+    assert setup.controller.tasks.live_task_ids() == []
     assert setup.store.appcore_runs()[-1]["state"] == "TASK_KILLED"
 
 
@@ -298,7 +298,7 @@ def test_reregistration_reconciles_and_forgets_suppression(setup: Setup) -> None
     setup.controller.attach_appcore("h:1")
     setup.scheduler.resourceOffers(setup.driver, [setup.offer("O2")])
     setup.driver.clear()
-    live = setup.controller.live_tasks()
+    live = setup.controller.tasks.live_tasks()
     assert live  # AppCore and the trials launched on O1 and O2
     setup.scheduler.reregistered(setup.driver, {"hostname": "master2"})
     # By id first (a restarted master answers for tasks it does not know), then implicitly.

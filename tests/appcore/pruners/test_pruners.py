@@ -67,7 +67,7 @@ def test_a_pruned_runner_is_told_to_stop_and_its_slot_refills_at_once(
         assert trial.message == "stopped early by the median rule at step 1 (accuracy=0.3)"
         # The slot is free at once: trial 3 waits for an offer while trial 2's task still runs.
         wait_for(lambda: framework.states().get(3) == "PENDING", what="trial 3")
-        assert "trial-0002" in framework.controller.live_task_ids()
+        assert "trial-0002" in framework.controller.tasks.live_task_ids()
         assert job.appcore.loop.counts == (1, 0, 1)
         # A late report of the pruned runner is told to stop too; its exit changes nothing.
         assert apprunner_sdk.report(accuracy=0.31, step=2) is True

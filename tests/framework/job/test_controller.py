@@ -253,7 +253,7 @@ def test_launching_and_running_are_recorded(job: Job) -> None:
     assert job.state(1) == "LAUNCHING"
     job.status(1, "TASK_RUNNING")
     assert job.state(1) == "RUNNING" and job.trial(1).started_at >= before
-    assert job.controller.live_task_ids() == ["trial-0001"]
+    assert job.controller.tasks.live_task_ids() == ["trial-0001"]
     stored = job.store.trial(1)
     assert stored is not None and stored.state == "RUNNING" and stored.task_id == "trial-0001"
     assert [u["state"] for u in job.store.task_updates("trial-0001")] == [
@@ -271,7 +271,7 @@ def test_finished_with_the_objective_completes(job: Job) -> None:
     trial = job.trial(1)
     assert (trial.state, trial.objective, trial.message) == ("COMPLETED", 0.93, "")
     assert trial.ended_at is not None and trial.training_seconds == 12.5
-    assert job.controller.live_task_ids() == []
+    assert job.controller.tasks.live_task_ids() == []
 
 
 @pytest.mark.parametrize("state", ["TASK_KILLED", "TASK_FAILED", "TASK_LOST", "TASK_GONE"])
@@ -306,13 +306,13 @@ def test_the_end_completes_running_trials_with_a_final_result(job: Job) -> None:
     job.controller.finish(framework_pb2.TARGET_REACHED, "trial 1 reached accuracy=0.97")
     assert [job.state(n) for n in (1, 2, 3)] == ["COMPLETED", "RUNNING", "RUNNING"]
     # Trial 1's task still runs (writing its output): it is live, and given time to finish.
-    assert sorted(job.controller.live_task_ids()) == [task_name(n) for n in (1, 2, 3)]
-    assert job.controller.finishing_task_ids() == [task_name(1)]
+    assert sorted(job.controller.tasks.live_task_ids()) == [task_name(n) for n in (1, 2, 3)]
+    assert job.controller.tasks.finishing_task_ids() == [task_name(1)]
     for number in (1, 2, 3):  # the job's tasks are killed
         job.status(number, "TASK_KILLED")
     assert [job.state(n) for n in (1, 2, 3)] == ["COMPLETED", "KILLED", "KILLED"]
     assert job.controller.best_trial().number == 1
-    assert job.controller.live_task_ids() == job.controller.finishing_task_ids() == []
+    assert job.controller.tasks.live_task_ids() == job.controller.tasks.finishing_task_ids() == []
 
 
 def test_a_report_after_the_end_is_not_recorded(job: Job) -> None:
@@ -394,9 +394,9 @@ def test_a_trial_running_past_its_timeout_is_recorded_timeout_and_killed(
     assert job.controller.expire_trials(now=started + 6.0) == [task_name(1)]
     trial = job.trial(1)
     assert (trial.state, trial.message) == ("TIMEOUT", "ran longer than --trial-timeout 5s")
-    assert task_name(1) in job.controller.live_task_ids()  # killed, not yet gone
+    assert task_name(1) in job.controller.tasks.live_task_ids()  # killed, not yet gone
     job.status(1, "TASK_KILLED")
-    assert job.state(1) == "TIMEOUT" and task_name(1) not in job.controller.live_task_ids()
+    assert job.state(1) == "TIMEOUT" and task_name(1) not in job.controller.tasks.live_task_ids()
     assert job.state(2) == "LAUNCHING"
     assert job.controller.expire_trials(now=started + 60.0) == []  # nothing else runs
     job.store.close()
@@ -424,15 +424,16 @@ def test_a_resumed_framework_kills_what_its_predecessor_ended_but_may_not_have_k
         task_name(1), task_name(2), task_name(3)]
     job.status(2, "TASK_KILLED")  # trial 2's kill took effect; 1's and 3's never came back
     resumed = JobController(job.controller.config, job.store, "tok")
-    assert resumed.kills_on_resume() == [task_name(1), task_name(3)]
-    assert resumed.kills_on_resume() == []  # once
-    assert {task_name(1), task_name(3)} <= set(resumed.live_task_ids())
-    assert task_name(2) not in resumed.live_task_ids()
+    assert resumed.tasks.kills_on_resume() == [task_name(1), task_name(3)]
+    assert resumed.tasks.kills_on_resume() == []  # once
+    assert {task_name(1), task_name(3)} <= set(resumed.tasks.live_task_ids())
+    assert task_name(2) not in resumed.tasks.live_task_ids()
     slot = f"{job.controller.config.job_id}-slot-"
-    assert resumed.slot_tasks_in_flight() == {f"{slot}1": task_name(1), f"{slot}3": task_name(3)}
+    assert resumed.tasks.slot_tasks_in_flight() == {f"{slot}1": task_name(1),
+                                                    f"{slot}3": task_name(3)}
     resumed.on_status(task_status(task_name(1), "TASK_KILLED"))
-    assert task_name(1) not in resumed.live_task_ids()
-    assert resumed.slot_tasks_in_flight() == {f"{slot}3": task_name(3)}
+    assert task_name(1) not in resumed.tasks.live_task_ids()
+    assert resumed.tasks.slot_tasks_in_flight() == {f"{slot}3": task_name(3)}
     assert {t.number: t.state for t in resumed.trials()} == {1: "TIMEOUT", 2: "TIMEOUT",
                                                              3: "TIMEOUT"}
     job.store.close()
@@ -540,7 +541,7 @@ def test_appcore_attach_and_address(job: Job) -> None:
     run = job.store.appcore_runs()[0]
     assert (run["attempt"], run["task_id"], run["address"], run["state"]) == (
         1, "appcore-1", "agent1:31000", "ATTACHED")
-    assert "appcore-1" in job.controller.live_task_ids()
+    assert "appcore-1" in job.controller.tasks.live_task_ids()
 
 
 def test_appcore_failure_asks_for_a_relaunch(make: Callable[..., Job]) -> None:
@@ -633,7 +634,7 @@ def test_appcore_ending_after_the_job_is_not_relaunched(job: Job) -> None:
     job.controller.on_status(task_status("appcore-1", "TASK_FINISHED"))
     assert job.controller.outcome == (framework_pb2.BUDGET_SPENT, "done")
     assert job.pending_calls == calls
-    assert job.controller.live_task_ids() == []
+    assert job.controller.tasks.live_task_ids() == []
 
 
 # -- the end of the job ---------------------------------------------------------------------------
@@ -651,7 +652,7 @@ def test_finish_kills_pending_trials_only_and_first_outcome_wins(job: Job) -> No
     assert [job.state(n) for n in (1, 2, 3)] == ["RUNNING", "KILLED", "KILLED"]
     assert job.trial(2).message == "the job ended before the trial ran"
     # The running trial and AppCore are left for the runtime to kill through Mesos.
-    assert sorted(job.controller.live_task_ids()) == ["appcore-1", "trial-0001"]
+    assert sorted(job.controller.tasks.live_task_ids()) == ["appcore-1", "trial-0001"]
     assert job.controller.wait(timeout=0)
     reopened = job.reopened()
     try:

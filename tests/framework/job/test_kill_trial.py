@@ -27,9 +27,9 @@ def test_a_running_trial_is_killed_at_once_and_its_task_returned(recorded: Recor
     assert trial.message == "killed from the job page" and trial.ended_at is not None
     events, _ = recorded.controller.events_after(before, 0)  # AppCore refills its slot
     assert [e.trial.number for e in events] == [recorded.running]
-    assert "trial-0008" in recorded.controller.live_task_ids()  # until Mesos says it ended
+    assert "trial-0008" in recorded.controller.tasks.live_task_ids()  # until Mesos says it ended
     recorded.status(recorded.running, "TASK_KILLED")
-    assert "trial-0008" not in recorded.controller.live_task_ids()
+    assert "trial-0008" not in recorded.controller.tasks.live_task_ids()
     assert recorded.store.trial(recorded.running).state == TrialState.KILLED  # type: ignore[union-attr]
 
 
