@@ -8,6 +8,8 @@ command task): everything a task needs comes from these.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 
 JOB_ID = "DISAUTO_JOB_ID"
 """The job's id."""
@@ -78,3 +80,17 @@ APPCORE_CERT = "DISAUTO_APPCORE_CERT"
 """AppCore's own TLS certificate (PEM; runners): AppCore makes it when it starts, hands it to
 the framework in AttachAppCore, and runners trust it alone (``ResolveAppCore`` gives the new
 one when AppCore is relaunched)."""
+
+THREAD_POOLS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+"""The variables numerical libraries size their thread pools by (OpenMP, OpenBLAS, MKL)."""
+
+
+def thread_pools(cpus: float, given: Mapping[str, str]) -> dict[str, str]:
+    """Thread-pool sizes for a task of ``cpus`` CPUs, for the variables ``given`` leaves unset.
+
+    Unset, OpenBLAS starts a spinning thread per core of the machine whatever the task's share
+    of it: an AppCore of 0.5 CPU on a busy 2-core agent fitted scikit-optimize's GP 4-5 times
+    slower than with one thread (``tests/appcore/algorithms``). Ray sizes its workers' pools by
+    their CPUs in the same way."""
+    size = str(max(1, int(cpus)))
+    return {name: size for name in THREAD_POOLS if name not in given}

@@ -70,6 +70,7 @@ def appcore_task(
         task_env.APPCORE_HOST: hostname,
         task_env.APPCORE_BIND: bind_host or hostname,
         "PYTHONUNBUFFERED": "1",
+        **task_env.thread_pools(claim.scalar("cpus"), extra_env),
     }
     task: dict[str, Any] = {
         "name": "appcore",

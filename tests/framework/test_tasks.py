@@ -58,8 +58,23 @@ def test_appcore_task() -> None:
         task_env.APPCORE_HOST: "agent1",
         task_env.APPCORE_BIND: "agent1",  # on a cluster AppCore listens on its agent's name
         "PYTHONUNBUFFERED": "1",
+        # its numerical libraries' thread pools sized by its CPUs, not the machine's cores
+        "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
     }
     assert labels_of(task) == {"disauto.job": "job-9", "disauto.role": "appcore"}
+
+
+def test_appcore_thread_pools_follow_its_cpus_unless_given() -> None:
+    def pools(cpus: float, extra: dict[str, str]) -> dict[str, str]:
+        claim = Resources({"cpus": cpus, "mem": 256.0}, {"ports": [(31005, 31005)]})
+        env = env_of(appcore_task(task_id="a", agent_id="S1", hostname="h", claim=claim,
+                                  command="c", job_id="j", framework_address="f:1",
+                                  job_token="t", extra_env=extra))
+        return {name: env[name] for name in task_env.THREAD_POOLS}
+
+    assert set(pools(0.5, {}).values()) == {"1"}
+    assert set(pools(3.7, {}).values()) == {"3"}
+    assert pools(2.0, {"OMP_NUM_THREADS": "8"})["OMP_NUM_THREADS"] == "8"  # the user's
 
 
 def test_trial_task() -> None:
