@@ -26,10 +26,12 @@ from disauto.common.space import assignment_to_proto
 from disauto.common.task_states import has_ended_for_framework
 from disauto.common.telemetry import Sample
 from disauto.common.telemetry import TrialUsage
+from disauto.common.trial_state import IN_FLIGHT
 from disauto.common.trial_state import TrialState
 from disauto.framework.errors import FailedPreconditionError
 from disauto.framework.errors import NotFoundError
 from disauto.framework.job.events import EventLog
+from disauto.framework.job.index import TrialIndex
 from disauto.framework.store import JobStore
 from disauto.framework.store import TrialRow
 from disauto.protos import common_pb2
@@ -109,6 +111,7 @@ class TrialBook:
         self.lock = threading.RLock()
         self.events = EventLog(self.lock)
         self._trials: dict[int, TrialRow] = {t.number: t for t in store.trials()}
+        self._index = TrialIndex(self._trials.values())
         self._task_to_trial = {t.task_id: t.number for t in self._trials.values() if t.task_id}
         # Tasks of trials that ended before them (pruned, timed out, killed) and have not
         # reported a terminal Mesos state yet; a resumed framework kills its predecessor's.
@@ -163,8 +166,7 @@ class TrialBook:
         """The feasible completed trial with the best objective (of equal ones, the first to
         complete)."""
         with self.lock:
-            ranked = sorted_trials(list(self._trials.values()), maximize)
-        best = ranked[0] if ranked else None
+            best = self._index.best_completed(maximize, sorted_trials)
         if best is None or best.state != TrialState.COMPLETED or best.objective is None \
                 or not is_feasible(best.constraints):
             return None
@@ -187,8 +189,29 @@ class TrialBook:
     def pending(self) -> list[TrialRow]:
         """Trials waiting for an offer, by priority, then number."""
         with self.lock:
-            return sorted((t for t in self._trials.values() if t.state == TrialState.PENDING),
+            return sorted(self._index.in_state(TrialState.PENDING),
                           key=lambda t: (t.priority, t.number))
+
+    def has_pending(self) -> bool:
+        with self.lock:
+            return self._index.count(TrialState.PENDING) > 0
+
+    def counts(self) -> dict[TrialState, int]:
+        """How many trials are in each state now."""
+        with self.lock:
+            return self._index.counts()
+
+    def in_flight(self) -> list[TrialRow]:
+        """Copies of the trials waiting, launching or running, by number."""
+        with self.lock:
+            return sorted((_copy(t) for t in self._index.in_state(*IN_FLIGHT)),
+                          key=lambda t: t.number)
+
+    def oldest_pending_since(self) -> float | None:
+        """When the longest-waiting pending trial was submitted (None: none waits)."""
+        with self.lock:
+            return min((t.created_at for t in self._index.in_state(TrialState.PENDING)
+                        if t.created_at), default=None)
 
     def of_task(self, task_id: str) -> TrialRow | None:
         """The trial ``task_id`` was launched for (its current task or an earlier one)."""
@@ -212,8 +235,8 @@ class TrialBook:
     def live_task_ids(self) -> list[str]:
         """Trials' tasks launched and not yet seen to end."""
         with self.lock:
-            ids = [t.task_id for t in self._trials.values()
-                   if t.task_id and t.state in ON_AN_AGENT]
+            ids = [t.task_id for t in sorted(self._index.in_state(*ON_AN_AGENT),
+                                             key=lambda t: t.number) if t.task_id]
             return ids + sorted(self._ended_tasks | self._finishing)
 
     def task_locations(self, live: set[str]) -> list[tuple[str, str, bool]]:
@@ -256,6 +279,7 @@ class TrialBook:
         with self.lock:
             for row in self.store.add_trials(fresh):
                 self._trials[row.number] = row
+                self._index.added(row)
                 self.events.trial_changed(row.number)
 
     def set_state(self, trial: TrialRow, state: TrialState, message: str) -> None:
@@ -267,11 +291,12 @@ class TrialBook:
             if state.is_finished():
                 fields["ended_at"] = time.time()
             self.store.update_trial(trial.number, **fields)
-            trial.state = state
+            before, trial.state = trial.state, state
             if message:
                 trial.message = message
             if "ended_at" in fields:
                 trial.ended_at = fields["ended_at"]
+            self._index.changed(trial, before)
             self.events.trial_changed(trial.number)
 
     def queue_again(self, trial: TrialRow, message: str) -> None:
@@ -331,8 +356,8 @@ class TrialBook:
         """Record TIMEOUT for trials running longer than ``limit`` seconds; their tasks."""
         expired = []
         with self.lock:
-            for trial in self._trials.values():
-                if trial.state == TrialState.RUNNING and trial.started_at \
+            for trial in list(self._index.in_state(TrialState.RUNNING)):
+                if trial.started_at \
                         and now - trial.started_at > limit and not has_result(trial):
                     self.set_state(trial, TrialState.TIMEOUT,
                                    f"ran longer than --trial-timeout {format_duration(limit)}")
