@@ -29,6 +29,7 @@ from disauto.framework.master_endpoint import check_credentials
 from disauto.framework.master_endpoint import check_master
 from disauto.framework.runner_parts import RunnerParts
 from disauto.framework.webui import report
+from disauto.framework.webui.views import compute_importance_in_worker
 from disauto.framework.webui.views import read_record
 from disauto.protos import framework_pb2
 
@@ -102,6 +103,7 @@ class JobRunner:
                 f"the Mesos master at {self.master.uri} did not register the framework within "
                 f"{register_timeout:.0f} s")
         self._parts.logs.start()
+        compute_importance_in_worker()  # it imports Optuna's evaluators while the job runs
         self._telemetry.start()
         if self._parts.peers is not None:
             self._parts.peers.start()

@@ -124,6 +124,9 @@ class TrialBook:
         # a resumed framework knows its predecessor's from the record.
         self._slot_tasks = {t.task_id for t in self._trials.values()
                             if t.task_id and t.executor_id}
+        self.version = 0
+        """Counts the changes of the trials (added, state, report, usage): readers that keep
+        what they computed from them (the job page) know when to compute it again."""
 
     # -- reading -----------------------------------------------------------------------------
 
@@ -156,6 +159,13 @@ class TrialBook:
         """Copies of the rows, by number (for readers outside the lock)."""
         with self.lock:
             return [_copy(t) for t in self.rows()]
+
+    def rows_to_read(self) -> list[TrialRow]:
+        """The live rows by number, not copied, for readers that only read them outside the
+        lock (the job page, which would otherwise copy 10,000 trials each poll): a row may
+        change while it is read."""
+        with self.lock:
+            return list(self._trials.values())
 
     def copy(self, number: int) -> TrialRow | None:
         with self.lock:
@@ -280,6 +290,7 @@ class TrialBook:
             for row in self.store.add_trials(fresh):
                 self._trials[row.number] = row
                 self._index.added(row)
+                self.version += 1
                 self.events.trial_changed(row.number)
 
     def set_state(self, trial: TrialRow, state: TrialState, message: str) -> None:
@@ -297,6 +308,7 @@ class TrialBook:
             if "ended_at" in fields:
                 trial.ended_at = fields["ended_at"]
             self._index.changed(trial, before)
+            self.version += 1
             self.events.trial_changed(trial.number)
 
     def queue_again(self, trial: TrialRow, message: str) -> None:
@@ -320,6 +332,7 @@ class TrialBook:
                                   report.elapsed_seconds, fields)
             for name, value in fields.items():
                 setattr(trial, name, value)
+            self.version += 1
 
     def launched(self, number: int, task_id: str, agent_id: str, executor_id: str) -> None:
         """Record a trial's launch as ``task_id`` (on the warm slot ``executor_id``, or a
@@ -422,6 +435,7 @@ class TrialBook:
                 return
             trial.usage = usage
             self.store.set_trial_usage(number, usage)
+            self.version += 1
 
     def add_samples(self, samples: Sequence[Sample]) -> None:
         """Keep telemetry samples (framework/telemetry) in the job store."""

@@ -144,6 +144,14 @@ class JobController:
     def trials(self) -> list[TrialRow]:
         return self._book.copies()
 
+    def rows_to_read(self) -> list[TrialRow]:
+        """The trials by number, not copied: read them, never change them (the job page)."""
+        return self._book.rows_to_read()
+
+    def version(self) -> int:
+        """Changes whenever a trial does (added, its state, a report, its usage)."""
+        return self._book.version
+
     def best_trial(self) -> TrialRow | None:
         return self._book.best(self._maximize())
 

@@ -35,7 +35,7 @@ def render(record: Record) -> str:
     for tag in (_CSS, _PLOTLY, _JS):
         if tag not in html:
             raise ValueError(f"job.html lacks {tag}")
-    data = to_json(page_data(record)).replace("</", "<\\/")
+    data = to_json(page_data(record, rows=True)).replace("</", "<\\/")
     html = html.replace(_CSS, "<style>" + static_bytes("job.css").decode() + "</style>")
     html = html.replace(_PLOTLY, _script(static_bytes("plotly.min.js").decode()))
     return html.replace(_JS, _script(f"window.DISAUTO_DATA = {data};") + "\n"

@@ -47,7 +47,8 @@ class Recorded:
     """
 
     def __init__(self, folder: Path, *, completed: int = 5,
-                 direction: int = common_pb2.MAXIMIZE, extra: int = 0) -> None:
+                 direction: int = common_pb2.MAXIMIZE, extra: int = 0, agent: str = AGENT,
+                 failure: str = "exited with status 1", failure_reason: str = "") -> None:
         folder.mkdir(parents=True, exist_ok=True)
         (folder / "job.token").write_text(TOKEN)
         self.folder = folder
@@ -61,6 +62,7 @@ class Recorded:
                                   meta.OFFER_POLICY: "dynamic",
                                   meta.STARTED_AT: time.time() - 60, meta.STATE: meta.RUNNING})
         self.killed: list[list[str]] = []
+        self.agent = agent
         self.controller = JobController(self.config, self.store, TOKEN,
                                         on_kill=self.killed.append, prune_grace=60)
         total = completed + 4
@@ -79,17 +81,18 @@ class Recorded:
         self.controller.prune_trial(pruned, "stopped early by the median rule")
         self.status(pruned, "TASK_KILLED")
         self.run(failed)
-        self.status(failed, "TASK_FAILED", message="exited with status 1")
+        self.status(failed, "TASK_FAILED", message=failure, reason=failure_reason)
         self.run(running)
         self.report(running, 0.2, step=0)
         self.running, self.pending = running, completed + 4
 
     def run(self, number: int) -> None:
-        self.controller.trial_launched(number, trial_task_id(number, 0), AGENT)
+        self.controller.trial_launched(number, trial_task_id(number, 0), self.agent)
         self.status(number, "TASK_RUNNING")
 
     def status(self, number: int, state: str, **extra: str) -> None:
-        self.controller.on_status(task_status(trial_task_id(number, 0), state, **extra))
+        self.controller.on_status(task_status(trial_task_id(number, 0), state,
+                                              agent_id=self.agent, **extra))
 
     def report(self, number: int, value: float, *, step: int | None = None,
                final: bool = False) -> None:
@@ -130,8 +133,8 @@ def record_telemetry(recorded: Recorded, start: float | None = None) -> None:
             samples.append(Sample(telemetry.CPU_UTILIZATION, AGENT, when, 0.1 * (i % 5),
                                   trial))
     samples.append(Sample(telemetry.AGENT_CPU_UTILIZATION, "agent-2", start, 0.25))
-    recorded.store.add_samples(samples)
-    for trial in range(1, 6):
-        recorded.store.set_trial_usage(trial, TrialUsage(
+    recorded.controller.add_samples(samples)
+    for trial in range(1, 6):  # as telemetry keeps it: through the controller, into the store
+        recorded.controller.set_trial_usage(trial, TrialUsage(
             peak_rss_bytes=(trial * 10 + 9) * 2**20, mean_rss_bytes=(trial * 10 + 4.5) * 2**20,
             cpu_seconds=2.0 * trial, mean_gpu_utilization=None if trial % 2 else 40.0 + trial))
