@@ -249,8 +249,8 @@ class _Watch:
 
 def _page_url(db: Path) -> str:
     """The job page's address from the record ("" before it is recorded)."""
-    import sqlite3
     from contextlib import closing
+    import sqlite3
 
     try:
         with closing(sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=1)) as con:
@@ -331,7 +331,8 @@ def job_table(results: Sequence[JobFigures]) -> str:
             f"{_mb(f.submit_peak)} | {_mb(f.appcore_peak)} | {_mb(f.db_bytes)} | "
             f"{_mb(f.report_bytes)} | {f.cpu_per_trial()[0]:.1f} | "
             f"{f.cpu_per_trial()[1]:.1f} |")
-    lines += ["", "| algorithm | suggestions at | p50 ms | p99 ms | max ms |", "|---|---|---|---|---|"]
+    lines += ["", "| algorithm | suggestions at | p50 ms | p99 ms | max ms |",
+              "|---|---|---|---|---|"]
     for f in results:
         for at, (p50, p99, top) in sorted(f.suggest.items()):
             lines.append(f"| {f.algorithm} | {at} | {p50:.1f} | {p99:.1f} | {top:.1f} |")
@@ -347,7 +348,8 @@ def job_table(results: Sequence[JobFigures]) -> str:
                 f"{p.page_next_s * 1000:.0f} | {p.page_next_bytes} | "
                 f"{_mb(p.submit_rss) if p.submit_rss else '-'} | "
                 f"{_mb(p.appcore_rss) if p.appcore_rss else '-'} |")
-    lines += ["", "| algorithm | trials ended | da-submit RSS | AppCore RSS |", "|---|---|---|---|"]
+    lines += ["", "| algorithm | trials ended | da-submit RSS | AppCore RSS |",
+              "|---|---|---|---|"]
     for f in results:
         for ended, submit, appcore in f.memory:
             lines.append(f"| {f.algorithm} | {ended} | {_mb(submit)} | {_mb(appcore)} |")

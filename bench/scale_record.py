@@ -85,7 +85,8 @@ def throughput(spans: Sequence[Span], parallelism: int, seconds: float) -> Throu
     gaps: list[float] = []
     for slot in by_slot.values():
         slot.sort(key=lambda s: float(s.started or 0))
-        gaps += [float(b.started or 0) - float(a.ended or 0) for a, b in zip(slot, slot[1:])]
+        gaps += [float(b.started or 0) - float(a.ended or 0)
+                 for a, b in zip(slot, slot[1:], strict=False)]
     width = last - first
     return Throughput(
         trials=len(ran), span=width, rate=len(ran) / width if width > 0 else math.nan,
