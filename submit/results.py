@@ -374,10 +374,27 @@ def _gpu_line(usage: dict[str, Any]) -> str:
     return ", ".join(parts)
 
 
+def dumps(document: Mapping[str, Any]) -> str:
+    """results.json's text: one key a line, each trial on a line of its own. Indented by
+    ``json``, a 10,000-trial document took 2 s (its indenting encoder is pure Python); this is
+    the C encoder's, line by line (issue 29)."""
+    compact = json.JSONEncoder(sort_keys=True, separators=(", ", ": ")).encode
+
+    lines = []
+    for key in sorted(document):
+        value = document[key]
+        if key == "trials" and isinstance(value, list) and value:
+            body = ",\n".join(f"    {compact(trial)}" for trial in value)
+            lines.append(f'  "trials": [\n{body}\n  ]')
+        else:
+            lines.append(f"  {json.dumps(key)}: {compact(value)}")
+    return "{\n" + ",\n".join(lines) + "\n}"
+
+
 def write(job_dir: Path, record: JobFacts, param_order: Sequence[str] = ()) -> tuple[Path, Path]:
     """Write results.json and results.csv into the job folder; return their paths."""
     json_path = job_dir / paths.RESULTS_JSON
-    json_path.write_text(json.dumps(document(record), indent=2, sort_keys=True))
+    json_path.write_text(dumps(document(record)))
     csv_path = job_dir / paths.RESULTS_CSV
     with csv_path.open("w", newline="") as handle:
         write_csv(handle, record.trials, record.maximize, param_order, record.objectives)

@@ -29,7 +29,7 @@ def run(args: argparse.Namespace, out: IO[str]) -> ExitStatus:
     if args.format == "json":
         facts = results_mod.JobFacts(config, job.meta, job.trials, job.state,
                                      _exit_status(job))
-        print(json.dumps(results_mod.document(facts), indent=2, sort_keys=True), file=out)
+        print(results_mod.dumps(results_mod.document(facts)), file=out)
     elif args.format == "csv":
         buffer = io.StringIO()
         results_mod.write_csv(buffer, job.trials, job.maximize, order)
