@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+import time
+from typing import Any
 
 import pytest
 
@@ -14,6 +16,7 @@ from disauto.common.space import SearchSpace
 from disauto.common.trial_state import TrialState
 from disauto.framework.job import sorted_trials
 from disauto.framework.webui import report
+from disauto.framework.webui import views
 from disauto.framework.webui.importance import MIN_TRIALS
 from disauto.framework.webui.importance import PENDING_NOTE
 from disauto.framework.webui.importance import ImportanceCache
@@ -203,3 +206,37 @@ def test_the_pages_server_does_not_wait_for_importance() -> None:
     fresh = cache.get("job", (9,), space, more, True, wait=60)
     assert "pending" not in fresh and fresh["basis"] == "9 completed trials"
     assert cache.get("job", (9,), space, more, True) is fresh  # kept until the trials change
+
+
+def _slow(seconds: float) -> Any:
+    """Optuna's importance after ``seconds`` (a worker that the machine's load starves)."""
+    def compute(*args: Any) -> dict[str, Any]:
+        time.sleep(seconds)
+        return importances(*args)
+    return compute
+
+
+def test_the_report_waits_for_importance_a_bounded_time(
+        recorded: Recorded, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A starved importance worker does not hold the job's end (issue 29): the report keeps
+    the last answer computed while the job ran, saying so, or a note."""
+    cache = ImportanceCache(_slow(3.0))
+    monkeypatch.setattr(views, "_IMPORTANCE", cache)
+    monkeypatch.setattr(views.importance_view, "__defaults__", (cache, None))
+    monkeypatch.setattr(report, "REPORT_WAIT", 0.2)
+    started = time.monotonic()
+    first = json.loads(_inline_data(report.render(read_record(recorded.store, "ended"))))
+    assert time.monotonic() - started < 2.5
+    assert first["importance"] == {"note": report.UNSETTLED_NOTE}
+    record = read_record(recorded.store, "ended")
+    views.importance_view(record, cache, wait=None)  # computed while the job ran
+    recorded.report(recorded.running, 0.95, final=True)
+    recorded.status(recorded.running, "TASK_FINISHED")
+    later = json.loads(_inline_data(report.render(read_record(recorded.store, "ended"))))
+    assert set(later["importance"]["values"]) and "pending" not in later["importance"]
+    assert later["importance"]["basis"].endswith("(computed while the job ran)")
+
+
+def _inline_data(html: str) -> str:
+    start = html.index("window.DISAUTO_DATA = ") + len("window.DISAUTO_DATA = ")
+    return html[start:html.index(";</script>", start)].replace("<\\/", "</")
