@@ -39,6 +39,7 @@ from disauto.framework.spec import JobConfig
 from disauto.framework.store import JobStore
 from disauto.framework.store import TrialRow
 from disauto.framework.webui.importance import ImportanceCache
+from disauto.framework.webui.importance import importances
 from disauto.framework.webui.importance_worker import ImportanceWorker
 from disauto.framework.webui.summary import Steps
 from disauto.framework.webui.summary import summary
@@ -239,6 +240,16 @@ def compute_importance_in_worker() -> None:
         _WORKER = ImportanceWorker()
         _IMPORTANCE.use(_WORKER.compute)
     _WORKER.start()
+
+
+def compute_importance_here() -> None:
+    """End the worker of :func:`compute_importance_in_worker`, if any: parameter importance is
+    computed in this process again (a test's server, after it)."""
+    global _WORKER
+    if _WORKER is not None:
+        _WORKER.stop()
+        _WORKER = None
+        _IMPORTANCE.use(importances)
 
 MAX_IMPORTANCE_TRIALS = 1000
 """Parameter importance is computed over at most this many trials (an even sample by number

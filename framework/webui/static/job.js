@@ -339,8 +339,14 @@ function changed(plot, what) {
   return true;
 }
 
+// After the browser painted the facts and the table: a software-rendered browser takes
+// seconds over the plots (parallel coordinates above all), which should not hide the rest.
+function afterPaint() {
+  return new Promise((resolve) => requestAnimationFrame(() => setTimeout(resolve, 0)));
+}
+
 function drawPlots() {
-  page.plotly.then(() => {
+  page.plotly.then(afterPaint).then(() => {
     $("plots-note").hidden = true;
     renderPlots(page.data);
   }, (err) => {
