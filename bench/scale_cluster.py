@@ -128,7 +128,7 @@ def run_cluster(work: Path, jobs: int, agents: int, trials: int = 20) -> Cluster
             figures.problems.append(wrong)
         else:
             figures.correct += 1
-        if pid in started:
+        if pid in started and first == first:  # NaN: no trial started
             figures.first_trial.append(first - started[pid])
     figures.peaks = [peak for peak in peaks.values() if peak]
     return figures
