@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 PROTO_STAMP := protos/.generated
 
 .PHONY: all venv protos lint test test-fast demo bench clean bench-suggest bench-quality bench-early-stopping
-.PHONY: bench-paper bench-paper-full
+.PHONY: bench-paper bench-paper-full bench-scale bench-scale-short
 
 all: test
 
@@ -69,6 +69,14 @@ bench-quality: venv
 
 bench-early-stopping: venv
 	$(PY) -m bench.early_stopping
+
+# Issue 29 (docs/benchmarks.md, Scale): a 10,000-trial job, 50 jobs on 20 agents, 500 agents x
+# 50 frameworks, and TPE's window. bench-scale takes hours on 2 cores; bench-scale-short minutes.
+bench-scale: venv
+	$(PY) -m bench.scale
+	$(PY) -m bench.tpe_window
+bench-scale-short: venv
+	$(PY) -m bench.scale --short
 
 # Issue 5: the paper's Tables 2-4 (FIFO, dynamic, dynamic-plus) and the plots in docs/.
 # bench-paper is the reduced matrix (3 runs per cell, about 1.2 h on 2 cores); bench-paper-full

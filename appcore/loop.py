@@ -22,6 +22,7 @@ from dataclasses import dataclass
 import logging
 import queue
 import threading
+import time
 
 import grpc
 
@@ -82,6 +83,34 @@ def _told_state(trial: common_pb2.Trial) -> TrialState:
     return TrialState.RUNNING if state.is_in_flight() else state
 
 
+ASK_REPORT_EVERY = 1000
+"""AppCore logs the latency of its algorithm's ``ask`` over each this many suggestions."""
+
+
+class AskTimes:
+    """How long the algorithm took to suggest, logged over every :data:`ASK_REPORT_EVERY`
+    suggestions (``bench.scale`` reads the lines from AppCore's log; a user sees whether the
+    search itself slows the job as its history grows). Bounded: one float per suggestion
+    until the next line."""
+
+    def __init__(self, every: int = ASK_REPORT_EVERY) -> None:
+        self._every = every
+        self._seconds: list[float] = []
+
+    def add(self, seconds: float, submitted: int) -> None:
+        """One ``ask`` took ``seconds``; ``submitted`` trials are numbered so far."""
+        self._seconds.append(seconds)
+        if submitted % self._every == 0 and self._seconds:
+            ordered = sorted(self._seconds)
+
+            def at(q: float) -> float:
+                return ordered[min(len(ordered) - 1, int(q * len(ordered)))] * 1000
+
+            logger.info("suggestions at %d trials: %d asked, p50 %.1f ms, p99 %.1f ms, "
+                        "max %.1f ms", submitted, len(ordered), at(0.5), at(0.99), at(1.0))
+            self._seconds.clear()
+
+
 @dataclass
 class _Counts:
     submitted: int = 0
@@ -122,6 +151,7 @@ class TrialLoop:
         # only once.
         self._held: list[tuple[int, Assignment]] = []
         self._objectives = Objectives.from_spec(spec)
+        self._ask_times = AskTimes()
         # Early stopping (--early-stopping): rebuilt from the recorded intermediate values.
         self._pruner = create_pruner(
             spec.early_stopping,
@@ -230,7 +260,9 @@ class TrialLoop:
         batch = self._held[:slots]
         while not self._exhausted and len(batch) < slots:
             number = self._next_number + len(batch)
+            asked = time.perf_counter()
             suggestion = self._algorithm.ask(number)
+            self._ask_times.add(time.perf_counter() - asked, number)
             if suggestion is FINISHED:
                 logger.info("the search space is exhausted after %d trials", number - 1)
                 self._exhausted = True

@@ -158,6 +158,10 @@ class Objectives:
         results = self.results(trials)
         if not results:
             return []
+        if not self.several:  # Optuna's front of one objective, without a study of copies
+            pick = max if self.directions[0] == "maximize" else min
+            best = pick(values[0] for _, values in results)
+            return [(number, values) for number, values in results if values[0] == best]
         import optuna  # only for a front: the SDK side of common never loads it
 
         if optuna.logging.get_verbosity() < optuna.logging.WARNING:

@@ -32,8 +32,6 @@ from typing import Generic
 from typing import TypeAlias
 from typing import TypeVar
 
-import numpy as np
-
 from disauto.common.conditions import Conditions
 from disauto.common.errors import InvalidAssignmentError
 from disauto.common.errors import SearchSpaceError
@@ -211,6 +209,8 @@ class RealParam(_Range[float]):
         points = _check_points(points_per_range)
         if self.step is not None:
             return self.step_points()
+        import numpy as np  # here only: every da-job command imports this module (issue 29)
+
         spaced = np.geomspace if self.log else np.linspace
         values = (_tidy(float(v)) for v in spaced(self.low, self.high, points))
         return tuple(
@@ -310,6 +310,8 @@ class IntParam(_Range[int]):
         points = _check_points(points_per_range)
         if self.step > 1 or self.high - self.low + 1 <= points:
             return range(self.low, self.high + 1, self.step)
+        import numpy as np
+
         spaced = np.geomspace if self.log else np.linspace
         rounded = np.rint(spaced(self.low, self.high, points))
         return tuple(int(v) for v in _distinct([int(v) for v in rounded]))

@@ -12,6 +12,15 @@ copying the task's output again; what a framework appended after its last record
 died is cut off the copy first (it is copied again from the recorded offset), and a copy with no
 record at all is emptied before its first copy, so nothing is in a copy twice.
 
+Each poll asks a task's agent for the listing of the task's folder (``/files/browse``: the
+sizes of its ``stdout``, ``stderr`` and rotated ``.1`` files in one request) and reads only
+what grew. A task whose copy is complete (it ended, and its last output is in) is written to
+``logs/.done`` (appended, one line per stream: task, stream, offset, bytes trimmed, length) and
+forgotten: neither polled again nor kept in memory or in ``.offsets.json``, which holds only
+the copies in progress, so a poll, its record and the collector's memory grow with the tasks
+running, not with every task the job ran (issue 29: rewriting every copy's record each second
+made a 10,000-trial job's polls grow with it). A resumed framework's collector reads both.
+
 Bounded, whatever the task prints: one poll copies at most ``max_poll_bytes`` of a file (a
 task that writes faster has the middle of its output replaced by one ``[disauto: N bytes
 skipped]`` line), and each copy keeps only the newest ``max_task_log_bytes`` (1 MiB by default):
@@ -34,7 +43,6 @@ import os
 from pathlib import Path
 import threading
 from typing import Any
-from urllib.error import HTTPError
 from urllib.parse import urlencode
 
 from disauto.framework.sandbox_logs import SandboxLogs
@@ -56,8 +64,13 @@ READ_CHUNK = 16 * 4096
 """A Mesos agent answers at most 16 pages of a file per ``/files/read``."""
 Locations = Callable[[], list[tuple[str, str, bool]]]
 OFFSETS = ".offsets.json"
-"""The file of ``folder`` that says how far each copy got (task, stream → offset in the
-sandbox's file, bytes trimmed from the copy)."""
+"""The file of ``folder`` that says how far each copy in progress got (task, stream → offset in
+the sandbox's file, bytes trimmed from the copy, its length)."""
+DONE = ".done"
+"""The file of ``folder`` that lists the complete copies, one line per task and stream:
+``task\tstream\toffset\tremoved\tlength`` (appended)."""
+Listing = dict[str, int]
+"""A task folder's files and their sizes, from one ``/files/browse``."""
 
 
 class LogCollector:
@@ -98,9 +111,12 @@ class LogCollector:
         left the file larger than the copy's offset is told)."""
         self._rotated_sizes: dict[tuple[str, str], int] = {}
         """The size of each stream's ``<stream>.1`` when last read (-1: there was none)."""
-        self._load_offsets()
         self._sandboxes: dict[str, tuple[str, str]] = {}
         self._done: set[str] = set()
+        self._finished: list[str] = []
+        """Tasks whose copies became complete in this poll (to append to ``.done``)."""
+        self._load_offsets()
+        self._load_done()
         self._stop = threading.Event()
         self._poll_lock = threading.Lock()
         self._thread = threading.Thread(target=self._run, name="log-collector", daemon=True)
@@ -133,6 +149,58 @@ class LogCollector:
                 self._cut_unrecorded(self.path(task_id, stream), length)
         self._saved = self._record()
 
+    def _load_done(self) -> None:
+        """The tasks an earlier collector of the job copied completely: done, and forgotten."""
+        try:
+            lines = (self.folder / DONE).read_text().splitlines()
+        except OSError:
+            return
+        for line in lines:
+            fields = line.split("\t")
+            if len(fields) == 5 and fields[1] in STREAMS:
+                self._done.add(fields[0])
+        for task_id in self._done:
+            self._forget(task_id)
+        self._saved = self._record()
+
+    def _forget(self, task_id: str) -> None:
+        """Drop what the collector keeps of a task whose copies are complete."""
+        for stream in STREAMS:
+            key = (task_id, stream)
+            for kept in (self._offsets, self._removed, self._tails, self._rotated_sizes):
+                kept.pop(key, None)
+        self._sandboxes.pop(task_id, None)
+
+    def _append_done(self) -> None:
+        """Append the tasks completed in this poll to ``.done`` (before ``.offsets.json``
+        drops them), then forget them."""
+        if not self._finished:
+            return
+        lines = []
+        for task_id in self._finished:
+            for stream in STREAMS:
+                key = (task_id, stream)
+                if key not in self._offsets:
+                    continue
+                length = self._length(task_id, stream)
+                lines.append(f"{task_id}\t{stream}\t{self._offsets[key]}\t"
+                             f"{self._removed.get(key, 0)}\t{length}\n")
+        try:
+            with (self.folder / DONE).open("a") as out:
+                out.write("".join(lines))
+        except OSError as err:  # kept in .offsets.json instead; the next poll tries again
+            logger.warning("cannot record the complete log copies: %s", err)
+            return
+        for task_id in self._finished:
+            self._forget(task_id)
+        self._finished.clear()
+
+    def _length(self, task_id: str, stream: str) -> int:
+        try:
+            return self.path(task_id, stream).stat().st_size
+        except OSError:
+            return 0
+
     @staticmethod
     def _cut_unrecorded(copy: Path, length: int) -> None:
         """Cut off what was appended to ``copy`` after its length was last recorded."""
@@ -146,15 +214,9 @@ class LogCollector:
     def _record(self) -> dict[str, list[int]]:
         """What ``logs/.offsets.json`` keeps: per copy, [sandbox offset, bytes cut off its
         beginning, its length]."""
-        out = {}
-        for (task_id, stream), offset in self._offsets.items():
-            try:
-                length = self.path(task_id, stream).stat().st_size
-            except OSError:
-                length = 0
-            out[f"{task_id}\t{stream}"] = [offset, self._removed.get((task_id, stream), 0),
-                                            length]
-        return out
+        return {f"{task_id}\t{stream}": [offset, self._removed.get((task_id, stream), 0),
+                                          self._length(task_id, stream)]
+                for (task_id, stream), offset in self._offsets.items()}
 
     def _save_offsets(self) -> None:
         """Keep how far each copy got, when that changed (atomically)."""
@@ -209,7 +271,9 @@ class LogCollector:
                 copied = self._copy_task(framework_id, task_id, agent_id, live, executors)
                 if copied and not live:
                     self._done.add(task_id)  # its last output is in; sandboxes stay put
+                    self._finished.append(task_id)
             if self.folder.is_dir():
+                self._append_done()
                 self._save_offsets()
 
     def _locate(self, framework_id: str, task_id: str, agent_id: str, live: bool,
@@ -241,8 +305,9 @@ class LogCollector:
         if not directory:
             return False
         try:
+            listing = self._list(root, directory)
             for stream in STREAMS:
-                self._copy_stream(root, f"{directory}/{stream}", task_id, stream)
+                self._copy_stream(root, f"{directory}/{stream}", task_id, stream, listing)
         except Exception as err:  # noqa: BLE001 - best effort; the next poll resumes
             logger.debug("cannot copy the output of %s: %s", task_id, err)
             if self._on_full is not None and is_disk_full(err):
@@ -250,16 +315,26 @@ class LogCollector:
             return False
         return True
 
+    def _list(self, root: str, directory: str) -> Listing:
+        """The files of a task's folder and their sizes (one ``/files/browse``)."""
+        entries = self._logs.get_json(f"{root}/files/browse?" + urlencode({"path": directory}))
+        return {str(entry["path"]).rsplit("/", 1)[-1]: int(entry["size"])
+                for entry in entries if isinstance(entry, dict) and "path" in entry}
+
     def _read(self, root: str, path: str, offset: int, length: int | None = None) -> Any:
         query: dict[str, Any] = {"path": path, "offset": offset}
         if length is not None:
             query["length"] = length
         return self._logs.get_json(f"{root}/files/read?" + urlencode(query))
 
-    def _copy_stream(self, root: str, path: str, task_id: str, stream: str) -> None:
+    def _copy_stream(self, root: str, path: str, task_id: str, stream: str,
+                     listing: Listing) -> None:
         key = (task_id, stream)
         offset = self._offsets.get(key, 0)
-        size = int(self._read(root, path, -1)["offset"])
+        if stream not in listing:  # not there yet: this poll fails for the task, the next tries
+            raise FileNotFoundError(f"{path} is not in its folder's listing")
+        size = listing[stream]
+        rotated_size = listing.get(f"{stream}.1", -1)
         target = self.path(task_id, stream)
         if key in self._offsets:
             target.touch()  # an empty stream is still a stream the task had
@@ -271,12 +346,13 @@ class LogCollector:
         notes = []
         earlier = b""
         known = key in self._offsets
-        rotated = known and (size < offset or (size > offset
-                                               and self._replaced(root, path, key, offset)))
+        rotated = known and (size < offset or (size > offset and self._replaced(
+            root, path, key, offset, rotated_size)))
         if rotated or not known:
             # The agent rotated the file (Mesos' logrotate logger): what was written before
             # it is in `<stream>.1`; the part not copied yet is its tail.
-            earlier = self._rotated_tail(root, path, offset if rotated else 0, key)
+            earlier = self._rotated_tail(root, path, offset if rotated else 0, key,
+                                         rotated_size)
             if rotated:
                 notes.append(f"[disauto: the sandbox's {stream} was rotated; output written "
                              "around the rotation may be missing here]")
@@ -303,13 +379,14 @@ class LogCollector:
         self._offsets[key] = size
         self._trim(target, key)
 
-    def _replaced(self, root: str, path: str, key: tuple[str, str], offset: int) -> bool:
+    def _replaced(self, root: str, path: str, key: tuple[str, str], offset: int,
+                  rotated_size: int) -> bool:
         """Whether the sandbox file that grew past ``offset`` is no longer the one copied up to
         there: rotated (its bytes before ``offset`` are not those copied), or, when nothing of
         it was copied yet, a ``<stream>.1`` that was not there, or not that size, before."""
         if offset == 0:
             seen = self._rotated_sizes.get(key)
-            return seen is not None and self._size(root, f"{path}.1") != seen
+            return seen is not None and rotated_size != seen
         copied = self._tails.get(key)
         if not copied:
             return False  # not known (a resumed framework): only a shrunk file says so
@@ -318,15 +395,6 @@ class LogCollector:
         # differently from the copy, which read it whole.
         last = min(len(copied), FINGERPRINT // 2)
         return now[-last:] != copied[-last:]
-
-    def _size(self, root: str, path: str) -> int:
-        """A sandbox file's size, -1 when the agent has no such file."""
-        try:
-            return int(self._read(root, path, -1)["offset"])
-        except HTTPError as err:
-            if err.code != 404:
-                raise  # the agent did not answer now: this poll fails, the next one retries
-            return -1
 
     def _read_range(self, root: str, path: str, start: int, end: int) -> bytes:
         """Bytes ``start..end`` of a sandbox file, in reads no larger than an agent answers.
@@ -343,10 +411,11 @@ class LogCollector:
             start += length
         return b"".join(parts)
 
-    def _rotated_tail(self, root: str, path: str, start: int, key: tuple[str, str]) -> bytes:
-        """The bytes of the rotated ``path.1`` from ``start``, at most the copy's cap (none when
-        the agent has no such file); its size is kept to tell the next rotation by."""
-        size = self._size(root, f"{path}.1")
+    def _rotated_tail(self, root: str, path: str, start: int, key: tuple[str, str],
+                      size: int) -> bytes:
+        """The bytes of the rotated ``path.1`` (``size`` bytes; -1: the agent has no such
+        file) from ``start``, at most the copy's cap; its size is kept to tell the next
+        rotation by."""
         self._rotated_sizes[key] = size
         start = max(start, size - self._cap)
         if start >= size:

@@ -14,6 +14,7 @@ of the job can be shown, so its parse error reaches the caller, who says so in o
 from __future__ import annotations
 
 from collections.abc import Callable
+from collections.abc import Iterator
 from collections.abc import Mapping
 from copy import copy
 from dataclasses import dataclass
@@ -231,7 +232,16 @@ class JobMeta:
         self._text = dict(text or {})
 
     def __getitem__(self, key: MetaKey[T]) -> T:
+        if not isinstance(key, MetaKey):
+            raise TypeError(f"a record's meta is read by its keys (framework/meta.py), not by "
+                            f"{key!r}")
         return key.read(self._text.get(key.name))
+
+    def __contains__(self, key: object) -> bool:
+        raise TypeError("ask has(KEY) whether a record holds a meta value")
+
+    def __iter__(self) -> Iterator[str]:
+        raise TypeError("a record's meta is read by its keys, not listed")
 
     def has(self, key: MetaKey[Any]) -> bool:
         """Whether the record holds a value for ``key`` (an empty one counts as none)."""

@@ -31,6 +31,7 @@ from disauto.framework.master_endpoint import check_master
 from disauto.framework.runner_parts import RunnerParts
 from disauto.framework.store import DiskFullError
 from disauto.framework.webui import report
+from disauto.framework.webui.views import compute_importance_in_worker
 from disauto.framework.webui.views import read_record
 from disauto.protos import framework_pb2
 
@@ -114,6 +115,7 @@ class JobRunner:
         if self.scheduler.framework_lost:  # the job has ended (FRAMEWORK_LOST, or as recorded)
             return
         self._parts.logs.start()
+        compute_importance_in_worker()  # it imports Optuna's evaluators while the job runs
         self._telemetry.start()
         if self._parts.peers is not None:
             self._parts.peers.start()
@@ -227,7 +229,9 @@ class JobRunner:
         unreachable agents and where the job stands against its deadline (empty when none of
         that applies)."""
         if self.scheduler.master_away_for() < 5.0:
-            trials = self.controller.trials()
+            # The trials are copied only for the notes that read them (every poll; 10,000).
+            trials = self.controller.trials() if self.config.deadline \
+                else self.controller.tasks.unreachable_trials()
             notes = [unreachable_note(trials, self.config.unreachable_timeout),
                      deadline_note(self.config, trials, time.time())]
             return " | ".join(note for note in notes if note)

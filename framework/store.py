@@ -338,6 +338,22 @@ class JobStore:
             rows = cursor.fetchall()
         return [_trial_from_row(dict(zip(names, row, strict=True))) for row in rows]
 
+    def trials_since(self, after: int, numbers: Sequence[int],
+                     ended_after: float) -> list[TrialRow]:
+        """The trials a reader that has trials up to ``after`` must read again: those numbered
+        above it, those in ``numbers`` (the ones it holds in flight), and those that ended
+        after ``ended_after`` (their measured usage may be kept a moment after their end).
+        Every other trial ended earlier and does not change (the job page's mirror of a
+        record, ``framework/webui/mirror.py``)."""
+        marks = ", ".join("?" for _ in numbers) or "NULL"
+        with self._lock:
+            cursor = self._db.execute(
+                f"SELECT * FROM trials WHERE number > ? OR number IN ({marks}) "
+                "OR ended_at > ? ORDER BY number", (after, *numbers, ended_after))
+            names = [d[0] for d in cursor.description]
+            rows = cursor.fetchall()
+        return [_trial_from_row(dict(zip(names, row, strict=True))) for row in rows]
+
     # -- reports and task updates --------------------------------------------------------------
 
     def add_report(
@@ -378,6 +394,19 @@ class JobStore:
              "elapsed_seconds": r[4]}
             for r in rows
         ]
+
+    def reports_of(self, numbers: Sequence[int]) -> list[dict[str, Any]]:
+        """The reports of these trials (as :meth:`reports` gives them), in the order recorded:
+        one query for the few trials a page shows, not one per trial nor every report."""
+        if not numbers:
+            return []
+        marks = ", ".join("?" for _ in numbers)
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT trial_number, step, metrics, final, elapsed_seconds FROM reports "
+                f"WHERE trial_number IN ({marks}) ORDER BY id", tuple(numbers)).fetchall()
+        return [{"trial": r[0], "step": r[1], "metrics": json.loads(r[2]), "final": bool(r[3]),
+                 "elapsed_seconds": r[4]} for r in rows]
 
     def _select(self, query: str, column: str, value: Any) -> list[tuple[Any, ...]]:
         """Rows of ``query`` in the order recorded, those where ``column = value`` if given."""

@@ -44,8 +44,8 @@ class TaskPlaces:
     def measured(self) -> list[TaskPlace]:
         """Where the job's trials run now (the telemetry collector measures those)."""
         places = []
-        for trial in self._book.copies():
-            if not trial.task_id or not trial.agent_id or not trial.state.is_in_flight():
+        for trial in self._book.in_flight():
+            if not trial.task_id or not trial.agent_id:
                 continue
             slot = self.slot_of(trial.task_id)
             places.append(TaskPlace(trial.agent_id, slot or trial.task_id, trial.number,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from collections.abc import Iterator
+from collections.abc import Mapping
 from collections.abc import Sequence
 from contextlib import contextmanager
 import csv
@@ -403,6 +404,23 @@ def saved_exit_status(job_dir: Path, state: str) -> int | None:
     return status if isinstance(status, int) else None
 
 
+def dumps(document: Mapping[str, Any]) -> str:
+    """results.json's text: one key a line, each trial on a line of its own. Indented by
+    ``json``, a 10,000-trial document took 2 s (its indenting encoder is pure Python); this is
+    the C encoder's, line by line (issue 29)."""
+    compact = json.JSONEncoder(sort_keys=True, separators=(", ", ": ")).encode
+
+    lines = []
+    for key in sorted(document):
+        value = document[key]
+        if key == "trials" and isinstance(value, list) and value:
+            body = ",\n".join(f"    {compact(trial)}" for trial in value)
+            lines.append(f'  "trials": [\n{body}\n  ]')
+        else:
+            lines.append(f"  {json.dumps(key)}: {compact(value)}")
+    return "{\n" + ",\n".join(lines) + "\n}"
+
+
 def write(job_dir: Path, record: JobFacts, param_order: Sequence[str] = ()) -> tuple[Path, Path]:
     """Write results.json and results.csv into the job folder, each whole or not at all (a
     full disk leaves the earlier file as it was); return their paths.
@@ -412,7 +430,7 @@ def write(job_dir: Path, record: JobFacts, param_order: Sequence[str] = ()) -> t
     """
     json_path = job_dir / paths.RESULTS_JSON
     with _replacing(json_path) as handle:
-        handle.write(json.dumps(document(record), indent=2, sort_keys=True))
+        handle.write(dumps(document(record)))
     csv_path = job_dir / paths.RESULTS_CSV
     with _replacing(csv_path) as handle:
         write_csv(handle, record.trials, record.maximize, param_order, record.objectives)

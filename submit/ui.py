@@ -18,6 +18,7 @@ from disauto.common import paths
 from disauto.framework.webui.server import JobPageServer
 from disauto.framework.webui.sources import JobSource
 from disauto.framework.webui.sources import RecordedJob
+from disauto.framework.webui.views import compute_importance_in_worker
 from disauto.submit.fit import columns
 from disauto.submit.fit import short_path
 from disauto.submit.jobs import load
@@ -51,6 +52,7 @@ def serve(host: str, port: int, out: IO[str], open_browser: bool = False) -> Non
     """Serve until interrupted (Ctrl-C); with ``open_browser``, open the index in this machine's
     web browser (Python's ``webbrowser``: ``$BROWSER``, else the desktop's) once listening."""
     jobs = RecordedJobs(paths.jobs_dir())
+    compute_importance_in_worker()
     server = JobPageServer(lambda: jobs, host, host, port=port)
     count = f"{len(jobs)} job{'' if len(jobs) == 1 else 's'}"
     print(f"da-job ui: {count} of {short_path(paths.jobs_dir(), columns() - 40)}, "

@@ -385,10 +385,20 @@ def _spelled(node: ast.expr | None) -> bool:
     return False
 
 
+def _names_meta(node: ast.expr) -> bool:
+    """``meta``, ``recorded``, ``x.meta``: what holds a record's meta by the code's names."""
+    if isinstance(node, ast.Attribute):
+        return node.attr == "meta"
+    return isinstance(node, ast.Name) and node.id in ("meta", "recorded")
+
+
 def _reads_meta_by_name(node: ast.AST) -> bool:
     """``x.meta["outcome"]`` or ``x.meta.get("outcome")``: a record's meta read by name."""
-    if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Attribute):
-        return node.value.attr == "meta" and _spelled(node.slice)
+    if isinstance(node, ast.Subscript) and _names_meta(node.value):
+        return _spelled(node.slice)
+    if isinstance(node, ast.Compare) and any(isinstance(op, ast.In | ast.NotIn)
+                                             for op in node.ops):
+        return _spelled(node.left) and any(_names_meta(c) for c in node.comparators)
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
             and node.func.attr == "get" and isinstance(node.func.value, ast.Attribute):
         return node.func.value.attr == "meta" and bool(node.args) and _spelled(node.args[0])
@@ -438,7 +448,8 @@ def test_the_meta_checker_sees_a_key_spelled_out(tmp_path: Path) -> None:
                      'record.meta["outcome"]\n'
                      "job.meta.get('pid')\n"
                      'store.set_meta(meta.OUTCOME, "STOPPED")\n'
-                     'job.meta[meta.PID]\n')
+                     'job.meta[meta.PID]\n'
+                     'meta["config"] if "config" in meta else None\n')
     found = _meta_by_name("disauto.framework.probe", probe)
     assert sorted(int(line.split(" ", 1)[0].rsplit(":", 1)[1]) for line in found) == [
-        1, 2, 3, 4, 5, 6, 7]
+        1, 2, 3, 4, 5, 6, 7, 10, 10]

@@ -55,6 +55,11 @@ class Backend(abc.ABC):
     MULTI_OBJECTIVE: ClassVar[bool] = False
     """Whether the backend optimizes several objectives at once (a Pareto front)."""
 
+    model_window: int | None = None
+    """For a backend whose model can learn from a window of the finished trials (``tpe``):
+    how many it learns from at most (0: every one); None for the others (the ``tpe_window``
+    setting is set on the backend when it has one)."""
+
     def __init__(
         self, space: SearchSpace, *, seed: int, direction: Directions, n_startup_trials: int
     ) -> None:

@@ -278,6 +278,10 @@ class BayesianSearch(SearchAlgorithm):
         ),
         "n_startup_trials": int_setting(
             10, 1, "results before the model is used (random draws until then)", high=10_000),
+        "tpe_window": int_setting(
+            1000, 0, "tpe: the model learns from at most this many finished trials, the best "
+            "100 and the most recent (0: every one; docs/benchmarks.md, Scale)",
+            high=1_000_000),
         "warm_start": SettingSpec(
             default="", parse=_parse_warm_start,
             valid='JSON {"known": [{"assignment": {...}, "value": v}], "points": [{...}]}',
@@ -292,6 +296,8 @@ class BayesianSearch(SearchAlgorithm):
             self.space, seed=self.seed, direction=self.directions,
             n_startup_trials=self.settings["n_startup_trials"],
         )
+        if self._backend.model_window is not None:
+            self._backend.model_window = self.settings["tpe_window"]
         for assignment, value in known:
             self._backend.add_known(assignment, value)
         self._batch: dict[int, Assignment] = {}  # sync: suggested, not yet issued

@@ -26,10 +26,12 @@ from disauto.common.space import assignment_to_proto
 from disauto.common.task_states import has_ended_for_framework
 from disauto.common.telemetry import Sample
 from disauto.common.telemetry import TrialUsage
+from disauto.common.trial_state import IN_FLIGHT
 from disauto.common.trial_state import TrialState
 from disauto.framework.errors import FailedPreconditionError
 from disauto.framework.errors import NotFoundError
 from disauto.framework.job.events import EventLog
+from disauto.framework.job.index import TrialIndex
 from disauto.framework.store import JobStore
 from disauto.framework.store import TrialRow
 from disauto.protos import common_pb2
@@ -131,6 +133,7 @@ class TrialBook:
         self.lock = threading.RLock()
         self.events = EventLog(self.lock)
         self._trials: dict[int, TrialRow] = {t.number: t for t in store.trials()}
+        self._index = TrialIndex(self._trials.values())
         self._task_to_trial = {t.task_id: t.number for t in self._trials.values() if t.task_id}
         # Tasks of trials that ended before them (pruned, timed out, killed) and have not
         # reported a terminal Mesos state yet; a resumed framework kills its predecessor's.
@@ -148,6 +151,9 @@ class TrialBook:
         self._abandoned: dict[str, str] = {}
         # When each trial's runner last reported (it is alive, wherever Mesos lost it).
         self._last_report: dict[int, float] = {}
+        self.version = 0
+        """Counts the changes of the trials (added, state, report, usage): readers that keep
+        what they computed from them (the job page) know when to compute it again."""
 
     # -- reading -----------------------------------------------------------------------------
 
@@ -181,6 +187,13 @@ class TrialBook:
         with self.lock:
             return [_copy(t) for t in self.rows()]
 
+    def rows_to_read(self) -> list[TrialRow]:
+        """The live rows by number, not copied, for readers that only read them outside the
+        lock (the job page, which would otherwise copy 10,000 trials each poll): a row may
+        change while it is read."""
+        with self.lock:
+            return list(self._trials.values())
+
     def copy(self, number: int) -> TrialRow | None:
         with self.lock:
             trial = self._trials.get(number)
@@ -190,8 +203,7 @@ class TrialBook:
         """The feasible completed trial with the best objective (of equal ones, the first to
         complete)."""
         with self.lock:
-            ranked = sorted_trials(list(self._trials.values()), maximize)
-        best = ranked[0] if ranked else None
+            best = self._index.best_completed(maximize, sorted_trials)
         if best is None or best.state != TrialState.COMPLETED or best.objective is None \
                 or not is_feasible(best.constraints):
             return None
@@ -214,8 +226,29 @@ class TrialBook:
     def pending(self) -> list[TrialRow]:
         """Trials waiting for an offer, by priority, then number."""
         with self.lock:
-            return sorted((t for t in self._trials.values() if t.state == TrialState.PENDING),
+            return sorted(self._index.in_state(TrialState.PENDING),
                           key=lambda t: (t.priority, t.number))
+
+    def has_pending(self) -> bool:
+        with self.lock:
+            return self._index.count(TrialState.PENDING) > 0
+
+    def counts(self) -> dict[TrialState, int]:
+        """How many trials are in each state now."""
+        with self.lock:
+            return self._index.counts()
+
+    def in_flight(self) -> list[TrialRow]:
+        """Copies of the trials waiting, launching or running, by number."""
+        with self.lock:
+            return sorted((_copy(t) for t in self._index.in_state(*IN_FLIGHT)),
+                          key=lambda t: t.number)
+
+    def oldest_pending_since(self) -> float | None:
+        """When the longest-waiting pending trial was submitted (None: none waits)."""
+        with self.lock:
+            return min((t.created_at for t in self._index.in_state(TrialState.PENDING)
+                        if t.created_at), default=None)
 
     def of_task(self, task_id: str) -> TrialRow | None:
         """The trial ``task_id`` was launched for (its current task or an earlier one)."""
@@ -239,8 +272,8 @@ class TrialBook:
     def live_task_ids(self) -> list[str]:
         """Trials' tasks launched and not yet seen to end."""
         with self.lock:
-            ids = [t.task_id for t in self._trials.values()
-                   if t.task_id and t.state in ON_AN_AGENT]
+            ids = [t.task_id for t in sorted(self._index.in_state(*ON_AN_AGENT),
+                                             key=lambda t: t.number) if t.task_id]
             return ids + sorted(self._ended_tasks | self._finishing)
 
     def task_locations(self, live: set[str]) -> list[tuple[str, str, bool]]:
@@ -252,8 +285,8 @@ class TrialBook:
     def unreachable(self) -> list[TrialRow]:
         """The live rows of trials whose task's agent Mesos says is unreachable."""
         with self.lock:
-            return [t for t in self.rows()
-                    if t.unreachable_since is not None and t.state in ON_AN_AGENT]
+            return [t for t in self._index.in_state(*sorted(ON_AN_AGENT))
+                    if t.unreachable_since is not None]
 
     def abandoned(self) -> dict[str, str]:
         """Task id → agent id of the tasks given up on while unreachable, not seen to end."""
@@ -303,6 +336,8 @@ class TrialBook:
         with self.lock:
             for row in self.store.add_trials(fresh):
                 self._trials[row.number] = row
+                self._index.added(row)
+                self.version += 1
                 self.events.trial_changed(row.number)
 
     def set_state(self, trial: TrialRow, state: TrialState, message: str) -> None:
@@ -317,13 +352,15 @@ class TrialBook:
             if trial.unreachable_since is not None and state not in ON_AN_AGENT:
                 fields["unreachable_since"] = None
             self.store.update_trial(trial.number, **fields)
-            trial.state = state
+            before, trial.state = trial.state, state
             if message:
                 trial.message = message
             if "ended_at" in fields:
                 trial.ended_at = fields["ended_at"]
             if "unreachable_since" in fields:
                 trial.unreachable_since = None
+            self._index.changed(trial, before)
+            self.version += 1
             self.events.trial_changed(trial.number)
 
     def queue_again(self, trial: TrialRow, message: str, *, outcome: str = TRY_LOST,
@@ -390,6 +427,7 @@ class TrialBook:
                                   report.elapsed_seconds, fields)
             for name, value in fields.items():
                 setattr(trial, name, value)
+            self.version += 1
 
     def launched(self, number: int, task_id: str, agent_id: str, executor_id: str) -> None:
         """Record a trial's launch as ``task_id`` (on the warm slot ``executor_id``, or a
@@ -430,8 +468,8 @@ class TrialBook:
         """Record TIMEOUT for trials running longer than ``limit`` seconds; their tasks."""
         expired = []
         with self.lock:
-            for trial in self._trials.values():
-                if trial.state == TrialState.RUNNING and trial.started_at \
+            for trial in list(self._index.in_state(TrialState.RUNNING)):
+                if trial.started_at \
                         and now - trial.started_at > limit and not has_result(trial):
                     self.set_state(trial, TrialState.TIMEOUT,
                                    f"ran longer than --trial-timeout {format_duration(limit)}")
@@ -510,6 +548,7 @@ class TrialBook:
                 return
             trial.usage = usage
             self.store.set_trial_usage(number, usage)
+            self.version += 1
 
     def add_samples(self, samples: Sequence[Sample]) -> None:
         """Keep telemetry samples (framework/telemetry) in the job store."""

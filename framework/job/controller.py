@@ -167,6 +167,14 @@ class JobController:
     def trials(self) -> list[TrialRow]:
         return self._book.copies()
 
+    def rows_to_read(self) -> list[TrialRow]:
+        """The trials by number, not copied: read them, never change them (the job page)."""
+        return self._book.rows_to_read()
+
+    def version(self) -> int:
+        """Changes whenever a trial does (added, its state, a report, its usage)."""
+        return self._book.version
+
     def best_trial(self) -> TrialRow | None:
         return self._book.best(self._maximize())
 
@@ -175,7 +183,8 @@ class JobController:
 
     def progress(self) -> Progress:
         with self._lock:
-            return snapshot(self.config, self._book.rows(), self.best_trial(), self._started)
+            return snapshot(self.config, self._book.counts(), self.best_trial(), self._started,
+                            self._book.oldest_pending_since())
 
     # -- AppCore -------------------------------------------------------------------------------
 
@@ -373,7 +382,13 @@ class JobController:
                 for t in self._book.pending()]
 
     def has_pending(self) -> bool:
-        return bool(self.launch_requests())
+        """Whether anything waits for an offer (what :meth:`launch_requests` would list)."""
+        with self._lock:
+            return not self._ended() and (self._appcore.waiting() or self._book.has_pending())
+
+    def in_flight(self) -> list[TrialRow]:
+        """Copies of the trials waiting, launching or running, by number."""
+        return self._book.in_flight()
 
     def next_appcore_task_id(self) -> str:
         with self._lock:

@@ -16,6 +16,7 @@ shows (:class:`Progress`), and what the deadline policy reads (:func:`job_progre
 from __future__ import annotations
 
 from collections.abc import Callable
+from collections.abc import Mapping
 from collections.abc import Sequence
 from dataclasses import dataclass
 import time
@@ -45,24 +46,22 @@ class Progress:
     """Trials in flight at once, as the job's spec says now (0: not known)."""
 
 
-def snapshot(config: JobConfig, trials: Sequence[TrialRow], best: TrialRow | None,
-             started: float) -> Progress:
-    """The :class:`Progress` of a job configured by ``config`` with these ``trials``, whose
-    framework started at ``started``."""
-    states = [t.state for t in trials]
+def snapshot(config: JobConfig, counts: Mapping[TrialState, int], best: TrialRow | None,
+             started: float, pending_since: float | None = None) -> Progress:
+    """The :class:`Progress` of a job configured by ``config`` with trials in these states
+    (``counts``), whose framework started at ``started``; ``pending_since``: when the
+    longest-waiting pending trial was submitted (None: none waits)."""
     now = time.time()
-    waiting = max((now - t.created_at for t in trials
-                   if t.state == TrialState.PENDING and t.created_at), default=0.0)
     return Progress(
-        done=states.count(TrialState.COMPLETED) + states.count(TrialState.PRUNED),
-        running=states.count(TrialState.RUNNING) + states.count(TrialState.LAUNCHING),
-        pending=states.count(TrialState.PENDING),
-        failed=states.count(TrialState.FAILED),
+        done=counts.get(TrialState.COMPLETED, 0) + counts.get(TrialState.PRUNED, 0),
+        running=counts.get(TrialState.RUNNING, 0) + counts.get(TrialState.LAUNCHING, 0),
+        pending=counts.get(TrialState.PENDING, 0),
+        failed=counts.get(TrialState.FAILED, 0),
         best=best,
-        submitted=len(states),
+        submitted=sum(counts.values()),
         budget=int(config.search.max_trials),
         elapsed=now - started,
-        waiting=waiting,
+        waiting=max(0.0, now - pending_since) if pending_since else 0.0,
         parallelism=int(config.search.parallelism),
     )
 

@@ -8,10 +8,12 @@ AppCore's life.
 
 from __future__ import annotations
 
+from dataclasses import replace
 import threading
 
 from disauto.framework.job.appcore import AppCoreLife
 from disauto.framework.job.book import TrialBook
+from disauto.framework.store import TrialRow
 
 
 class JobTasks:
@@ -58,3 +60,8 @@ class JobTasks:
     def slot_tasks_in_flight(self) -> dict[str, str]:
         """Executor id → the task the record says runs on it."""
         return self._book.slot_tasks_in_flight()
+
+    def unreachable_trials(self) -> list[TrialRow]:
+        """The trials in flight whose agent Mesos says is unreachable (copies)."""
+        with self._lock:
+            return [replace(t) for t in self._book.unreachable()]

@@ -8,6 +8,7 @@ the parameters. Too few trials give a note instead.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from collections.abc import Hashable
 from collections.abc import Mapping
 from collections.abc import Sequence
@@ -15,6 +16,7 @@ from dataclasses import dataclass
 from dataclasses import field
 import logging
 import threading
+import time
 from typing import Any
 import warnings
 
@@ -97,9 +99,30 @@ class _Answer:
     answer: dict[str, Any] | None = None
     computing: Hashable = None
     done: threading.Event = field(default_factory=threading.Event)
+    at: float = float("-inf")
+    """When the last answer was computed (``time.monotonic``)."""
 
 
 PENDING_NOTE = "parameter importance is being computed (Optuna)…"
+RECOMPUTE_SECONDS = 20.0
+"""While a job runs, its importance is computed again at most this often, unless the trials it
+counts grew by :data:`RECOMPUTE_GROWTH` since: a job that completes 50 trials a second would
+otherwise keep a thread of the framework computing it (issue 29)."""
+RECOMPUTE_GROWTH = 0.2
+THROTTLE_FROM = 200
+"""Jobs with fewer trials get their importance computed again at each change."""
+
+
+def _size(key: Hashable) -> float:
+    """How many trials a key counts (a tuple of counts or of trial numbers)."""
+    if isinstance(key, tuple):
+        return float(sum(k if isinstance(k, int) else len(k) if isinstance(k, tuple) else 0
+                         for k in key))
+    return 0.0
+
+
+Compute = Callable[[SearchSpace, Completed, bool, Completed], dict[str, Any]]
+"""What computes an answer (:func:`importances`, here or in ``importance_worker.py``)."""
 
 
 class ImportanceCache:
@@ -111,9 +134,14 @@ class ImportanceCache:
     page's next poll has the new one).
     """
 
-    def __init__(self) -> None:
+    def __init__(self, compute: Compute = importances) -> None:
         self._lock = threading.Lock()
         self._jobs: dict[str, _Answer] = {}
+        self._compute_with = compute
+
+    def use(self, compute: Compute) -> None:
+        """Compute the next answers with ``compute`` (the framework's worker process)."""
+        self._compute_with = compute
 
     def get(self, job_id: str, key: Hashable, space: SearchSpace, completed: Completed,
             maximize: bool, pruned: Completed = (), wait: float | None = None
@@ -124,6 +152,11 @@ class ImportanceCache:
             job = self._jobs.setdefault(job_id, _Answer())
             if job.key == key and job.answer is not None:
                 return job.answer
+            if wait is not None and job.answer is not None and "values" in job.answer \
+                    and _size(key) >= THROTTLE_FROM \
+                    and time.monotonic() - job.at < RECOMPUTE_SECONDS \
+                    and _size(key) < (1 + RECOMPUTE_GROWTH) * _size(job.key):
+                return job.answer  # recent enough: the next change past the interval has more
             if wait is not None and job.computing is None:
                 job.computing, job.done = key, threading.Event()
                 threading.Thread(target=self._compute, name="disauto-importance", daemon=True,
@@ -144,12 +177,12 @@ class ImportanceCache:
     def _compute(self, job: _Answer, key: Hashable, space: SearchSpace, completed: Completed,
                  maximize: bool, pruned: Completed) -> None:
         try:
-            answer = importances(space, completed, maximize, pruned)
+            answer = self._compute_with(space, completed, maximize, pruned)
         except Exception as err:  # noqa: BLE001 - a note on the page, never a dead thread
             logger.warning("parameter importance failed: %s", err)
             answer = {"note": f"Optuna cannot rank the parameters: {err}"}
         with self._lock:
-            job.key, job.answer = key, answer
+            job.key, job.answer, job.at = key, answer, time.monotonic()
             if job.computing == key:
                 job.computing = None
                 job.done.set()

@@ -9,9 +9,11 @@ from __future__ import annotations
 import logging
 import os
 from pathlib import Path
+from typing import Any
 
 from disauto.common import paths
 from disauto.framework.webui.server import static_bytes
+from disauto.framework.webui.views import REPORT_WAIT
 from disauto.framework.webui.views import Record
 from disauto.framework.webui.views import page_data
 from disauto.framework.webui.views import to_json
@@ -35,11 +37,29 @@ def render(record: Record) -> str:
     for tag in (_CSS, _PLOTLY, _JS):
         if tag not in html:
             raise ValueError(f"job.html lacks {tag}")
-    data = to_json(page_data(record)).replace("</", "<\\/")
+    data = to_json(settled(page_data(record, wait=REPORT_WAIT, rows=True))).replace(
+        "</", "<\\/")
     html = html.replace(_CSS, "<style>" + static_bytes("job.css").decode() + "</style>")
     html = html.replace(_PLOTLY, _script(static_bytes("plotly.min.js").decode()))
     return html.replace(_JS, _script(f"window.DISAUTO_DATA = {data};") + "\n"
                         + _script(static_bytes("job.js").decode()))
+
+
+UNSETTLED_NOTE = ("parameter importance was not computed before the job ended (the machine was "
+                  "busy); `da-job ui` computes it")
+
+
+def settled(data: dict[str, Any]) -> dict[str, Any]:
+    """``data`` for a page that polls no more: importance still pending at the end is the last
+    answer computed during the job (its basis says over which trials) or a note."""
+    importance = data.get("importance")
+    if not isinstance(importance, dict) or not importance.get("pending"):
+        return data
+    if "values" in importance:
+        kept = {key: value for key, value in importance.items() if key != "pending"}
+        kept["basis"] = f"{kept.get('basis', '')} (computed while the job ran)".strip()
+        return {**data, "importance": kept}
+    return {**data, "importance": {"note": UNSETTLED_NOTE}}
 
 
 def write(folder: Path, record: Record) -> Path | None:

@@ -7,7 +7,10 @@ Routes (every answer but the pages and their scripts is JSON; every error is one
     GET  /api/jobs                           every job's facts
     GET  /static/<file>                      the page's script and style, plotly.min.js
     GET  /jobs/<id>/                         a job's page
-    GET  /jobs/<id>/api/page                 the page's data (views.page_data)
+    GET  /jobs/<id>/api/page                 the page's data (views.page_data); ?offset=&limit=
+                                             &sort=&dir=&state=&filter= (the table's page,
+                                             table.py), &have=section:version,... (sections
+                                             the page has are left out when unchanged)
     GET  /jobs/<id>/api/trials/<n>/log       ?stream=stdout|stderr&offset=N: a log's next bytes
     POST /jobs/<id>/api/kill                 end the job             (the job token needed)
     POST /jobs/<id>/api/trials/<n>/kill      kill trial n            (the job token needed)
@@ -42,9 +45,12 @@ from urllib.parse import urlsplit
 from disauto.framework.webui import dataservice
 from disauto.framework.webui.sources import ActionError
 from disauto.framework.webui.sources import JobSource
+from disauto.framework.webui.table import TableQuery
+from disauto.framework.webui.table import TableQueryError
 from disauto.framework.webui.views import LIVE_WAIT
 from disauto.framework.webui.views import job_view
 from disauto.framework.webui.views import page_data
+from disauto.framework.webui.views import parse_have
 from disauto.framework.webui.views import to_json
 
 
@@ -187,7 +193,12 @@ class _Handler(BaseHTTPRequestHandler):
         elif rest == "/api/page" and method == "GET":
             ending = self.server.ending  # type: ignore[attr-defined]
             self.server.last_page_poll = time.monotonic()  # type: ignore[attr-defined]
-            self._json(200, page_data(source.record(), wait=LIVE_WAIT))
+            try:
+                table = TableQuery.from_query(query)
+            except TableQueryError as err:
+                raise ActionError(400, str(err)) from None
+            have = parse_have((query.get("have") or [""])[0])
+            self._json(200, page_data(source.record(), wait=LIVE_WAIT, query=table, have=have))
             if ending:
                 self.server.final_served.set()  # type: ignore[attr-defined]
         elif rest.startswith(("/api/registry", "/api/data")):

@@ -12,11 +12,14 @@ from __future__ import annotations
 import abc
 from collections.abc import Callable
 from collections.abc import Iterator
+from collections.abc import Sequence
 from contextlib import contextmanager
 from pathlib import Path
+import time
 
 from disauto.common import paths
 from disauto.common.trial_state import TrialState
+from disauto.framework import meta
 from disauto.framework.control import KILLED_FROM_PAGE
 from disauto.framework.control import ControlChannel
 from disauto.framework.control import KillJob
@@ -26,8 +29,10 @@ from disauto.framework.errors import NotFoundError
 from disauto.framework.job import JobController
 from disauto.framework.store import JobStore
 from disauto.framework.telemetry.registry import Registry
+from disauto.framework.webui.mirror import mirror_of
+from disauto.framework.webui.summary import Steps
 from disauto.framework.webui.views import Record
-from disauto.framework.webui.views import read_record
+from disauto.framework.webui.views import store_steps
 
 
 class ActionError(Exception):
@@ -117,8 +122,14 @@ class LiveJob(JobSource):
         return self._controller.job_token
 
     def record(self) -> Record:
-        state = "running" if self._controller.outcome is None else "ended"
-        return read_record(self._controller.store, state)
+        """The controller's own trials (not read from the record, nor copied: a 10,000-trial
+        job's page would otherwise read or copy them all on each poll), read-only."""
+        controller = self._controller
+        state = "running" if controller.outcome is None else "ended"
+        store = controller.store
+        return Record(store.meta(), controller.rows_to_read(),
+                      store_steps(store, controller.config.search.objective), state,
+                      time.time(), version=controller.version())
 
     def kill_job(self) -> str:
         if self._controller.outcome is not None:
@@ -164,11 +175,25 @@ class RecordedJob(JobSource):
             store.close()
 
     def record(self) -> Record:
+        """The record, its trials from the page's mirror of it (read again as they change)."""
         store = self._store()
         try:
-            return read_record(store, self._state())
+            recorded = store.meta()
+            trials, version = mirror_of(self.folder / paths.JOB_DB).trials(store)
         finally:
             store.close()
+        config = recorded[meta.CONFIG]
+        objective = config.search.objective if config is not None else ""
+        return Record(recorded, trials, self._steps(objective), self._state(), time.time(),
+                      version=version)
+
+    def _steps(self, objective: str) -> Steps:
+        """Reads intermediate values from the record when asked (the page asks for a few
+        trials' once it knows which)."""
+        def steps(numbers: Sequence[int]) -> dict[int, list[tuple[int, float]]]:
+            with self.store() as store:
+                return store_steps(store, objective)(numbers)
+        return steps
 
     def _running(self) -> None:
         state = self._state()

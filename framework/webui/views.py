@@ -1,21 +1,38 @@
 """The job page's JSON, computed from a job's record alone (testable without a server).
 
-A :class:`Record` is what the page needs of a job: its meta values, trials and reports, and
-whether it runs. :func:`page_data` turns it into one JSON object — the job, its trials (with
-each trial's intermediate values, measured usage and feasibility), parameter importance, the
-Pareto front of a job of several objectives and whether resource use was measured — which
-the page polls while the job runs and ``report.html`` carries inline.
+A :class:`Record` is what the page needs of a job: its meta values, its trials, a reader of
+their intermediate values, and whether it runs. :func:`page_data` turns it into one JSON
+object of sections, each bounded whatever the number of trials (issue 29):
+
+* ``job``: the job's facts, its trials counted by state and its best;
+* ``trials`` and ``table``: one page of the trials table (``framework/webui/table.py``: sorted,
+  filtered and cut on the server), each row with its intermediate values;
+* ``summary``: what the plots draw (``framework/webui/summary.py``: a bounded sample);
+* ``importance``: Optuna's parameter importance; ``telemetry``: whether usage was measured;
+* ``pareto``: a job of several objectives' Pareto plot (its front, and a bounded sample of the
+  other completed trials);
+* ``versions``: a short hash of each section. The page sends back those it has (``have``) and
+  gets only the sections that changed since (the others are left out), so a poll of a job
+  whose plots did not change carries the facts and the table page alone.
+
+The page polls it while the job runs; ``report.html`` carries it inline with every trial's row
+(``rows``), which the page sorts, filters and pages itself.
 """
 
 from __future__ import annotations
 
+from collections.abc import Hashable
 from collections.abc import Mapping
 from collections.abc import Sequence
 from dataclasses import dataclass
+from dataclasses import field
 from functools import lru_cache
+import hashlib
 import json
+import threading
 import time
 from typing import Any
+from typing import TypeVar
 
 from disauto.common.messages import cause_first
 from disauto.common.objectives import Objectives
@@ -30,8 +47,21 @@ from disauto.framework.spec import JobConfig
 from disauto.framework.store import JobStore
 from disauto.framework.store import TrialRow
 from disauto.framework.webui.importance import ImportanceCache
+from disauto.framework.webui.importance import importances
+from disauto.framework.webui.importance_worker import ImportanceWorker
+from disauto.framework.webui.summary import Steps
+from disauto.framework.webui.summary import summary
+from disauto.framework.webui.summary import thin
+from disauto.framework.webui.table import TableQuery
+from disauto.framework.webui.table import duration
+from disauto.framework.webui.table import select
 from disauto.protos import common_pb2
 
+
+T = TypeVar("T")
+
+_KEPT_JOBS = 32
+"""Jobs whose computed sections are kept at most (``da-job ui`` serves every job of a home)."""
 
 TELEMETRY_NOTE = ("Resource use of the chosen trial over time: its memory (resident set) and "
                   "the CPUs it kept busy, as the telemetry collectors sampled them (the data "
@@ -49,9 +79,13 @@ class Record:
 
     meta: JobMeta
     trials: Sequence[TrialRow]
-    reports: Sequence[Mapping[str, Any]]
+    """Every trial, by number (read them, never change them)."""
+    steps: Steps
+    """The objective's intermediate values of the trials asked for."""
     state: str
     now: float
+    version: Hashable = None
+    """Changes whenever the trials or their reports do (None: unknown, nothing cached)."""
 
     @property
     def config(self) -> JobConfig:
@@ -61,9 +95,19 @@ class Record:
         return config
 
 
+def store_steps(store: JobStore, objective: str) -> Steps:
+    """Reads the objective's intermediate values of some trials from ``store``."""
+    def steps(numbers: Sequence[int]) -> dict[int, list[tuple[int, float]]]:
+        return intermediate_values(store.reports_of(numbers), objective)
+    return steps
+
+
 def read_record(store: JobStore, state: str) -> Record:
     """The record of ``store`` now."""
-    return Record(store.meta(), store.trials(), store.reports(), state, time.time())
+    recorded = store.meta()
+    config = recorded[meta.CONFIG]
+    objective = config.search.objective if config is not None else ""
+    return Record(recorded, store.trials(), store_steps(store, objective), state, time.time())
 
 
 def job_view(record: Record) -> dict[str, Any]:
@@ -73,9 +117,7 @@ def job_view(record: Record) -> dict[str, Any]:
     started = record.meta[meta.STARTED_AT]
     ended = record.meta[meta.ENDED_AT]
     end = ended if ended is not None and record.state != "running" else record.now
-    counts = {str(state): 0 for state in TrialState}
-    for trial in record.trials:
-        counts[str(trial.state)] += 1
+    counts, best = _tally(record, search.direction != common_pb2.MINIMIZE)
     algorithm = search.tuning_type
     if search.settings.get("backend"):
         algorithm += f" ({search.settings['backend']})"
@@ -107,11 +149,31 @@ def job_view(record: Record) -> dict[str, Any]:
         "ended_at": ended if record.state != "running" else None,
         "elapsed_seconds": round(max(0.0, end - started), 1) if started else 0.0,
         "counts": counts,
-        "best": _best(record.trials, search.direction != common_pb2.MINIMIZE),
+        "best": best,
         "parameters": [p.name for p in search.space.parameters],
         "scales": _scales(config),
         "webui_url": record.meta[meta.WEBUI_URL],
     }
+
+
+_TALLIES: dict[str, tuple[Hashable, dict[str, int], dict[str, Any] | None]] = {}
+
+
+def _tally(record: Record, maximize: bool) -> tuple[dict[str, int], dict[str, Any] | None]:
+    """The trials counted by state, and the best; computed again only when the record's
+    version changed (a poll of a 10,000-trial job's page would otherwise rank them all)."""
+    job_id = record.meta[meta.JOB_ID]
+    kept = _TALLIES.get(job_id)
+    if kept is not None and record.version is not None and kept[0] == record.version:
+        return dict(kept[1]), kept[2]
+    counts = {str(state): 0 for state in TrialState}
+    for trial in record.trials:
+        counts[str(trial.state)] += 1
+    best = _best(record.trials, maximize)
+    if len(_TALLIES) >= _KEPT_JOBS and job_id not in _TALLIES:
+        _TALLIES.pop(next(iter(_TALLIES)), None)
+    _TALLIES[job_id] = (record.version, counts, best)
+    return dict(counts), best
 
 
 def _scales(config: JobConfig) -> dict[str, str]:
@@ -129,7 +191,9 @@ def _scales(config: JobConfig) -> dict[str, str]:
 def _best(trials: Sequence[TrialRow], maximize: bool) -> dict[str, Any] | None:
     """The best feasible completed trial; of equal ones, the first to complete (as the
     progress line and da-job say)."""
-    ranked = sorted_trials(trials, maximize)
+    ranked = sorted_trials([t for t in trials
+                            if t.state == TrialState.COMPLETED and t.objective is not None],
+                           maximize)
     best = ranked[0] if ranked else None
     if best is None or best.state != TrialState.COMPLETED or best.objective is None \
             or not is_feasible(best.constraints):
@@ -139,10 +203,8 @@ def _best(trials: Sequence[TrialRow], maximize: bool) -> dict[str, Any] | None:
 
 def trial_view(trial: TrialRow, intermediate: Sequence[tuple[int, float]],
                now: float) -> dict[str, Any]:
-    """One row of the trials table, with its intermediate values ``[[step, value], ...]``."""
-    end = trial.ended_at if trial.ended_at is not None else (
-        now if trial.state == TrialState.RUNNING else None)
-    duration = round(end - trial.started_at, 2) if end is not None and trial.started_at else None
+    """One row of the trials table, with its intermediate values ``[[step, value], ...]``
+    (at most ``summary.MAX_CURVE_POINTS``, evenly thinned)."""
     return {
         "number": trial.number,
         "state": str(trial.state),
@@ -158,8 +220,8 @@ def trial_view(trial: TrialRow, intermediate: Sequence[tuple[int, float]],
         "created_at": trial.created_at,
         "started_at": trial.started_at,
         "ended_at": trial.ended_at,
-        "duration_seconds": duration,
-        "intermediate": [[step, value] for step, value in intermediate],
+        "duration_seconds": duration(trial, now),
+        "intermediate": thin(intermediate),
         "usage": trial.usage.as_columns(),
         "constraints": None if trial.constraints is None else list(trial.constraints),
         "feasible": is_feasible(trial.constraints),
@@ -200,10 +262,16 @@ def _front(objectives: Objectives, results: tuple[tuple[int, tuple[float, ...], 
         for number, values, feasible in results))
 
 
+MAX_PARETO_POINTS = 800
+"""The Pareto plot draws the front and an even sample of the other completed trials, at most
+this many points in all (the summary's bound for the other plots)."""
+
+
 def pareto_view(record: Record) -> dict[str, Any] | None:
     """The Pareto plot of a job of several objectives (None for one): the objectives and
-    their directions, every completed trial that reported them all (``number``, ``values``,
-    ``feasible``) and the front's numbers (Optuna's, over the feasible ones)."""
+    their directions, the completed trials that reported them all (``number``, ``values``,
+    ``feasible``: the front and a sample of the others, :data:`MAX_PARETO_POINTS` at most),
+    their count, and the front's numbers (Optuna's, over the feasible ones)."""
     objectives = Objectives.from_spec(record.config.search)
     if not objectives.several:
         return None
@@ -213,58 +281,183 @@ def pareto_view(record: Record) -> dict[str, Any] | None:
         if trial.state == TrialState.COMPLETED and values is not None:
             results.append((trial.number, values, is_feasible(trial.constraints)))
     front = _front(objectives, tuple(results))
+    on_front = set(front)
+    others = [r for r in results if r[0] not in on_front]
+    shown = sorted([r for r in results if r[0] in on_front]
+                   + _spread(others, max(0, MAX_PARETO_POINTS - len(on_front))))
     return {"objectives": list(objectives.names), "directions": list(objectives.directions),
             "points": [{"number": number, "values": list(values), "feasible": feasible}
-                       for number, values, feasible in results],
-            "front": list(front)}
+                       for number, values, feasible in shown],
+            "front": list(front), "completed": len(results)}
 
 
 _IMPORTANCE = ImportanceCache()
+_WORKER: ImportanceWorker | None = None
+
+
+def compute_importance_in_worker() -> None:
+    """Have this process's pages and reports compute parameter importance in a worker process
+    (``importance_worker.py``), started now: the framework calls it when its job starts."""
+    global _WORKER
+    if _WORKER is None:
+        _WORKER = ImportanceWorker()
+        _IMPORTANCE.use(_WORKER.compute)
+    _WORKER.start()
+
+
+def compute_importance_here() -> None:
+    """End the worker of :func:`compute_importance_in_worker`, if any: parameter importance is
+    computed in this process again (a test's server, after it)."""
+    global _WORKER
+    if _WORKER is not None:
+        _WORKER.stop()
+        _WORKER = None
+        _IMPORTANCE.use(importances)
+
+MAX_IMPORTANCE_TRIALS = 1000
+"""Parameter importance is computed over at most this many trials (an even sample by number
+of the completed ones, and of the pruned ones): PED-ANOVA over 10,000 trials took seconds of
+the framework's CPU on each change, and the ranking of the parameters needs far fewer."""
+
+
+def _spread(items: Sequence[T], most: int) -> list[T]:
+    """At most ``most`` of ``items``, evenly spaced (all of them when they are fewer)."""
+    if len(items) <= most:
+        return list(items)
+    stride = len(items) / most
+    return [items[int(i * stride)] for i in range(most)]
 
 
 def importance_view(record: Record, cache: ImportanceCache = _IMPORTANCE,
                     wait: float | None = None) -> dict[str, Any]:
     """Optuna's parameter importance over the completed trials and the pruned ones (each with
     its last intermediate value, as Optuna's TPE counts a pruned trial), or a note saying why
-    not. ``wait``: at most this long for it (None: until it is computed); meanwhile the last
-    answer, marked ``pending``."""
+    not; over an even sample of :data:`MAX_IMPORTANCE_TRIALS` when there are more. ``wait``: at
+    most this long for it (None: until it is computed); meanwhile the last answer, marked
+    ``pending``."""
     config = record.config
     completed = [t for t in record.trials
                  if t.state == TrialState.COMPLETED and t.objective is not None]
     pruned = [t for t in record.trials
               if t.state == TrialState.PRUNED and t.objective is not None]
-    key = (tuple(t.number for t in completed), tuple(t.number for t in pruned))
-    return cache.get(config.job_id, key, space_from_proto(config.search.space),
-                     [(t.assignment, float(t.objective or 0.0)) for t in completed],
-                     config.search.direction != common_pb2.MINIMIZE,
-                     [(t.assignment, float(t.objective or 0.0)) for t in pruned], wait)
+    share = MAX_IMPORTANCE_TRIALS * len(completed) // max(1, len(completed) + len(pruned))
+    used = _spread(completed, share), _spread(pruned, MAX_IMPORTANCE_TRIALS - share)
+    key = (len(completed), len(pruned))
+    answer = cache.get(config.job_id, key, space_from_proto(config.search.space),
+                       [(t.assignment, float(t.objective or 0.0)) for t in used[0]],
+                       config.search.direction != common_pb2.MINIMIZE,
+                       [(t.assignment, float(t.objective or 0.0)) for t in used[1]], wait)
+    if "values" in answer and len(used[0]) + len(used[1]) < len(completed) + len(pruned):
+        answer = {**answer, "basis": f"{answer['basis']}, an even sample of the "
+                                     f"{len(completed) + len(pruned)} trials"}
+    return answer
 
 
-LIVE_WAIT = 0.5
-"""How long the page's server waits for parameter importance before answering without it."""
+LIVE_WAIT = 0.05
+"""How long the page's server waits for parameter importance before answering without it (the
+last answer, marked pending; the next poll has the new one)."""
+
+REPORT_WAIT = 10.0
+"""How long report.html waits for parameter importance when the job ends. The worker runs at
+the lowest CPU priority, so on a busy machine it can take minutes (97 s at load 20 for 200
+trials, issue 29), all of them on the job's end; the report then has the last answer computed
+while the job ran, or a note (``report.settled``)."""
+
+SECTIONS = ("trials", "table", "summary", "importance", "pareto", "telemetry")
+"""The sections a poll leaves out when the page has them already (``have``); ``job`` is always
+sent."""
 
 
-def page_data(record: Record, wait: float | None = None) -> dict[str, Any]:
-    """Everything the page shows, as one JSON-ready object. ``wait``: how long to wait for
-    parameter importance (None, as report.html: until it is computed; the page's server:
-    :data:`LIVE_WAIT`, the page's next poll has it)."""
+@dataclass
+class _Kept:
+    """The sections last computed for one job, and the record's version they were computed
+    at (the summary and the telemetry flag change only with the record)."""
+
+    version: Hashable = None
+    summary: dict[str, Any] = field(default_factory=dict)
+    telemetry: bool = False
+    pareto: dict[str, Any] | None = None
+
+
+_KEPT: dict[str, _Kept] = {}
+_KEPT_LOCK = threading.Lock()
+
+
+def _kept_sections(record: Record, job: Mapping[str, Any]) -> _Kept:
+    """The summary and telemetry flag of ``record``, computed again only when its version
+    changed."""
+    job_id = str(job["job_id"])
+    with _KEPT_LOCK:
+        kept = _KEPT.get(job_id)
+    if kept is not None and record.version is not None and kept.version == record.version:
+        return kept
+    kept = _Kept(record.version,
+                 summary(record.trials, job["direction"] == "maximize",
+                         job["started_at"] or record.now, record.steps),
+                 any(value is not None for t in record.trials
+                     for value in t.usage.as_columns().values()),
+                 pareto_view(record))
+    with _KEPT_LOCK:
+        if len(_KEPT) >= _KEPT_JOBS and job_id not in _KEPT:
+            _KEPT.pop(next(iter(_KEPT)))
+        _KEPT[job_id] = kept
+    return kept
+
+
+def version_of(section: Any) -> str:
+    """A short hash of a section's JSON (what ``have`` names)."""
+    text = json.dumps(section, separators=(",", ":"), sort_keys=True, default=str)
+    return hashlib.blake2b(text.encode(), digest_size=6).hexdigest()
+
+
+FIRST_PAGE = TableQuery()
+"""The table's first page, by number."""
+
+
+def page_data(record: Record, wait: float | None = None, query: TableQuery = FIRST_PAGE,
+              have: Mapping[str, str] | None = None, rows: bool = False) -> dict[str, Any]:
+    """Everything the page shows, as one JSON-ready object (the module docstring). ``wait``:
+    how long to wait for parameter importance (None, as report.html: until it is computed;
+    the page's server: :data:`LIVE_WAIT`, the page's next poll has it). ``query``: which page
+    of the trials table. ``have``: section → the version the page has (those are left out).
+    ``rows``: every trial's row too (report.html), without intermediate values."""
     job = job_view(record)
-    steps = intermediate_values(record.reports, job["objective"])
-    return {
-        "job": job,
-        "trials": [trial_view(t, steps.get(t.number, []), record.now) for t in record.trials],
+    page, matched = select(record.trials, query, job["parameters"], record.now)
+    values = record.steps([t.number for t in page]) if page else {}
+    kept = _kept_sections(record, job)
+    sections: dict[str, Any] = {
+        "trials": [trial_view(t, values.get(t.number, []), record.now) for t in page],
+        "table": {**query.as_json(), "matched": matched, "total": len(record.trials)},
+        "summary": kept.summary,
         "importance": importance_view(record, wait=wait),
-        "pareto": pareto_view(record),
-        "telemetry": {"available": any(value is not None for t in record.trials
-                                       for value in t.usage.as_columns().values()),
-                      "note": TELEMETRY_NOTE},
-        "generated_at": record.now,
+        "pareto": kept.pareto,
+        "telemetry": {"available": kept.telemetry, "note": TELEMETRY_NOTE},
     }
+    versions = {name: version_of(value) for name, value in sections.items()}
+    data: dict[str, Any] = {"job": job, "versions": versions, "generated_at": record.now}
+    data.update({name: value for name, value in sections.items()
+                 if (have or {}).get(name) != versions[name]})
+    if rows:
+        data["rows"] = [trial_view(t, (), record.now) for t in record.trials]
+    return data
+
+
+def parse_have(text: str) -> dict[str, str]:
+    """``have=summary:1a2b,importance:3c4d`` as a mapping (unknown names are ignored)."""
+    found = {}
+    for part in text.split(","):
+        name, _, version = part.partition(":")
+        if name in SECTIONS and version:
+            found[name] = version[:32]
+    return found
 
 
 def to_json(data: Any) -> str:
     """JSON text of a view (NaN and infinities, which JSON lacks, become null)."""
-    return json.dumps(_finite(data), separators=(",", ":"), sort_keys=True)
+    try:  # the encoder's own pass, when there is nothing to replace (the usual case)
+        return json.dumps(data, separators=(",", ":"), sort_keys=True, allow_nan=False)
+    except (ValueError, TypeError):
+        return json.dumps(_finite(data), separators=(",", ":"), sort_keys=True)
 
 
 def _finite(value: Any) -> Any:

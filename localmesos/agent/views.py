@@ -36,6 +36,9 @@ def _scalars(infos: list[Mapping[str, Any]]) -> dict[str, float]:
 class AgentViews:
     """The agent's read-only views (part of :class:`localmesos.agent.agent.Agent`)."""
 
+    _file_roots_cache: tuple[int, dict[str, Path]] | None = None
+    """(sandboxes when built, :meth:`file_roots`' answer); callers do not change it."""
+
     def info(self) -> dict[str, Any]:
         """The ``AgentInfo`` JSON of this agent."""
         attributes: list[dict[str, Any]] = []
@@ -60,21 +63,31 @@ class AgentViews:
         return entry[1] if entry else None
 
     def file_roots(self) -> dict[str, Path]:
-        """Virtual path -> sandbox, for :func:`localmesos.agent.sandbox.browse`/``read``.
+        """Virtual path -> sandbox, for :func:`localmesos.agent.sandbox.browse`/``read`` (the
+        same mapping while no sandbox was added: read it, do not change it).
 
         Every sandbox is served under its real path and under Mesos'
         ``/slaves/<agent>/frameworks/<fw>/executors/<executor>/runs/latest``.
         """
-        roots: dict[str, Path] = {}
         with self._lock:
-            entries = [
-                (key[0], executor, path) for key, (executor, path) in self._sandboxes.items()
-            ]
+            # The table only grows (a task's sandbox is kept after it ends), so its size says
+            # whether the roots changed: a warm slot's thousands of tasks share one sandbox,
+            # and building the roots from every task on each /files request made the log
+            # collector's calls cost in proportion to the tasks ever run (issue 29).
+            cached = self._file_roots_cache
+            if cached is not None and cached[0] == len(self._sandboxes):
+                return cached[1]
+            size = len(self._sandboxes)
+            entries = {(key[0], executor, path)
+                       for key, (executor, path) in self._sandboxes.items()}
+        roots: dict[str, Path] = {}
         for framework_id, executor_id, path in entries:
             roots[str(path)] = path
             roots[sandbox_mod.latest_virtual_path(self.id, framework_id, executor_id)] = (
                 path.parent / "latest"
             )
+        with self._lock:
+            self._file_roots_cache = (size, roots)
         return roots
 
     def monitor_statistics(self) -> list[dict[str, Any]]:

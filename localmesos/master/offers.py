@@ -9,6 +9,7 @@ is free on it for that framework's role (:mod:`localmesos.master.allocator`).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 import copy
 import logging
 import time
@@ -182,8 +183,12 @@ class OfferMaking:
 
     # -- files -----------------------------------------------------------------------------
 
+    _file_roots_cache: tuple[list[Mapping[str, Any]], dict[str, str]] | None = None
+    """(the agents' mappings it was built from, :meth:`file_roots`' answer)."""
+
     def file_roots(self) -> dict[str, str]:
-        """Virtual path → real directory for ``/files``: every agent's sandboxes.
+        """Virtual path → real directory for ``/files``: every agent's sandboxes (the same
+        mapping while they are the same: read it, do not change it).
 
         Each sandbox is served under its real path, under Mesos' virtual path
         ``/frameworks/<fw>/executors/<executor>/runs/latest`` and under the agent's
@@ -192,15 +197,21 @@ class OfferMaking:
         """
         with self.lock:
             agents = [record.agent for record in self.agents.values()]
+        parts = [file_roots() for agent in agents
+                 if (file_roots := getattr(agent, "file_roots", None)) is not None]
+        # An agent answers the same mapping while its sandboxes are the same: so is this one
+        # (the mappings are kept with it, so their ids are theirs).
+        cached = self._file_roots_cache
+        if cached is not None and len(cached[0]) == len(parts) \
+                and all(a is b for a, b in zip(cached[0], parts, strict=True)):
+            return cached[1]
         roots: dict[str, str] = {}
-        for agent in agents:
-            file_roots = getattr(agent, "file_roots", None)
-            if file_roots is None:
-                continue
-            for virtual, real in file_roots().items():
+        for agent_roots in parts:
+            for virtual, real in agent_roots.items():
                 roots[str(virtual)] = str(real)
-                parts = str(virtual).split("/")
+                names = str(virtual).split("/")
                 # /slaves/<a>/frameworks/<f>/executors/<e>/runs/latest -> /frameworks/...
-                if len(parts) == 9 and parts[1] == "slaves" and parts[3] == "frameworks":
-                    roots["/" + "/".join(parts[3:])] = str(real)
+                if len(names) == 9 and names[1] == "slaves" and names[3] == "frameworks":
+                    roots["/" + "/".join(names[3:])] = str(real)
+        self._file_roots_cache = (parts, roots)
         return roots

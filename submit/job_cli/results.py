@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import io
-import json
 from typing import IO
 
 from disauto.common.objectives import Objectives
@@ -32,7 +31,7 @@ def run(args: argparse.Namespace, out: IO[str]) -> ExitStatus:
     if args.format == "json":
         facts = results_mod.JobFacts(config, job.meta, job.trials, job.state,
                                      results_mod.saved_exit_status(job.folder, job.state))
-        print(json.dumps(results_mod.document(facts), indent=2, sort_keys=True), file=out)
+        print(results_mod.dumps(results_mod.document(facts)), file=out)
     elif args.format == "csv":
         buffer = io.StringIO()
         results_mod.write_csv(buffer, job.trials, job.maximize, order, objectives)

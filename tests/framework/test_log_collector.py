@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from email.message import Message
+import json
 from pathlib import Path
 from typing import Any
 from urllib.error import HTTPError
@@ -22,8 +23,8 @@ from tests.framework.test_sandbox_logs import serving
 
 
 class FakeAgent:
-    """Serves a sandbox folder as the agent's ``/files/read`` does (offset -1: the size; a
-    missing file: 404)."""
+    """Serves a sandbox folder as the agent's ``/files/browse`` and ``/files/read`` do (offset
+    -1: the size; a missing file: 404)."""
 
     def __init__(self, sandbox: Path) -> None:
         self.sandbox = sandbox
@@ -32,8 +33,12 @@ class FakeAgent:
         """The one task's executor and a warm slot's, both with this sandbox."""
         return {name: ("http://agent", str(self.sandbox)) for name in ("trial-0001", "job-slot-0")}
 
-    def get_json(self, url: str) -> dict[str, Any]:
+    def get_json(self, url: str) -> Any:
         query = {k: v[0] for k, v in parse_qs(urlparse(url).query).items()}
+        if urlparse(url).path.endswith("/files/browse"):  # a folder's listing, as Mesos gives it
+            folder = Path(query["path"])
+            return [{"path": f"{query['path']}/{entry.name}", "size": entry.stat().st_size}
+                    for entry in sorted(folder.iterdir()) if entry.is_file()]
         if not Path(query["path"]).exists():  # as an agent answers a file it does not have
             raise HTTPError(url, 404, "Not Found", Message(), None)
         data = Path(query["path"]).read_bytes()
@@ -279,5 +284,36 @@ def test_an_agents_state_is_read_once_per_poll_and_an_unlisted_ended_task_is_don
     collector.poll()
     collector.stop()  # the last poll: only the live task's files, no /state
     assert [r for r in http_agent.requests if r.endswith("/state")] == []
-    assert {r.split("path=")[1].split("%2F")[-1].split("&")[0] for r in http_agent.requests} == \
-        {"stdout", "stderr"} and all("trial-0005" in r for r in http_agent.requests)
+    # Only the live task's folder, one listing per poll: nothing grew, so nothing is read.
+    assert len(http_agent.requests) == 2
+    assert all(r.startswith("/files/browse") and "trial-0005" in r
+               for r in http_agent.requests)
+
+
+@pytest.mark.integration
+def test_a_complete_copy_is_recorded_as_done_and_never_asked_for_again(
+        http_agent: HttpAgent, tmp_path: Path) -> None:
+    """A task that ended and whose output is copied goes to ``logs/.done`` and out of
+    ``.offsets.json``: neither this collector nor a resumed framework's asks its agent for it
+    again, so a poll costs the running tasks, not every task the job ran (issue 29)."""
+    for number in (1, 2):
+        http_agent.sandbox(f"trial-{number:04d}", f"stderr of {number}\n")
+    tasks = [("trial-0001", "S1", False), ("trial-0002", "S1", True)]
+    logs = SandboxLogs()
+    logs.remember([offer_from("S1", http_agent.port)])
+    collector = LogCollector(logs, lambda: FRAMEWORK, lambda: tasks, tmp_path / "logs")
+    collector.folder.mkdir()
+    collector.poll()
+    done = (collector.folder / ".done").read_text().splitlines()
+    assert sorted(line.split("\t")[:2] for line in done) == [
+        ["trial-0001", "stderr"], ["trial-0001", "stdout"]]
+    offsets = json.loads((collector.folder / ".offsets.json").read_text())
+    assert sorted(offsets) == ["trial-0002\tstderr", "trial-0002\tstdout"]
+    http_agent.requests.clear()
+    collector.poll()
+    assert http_agent.requests and all("trial-0001" not in r for r in http_agent.requests)
+    resumed = LogCollector(logs, lambda: FRAMEWORK, lambda: tasks, collector.folder)
+    http_agent.requests.clear()
+    resumed.poll()
+    assert http_agent.requests and all("trial-0001" not in r for r in http_agent.requests)
+    assert collector.path("trial-0001", "stderr").read_text() == "stderr of 1\n"

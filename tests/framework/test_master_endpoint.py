@@ -4,7 +4,10 @@ credentials (a real embedded master with HTTP authentication)."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+import http.server
 from pathlib import Path
+import threading
+import time
 
 import pytest
 
@@ -58,3 +61,31 @@ def test_an_unreachable_master_is_named() -> None:
     with pytest.raises(MasterUnreachableError, match="cannot reach the Mesos master at "
                                                      "127.0.0.1:9"):
         check_master("127.0.0.1:9", timeout=2)
+
+
+def test_a_busy_master_that_took_the_connection_is_waited_for() -> None:
+    """Answering /version slower than the connection's timeout is busy, not away (issue 29:
+    50 jobs submitted at once to one embedded master)."""
+    class Slow(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802 - http.server's name
+            time.sleep(1.0)
+            body = b'{"version": "1.11.0"}'
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Slow)
+    server.handle_error = lambda *args: None  # type: ignore[method-assign] # the client left
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        address = f"127.0.0.1:{server.server_address[1]}"
+        assert check_master(address, timeout=0.3) == "1.11.0"
+        with pytest.raises(MasterUnreachableError, match="timed out"):
+            check_master(address, timeout=0.3, answer_timeout=0.3)
+    finally:
+        server.shutdown()
+        server.server_close()

@@ -73,6 +73,13 @@ class _AgentHandler(BaseHTTPRequestHandler):
         query = {k: v[0] for k, v in parse_qs(url.query).items()}
         if url.path == "/slave(1)/state":
             return self._json(self.server.state)
+        if url.path == "/files/browse":
+            folder = Path(query["path"])
+            if not folder.is_dir():
+                return self._json({}, 404)
+            return self._json([{"path": f"{query['path']}/{entry.name}",
+                                "size": entry.stat().st_size}
+                               for entry in sorted(folder.iterdir())])
         if url.path == "/files/read":
             path = Path(query["path"])
             if not path.is_file():

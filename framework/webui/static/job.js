@@ -3,14 +3,22 @@
 // plotly Python package), loaded without holding up the page: the facts and the trials show as
 // soon as the data comes, the plots once Plotly is there. Nothing is asked of the server once
 // the job has ended and the framework's server is going away.
+//
+// Bounded whatever the number of trials (framework/webui/views.py): the server sends one page
+// of the trials table (sorted and filtered there, as table.py says) and a bounded summary for
+// the plots, and leaves out the sections the page already has (the "have" versions). A
+// report.html carries every trial's row ("rows"): the page sorts, filters and pages them here,
+// as the server would.
 "use strict";
 
 const OFFLINE = window.DISAUTO_DATA !== undefined;
 const IN_FLIGHT = ["PENDING", "LAUNCHING", "RUNNING"];
 const POLL_MS = 1500;
 const MAX_LEGEND = 8;  // more traces than this: no legend (hover names the trial)
+const PAGE_ROWS = 50;
 const page = {
-  data: null, sort: { key: "number", dir: 1 }, token: "", failures: 0, gone: false,
+  data: null, token: "", failures: 0, gone: false, asking: null, filterTimer: null,
+  table: { offset: 0, limit: PAGE_ROWS, sort: "number", dir: 1, state: "", filter: "" },
   log: { trial: null, stream: "stdout", offset: -1, busy: false },
   usage: { trial: null, busy: false },
   plotly: null,  // a promise of Plotly
@@ -193,10 +201,11 @@ function renderTrials(data) {
     th.textContent = col.title;
     th.title = col.title;
     th.dataset.key = col.key;
-    if (page.sort.key === col.key) th.className = page.sort.dir > 0 ? "sorted-asc" : "sorted-desc";
+    if (page.table.sort === col.key) th.className = page.table.dir > 0 ? "sorted-asc" : "sorted-desc";
     th.onclick = () => {
-      page.sort = { key: col.key, dir: page.sort.key === col.key ? -page.sort.dir : 1 };
-      renderTrials(page.data);
+      const dir = page.table.sort === col.key ? -page.table.dir : 1;
+      Object.assign(page.table, { sort: col.key, dir, offset: 0 });
+      ask();
     };
     head.append(th);
   }
@@ -207,15 +216,10 @@ function renderTrials(data) {
 
   const states = $("state-filter");
   const known = new Set([...states.options].map((o) => o.value));
-  for (const trial of data.trials) {
-    if (!known.has(trial.state)) { states.add(new Option(trial.state, trial.state)); known.add(trial.state); }
+  for (const [state, count] of Object.entries(data.job.counts || {})) {
+    if (count && !known.has(state)) { states.add(new Option(state, state)); known.add(state); }
   }
-  const text = $("filter").value.trim().toLowerCase();
-  const sortCol = cols.find((c) => c.key === page.sort.key) || cols[0];
-  const rows = data.trials
-    .filter((t) => !states.value || t.state === states.value)
-    .filter((t) => !text || cols.some((c) => String(c.value(t) ?? "").toLowerCase().includes(text)))
-    .sort((a, b) => page.sort.dir * compare(sortCol.value(a), sortCol.value(b)));
+  const rows = data.trials;
   const body = document.createElement("tbody");
   for (const trial of rows) {
     const row = body.insertRow();
@@ -254,7 +258,68 @@ function renderTrials(data) {
     }
   }
   table.replaceChild(body, table.tBodies[0]);
-  $("trial-count").textContent = rows.length + " of " + data.trials.length + " trials";
+  const t = data.table;
+  $("trial-count").textContent = t.matched + " of " + t.total + " trials";
+  $("page-rows").textContent = t.matched ? "rows " + (t.offset + 1) + "–"
+    + (t.offset + rows.length) + " of " + t.matched : "no trial matches";
+  $("page-prev").disabled = t.offset <= 0;
+  $("page-next").disabled = t.offset + rows.length >= t.matched;
+}
+
+// -- which page of the table: asked of the server, or (report.html) taken from its rows
+
+// A column's value for sorting and filtering, as the server's table.py reads it.
+function tableValue(trial, key) {
+  if (key.startsWith("p:")) return trial.assignment[key.slice(2)];
+  return { number: trial.number, state: trial.state, objective: trial.objective,
+    duration: trial.duration_seconds, peak_rss: trial.usage.peak_rss_bytes,
+    cpu_seconds: trial.usage.cpu_seconds, gpu: trial.usage.mean_gpu_utilization,
+    agent: trial.agent, message: trial.message }[key];
+}
+
+function tableText(value) {
+  if (value === null || value === undefined) return "";
+  return typeof value === "number" && !Number.isInteger(value)
+    ? String(Number(value.toPrecision(6))) : String(value);
+}
+
+// One page of rows (report.html's), as the server's table.select makes it.
+function localPage(data, query) {
+  const keys = ["number", "state", "objective", "duration", "peak_rss", "cpu_seconds", "gpu",
+    "agent", "message", ...data.job.parameters.map((name) => "p:" + name)];
+  const needle = query.filter.trim().toLowerCase();
+  const rows = data.rows
+    .filter((t) => !query.state || t.state === query.state)
+    .filter((t) => !needle || keys.some((k) => tableText(tableValue(t, k)).toLowerCase().includes(needle)))
+    .sort((a, b) => a.number - b.number)
+    .sort((a, b) => query.dir * compare(tableValue(a, query.sort), tableValue(b, query.sort)));
+  return { trials: rows.slice(query.offset, query.offset + query.limit),
+    table: Object.assign({}, query, { matched: rows.length, total: data.rows.length }) };
+}
+
+function tableParams() {
+  const q = page.table;
+  return "offset=" + q.offset + "&limit=" + q.limit + "&sort=" + encodeURIComponent(q.sort)
+    + "&dir=" + q.dir + "&state=" + encodeURIComponent(q.state)
+    + "&filter=" + encodeURIComponent(q.filter);
+}
+
+// The table's query changed (a heading, a filter, the pager): show that page.
+function ask() {
+  if (!page.data) return;
+  if (OFFLINE || !asking()) {
+    if (page.data.rows) Object.assign(page.data, localPage(page.data, page.table));
+    renderTrials(page.data);
+    return;
+  }
+  refresh();
+}
+
+function turnPage(step) {
+  if (!page.data) return;
+  const t = page.data.table;
+  page.table.offset = Math.max(0, Math.min(t.matched - 1, page.table.offset + step * page.table.limit));
+  ask();
 }
 
 // -- the plots (Plotly)
@@ -310,8 +375,14 @@ function changed(plot, what) {
   return true;
 }
 
+// After the browser painted the facts and the table: a software-rendered browser takes
+// seconds over the plots (parallel coordinates above all), which should not hide the rest.
+function afterPaint() {
+  return new Promise((resolve) => requestAnimationFrame(() => setTimeout(resolve, 0)));
+}
+
 function drawPlots() {
-  page.plotly.then(() => {
+  page.plotly.then(afterPaint).then(() => {
     $("plots-note").hidden = true;
     renderPlots(page.data);
   }, (err) => {
@@ -320,22 +391,31 @@ function drawPlots() {
   });
 }
 
+// The summary's completed trials as the plots read them: {number, objective, seconds}.
+function summaryPoints(summary) {
+  return summary.history.map(([number, objective, seconds]) => ({ number, objective, seconds }));
+}
+
 function renderPlots(data) {
-  const job = data.job, maximize = job.direction === "maximize";
-  const done = data.trials.filter((t) => t.state === "COMPLETED" && t.objective !== null);
-  const pruned = data.trials.filter((t) => t.state === "PRUNED" && t.objective !== null);
-  if (changed("intermediate", data.trials.map((t) => [t.number, t.state, t.intermediate.length]))) {
+  const job = data.job, maximize = job.direction === "maximize", summary = data.summary;
+  const sample = $("plots-sample");
+  sample.hidden = summary.shown >= summary.of;
+  sample.textContent = sample.hidden ? "" : "The plots show " + summary.shown + " of the "
+    + summary.of + " completed trials (every new best, the best, and an even sample of the "
+    + "rest; the parallel coordinates " + summary.parallel_shown + "); the table has them all.";
+  if (changed("intermediate", summary.curves.map((c) => [c.number, c.state, c.points.length]))) {
     renderIntermediate(data);
   }
-  if (changed("parallel", [done.map((t) => t.number), $("plot-parallel").clientWidth])) {
-    renderParallel(data, done);
+  if (changed("parallel", [summary.parallel.map((p) => p[0]), $("plot-parallel").clientWidth])) {
+    renderParallel(data);
   }
   if (changed("importance", data.importance)) renderImportance(data.importance);
   if (changed("pareto", [data.pareto, $("plot-pareto").clientWidth])) renderPareto(data.pareto);
-  const ended = done.concat(pruned).map((t) => [t.number, t.objective, t.ended_at]);
-  if (!changed("history", [ended, data.trials.length])) return;
+  if (!changed("history", [summary.history, summary.pruned, summary.last_number])) return;
+  const done = summaryPoints(summary);
+  const pruned = summary.pruned.map(([number, objective]) => ({ number, objective }));
   const byNumber = [...done].sort((a, b) => a.number - b.number);
-  const lastNumber = Math.max(1, ...data.trials.map((t) => t.number));
+  const lastNumber = Math.max(1, summary.last_number);
   const bestByNumber = bestSoFar(byNumber, maximize);
   Plotly.react("plot-history", [
     { name: job.objective, mode: "markers", x: byNumber.map((t) => t.number),
@@ -348,9 +428,8 @@ function renderPlots(data) {
       text: pruned.map((t) => "trial " + t.number + " (pruned)") },
   ], layout("trial", job.objective, { xaxis: intAxis("trial", lastNumber) }), CONFIG);
 
-  const start = job.started_at || 0;
-  const byTime = [...done].sort((a, b) => (a.ended_at || 0) - (b.ended_at || 0));
-  const seconds = byTime.map((t) => ((t.ended_at || start) - start));
+  const byTime = [...done].sort((a, b) => a.seconds - b.seconds || a.number - b.number);
+  const seconds = byTime.map((t) => t.seconds);
   const bestByTime = bestSoFar(byTime, maximize);
   Plotly.react("plot-time", [
     { name: job.objective, mode: "markers", x: seconds, y: byTime.map((t) => t.objective),
@@ -404,7 +483,8 @@ function renderPareto(pareto) {
 
 function renderIntermediate(data) {
   const job = data.job;
-  const stepped = data.trials.filter((t) => t.intermediate.length);
+  const stepped = data.summary.curves.map((c) => ({ number: c.number, state: c.state,
+    intermediate: c.points }));
   const lastStep = Math.max(1, ...stepped.flatMap((t) => t.intermediate.map((p) => p[0])));
   // One legend entry per trial squashes the plot: past a few, hovering names the trial.
   const legend = stepped.length <= MAX_LEGEND;
@@ -439,8 +519,10 @@ function logDimension(label, values) {
     tickvals: ticks.map(Math.log10), ticktext: ticks.map((v) => fmtNumber(Number(v.toPrecision(3)))) };
 }
 
-function renderParallel(data, done) {
+function renderParallel(data) {
   const job = data.job, scales = job.scales || {};
+  const done = data.summary.parallel.map(([number, objective, assignment]) =>
+    ({ number, objective, assignment }));
   const dimensions = job.parameters.map((name) => {
     const values = done.map((t) => t.assignment[name]);
     if (values.every((v) => typeof v === "number")) {
@@ -487,15 +569,15 @@ function renderUsageChoices(data) {
   for (const trial of data.trials) {
     if (!have.has(String(trial.number))) select.add(new Option("trial " + trial.number, trial.number));
   }
-  if (page.usage.trial === null && data.trials.length) {
-    const current = data.trials.find((t) => t.state === "RUNNING");
-    selectUsage((current || data.trials[data.trials.length - 1]).number);
+  if (page.usage.trial === null && data.summary.last_number) {
+    selectUsage(currentTrial(data));
   } else if (page.usage.trial !== null && running()) {
     pollUsage();
   }
 }
 
 function selectUsage(number) {
+  addChoice($("usage-trial"), number);
   page.usage = { trial: number, busy: false };
   $("usage-trial").value = String(number);
   $("usage-title").textContent = "trial " + number;
@@ -579,13 +661,26 @@ function renderLogChoices(data) {
   for (const trial of data.trials) {
     if (!have.has(String(trial.number))) select.add(new Option("trial " + trial.number, trial.number));
   }
-  if (page.log.trial === null && data.trials.length) {
-    const current = data.trials.find((t) => t.state === "RUNNING");
-    selectLog((current || data.trials[data.trials.length - 1]).number);
+  if (page.log.trial === null && data.summary.last_number) selectLog(currentTrial(data));
+}
+
+// The trial whose log and usage show first: one that runs, else the last submitted.
+function currentTrial(data) {
+  const running = data.summary.curves.find((c) => c.state === "RUNNING")
+    || data.trials.find((t) => t.state === "RUNNING");
+  return running ? running.number : data.summary.last_number;
+}
+
+// A trial chooser lists the trials of the table's page and the one chosen (not every trial of
+// a job of thousands).
+function addChoice(select, number) {
+  if (![...select.options].some((o) => o.value === String(number))) {
+    select.add(new Option("trial " + number, number));
   }
 }
 
 function selectLog(number) {
+  addChoice($("log-trial"), number);
   page.log = { trial: number, stream: $("log-stream").value, offset: -1, busy: false };
   $("log-trial").value = String(number);
   $("log-title").textContent = "trial " + number;
@@ -618,8 +713,11 @@ async function pollLog() {
 
 // -- the loop: every 1.5 s while the job runs; not at all once it has ended
 
-function render(data) {
+function render(answer) {
   const wasRunning = running();
+  // Sections the server left out (the page has them: "have") stay as they were.
+  const data = Object.assign({}, page.data || {}, answer);
+  if (OFFLINE && data.rows) Object.assign(data, localPage(data, page.table));
   page.data = data;
   $("loading").hidden = true;
   // The framework's own server stops soon after its job ends (da-job ui's does not).
@@ -643,10 +741,14 @@ function render(data) {
 
 async function refresh() {
   try {
-    const response = await fetch("api/page");
+    const have = page.data ? Object.entries(page.data.versions || {})
+      .map(([name, version]) => name + ":" + version).join(",") : "";
+    const asked = tableParams();
+    const response = await fetch("api/page?" + asked + "&have=" + encodeURIComponent(have));
     const data = await response.json();
     if (!response.ok) { say(data.error, true); return; }
     page.failures = 0;
+    if (asked !== tableParams()) return;  // the table's query changed meanwhile: a newer ask
     render(data);
   } catch (err) {
     page.failures += 1;
@@ -664,8 +766,19 @@ function schedule() {
 }
 
 function start() {
-  $("filter").oninput = () => page.data && renderTrials(page.data);
-  $("state-filter").onchange = () => page.data && renderTrials(page.data);
+  $("filter").oninput = () => {
+    clearTimeout(page.filterTimer);
+    page.filterTimer = setTimeout(() => {
+      Object.assign(page.table, { filter: $("filter").value, offset: 0 });
+      ask();
+    }, OFFLINE ? 0 : 300);
+  };
+  $("state-filter").onchange = () => {
+    Object.assign(page.table, { state: $("state-filter").value, offset: 0 });
+    ask();
+  };
+  $("page-prev").onclick = () => turnPage(-1);
+  $("page-next").onclick = () => turnPage(1);
   page.plotly = plotlyReady();
   page.plotly.catch(() => {});  // drawPlots says why
   if (OFFLINE) {

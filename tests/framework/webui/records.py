@@ -6,6 +6,7 @@ from __future__ import annotations
 import http.client
 import json
 from pathlib import Path
+import sqlite3
 import time
 from typing import Any
 
@@ -47,7 +48,8 @@ class Recorded:
     """
 
     def __init__(self, folder: Path, *, completed: int = 5,
-                 direction: int = common_pb2.MAXIMIZE, extra: int = 0) -> None:
+                 direction: int = common_pb2.MAXIMIZE, extra: int = 0, agent: str = AGENT,
+                 failure: str = "exited with status 1", failure_reason: str = "") -> None:
         folder.mkdir(parents=True, exist_ok=True)
         (folder / "job.token").write_text(TOKEN)
         self.folder = folder
@@ -61,6 +63,7 @@ class Recorded:
                                   meta.OFFER_POLICY: "dynamic",
                                   meta.STARTED_AT: time.time() - 60, meta.STATE: meta.RUNNING})
         self.killed: list[list[str]] = []
+        self.agent = agent
         self.controller = JobController(self.config, self.store, TOKEN,
                                         on_kill=self.killed.append, prune_grace=60)
         total = completed + 4
@@ -79,17 +82,18 @@ class Recorded:
         self.controller.prune_trial(pruned, "stopped early by the median rule")
         self.status(pruned, "TASK_KILLED")
         self.run(failed)
-        self.status(failed, "TASK_FAILED", message="exited with status 1")
+        self.status(failed, "TASK_FAILED", message=failure, reason=failure_reason)
         self.run(running)
         self.report(running, 0.2, step=0)
         self.running, self.pending = running, completed + 4
 
     def run(self, number: int) -> None:
-        self.controller.trial_launched(number, trial_task_id(number, 0), AGENT)
+        self.controller.trial_launched(number, trial_task_id(number, 0), self.agent)
         self.status(number, "TASK_RUNNING")
 
     def status(self, number: int, state: str, **extra: str) -> None:
-        self.controller.on_status(task_status(trial_task_id(number, 0), state, **extra))
+        self.controller.on_status(task_status(trial_task_id(number, 0), state,
+                                              agent_id=self.agent, **extra))
 
     def report(self, number: int, value: float, *, step: int | None = None,
                final: bool = False) -> None:
@@ -130,9 +134,9 @@ def record_telemetry(recorded: Recorded, start: float | None = None) -> None:
             samples.append(Sample(telemetry.CPU_UTILIZATION, AGENT, when, 0.1 * (i % 5),
                                   trial))
     samples.append(Sample(telemetry.AGENT_CPU_UTILIZATION, "agent-2", start, 0.25))
-    recorded.store.add_samples(samples)
-    for trial in range(1, 6):
-        recorded.store.set_trial_usage(trial, TrialUsage(
+    recorded.controller.add_samples(samples)
+    for trial in range(1, 6):  # as telemetry keeps it: through the controller, into the store
+        recorded.controller.set_trial_usage(trial, TrialUsage(
             peak_rss_bytes=(trial * 10 + 9) * 2**20, mean_rss_bytes=(trial * 10 + 4.5) * 2**20,
             cpu_seconds=2.0 * trial, mean_gpu_utilization=None if trial % 2 else 40.0 + trial))
 
@@ -201,3 +205,46 @@ class ParetoRecorded:
 
     def report(self, number: int, metrics: dict[str, float], *, step: int | None = None) -> None:
         self.controller.record_report(Report(number, metrics, step, False, 1.0))
+
+
+def big_record(folder: Path, trials: int, *, job_id: str = "job-big",
+               state: str = meta.ENDED) -> JobStore:
+    """The record of a job of ``trials`` trials that each reported three intermediate values and
+    a final one (every 20th pruned, every 50th failed), written in a few transactions (a
+    10,000-trial record in seconds): what the scale tests read. Its store is returned open."""
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "job.token").write_text(TOKEN)
+    store = JobStore(folder / "job.db")
+    config = job_config(max_trials=trials, parallelism=16, job_id=job_id,
+                        direction=common_pb2.MINIMIZE)
+    start = time.time() - trials * 0.02 - 60
+    store.set_meta_many({meta.CONFIG: config, meta.JOB_ID: job_id, meta.STARTED_AT: start,
+                         meta.ENDED_AT: start + trials * 0.02 + 1, meta.STATE: state,
+                         meta.OUTCOME: "BUDGET_SPENT",
+                         meta.OUTCOME_MESSAGE: f"the budget of {trials} trials is spent"})
+    rows, reports = [], []
+    for n in range(1, trials + 1):
+        began = start + n * 0.02
+        value = 0.5 + 0.4 * ((n * 7919) % 1000) / 1000 - 0.3 * n / trials
+        state_of = "FAILED" if n % 50 == 0 else "PRUNED" if n % 20 == 0 else "COMPLETED"
+        objective = None if state_of == "FAILED" else value
+        metrics = {} if objective is None else {"accuracy": value}
+        rows.append((n, json.dumps(assignment(n)), state_of, f"trial-{n:04d}", AGENT,
+                     f"{job_id}-slot-{n % 16}", objective, json.dumps(metrics),
+                     "exited with status 1" if state_of == "FAILED" else "",
+                     int(state_of == "COMPLETED"), began - 0.01, began, began + 0.05))
+        steps = 1 if state_of == "PRUNED" else 3
+        for step in range(steps):
+            reports.append((n, step, json.dumps({"accuracy": value + 0.1 / (step + 1)}), 0,
+                            0.01 * step, began + 0.01 * step))
+        if state_of == "COMPLETED":
+            reports.append((n, None, json.dumps(metrics), 1, 0.05, began + 0.05))
+    with sqlite3.connect(folder / "job.db") as db:
+        db.executemany(
+            "INSERT INTO trials(number, assignment, state, task_id, agent_id, executor_id, "
+            "objective, metrics, message, final_reported, created_at, started_at, ended_at) "
+            "VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
+        db.executemany(
+            "INSERT INTO reports(trial_number, step, metrics, final, elapsed_seconds, "
+            "recorded_at) VALUES(?, ?, ?, ?, ?, ?)", reports)
+    return store

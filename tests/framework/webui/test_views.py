@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+import time
+from typing import Any
 
 import pytest
 
@@ -14,6 +16,7 @@ from disauto.common.space import SearchSpace
 from disauto.common.trial_state import TrialState
 from disauto.framework.job import sorted_trials
 from disauto.framework.webui import report
+from disauto.framework.webui import views
 from disauto.framework.webui.importance import MIN_TRIALS
 from disauto.framework.webui.importance import PENDING_NOTE
 from disauto.framework.webui.importance import ImportanceCache
@@ -240,3 +243,37 @@ def test_three_objectives_give_every_value_and_the_front_of_all_three(tmp_path: 
     assert all(len(p["values"]) == 3 for p in pareto["points"])
     # size (10 minus the number, minimized) puts 3, 5 and 8 on the front beside 1, 2, 4, 7.
     assert sorted(pareto["front"]) == [1, 2, 3, 4, 5, 7, 8]
+
+
+def _slow(seconds: float) -> Any:
+    """Optuna's importance after ``seconds`` (a worker that the machine's load starves)."""
+    def compute(*args: Any) -> dict[str, Any]:
+        time.sleep(seconds)
+        return importances(*args)
+    return compute
+
+
+def test_the_report_waits_for_importance_a_bounded_time(
+        recorded: Recorded, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A starved importance worker does not hold the job's end (issue 29): the report keeps
+    the last answer computed while the job ran, saying so, or a note."""
+    cache = ImportanceCache(_slow(3.0))
+    monkeypatch.setattr(views, "_IMPORTANCE", cache)
+    monkeypatch.setattr(views.importance_view, "__defaults__", (cache, None))
+    monkeypatch.setattr(report, "REPORT_WAIT", 0.2)
+    started = time.monotonic()
+    first = json.loads(_inline_data(report.render(read_record(recorded.store, "ended"))))
+    assert time.monotonic() - started < 2.5
+    assert first["importance"] == {"note": report.UNSETTLED_NOTE}
+    record = read_record(recorded.store, "ended")
+    views.importance_view(record, cache, wait=None)  # computed while the job ran
+    recorded.report(recorded.running, 0.95, final=True)
+    recorded.status(recorded.running, "TASK_FINISHED")
+    later = json.loads(_inline_data(report.render(read_record(recorded.store, "ended"))))
+    assert set(later["importance"]["values"]) and "pending" not in later["importance"]
+    assert later["importance"]["basis"].endswith("(computed while the job ran)")
+
+
+def _inline_data(html: str) -> str:
+    start = html.index("window.DISAUTO_DATA = ") + len("window.DISAUTO_DATA = ")
+    return html[start:html.index(";</script>", start)].replace("<\\/", "</")

@@ -185,6 +185,20 @@ def test_file_roots_serve_sandboxes_to_the_files_endpoints(agent: Agent, master:
         files.browse(roots, str(agent.work_dir))
 
 
+def test_file_roots_are_built_again_only_when_a_sandbox_is_added(agent: Agent,
+                                                                 master: Master) -> None:
+    agent.launch_task(FW, task("first", "true"))
+    master.wait("first", "TASK_FINISHED")
+    roots = agent.file_roots()
+    assert agent.file_roots() is roots  # nothing new: the same mapping (issue 29)
+    agent.launch_task(FW, task("second", "echo two"))
+    master.wait("second", "TASK_FINISHED")
+    again = agent.file_roots()
+    assert again is not roots
+    latest = latest_virtual_path("M-S0", FID, "second")
+    assert files.read(again, f"{latest}/stdout", 0) == {"data": "two\n", "offset": 0}
+
+
 def test_failing_commands_report_status_or_signal(agent: Agent, master: Master) -> None:
     agent.launch_task(FW, task("exit3", "exit 3"))
     agent.launch_task(FW, task("sig", "kill -9 $$"))

@@ -1,0 +1,156 @@
+"""Parameter importance computed in a process of its own, at the lowest CPU priority.
+
+Optuna's importance takes its evaluators' imports (scikit-learn and SciPy: 4-7 s on the
+project's busy 2-core machine) and, over 2,000 trials, about a second of PED-ANOVA. In the
+framework's process both held the GIL that the job's control loop needs, and the import fell on
+the job's end, when ``report.html`` is written (issue 29). So the framework (and ``da-job ui``)
+hands the computation to this worker: ``python -m disauto.framework.webui.importance_worker``,
+started when the job starts, which lowers its own priority (``nice`` 19: it uses the CPU the
+job leaves), imports Optuna's evaluators at once, then answers requests, one JSON object per
+line on stdin and stdout::
+
+    → {"space": "<SearchSpace proto, base64>", "completed": [[assignment, value], ...],
+       "pruned": [[assignment, value], ...], "maximize": true}
+    ← the answer of :func:`importance.importances` ({"values", "basis"} or {"note"})
+
+It exits when its stdin closes (the framework ended, however it ended). When it cannot be
+started or dies, :class:`ImportanceWorker` computes in the calling process instead.
+"""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Mapping
+import json
+import logging
+import os
+import select
+import subprocess
+import sys
+import threading
+from typing import IO
+from typing import Any
+
+from disauto.common.space import SearchSpace
+from disauto.common.space import space_from_proto
+from disauto.common.space import space_to_proto
+from disauto.framework.webui.importance import Completed
+from disauto.framework.webui.importance import importances
+from disauto.protos import common_pb2
+
+
+logger = logging.getLogger(__name__)
+
+ANSWER_SECONDS = 300.0
+"""How long one answer may take before the worker is given up (and the caller computes)."""
+
+
+def _request(space: SearchSpace, completed: Completed, maximize: bool,
+             pruned: Completed) -> str:
+    proto = base64.b64encode(space_to_proto(space).SerializeToString()).decode()
+    return json.dumps({"space": proto, "completed": [[dict(a), v] for a, v in completed],
+                       "pruned": [[dict(a), v] for a, v in pruned], "maximize": maximize})
+
+
+def answer(line: str) -> dict[str, Any]:
+    """The answer to one request line."""
+    request = json.loads(line)
+    message = common_pb2.SearchSpace.FromString(base64.b64decode(request["space"]))
+    return importances(space_from_proto(message),
+                       [(a, float(v)) for a, v in request["completed"]],
+                       bool(request["maximize"]), [(a, float(v)) for a, v in request["pruned"]])
+
+
+class ImportanceWorker:
+    """The worker process of this process (started on first use or by :meth:`start`)."""
+
+    def __init__(self, command: list[str] | None = None) -> None:
+        self._command = command or [sys.executable, "-m", __name__]
+        self._process: subprocess.Popen[str] | None = None
+        self._lock = threading.Lock()
+
+    def start(self) -> None:
+        """Start the worker now (it imports Optuna's evaluators while the job runs)."""
+        with self._lock:
+            self._started()
+
+    def _started(self) -> subprocess.Popen[str] | None:
+        if self._process is not None and self._process.poll() is None:
+            return self._process
+        try:
+            self._process = subprocess.Popen(
+                self._command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                stderr=subprocess.DEVNULL, text=True, bufsize=1, close_fds=True,
+                env={**os.environ, "PYTHONUNBUFFERED": "1"})
+        except OSError as err:
+            logger.warning("cannot start the importance worker (%s): computing here", err)
+            self._process = None
+        return self._process
+
+    def compute(self, space: SearchSpace, completed: Completed, maximize: bool,
+                pruned: Completed = ()) -> dict[str, Any]:
+        """The importance of these trials, from the worker (or here, when it fails)."""
+        with self._lock:
+            process = self._started()
+            if process is not None:
+                found = self._ask(process, _request(space, completed, maximize, pruned))
+                if found is not None:
+                    return found
+                self.stop()
+        return importances(space, completed, maximize, pruned)
+
+    def _ask(self, process: subprocess.Popen[str], request: str) -> dict[str, Any] | None:
+        assert process.stdin is not None and process.stdout is not None
+        try:
+            process.stdin.write(request + "\n")
+            process.stdin.flush()
+            ready, _, _ = select.select([process.stdout], [], [], ANSWER_SECONDS)
+            line = process.stdout.readline() if ready else ""
+            found = json.loads(line) if line else None
+        except (OSError, ValueError) as err:
+            logger.warning("the importance worker failed (%s): computing here", err)
+            return None
+        if not isinstance(found, dict):
+            logger.warning("the importance worker gave no answer: computing here")
+            return None
+        return found
+
+    def stop(self) -> None:
+        """End the worker (closing its stdin ends it)."""
+        process, self._process = self._process, None
+        if process is None:
+            return
+        try:
+            if process.stdin is not None:
+                process.stdin.close()
+            process.wait(5)
+        except (OSError, subprocess.TimeoutExpired):
+            process.kill()
+            process.wait(5)
+
+
+def serve(lines: IO[str], out: IO[str]) -> None:
+    """Answer each request line of ``lines`` on ``out`` until it closes."""
+    for line in lines:
+        if not line.strip():
+            continue
+        try:
+            found: Mapping[str, Any] = answer(line)
+        except Exception as err:  # noqa: BLE001 - a note for the page, never a dead worker
+            found = {"note": f"Optuna cannot rank the parameters: {err}"}
+        out.write(json.dumps(found) + "\n")
+        out.flush()
+
+
+def main() -> None:
+    try:
+        os.nice(19)  # the job's processes first: this uses the CPU they leave
+    except OSError:
+        pass
+    import optuna.importance  # noqa: F401 - the evaluators' imports, before the first request
+
+    serve(sys.stdin, sys.stdout)
+
+
+if __name__ == "__main__":
+    main()
