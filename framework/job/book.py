@@ -32,6 +32,7 @@ from disauto.framework.errors import FailedPreconditionError
 from disauto.framework.errors import NotFoundError
 from disauto.framework.job.events import EventLog
 from disauto.framework.job.index import TrialIndex
+from disauto.framework.job.outliving import OutlivingTasks
 from disauto.framework.store import JobStore
 from disauto.framework.store import TrialRow
 from disauto.protos import common_pb2
@@ -135,20 +136,10 @@ class TrialBook:
         self._trials: dict[int, TrialRow] = {t.number: t for t in store.trials()}
         self._index = TrialIndex(self._trials.values())
         self._task_to_trial = {t.task_id: t.number for t in self._trials.values() if t.task_id}
-        # Tasks of trials that ended before them (pruned, timed out, killed) and have not
-        # reported a terminal Mesos state yet; a resumed framework kills its predecessor's.
-        self._ended_tasks = tasks_left_running(self._trials.values(), store)
-        self._kills_on_resume = set(self._ended_tasks)
-        # Tasks of trials COMPLETED by their final report at the job's end, still running
-        # (writing their --output, say): they get a grace period before they are killed.
-        self._finishing: set[str] = set()
-        # Tasks launched on warm slots (their executor's end is the cluster's, not theirs);
-        # a resumed framework knows its predecessor's from the record.
-        self._slot_tasks = {t.task_id for t in self._trials.values()
-                            if t.task_id and t.executor_id}
-        # Tasks given up on while their agent was unreachable (their trials run again, or
-        # ended): task id → agent id. Killed if they ever come back; never waited for.
-        self._abandoned: dict[str, str] = {}
+        self.outliving = OutlivingTasks(
+            tasks_left_running(self._trials.values(), store),
+            (t.task_id for t in self._trials.values() if t.task_id and t.executor_id))
+        """The tasks kept beyond their trials' states (read and told under :attr:`lock`)."""
         # When each trial's runner last reported (it is alive, wherever Mesos lost it).
         self._last_report: dict[int, float] = {}
         self.version = 0
@@ -264,17 +255,12 @@ class TrialBook:
             trial = self.of_task(task_id)
             return trial.executor_id if trial is not None and trial.task_id == task_id else ""
 
-    def on_a_slot(self, task_id: str) -> bool:
-        """Whether this framework (or its predecessor) launched ``task_id`` on a warm slot."""
-        with self.lock:
-            return task_id in self._slot_tasks
-
     def live_task_ids(self) -> list[str]:
         """Trials' tasks launched and not yet seen to end."""
         with self.lock:
             ids = [t.task_id for t in sorted(self._index.in_state(*ON_AN_AGENT),
                                              key=lambda t: t.number) if t.task_id]
-            return ids + sorted(self._ended_tasks | self._finishing)
+            return ids + self.outliving.live()
 
     def task_locations(self, live: set[str]) -> list[tuple[str, str, bool]]:
         """``(task_id, agent_id, whether in live)`` of each trial's current task, by number."""
@@ -288,37 +274,10 @@ class TrialBook:
             return [t for t in self._index.in_state(*sorted(ON_AN_AGENT))
                     if t.unreachable_since is not None]
 
-    def abandoned(self) -> dict[str, str]:
-        """Task id → agent id of the tasks given up on while unreachable, not seen to end."""
-        with self.lock:
-            return dict(self._abandoned)
-
-    def is_abandoned(self, task_id: str) -> bool:
-        with self.lock:
-            return task_id in self._abandoned
-
     def last_report(self, number: int) -> float:
         """When trial ``number``'s runner last reported to this framework (0: not yet)."""
         with self.lock:
             return self._last_report.get(number, 0.0)
-
-    def finishing_task_ids(self) -> list[str]:
-        """Live tasks of trials whose final result is recorded (given time to exit)."""
-        with self.lock:
-            return sorted(self._finishing)
-
-    def ended_task_is_live(self, task_id: str) -> bool:
-        """Whether the framework ended ``task_id``'s trial and has not seen the task end."""
-        with self.lock:
-            return task_id in self._ended_tasks
-
-    def kills_on_resume(self) -> list[str]:
-        """Once: the tasks an earlier framework of the job ended and may not have killed
-        (:func:`tasks_left_running`), for the resumed framework to kill."""
-        with self.lock:
-            out = sorted(self._kills_on_resume & self._ended_tasks)
-            self._kills_on_resume.clear()
-            return out
 
     def slot_tasks_in_flight(self) -> dict[str, str]:
         """Executor id → the task the record says runs on it (what a resumed framework's
@@ -327,7 +286,7 @@ class TrialBook:
         with self.lock:
             return {t.executor_id: t.task_id for t in self._trials.values()
                     if t.executor_id and t.task_id
-                    and (t.state in ON_AN_AGENT or t.task_id in self._ended_tasks)}
+                    and (t.state in ON_AN_AGENT or self.outliving.ended_first(t.task_id))}
 
     # -- changing ----------------------------------------------------------------------------
 
@@ -402,13 +361,6 @@ class TrialBook:
             trial.message = message
             self.store.update_trial(trial.number, unreachable_since=None, message=message)
 
-    def abandon(self, task_id: str, agent_id: str) -> None:
-        """Give up on ``task_id``, lost with its unreachable agent: killed if it comes back."""
-        with self.lock:
-            self._abandoned[task_id] = agent_id
-            self._ended_tasks.discard(task_id)
-            self._finishing.discard(task_id)
-
     def _try_of(self, trial: TrialRow, outcome: str, message: str) -> dict[str, Any]:
         """The record of the trial's try that just ended (its task still set): its task, how
         and when it ended, its metrics and how many of the trial's reports it made."""
@@ -435,7 +387,7 @@ class TrialBook:
         (which its ``tries`` keep)."""
         with self.lock:
             if executor_id:
-                self._slot_tasks.add(task_id)
+                self.outliving.launched_on_a_slot(task_id)
             trial = self._trials[number]
             trial.task_id, trial.agent_id, trial.executor_id = task_id, agent_id, executor_id
             self._task_to_trial[task_id] = number
@@ -461,7 +413,7 @@ class TrialBook:
             task_id = trial.task_id if trial.state in ON_AN_AGENT else ""
             self.set_state(trial, state, message)
             if task_id:
-                self._ended_tasks.add(task_id)  # live until its terminal status
+                self.outliving.trial_ended_first(task_id)
             return task_id
 
     def expire(self, limit: float, now: float) -> list[str]:
@@ -473,7 +425,7 @@ class TrialBook:
                         and now - trial.started_at > limit and not has_result(trial):
                     self.set_state(trial, TrialState.TIMEOUT,
                                    f"ran longer than --trial-timeout {format_duration(limit)}")
-                    self._ended_tasks.add(trial.task_id)  # to kill; its task still runs
+                    self.outliving.trial_ended_first(trial.task_id)  # to kill
                     expired.append(trial.task_id)
         return expired
 
@@ -492,13 +444,6 @@ class TrialBook:
                 requeued.append(trial.number)
         return requeued
 
-    def task_ended(self, task_id: str) -> None:
-        """A task of a trial that had already ended (or an abandoned one) has ended too."""
-        with self.lock:
-            self._ended_tasks.discard(task_id)
-            self._finishing.discard(task_id)
-            self._abandoned.pop(task_id, None)
-
     def close(self) -> None:
         """The job ended: trials still waiting are KILLED; running ones whose final result is
         recorded are COMPLETED, their tasks given time to exit on their own; those on an
@@ -515,12 +460,12 @@ class TrialBook:
                     # Its final report is in the record: the trial is done, whatever happens
                     # to its task when the job's tasks are killed.
                     if trial.state in ON_AN_AGENT and trial.task_id:
-                        self._finishing.add(trial.task_id)
+                        self.outliving.finishing(trial.task_id)
                     self.set_state(trial, TrialState.COMPLETED, "")
 
     def _close_unreachable(self, trial: TrialRow) -> None:
         since = time.strftime("%H:%M:%S", time.localtime(trial.unreachable_since or 0.0))
-        self.abandon(trial.task_id, trial.agent_id)
+        self.outliving.abandon(trial.task_id, trial.agent_id)
         if has_result(trial):
             self.set_state(trial, TrialState.COMPLETED, "")
         else:
@@ -535,8 +480,7 @@ class TrialBook:
                 if trial.state in ON_AN_AGENT:
                     self.set_state(trial, TrialState.KILLED,
                                    f"its task's end is unknown: {message}")
-            self._ended_tasks.clear()
-            self._finishing.clear()
+            self.outliving.lose_all()
 
     # -- measured usage (telemetry) ------------------------------------------------------------
 

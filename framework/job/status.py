@@ -165,7 +165,7 @@ class TaskStatuses:
         trial = self._book.of_task(task_id)
         if trial is not None and trial.task_id == task_id:
             return self._on_trial(trial, state, status)
-        if trial is not None or self._book.is_abandoned(task_id):
+        if trial is not None or self._book.outliving.is_abandoned(task_id):
             return self._on_stale(task_id, state, trial.number if trial is not None else 0)
         if slots.is_warmup_task(task_id):
             if state in ("TASK_FAILED", "TASK_ERROR", "TASK_LOST", "TASK_DROPPED"):
@@ -179,7 +179,7 @@ class TaskStatuses:
         it runs, forgotten once it ended."""
         what = f"an earlier launch of trial {number}" if number else "a task given up on"
         if has_ended_for_framework(state):
-            self._book.task_ended(task_id)
+            self._book.outliving.task_ended(task_id)
             logger.info("status %s of %s, %s", state, task_id, what)
         elif state in LIVE_STATES:
             logger.warning("%s, %s, runs again (its agent came back): killing it", task_id,
@@ -235,7 +235,7 @@ class TaskStatuses:
                 self._measures.record_exact(trial.number, exact)
         if trial.terminal:
             if ended:
-                self._book.task_ended(trial.task_id)
+                self._book.outliving.task_ended(trial.task_id)
             return NOTHING
         if state == UNREACHABLE:
             self._unreachable(trial, unreachable_time(status) or time.time())
@@ -286,7 +286,7 @@ class TaskStatuses:
         if life.unreachable_since is not None and life.live_task_id() and \
                 now - max(life.unreachable_since, life.heard_at) >= bound:
             abandoned.append(life.task_id)
-            self._book.abandon(life.task_id, life.agent_id)
+            self._book.outliving.abandon(life.task_id, life.agent_id)
             logger.warning("AppCore %s: its agent has been unreachable since %s; launching "
                            "it again", life.task_id, clock(life.unreachable_since))
             life.task_ended(UNREACHABLE)
@@ -299,7 +299,7 @@ class TaskStatuses:
         """``(task_id, agent_id)`` of the tasks on unreachable agents, waited for or given up
         on (AppCore's too)."""
         tasks = [(t.task_id, t.agent_id) for t in self._book.unreachable()]
-        tasks += sorted(self._book.abandoned().items())
+        tasks += sorted(self._book.outliving.abandoned().items())
         life = self._appcore
         if life.unreachable_since is not None and life.live_task_id():
             tasks.append((life.task_id, life.agent_id))
@@ -307,7 +307,7 @@ class TaskStatuses:
 
     def _give_up(self, trial: TrialRow, since: float, bound: float) -> bool:
         """Abandon the trial's unreachable task; whether the trial waits for an offer again."""
-        self._book.abandon(trial.task_id, trial.agent_id)
+        self._book.outliving.abandon(trial.task_id, trial.agent_id)
         why = (f"its agent was unreachable for longer than --unreachable-timeout "
                f"{format_duration(bound)} (since {clock(since)})")
         retries = self._config().max_task_retries
@@ -428,7 +428,7 @@ def _on_a_slot(task_id: str, status: Mapping[str, Any], book: TrialBook) -> bool
     resumed since) the agent names a custom executor other than the task's own command
     executor, whose id is the task's (Mesos)."""
     executor_id = str((status.get("executor_id") or {}).get("value", ""))
-    return book.on_a_slot(task_id) or bool(executor_id and executor_id != task_id)
+    return book.outliving.on_a_slot(task_id) or bool(executor_id and executor_id != task_id)
 
 
 def port_was_taken(status: Mapping[str, Any]) -> bool:

@@ -54,7 +54,7 @@ class EarlyEnds:
         return trial
 
     def _kill_if_live(self, task_id: str) -> None:
-        if self._book.ended_task_is_live(task_id):
+        if self._book.outliving.ended_first(task_id):
             logger.info("pruned task %s did not exit within %.0f s; killing it", task_id,
                         self._grace)
             self._on_kill([task_id])

@@ -45,7 +45,8 @@ class JobTasks:
 
     def finishing_task_ids(self) -> list[str]:
         """Live tasks of trials whose final result is recorded (given time to exit)."""
-        return self._book.finishing_task_ids()
+        with self._lock:
+            return self._book.outliving.finishing_ids()
 
     def task_locations(self) -> list[tuple[str, str, bool]]:
         """``(task_id, agent_id, live)`` of every task launched for this job, AppCore's too."""
@@ -55,7 +56,8 @@ class JobTasks:
 
     def kills_on_resume(self) -> list[str]:
         """Once: the tasks an earlier framework of the job ended and may not have killed."""
-        return self._book.kills_on_resume()
+        with self._lock:
+            return self._book.outliving.kills_on_resume()
 
     def slot_tasks_in_flight(self) -> dict[str, str]:
         """Executor id → the task the record says runs on it."""

@@ -53,7 +53,7 @@ def test_a_launch_is_recorded_and_a_lost_one_counts_as_a_retry(book: TrialBook) 
     trial = book.require(1)
     assert (trial.state, trial.task_id, book.executor_of("trial-0001")) == (
         TrialState.LAUNCHING, "trial-0001", "job-slot-0")
-    assert book.on_a_slot("trial-0001") and book.live_task_ids() == ["trial-0001"]
+    assert book.outliving.on_a_slot("trial-0001") and book.live_task_ids() == ["trial-0001"]
     book.started(trial)
     assert trial.started_at and recorded(book, 1) == TrialState.RUNNING
     book.queue_again(trial, "launched again after TASK_LOST")
@@ -67,9 +67,9 @@ def test_a_trial_ended_early_keeps_its_task_live_until_it_ends(book: TrialBook) 
     book.launched(1, "trial-0001", AGENT, "")
     assert book.end_early(1, TrialState.KILLED, "killed from the job page") == "trial-0001"
     assert book.end_early(2, TrialState.PRUNED, "stopped early") == ""  # pending: no task
-    assert book.ended_task_is_live("trial-0001") and "trial-0001" in book.live_task_ids()
-    book.task_ended("trial-0001")
-    assert not book.ended_task_is_live("trial-0001") and book.live_task_ids() == []
+    assert book.outliving.ended_first("trial-0001") and "trial-0001" in book.live_task_ids()
+    book.outliving.task_ended("trial-0001")
+    assert not book.outliving.ended_first("trial-0001") and book.live_task_ids() == []
     with pytest.raises(FailedPreconditionError, match=r"trial 1 has already ended \(KILLED\)"):
         book.check_killable(1)
 
@@ -84,9 +84,9 @@ def test_the_jobs_end_kills_the_waiting_and_completes_the_reported(book: TrialBo
     book.close()
     assert [recorded(book, n) for n in (1, 2, 3)] == [TrialState.COMPLETED, TrialState.KILLED,
                                                       TrialState.KILLED]
-    assert book.finishing_task_ids() == ["trial-0001"]  # its runner may still write output
-    book.task_ended("trial-0001")
-    assert book.finishing_task_ids() == []
+    assert book.outliving.finishing_ids() == ["trial-0001"]  # its runner may still write output
+    book.outliving.task_ended("trial-0001")
+    assert book.outliving.finishing_ids() == []
 
 
 def test_only_running_trials_past_the_limit_time_out(book: TrialBook) -> None:
@@ -109,10 +109,11 @@ def test_a_resumed_book_knows_its_predecessors_tasks(tmp_path: Path) -> None:
         first.end_early(number, TrialState.KILLED, "killed")
     store.add_task_update(task_status("trial-0002", "TASK_KILLED"))  # only 2's end recorded
     again = TrialBook(store)
-    assert again.on_a_slot("trial-0001") and again.executor_of("trial-0002") == "job-slot-2"
+    assert again.outliving.on_a_slot("trial-0001")
+    assert again.executor_of("trial-0002") == "job-slot-2"
     assert again.slot_tasks_in_flight() == {"job-slot-1": "trial-0001"}
-    assert again.kills_on_resume() == ["trial-0001"]
-    assert again.kills_on_resume() == []  # once
+    assert again.outliving.kills_on_resume() == ["trial-0001"]
+    assert again.outliving.kills_on_resume() == []  # once
 
 
 def test_trials_rank_completed_first_by_objective(book: TrialBook) -> None:
