@@ -79,7 +79,7 @@ class Launcher:
         """Trial ``number``'s task on ``view``'s agent (not recorded yet); None if the trial no
         longer waits, or no AppCore is attached for it to report to."""
         trial = self._job.trial_for_launch(number)
-        appcore, appcore_certificate = self._job.appcore_endpoint()
+        appcore, appcore_certificate = self._job.tasks.appcore_endpoint()
         if trial is None or not appcore:
             return None
         config = self._job.config

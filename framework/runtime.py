@@ -357,7 +357,7 @@ class JobRunner:
         wait up to ``grace`` seconds for them to end; then its slots."""
         finishing = set(self.controller.tasks.finishing_task_ids())
         # AppCore stays while they finish: it still has to answer their final reports.
-        kept = finishing | ({self.controller.appcore_task_id()} if finishing else set())
+        kept = finishing | ({self.controller.tasks.appcore_task_id()} if finishing else set())
         live = self.controller.tasks.live_task_ids()
         if [t for t in live if t not in kept]:
             self.scheduler.kill([t for t in live if t not in kept])

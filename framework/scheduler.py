@@ -342,7 +342,7 @@ class JobScheduler(Scheduler):
     def _fits_waiting(self, view: OfferView) -> bool:
         """Whether a task that could launch now fits ``view`` (AppCore submits trials while
         offers are handled; trials cannot launch before AppCore has attached)."""
-        attached = bool(self._job.appcore_address())
+        attached = bool(self._job.tasks.appcore_address())
         return any(
             (r.trial_number is None or attached)
             and fit(view.available, r.resources, r.ports) is not None

@@ -150,7 +150,7 @@ class FrameworkServicer(framework_pb2_grpc.FrameworkServiceServicer):
     ) -> framework_pb2.ResolveAppCoreReply:
         if not check_trial_token(self._job.job_token, request.trial_number, token_of(context)):
             context.abort(grpc.StatusCode.UNAUTHENTICATED, "missing or wrong trial token")
-        address, certificate = self._job.appcore_endpoint()
+        address, certificate = self._job.tasks.appcore_endpoint()
         return framework_pb2.ResolveAppCoreReply(address=address, certificate=certificate)
 
 

@@ -73,6 +73,18 @@ APPCORE_KEY = "appcore"
 """AppCore's launch request's key (trials' are their task names)."""
 
 
+def recorded_end(store: JobStore) -> tuple[int, str] | None:
+    """The job's outcome and its message if its end is recorded, else None."""
+    recorded = store.get_meta(meta.OUTCOME)
+    if not recorded:
+        return None
+    try:
+        outcome = framework_pb2.JobOutcome.Value(recorded)
+    except ValueError:
+        outcome = framework_pb2.ERROR
+    return outcome, store.get_meta(meta.OUTCOME_MESSAGE)
+
+
 class JobController:
     """One job's trials and AppCore, recorded in a :class:`JobStore`.
 
@@ -126,26 +138,15 @@ class JobController:
         self._outcome: int | None = None
         self._outcome_message = ""
         self._done = threading.Event()
-        self._keep_recorded_end()
+        recorded = recorded_end(store)
+        if recorded is not None:  # its framework died between its last trial and its report:
+            self._outcome, self._outcome_message = recorded  # da-job resume only finishes it
+            self._book.close()
+            self._done.set()
         self.gpu_samples: Callable[[list[Sample]], None] | None = (
             measures.record_samples if measures is not None else None)
         """Stores a trial's GPU samples and folds them into its usage (telemetry); None while
         the job's telemetry is off."""
-
-    def _keep_recorded_end(self) -> None:
-        """A job whose end is recorded stays ended with it: its framework died between its
-        last trial and its report, and ``da-job resume`` only finishes it (kills what is left,
-        tears down, reports)."""
-        recorded = self.store.get_meta(meta.OUTCOME)
-        if not recorded:
-            return
-        try:
-            self._outcome = framework_pb2.JobOutcome.Value(recorded)
-        except ValueError:
-            self._outcome = framework_pb2.ERROR
-        self._outcome_message = self.store.get_meta(meta.OUTCOME_MESSAGE)
-        self._book.close()
-        self._done.set()
 
     def _config(self) -> JobConfig:
         return self.config
@@ -201,15 +202,6 @@ class JobController:
                 spec=self.config.search_spec(),
                 trials=self._book.history(self.config.search.objective),
                 sequence=self._events.sequence)
-
-    def appcore_address(self) -> str:
-        return self.appcore_endpoint()[0]
-
-    def appcore_endpoint(self) -> tuple[str, str]:
-        """``(address, certificate PEM)`` of the attached AppCore; ``("", "")`` while none is
-        (the certificate is "" without TLS)."""
-        with self._lock:
-            return self._appcore.endpoint()
 
     def submit_trial(self, number: int, assignment: Mapping[str, Any],
                      priority: int) -> common_pb2.Trial:
@@ -404,11 +396,6 @@ class JobController:
         on the same master; reconciliation ends it if its task is gone); True if there was one."""
         with self._lock:
             return self._appcore.adopt()
-
-    def appcore_task_id(self) -> str:
-        """AppCore's current task (its latest launch), or "" before the first."""
-        with self._lock:
-            return self._appcore.task_id
 
     def trial_for_launch(self, number: int) -> TrialRow | None:
         with self._lock:

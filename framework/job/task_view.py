@@ -67,3 +67,18 @@ class JobTasks:
         """The trials in flight whose agent Mesos says is unreachable (copies)."""
         with self._lock:
             return [replace(t) for t in self._book.unreachable()]
+
+    def appcore_address(self) -> str:
+        """The attached AppCore's address; "" while none is."""
+        return self.appcore_endpoint()[0]
+
+    def appcore_endpoint(self) -> tuple[str, str]:
+        """``(address, certificate PEM)`` of the attached AppCore; ``("", "")`` while none is
+        (the certificate is "" without TLS)."""
+        with self._lock:
+            return self._appcore.endpoint()
+
+    def appcore_task_id(self) -> str:
+        """AppCore's current task (its latest launch), or "" before the first."""
+        with self._lock:
+            return self._appcore.task_id

@@ -62,12 +62,12 @@ def test_a_whole_job(tmp_path: Path) -> None:
     process = start(framework, port)
     try:
         framework.launch_appcore()
-        wait_for(lambda: framework.controller.appcore_address() == f"127.0.0.1:{port}",
+        wait_for(lambda: framework.controller.tasks.appcore_address() == f"127.0.0.1:{port}",
                  timeout=30, what="AppCore to attach")
         wait_for(lambda: len(framework.in_flight()) == 2, what="two trials")
         framework.launch_trials()
         for number in (1, 2):
-            runner = AppCoreClient(framework.controller.appcore_address(), framework.address,
+            runner = AppCoreClient(framework.controller.tasks.appcore_address(), framework.address,
                                    number, trial_token(JOB_TOKEN, number), attempts=20,
                                    backoff=0.05, timeout=5)
             try:
@@ -116,7 +116,7 @@ def test_a_taken_port_is_a_clear_error(tmp_path: Path) -> None:
         assert process.wait(timeout=60) != 0
         output = process.stdout.read() if process.stdout else ""
         assert f"cannot bind AppCore to 127.0.0.1:{port}" in output  # its host: loopback
-        assert framework.controller.appcore_address() == ""  # it never attached
+        assert framework.controller.tasks.appcore_address() == ""  # it never attached
     finally:
         process.kill()
         process.wait()

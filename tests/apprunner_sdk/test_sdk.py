@@ -265,9 +265,9 @@ def test_a_moved_appcore_is_found_through_the_framework(job: RunningJob,
 
 def test_while_appcore_is_being_relaunched_the_runner_keeps_trying(job: RunningJob) -> None:
     """ResolveAppCore answers "" (no AppCore attached): retries run out, nothing is lost."""
-    assert job.framework.controller.appcore_address() == job.appcore.address
+    assert job.framework.controller.tasks.appcore_address() == job.appcore.address
     job.framework.controller.on_status(task_status("appcore-1", "TASK_FAILED"))
-    assert job.framework.controller.appcore_address() == ""
+    assert job.framework.controller.tasks.appcore_address() == ""
     dead = f"127.0.0.1:{free_port()}"
     client = AppCoreClient(dead, job.framework.address, 1, trial_token(JOB_TOKEN, 1),
                            attempts=3, backoff=0.01, timeout=2.0)

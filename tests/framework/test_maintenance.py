@@ -75,7 +75,7 @@ def test_the_horizon_is_the_trial_timeout_when_there_is_one(tmp_path: Path) -> N
 def test_appcore_does_not_start_on_an_agent_about_to_go_either(job: Cluster) -> None:
     job.offers(draining("O1", "a1", starts_in=60.0, duration=None))
     assert job.driver.launched() == []
-    assert job.controller.appcore_task_id() == ""
+    assert job.controller.tasks.appcore_task_id() == ""
 
 
 def test_an_offer_kept_off_a_window_that_ends_soon_is_declined_until_then() -> None:

@@ -179,7 +179,7 @@ def test_appcore_on_an_unreachable_agent_is_relaunched_only_once_it_is_silent(
     assert job.controller.unreachable_tasks() == [("appcore-1", "a1")]
     # It attached just now (the partition is between its agent and the master only).
     assert job.controller.expire_unreachable().abandoned == ()
-    assert job.controller.appcore_address()
+    assert job.controller.tasks.appcore_address()
     effects = job.controller.expire_unreachable(now=time.time() + BOUND + 1)
     assert effects.abandoned == ("appcore-1",) and effects.pending
     assert [r.key for r in job.controller.launch_requests()] == ["appcore"]

@@ -91,7 +91,7 @@ def test_a_job_resumed_on_its_master_fails_over_with_its_framework_id(
     assert runner.scheduler.framework_id == "F-7"  # Mesos failover: the same framework
     assert runner.controller.job_token == token
     assert runner.store.get_meta(meta.GRPC_PORT) == port  # free again: taken back
-    assert runner.controller.appcore_task_id() == "appcore-1"  # adopted, not relaunched
+    assert runner.controller.tasks.appcore_task_id() == "appcore-1"  # adopted, not relaunched
     assert runner.controller.launch_requests() == []
     assert runner.store.get_meta(meta.RESUMED_AT)
 

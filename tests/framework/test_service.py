@@ -96,7 +96,7 @@ def test_every_appcore_call_needs_the_job_token(stub: framework_pb2_grpc.Framewo
     # Nothing happened.
     assert framework.controller.trials() == []
     assert framework.controller.outcome is None
-    assert framework.controller.appcore_address() == ""
+    assert framework.controller.tasks.appcore_address() == ""
 
 
 def test_attach_returns_the_job_and_what_is_recorded(
@@ -108,7 +108,7 @@ def test_attach_returns_the_job_and_what_is_recorded(
     assert [t.number for t in reply.trials] == [1]
     assert reply.trials[0].assignment["act"].text == "relu"
     assert reply.sequence == 1
-    assert framework.controller.appcore_address() == "10.0.0.5:31000"
+    assert framework.controller.tasks.appcore_address() == "10.0.0.5:31000"
     for address in ("", "no-port"):
         code, details = code_of(stub.AttachAppCore,
                                 framework_pb2.AttachAppCoreRequest(address=address))

@@ -530,12 +530,12 @@ def test_status_of_an_unknown_task_is_recorded_and_changes_nothing(job: Job) -> 
 def test_appcore_attach_and_address(job: Job) -> None:
     task_id = job.controller.next_appcore_task_id()
     job.controller.appcore_launched(task_id, AGENT)
-    assert job.controller.appcore_address() == ""
+    assert job.controller.tasks.appcore_address() == ""
     job.controller.on_status(task_status(task_id, "TASK_RUNNING"))
-    assert job.controller.appcore_address() == ""  # running, not attached yet
+    assert job.controller.tasks.appcore_address() == ""  # running, not attached yet
     job.controller.submit_trial(1, ASSIGN, priority=0)
     reply = job.controller.attach_appcore("agent1:31000")
-    assert job.controller.appcore_address() == "agent1:31000"
+    assert job.controller.tasks.appcore_address() == "agent1:31000"
     assert reply.spec == job.controller.config.search
     assert [t.number for t in reply.trials] == [1] and reply.sequence == 1
     run = job.store.appcore_runs()[0]
@@ -552,7 +552,7 @@ def test_appcore_failure_asks_for_a_relaunch(make: Callable[..., Job]) -> None:
     job.controller.on_status(task_status("appcore-1", "TASK_FAILED", message="exit 1"))
     assert job.controller.outcome is None
     assert job.pending_calls == calls + 1  # the scheduler is woken to revive offers
-    assert job.controller.appcore_address() == ""
+    assert job.controller.tasks.appcore_address() == ""
     assert job.controller.launch_requests()[0].key == APPCORE_KEY
     assert job.controller.next_appcore_task_id() == "appcore-2"
     assert job.store.appcore_runs()[0]["state"] == "TASK_FAILED"
@@ -613,7 +613,7 @@ def test_a_failed_over_framework_adopts_the_appcore_still_running(job: Job) -> N
     assert resumed.adopt_appcore()
     assert APPCORE_KEY not in [r.key for r in resumed.launch_requests()]
     assert resumed.attach_appcore("agent1:31000").spec.job_id == job.controller.config.job_id
-    assert resumed.appcore_address() == "agent1:31000"
+    assert resumed.tasks.appcore_address() == "agent1:31000"
     # Reconciliation says it is gone after all: it is launched again, as any AppCore.
     resumed.on_status(task_status("appcore-1", "TASK_LOST"))
     assert resumed.launch_requests()[0].key == APPCORE_KEY
