@@ -3,9 +3,10 @@
 The plots of a job of 10,000 trials cannot get every trial and every intermediate value on
 each poll; they get a summary of at most a few thousand numbers:
 
-* ``history``: completed trials ``[number, objective, seconds since the job started]`` —
-  every one while there are at most :data:`MAX_POINTS`, else every trial that set a new best
-  (by number or by time: the best-so-far lines are drawn from them exactly), the
+* ``history``: completed trials ``[number, objective, seconds since the job started,
+  feasible]`` — every one while there are at most :data:`MAX_POINTS`, else every feasible
+  trial that set a new best (by number or by time: the best-so-far lines, which skip
+  infeasible trials, are drawn from them exactly), the
   :data:`BEST_KEPT` best, and an even sample of the rest by number; ``pruned`` likewise
   ``[number, last value]``;
 * ``parallel``: at most :data:`MAX_PARALLEL` completed trials ``[number, objective,
@@ -23,6 +24,7 @@ from collections.abc import Callable
 from collections.abc import Sequence
 from typing import Any
 
+from disauto.common.objectives import is_feasible
 from disauto.common.trial_state import TrialState
 from disauto.framework.store import TrialRow
 
@@ -58,9 +60,12 @@ def thin(points: Sequence[tuple[int, float]], most: int = MAX_CURVE_POINTS) -> l
 
 
 def _new_bests(trials: Sequence[TrialRow], maximize: bool) -> list[TrialRow]:
-    """The trials that beat every one before them, in the given order."""
+    """The feasible trials that beat every feasible one before them, in the given order (an
+    infeasible trial is never the best)."""
     found: list[TrialRow] = []
     for trial in trials:
+        if not is_feasible(trial.constraints):
+            continue
         value = float(trial.objective or 0.0)
         if not found or (value > float(found[-1].objective or 0.0) if maximize
                          else value < float(found[-1].objective or 0.0)):
@@ -100,7 +105,8 @@ def summary(trials: Sequence[TrialRow], maximize: bool, started: float,
     values = steps([t.number for t in curves]) if curves else {}
     return {
         "history": [[t.number, _round(t.objective),
-                     round((t.ended_at or started) - started, 2)] for t in shown],
+                     round((t.ended_at or started) - started, 2), is_feasible(t.constraints)]
+                    for t in shown],
         "pruned": [[t.number, _round(t.objective)]
                    for t in _sample(pruned, not maximize, MAX_POINTS)],
         "parallel": [[t.number, _round(t.objective), t.assignment] for t in parallel],

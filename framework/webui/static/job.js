@@ -391,9 +391,11 @@ function drawPlots() {
   });
 }
 
-// The summary's completed trials as the plots read them: {number, objective, seconds}.
+// The summary's completed trials as the plots read them: {number, objective, seconds,
+// feasible}.
 function summaryPoints(summary) {
-  return summary.history.map(([number, objective, seconds]) => ({ number, objective, seconds }));
+  return summary.history.map(([number, objective, seconds, feasible]) =>
+    ({ number, objective, seconds, feasible }));
 }
 
 function renderPlots(data) {
