@@ -1,13 +1,14 @@
-"""Parameter importance computed in a process of its own, at the lowest CPU priority.
+"""Parameter importance computed in a process of its own, at a lower CPU priority.
 
 Optuna's importance takes its evaluators' imports (scikit-learn and SciPy: 4-7 s on the
 project's busy 2-core machine) and, over 2,000 trials, about a second of PED-ANOVA. In the
 framework's process both held the GIL that the job's control loop needs, and the import fell on
 the job's end, when ``report.html`` is written (issue 29). So the framework (and ``da-job ui``)
 hands the computation to this worker: ``python -m disauto.framework.webui.importance_worker``,
-started when the job starts, which lowers its own priority (``nice`` 19: it uses the CPU the
-job leaves), imports Optuna's evaluators at once, then answers requests, one JSON object per
-line on stdin and stdout::
+started when the job starts, which lowers its own priority (``nice`` 5: the job's processes
+come first, but on a busy machine it is not starved, as at ``nice`` 19, where the report of a
+4-trial job waited 8 s for it at the job's end), imports Optuna's evaluators at once, then
+answers requests, one JSON object per line on stdin and stdout::
 
     → {"space": "<SearchSpace proto, base64>", "completed": [[assignment, value], ...],
        "pruned": [[assignment, value], ...], "maximize": true}
@@ -144,7 +145,7 @@ def serve(lines: IO[str], out: IO[str]) -> None:
 
 def main() -> None:
     try:
-        os.nice(19)  # the job's processes first: this uses the CPU they leave
+        os.nice(5)  # the job's processes first, this not starved (see above)
     except OSError:
         pass
     import optuna.importance  # noqa: F401 - the evaluators' imports, before the first request

@@ -358,10 +358,10 @@ LIVE_WAIT = 0.05
 last answer, marked pending; the next poll has the new one)."""
 
 REPORT_WAIT = 10.0
-"""How long report.html waits for parameter importance when the job ends. The worker runs at
-the lowest CPU priority, so on a busy machine it can take minutes (97 s at load 20 for 200
-trials, issue 29), all of them on the job's end; the report then has the last answer computed
-while the job ran, or a note (``report.settled``)."""
+"""How long report.html waits for parameter importance when the job ends. The worker runs at a
+lower CPU priority, so on a busy machine it can take long (at nice 19, 97 s at load 20 for 200
+trials, issue 29); the report then has the last answer computed while the job ran, or a note
+(``report.settled``)."""
 
 SECTIONS = ("trials", "table", "summary", "importance", "pareto", "telemetry")
 """The sections a poll leaves out when the page has them already (``have``); ``job`` is always

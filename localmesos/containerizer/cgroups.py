@@ -306,10 +306,9 @@ def remove_stale(root: Path = CGROUP_ROOT, owner: int | None = None) -> None:
                 pid = int(name[8:])
                 if pid == owner or (owner is None and pid != os.getpid()
                                     and not Path(f"/proc/{pid}").exists()):
-                    for group in family.iterdir():
-                        if group.is_dir():
-                            cpu_quota.remove_group(group)
-                    cpu_quota.remove_group(family)
+                    # its processes are gone: once (a stale group left busy is said and
+                    # skipped, not waited on at every cluster's start)
+                    cpu_quota.remove_group(family, attempts=1 if owner is None else 20)
 
 
 def remove_family(root: Path = CGROUP_ROOT) -> None:

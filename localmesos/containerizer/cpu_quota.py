@@ -123,12 +123,19 @@ def group_name(agent_id: str, owner: int | None = None) -> str:
     return f"{PREFIX}{os.getpid() if owner is None else owner}-{agent_id}"
 
 
-def remove_group(path: Path) -> None:
-    """Remove one group, moving its processes to its parent first."""
+def remove_group(path: Path, attempts: int = 20) -> None:
+    """Remove one group and every group under it (deepest first: a group with children cannot
+    be removed), moving their processes to its parent first. ``attempts`` 50 ms apart: a
+    process just killed leaves its group only once it is fully gone; a sweep of long-gone
+    processes' groups tries once."""
     if not path.is_dir():
         return
+    with contextlib.suppress(OSError):
+        for child in path.iterdir():
+            if child.is_dir():
+                remove_group(child, attempts)
     error: OSError | None = None
-    for attempt in range(20):
+    for attempt in range(attempts):
         if attempt:
             time.sleep(0.05)  # a killed process leaves its group when it is fully gone
         try:
@@ -159,7 +166,7 @@ def remove_stale(mount: Path = CPU_MOUNT, owner: int | None = None) -> list[Path
                 continue
             pid = int(found.group(1))
             if pid == owner or (owner is None and not pid_exists(pid)):
-                remove_group(path)
+                remove_group(path, attempts=1 if owner is None else 20)
                 removed.append(path)
     return removed
 
