@@ -115,3 +115,29 @@ def test_a_task_over_its_memory_fails_as_mesos_reports_it() -> None:
         finally:
             fw.close()
         time.sleep(0.2)
+
+
+@needs_cgroups
+def test_a_dead_clusters_nested_groups_are_swept_at_once() -> None:
+    """``disauto-<pid>`` of a process that is gone, with groups nested two deep (a cluster
+    started from inside another's group): removed deepest first, in one pass, without the
+    second of retries a just-killed task's group gets."""
+    gone = (1 << 22) + 11  # above Linux's largest pid: no such process
+    made = []
+    for controller in ("memory", "cpu"):
+        family = cgroups.own_group(controller) / f"disauto-{gone}"
+        nested = family / f"disauto-{gone}" / "container-1"
+        nested.mkdir(parents=True)
+        made.append(family)
+    try:
+        started = time.monotonic()
+        cgroups.remove_stale()
+        assert time.monotonic() - started < 1.0
+        assert [family for family in made if family.exists()] == []
+    finally:
+        for family in made:  # left by a failing run: deepest first
+            for path in sorted(family.rglob("*"), key=lambda p: -len(p.parts)):
+                if path.is_dir():
+                    path.rmdir()
+            if family.exists():
+                family.rmdir()
