@@ -212,10 +212,18 @@ def test_a_corrupt_or_truncated_record_is_one_line_and_hides_no_other_job(
     shell.wait_until(job, lambda s: s["state"] == "ended", timeout=120)
     good = shell.folder(job)
     kept, _ = record(good)
-    bad = {"job-random": os.urandom((good / "job.db").stat().st_size),
+    # The record whole in job.db (its framework is gone): a copy without its write-ahead log
+    # is the record, and random bytes of its size are no database (an empty job.db beside a
+    # copied log would read as the good job's record under another folder's name).
+    with sqlite3.connect(good / "job.db") as db:
+        db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    size = (good / "job.db").stat().st_size
+    assert size > 16384
+    bad = {"job-random": os.urandom(size),
            "job-truncated": (good / "job.db").read_bytes()[:16384]}
     for name, data in bad.items():
-        shutil.copytree(good, shell.home / "jobs" / name)
+        shutil.copytree(good, shell.home / "jobs" / name,
+                        ignore=shutil.ignore_patterns("job.db-wal", "job.db-shm"))
         (shell.home / "jobs" / name / "job.db").write_bytes(data)
     listed = shell.job("list")
     assert listed.returncode == 0 and "Traceback" not in listed.stderr, listed.stderr
