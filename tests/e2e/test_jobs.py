@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
 import os
@@ -239,7 +240,17 @@ def test_a_trial_killed_with_sigkill_is_failed_with_its_stderr(submit: Any,
         victims = job.trial_processes(2)
         time.sleep(0.2)
     assert victims, job.output
-    time.sleep(1.0)  # its stderr line is written
+
+    def warmed_up() -> bool:  # its stderr line is written (its sandbox is its working dir)
+        for pid in victims:
+            with contextlib.suppress(OSError):
+                if "warming up" in (Path(f"/proc/{pid}/cwd") / "stderr").read_text():
+                    return True
+        return False
+
+    while not warmed_up() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert warmed_up(), job.output
     for pid in victims:
         os.kill(pid, signal.SIGKILL)  # the trial's process dies, as with the OOM killer
     assert job.wait() == 0, job.output
