@@ -6,7 +6,7 @@ WHEELS := build/wheels
 STAMP := $(VENV)/.installed
 PROTO_STAMP := protos/.generated
 
-.PHONY: all venv protos lint test test-fast demo bench clean bench-suggest bench-quality bench-early-stopping
+.PHONY: all venv protos lint test test-fast test-long demo bench clean bench-suggest bench-quality bench-early-stopping
 .PHONY: bench-paper bench-paper-full bench-scale bench-scale-short
 
 all: test
@@ -42,7 +42,12 @@ lint: venv
 # share one worker (tests/conftest.py).
 test: venv
 	$(VENV)/bin/ruff check .
-	$(PY) -m pytest -n 2 --dist loadgroup
+	$(PY) -m pytest -n 2 --dist loadgroup -m "not long" --durations=25
+
+# The long scenarios (marked `long`: 20 s or more each, their path covered in make test too),
+# kept out of make test so that it stays within 15 minutes on the 2-core machine.
+test-long: venv
+	$(PY) -m pytest -n 2 --dist loadgroup -m long
 
 # The unit tests alone: nothing starts a process or a server (tests/conftest.py enforces it).
 test-fast: venv

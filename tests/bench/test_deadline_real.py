@@ -151,6 +151,7 @@ def test_seeds_are_a_count_or_a_list() -> None:
         parse_seeds("0")
 
 
+@pytest.mark.long  # in make test-long: over 20 s, and make test covers its path otherwise
 @pytest.mark.slow
 def test_a_small_real_run_of_two_deadline_jobs_gives_every_figure(tmp_path: Path) -> None:
     setup = Setup(workload="feasible", time_scale=0.01, jobs=2, budget_scale=0.2,

@@ -33,6 +33,7 @@ def test_the_offers_of_a_round_fit_the_waiting_trials() -> None:
     assert sum(len(launches) for launches in plan.launches.values()) == 4
 
 
+@pytest.mark.long  # in make test-long: over 20 s, and make test covers its path otherwise
 @pytest.mark.integration
 @pytest.mark.slow
 def test_every_job_of_the_cluster_part_is_checked_on_its_record(tmp_path: Path) -> None:

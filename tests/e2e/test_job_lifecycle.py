@@ -206,7 +206,8 @@ def warm_slots_checked(shell: Shell, job: str) -> list[str]:
 # Each place and each slot mode once: the embedded cluster inside da-submit with command
 # tasks, a da-cluster process with warm slots (the da-cluster task-mode pair adds nothing that
 # these two and the adoption tests below do not check, and costs 25 s of `make test`).
-@pytest.mark.parametrize(("where", "slot_mode"), [("local", "task"), ("da-cluster", "warm")])
+@pytest.mark.parametrize(("where", "slot_mode"), [
+    ("local", "task"), pytest.param("da-cluster", "warm", marks=pytest.mark.long)])
 def test_three_framework_deaths_and_resumes_lose_and_double_nothing(
         shell: Shell, workdir: Path, da_cluster: DaCluster, where: str, slot_mode: str) -> None:
     budget = 14
@@ -312,7 +313,8 @@ def test_a_job_whose_offered_port_is_taken_completes(shell: Shell, workdir: Path
 # Warm slots' adoption does not depend on where the framework's port is, nor command tasks'
 # on whether it moved: each mode once (the taken port, with TLS, in task mode), which keeps
 # `make test` within its time.
-@pytest.mark.parametrize(("port_taken", "slot_mode"), [(False, "warm"), (True, "task")],
+@pytest.mark.parametrize(("port_taken", "slot_mode"), [
+    (False, "warm"), pytest.param(True, "task", marks=pytest.mark.long)],
                          ids=["same-port-warm", "port-taken-tls-task"])
 def test_on_a_cluster_that_lives_on_the_resumed_framework_adopts_appcore_and_trials(
         shell: Shell, workdir: Path, da_cluster: DaCluster, port_taken: bool,

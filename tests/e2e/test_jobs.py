@@ -23,6 +23,7 @@ from tests.e2e.conftest import master_state
 pytestmark = pytest.mark.slow
 
 
+@pytest.mark.long  # in make test-long: over 20 s, and make test covers its path otherwise
 def test_paper_fig3_command_runs_to_completion(submit: Any, tmp_path: Path) -> None:
     """The paper's Fig. 3 command (local master), its parameter file and demo.py."""
     data = tmp_path / "data" / "testAutoML"

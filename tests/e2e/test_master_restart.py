@@ -60,6 +60,7 @@ def test_a_restarted_master_loses_no_result_and_the_job_goes_on(
     assert nothing_left(job)
 
 
+@pytest.mark.long  # in make test-long: over 20 s, and make test covers its path otherwise
 def test_a_master_away_too_long_interrupts_the_job_and_resume_finishes_it(
         shell: Shell, workdir: Path, da_cluster: DaCluster) -> None:  # noqa: F811
     budget = 6

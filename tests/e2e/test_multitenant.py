@@ -54,6 +54,7 @@ def _job(db: Path) -> dict[str, Any]:
     return {"meta": meta, "trials": trials, "appcores": appcores}
 
 
+@pytest.mark.long  # in make test-long: over 20 s, and make test covers its path otherwise
 def test_three_jobs_share_one_master_without_clashing(submit: Any, workdir: Path,
                                                       cluster: LocalCluster) -> None:
     settings = ("k=1", "m=2", "thresholds=0.5,0.5", "decline_filter_seconds=0.5")

@@ -111,6 +111,7 @@ def _valid_combinations(params: Path, points: int) -> set[str]:
     return found
 
 
+@pytest.mark.long  # in make test-long: over 20 s, and make test covers its path otherwise
 def test_a_conditional_grid_runs_exactly_the_valid_combinations(submit: Any) -> None:
     job = submit(*_example_flags(
         "conditional.py", "conditional_params.json", "--tuning-type", "grid-search",
