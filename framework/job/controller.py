@@ -10,8 +10,9 @@ of it:
 Behind it each part has one job (``framework/job/``): the trial book holds the trials and their
 tasks, AppCore's life its launches, the event log what WatchTrials streams, the intake checks what
 AppCore and runners send in, and the status handling decides from Mesos' word how a trial or
-AppCore ended, and the task view (inherited) where the job's tasks are and which still run. The
-controller owns the job's outcome and the lock (the book's) that makes each of its calls one step.
+AppCore ended, and the task view (``controller.tasks``, read only) where the job's tasks are and
+which still run. The controller owns the job's outcome and the lock (the book's) that makes each
+of its calls one step.
 
 Thread safety: every public method takes the lock; waiting methods release it.
 """
