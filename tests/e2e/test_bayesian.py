@@ -31,7 +31,8 @@ def _states(results: dict[str, Any]) -> list[str]:
     return [t["state"] for t in sorted(results["trials"], key=lambda t: t["number"])]
 
 
-@pytest.mark.parametrize(("backend", "mode"), [("gp", "sync"), ("tpe", "async")])
+@pytest.mark.parametrize(("backend", "mode"), [pytest.param("gp", "sync", marks=pytest.mark.long),
+                                               ("tpe", "async")])
 def test_a_bayesian_job_runs_to_its_budget(submit: Any, workdir: Path, backend: str,
                                            mode: str) -> None:
     job = submit(*common_flags(workdir, "--tuning-type", "bayesian", "--bayes-backend", backend,

@@ -37,6 +37,7 @@ def _standings(address: str) -> dict[str, dict[str, Any]]:
     return found
 
 
+@pytest.mark.long  # in make test-long: over 20 s, and make test covers its path otherwise
 def test_two_deadline_jobs_see_each_other_through_the_master_and_finish(
         shell: Shell, workdir: Path, da_cluster: DaCluster) -> None:  # noqa: F811
     address = da_cluster.start()

@@ -269,8 +269,9 @@ def _removed(master: str, framework_id: str) -> bool:
                for row in master_frameworks(master, timeout=1))
 
 
-@pytest.mark.parametrize(("where", "moment"), [("da-cluster", "torn-down"),
-                                               ("da-cluster", "outcome"), ("local", "outcome")])
+@pytest.mark.parametrize(("where", "moment"), [
+    ("da-cluster", "torn-down"), pytest.param("da-cluster", "outcome", marks=pytest.mark.long),
+    ("local", "outcome")])
 def test_a_kill_in_the_window_after_the_last_trial_is_finished_by_resume(
         shell: Shell, workdir: Path, da_cluster: Any, where: str, moment: str) -> None:
     budget = 4

@@ -203,11 +203,11 @@ def warm_slots_checked(shell: Shell, job: str) -> list[str]:
     return adopted
 
 
+@pytest.mark.long  # in make test-long: over 20 s, and make test covers its path otherwise
 # Each place and each slot mode once: the embedded cluster inside da-submit with command
 # tasks, a da-cluster process with warm slots (the da-cluster task-mode pair adds nothing that
 # these two and the adoption tests below do not check, and costs 25 s of `make test`).
-@pytest.mark.parametrize(("where", "slot_mode"), [
-    ("local", "task"), pytest.param("da-cluster", "warm", marks=pytest.mark.long)])
+@pytest.mark.parametrize(("where", "slot_mode"), [("local", "task"), ("da-cluster", "warm")])
 def test_three_framework_deaths_and_resumes_lose_and_double_nothing(
         shell: Shell, workdir: Path, da_cluster: DaCluster, where: str, slot_mode: str) -> None:
     budget = 14
@@ -246,6 +246,7 @@ def test_three_framework_deaths_and_resumes_lose_and_double_nothing(
         assert warm_slots_checked(shell, job), "the resumed frameworks adopted no slot"
 
 
+@pytest.mark.long  # in make test-long: over 20 s, and make test covers its path otherwise
 def test_ids_that_name_no_job_or_several_are_one_line_errors(shell: Shell,
                                                              workdir: Path) -> None:
     missing = shell.job("status", "nope")
@@ -262,6 +263,7 @@ def test_ids_that_name_no_job_or_several_are_one_line_errors(shell: Shell,
     assert refused.returncode == 2 and "has ended (BUDGET_SPENT)" in refused.stderr
 
 
+@pytest.mark.long  # in make test-long: over 20 s, and make test covers its path otherwise
 def test_two_local_jobs_started_at_the_same_moment_both_complete(shell: Shell,
                                                                  workdir: Path) -> None:
     import threading

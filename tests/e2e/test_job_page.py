@@ -289,6 +289,7 @@ def _da_job_ui(page: Any, home: Path, job_id: str) -> None:
         shot(page, "da-job-ui-index")
 
 
+@pytest.mark.long  # in make test-long: over 20 s, and make test covers its path otherwise
 def test_the_page_of_a_job_on_a_da_cluster_master(submit: Any, tmp_path: Path, control: Path,
                                                   page: Any, da_cluster: DaCluster) -> None:
     address = da_cluster.start()

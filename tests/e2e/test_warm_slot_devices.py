@@ -89,7 +89,7 @@ class EngineWatch:
         self._thread.join(10)
 
 
-@pytest.mark.parametrize("where", ["local", "da-cluster"])
+@pytest.mark.parametrize("where", [pytest.param("local", marks=pytest.mark.long), "da-cluster"])
 def test_a_warm_job_runs_its_trials_in_one_container_per_slot(
         submit: Any, workdir: Path, runner_image: str, docker_engine: Any, tmp_path: Path,
         where: str) -> None:
@@ -215,7 +215,8 @@ def _executor_process(executor_id: str) -> int:
     raise AssertionError(f"no executor process for {executor_id}")
 
 
-@pytest.mark.parametrize("how", ["docker kill", "kill -9 of the executor"])
+@pytest.mark.parametrize("how", [pytest.param("docker kill", marks=pytest.mark.long),
+                                 "kill -9 of the executor"])
 def test_a_killed_slot_container_has_its_trial_retried_as_lost(
         submit: Any, workdir: Path, runner_image: str, docker_engine: Any, how: str) -> None:
     (workdir / "runner.py").write_text(RUNNER)

@@ -69,6 +69,7 @@ def test_a_bayesian_job_with_early_stopping_on_warm_slots(submit: Any, workdir: 
     assert 1 <= len(slots_started(job.job_dir())) <= 4
 
 
+@pytest.mark.long  # in make test-long: over 20 s, and make test covers its path otherwise
 def test_a_grid_search_runs_exactly_the_cartesian_product_on_warm_slots(
         submit: Any, workdir: Path) -> None:
     (workdir / "grid.json").write_text(json.dumps({"parameters": [
