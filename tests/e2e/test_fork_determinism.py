@@ -15,6 +15,10 @@ from tests.e2e.conftest import common_flags
 from tests.e2e.test_warm_slots import check_budget
 
 
+NO_TORCH = ("torch (about 800 MB) is not in the test extra: the numpy twin of this test runs "
+            "here, and a lent GPU machine runs this one (docs/warm-slots.md)")
+
+
 pytestmark = pytest.mark.slow
 
 # SGD on a seeded logistic regression (BLAS products, the assignment's x as the step size),
@@ -88,7 +92,7 @@ def test_a_preloaded_numpy_search_computes_what_the_task_mode_search_computes(
 
 def test_a_preloaded_torch_search_draws_a_torch_seed_per_trial(submit: Any,
                                                                workdir: Path) -> None:
-    pytest.importorskip("torch")  # not in the test extra: docs/warm-slots.md
+    pytest.importorskip("torch", reason=NO_TORCH)
     (workdir / "runner.py").write_text(RUNNER)
     launch = "python runner.py torch"
     task = _job(submit, workdir, 4, launch, "--slot-mode", "task")

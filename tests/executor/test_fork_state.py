@@ -28,6 +28,10 @@ from disauto.executor.forkserver import ForkServer
 from disauto.executor.forkserver import ForkServerError
 
 
+NO_TORCH = ("torch (about 800 MB) is not in the test extra: the numpy twin of this test runs "
+            "here, and a lent GPU machine runs this one (docs/warm-slots.md)")
+
+
 pytestmark = pytest.mark.integration  # starts processes
 
 PROBE = textwrap.dedent('''
@@ -154,7 +158,7 @@ def test_forked_trials_draw_apart_and_compute_as_exec_d_ones(start: Any, slot: P
 
 def test_pytorch_cpu_generator_is_reseeded_in_every_forked_trial(start: Any,
                                                                  slot: Path) -> None:
-    pytest.importorskip("torch")
+    pytest.importorskip("torch", reason=NO_TORCH)
     server = start(("torch", "threadpoolctl"))
     forked = _probes(server, slot, 2, "torch")
     execd = json.loads(_execd(slot, "torch"))
@@ -174,7 +178,7 @@ def test_a_preload_that_started_an_openmp_pool_is_refused(start: Any) -> None:
 
 
 def test_torch_that_ran_a_parallel_operation_at_import_is_refused(start: Any) -> None:
-    pytest.importorskip("torch")
+    pytest.importorskip("torch", reason=NO_TORCH)
     with pytest.raises(ForkServerError, match=r"OpenMP thread pool \(libgomp.*"
                                               r"compute nothing at import"):
         start(("torch_user",))
