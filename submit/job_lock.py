@@ -26,6 +26,7 @@ import socket
 import time
 
 from disauto.common import paths
+from disauto.common.processes import pid_exists
 
 
 LOCK_ENV = "DISAUTO_JOB_LOCK"
@@ -145,21 +146,11 @@ def holder(job_dir: Path, wait: float = HOLDER_WAIT) -> str:
         except OSError:
             pid = host = ""
         here = not host or host == socket.gethostname()
-        if pid.isdigit() and (not here or _alive(int(pid))):
+        if pid.isdigit() and (not here or pid_exists(int(pid))):
             return f"process {pid}" + ("" if here else f" on {host}")
         if time.monotonic() >= deadline:
             return "another process (starting)"
         time.sleep(0.05)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 @contextmanager
