@@ -66,8 +66,13 @@ def format_bytes(value: int) -> str:
 
 def own_group(controller: str, root: Path = CGROUP_ROOT) -> Path:
     """This process' group in the ``controller`` hierarchy (``/proc/self/cgroup``)."""
+    return _listed_group(Path("/proc/self/cgroup"), controller, root)
+
+
+def _listed_group(listing: Path, controller: str, root: Path) -> Path:
+    """The ``controller`` group a ``/proc/.../cgroup`` listing names (its root when none)."""
     with contextlib.suppress(OSError):
-        for line in Path("/proc/self/cgroup").read_text().splitlines():
+        for line in listing.read_text().splitlines():
             _, controllers, where = line.split(":", 2)
             if controller in controllers.split(","):
                 return root / controller / where.lstrip("/")
@@ -266,12 +271,7 @@ def _read_int(path: Path) -> int | None:
 
 def _thread_group(controller: str, root: Path = CGROUP_ROOT) -> Path:
     """The ``controller`` group the calling thread is in now."""
-    with contextlib.suppress(OSError):
-        for line in Path("/proc/thread-self/cgroup").read_text().splitlines():
-            _, controllers, where = line.split(":", 2)
-            if controller in controllers.split(","):
-                return root / controller / where.lstrip("/")
-    return root / controller
+    return _listed_group(Path("/proc/thread-self/cgroup"), controller, root)
 
 
 class NoIsolation:
