@@ -5,8 +5,9 @@ PY := $(VENV)/bin/python
 WHEELS := build/wheels
 STAMP := $(VENV)/.installed
 PROTO_STAMP := protos/.generated
+PACKAGES := appcore apprunner_sdk common executor framework localmesos protos submit bench
 
-.PHONY: all venv protos lint test test-fast test-long demo bench clean bench-suggest bench-quality bench-early-stopping
+.PHONY: all venv protos bytecode lint test test-fast test-long demo bench clean bench-suggest bench-quality bench-early-stopping
 .PHONY: bench-paper bench-paper-full bench-scale bench-scale-short
 
 all: test
@@ -40,14 +41,20 @@ lint: venv
 # Two workers: most of the suite's time is whole jobs waiting on their processes, so a second
 # worker nearly halves it on the 2-core machine; the tests that start Docker or the browser
 # share one worker (tests/conftest.py).
-test: venv
+test: venv bytecode
 	$(VENV)/bin/ruff check .
 	$(PY) -m pytest -n 2 --dist loadgroup -m "not long" --durations=25
 
 # The long scenarios (marked `long`: 20 s or more each, their path covered in make test too),
 # kept out of make test so that it stays within 15 minutes on the 2-core machine.
-test-long: venv
+test-long: venv bytecode
 	$(PY) -m pytest -n 2 --dist loadgroup -m long
+
+# Every job of the suite starts several Python processes of this checkout (da-submit, AppCore,
+# runners, the importance worker): where PYTHONDONTWRITEBYTECODE is set (as on the CI machine)
+# each of them compiled its modules again. Compiled once here, they are read from __pycache__.
+bytecode: venv
+	$(PY) -m compileall -q -j 0 $(PACKAGES) disauto
 
 # The unit tests alone: nothing starts a process or a server (tests/conftest.py enforces it).
 test-fast: venv

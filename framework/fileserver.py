@@ -17,11 +17,11 @@ import secrets
 import shutil
 import stat
 import tarfile
-import threading
 from typing import Any
 from urllib.parse import quote
 from urllib.parse import unquote
 
+from disauto.common.serving import serving_thread
 from disauto.framework.spec import InputSpec
 
 
@@ -76,9 +76,7 @@ class FileServer:
         self._server.secret = secret or secrets.token_urlsafe(16)
         self._server.published = {}
         self._advertise = advertise_host
-        self._thread = threading.Thread(
-            target=self._server.serve_forever, name="disauto-fileserver", daemon=True
-        )
+        self._thread = serving_thread(self._server, "disauto-fileserver")
 
     @property
     def secret(self) -> str:

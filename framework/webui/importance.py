@@ -2,7 +2,7 @@
 
 The record is turned into an in-memory Optuna study (one ``FrozenTrial`` per completed trial,
 and per pruned trial with its last intermediate value, with a distribution per parameter that
-holds every value the space allows); Optuna's default evaluator (PED-ANOVA in Optuna 5) ranks
+holds every value the space allows); Optuna's PED-ANOVA evaluator (its default in Optuna 5) ranks
 the parameters. Too few trials give a note instead.
 """
 
@@ -80,7 +80,8 @@ def importances(space: SearchSpace, completed: Completed, maximize: bool,
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # Optuna's experimental-feature warnings
-            ranked = optuna.importance.get_param_importances(study)
+            ranked = optuna.importance.get_param_importances(
+                study, evaluator=optuna.importance.PedAnovaImportanceEvaluator())
     except (ValueError, RuntimeError) as err:
         return {"note": f"Optuna cannot rank the parameters yet: {err}"}
     basis = f"{len(completed)} completed trial{'s' if len(completed) != 1 else ''}"

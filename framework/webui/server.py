@@ -42,6 +42,7 @@ from typing import Any
 from urllib.parse import parse_qs
 from urllib.parse import urlsplit
 
+from disauto.common.serving import serving_thread
 from disauto.framework.webui import dataservice
 from disauto.framework.webui.sources import ActionError
 from disauto.framework.webui.sources import JobSource
@@ -367,8 +368,7 @@ class JobPageServer:
         self._server.single = single
         self._server.final_served = threading.Event()
         self._advertise = advertise_host
-        self._thread = threading.Thread(target=self._server.serve_forever,
-                                        name="disauto-jobpage", daemon=True)
+        self._thread = serving_thread(self._server, "disauto-jobpage")
 
     @property
     def port(self) -> int:

@@ -1,0 +1,44 @@
+"""The importance worker: a real ``python -m disauto.framework.webui.importance_worker`` process
+ranks a job's parameters as the framework's own process does, without loading scikit-learn or
+SciPy (whose import was most of every job's CPU on the 2-core machine)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+import subprocess
+import sys
+
+import pytest
+
+from disauto.common.space import CategoricalParam
+from disauto.common.space import RealParam
+from disauto.common.space import SearchSpace
+from disauto.framework.webui import importance_worker
+from disauto.framework.webui.importance import importances
+
+
+pytestmark = pytest.mark.integration
+
+SPACE = SearchSpace((RealParam("lr", 0.001, 0.1), CategoricalParam("kernel", ("rbf", "poly"))))
+COMPLETED = [({"lr": 0.001 + 0.01 * i, "kernel": "rbf" if i % 2 else "poly"}, 0.5 + i / 20)
+             for i in range(8)]
+
+
+def test_the_worker_ranks_as_this_process_does_without_scikit_learn_or_scipy() -> None:
+    worker = subprocess.Popen(
+        [sys.executable, "-m", importance_worker.__name__], stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE, text=True)
+    assert worker.stdin is not None and worker.stdout is not None
+    try:
+        worker.stdin.write(importance_worker.request_line(SPACE, COMPLETED, True, ()) + "\n")
+        worker.stdin.flush()
+        answer = json.loads(worker.stdout.readline())
+        loaded = Path(f"/proc/{worker.pid}/maps").read_text()
+    finally:
+        worker.stdin.close()
+        assert worker.wait(30) == 0
+    assert answer == json.loads(json.dumps(importances(SPACE, COMPLETED, True)))
+    assert set(answer["values"]) == {"lr", "kernel"}, answer
+    # Their compiled extensions would be mapped into the worker had it imported them.
+    assert "/sklearn/" not in loaded and "/scipy/" not in loaded
