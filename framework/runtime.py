@@ -45,9 +45,10 @@ class MasterAwayError(ConnectionError):
 
 
 UNREACHABLE_RECONCILE_SECONDS = 30.0
-"""How often the tasks on unreachable agents are reconciled explicitly (Mesos' advice to a
-PARTITION_AWARE framework, apache/mesos docs/reconciliation.md): the answer says when one is
-back (TASK_RUNNING), or gone for good."""
+"""How often the tasks on unreachable agents, and the launches Mesos has said nothing of
+(``framework/job/silence.py``), are reconciled explicitly (Mesos' advice to a PARTITION_AWARE
+framework, apache/mesos docs/reconciliation.md): the answer says when one is back
+(TASK_RUNNING), or gone for good (the trial runs again)."""
 
 
 @dataclass
@@ -184,15 +185,16 @@ class JobRunner:
 
     def _see_to_unreachable(self, clock: _Clock) -> None:
         """Tasks unreachable past ``--unreachable-timeout`` are given up on (their trials run
-        again); those still unreachable are reconciled every
-        :data:`UNREACHABLE_RECONCILE_SECONDS`."""
+        again); those still unreachable, and the launches still unheard of, are reconciled
+        every :data:`UNREACHABLE_RECONCILE_SECONDS`."""
         abandoned = self.controller.expire_unreachable().abandoned
         if abandoned:
             self.scheduler.abandon(abandoned)
         now = time.monotonic()
         if now >= clock.next_reconcile:
             clock.next_reconcile = now + UNREACHABLE_RECONCILE_SECONDS
-            self.scheduler.reconcile(self.controller.unreachable_tasks())
+            self.scheduler.reconcile(self.controller.unreachable_tasks()
+                                     + self.controller.silent_launches())
 
     def _check_budgets(self, clock: _Clock) -> None:
         """End the job when its time budget (``max_duration``) is spent, or when a task that

@@ -50,6 +50,7 @@ from disauto.framework.job.intake import Intake
 from disauto.framework.job.intake import Submission
 from disauto.framework.job.progress import Progress
 from disauto.framework.job.progress import snapshot
+from disauto.framework.job.silence import Silence
 from disauto.framework.job.status import Measures
 from disauto.framework.job.status import StatusEffects
 from disauto.framework.job.status import TaskStatuses
@@ -125,6 +126,7 @@ class JobController:
         self._lock = self._book.lock
         self._events = self._book.events
         self._appcore = AppCoreLife(store)
+        self._silence = Silence()
         self.tasks = JobTasks(self._book, self._appcore)
         """Where the job's tasks are and which still run (read only)."""
         self._intake = Intake(self._book, space_from_proto(config.search.space))
@@ -390,7 +392,10 @@ class JobController:
     def appcore_launched(self, task_id: str, agent_id: str) -> bool:
         """Record AppCore's launch; False if it is no longer wanted."""
         with self._lock:
-            return not self._ended() and self._appcore.launched(task_id, agent_id)
+            if self._ended() or not self._appcore.launched(task_id, agent_id):
+                return False
+        self._silence.launched(task_id, agent_id)
+        return True
 
     def adopt_appcore(self) -> bool:
         """Wait for the AppCore the record says runs to attach again (a framework failing over
@@ -410,11 +415,13 @@ class JobController:
         """Record a trial's launch as ``task_id`` (a task of the warm slot ``executor_id``, or
         a command task)."""
         self._book.launched(number, task_id, agent_id, executor_id)
+        self._silence.launched(task_id, agent_id)
 
     def on_status(self, status: Mapping[str, Any]) -> StatusEffects:
         """Record a Mesos status update (before the scheduler acknowledges it); what the
         scheduler must do about it (the stale tasks to kill)."""
         self.store.add_task_update(status)
+        self._silence.heard(str(status.get("task_id", {}).get("value", "")))
         with self._lock:
             effects = self._statuses.on(status)
         if effects.pending:
@@ -436,6 +443,12 @@ class JobController:
         on: what the framework reconciles until Mesos says where they are."""
         with self._lock:
             return self._statuses.unreachable_tasks()
+
+    def silent_launches(self) -> list[tuple[str, str]]:
+        """``(task_id, agent_id)`` of the launches Mesos has sent no status of for
+        ``silence.SILENT_SECONDS``: their ACCEPT may never have reached the master (the
+        framework reconciles them)."""
+        return self._silence.silent()
 
     def expire_trials(self, now: float | None = None) -> list[str]:
         """Record TIMEOUT for trials running past ``trial_timeout`` (their slots free at once);
