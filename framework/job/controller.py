@@ -392,10 +392,10 @@ class JobController:
     def appcore_launched(self, task_id: str, agent_id: str) -> bool:
         """Record AppCore's launch; False if it is no longer wanted."""
         with self._lock:
-            if self._ended() or not self._appcore.launched(task_id, agent_id):
-                return False
-        self._silence.launched(task_id, agent_id)
-        return True
+            launched = not self._ended() and self._appcore.launched(task_id, agent_id)
+        if launched:
+            self._silence.launched(task_id, agent_id)
+        return launched
 
     def adopt_appcore(self) -> bool:
         """Wait for the AppCore the record says runs to attach again (a framework failing over
@@ -412,8 +412,7 @@ class JobController:
 
     def trial_launched(self, number: int, task_id: str, agent_id: str,
                        executor_id: str = "") -> None:
-        """Record a trial's launch as ``task_id`` (a task of the warm slot ``executor_id``, or
-        a command task)."""
+        """Record a trial's launch as ``task_id`` (on the warm slot ``executor_id``, if any)."""
         self._book.launched(number, task_id, agent_id, executor_id)
         self._silence.launched(task_id, agent_id)
 
@@ -445,9 +444,8 @@ class JobController:
             return self._statuses.unreachable_tasks()
 
     def silent_launches(self) -> list[tuple[str, str]]:
-        """``(task_id, agent_id)`` of the launches Mesos has sent no status of for
-        ``silence.SILENT_SECONDS``: their ACCEPT may never have reached the master (the
-        framework reconciles them)."""
+        """``(task_id, agent_id)`` of the launches Mesos has said nothing of for a minute
+        (``silence.py``): the framework reconciles them."""
         return self._silence.silent()
 
     def expire_trials(self, now: float | None = None) -> list[str]:
