@@ -26,6 +26,7 @@ from tests.e2e.conftest import ROOT
 from tests.e2e.conftest import common_flags
 from tests.e2e.conftest import nothing_left
 from tests.e2e.outcomes import check_ended
+from tests.e2e.shell import Shell
 
 
 pytestmark = pytest.mark.slow
@@ -46,60 +47,6 @@ if flood_from and n >= flood_from:
     time.sleep(60)
 report(accuracy=1.0 - (float(p["x"]) - 0.3) ** 2 - 0.01 * float(p["n"]), final=True)
 '''
-
-
-class Shell:
-    """DisAuto's commands run as a user runs them, each its own process, one $DISAUTO_HOME."""
-
-    def __init__(self, home: Path, cwd: Path) -> None:
-        self.env = {**os.environ, "DISAUTO_HOME": str(home), "RUNNER_SLEEP": "1",
-                    "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
-        self.cwd = cwd
-        self.home = home
-
-    def start(self, module: str, *args: str) -> subprocess.Popen[str]:
-        return subprocess.Popen([sys.executable, "-m", module, *args], cwd=self.cwd,
-                                env=self.env, text=True, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE)
-
-    def run(self, module: str, *args: str,
-            timeout: float = 120) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([sys.executable, "-m", module, *args], cwd=self.cwd, env=self.env,
-                              capture_output=True, text=True, timeout=timeout, check=False)
-
-    def submit(self, *args: str) -> str:
-        done = self.run("disauto.submit.cli", *args, "--detach", timeout=90)
-        assert done.returncode == 0, done.stdout + done.stderr
-        return done.stdout.split("job ", 1)[1].split()[0]
-
-    def job(self, *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-        return self.run("disauto.submit.job_cli", *args, timeout=timeout)
-
-    def status(self, job: str) -> dict[str, Any]:
-        done = self.job("status", job, "--json")
-        assert done.returncode == 0, done.stderr
-        return json.loads(done.stdout)
-
-    def wait_until(self, job: str, predicate: Any, timeout: float = 120) -> dict[str, Any]:
-        deadline = time.monotonic() + timeout
-        status: dict[str, Any] = {}
-        while time.monotonic() < deadline:
-            status = self.status(job)
-            if predicate(status):
-                return status
-            time.sleep(0.3)
-        raise AssertionError(f"{job}: condition not met; last status {status}")
-
-    def folder(self, job: str) -> Path:
-        return self.home / "jobs" / job
-
-    def meta(self, job: str) -> dict[str, str]:
-        with sqlite3.connect(self.folder(job) / "job.db") as db:
-            return dict(db.execute("SELECT key, value FROM meta").fetchall())
-
-    def kill_framework(self, job: str) -> None:
-        os.kill(int(self.meta(job)["pid"]), signal.SIGKILL)
-        self.wait_until(job, lambda s: s["state"] == "interrupted", timeout=30)
 
 
 def record(folder: Path) -> tuple[list[tuple[Any, ...]], dict[int, int]]:
@@ -137,18 +84,9 @@ def check_every_trial_once(folder: Path, budget: int,
 @pytest.fixture
 def shell(workdir: Path, tmp_path: Path) -> Iterator[Shell]:
     (workdir / "runner.py").write_text(RUNNER)
-    made = Shell(tmp_path / "home", workdir)
+    made = Shell(tmp_path / "home", workdir, runner_sleep=1)
     yield made
-    for job_dir in (made.home / "jobs").glob("*"):  # a test that failed midway: no leftovers
-        try:
-            os.kill(int(made.meta(job_dir.name).get("pid", "0")), signal.SIGKILL)
-        except (ProcessLookupError, ValueError, sqlite3.Error):
-            pass
-        for pid in with_environment("DISAUTO_JOB_ID", job_dir.name):
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
+    made.kill_leftovers()  # a test that failed midway: no leftovers
 
 
 # -- 1. two resumes at the same moment ----------------------------------------------------------
@@ -269,6 +207,22 @@ def _removed(master: str, framework_id: str) -> bool:
                for row in master_frameworks(master, timeout=1))
 
 
+def _importance_worker(pid: int, within: float = 30.0) -> int:
+    """The importance worker ``pid`` started (its child running the worker's module)."""
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        for stat in Path("/proc").glob("[0-9]*/stat"):
+            try:
+                parent = int(stat.read_text().rsplit(")", 1)[1].split()[1])
+                command = (stat.parent / "cmdline").read_bytes()
+            except (OSError, ValueError, IndexError):
+                continue  # gone meanwhile
+            if parent == pid and b"importance_worker" in command:
+                return int(stat.parent.name)
+        time.sleep(0.1)
+    raise AssertionError(f"da-submit {pid} started no importance worker")
+
+
 @pytest.mark.parametrize(("where", "moment"), [
     ("da-cluster", "torn-down"), pytest.param("da-cluster", "outcome", marks=pytest.mark.long),
     ("local", "outcome")])
@@ -279,6 +233,11 @@ def test_a_kill_in_the_window_after_the_last_trial_is_finished_by_resume(
     job = shell.submit(*common_flags(workdir, "--trail-steps", str(budget), "--parallelism", "2",
                                      *master))
     folder = shell.folder(job)
+    # The window is report.html's making, which waits up to REPORT_WAIT (10 s) for parameter
+    # importance: with the worker stopped it lasts that long (else, on a quick machine, a few
+    # milliseconds the test's polling could miss).
+    worker = _importance_worker(int(shell.meta(job)["pid"]))
+    os.kill(worker, signal.SIGSTOP)
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:  # the moment the end is recorded, or torn down
         recorded = _peek(folder)
@@ -290,6 +249,7 @@ def test_a_kill_in_the_window_after_the_last_trial_is_finished_by_resume(
             break
         time.sleep(0.02)
     os.kill(int(recorded["pid"]), signal.SIGKILL)
+    os.kill(worker, signal.SIGKILL)
     status = shell.wait_until(job, lambda s: s["state"] != "running", timeout=30)
     assert status["state"] == "interrupted", status  # killed before it closed the record
     assert not (folder / "results.json").exists()
@@ -455,3 +415,38 @@ def test_a_report_of_200000_metrics_is_refused_with_one_line_and_the_record_stay
     assert len(json.loads(ended.db_trials[3]["metrics"])) == 200  # the first report, kept
     assert (ended.job_dir / "job.db").stat().st_size < 2 << 20
     assert (ended.job_dir / "results.json").stat().st_size < 100_000
+
+
+# -- memory per trial ---------------------------------------------------------------------------
+
+PER_TRIAL_BYTES = 64 * 1024
+"""What da-submit may grow by per trial, measured on its resident memory between two points
+of a warm job (issue 31 saw 0.3 MB a trial: 100 MB to 195 MB over 300 trials)."""
+
+
+@pytest.mark.long  # in make test-long: 400 trials; docs/benchmarks.md measures 3,000
+def test_da_submit_keeps_little_per_trial_over_hundreds_of_warm_trials(tmp_path: Path) -> None:
+    from bench.scale import submit_command
+    from bench.scale_record import ended_count
+    from bench.scale_record import rss_bytes
+
+    work, home = tmp_path / "work", tmp_path / "home"
+    env = {**os.environ, "DISAUTO_HOME": str(home),
+           "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    process = subprocess.Popen(submit_command(work, "random", 400, 4, 1, 0.0), cwd=work,
+                               env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    marks: dict[int, tuple[int, int]] = {}  # first ended count past each mark: (ended, RSS)
+    while process.poll() is None:
+        time.sleep(0.2)
+        found = list(home.glob("jobs/*/job.db"))
+        ended = ended_count(found[0]) if found else 0
+        resident, _ = rss_bytes(process.pid)
+        for mark in (100, 350):
+            if ended >= mark and mark not in marks and resident:
+                marks[mark] = (ended, resident)
+    assert process.wait() == 0, process.stderr.read() if process.stderr else ""
+    (first, before), (last, after) = marks[100], marks[350]
+    per_trial = (after - before) / (last - first)
+    assert per_trial < PER_TRIAL_BYTES, (
+        f"da-submit grew {(after - before) / 1e6:.1f} MB over trials {first}-{last}: "
+        f"{per_trial / 1024:.0f} KiB a trial")

@@ -6,25 +6,21 @@ record is checked trial by trial after each framework death.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 import json
 import os
 from pathlib import Path
 import re
 import signal
 import socket
-import sqlite3
-import subprocess
-import sys
-import time
-from typing import Any
 
 import pytest
 
 from disauto.common.processes import with_environment
-from tests.e2e.conftest import ROOT
 from tests.e2e.conftest import DaCluster
 from tests.e2e.conftest import common_flags
 from tests.e2e.conftest import nothing_left
+from tests.e2e.shell import Shell
 
 
 pytestmark = pytest.mark.slow
@@ -39,73 +35,12 @@ report(accuracy=1.0 - (float(p["x"]) - 0.3) ** 2 - 0.01 * float(p["n"]), final=T
 '''
 
 
-class Shell:
-    """Runs DisAuto's commands as a user would, each its own process, one $DISAUTO_HOME."""
-
-    def __init__(self, home: Path, cwd: Path) -> None:
-        self.env = {**os.environ, "DISAUTO_HOME": str(home), "RUNNER_SLEEP": "1.5",
-                    "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
-        self.cwd = cwd
-        self.home = home
-        self.submitted = ""  # what the last --detach printed
-
-    def run(self, module: str, *args: str,
-            timeout: float = 120) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([sys.executable, "-m", module, *args], cwd=self.cwd, env=self.env,
-                              capture_output=True, text=True, timeout=timeout, check=False)
-
-    def submit(self, *args: str) -> str:
-        done = self.run("disauto.submit.cli", *args, "--detach", timeout=60)
-        assert done.returncode == 0, done.stdout + done.stderr
-        self.submitted = done.stdout
-        return done.stdout.split("job ", 1)[1].split()[0]
-
-    def paste(self, text: str) -> None:
-        """Paste ``text`` into a shell as a user would: every line runs (da-job on the PATH), a
-        line that follows forever stopped after a few seconds."""
-        env = {**self.env, "PATH": str(Path(sys.executable).parent) + os.pathsep
-               + self.env.get("PATH", "")}
-        for line in text.splitlines():
-            subprocess.run(["timeout", "5", "bash", "-c", line], cwd=self.cwd, env=env,
-                           capture_output=True, check=False)
-
-    def job(self, *args: str) -> subprocess.CompletedProcess[str]:
-        return self.run("disauto.submit.job_cli", *args)
-
-    def status(self, job: str) -> dict[str, Any]:
-        done = self.job("status", job, "--json")
-        assert done.returncode == 0, done.stderr
-        return json.loads(done.stdout)
-
-    def wait_until(self, job: str, predicate: Any, timeout: float = 120) -> dict[str, Any]:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            status = self.status(job)
-            if predicate(status):
-                return status
-            time.sleep(0.5)
-        raise AssertionError(f"{job}: condition not met; last status {status}")
-
-    def db(self, job: str) -> sqlite3.Connection:
-        return sqlite3.connect(self.home / "jobs" / job / "job.db")
-
-
 @pytest.fixture
-def shell(workdir: Path, tmp_path: Path) -> Any:
+def shell(workdir: Path, tmp_path: Path) -> Iterator[Shell]:
     (workdir / "runner.py").write_text(RUNNER)
-    made = Shell(tmp_path / "home", workdir)
+    made = Shell(tmp_path / "home", workdir, runner_sleep=1.5)
     yield made
-    for job_dir in (made.home / "jobs").glob("*"):  # a test that failed midway: no leftovers
-        try:
-            meta = dict(sqlite3.connect(job_dir / "job.db").execute("SELECT key, value FROM meta"))
-            os.kill(int(meta.get("pid", "0")), signal.SIGKILL)
-        except (ProcessLookupError, ValueError, sqlite3.Error):
-            pass
-        for pid in with_environment("DISAUTO_JOB_ID", job_dir.name):
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
+    made.kill_leftovers()  # a test that failed midway: no leftovers
 
 
 def test_a_detached_job_is_listed_followed_and_killed_from_another_shell(

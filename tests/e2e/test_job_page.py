@@ -24,6 +24,7 @@ from urllib.request import urlopen
 
 import pytest
 
+from tests.browser import box_of
 from tests.conftest import SCREENSHOTS
 from tests.e2e.conftest import ROOT
 from tests.e2e.conftest import DaCluster
@@ -231,8 +232,8 @@ def test_a_cpu_only_jobs_page_from_start_to_end_has_no_console_error(
         row(page, 1, "RUNNING")
         expect(page.locator("#plot-memory")).to_have_attribute("data-points", re.compile(
             r"[1-9]\d*"), timeout=30_000)  # the running trial's measured memory
-        box = page.locator('#trials tr[data-number="1"] td.actions').bounding_box()
-        assert box is not None and box["x"] + box["width"] <= 1366
+        box = box_of(page.locator('#trials tr[data-number="1"] td.actions'))
+        assert box["x"] + box["width"] <= 1366
         (control / "release-all").touch()
         assert job.wait(90) == 0
         expect(page.locator("#job-state")).to_have_text("ended", timeout=15_000)

@@ -49,8 +49,8 @@ CGROUPS = cgroups.unavailable(ISOLATION)
 
 # ``python runner.py SLEEP AGAIN HOG``: a trial sleeps SLEEP seconds (AGAIN in a try after its
 # task was lost: its task id is trial-NNNN.<retries>), and trial number HOG first fills 400 MB,
-# far over --app-runner-memory 128M. Arguments, not the environment: the tasks' environment is
-# the da-cluster's, not da-submit's.
+# far over --app-runner-memory 128M. A wait of ``@PATH`` lasts until the test creates PATH.
+# Arguments, not the environment: the tasks' environment is the da-cluster's, not da-submit's.
 RUNNER = '''
 import os, sys, time
 from apprunner_sdk import get_params, report, trial_number
@@ -59,7 +59,10 @@ sleep, again, hog = (sys.argv[1:] + ["0", "0", "0"])[:3]
 if str(trial_number()) == hog:
     filled = b"x" * (400 * 1024 * 1024)
 retry = "." in os.environ.get("MESOS_TASK_ID", "")
-time.sleep(float(again if retry else sleep))
+wait = again if retry else sleep
+while wait.startswith("@") and not os.path.exists(wait[1:]):
+    time.sleep(0.1)
+time.sleep(0 if wait.startswith("@") else float(wait))
 report(accuracy=1.0 - (float(p["x"]) - 0.3) ** 2 - 0.01 * float(p["n"]), final=True)
 '''
 
@@ -174,7 +177,7 @@ class Jobs:
         return {**self.cluster.process.env, "DISAUTO_HOME": str(self.home)}
 
     def submit(self, budget: int, parallelism: int, *flags: str, sleep: float = 0.0,
-               again: float = 0.0, hog: int = 0) -> Job:
+               again: float | str = 0.0, hog: int = 0) -> Job:
         """A job of ``budget`` trials, ``parallelism`` at once, whose trials sleep ``sleep``
         seconds (``again`` when run again) and whose trial ``hog`` goes over its memory."""
         args = common_flags(self.workdir, "--trail-steps", str(budget), "--parallelism",
@@ -230,9 +233,11 @@ def trial_rows(job: Job) -> list[dict[str, Any]]:
         return []
 
 
-def updates(ended: Ended, task: str) -> list[tuple[str, str]]:
-    """``(state, reason)`` of every status update the job recorded for ``task``, in order."""
-    with sqlite3.connect(ended.job_dir / "job.db") as db:
+def updates(ended: Ended | Job, task: str) -> list[tuple[str, str]]:
+    """``(state, reason)`` of every status update the job (ended or running) recorded for
+    ``task``, in order."""
+    job_dir = ended.job_dir if isinstance(ended, Ended) else ended.job_dir()
+    with sqlite3.connect(f"file:{job_dir / 'job.db'}?mode=ro", uri=True) as db:
         return [(s, r) for s, r in db.execute(
             "SELECT state, reason FROM task_updates WHERE task_id = ? ORDER BY id", (task,))]
 
@@ -364,9 +369,11 @@ def test_a_partition_healed_in_time_brings_trials_back_and_one_past_the_bound_re
         jobs: Jobs, cluster: Cluster) -> None:
     # Both jobs' trials still run when the 20 s partition heals: the patient job's come back
     # (their results and ends after the heal); the hasty job ran its trials again meanwhile
-    # and kills the old tasks when they show up.
+    # and kills the old tasks when they show up. Its new tries end only once both old tasks
+    # are back (on a busy machine an agent may re-register after a fixed sleep would end).
+    gate = jobs.workdir / "the-old-tasks-are-back"
     patient = jobs.submit(2, 2, "--unreachable-timeout", "60s", sleep=24)
-    hasty = jobs.submit(2, 2, "--unreachable-timeout", "3s", sleep=40, again=20)
+    hasty = jobs.submit(2, 2, "--unreachable-timeout", "3s", sleep=40, again=f"@{gate}")
     alive = {id(job): running(job, 2) for job in (patient, hasty)}
     cluster.agent_cli("partition", {t["agent_id"] for trials in alive.values() for t in trials},
                       "20s")
@@ -389,6 +396,9 @@ def test_a_partition_healed_in_time_brings_trials_back_and_one_past_the_bound_re
     # agent (Master::kill reconciles it, case 6).
     assert unknown_before_the_end(ended) == 0
     assert len(appcore_runs(ended)) == 1
+    until(lambda: all(("TASK_RUNNING", "REASON_AGENT_REREGISTERED") in updates(hasty, t["task_id"])
+                      for t in alive[id(hasty)]), 60, "the hasty job's old tasks never came back")
+    gate.touch()
     ended = ended_whole(hasty, 2)
     for trial in alive[id(hasty)]:
         recorded = ended.db_trials[trial["number"]]

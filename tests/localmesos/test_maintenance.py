@@ -165,7 +165,9 @@ def test_drain_then_reactivate_and_get_agents_shows_it() -> None:
     with running_cluster() as cluster:
         fw = RawFramework(cluster.address, name="fw", auto_acknowledge=True)
         try:
-            agent_id = _run(fw, "t", "sleep 60")
+            # A task that ignores SIGTERM: it dies at the end of its 3 s kill grace, and the
+            # agent stays DRAINING meanwhile (a plain sleep could be DRAINED before the check).
+            agent_id = _run(fw, "t", "trap '' TERM; sleep 60")
             reactivate = {"type": "REACTIVATE_AGENT",
                           "reactivate_agent": {"agent_id": {"value": agent_id}}}
             assert operator_call(cluster, reactivate) == (400, "Agent is not deactivated")

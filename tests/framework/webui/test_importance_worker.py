@@ -38,7 +38,9 @@ def test_the_worker_ranks_as_this_process_does_without_scikit_learn_or_scipy() -
     finally:
         worker.stdin.close()
         assert worker.wait(30) == 0
-    assert answer == json.loads(json.dumps(importances(SPACE, COMPLETED, True)))
+    here = importances(SPACE, COMPLETED, True)
+    assert answer["basis"] == here["basis"] and list(answer["values"]) == list(here["values"])
+    assert answer["values"] == pytest.approx(here["values"])  # the last bit may differ
     assert set(answer["values"]) == {"lr", "kernel"}, answer
     # Their compiled extensions would be mapped into the worker had it imported them.
     assert "/sklearn/" not in loaded and "/scipy/" not in loaded

@@ -19,6 +19,7 @@ from disauto.framework import meta
 from disauto.framework.webui.server import JobPageServer
 from disauto.framework.webui.sources import LiveJob
 from disauto.protos import framework_pb2
+from tests.browser import box_of
 from tests.framework.webui.records import TOKEN
 from tests.framework.webui.records import Recorded
 from tests.framework.webui.records import extra_name
@@ -91,17 +92,16 @@ def test_state_and_actions_stay_in_a_laptops_window(served: Served, page: Any) -
     expect(row).to_be_visible(timeout=30_000)
     for cell in (row.locator("td.actions"), row.locator('td[data-key="state"]'),
                  row.locator("button.kill-trial")):
-        box = cell.bounding_box()
-        assert box is not None and 0 <= box["x"] and box["x"] + box["width"] <= LAPTOP["width"]
+        box = box_of(cell)
+        assert 0 <= box["x"] and box["x"] + box["width"] <= LAPTOP["width"]
     # The table is wider than the window: it scrolls in its box, the actions stay put.
     wrap = page.locator(".table-wrap")
     assert page.evaluate("() => { const w = document.querySelector('.table-wrap');"
                          " return w.scrollWidth > w.clientWidth; }")
     wrap.evaluate("w => { w.scrollLeft = w.scrollWidth; }")
-    box = row.locator("td.actions").bounding_box()
-    assert box is not None and box["x"] + box["width"] <= LAPTOP["width"]
-    state = row.locator('td[data-key="state"]').bounding_box()
-    assert state is not None and state["x"] >= 0
+    box = box_of(row.locator("td.actions"))
+    assert box["x"] + box["width"] <= LAPTOP["width"]
+    assert box_of(row.locator('td[data-key="state"]'))["x"] >= 0
     # The agent is its short name (the whole id on hover); the failure shows its cause first.
     agent = row.locator('td[data-key="agent"]')
     expect(agent).to_have_text("…-S0")
