@@ -50,6 +50,21 @@ def distribution(param: RealParam | IntParam | CategoricalParam) -> BaseDistribu
     return CategoricalDistribution(param.choices)
 
 
+def why_not(space: SearchSpace, completed: Completed,
+            pruned: Completed = ()) -> dict[str, Any] | None:
+    """``{"note": why not}`` when these trials cannot be ranked (too few, no parameter that
+    varies, one objective value), known without Optuna's evaluator; None when they can."""
+    trials = [*completed, *pruned]
+    if len(trials) < MIN_TRIALS:
+        return {"note": f"parameter importance needs at least {MIN_TRIALS} completed or pruned "
+                        f"trials ({len(completed)} completed, {len(pruned)} pruned so far)"}
+    if all(distribution(p).single() for p in space):
+        return {"note": "no parameter takes more than one value"}
+    if len({value for _, value in trials}) < 2:
+        return {"note": "every trial has the same objective: nothing to rank by"}
+    return None
+
+
 def importances(space: SearchSpace, completed: Completed, maximize: bool,
                 pruned: Completed = ()) -> dict[str, Any]:
     """``{"values": {name: importance}, "basis": what they were computed over}`` best first,
@@ -61,16 +76,11 @@ def importances(space: SearchSpace, completed: Completed, maximize: bool,
     reported, as Optuna's TPE sampler ranks pruned trials by their last intermediate value. A
     value at an early step is a worse one, which is what the pruner judged it to be.
     """
+    note = why_not(space, completed, pruned)
+    if note is not None:
+        return note
     trials = [*completed, *pruned]
-    if len(trials) < MIN_TRIALS:
-        return {"note": f"parameter importance needs at least {MIN_TRIALS} completed or pruned "
-                        f"trials ({len(completed)} completed, {len(pruned)} pruned so far)"}
     distributions = {p.name: distribution(p) for p in space if not distribution(p).single()}
-    if not distributions:
-        return {"note": "no parameter takes more than one value"}
-    values = {value for _, value in trials}
-    if len(values) < 2:
-        return {"note": "every trial has the same objective: nothing to rank by"}
     study = optuna.create_study(direction="maximize" if maximize else "minimize")
     for assignment, value in trials:
         present = {name: d for name, d in distributions.items() if name in assignment}

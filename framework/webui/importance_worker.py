@@ -5,11 +5,12 @@ project's busy 2-core machine) and, over 2,000 trials, about a second of PED-ANO
 framework's process both held the GIL that the job's control loop needs, and the import fell on
 the job's end, when ``report.html`` is written (issue 29). So the framework (and ``da-job ui``)
 hands the computation to this worker: ``python -m disauto.framework.webui.importance_worker``,
-started when the job starts, which lowers its own priority (``nice`` 5: the job's processes
-come first, but on a busy machine it is not starved, as at ``nice`` 19, where the report of a
-4-trial job waited 8 s for it at the job's end), imports Optuna's importance at once (without
-scikit-learn, which only the forest evaluators need: :func:`without_forests`), then answers
-requests, one JSON object per line on stdin and stdout::
+started when the first ranking is asked for (a job whose trials are too few to rank never
+starts it: :func:`importance.why_not`), which lowers its own priority (``nice`` 5: the job's
+processes come first, but on a busy machine it is not starved, as at ``nice`` 19, where the
+report of a 4-trial job waited 8 s for it at the job's end), imports Optuna's importance at
+once (without scikit-learn, which only the forest evaluators need: :func:`without_forests`),
+then answers requests, one JSON object per line on stdin and stdout::
 
     → {"space": "<SearchSpace proto, base64>", "completed": [[assignment, value], ...],
        "pruned": [[assignment, value], ...], "maximize": true}
@@ -38,6 +39,7 @@ from disauto.common.space import space_from_proto
 from disauto.common.space import space_to_proto
 from disauto.framework.webui.importance import Completed
 from disauto.framework.webui.importance import importances
+from disauto.framework.webui.importance import why_not
 from disauto.protos import common_pb2
 
 
@@ -65,17 +67,12 @@ def answer(line: str) -> dict[str, Any]:
 
 
 class ImportanceWorker:
-    """The worker process of this process (started on first use or by :meth:`start`)."""
+    """The worker process of this process (started on first use)."""
 
     def __init__(self, command: list[str] | None = None) -> None:
         self._command = command or [sys.executable, "-m", __name__]
         self._process: subprocess.Popen[str] | None = None
         self._lock = threading.Lock()
-
-    def start(self) -> None:
-        """Start the worker now (it imports Optuna's evaluators while the job runs)."""
-        with self._lock:
-            self._started()
 
     def _started(self) -> subprocess.Popen[str] | None:
         if self._process is not None and self._process.poll() is None:
@@ -92,7 +89,11 @@ class ImportanceWorker:
 
     def compute(self, space: SearchSpace, completed: Completed, maximize: bool,
                 pruned: Completed = ()) -> dict[str, Any]:
-        """The importance of these trials, from the worker (or here, when it fails)."""
+        """The importance of these trials, from the worker (or here, when it fails); a note
+        needs no worker (too few trials: most jobs of a few trials never start one)."""
+        note = why_not(space, completed, pruned)
+        if note is not None:
+            return note
         with self._lock:
             process = self._started()
             if process is not None:

@@ -297,12 +297,12 @@ _WORKER: ImportanceWorker | None = None
 
 def compute_importance_in_worker() -> None:
     """Have this process's pages and reports compute parameter importance in a worker process
-    (``importance_worker.py``), started now: the framework calls it when its job starts."""
+    (``importance_worker.py``, started when first needed): the framework calls it when its
+    job starts."""
     global _WORKER
     if _WORKER is None:
         _WORKER = ImportanceWorker()
         _IMPORTANCE.use(_WORKER.compute)
-    _WORKER.start()
 
 
 def compute_importance_here() -> None:

@@ -207,8 +207,9 @@ def _removed(master: str, framework_id: str) -> bool:
                for row in master_frameworks(master, timeout=1))
 
 
-def _importance_worker(pid: int, within: float = 30.0) -> int:
-    """The importance worker ``pid`` started (its child running the worker's module)."""
+def _importance_worker(pid: int, within: float = 120.0) -> int:
+    """The importance worker ``pid`` started (its child running the worker's module): at the
+    job's end, for report.html, in a job of too few trials to rank while it ran."""
     deadline = time.monotonic() + within
     while time.monotonic() < deadline:
         for stat in Path("/proc").glob("[0-9]*/stat"):
@@ -233,11 +234,13 @@ def test_a_kill_in_the_window_after_the_last_trial_is_finished_by_resume(
     job = shell.submit(*common_flags(workdir, "--trail-steps", str(budget), "--parallelism", "2",
                                      *master))
     folder = shell.folder(job)
-    # The window is report.html's making, which waits up to REPORT_WAIT (10 s) for parameter
-    # importance: with the worker stopped it lasts that long (else, on a quick machine, a few
-    # milliseconds the test's polling could miss).
-    worker = _importance_worker(int(shell.meta(job)["pid"]))
-    os.kill(worker, signal.SIGSTOP)
+    worker = 0
+    if moment == "torn-down":
+        # After the teardown, report.html is made, which waits up to REPORT_WAIT (10 s) for
+        # the parameter importance of the worker it starts: with the worker stopped the window
+        # lasts that long (else a few milliseconds on a quick machine, which polling misses).
+        worker = _importance_worker(int(shell.meta(job)["pid"]))
+        os.kill(worker, signal.SIGSTOP)
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:  # the moment the end is recorded, or torn down
         recorded = _peek(folder)
@@ -249,7 +252,8 @@ def test_a_kill_in_the_window_after_the_last_trial_is_finished_by_resume(
             break
         time.sleep(0.02)
     os.kill(int(recorded["pid"]), signal.SIGKILL)
-    os.kill(worker, signal.SIGKILL)
+    if worker:
+        os.kill(worker, signal.SIGKILL)
     status = shell.wait_until(job, lambda s: s["state"] != "running", timeout=30)
     assert status["state"] == "interrupted", status  # killed before it closed the record
     assert not (folder / "results.json").exists()

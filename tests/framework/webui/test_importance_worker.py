@@ -44,3 +44,17 @@ def test_the_worker_ranks_as_this_process_does_without_scikit_learn_or_scipy() -
     assert set(answer["values"]) == {"lr", "kernel"}, answer
     # Their compiled extensions would be mapped into the worker had it imported them.
     assert "/sklearn/" not in loaded and "/scipy/" not in loaded
+
+
+def test_trials_too_few_to_rank_start_no_worker(tmp_path: Path) -> None:
+    started = tmp_path / "started"
+    # A stand-in worker that says it started and answers nothing: the caller computes itself.
+    worker = importance_worker.ImportanceWorker(
+        [sys.executable, "-c", f"open({str(started)!r}, 'w')"])
+    try:
+        assert "note" in worker.compute(SPACE, COMPLETED[:3], True)
+        assert not started.exists()  # 3 trials: the note needs no Optuna, no process
+        assert set(worker.compute(SPACE, COMPLETED, True)["values"]) == {"lr", "kernel"}
+        assert started.exists()
+    finally:
+        worker.stop()
