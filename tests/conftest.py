@@ -28,7 +28,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 
 # One thread a numerical library's pool, in this session and every process it starts (unless
-# the caller says otherwise): unset, OpenBLAS spins a thread per core in each of two workers
+# the caller says otherwise): unset, OpenBLAS spins a thread per core in each worker
 # and their AppCores, and on this 2-core machine scikit-optimize's GP fitted 4-5 times slower.
 for _pool in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_pool, "1")
@@ -184,7 +184,7 @@ def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
         yield
 
 
-# -- two workers (`make test` runs pytest -n 2) ---------------------------------------------------
+# -- workers (`make test` runs pytest -n 3) -------------------------------------------------------
 
 ENGINE_FIXTURES = frozenset({"docker_engine", "runner_image", "browser"})
 """Session fixtures that install and start machine-wide things (apt-get, dockerd, chromium):
