@@ -50,7 +50,7 @@ ANSWER_SECONDS = 300.0
 
 
 def request_line(space: SearchSpace, completed: Completed, maximize: bool,
-             pruned: Completed) -> str:
+                 pruned: Completed) -> str:
     """One request: the line the worker reads (see above)."""
     proto = base64.b64encode(space_to_proto(space).SerializeToString()).decode()
     return json.dumps({"space": proto, "completed": [[dict(a), v] for a, v in completed],
@@ -155,7 +155,7 @@ def without_forests() -> None:
     """Make this process's ``import sklearn.ensemble`` fail, so that ``optuna.importance``
     (which imports it behind Optuna's optional-import guard, for its forest evaluators) loads
     without scikit-learn and SciPy: 0.6 s of CPU instead of 3.8 s on an idle 2-core machine,
-    paid by every job (the worker starts with it). Only in the worker's own process."""
+    paid by every job whose parameters are ranked. Only in the worker's own process."""
     sys.modules.setdefault(FOREST_MODULE, None)  # type: ignore[arg-type] - import stops here
 
 
