@@ -209,7 +209,7 @@ def _removed(master: str, framework_id: str) -> bool:
 
 def _importance_worker(pid: int, within: float = 120.0) -> int:
     """The importance worker ``pid`` started (its child running the worker's module): at the
-    job's end, for report.html, in a job of too few trials to rank while it ran."""
+    job's end, for report.html, in a job whose page nobody opened."""
     deadline = time.monotonic() + within
     while time.monotonic() < deadline:
         for stat in Path("/proc").glob("[0-9]*/stat"):
