@@ -206,6 +206,9 @@ def test_task_killing_goes_to_frameworks_that_can_take_it() -> None:
                 _run(fw, "t", "sleep 60")
                 fw.call("KILL", kill={"task_id": {"value": "t"}})
                 _wait_status(fw, "t", "TASK_KILLED")
+                # Gone, so that the next framework gets the agent: the freed resources are more
+                # than those this one refused, and an offer of them could wait in its hands.
+                assert fw.call("TEARDOWN") == 202
             states = [s["state"] for s in capable.updates("t")]
             assert states[-2:] == ["TASK_KILLING", "TASK_KILLED"]
             killing = capable.updates("t")[-2]
