@@ -9,6 +9,7 @@ Thread safety: all methods may be called from any thread; one lock serializes th
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from collections.abc import Iterator
 from collections.abc import Mapping
 from collections.abc import Sequence
@@ -329,14 +330,14 @@ class JobStore:
                 "SELECT * FROM trials WHERE number = ?", (number,)
             ).fetchone()
             names = [d[0] for d in self._db.execute("SELECT * FROM trials LIMIT 0").description]
-        return None if row is None else _trial_from_row(dict(zip(names, row, strict=True)))
+        return None if row is None else _trials_from_rows(names, [row])[0]
 
     def trials(self) -> list[TrialRow]:
         with self._lock:
             cursor = self._db.execute("SELECT * FROM trials ORDER BY number")
             names = [d[0] for d in cursor.description]
             rows = cursor.fetchall()
-        return [_trial_from_row(dict(zip(names, row, strict=True))) for row in rows]
+        return _trials_from_rows(names, rows)
 
     def trials_since(self, after: int, numbers: Sequence[int],
                      ended_after: float) -> list[TrialRow]:
@@ -352,7 +353,7 @@ class JobStore:
                 "OR ended_at > ? ORDER BY number", (after, *numbers, ended_after))
             names = [d[0] for d in cursor.description]
             rows = cursor.fetchall()
-        return [_trial_from_row(dict(zip(names, row, strict=True))) for row in rows]
+        return _trials_from_rows(names, rows)
 
     # -- reports and task updates --------------------------------------------------------------
 
@@ -571,17 +572,34 @@ class JobStore:
             return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
 
 
-def _trial_from_row(row: dict[str, Any]) -> TrialRow:
+def _decoded(texts: Iterable[str]) -> list[Any]:
+    """The JSON values of ``texts``, decoded in one call (as an array): 10,000 calls of
+    ``json.loads`` cost more in Python than the decoding itself (``da-job results`` of a
+    10,000-trial record, issue 29)."""
+    return list(json.loads("[" + ",".join(texts) + "]"))
+
+
+def _trials_from_rows(names: Sequence[str], rows: Sequence[Sequence[Any]]) -> list[TrialRow]:
+    dicts = [dict(zip(names, row, strict=True)) for row in rows]
+    assignments = _decoded(d["assignment"] for d in dicts)
+    metrics = _decoded(d["metrics"] for d in dicts)
+    return [_trial_from_row(d, a, m) for d, a, m in zip(dicts, assignments, metrics, strict=True)]
+
+
+def _trial_from_row(row: dict[str, Any], assignment: dict[str, Any],
+                    metrics: dict[str, float]) -> TrialRow:
+    """A trial's row, its assignment's and metrics' JSON decoded already."""
+    tries = row.get("tries") or "[]"
     return TrialRow(
         number=int(row["number"]),
-        assignment=json.loads(row["assignment"]),
+        assignment=assignment,
         state=TrialState(row["state"]),
         priority=int(row["priority"]),
         task_id=str(row["task_id"]),
         agent_id=str(row["agent_id"]),
         executor_id=str(row.get("executor_id") or ""),
         objective=row["objective"],
-        metrics=json.loads(row["metrics"]),
+        metrics=metrics,
         message=str(row["message"]),
         training_seconds=float(row["training_seconds"]),
         final_reported=bool(row["final_reported"]),
@@ -593,7 +611,7 @@ def _trial_from_row(row: dict[str, Any]) -> TrialRow:
         ended_at=row["ended_at"],
         usage=TrialUsage(**{name: row.get(name) for name in USAGE_COLUMNS}),
         constraints=tuple(json.loads(row["constraints"])) if row.get("constraints") else None,
-        tries=json.loads(row.get("tries") or "[]"),
+        tries=[] if tries == "[]" else json.loads(tries),
     )
 
 
