@@ -6,16 +6,35 @@ has one job: the trial book (``book.py``), AppCore's life (``appcore.py``), the 
 WatchTrials streams (``events.py``), what AppCore and runners send in (``intake.py``), how a
 Mesos status update ends a trial or AppCore (``status.py``), ``da-job update``'s rules
 (``update.py``), the requests of the control channel (``desk.py``), the job's progress as the
-deadline policy reads it (``progress.py``) and the job's TLS identity in its folder
-(``tls.py``).
+deadline policy reads it (``progress.py``), the launches Mesos has not answered yet
+(``silence.py``) and the job's TLS identity in its folder (``tls.py``).
+
+The names below are loaded on first use: a reader of records (``da-job``, ``submit/jobs.py``)
+that needs only ``sorted_trials`` does not import the controller and everything behind it.
 """
 
 from __future__ import annotations
 
-from disauto.framework.job.book import sorted_trials
-from disauto.framework.job.controller import APPCORE_KEY
-from disauto.framework.job.controller import JobController
-from disauto.framework.job.progress import Progress
+import importlib
+from typing import TYPE_CHECKING
+from typing import Any
 
+
+if TYPE_CHECKING:
+    from disauto.framework.job.book import sorted_trials
+    from disauto.framework.job.controller import APPCORE_KEY
+    from disauto.framework.job.controller import JobController
+    from disauto.framework.job.progress import Progress
+
+_HOMES = {"APPCORE_KEY": "controller", "JobController": "controller", "Progress": "progress",
+          "sorted_trials": "book"}
+"""Each name this package gives, by the module that defines it."""
 
 __all__ = ["APPCORE_KEY", "JobController", "Progress", "sorted_trials"]
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f"{__name__}.{home}"), name)
