@@ -15,7 +15,6 @@ from __future__ import annotations
 import json
 import logging
 from urllib.parse import quote
-from urllib.request import urlopen
 
 from disauto.common.task_env import FRAMEWORK_ADDRESS_LABEL
 
@@ -28,6 +27,10 @@ def framework_address(master: str, framework_id: str, timeout: float = 5.0) -> s
     cannot be asked, does not know it, or knows it only as completed (torn down)."""
     if not master or not framework_id:
         return ""
+    # Here, not at the module's top: every runner imports this module and almost none asks
+    # (urllib.request was a tenth of the SDK's import, paid by each trial).
+    from urllib.request import urlopen
+
     url = f"http://{master}/master/frameworks?framework_id={quote(framework_id)}"
     try:
         with urlopen(url, timeout=timeout) as response:  # noqa: S310 - the job's own master
