@@ -103,9 +103,14 @@ _MESSAGES = {
         "check_status": "any",
         "labels": "msg:Labels",
         "container_status": "any",
-        "unreachable_time": "any",
-        "limitation": "any",
+        "unreachable_time": "msg:TimeInfo",
+        "limitation": "msg:TaskResourceLimitation",
     },
+    # Checked as Mesos parses them (an executor's fields reach the framework as sent): the
+    # fuzz test found a TimeInfo without nanoseconds and a limitation of unknown fields
+    # forwarded in an UPDATE.
+    "TimeInfo": {"nanoseconds": "int64!"},
+    "TaskResourceLimitation": {"resources": "[msg:Resource]"},
 }
 protojson.add_messages(
     _MESSAGES,

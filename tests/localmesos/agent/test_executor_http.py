@@ -126,6 +126,9 @@ def test_subscribe_update_acknowledged_message(setup: Setup) -> None:
         ({"state": "TASK_STAGING"}, b"Failed to validate Executor::Call: Received TASK_STAGING"),
         ({"executor_id": {"value": "other"}}, b"Failed to validate Executor::Call: ExecutorID "
                                               b"in Call: raw-exec does not match"),
+        # Parsed as Mesos parses it, not passed on to the framework as sent (the fuzz test
+        # found a TimeInfo without nanoseconds forwarded).
+        ({"unreachable_time": {}}, b"Failed to convert JSON into Call protobuf: "),
     ]
     for change, expected in checks:
         status: dict[str, Any] = {"task_id": {"value": "queued"}, "state": "TASK_RUNNING",
@@ -244,3 +247,17 @@ def test_agent_still_serves_executors_after_the_fuzz(setup: Setup) -> None:
         lambda e: e["type"] == "UPDATE"
         and e["update"]["status"]["task_id"]["value"] == "after-fuzz"
         and e["update"]["status"]["state"] == "TASK_FINISHED", timeout=60)
+
+
+def test_an_updates_limitation_is_parsed_as_mesos_parses_it() -> None:
+    # Unknown fields are dropped, as Mesos' JSON-to-protobuf parse drops them: the framework
+    # never receives them (the fuzz test found them forwarded as sent).
+    from disauto.localmesos.agent import executor_api  # noqa: F401 - registers the messages
+    from disauto.localmesos.protocol import protojson
+
+    status = {"task_id": {"value": "t"}, "state": "TASK_RUNNING", "source": "SOURCE_EXECUTOR",
+              "limitation": {"x": 1}}
+    call = protojson.convert("ExecutorCall", {
+        "type": "UPDATE", "framework_id": {"value": "f"}, "executor_id": {"value": "e"},
+        "update": {"status": status}})
+    assert call["update"]["status"]["limitation"] == {}
