@@ -58,7 +58,9 @@ def _launch(cluster: LocalCluster) -> tuple[RawFramework, str, str]:
         agent_id = str(offer["agent_id"]["value"])
         raw.launch(offer, [command_task(offer, task_id, command)], refuse_seconds=0.0)
         wait_until(lambda t=task_id, s=state: any(u["state"] == s for u in raw.updates(t)))
-        wait_until(lambda n=seen: len(raw.of_type("OFFERS")) > n)
+        # The next allocation run: on a machine as busy as make test's three workers make it,
+        # a run can wait seconds for the CPU (a fresh clone's run waited more than 10 s).
+        wait_until(lambda n=seen: len(raw.of_type("OFFERS")) > n, timeout=30)
     return raw, fid, agent_id
 
 
