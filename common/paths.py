@@ -37,8 +37,18 @@ TLS_KEY = "key.pem"
 
 
 def disauto_home() -> Path:
-    """``$DISAUTO_HOME``, or ``~/.disauto``."""
-    return Path(os.environ.get("DISAUTO_HOME") or Path.home() / ".disauto").expanduser()
+    """``$DISAUTO_HOME``, or ``~/.disauto``: always absolute (a relative ``$DISAUTO_HOME`` is
+    taken from the current directory)."""
+    return Path(os.environ.get("DISAUTO_HOME") or Path.home() / ".disauto").expanduser().absolute()
+
+
+def pin_disauto_home() -> None:
+    """Make a relative ``$DISAUTO_HOME`` absolute in this process's environment, once, before
+    anything uses it: every process started from here (the embedded cluster's executors, which
+    run in their sandboxes, a detached ``da-submit``, AppCore) then finds the same folder, from
+    whatever directory it runs in."""
+    if os.environ.get("DISAUTO_HOME"):
+        os.environ["DISAUTO_HOME"] = str(disauto_home())
 
 
 def jobs_dir() -> Path:

@@ -145,7 +145,9 @@ def build_runner(config: JobConfig, job_dir: Path, master: MasterEndpoint,
         preload=_preload(config),
         master_auth=(master.principal, master.secret or "") if master.principal else None,
         link=link, revival=revival)
-    logs = LogCollector(sandboxes, link.framework_id, controller.tasks.task_locations,
+    locations = controller.tasks.task_locations if slots is None else (
+        lambda: controller.tasks.task_locations() + slots.ended_executors())
+    logs = LogCollector(sandboxes, link.framework_id, locations,
                         job_dir / paths.TASK_LOGS, slot_of=places.slot_of,
                         on_full=opened.store.note_full)
     desk = ControlDesk(ControlChannel(opened.store), controller, link.kill)

@@ -13,6 +13,7 @@ import json
 import logging
 import threading
 from typing import Any
+from urllib.error import HTTPError
 from urllib.parse import urlencode
 from urllib.request import urlopen
 
@@ -116,28 +117,42 @@ class SandboxLogs:
 
     def tail(self, status: Mapping[str, Any], framework_id: str, name: str = "stderr",
              slot: str = "") -> str:
-        """The last bytes of the task's ``name`` file (stderr), "" if it cannot be read.
+        """The last lines of the task's ``name`` file (stderr), "" if it cannot be read.
 
-        ``slot``: the warm slot's executor that ran the task, if any."""
+        ``slot``: the warm slot's executor that ran the task, if any. A task of a slot that
+        wrote nothing there (its folder was never made: the slot's executor failed before it
+        ran the task, or it died while the task ran) is answered with the end of the slot
+        executor's own ``name`` file, introduced as such: that is why it failed."""
         agent_id = str((status.get("agent_id") or {}).get("value", ""))
         task_id = str((status.get("task_id") or {}).get("value", ""))
         executor_id = slot or str((status.get("executor_id") or {}).get("value", "")) or task_id
         try:
-            if slot:
-                root, directory = self.task_sandbox(agent_id, framework_id, task_id, slot)
-            else:
-                root, directory = self.sandbox(agent_id, framework_id, executor_id)
-            if not directory:
-                return ""
-            path = f"{directory}/{name}"
-            size = int(self.get_json(f"{root}/files/read?" + urlencode(
-                {"path": path, "offset": -1}))["offset"])
-            offset = max(0, size - self._max_bytes)
-            data = self.get_json(f"{root}/files/read?" + urlencode(
-                {"path": path, "offset": offset, "length": self._max_bytes}))["data"]
+            executors = self.executor_sandboxes(agent_id, framework_id)
+            root, directory = (task_sandbox_in(executors, task_id, slot) if slot
+                               else executors.get(executor_id, ("", "")))
+            text = self._last_lines(root, f"{directory}/{name}") if directory else ""
+            if not text and slot:
+                root, directory = executors.get(slot, ("", ""))
+                text = self._last_lines(root, f"{directory}/{name}") if directory else ""
+                return f"(its slot's executor {slot}) {text}" if text else ""
         except Exception as err:  # noqa: BLE001 - best effort
             logger.debug("cannot read %s of %s: %s", name, executor_id, err)
             return ""
+        return text
+
+    def _last_lines(self, root: str, path: str) -> str:
+        """The last five non-blank lines of a sandbox file, joined with `` | ``; "" when the
+        file is empty or missing."""
+        try:
+            size = int(self.get_json(f"{root}/files/read?" + urlencode(
+                {"path": path, "offset": -1}))["offset"])
+        except HTTPError as err:
+            if err.code == 404:  # not there (yet)
+                return ""
+            raise
+        offset = max(0, size - self._max_bytes)
+        data = self.get_json(f"{root}/files/read?" + urlencode(
+            {"path": path, "offset": offset, "length": self._max_bytes}))["data"]
         lines = [line for line in str(data).splitlines() if line.strip()]
         return " | ".join(lines[-5:])[-self._max_bytes:]
 

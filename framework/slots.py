@@ -103,6 +103,9 @@ class SlotTable:
         self._task_executor: dict[str, str] = {}
         self._gone: set[str] = set()
         """Executors ended or shut down: never adopted again."""
+        self._agents: dict[str, str] = {}
+        """Every slot executor the table started or adopted → its agent (whose sandbox keeps
+        the executor's own stdout and stderr)."""
         self._on_start = on_start or (lambda count: None)
         self.started = started
         self.adopted = 0
@@ -126,6 +129,7 @@ class SlotTable:
                 self.started += 1
                 self._on_start(self.started)
                 self._slots[slot.executor_id] = slot
+                self._agents[slot.executor_id] = agent_id
             slot.task_id = task_id
             self._by_task[task_id] = slot.executor_id
             self._task_executor[task_id] = slot.executor_id
@@ -140,6 +144,7 @@ class SlotTable:
             self.started += 1
             self._on_start(self.started)
             self._slots[slot.executor_id] = slot
+            self._agents[slot.executor_id] = agent_id
             self._task_executor[slots.warmup_task_id(slot.executor_id)] = slot.executor_id
             return slot.executor_id
 
@@ -183,6 +188,7 @@ class SlotTable:
                             info=dict(info) if info is not None else None, adopted=True,
                             role=allocation_role(info))
                 self._slots[executor_id] = slot
+                self._agents[executor_id] = agent_id
                 self.adopted += 1
             elif slot.info is None and info is not None:
                 slot.info = dict(info)
@@ -265,6 +271,16 @@ class SlotTable:
             self._gone.update(self._slots)
             self._slots.clear()
             return out
+
+    def ended_executors(self) -> list[tuple[str, str, bool]]:
+        """``(executor_id, agent_id, False)`` of every slot executor the table started or
+        adopted that has ended or was shut down (in the shape of the tasks' locations): the
+        log collector copies each one's own stdout and stderr once, which is all there is to
+        read of a slot whose executor failed before it ran a trial."""
+        with self._lock:
+            return [(executor_id, agent_id, False)
+                    for executor_id, agent_id in self._agents.items()
+                    if executor_id not in self._slots]
 
     def live(self) -> int:
         with self._lock:

@@ -190,7 +190,9 @@ class ClusterConfig:
         if self.credentials is not None:
             object.__setattr__(self, "credentials", MappingProxyType(dict(self.credentials)))
         if self.work_dir is not None:
-            object.__setattr__(self, "work_dir", Path(self.work_dir))
+            # Absolute, as a Mesos agent's sandboxes are: an executor runs in its sandbox and
+            # is told its path (MESOS_SANDBOX), which a relative one would no longer name.
+            object.__setattr__(self, "work_dir", Path(self.work_dir).expanduser().absolute())
 
     def agent_list(self) -> list[AgentConfig]:
         """The configuration of every agent, ports split when asked.

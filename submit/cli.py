@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 import sys
 
+from disauto.common import paths
 from disauto.submit.errors import DisAutoUsageError
 from disauto.submit.exit_status import ExitStatus
 from disauto.submit.job_lock import JobLockedError
@@ -27,6 +28,7 @@ from disauto.submit.validate import validate
 
 def main(argv: Sequence[str] | None = None) -> int:
     """The da-submit console script."""
+    paths.pin_disauto_home()
     args_list = list(sys.argv[1:] if argv is None else argv)
     debug = "--debug" in args_list
     parser = build_parser()

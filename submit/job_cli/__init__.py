@@ -14,6 +14,7 @@ import csv
 import os
 import sys
 
+from disauto.common import paths
 from disauto.submit.exit_status import ExitStatus
 from disauto.submit.job_cli.base import PROG
 from disauto.submit.job_cli.base import JobCommandError
@@ -28,6 +29,7 @@ __all__ = ["COMMANDS", "PROG", "JobCommandError", "build_parser", "main", "run"]
 
 def main(argv: Sequence[str] | None = None) -> int:
     """The da-job console script: one error funnel, one line per error."""
+    paths.pin_disauto_home()
     try:
         return run(list(sys.argv[1:] if argv is None else argv), sys.stdout)
     except JobLookupError as error:

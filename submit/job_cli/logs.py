@@ -22,6 +22,7 @@ from disauto.common.trial_state import TrialState
 from disauto.framework import meta
 from disauto.framework.store import TrialRow
 from disauto.submit.exit_status import ExitStatus
+from disauto.submit.fit import wrap
 from disauto.submit.job_cli.base import JOB
 from disauto.submit.job_cli.base import Command
 from disauto.submit.job_cli.base import JobCommandError
@@ -49,9 +50,15 @@ class Source:
     live: bool
     agent: str = ""
     slot: str = ""
+    ended: str = ""
+    """How the task ended ("FAILED: why"), "" while it may still write or for AppCore."""
 
     def path(self, job: Job) -> Path:
         return job.folder / paths.TASK_LOGS / f"{self.task}.{self.stream}"
+
+    def slot_path(self, job: Job) -> Path | None:
+        """The copy of the same stream of the warm slot's executor the task ran on, if any."""
+        return job.folder / paths.TASK_LOGS / f"{self.slot}.{self.stream}" if self.slot else None
 
     def heading(self) -> str:
         return f"==> {self.label} <=="
@@ -70,8 +77,7 @@ def run(args: argparse.Namespace, out: IO[str]) -> ExitStatus:
         return _logs_from_agent(job, source, endpoints, args.follow, out)
     path = source.path(job)
     if not path.exists() and not args.follow:
-        raise JobCommandError(f"no output of {path.stem} ({source.stream}) yet ({path})",
-                              ExitStatus.ERROR)
+        return _nothing_copied(job, source, args.lines, out)
     offset = _print_end(path, args.lines, out)
     while args.follow and job.state == "running":
         time.sleep(POLL_SECONDS)
@@ -80,8 +86,38 @@ def run(args: argparse.Namespace, out: IO[str]) -> ExitStatus:
     return ExitStatus.SUCCESS
 
 
+def _nothing_copied(job: Job, source: Source, lines: int | None, out: IO[str]) -> ExitStatus:
+    """A task of which no output was copied: how it ended, and what the warm slot's executor
+    it ran on printed (a slot whose executor failed at its start leaves nothing else).
+
+    Raises:
+        JobCommandError: nothing is known yet (the task may still write).
+    """
+    path = source.path(job)
+    slot_path = source.slot_path(job)
+    slot_wrote = slot_path is not None and slot_path.exists() and slot_path.stat().st_size > 0
+    if not source.ended and not slot_wrote:
+        raise JobCommandError(f"no output of {path.stem} ({source.stream}) yet ({path})",
+                              ExitStatus.ERROR)
+    said = f"{path.stem} wrote nothing to {source.stream}" + (
+        f"; it ended {source.ended}" if source.ended else "")
+    print("\n".join(wrap(said, indent="  ")), file=out)
+    if slot_wrote and slot_path is not None:
+        print(f"==> {source.slot} {source.stream} (the warm slot's executor it ran on) <==",
+              file=out)
+        _print_end(slot_path, OVERVIEW_LINES if lines is None else lines, out)
+    return ExitStatus.SUCCESS
+
+
 def _named(job: Job, which: str, stream: str | None) -> Source:
-    """The log of ``appcore`` or of a trial as named (``13``, ``trial-0013``, ``trial-0013.1``)."""
+    """The log of ``appcore``, of a warm slot's executor (its id, as ``da-job logs`` names it
+    after a trial that failed on it), or of a trial as named (``13``, ``trial-0013``,
+    ``trial-0013.1``)."""
+    if "-slot-" in which and any(
+            (job.folder / paths.TASK_LOGS / f"{which}.{name}").exists()
+            for name in ("stdout", "stderr")):
+        return Source(f"{which} {stream or 'stderr'} (a warm slot's executor)", which,
+                      stream or "stderr", False)
     if which.lower() == "appcore":
         appcore = job.appcore_run
         task = appcore.get("task_id", "")
@@ -92,9 +128,16 @@ def _named(job: Job, which: str, stream: str | None) -> Source:
                       str(appcore.get("agent_id", "")))
     trial, task = find_trial(job, which, "or 'appcore'")
     stream = stream or "stdout"
-    return Source(f"{task} {stream}", task, stream,
-                  trial.state in IN_FLIGHT and task == trial.task_id,
-                  trial.agent_id or "", trial.executor_id)
+    live = trial.state in IN_FLIGHT and task == trial.task_id
+    # The task named has ended: an earlier try of the trial, or the trial finished.
+    earlier = bool(trial.task_id) and task != trial.task_id
+    ended = ""
+    if earlier:
+        ended = "as an earlier try (da-job status shows how each try ended)"
+    elif not live and trial.state.is_finished():
+        ended = f"{trial.state}: {trial.message}" if trial.message else str(trial.state)
+    return Source(f"{task} {stream}", task, stream, live, trial.agent_id or "",
+                  "" if earlier else trial.executor_id, ended)
 
 
 def _overview(job: Job, args: argparse.Namespace, out: IO[str]) -> ExitStatus:
@@ -140,9 +183,16 @@ def _helpful(job: Job, stream: str | None) -> list[Source]:
     for trial, why in chosen:
         # A failed trial's stderr says why (its stdout is often empty).
         shown = stream or ("stderr" if trial.state in FAILURES else "stdout")
-        sources.append(Source(f"{trial_name(trial)} {shown} ({why})",
-                              trial.task_id or trial_name(trial), shown,
-                              trial.state in IN_FLIGHT))
+        source = Source(f"{trial_name(trial)} {shown} ({why})",
+                        trial.task_id or trial_name(trial), shown, trial.state in IN_FLIGHT,
+                        slot=trial.executor_id)
+        slot_path = source.slot_path(job)
+        if not source.live and not source.path(job).exists() and slot_path is not None \
+                and slot_path.exists():
+            # Nothing of the trial's own: its slot's executor failed (at its start, often).
+            source = Source(f"{source.slot} {shown} (the warm slot's executor that "
+                            f"{trial_name(trial)} ran on; {why})", source.slot, shown, False)
+        sources.append(source)
     appcore = job.appcore_run
     if appcore.get("task_id"):
         task = appcore["task_id"]

@@ -60,12 +60,25 @@ def run(args: argparse.Namespace, out: IO[str]) -> ExitStatus:
         "trial_retries": int(config.trial_retries),
         "retried": [{"trial": t.number, "state": str(t.state), "task": t.task_id,
                      "tries": list(t.tries)} for t in job.trials if t.tries],
+        "last_failure": _last_failure(job),
     }
     if args.json:
         print(json.dumps(status, indent=2), file=out)
         return ExitStatus.SUCCESS
     _print_status(job, status, out)
     return ExitStatus.SUCCESS
+
+
+def _last_failure(job: Job) -> dict[str, Any] | None:
+    """The trial that failed last (the highest number among FAILED and TIMEOUT): its number,
+    task, state and why (with the end of its stderr, or of its warm slot's executor's, as
+    the framework recorded it), or None."""
+    failed = [t for t in job.trials if t.state in (TrialState.FAILED, TrialState.TIMEOUT)]
+    if not failed:
+        return None
+    trial = max(failed, key=lambda t: t.number)
+    return {"trial": trial.number, "task": trial.task_id or f"trial-{trial.number:04d}",
+            "state": str(trial.state), "message": trial.message}
 
 
 def _print_status(job: Job, status: dict[str, Any], out: IO[str]) -> None:
@@ -106,6 +119,11 @@ def _print_status(job: Job, status: dict[str, Any], out: IO[str]) -> None:
     running = "running" if job.state == "running" else "was running"
     for line in results_mod.retried_lines(job.trials):
         say(f"  retried: {line}", max_lines=3)
+    failure = status["last_failure"]
+    if failure is not None and failure["message"] not in status["message"]:
+        say(f"  last failure: trial-{failure['trial']:04d} ({failure['task']}) "
+            f"{failure['state']}: {cause_first(failure['message'])}", max_lines=3)
+        say(f"    (its output: da-job logs {job.job_id} {failure['task']} --stderr)")
     for task in status["running"]:
         name = f"trial-{task['trial']:04d}"
         said = f" (task {task['task']})" if task["task"] not in ("", name) else ""

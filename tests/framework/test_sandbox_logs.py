@@ -227,3 +227,29 @@ def test_best_effort_when_nothing_can_be_read(agent: FakeAgent) -> None:
     assert logs.tail(failed("trial-0002"), FRAMEWORK) == ""
     # It got as far as asking for the file's length, which the agent answered 404.
     assert [r.split("?")[0] for r in agent.requests] == ["/slave(1)/state", "/files/read"]
+
+
+def test_a_slot_task_that_wrote_nothing_is_answered_with_its_executors_stderr(
+        agent: FakeAgent) -> None:
+    """Issue 40: a slot whose executor fails before it runs the task (a user's disauto.py
+    shadowing DisAuto's executor) leaves no folder of the task: its failure's reason is the
+    executor's own stderr."""
+    agent.sandbox("job-slot-0", "python: Error while finding module specification for "
+                  "'disauto.executor'\n")
+    logs = SandboxLogs()
+    logs.remember([offer_from("S1", agent.port)])
+    status = failed("trial-0001", executor_id="job-slot-0")
+    assert logs.tail(status, FRAMEWORK, slot="job-slot-0") == (
+        "(its slot's executor job-slot-0) python: Error while finding module specification "
+        "for 'disauto.executor'")
+
+
+def test_a_slot_task_with_its_own_stderr_is_answered_with_it_alone(agent: FakeAgent) -> None:
+    directory = agent.sandbox("job-slot-1", "the slot's own log\n")
+    own = directory / slots.task_sandbox("trial-0002")
+    own.mkdir(parents=True)
+    (own / "stderr").write_text("ValueError: bad x\n")
+    logs = SandboxLogs()
+    logs.remember([offer_from("S1", agent.port)])
+    status = failed("trial-0002", executor_id="job-slot-1")
+    assert logs.tail(status, FRAMEWORK, slot="job-slot-1") == "ValueError: bad x"

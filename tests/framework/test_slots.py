@@ -125,3 +125,19 @@ def test_adopting_a_slot_numbered_past_the_count_moves_the_count_on() -> None:
     table = SlotTable("job", on_start=told.append)
     table.adopt("job-slot-4", "S1")
     assert told == [5] and table.take("S1", "t", can_start=True) == ("job-slot-5", True)
+
+
+def test_ended_executors_are_listed_with_their_agents_for_the_log_collector() -> None:
+    """Issue 40: a slot's executor that failed before it ran a trial printed why in its own
+    stderr; the collector copies it once the executor has ended (never while it runs)."""
+    table = SlotTable("job", idle_seconds=3600.0)
+    table.take("S1", "t1", can_start=True)
+    table.start_idle("S2")
+    table.adopt("job-slot-7", "S3")
+    assert table.ended_executors() == []
+    table.executor_ended("job-slot-0")
+    assert table.ended_executors() == [("job-slot-0", "S1", False)]
+    table.all()
+    assert sorted(table.ended_executors()) == [("job-slot-0", "S1", False),
+                                               ("job-slot-1", "S2", False),
+                                               ("job-slot-7", "S3", False)]

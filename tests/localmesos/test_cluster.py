@@ -110,6 +110,14 @@ def test_stop_kills_tasks_joins_threads_and_is_idempotent() -> None:
         cluster.start()
 
 
+def test_a_relative_work_dir_is_made_absolute(monkeypatch: pytest.MonkeyPatch,
+                                             tmp_path: Path) -> None:
+    """A Mesos agent's sandboxes are absolute paths: an executor runs in its sandbox and is
+    told its path (``MESOS_SANDBOX``), which a relative one would no longer name (issue 40)."""
+    monkeypatch.chdir(tmp_path)
+    assert ClusterConfig(work_dir=Path("rel/work")).work_dir == tmp_path / "rel" / "work"
+
+
 def test_given_work_dir_is_kept(tmp_path: Path) -> None:
     work_dir = tmp_path / "work"
     with LocalCluster(ClusterConfig(work_dir=work_dir, **SMALL)) as cluster:
