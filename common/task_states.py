@@ -21,9 +21,12 @@ LOST_TASK_STATES = frozenset({
 
 LOST_TASK_REASONS = frozenset({
     "REASON_AGENT_REMOVED", "REASON_AGENT_RESTARTED", "REASON_AGENT_DISCONNECTED",
-    "REASON_AGENT_REREGISTERED", "REASON_SLAVE_REMOVED", "REASON_SLAVE_RESTARTED",
-    "REASON_SLAVE_DISCONNECTED",
+    "REASON_SLAVE_REMOVED", "REASON_SLAVE_RESTARTED", "REASON_SLAVE_DISCONNECTED",
 })
+"""Reasons that say the cluster ended the task, whatever its state. Not
+``REASON_AGENT_REREGISTERED``: with it Mesos 1.11 (``Master::__reregisterSlave``) forwards a
+re-registered agent's task in the state the agent reports, so a TASK_FAILED or TASK_FINISHED
+with it is the script's own end (a task the agent lost comes with a lost state)."""
 
 
 def is_terminal(state: str) -> bool:

@@ -178,7 +178,8 @@ class JobRunner:
         self._check_budgets(clock)
 
     def _expire_trials(self) -> None:
-        """Trials past ``--trial-timeout`` end TIMEOUT; their tasks are killed."""
+        """Trials past ``--trial-timeout`` end TIMEOUT, those whose task outlives their final
+        report by ``--trial-exit-grace`` (or the timeout) COMPLETED; their tasks are killed."""
         expired = self.controller.expire_trials()
         if expired:
             self.scheduler.kill(expired)
@@ -323,7 +324,8 @@ class JobRunner:
         its end recorded, and ``da-job resume`` finishes it (without a master once torn down).
 
         A task whose trial already sent its final result (the trial that reached the target,
-        writing its ``--output``) has ``finishing_grace`` seconds to exit on its own first.
+        writing its ``--output``) has ``finishing_grace`` seconds to exit on its own first (no
+        more than ``--trial-exit-grace``, as while the job runs).
         """
         if self._stopped:
             return
@@ -334,7 +336,7 @@ class JobRunner:
         if self.scheduler.framework_lost:
             self._stop_lost()
             return
-        self._end_tasks(grace, finishing_grace)
+        self._end_tasks(grace, min(finishing_grace, self.config.trial_exit_grace))
         self._stop_helpers()
         self._collect_best_output()
         self._release_driver(teardown=True)  # TEARDOWN: the master kills whatever is left

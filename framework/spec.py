@@ -22,6 +22,10 @@ from disauto.protos import common_pb2
 DEFAULT_MASTER_TIMEOUT = 600.0
 """How long a framework waits for a master that went away before it gives up (10 min: the time
 AppCore waits for a framework that went away, ``appcore.__main__.FRAMEWORK_WAIT``)."""
+DEFAULT_TRIAL_EXIT_GRACE = 30.0
+"""How long a trial's task may run on after its final report before it is killed (its result
+kept): long enough to write a model after reporting, short enough that a runner that does not
+exit (a leftover non-daemon thread, a data loader's worker) does not hold its slot for long."""
 DEFAULT_UNREACHABLE_TIMEOUT = 300.0
 """How long a trial whose agent Mesos marked unreachable (TASK_UNREACHABLE) is waited for before
 it runs again elsewhere: 5 min. Mesos marks an agent unreachable only after it missed
@@ -93,7 +97,11 @@ class JobConfig:
     """The offer policy's own ``--policy-setting`` items (Algorithm 1's go to AppCore in
     ``search.priority_settings``)."""
     trial_timeout: float = 0.0
-    """Seconds a trial may run (from TASK_RUNNING) before it is killed as TIMEOUT; 0: none."""
+    """Seconds a trial may run (from TASK_RUNNING) before it is killed as TIMEOUT (COMPLETED
+    when its final result is in); 0: none."""
+    trial_exit_grace: float = DEFAULT_TRIAL_EXIT_GRACE
+    """``--trial-exit-grace``: seconds a trial's task may run on after its final report; then
+    the trial is COMPLETED, its slot refilled, and its task killed (framework/job/exits.py)."""
     max_duration: float = 0.0
     """Seconds after which the job ends with TIME_LIMIT_REACHED (``--max-duration``); 0: none."""
     deadline: float = 0.0

@@ -142,7 +142,12 @@ def _search_flags(parser: argparse.ArgumentParser) -> None:
                              "schedules by it (docs/deadlines.md)")
     search.add_argument("--trial-timeout", metavar="DURATION",
                         help="kill a trial that runs longer than this (e.g. 10m); it is "
-                             "recorded TIMEOUT and its slot refilled")
+                             "recorded TIMEOUT and its slot refilled (COMPLETED if its final "
+                             "result is in)")
+    search.add_argument("--trial-exit-grace", metavar="DURATION",
+                        help="how long a trial's task may run on after its final report "
+                             "(default 30s); then it is killed, the trial COMPLETED with its "
+                             "result and its slot refilled")
     search.add_argument("--max-failed-trials", default="3", metavar="N",
                         help="stop the job when more than N trials fail (default 3)")
     search.add_argument("--trial-retries", default="0", metavar="N",

@@ -39,6 +39,7 @@ from disauto.common.space import space_from_proto
 from disauto.common.space import space_to_proto
 from disauto.framework.policies import POLICIES
 from disauto.framework.spec import DEFAULT_MASTER_TIMEOUT
+from disauto.framework.spec import DEFAULT_TRIAL_EXIT_GRACE
 from disauto.framework.spec import DEFAULT_UNREACHABLE_TIMEOUT
 from disauto.framework.spec import InputSpec
 from disauto.framework.spec import JobConfig
@@ -347,6 +348,8 @@ def _times(args: argparse.Namespace) -> dict[str, Any]:
     return {
         "max_duration": _max_duration(args.max_duration, "--max-duration"),
         "trial_timeout": _max_duration(args.trial_timeout, "--trial-timeout"),
+        "trial_exit_grace": _max_duration(args.trial_exit_grace, "--trial-exit-grace")
+        or DEFAULT_TRIAL_EXIT_GRACE,
         "deadline": _deadline(args.deadline),
         "master_timeout": _max_duration(args.master_timeout, "--master-timeout")
         or DEFAULT_MASTER_TIMEOUT,

@@ -2,8 +2,9 @@
 
 The book holds each trial's row (written to the store before it changes here), which task runs
 it now, and the tasks the framework still has to see end: those of trials it ended itself
-(pruned, timed out, killed) and those of trials completed at the job's end while their runner
-still writes its output. Every change of a trial's state is an event in the job's event log.
+(pruned, timed out, killed, completed past their exit grace: ``exits.py``) and those of trials
+completed at the job's end while their runner still writes its output. Every change of a
+trial's state is an event in the job's event log.
 
 The book's lock is the job's: every method takes it (it is re-entrant), and the controller holds
 it across the book, AppCore's life and the event log when one step changes several.
@@ -19,7 +20,6 @@ import threading
 import time
 from typing import Any
 
-from disauto.common.durations import format_duration
 from disauto.common.objectives import is_feasible
 from disauto.common.report import Report
 from disauto.common.space import assignment_to_proto
@@ -46,12 +46,13 @@ ENDED_BY_THE_FRAMEWORK = frozenset({TrialState.TIMEOUT, TrialState.PRUNED, Trial
 
 def tasks_left_running(trials: Iterable[TrialRow], store: JobStore) -> set[str]:
     """The tasks of trials an earlier framework of the job ended itself (timed out, pruned,
-    killed) and of which no terminal status is recorded: its kill may have died with it, and
-    the task may still run (on a warm slot, which must not look idle while it does)."""
+    killed, or completed while the task ran on: past its exit grace, at the job's end) and of
+    which no terminal status is recorded: its kill may have died with it, and the task may
+    still run (on a warm slot, which must not look idle while it does)."""
     ended = {str(u["task_id"]) for u in store.task_updates()
              if has_ended_for_framework(str(u["state"]))}
-    return {t.task_id for t in trials
-            if t.task_id and t.state in ENDED_BY_THE_FRAMEWORK and t.task_id not in ended}
+    return {t.task_id for t in trials if t.task_id and t.task_id not in ended
+            and (t.state in ENDED_BY_THE_FRAMEWORK or t.state == TrialState.COMPLETED)}
 
 
 TRY_FAILED = "failed"
@@ -268,6 +269,11 @@ class TrialBook:
             return [(t.task_id, t.agent_id, t.task_id in live) for t in self.rows()
                     if t.task_id and t.agent_id]
 
+    def on_agents(self) -> list[TrialRow]:
+        """The live rows of trials whose task is launched and not yet ended, by number."""
+        with self.lock:
+            return sorted(self._index.in_state(*ON_AN_AGENT), key=lambda t: t.number)
+
     def unreachable(self) -> list[TrialRow]:
         """The live rows of trials whose task's agent Mesos says is unreachable."""
         with self.lock:
@@ -406,8 +412,9 @@ class TrialBook:
             self.set_state(trial, TrialState.RUNNING, "")
 
     def end_early(self, number: int, state: TrialState, message: str) -> str:
-        """End a trial before its task (pruned, killed by the user): ``state`` at once, so its
-        slot is refilled; the task it still runs, to kill ("" if it has none)."""
+        """End a trial before its task (pruned, killed by the user, timed out, completed while
+        its task does not exit: ``exits.py``): ``state`` at once, so its slot is refilled; the
+        task it still runs, to kill ("" if it has none)."""
         with self.lock:
             trial = self.require(number)
             task_id = trial.task_id if trial.state in ON_AN_AGENT else ""
@@ -416,24 +423,13 @@ class TrialBook:
                 self.outliving.trial_ended_first(task_id)
             return task_id
 
-    def expire(self, limit: float, now: float) -> list[str]:
-        """Record TIMEOUT for trials running longer than ``limit`` seconds; their tasks."""
-        expired = []
-        with self.lock:
-            for trial in list(self._index.in_state(TrialState.RUNNING)):
-                if trial.started_at \
-                        and now - trial.started_at > limit and not has_result(trial):
-                    self.set_state(trial, TrialState.TIMEOUT,
-                                   f"ran longer than --trial-timeout {format_duration(limit)}")
-                    self.outliving.trial_ended_first(trial.task_id)  # to kill
-                    expired.append(trial.task_id)
-        return expired
-
     def requeue_in_flight(self, why: str) -> list[int]:
         """Queue again every trial launched or waiting (their cluster is gone), COMPLETED
-        those whose final result is recorded; the numbers queued again."""
+        those whose final result is recorded; the numbers queued again. The tasks of trials
+        ended before them died with that cluster: none will be seen to end."""
         requeued = []
         with self.lock:
+            self.outliving.lose_all()
             for trial in self.rows():
                 if not trial.state.is_in_flight():
                     continue

@@ -46,6 +46,7 @@ from disauto.framework.job.book import TrialBook
 from disauto.framework.job.book import trial_proto
 from disauto.framework.job.events import SPEC_CHANGED
 from disauto.framework.job.events import stream
+from disauto.framework.job.exits import TaskExits
 from disauto.framework.job.intake import Intake
 from disauto.framework.job.intake import Submission
 from disauto.framework.job.progress import Progress
@@ -131,6 +132,7 @@ class JobController:
         """Where the job's tasks are and which still run (read only)."""
         self._intake = Intake(self._book, space_from_proto(config.search.space))
         self._stops = EarlyEnds(self._book, on_kill, prune_grace)
+        self._exits = TaskExits(self._book)
         self._statuses = TaskStatuses(self._config, self._book, self._appcore,
                                       ended=self._ended, finish=self.finish,
                                       log_tail=log_tail, measures=measures)
@@ -449,12 +451,10 @@ class JobController:
         return self._silence.silent()
 
     def expire_trials(self, now: float | None = None) -> list[str]:
-        """Record TIMEOUT for trials running past ``trial_timeout`` (their slots free at once);
-        the tasks to kill."""
-        limit = self.config.trial_timeout
-        if not limit:
-            return []
-        return self._book.expire(limit, time.time() if now is None else now)
+        """End the trials past ``--trial-timeout`` (TIMEOUT) or, their result in, past
+        ``--trial-exit-grace`` (COMPLETED): their slots free at once (``exits.py``); the tasks
+        to kill."""
+        return self._exits.expire(self.config, time.time() if now is None else now)
 
     def requeue_in_flight(self, why: str) -> list[int]:
         """Queue again the trials in flight when the framework died, on a new cluster (a resumed

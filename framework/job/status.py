@@ -18,7 +18,8 @@ What a production cluster adds (the framework is PARTITION_AWARE, TASK_KILLING_S
   (TASK_GONE_BY_OPERATOR) runs again as a lost one without counting toward
   ``max_task_retries``: an eviction, not a fault (AppCore's does not count as a failure).
 * TASK_KILLING is not an end; a task that ended TASK_FINISHED is never "lost" whatever reason
-  rides with it (an agent re-registering reports a finished task with REASON_AGENT_REREGISTERED).
+  rides with it, and REASON_AGENT_REREGISTERED makes no end a loss: an agent re-registering
+  reports each task in its own state with it, so a TASK_FAILED with it is the script's failure.
 * A task of an earlier launch of a trial (or AppCore) that reports itself running is killed:
   one trial never has two live tasks.
 """

@@ -27,3 +27,13 @@ def test_lost_means_the_cluster_ended_the_task() -> None:
     assert was_lost("TASK_FAILED", "REASON_AGENT_REMOVED")
     assert not was_lost("TASK_FAILED", "REASON_COMMAND_EXECUTOR_FAILED")
     assert not was_lost("TASK_KILLED") and not was_lost("TASK_ERROR")
+
+
+def test_an_agent_reregistering_does_not_make_a_scripts_end_a_loss() -> None:
+    """Mesos forwards a re-registered agent's task state with REASON_AGENT_REREGISTERED,
+    whatever that state is: a task the script failed or finished ended by the script, not by
+    the cluster. Only a lost state is a loss with that reason."""
+    assert not was_lost("TASK_FAILED", "REASON_AGENT_REREGISTERED")
+    assert not was_lost("TASK_FINISHED", "REASON_AGENT_REREGISTERED")
+    assert was_lost("TASK_LOST", "REASON_AGENT_REREGISTERED")
+    assert was_lost("TASK_GONE", "REASON_AGENT_REREGISTERED")

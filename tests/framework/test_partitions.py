@@ -146,6 +146,36 @@ def test_a_runner_that_still_reports_is_waited_for_and_a_result_completes_it(
     assert job.trial(1).message.startswith("completed; then its agent was unreachable")
 
 
+def test_a_script_that_failed_while_its_agent_was_cut_off_is_a_failure_not_a_loss(
+        job: Cluster) -> None:
+    """The script exited non-zero during the partition: the re-registered agent's TASK_FAILED
+    reaches the framework first as the master's update, with REASON_AGENT_REREGISTERED (Mesos
+    1.11 ``Master::__reregisterSlave``). It is the script's failure, kept with its message, not
+    a lost task to run again; the agent's own update of it changes nothing after."""
+    task = running_trial(job)
+    job.update(mesos.unreachable(task, "a2", time.time() - 80.0))
+    job.update(mesos.back(task, "a2", "TASK_FAILED"))
+    recorded = job.trial(1)
+    assert (recorded.state, recorded.retries, recorded.task_id) == ("FAILED", 0, task)
+    assert recorded.message == ("TASK_FAILED REASON_AGENT_REREGISTERED: Unreachable agent "
+                                "re-reregistered")
+    assert recorded.unreachable_since is None
+    assert job.offers(mesos.offer("O3", "a3", "*", mesos.unreserved("*"))) == []
+    job.update(mesos.status(task, "TASK_FAILED", "a2", reason="REASON_COMMAND_EXECUTOR_FAILED",
+                            message="Command exited with status 3"))
+    assert job.trial(1).state == "FAILED" and job.trial(1).retries == 0
+    assert task not in job.controller.tasks.live_task_ids()
+
+
+def test_a_script_that_finished_while_its_agent_was_cut_off_completes_its_trial(
+        job: Cluster) -> None:
+    task = running_trial(job)
+    job.update(mesos.unreachable(task, "a2", time.time() - 80.0))
+    final(job)  # the runner reached AppCore; only the agent was cut off from the master
+    job.update(mesos.back(task, "a2", "TASK_FINISHED"))
+    assert job.trial(1).state == "COMPLETED" and job.trial(1).retries == 0
+
+
 def test_an_unreachable_trial_whose_retries_are_spent_fails(tmp_path: Path) -> None:
     job = Cluster(tmp_path, parallelism=1, max_task_retries=0)
     try:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 import dataclasses
 from pathlib import Path
+import time
 from typing import Any
 
 import pytest
@@ -258,3 +259,39 @@ def test_a_warm_up_whose_executor_ended_forgets_its_slot(tmp_path: Path) -> None
     assert warm.slots.live() == 0
     assert warm.controller.trials() == []  # not a trial: nothing recorded as one
     warm.store.close()
+
+
+def test_a_trial_that_reports_and_does_not_exit_frees_its_slot_once_killed(
+        tmp_path: Path) -> None:
+    """--slot-mode warm: a trial whose script reported its final result and hangs is
+    COMPLETED past its exit grace and its task killed through the slot's executor; the kill's
+    TASK_KILLED frees the slot, and the next trial runs on it."""
+    from disauto.common.report import Report
+
+    warm = WarmSetup(tmp_path, parallelism=1)
+    try:
+        warm.submit(1)
+        warm.scheduler.resourceOffers(warm.driver, [warm.offer("O1")])
+        (first,) = warm.driver.launched()
+        slot = first["executor"]["executor_id"]["value"]
+        warm.scheduler.statusUpdate(warm.driver, task_status("trial-0001", "TASK_RUNNING"))
+        warm.controller.record_report(Report(1, {"accuracy": 0.7}, final=True))
+        grace = warm.controller.config.trial_exit_grace
+        expired = warm.controller.expire_trials(now=time.time() + grace + 1)
+        assert expired == ["trial-0001"]
+        warm.driver.clear()
+        warm.scheduler.kill(expired)
+        assert warm.driver.calls == [("kill", {"value": "trial-0001"})]
+        assert not warm.slots.has_free("S1")  # its task still runs there
+        warm.scheduler.statusUpdate(warm.driver, {
+            **task_status("trial-0001", "TASK_KILLED"), "executor_id": {"value": slot}})
+        assert warm.slots.has_free("S1")
+        warm.submit(2)
+        warm.driver.clear()
+        warm.scheduler.resourceOffers(warm.driver, [warm.offer("O2")])
+        (second,) = warm.driver.launched()
+        assert second["executor"]["executor_id"] == {"value": slot}
+        assert {t.number: t.state for t in warm.controller.trials()} == {
+            1: "COMPLETED", 2: "LAUNCHING"}
+    finally:
+        warm.store.close()

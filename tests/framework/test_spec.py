@@ -25,7 +25,7 @@ def test_json_round_trip_keeps_every_field() -> None:
            "output": OutputSpec("/results", "model"),
            "runner": TaskResources(cpus=2.0, mem_mb=1024.0, gpus=1, disk_mb=10.0),
            "extra_env": {"A": "1"},
-           "max_duration": 5400.0, "max_task_retries": 1},
+           "max_duration": 5400.0, "max_task_retries": 1, "trial_exit_grace": 2.5},
     )
     again = JobConfig.from_json(config.to_json())
     assert again == config
@@ -37,8 +37,10 @@ def test_a_record_of_an_older_version_still_reads() -> None:
     data = json.loads(job_config().to_json())
     data["runner_path_prefix"] = "/venv/bin"  # a field this version no longer has
     del data["max_task_retries"]  # a field it did not have yet
+    del data["trial_exit_grace"]  # nor this one (a job of an earlier version resumed)
     again = JobConfig.from_json(json.dumps(data))
     assert again.max_task_retries == JobConfig.max_task_retries
+    assert again.trial_exit_grace == 30.0
     assert again.search == job_config().search
 
 

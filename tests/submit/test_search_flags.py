@@ -148,3 +148,26 @@ def test_a_bad_trial_retries_is_one_line(files: Path, capsys: pytest.CaptureFixt
     err = capsys.readouterr().err
     assert err.splitlines()[0] == f"da-submit: error: {message}" and "Traceback" not in err
     assert not (files / "home").exists()
+
+
+def test_the_trial_exit_grace_is_30s_unless_given() -> None:
+    def config(*extra: str) -> float:
+        return validate(build_parser().parse_args(argv(*extra))).config.trial_exit_grace
+
+    assert config() == 30.0
+    assert config("--trial-exit-grace", "2s") == 2.0
+    assert config("--trial-exit-grace", "1m30s") == 90.0
+
+
+@pytest.mark.parametrize(("value", "message"), [
+    ("0", "--trial-exit-grace: invalid duration '0': must be greater than zero"),
+    ("soon", "--trial-exit-grace: invalid duration 'soon': expected a positive number"),
+    ("5 parsecs", "--trial-exit-grace: invalid duration '5 parsecs': expected a positive number"),
+])
+def test_a_bad_trial_exit_grace_is_one_line(files: Path, capsys: pytest.CaptureFixture[str],
+                                            value: str, message: str) -> None:
+    assert main(argv("--trial-exit-grace", value)) == ExitStatus.USAGE
+    err = capsys.readouterr().err
+    assert err.splitlines()[0].startswith(f"da-submit: error: {message}"), err
+    assert "Traceback" not in err
+    assert not (files / "home").exists()

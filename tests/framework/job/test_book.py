@@ -89,17 +89,6 @@ def test_the_jobs_end_kills_the_waiting_and_completes_the_reported(book: TrialBo
     assert book.outliving.finishing_ids() == []
 
 
-def test_only_running_trials_past_the_limit_time_out(book: TrialBook) -> None:
-    for number in (1, 2):
-        book.launched(number, f"trial-000{number}", AGENT, "")
-        book.started(book.require(number))
-    book.require(2).started_at = book.require(1).started_at + 50  # type: ignore[operator]
-    now = (book.require(1).started_at or 0.0) + 60
-    assert book.expire(30, now) == ["trial-0001"]
-    assert recorded(book, 1) == TrialState.TIMEOUT and recorded(book, 2) == TrialState.RUNNING
-    assert "--trial-timeout 30s" in book.require(1).message
-
-
 def test_a_resumed_book_knows_its_predecessors_tasks(tmp_path: Path) -> None:
     store = JobStore(tmp_path / "job.db")
     first = TrialBook(store)
@@ -114,6 +103,40 @@ def test_a_resumed_book_knows_its_predecessors_tasks(tmp_path: Path) -> None:
     assert again.slot_tasks_in_flight() == {"job-slot-1": "trial-0001"}
     assert again.outliving.kills_on_resume() == ["trial-0001"]
     assert again.outliving.kills_on_resume() == []  # once
+
+
+def test_a_resumed_book_kills_a_completed_trials_task_whose_end_is_not_recorded(
+        tmp_path: Path) -> None:
+    """Its predecessor completed trial 1 past its exit grace and died before the kill's
+    TASK_KILLED: its task may still run (its slot busy), so the resumed framework kills it
+    once. Trial 2 completed and its task's end is recorded: left alone."""
+    store = JobStore(tmp_path / "job.db")
+    first = TrialBook(store)
+    first.add([(n, assignment(n), 0) for n in (1, 2)])
+    for number in (1, 2):
+        first.launched(number, f"trial-000{number}", AGENT, f"job-slot-{number}")
+        first.end_early(number, TrialState.COMPLETED, "completed; its task did not exit")
+    store.add_task_update(task_status("trial-0002", "TASK_FINISHED"))
+    again = TrialBook(store)
+    assert again.outliving.kills_on_resume() == ["trial-0001"]
+    assert again.slot_tasks_in_flight() == {"job-slot-1": "trial-0001"}
+
+
+def test_a_book_on_a_new_cluster_waits_for_no_task_of_the_old_one(tmp_path: Path) -> None:
+    """A --master local job resumed on a fresh embedded cluster: the tasks its predecessor
+    ended first (timed out, completed past their exit grace) died with the old cluster, so
+    none is live (the job's end would wait for them in vain)."""
+    store = JobStore(tmp_path / "job.db")
+    first = TrialBook(store)
+    first.add([(n, assignment(n), 0) for n in (1, 2, 3)])
+    for number in (1, 2, 3):
+        first.launched(number, f"trial-000{number}", AGENT, "")
+    first.end_early(1, TrialState.TIMEOUT, "ran longer than --trial-timeout 5s")
+    first.end_early(2, TrialState.COMPLETED, "completed; its task did not exit")
+    again = TrialBook(store)
+    assert sorted(again.live_task_ids()) == ["trial-0001", "trial-0002", "trial-0003"]
+    assert again.requeue_in_flight("the job resumed on a new cluster") == [3]
+    assert again.live_task_ids() == []
 
 
 def test_trials_rank_completed_first_by_objective(book: TrialBook) -> None:

@@ -402,6 +402,57 @@ def test_a_trial_running_past_its_timeout_is_recorded_timeout_and_killed(
     job.store.close()
 
 
+def test_a_trial_that_reports_and_does_not_exit_is_killed_after_its_grace_and_completed(
+        make: Callable[..., Job]) -> None:
+    """A script that reports its final result and then hangs (a leftover non-daemon thread):
+    past --trial-exit-grace the trial is COMPLETED with its result (AppCore is told, so its
+    slot is refilled) and its task is killed; the kill's TASK_KILLED changes nothing."""
+    from dataclasses import replace
+
+    job = Job(make(max_trials=10).db_path.parent / "g", replace(job_config(max_trials=10),
+                                                                  trial_exit_grace=2.0))
+    job.controller.submit_trial(1, ASSIGN, priority=0)
+    job.launch(1)
+    job.controller.record_report(Report(1, {"accuracy": 0.8}, final=True))
+    reported = time.time()
+    assert job.controller.expire_trials(now=reported + 1.0) == []
+    assert job.state(1) == "RUNNING"
+    sequence = job.controller.events_after(0, timeout=0)[0][-1].sequence
+    assert job.controller.expire_trials(now=reported + 3.0) == [task_name(1)]
+    events, _ = job.controller.events_after(sequence, timeout=0)
+    assert [e.trial.state for e in events] == [common_pb2.COMPLETED]
+    assert events[0].trial.objective == 0.8
+    job.status(1, "TASK_KILLED", message="Command terminated with signal Terminated")
+    trial = job.trial(1)
+    assert (trial.state, trial.objective, trial.retries) == ("COMPLETED", 0.8, 0)
+    assert "--trial-exit-grace 2s" in trial.message
+    assert task_name(1) not in job.controller.tasks.live_task_ids()
+    assert job.controller.progress().failed == 0
+    job.store.close()
+
+
+def test_the_trial_timeout_kills_a_reported_trial_that_does_not_exit(
+        make: Callable[..., Job]) -> None:
+    """--trial-timeout bounds every trial: one whose final result is in and whose task
+    outlives the timeout is killed and stays COMPLETED (not TIMEOUT), by default grace too."""
+    from dataclasses import replace
+
+    job = Job(make(max_trials=10).db_path.parent / "t", replace(job_config(max_trials=10),
+                                                                  trial_timeout=5.0))
+    assert job.controller.config.trial_exit_grace == 30.0  # the default
+    job.controller.submit_trial(1, ASSIGN, priority=0)
+    job.launch(1)
+    job.controller.record_report(Report(1, {"accuracy": 0.8}, final=True))
+    started = job.trial(1).started_at
+    assert job.controller.expire_trials(now=started + 4.0) == []
+    assert job.controller.expire_trials(now=started + 6.0) == [task_name(1)]
+    job.status(1, "TASK_KILLED")
+    trial = job.trial(1)
+    assert (trial.state, trial.objective) == ("COMPLETED", 0.8)
+    assert trial.message == "completed; its task ran longer than --trial-timeout 5s: killed"
+    job.store.close()
+
+
 def test_a_resumed_framework_kills_what_its_predecessor_ended_but_may_not_have_killed(
         make: Callable[..., Job]) -> None:
     """A framework that timed a trial out (or pruned or killed it) and died before its kill
