@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 PROTO_STAMP := protos/.generated
 PACKAGES := appcore apprunner_sdk common executor framework localmesos protos submit bench
 
-.PHONY: all venv protos bytecode lint test test-fast test-long demo bench clean bench-suggest bench-quality bench-early-stopping
+.PHONY: all venv protos bytecode lint test test-fast test-long test-mesos demo bench clean bench-suggest bench-quality bench-early-stopping
 .PHONY: bench-paper bench-paper-full bench-scale bench-scale-short
 
 all: test
@@ -50,6 +50,15 @@ test: venv bytecode
 # kept out of make test so that it stays within 15 minutes on the 2-core machine.
 test-long: venv bytecode
 	$(PY) -m pytest -n $(WORKERS) --dist loadgroup -m long
+
+# The conformance scenarios (tests/conformance) against a real Mesos as well as the embedded
+# cluster: MESOS_HOME is a prefix built by tools/mesos/build.sh SRC PREFIX (docs/real-mesos.md).
+# make test runs the embedded half alone.
+test-mesos: venv bytecode
+	@test -x "$(MESOS_HOME)/sbin/mesos-master" || { echo "make test-mesos: MESOS_HOME must be a \
+	prefix built by tools/mesos/build.sh SRC PREFIX (docs/real-mesos.md)" >&2; exit 2; }
+	MESOS_HOME="$(MESOS_HOME)" $(PY) -m pytest -n 2 --dist loadgroup tests/conformance -rs \
+	  --durations=0
 
 # Every job of the suite starts several Python processes of this checkout (da-submit, AppCore,
 # runners, the importance worker): where PYTHONDONTWRITEBYTECODE is set (as on the CI machine)

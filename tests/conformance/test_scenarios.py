@@ -228,3 +228,17 @@ def test_the_masters_web_ui_links_to_the_job_page(make_cluster: MakeCluster,
     assert answer, url
     gate.touch()
     assert job.wait(120) == 0, job.output
+
+
+def test_docker_trials_run_through_the_agents_docker_containerizer(
+        docker_engine: object, runner_image: str, make_cluster: MakeCluster,
+        jobs: MakeJobs) -> None:
+    """``--containerizer docker``: the agent's Docker containerizer (a real agent's runs
+    ``mesos-docker-executor``, which runs ``docker run``) starts each trial in the image."""
+    cluster = make_cluster(AgentSpec("cpus:2;mem:2048;disk:4096", docker=True))
+    run = jobs(cluster)
+    job = run.submit(*run.flags(2, 2), "--docker-image", runner_image,
+                     "--containerizer", "docker")
+    ended = ended_whole(job, 2)
+    for trial in ended.db_trials.values():
+        assert updates(ended, trial["task_id"])[-1][0] == "TASK_FINISHED"
