@@ -14,6 +14,7 @@ import signal
 import sqlite3
 import subprocess
 import sys
+from typing import Any
 from urllib.request import urlopen
 
 import pytest
@@ -212,7 +213,13 @@ def test_a_reserved_role_serves_a_job_of_that_role(make_cluster: MakeCluster,
 
 
 def test_the_masters_web_ui_links_to_the_job_page(make_cluster: MakeCluster,
-                                                  jobs: MakeJobs, tmp_path: Path) -> None:
+                                                  jobs: MakeJobs, tmp_path: Path,
+                                                  browser: Any) -> None:
+    """The master's web UI (Mesos' own, or the embedded one's) lists the job's framework with
+    a link to its ``webui_url``; in a real browser, on a laptop-sized window, the link opens
+    the job's page."""
+    from playwright.sync_api import expect
+
     cluster = make_cluster()
     run = jobs(cluster)
     gate = tmp_path / "gate"
@@ -226,6 +233,20 @@ def test_the_masters_web_ui_links_to_the_job_page(make_cluster: MakeCluster,
         assert page.status == 200 and b"<html" in page.read().lower()
     answer = get_json(url.rstrip("/") + "/api/page")
     assert answer, url
+    context = browser.new_context(viewport={"width": 1366, "height": 768})
+    page = context.new_page()
+    errors: list[str] = []
+    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    page.goto(f"{cluster.url}/#/frameworks")
+    link = page.locator(f'a[href="{url}"]').first
+    expect(link).to_be_visible(timeout=30_000)
+    master_ui_errors = list(errors)  # the master's page's own (Mesos' UI: not ours to fix)
+    errors.clear()
+    link.click()
+    expect(page).to_have_url(url, timeout=30_000)
+    expect(page.locator("body")).to_contain_text("conformance", timeout=30_000)
+    context.close()
+    assert not errors, (errors, master_ui_errors)
     gate.touch()
     assert job.wait(120) == 0, job.output
 
