@@ -63,7 +63,7 @@ class AgentDraining:
                 self._kill_on_executor(task, grace)
                 continue
             with self._lock:
-                self._request_kill(task, grace, override=grace is not None)
+                self._request_kill(task, grace)
 
     def _decorate(self, framework_info: Mapping[str, Any], status: dict[str, Any]) -> None:
         """Under the lock: a status of a draining agent says so (``statusUpdate``)."""

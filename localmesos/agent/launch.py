@@ -70,6 +70,10 @@ class AgentTask:
     killed_by_health_check: bool = False
     #: TASK_KILLING was considered (it is sent once, when the kill of its process starts).
     killing_announced: bool = False
+    #: When (``time.monotonic``) its process got SIGTERM, and when SIGKILL is due: a later
+    #: kill with a shorter grace brings the SIGKILL forward (Mesos' command executor).
+    kill_started: float | None = None
+    kill_deadline: float | None = None
 
     @property
     def key(self) -> tuple[str, str]:

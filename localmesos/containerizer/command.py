@@ -373,8 +373,14 @@ class CommandProcess:
         period. Blocks up to ``grace_period``; run it on its own thread."""
         if not self.signal_group(signal.SIGTERM):
             return
-        if not self._exited.wait(max(0.0, grace_period)):
-            logger.info("pid %d outlived its %.3g s grace period: SIGKILL", self.pid, grace_period)
+        self.kill_after(grace_period)
+
+    def kill_after(self, seconds: float) -> None:
+        """SIGKILL the group unless the command exits within ``seconds`` (a kill's escalation,
+        which a later kill may bring forward). Blocks up to ``seconds``."""
+        if not self._exited.wait(max(0.0, seconds)):
+            logger.info("pid %d outlived its grace period (%.3g s left): SIGKILL", self.pid,
+                        seconds)
             self.signal_group(signal.SIGKILL)
 
     def _signal(self, signum: int) -> bool:

@@ -268,11 +268,72 @@ def test_kill_policy_grace_then_sigkill(agent: Agent, master: Master) -> None:
     wait_until(lambda: "ready" in (sandbox / "stdout").read_text())
 
     started = time.monotonic()
-    agent.kill_task(FID, "stubborn", grace_period=30.0)  # the task's own policy wins
+    agent.kill_task(FID, "stubborn")  # no kill policy in the KILL: the task's own applies
     killed = master.wait("stubborn", "TASK_KILLED")
     assert 0.3 <= time.monotonic() - started < 3.0
     assert killed["message"] == "Command terminated with signal Killed"
     assert "got TERM" in (sandbox / "stdout").read_text()
+
+
+STUBBORN = "trap 'echo got TERM' TERM; echo ready; while :; do sleep 0.05; done"
+
+
+def _stubborn_running(agent: Agent, master: Master, task_id: str, grace: float) -> Path:
+    """A task that outlives SIGTERM, with a kill policy of ``grace`` seconds, running."""
+    policy = {"grace_period": {"nanoseconds": int(grace * 1e9)}}
+    agent.launch_task(FW, task(task_id, STUBBORN, kill_policy=policy))
+    master.wait(task_id, "TASK_RUNNING")
+    sandbox = agent.task_sandbox(FID, task_id)
+    assert sandbox is not None
+    wait_until(lambda: "ready" in (sandbox / "stdout").read_text())
+    return sandbox
+
+
+def test_a_kills_kill_policy_overrides_the_tasks(agent: Agent, master: Master) -> None:
+    """Mesos' command executor (``src/launcher/executor.cpp`` ``kill(taskId, override)``):
+    "Kill policy provided in the `Kill` event takes precedence over kill policy specified
+    when the task was launched" -- shorter here, and longer."""
+    _stubborn_running(agent, master, "short", 20.0)
+    _stubborn_running(agent, master, "long", 0.2)
+    started = time.monotonic()
+    agent.kill_task(FID, "short", grace_period=0.3)
+    agent.kill_task(FID, "long", grace_period=1.2)
+    master.wait("short", "TASK_KILLED", timeout=10.0)
+    short_done = time.monotonic() - started
+    master.wait("long", "TASK_KILLED", timeout=10.0)
+    long_done = time.monotonic() - started
+    assert 0.3 <= short_done < 3.0
+    assert long_done >= 1.2
+
+
+def test_a_second_kill_with_a_shorter_grace_escalates(agent: Agent, master: Master) -> None:
+    """``include/mesos/v1/scheduler/scheduler.proto`` (Kill): a kill policy "can be used to
+    forcefully kill a task which is already being killed"; ``executor.cpp`` reschedules the
+    SIGKILL at the first kill's start plus the new grace, only ever earlier, and sends no
+    second TASK_KILLING or SIGTERM."""
+    sandbox = _stubborn_running(agent, master, "stuck", 20.0)
+    started = time.monotonic()
+    agent.kill_task(FID, "stuck")  # the task's 20 s
+    wait_until(lambda: "got TERM" in (sandbox / "stdout").read_text())
+    agent.kill_task(FID, "stuck", grace_period=60.0)  # longer: ignored, never extends
+    agent.kill_task(FID, "stuck", grace_period=0.5)  # shorter: SIGKILL 0.5 s after the start
+    killed = master.wait("stuck", "TASK_KILLED", timeout=10.0)
+    assert time.monotonic() - started < 3.0
+    assert killed["message"] == "Command terminated with signal Killed"
+    assert (sandbox / "stdout").read_text().count("got TERM") == 1
+    assert master.states("stuck") == ["TASK_STARTING", "TASK_RUNNING", "TASK_KILLED"]
+
+
+def test_a_second_kill_past_its_grace_kills_at_once(agent: Agent, master: Master) -> None:
+    """``executor.cpp``: a later kill whose grace has already elapsed since the first kill
+    began SIGKILLs now (its policy of 0 s, too)."""
+    _stubborn_running(agent, master, "late", 20.0)
+    agent.kill_task(FID, "late")
+    time.sleep(0.3)
+    started = time.monotonic()
+    agent.kill_task(FID, "late", grace_period=0.1)
+    master.wait("late", "TASK_KILLED", timeout=10.0)
+    assert time.monotonic() - started < 2.0
 
 
 def test_kill_grace_argument_and_default(tmp_path: Path, master: Master) -> None:
