@@ -8,8 +8,8 @@ status updates through reliable per-task streams (:mod:`localmesos.agent.status_
 exactly as a Mesos agent with the command executor would.
 
 A command task goes TASK_STARTING -> TASK_RUNNING -> TASK_FINISHED (exit 0) / TASK_FAILED
-(``Command exited with status N`` or ``Command terminated with signal X``,
-REASON_COMMAND_EXECUTOR_FAILED) / TASK_KILLED (after a kill). A fetch failure is TASK_FAILED with
+(``Command exited with status N`` or ``Command terminated with signal X``, no reason, as
+Mesos' command executor) / TASK_KILLED (after a kill). A fetch failure is TASK_FAILED with
 REASON_CONTAINER_LAUNCH_FAILED; a kill before the command started is TASK_KILLED with
 REASON_TASK_KILLED_DURING_LAUNCH. Updates the agent itself generates carry ``SOURCE_AGENT``, those
 of the (built-in) command executor ``SOURCE_EXECUTOR``; every update carries ``uuid``,

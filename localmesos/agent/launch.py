@@ -240,7 +240,9 @@ class TaskLauncher:
                                                run_as=run_as, logs=self._sandbox_logging)
         except (LaunchError, CpuQuotaError, IsolationError) as exc:
             isolation.destroy()
-            self._fail(task, str(exc), "REASON_COMMAND_EXECUTOR_FAILED", "SOURCE_EXECUTOR")
+            # Mesos' launch helper fails to exec the command and exits 1: the command
+            # executor reports that end with no reason (src/launcher/executor.cpp reaped).
+            self._fail(task, str(exc), None, "SOURCE_EXECUTOR")
             return None
         with self._lock:
             if self._crashed.is_set():  # died meanwhile: the next agent will not know it
@@ -275,8 +277,7 @@ class TaskLauncher:
                        message=limitation["message"], reason=limitation["reason"],
                        limitation={"resources": limitation["resources"]})
         else:
-            self._finish(task, returncode == 0, command_mod.describe_exit(returncode),
-                         "REASON_COMMAND_EXECUTOR_FAILED")
+            self._finish(task, returncode == 0, command_mod.describe_exit(returncode))
         self._launcher.forget(container.container_id)
 
     def _running(self, task: AgentTask, process: CommandProcess | ContainerProcess) -> None:
@@ -289,9 +290,12 @@ class TaskLauncher:
         self._emit(task, "TASK_RUNNING", pid=process.pid)
         self._watch_deadline(task)
 
-    def _finish(self, task: AgentTask, succeeded: bool, message: str, failure_reason: str) -> None:
+    def _finish(self, task: AgentTask, succeeded: bool, message: str) -> None:
         """Report how a started task ended: KILLED when killed, FAILED past its
-        ``max_completion_time``, else FINISHED or FAILED with ``failure_reason``."""
+        ``max_completion_time``, else FINISHED or FAILED. Only the last carries a reason: Mesos'
+        command executor (``src/launcher/executor.cpp`` ``reaped``) and docker executor
+        (``src/docker/executor.cpp``) set none for the command's own end, only ``message``
+        (``Command exited with status N``, ``Command terminated with signal X``)."""
         with self._lock:
             killed, timed_out = task.kill_requested, task.timed_out
         if timed_out:
@@ -308,7 +312,7 @@ class TaskLauncher:
         elif succeeded:
             self._emit(task, "TASK_FINISHED", message=message)
         else:
-            self._emit(task, "TASK_FAILED", message=message, reason=failure_reason)
+            self._emit(task, "TASK_FAILED", message=message)
 
     def _start_health_checks(self, task: AgentTask, pid: int, command: Mapping[str, Any],
                              env: Mapping[str, str], sandbox: Path) -> HealthChecker | None:
@@ -408,8 +412,7 @@ class TaskLauncher:
                        message=limitation["message"], reason=limitation["reason"],
                        limitation={"resources": limitation["resources"]})
             return
-        self._finish(task, result.status == 0, docker_mod.describe_exit(result),
-                     "REASON_COMMAND_EXECUTOR_FAILED")
+        self._finish(task, result.status == 0, docker_mod.describe_exit(result))
 
     def _container_request(
         self,

@@ -130,7 +130,7 @@ class TaskReports:
         self._checkpoint_update(task, status)
         self._updates.update(task.framework_id, task.task_id, status)
 
-    def _fail(self, task: AgentTask, message: str, reason: str,
+    def _fail(self, task: AgentTask, message: str, reason: str | None,
               source: str = "SOURCE_AGENT") -> None:
         """Fail a launch; the reason also goes to the sandbox's stderr, as Mesos' fetcher does."""
         if task.sandbox is not None:

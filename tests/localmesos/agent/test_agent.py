@@ -200,15 +200,24 @@ def test_file_roots_are_built_again_only_when_a_sandbox_is_added(agent: Agent,
 
 
 def test_failing_commands_report_status_or_signal(agent: Agent, master: Master) -> None:
+    """As Mesos' command executor reports its command's end (``src/launcher/executor.cpp``
+    ``reaped``): ``"Command " + WSTRINGIFY(status)`` (``src/common/status_utils.hpp``), from
+    SOURCE_EXECUTOR, and no reason -- REASON_COMMAND_EXECUTOR_FAILED is not the command's."""
     agent.launch_task(FW, task("exit3", "exit 3"))
     agent.launch_task(FW, task("sig", "kill -9 $$"))
+    agent.launch_task(FW, task("ok", "true"))
 
     failed = master.wait("exit3", "TASK_FAILED")
     assert failed["message"] == "Command exited with status 3"
-    assert failed["reason"] == "REASON_COMMAND_EXECUTOR_FAILED"
+    assert "reason" not in failed
+    assert failed["source"] == "SOURCE_EXECUTOR"
     signalled = master.wait("sig", "TASK_FAILED")
     assert signalled["message"] == "Command terminated with signal Killed"
+    assert "reason" not in signalled
     assert master.states("sig") == ["TASK_STARTING", "TASK_RUNNING", "TASK_FAILED"]
+    finished = master.wait("ok", "TASK_FINISHED")
+    assert finished["message"] == "Command exited with status 0"
+    assert "reason" not in finished
 
 
 def test_non_shell_command_and_launch_failure(agent: Agent, master: Master) -> None:
@@ -224,6 +233,7 @@ def test_non_shell_command_and_launch_failure(agent: Agent, master: Master) -> N
     assert (sandbox / "stdout").read_text() == "a  b $X\n"
     failed = master.wait("nobin", "TASK_FAILED")
     assert "Failed to launch '/no/such/binary'" in failed["message"]
+    assert "reason" not in failed  # the command's own failure: Mesos sets no reason
 
 
 def test_kill_terminates_a_running_task(agent: Agent, master: Master) -> None:
