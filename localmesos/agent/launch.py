@@ -92,6 +92,8 @@ class TaskLauncher:
     _in_cpu_group: Callable[[], contextlib.AbstractContextManager[None]]
     """A block whose new processes get the agent's CPU share
     (:mod:`localmesos.containerizer.cpu_quota`)."""
+    _executor_reregistration_timeout: float
+    """``--executor_reregistration_timeout`` (``MESOS_SUBSCRIPTION_BACKOFF_MAX``)."""
 
     def _run_task_steps(self, task: AgentTask) -> None:
         try:
@@ -202,6 +204,10 @@ class TaskLauncher:
                 gpus=task.gpus if self.config.gpu_count > 0 else None,
                 shutdown_grace_period=5.0 if shutdown_grace is None else shutdown_grace,
                 run_as=run_as,
+                checkpoint=command_mod.checkpoint_environment(
+                    bool(task.framework_info.get("checkpoint")),
+                    self._executor_reregistration_timeout),
+                role=command_mod.allocation_role(task.info, task.framework_info),
             )
             if run_as is not None:
                 command_mod.chown_tree(sandbox, run_as)

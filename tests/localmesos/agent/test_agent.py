@@ -166,6 +166,35 @@ def test_command_task_runs_in_its_sandbox_and_finishes(agent: Agent, master: Mas
     assert agent.task_sandbox(FID, "t1") == sandbox  # the sandbox outlives the task
 
 
+def test_command_task_environment_names_its_role_and_checkpointing(agent: Agent,
+                                                                   master: Master) -> None:
+    """Mesos sets ``MESOS_CHECKPOINT`` (and, checkpointing, ``MESOS_RECOVERY_TIMEOUT`` and
+    ``MESOS_SUBSCRIPTION_BACKOFF_MAX``) in the command executor's environment, which its task
+    inherits (``src/slave/slave.cpp`` ``executorEnvironment``), and the command executor
+    sets ``MESOS_ALLOCATION_ROLE`` to the role of the task's resources last, over the
+    task's own variables (``src/launcher/executor.cpp`` ``launch``)."""
+    script = ('echo "$MESOS_ALLOCATION_ROLE|$MESOS_CHECKPOINT|${MESOS_RECOVERY_TIMEOUT-unset}|'
+              '${MESOS_SUBSCRIPTION_BACKOFF_MAX-unset}"')
+    resources = Resources({"cpus": 0.1, "mem": 32}).to_json()
+    for resource in resources:
+        resource["allocation_info"] = {"role": "ml"}
+    command = {"value": script, "environment": {"variables": [
+        {"name": "MESOS_ALLOCATION_ROLE", "value": "mine"}]}}
+    checkpointing = {**FW, "checkpoint": True, "roles": ["ml"]}
+    agent.launch_task(checkpointing, task("kept", command, resources=resources))
+    agent.launch_task(FW, task("plain", script))
+    master.wait("kept", "TASK_FINISHED")
+    master.wait("plain", "TASK_FINISHED")
+
+    def printed(task_id: str) -> str:
+        sandbox = agent.task_sandbox(FID, task_id)
+        assert sandbox is not None
+        return (sandbox / "stdout").read_text().strip()
+
+    assert printed("kept") == "ml|1|15mins|2secs"
+    assert printed("plain") == "*|0|unset|unset"
+
+
 def test_file_roots_serve_sandboxes_to_the_files_endpoints(agent: Agent, master: Master) -> None:
     agent.launch_task(FW, task("logged", "echo line one; echo line two"))
     master.wait("logged", "TASK_FINISHED")

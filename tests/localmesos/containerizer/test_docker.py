@@ -379,6 +379,21 @@ def gpu_trial(image: str, output: Path) -> dict[str, Any]:
     )
 
 
+def test_a_container_is_told_its_allocation_role(tmp_path: Path) -> None:
+    """``src/docker/docker.cpp`` sets ``MESOS_ALLOCATION_ROLE`` to the role of the task's
+    resources, over the command's own variables (no engine needed: the request alone)."""
+    info = ctask("roled", "true", "busybox")
+    for resource in info["resources"]:
+        resource["allocation_info"] = {"role": "ml"}
+    info["command"]["environment"] = {"variables": [
+        {"name": "MESOS_ALLOCATION_ROLE", "value": "mine"}]}
+    request = build_request(
+        info=info, container=info["container"], command=info["command"], sandbox=tmp_path,
+        ids=TaskIds(FID, "roled", "roled", "M-S0"), container_id="c0ffee",
+        resources=Resources.from_json(info["resources"]), gpus=(), stop_grace=3.0)
+    assert request.environment["MESOS_ALLOCATION_ROLE"] == "ml"
+
+
 def test_the_container_a_gpu_trial_gets_created_not_started(
     tmp_path: Path, runner_image: str, docker_engine: Any
 ) -> None:
