@@ -87,9 +87,12 @@ class TaskReports:
             if only_live and task.terminal:
                 return
             self._decorate(task.framework_info, status)
+            # A drain's TASK_KILLING reported as TASK_GONE_BY_OPERATOR ends the task for its
+            # framework, not its process: the task stays the agent's until that ends.
+            ended = state in TERMINAL_STATES
             state = status["state"]
             task.state = state
-            if state in TERMINAL_STATES:
+            if ended:
                 task.terminal = True
                 self._free_gpus.extend(task.gpus)
                 task.gpus = ()

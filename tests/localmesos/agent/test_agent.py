@@ -363,6 +363,33 @@ def test_a_second_kill_with_a_shorter_grace_escalates(agent: Agent, master: Mast
     assert master.states("stuck") == ["TASK_STARTING", "TASK_RUNNING", "TASK_KILLED"]
 
 
+def test_a_drain_marking_gone_reports_the_kills_start_as_gone(agent: Agent,
+                                                              master: Master) -> None:
+    """``src/slave/slave.cpp`` ``Slave::statusUpdate``: while the agent drains, TASK_KILLING
+    and TASK_KILLED both carry REASON_AGENT_DRAINING and, with ``mark_gone``, become
+    TASK_GONE_BY_OPERATOR for a partition-aware framework -- so the framework hears the task
+    is gone when its kill starts, while its process still has its grace period to run."""
+    aware = {**FW, "capabilities": [{"type": "PARTITION_AWARE"},
+                                    {"type": "TASK_KILLING_STATE"}]}
+    policy = {"grace_period": {"nanoseconds": 20 * 10**9}}
+    agent.launch_task(aware, task("evicted", STUBBORN, kill_policy=policy))
+    master.wait("evicted", "TASK_RUNNING")
+    sandbox = agent.task_sandbox(FID, "evicted")
+    assert sandbox is not None
+    wait_until(lambda: "ready" in (sandbox / "stdout").read_text())
+    agent.drain({"mark_gone": True, "max_grace_period": {"nanoseconds": 700_000_000}})
+    first = master.wait("evicted", "TASK_GONE_BY_OPERATOR")
+    assert first["reason"] == "REASON_AGENT_DRAINING"
+    assert agent.running_tasks() == [(FID, "evicted")]  # its process has its grace yet
+    wait_until(lambda: len(master.of("evicted")) == 4, timeout=5.0)
+    assert master.states("evicted") == ["TASK_STARTING", "TASK_RUNNING",
+                                        "TASK_GONE_BY_OPERATOR", "TASK_GONE_BY_OPERATOR"]
+    last = master.of("evicted")[-1]
+    assert last["reason"] == "REASON_AGENT_DRAINING"
+    assert last["message"] == "Command terminated with signal Killed"
+    wait_until(lambda: agent.running_tasks() == [])
+
+
 def test_a_second_kill_past_its_grace_kills_at_once(agent: Agent, master: Master) -> None:
     """``executor.cpp``: a later kill whose grace has already elapsed since the first kill
     began SIGKILLs now (its policy of 0 s, too)."""
