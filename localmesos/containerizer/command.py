@@ -257,10 +257,9 @@ def task_environment(
             (``CUDA_VISIBLE_DEVICES=""``).
         shutdown_grace_period: seconds, for ``MESOS_EXECUTOR_SHUTDOWN_GRACE_PERIOD``.
         run_as: the user the task is switched to, if any (sets ``USER``, ``LOGNAME``, ``HOME``).
-        checkpoint: the checkpointing variables (:func:`checkpoint_environment`); by default
-            ``MESOS_CHECKPOINT=0``.
-        role: ``MESOS_ALLOCATION_ROLE`` (:func:`allocation_role`), set after the command's own
-            variables, as Mesos' command executor sets it; None leaves it out.
+        checkpoint: :func:`checkpoint_environment` (default ``MESOS_CHECKPOINT=0``).
+        role: ``MESOS_ALLOCATION_ROLE`` (:func:`allocation_role`), set over the command's own
+            variables as Mesos' command executor sets it; None leaves it out.
 
     Raises:
         LaunchError: for an invalid ``CommandInfo.environment``.
