@@ -50,7 +50,8 @@ INFRASTRUCTURE_REASONS = frozenset({
     "REASON_TASK_UNREACHABLE",
 })
 """Mesos reasons of a task's end that blame the agent: its executor or container could not run
-the task. ``REASON_COMMAND_EXECUTOR_FAILED`` (the script exited non-zero) and
+the task. The script's own end (no reason from Mesos 1.11's command executor,
+``src/launcher/executor.cpp`` ``reaped``; ``REASON_COMMAND_EXECUTOR_FAILED`` from older ones) and
 ``REASON_CONTAINER_LIMITATION*`` (the script outgrew its limits) are the script's and absent."""
 
 

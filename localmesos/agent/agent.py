@@ -8,8 +8,8 @@ status updates through reliable per-task streams (:mod:`localmesos.agent.status_
 exactly as a Mesos agent with the command executor would.
 
 A command task goes TASK_STARTING -> TASK_RUNNING -> TASK_FINISHED (exit 0) / TASK_FAILED
-(``Command exited with status N`` or ``Command terminated with signal X``,
-REASON_COMMAND_EXECUTOR_FAILED) / TASK_KILLED (after a kill). A fetch failure is TASK_FAILED with
+(``Command exited with status N`` or ``Command terminated with signal X``, no reason, as
+Mesos' command executor) / TASK_KILLED (after a kill). A fetch failure is TASK_FAILED with
 REASON_CONTAINER_LAUNCH_FAILED; a kill before the command started is TASK_KILLED with
 REASON_TASK_KILLED_DURING_LAUNCH. Updates the agent itself generates carry ``SOURCE_AGENT``, those
 of the (built-in) command executor ``SOURCE_EXECUTOR``; every update carries ``uuid``,
@@ -27,6 +27,7 @@ served over the v1 executor HTTP API (:mod:`localmesos.agent.executors`,
 
 Layout: :class:`Agent` holds the tables, the lifecycle and the calls from the master; each
 concern is a mixin in its own module: :mod:`~localmesos.agent.launch` (one task's launch path),
+:mod:`~localmesos.agent.killing` (a task's kill and its escalation),
 :mod:`~localmesos.agent.executors` (the executor host), :mod:`~localmesos.agent.reports` (status
 updates of its tasks) and :mod:`~localmesos.agent.views` (its info, state and usage);
 :mod:`~localmesos.agent.config` is what it offers.
@@ -58,6 +59,7 @@ from disauto.localmesos.agent.executor_run import EXECUTOR_HEARTBEAT_INTERVAL
 from disauto.localmesos.agent.executor_run import ExecutorRun
 from disauto.localmesos.agent.executors import ExecutorHost
 from disauto.localmesos.agent.isolation import AgentIsolation
+from disauto.localmesos.agent.killing import TaskKilling
 from disauto.localmesos.agent.launch import AgentTask
 from disauto.localmesos.agent.launch import TaskLauncher
 from disauto.localmesos.agent.master_link import DISCONNECTED
@@ -72,7 +74,6 @@ from disauto.localmesos.containerizer import docker as docker_mod
 from disauto.localmesos.containerizer.docker import DockerContainerizer
 from disauto.localmesos.containerizer.launcher import Launcher
 from disauto.localmesos.containerizer.monitor import ResourceMonitor
-from disauto.localmesos.protocol.messages import duration_seconds
 from disauto.localmesos.protocol.recordio import EventObserver
 
 
@@ -82,27 +83,14 @@ logger = logging.getLogger(__name__)
 # -- tasks ------------------------------------------------------------------------------------
 
 
-def has_capability(framework_info: Mapping[str, Any], capability: str) -> bool:
-    """Whether a FrameworkInfo has ``capability`` (``FrameworkInfo.Capability.Type``)."""
-    return any(isinstance(c, Mapping) and c.get("type") == capability
-               for c in framework_info.get("capabilities") or [])
-
-
-def _grace_seconds(kill_policy: Any) -> float | None:
-    """``KillPolicy.grace_period`` in seconds, if set."""
-    if not isinstance(kill_policy, Mapping):
-        return None
-    return duration_seconds(kill_policy.get("grace_period"))
-
-
 ExecutorExited = Callable[[str, str, str, int], None]
 """``(agent_id, framework_id, executor_id, wait status)``: an executor ended."""
 ExecutorMessage = Callable[[str, str, str, str], None]
 """``(agent_id, framework_id, executor_id, base64 data)``: an executor's MESSAGE."""
 
 
-class Agent(TaskLauncher, ExecutorHost, TaskReports, AgentViews, AgentRecovery, MasterLink,
-            AgentDraining, AgentIsolation):
+class Agent(TaskLauncher, TaskKilling, ExecutorHost, TaskReports, AgentViews, AgentRecovery,
+            MasterLink, AgentDraining, AgentIsolation):
     """One embedded Mesos agent (see the module docstring).
 
     Args:
@@ -288,9 +276,11 @@ class Agent(TaskLauncher, ExecutorHost, TaskReports, AgentViews, AgentRecovery, 
     ) -> None:
         """Kill a task: SIGTERM its process group, SIGKILL after the grace period.
 
-        The grace period is the task's ``kill_policy.grace_period``, else ``grace_period``, else
-        the agent's default. A task still fetching is not started and ends TASK_KILLED.
-        Unknown and already finished tasks are ignored.
+        As Mesos' command executor (``src/launcher/executor.cpp`` ``kill``): the grace period
+        is ``grace_period`` (the KILL's ``kill_policy``, which overrides the task's), else the
+        task's ``kill_policy.grace_period``, else the agent's default; a kill of a task being
+        killed only ever brings its SIGKILL forward. A task still fetching is not started and
+        ends TASK_KILLED. Unknown and already finished tasks are ignored.
         """
         with self._lock:
             task = self._tasks.get((framework_id, task_id))
@@ -301,47 +291,6 @@ class Agent(TaskLauncher, ExecutorHost, TaskReports, AgentViews, AgentRecovery, 
                 self._request_kill(task, grace_period)
                 return
         self._kill_on_executor(task, grace_period)
-
-    def _request_kill(
-        self, task: AgentTask, grace_period: float | None, *, override: bool = False
-    ) -> None:
-        """Under the lock: mark the task killed and start killing its process if it has one.
-
-        With ``override`` the given grace period replaces the task's own, and a kill already
-        under way is escalated with it.
-        """
-        if (task.kill_requested and not override) or self._crashed.is_set():
-            return
-        policy_grace = _grace_seconds(task.info.get("kill_policy"))
-        if override and grace_period is not None:
-            task.kill_grace = max(0.0, grace_period)
-        elif policy_grace is not None:
-            task.kill_grace = policy_grace
-        elif grace_period is not None:
-            task.kill_grace = max(0.0, grace_period)
-        task.kill_requested = True
-        task.cancel.set()
-        if task.process is not None:
-            self._start_killer(task)
-
-    def _start_killer(self, task: AgentTask) -> None:
-        """Under the lock: kill ``task.process`` on a thread of its own; the first time,
-        TASK_KILLING goes first to a framework with TASK_KILLING_STATE (Mesos' command
-        executor, ``src/launcher/executor.cpp`` ``kill``; not for ``max_completion_time``)."""
-        process = task.process
-        if process is None:
-            return
-        announce = not task.killing_announced and not task.timed_out and has_capability(
-            task.framework_info, "TASK_KILLING_STATE")
-        task.killing_announced = True
-        logger.info("Killing task %s (grace %.3g s)", task.task_id, task.kill_grace)
-        self._start_thread(self._kill_process, task, process, announce,
-                           name=f"kill-{task.task_id}")
-
-    def _kill_process(self, task: AgentTask, process: Any, announce: bool) -> None:
-        if announce:
-            self._emit(task, "TASK_KILLING", only_live=True)
-        process.kill(task.kill_grace)
 
     def acknowledge(self, framework_id: str, task_id: str, uuid_b64: str) -> bool:
         """Acknowledge a status update (checkpointed first); ``False`` for an unknown or
@@ -422,7 +371,7 @@ class Agent(TaskLauncher, ExecutorHost, TaskReports, AgentViews, AgentRecovery, 
             with self._lock:
                 for task in self._tasks.values():
                     if not task.terminal and not task.info.get("executor"):
-                        self._request_kill(task, grace_period, override=grace_period is not None)
+                        self._request_kill(task, grace_period)
                 self._stop_executors(grace_period)
         while True:
             with self._lock:

@@ -7,7 +7,9 @@ As a Mesos 1.11 agent (apache/mesos ``src/slave/slave.cpp`` ``Slave::drain``, ``
   grace period cut to ``max_grace_period`` when it would be longer (or has none).
 * While it drains, TASK_KILLING and TASK_KILLED carry ``REASON_AGENT_DRAINING`` (whatever
   reason they had); with ``mark_gone``, a partition-aware framework gets
-  TASK_GONE_BY_OPERATOR instead of TASK_KILLED. A task it is given meanwhile is TASK_DROPPED
+  TASK_GONE_BY_OPERATOR instead of either (``Slave::statusUpdate``): the first when the kill
+  starts, while the task's process runs out its grace period, and the second when it ends
+  (unless the master took the agent away meanwhile). A task it is given meanwhile is TASK_DROPPED
   (TASK_LOST without PARTITION_AWARE), ``REASON_AGENT_DRAINING``, "Task was received while
   agent was already draining".
 * Once it has no task or executor left, the drain is over (the checkpoint removed).
@@ -63,7 +65,7 @@ class AgentDraining:
                 self._kill_on_executor(task, grace)
                 continue
             with self._lock:
-                self._request_kill(task, grace, override=grace is not None)
+                self._request_kill(task, grace)
 
     def _decorate(self, framework_info: Mapping[str, Any], status: dict[str, Any]) -> None:
         """Under the lock: a status of a draining agent says so (``statusUpdate``)."""
@@ -71,8 +73,9 @@ class AgentDraining:
         if config is None or status.get("state") not in ("TASK_KILLING", "TASK_KILLED"):
             return
         status["reason"] = "REASON_AGENT_DRAINING"
-        if status["state"] == "TASK_KILLED" and config.get("mark_gone") and partition_aware(
-                framework_info):
+        if config.get("mark_gone") and partition_aware(framework_info):
+            # Both: the framework hears the task is gone when its kill starts, while its
+            # process still has its grace period (the agent keeps it until it ends).
             status["state"] = "TASK_GONE_BY_OPERATOR"
 
     def _dropped_while_draining(self, task: AgentTask) -> bool:

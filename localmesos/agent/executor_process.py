@@ -48,6 +48,8 @@ class ExecutorProcesses:
     (:mod:`localmesos.containerizer.cpu_quota`)."""
     _destroy: Callable[[ExecutorRun], None]
     """SIGKILL an executor's process group (:class:`localmesos.agent.executors.ExecutorHost`)."""
+    _executor_reregistration_timeout: float
+    """``--executor_reregistration_timeout`` (``MESOS_SUBSCRIPTION_BACKOFF_MAX``)."""
 
     def _run_executor(self, run: ExecutorRun) -> None:
         """The thread of one executor run: sandbox, fetch, spawn, wait, clean up."""
@@ -149,16 +151,13 @@ class ExecutorProcesses:
             run_as=run_as, gpus=run.gpus if self.config.gpu_count > 0 else None,
         )
         env.pop("MESOS_TASK_ID", None)
-        checkpoint = bool(run.framework_info.get("checkpoint"))
         env.update({
             "MESOS_SLAVE_PID": f"{self.libprocess_id}@{self._master_endpoint}",
-            "MESOS_CHECKPOINT": "1" if checkpoint else "0",
+            **command_mod.checkpoint_environment(bool(run.framework_info.get("checkpoint")),
+                                                 self._executor_reregistration_timeout),
             "MESOS_HTTP_COMMAND_EXECUTOR": "0",
             "LIBPROCESS_PORT": "0",
         })
-        if checkpoint:
-            env["MESOS_RECOVERY_TIMEOUT"] = "15mins"
-            env["MESOS_SUBSCRIPTION_BACKOFF_MAX"] = "2secs"
         env.update(command_mod.command_environment(command))
         return env
 

@@ -70,6 +70,10 @@ class AgentTask:
     killed_by_health_check: bool = False
     #: TASK_KILLING was considered (it is sent once, when the kill of its process starts).
     killing_announced: bool = False
+    #: When (``time.monotonic``) its process got SIGTERM, and when SIGKILL is due: a later
+    #: kill with a shorter grace brings the SIGKILL forward (Mesos' command executor).
+    kill_started: float | None = None
+    kill_deadline: float | None = None
 
     @property
     def key(self) -> tuple[str, str]:
@@ -88,6 +92,8 @@ class TaskLauncher:
     _in_cpu_group: Callable[[], contextlib.AbstractContextManager[None]]
     """A block whose new processes get the agent's CPU share
     (:mod:`localmesos.containerizer.cpu_quota`)."""
+    _executor_reregistration_timeout: float
+    """``--executor_reregistration_timeout`` (``MESOS_SUBSCRIPTION_BACKOFF_MAX``)."""
 
     def _run_task_steps(self, task: AgentTask) -> None:
         try:
@@ -198,6 +204,10 @@ class TaskLauncher:
                 gpus=task.gpus if self.config.gpu_count > 0 else None,
                 shutdown_grace_period=5.0 if shutdown_grace is None else shutdown_grace,
                 run_as=run_as,
+                checkpoint=command_mod.checkpoint_environment(
+                    bool(task.framework_info.get("checkpoint")),
+                    self._executor_reregistration_timeout),
+                role=command_mod.allocation_role(task.info, task.framework_info),
             )
             if run_as is not None:
                 command_mod.chown_tree(sandbox, run_as)
@@ -236,7 +246,9 @@ class TaskLauncher:
                                                run_as=run_as, logs=self._sandbox_logging)
         except (LaunchError, CpuQuotaError, IsolationError) as exc:
             isolation.destroy()
-            self._fail(task, str(exc), "REASON_COMMAND_EXECUTOR_FAILED", "SOURCE_EXECUTOR")
+            # Mesos' launch helper fails to exec the command and exits 1: the command
+            # executor reports that end with no reason (src/launcher/executor.cpp reaped).
+            self._fail(task, str(exc), None, "SOURCE_EXECUTOR")
             return None
         with self._lock:
             if self._crashed.is_set():  # died meanwhile: the next agent will not know it
@@ -271,8 +283,7 @@ class TaskLauncher:
                        message=limitation["message"], reason=limitation["reason"],
                        limitation={"resources": limitation["resources"]})
         else:
-            self._finish(task, returncode == 0, command_mod.describe_exit(returncode),
-                         "REASON_COMMAND_EXECUTOR_FAILED")
+            self._finish(task, returncode == 0, command_mod.describe_exit(returncode))
         self._launcher.forget(container.container_id)
 
     def _running(self, task: AgentTask, process: CommandProcess | ContainerProcess) -> None:
@@ -285,9 +296,12 @@ class TaskLauncher:
         self._emit(task, "TASK_RUNNING", pid=process.pid)
         self._watch_deadline(task)
 
-    def _finish(self, task: AgentTask, succeeded: bool, message: str, failure_reason: str) -> None:
+    def _finish(self, task: AgentTask, succeeded: bool, message: str) -> None:
         """Report how a started task ended: KILLED when killed, FAILED past its
-        ``max_completion_time``, else FINISHED or FAILED with ``failure_reason``."""
+        ``max_completion_time``, else FINISHED or FAILED. Only the last carries a reason: Mesos'
+        command executor (``src/launcher/executor.cpp`` ``reaped``) and docker executor
+        (``src/docker/executor.cpp``) set none for the command's own end, only ``message``
+        (``Command exited with status N``, ``Command terminated with signal X``)."""
         with self._lock:
             killed, timed_out = task.kill_requested, task.timed_out
         if timed_out:
@@ -304,7 +318,7 @@ class TaskLauncher:
         elif succeeded:
             self._emit(task, "TASK_FINISHED", message=message)
         else:
-            self._emit(task, "TASK_FAILED", message=message, reason=failure_reason)
+            self._emit(task, "TASK_FAILED", message=message)
 
     def _start_health_checks(self, task: AgentTask, pid: int, command: Mapping[str, Any],
                              env: Mapping[str, str], sandbox: Path) -> HealthChecker | None:
@@ -404,8 +418,7 @@ class TaskLauncher:
                        message=limitation["message"], reason=limitation["reason"],
                        limitation={"resources": limitation["resources"]})
             return
-        self._finish(task, result.status == 0, docker_mod.describe_exit(result),
-                     "REASON_COMMAND_EXECUTOR_FAILED")
+        self._finish(task, result.status == 0, docker_mod.describe_exit(result))
 
     def _container_request(
         self,

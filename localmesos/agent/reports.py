@@ -87,9 +87,12 @@ class TaskReports:
             if only_live and task.terminal:
                 return
             self._decorate(task.framework_info, status)
+            # A drain's TASK_KILLING reported as TASK_GONE_BY_OPERATOR ends the task for its
+            # framework, not its process: the task stays the agent's until that ends.
+            ended = state in TERMINAL_STATES
             state = status["state"]
             task.state = state
-            if state in TERMINAL_STATES:
+            if ended:
                 task.terminal = True
                 self._free_gpus.extend(task.gpus)
                 task.gpus = ()
@@ -130,7 +133,7 @@ class TaskReports:
         self._checkpoint_update(task, status)
         self._updates.update(task.framework_id, task.task_id, status)
 
-    def _fail(self, task: AgentTask, message: str, reason: str,
+    def _fail(self, task: AgentTask, message: str, reason: str | None,
               source: str = "SOURCE_AGENT") -> None:
         """Fail a launch; the reason also goes to the sandbox's stderr, as Mesos' fetcher does."""
         if task.sandbox is not None:

@@ -10,7 +10,8 @@ for a ``CommandInfo``, on the local machine:
 * **Environment.** The agent's own environment is inherited (the embedded cluster runs on the
   user's machine, so tasks see the same tools), then the ``MESOS_*`` executor variables, the
   ``PORT0..PORTn``/``PORTS`` convenience variables, then ``CommandInfo.environment`` (which wins,
-  as in Mesos), then the GPU variables (which win over everything: they are the isolation).
+  as in Mesos), then ``MESOS_ALLOCATION_ROLE`` (which Mesos' command executor sets last), then
+  the GPU variables (which win over everything: they are the isolation).
   ``PORT*`` variables are a local convenience a real Mesos agent does not set; DisAuto's
   framework passes ports explicitly.
 * **Process.** The child runs in the sandbox, in its own session and process group
@@ -179,6 +180,36 @@ def format_duration(seconds: float) -> str:
     return f"{seconds:g}secs"
 
 
+#: Mesos' agent ``--recovery_timeout`` (its default): ``MESOS_RECOVERY_TIMEOUT``.
+RECOVERY_TIMEOUT = "15mins"
+
+
+def checkpoint_environment(checkpoint: bool, reregistration_timeout: float) -> dict[str, str]:
+    """What ``executorEnvironment`` (apache/mesos ``src/slave/slave.cpp``) says of the
+    framework's checkpointing: ``MESOS_CHECKPOINT`` ``1``/``0`` and, when it checkpoints,
+    ``MESOS_RECOVERY_TIMEOUT`` and ``MESOS_SUBSCRIPTION_BACKOFF_MAX`` (the agent's
+    ``--executor_reregistration_timeout``)."""
+    env = {"MESOS_CHECKPOINT": "1" if checkpoint else "0"}
+    if checkpoint:
+        env["MESOS_RECOVERY_TIMEOUT"] = RECOVERY_TIMEOUT
+        env["MESOS_SUBSCRIPTION_BACKOFF_MAX"] = format_duration(reregistration_timeout)
+    return env
+
+
+def allocation_role(task: Mapping[str, Any], framework_info: Mapping[str, Any]) -> str:
+    """``MESOS_ALLOCATION_ROLE``: the role the task's resources are allocated to (Mesos'
+    command executor reads the first resource's ``allocation_info.role``,
+    ``src/launcher/executor.cpp`` ``launch``; the master injects it into every resource);
+    without one, the framework's first role."""
+    for resource in task.get("resources") or []:
+        role = (resource.get("allocation_info") or {}).get("role") \
+            if isinstance(resource, Mapping) else None
+        if isinstance(role, str) and role:
+            return role
+    roles = framework_info.get("roles") or [framework_info.get("role") or "*"]
+    return str(roles[0])
+
+
 @dataclass(frozen=True)
 class TaskIds:
     """Who a task is to Mesos: its framework, executor (the task's own id for a command task),
@@ -207,6 +238,8 @@ def task_environment(
     gpus: Sequence[int] | None = None,
     shutdown_grace_period: float = 5.0,
     run_as: RunAs | None = None,
+    checkpoint: Mapping[str, str] | None = None,
+    role: str | None = None,
 ) -> dict[str, str]:
     """The complete environment of a task's process (see the module docstring for the order).
 
@@ -224,6 +257,9 @@ def task_environment(
             (``CUDA_VISIBLE_DEVICES=""``).
         shutdown_grace_period: seconds, for ``MESOS_EXECUTOR_SHUTDOWN_GRACE_PERIOD``.
         run_as: the user the task is switched to, if any (sets ``USER``, ``LOGNAME``, ``HOME``).
+        checkpoint: :func:`checkpoint_environment` (default ``MESOS_CHECKPOINT=0``).
+        role: ``MESOS_ALLOCATION_ROLE`` (:func:`allocation_role`), set over the command's own
+            variables as Mesos' command executor sets it; None leaves it out.
 
     Raises:
         LaunchError: for an invalid ``CommandInfo.environment``.
@@ -238,11 +274,13 @@ def task_environment(
             "MESOS_DIRECTORY": str(sandbox),
             **ids.environment(),
             "MESOS_AGENT_ENDPOINT": agent_endpoint,
-            "MESOS_CHECKPOINT": "0",
+            **(checkpoint or checkpoint_environment(False, 0.0)),
             "MESOS_EXECUTOR_SHUTDOWN_GRACE_PERIOD": format_duration(shutdown_grace_period),
         }
     )
     env.update(command_environment(command))
+    if role is not None:
+        env["MESOS_ALLOCATION_ROLE"] = role
     if gpus is not None:
         visible = ",".join(str(i) for i in gpus)
         env["CUDA_VISIBLE_DEVICES"] = visible
@@ -373,8 +411,14 @@ class CommandProcess:
         period. Blocks up to ``grace_period``; run it on its own thread."""
         if not self.signal_group(signal.SIGTERM):
             return
-        if not self._exited.wait(max(0.0, grace_period)):
-            logger.info("pid %d outlived its %.3g s grace period: SIGKILL", self.pid, grace_period)
+        self.kill_after(grace_period)
+
+    def kill_after(self, seconds: float) -> None:
+        """SIGKILL the group unless the command exits within ``seconds`` (a kill's escalation,
+        which a later kill may bring forward). Blocks up to ``seconds``."""
+        if not self._exited.wait(max(0.0, seconds)):
+            logger.info("pid %d outlived its grace period (%.3g s left): SIGKILL", self.pid,
+                        seconds)
             self.signal_group(signal.SIGKILL)
 
     def _signal(self, signum: int) -> bool:

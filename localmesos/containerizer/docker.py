@@ -313,6 +313,17 @@ class ContainerProcess:
         except _engine_errors() as exc:
             logger.debug("Container %s: stop: %s", self.name, _reason(exc))
 
+    def kill_after(self, seconds: float) -> None:
+        """SIGKILL the container unless it ends within ``seconds`` (a kill's escalation, which
+        a later kill may bring forward, while the engine's stop still waits). Blocks up to
+        ``seconds``."""
+        if self._exited.wait(max(0.0, seconds)) or not self.started:
+            return
+        try:
+            self._client.kill(self.id)
+        except _engine_errors() as exc:
+            logger.debug("Container %s: kill: %s", self.name, _reason(exc))
+
     def wait(self) -> ContainerExit:
         """Wait for the container to end and for its output to be in the sandbox; how it ended.
 

@@ -311,6 +311,9 @@ def build_request(
     name = f"mesos-{container_id}"
     network_mode, hostname, privileged = _network(container, image.kind)
     environment, user = _environment(command, ids, name, gpus, run_as)
+    # ``src/docker/docker.cpp`` (``Docker::RunOptions::create``) and the command executor
+    # (``src/launcher/executor.cpp``) set it over the command's own variables.
+    environment["MESOS_ALLOCATION_ROLE"] = command_mod.allocation_role(info, {})
     labels = _labels(info, ids, container_id, extra_labels)
     cpu_shares, nano_cpus, mem_bytes = _limits(resources, cfs_quota, host_cpus)
     return ContainerRequest(

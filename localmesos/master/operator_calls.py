@@ -28,6 +28,8 @@ _AGENT = {"agent_id": "msg:ID!"}
 _MESSAGES = {
     "OperatorCall": {
         "update_quota": "msg:OperatorCall.UpdateQuota",
+        "set_quota": "msg:OperatorCall.SetQuota",
+        "remove_quota": "msg:OperatorCall.RemoveQuota",
         "update_maintenance_schedule": "msg:OperatorCall.UpdateMaintenanceSchedule",
         "start_maintenance": "msg:OperatorCall.Machines",
         "stop_maintenance": "msg:OperatorCall.Machines",
@@ -38,6 +40,10 @@ _MESSAGES = {
     "OperatorCall.UpdateQuota": {"force": ("bool", False), "quota_configs": "[msg:QuotaConfig]"},
     "QuotaConfig": {"role": "string!", "guarantees": "map:Value.Scalar",
                     "limits": "map:Value.Scalar"},
+    # Deprecated (``mesos.v1.master.Call.SetQuota``, ``RemoveQuota``; ``quota.QuotaRequest``).
+    "OperatorCall.SetQuota": {"quota_request": "msg:QuotaRequest!"},
+    "QuotaRequest": {"force": "bool", "role": "string", "guarantee": "[msg:Resource]"},
+    "OperatorCall.RemoveQuota": {"role": "string!"},
     "OperatorCall.UpdateMaintenanceSchedule": {"schedule": "msg:MaintenanceSchedule!"},
     "MaintenanceSchedule": {"windows": "[msg:MaintenanceWindow]"},
     "MaintenanceWindow": {"machine_ids": "[msg:MachineID]",
@@ -57,6 +63,7 @@ protojson.add_messages(_MESSAGES, {})
 #: The calls served here: type → the ``Call`` field that carries its body (None: no body).
 BODIES: dict[str, str | None] = {
     "GET_QUOTA": None, "UPDATE_QUOTA": "update_quota",
+    "SET_QUOTA": "set_quota", "REMOVE_QUOTA": "remove_quota",
     "GET_MAINTENANCE_SCHEDULE": None, "GET_MAINTENANCE_STATUS": None,
     "UPDATE_MAINTENANCE_SCHEDULE": "update_maintenance_schedule",
     "START_MAINTENANCE": "start_maintenance", "STOP_MAINTENANCE": "stop_maintenance",
@@ -96,6 +103,14 @@ def _update_quota(master: Master, body: dict[str, Any]) -> None:
     master.update_quota(list(body.get("quota_configs", [])), bool(body.get("force")))
 
 
+def _set_quota(master: Master, body: dict[str, Any]) -> None:
+    master.set_quota(body["quota_request"])
+
+
+def _remove_quota(master: Master, body: dict[str, Any]) -> None:
+    master.remove_quota(str(body["role"]))
+
+
 def _get_schedule(master: Master, body: dict[str, Any]) -> dict[str, Any]:
     return {"schedule": master.maintenance_schedule()}
 
@@ -133,6 +148,8 @@ def _reactivate(master: Master, body: dict[str, Any]) -> None:
 HANDLERS: dict[str, tuple[str | None, Handler]] = {
     "GET_QUOTA": ("get_quota", _get_quota),
     "UPDATE_QUOTA": (None, _update_quota),
+    "SET_QUOTA": (None, _set_quota),
+    "REMOVE_QUOTA": (None, _remove_quota),
     "GET_MAINTENANCE_SCHEDULE": ("get_maintenance_schedule", _get_schedule),
     "GET_MAINTENANCE_STATUS": ("get_maintenance_status", _get_status),
     "UPDATE_MAINTENANCE_SCHEDULE": (None, _update_schedule),

@@ -15,6 +15,8 @@ As apache/mesos ``src/master/quota.cpp`` (``quota::validate``), ``src/master/quo
   what the role consumes and guarantees above the cluster's capacity -- the last two unless
   ``force`` is set.
 
+The deprecated SET_QUOTA and REMOVE_QUOTA are served too (:mod:`localmesos.master.quota_legacy`).
+
 The master keeps one :class:`Quota` per role with a quota (:class:`QuotaMaster`, a mixin of
 :class:`localmesos.master.master.Master`); the allocator honours it
 (:mod:`localmesos.master.allocator`).
@@ -34,6 +36,7 @@ from typing import Any
 from disauto.common.resources import UNRESERVED
 from disauto.common.resources import RoleResources
 from disauto.common.resources import is_subrole
+from disauto.localmesos.master import quota_legacy as legacy
 from disauto.localmesos.master import validation
 from disauto.localmesos.protocol.protojson import CallError
 
@@ -219,6 +222,58 @@ class QuotaMaster:
                             quantities_str(quota.guarantees), quantities_str(quota.limits))
             self._rescind_over_limits([str(c["role"]) for c in configs])
         self._loop.trigger()
+
+    def set_quota(self, request: Mapping[str, Any]) -> None:
+        """SET_QUOTA, deprecated but served by Mesos 1.11 (``QuotaHandler::_set``, ``__set``;
+        :mod:`localmesos.master.quota_legacy`): the guarantee is the limit too.
+
+        Raises:
+            CallError: 400 or 409 with Mesos' message.
+        """
+        with self.lock:
+            legacy.check_set(request, {role: q.guarantees for role, q in self.quotas.items()})
+            role = str(request["role"])
+            guarantees = legacy.guarantees_of(list(request.get("guarantee") or []))
+            if not request.get("force"):
+                legacy.check_capacity(
+                    {**{r: q.guarantees for r, q in self.quotas.items()}, role: guarantees},
+                    add(*(a.total.scalars for a in self.agents.values())))
+            self.quotas[role] = Quota(guarantees, dict(guarantees))
+            logger.info("Quota of role %s set: guarantees and limits %s", role,
+                        quantities_str(guarantees))
+            self._rescind_for_guarantee(role, guarantees)
+        self._loop.trigger()
+
+    def remove_quota(self, role: str) -> None:
+        """REMOVE_QUOTA, deprecated but served by Mesos 1.11 (``QuotaHandler::__remove``).
+
+        Raises:
+            CallError: 400 ``Failed to remove quota: Role '<role>' has no quota set``.
+        """
+        with self.lock:
+            if self.quotas.pop(role, None) is None:
+                raise CallError(f"Failed to remove quota: Role '{role}' has no quota set")
+            logger.info("Quota of role %s removed", role)
+        self._loop.trigger()
+
+    def _rescind_for_guarantee(self, role: str, guarantees: Mapping[str, float]) -> None:
+        """Under the lock: ``QuotaHandler::rescindOffers``: every offer of one active agent
+        after another, until what came back holds ``guarantees`` and as many agents were
+        visited as ``role`` has connected frameworks."""
+        frameworks = sum(1 for fw in self.frameworks.values()
+                         if fw.connected and role in fw.roles)
+        rescinded: Quantities = {}
+        visited = 0
+        for agent in self.agents.values():
+            if not subtract(guarantees, rescinded) and visited >= frameworks:
+                break
+            if not (agent.connected and agent.active):
+                continue
+            offers = [o for o in self.offers.values() if o.agent_id == agent.agent_id]
+            for offer in offers:
+                rescinded = add(rescinded, offer.resources.scalars)
+                self._rescind(offer)
+            visited += int(bool(offers))
 
     def _check_quota_update(self, configs: list[Mapping[str, Any]], force: bool) -> None:
         """Under the lock: limits below consumption and guarantees over capacity, unless

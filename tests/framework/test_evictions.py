@@ -106,3 +106,56 @@ def test_a_failed_task_with_a_lost_reason_is_still_a_loss(tmp_path: Path) -> Non
         assert job.trial(1).state == "PENDING" and job.trial(1).evictions == 0
     finally:
         job.store.close()
+
+
+GONE_AT_KILL_START = {"reason": "REASON_AGENT_DRAINING", "source": "SOURCE_EXECUTOR",
+                      "message": ""}
+"""A drain with ``mark_gone`` on Mesos 1.11 (``src/slave/slave.cpp`` ``Slave::statusUpdate``):
+the TASK_KILLING of a partition-aware framework's task arrives as TASK_GONE_BY_OPERATOR, while
+its process still has its grace period; the TASK_KILLED at its end may follow, as
+TASK_GONE_BY_OPERATOR again (or TASK_KILLED from an agent that is not told to mark it gone)."""
+
+
+@pytest.mark.parametrize("later", ["TASK_GONE_BY_OPERATOR", "TASK_KILLED"])
+@pytest.mark.parametrize("relaunched_first", [False, True], ids=["pending", "relaunched"])
+def test_a_task_gone_at_its_kill_start_then_again_counts_the_trial_once(
+        job: Cluster, later: str, relaunched_first: bool) -> None:
+    task = running_trial(job)
+    job.update(mesos.status(task, "TASK_GONE_BY_OPERATOR", "a2", **GONE_AT_KILL_START))
+    assert job.trial(1).state == "PENDING"
+    again: list[dict[str, Any]] = []
+    if relaunched_first:  # the new try runs while the old one runs out its grace period
+        (launched,) = job.offers(mesos.offer("O3", "a3", "*", mesos.unreserved("*")))
+        again.append(launched)
+        job.update(mesos.status("trial-0001.1", "TASK_RUNNING", "a3"))
+    job.update(mesos.status(task, later, "a2", reason="REASON_AGENT_DRAINING",
+                            source="SOURCE_EXECUTOR",
+                            message="Command terminated with signal Killed"))
+    if not relaunched_first:
+        again.extend(job.offers(mesos.offer("O3", "a3", "*", mesos.unreserved("*"))))
+        job.update(mesos.status("trial-0001.1", "TASK_RUNNING", "a3"))
+    assert [t["task_id"]["value"] for t in again] == ["trial-0001.1"]
+    recorded = job.trial(1)
+    assert (recorded.state, recorded.task_id) == ("RUNNING", "trial-0001.1")
+    assert (recorded.retries, recorded.evictions) == (1, 1)
+    assert [t["task_id"] for t in recorded.tries] == [task]  # one earlier try, not two
+    assert len(job.controller.trials()) == 1
+    progress = job.controller.progress()
+    assert (progress.failed, progress.running) == (0, 1)
+    assert job.killed == []  # the old task ended: nothing to kill, the new one untouched
+    job.controller.record_report(Report(1, {"accuracy": 0.9}, final=True))
+    job.update(mesos.status("trial-0001.1", "TASK_FINISHED", "a3"))
+    assert job.trial(1).state == "COMPLETED" and job.trial(1).retries == 1
+
+
+def test_an_appcore_gone_at_its_kill_start_then_again_is_launched_once(job: Cluster) -> None:
+    job.start_appcore(mesos.offer("O1", "a1", "*", mesos.unreserved("*")))
+    job.update(mesos.status("appcore-1", "TASK_GONE_BY_OPERATOR", "a1", **GONE_AT_KILL_START))
+    job.update(mesos.status("appcore-1", "TASK_GONE_BY_OPERATOR", "a1",
+                            reason="REASON_AGENT_DRAINING"))
+    assert job.controller.outcome is None
+    (task,) = job.offers(mesos.offer("O2", "a2", "*", mesos.unreserved("*")))
+    assert task["task_id"]["value"] == "appcore-2"
+    job.update(mesos.status("appcore-1", "TASK_KILLED", "a1", reason="REASON_AGENT_DRAINING"))
+    assert job.offers(mesos.offer("O3", "a3", "*", mesos.unreserved("*"))) == []
+    assert job.controller.outcome is None

@@ -200,3 +200,47 @@ def test_pymesos_sees_offer_rescinded_and_launches_on_the_next_offer() -> None:
             sched.wait_state("on-time", "TASK_FINISHED")
         finally:
             drivers.stop_all()
+
+
+# -- issue 34: a KILL's kill_policy ------------------------------------------------------------
+
+
+def _kill_after(fw: RawFramework, task_id: str, kills: list[dict[str, Any]]) -> float:
+    """Send ``kills`` (KILL bodies beyond the task id) one after another; seconds from the
+    first to TASK_KILLED."""
+    started = time.monotonic()
+    for extra in kills:
+        assert fw.call("KILL", kill={"task_id": {"value": task_id}, **extra}) == 202
+        time.sleep(0.2)
+    fw.wait_event(lambda e: e["type"] == "UPDATE" and e["update"]["status"]["task_id"][
+        "value"] == task_id and e["update"]["status"]["state"] == "TASK_KILLED", timeout=15)
+    return time.monotonic() - started
+
+
+def test_a_kills_policy_overrides_the_tasks_and_a_second_kill_escalates(
+        cluster: LocalCluster) -> None:
+    """``src/launcher/executor.cpp`` ``kill(taskId, override)``: the KILL's ``kill_policy``
+    takes precedence over the task's; ``include/mesos/v1/scheduler/scheduler.proto``: it "can
+    be used to forcefully kill a task which is already being killed". On the embedded cluster
+    a task with a 20 s grace killed with 1 s died after 20 s, and a second KILL changed
+    nothing."""
+    fw = RawFramework(cluster.address, name="killer", auto_acknowledge=True,
+                      capabilities=["TASK_KILLING_STATE"])
+    try:
+        fw.subscribe()
+        offer = fw.wait_event(lambda e: e["type"] == "OFFERS")["offers"]["offers"][0]
+        policy = {"kill_policy": {"grace_period": {"nanoseconds": 20 * 10**9}}}
+        stubborn = "trap '' TERM; while :; do sleep 0.05; done"
+        fw.launch(offer, [command_task(offer, "overridden", stubborn, **policy),
+                          command_task(offer, "escalated", stubborn, **policy)])
+        for task_id in ("overridden", "escalated"):
+            fw.wait_event(lambda e, t=task_id: e["type"] == "UPDATE" and e["update"]["status"][
+                "task_id"]["value"] == t and e["update"]["status"]["state"] == "TASK_RUNNING")
+        time.sleep(0.2)  # the shells' traps are in place
+        one_second = {"kill_policy": {"grace_period": {"nanoseconds": 10**9}}}
+        assert 1.0 <= _kill_after(fw, "overridden", [one_second]) < 6.0
+        assert _kill_after(fw, "escalated", [{}, one_second]) < 6.0
+        states = [s["state"] for s in fw.updates("escalated")]
+        assert states.count("TASK_KILLING") == 1 and states[-1] == "TASK_KILLED"
+    finally:
+        fw.close()

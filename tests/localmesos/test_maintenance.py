@@ -133,10 +133,12 @@ def test_drain_kills_with_agent_draining_and_marks_gone() -> None:
                 "agent_id": {"value": agent_id}, "max_grace_period": {"seconds": 1},
                 "mark_gone": True}}
             assert operator_call(cluster, body) == (200, "")
-            killing = _wait_status(aware, "a", "TASK_KILLING")
-            assert killing["reason"] == "REASON_AGENT_DRAINING"
+            # src/slave/slave.cpp Slave::statusUpdate: with mark_gone a partition-aware
+            # framework's TASK_KILLING is TASK_GONE_BY_OPERATOR too (no TASK_KILLING).
             gone = _wait_status(aware, "a", "TASK_GONE_BY_OPERATOR")
             assert gone["reason"] == "REASON_AGENT_DRAINING"
+            assert [s["state"] for s in aware.updates("a")][:3] == [
+                "TASK_STARTING", "TASK_RUNNING", "TASK_GONE_BY_OPERATOR"]
             # Not partition aware: TASK_KILLED, its 30 s grace period cut to 1 s.
             killed = _wait_status(plain, "p", "TASK_KILLED")
             assert killed["reason"] == "REASON_AGENT_DRAINING"

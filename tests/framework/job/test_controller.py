@@ -535,6 +535,23 @@ def test_failure_states_fail_the_trial_with_the_status_and_stderr(
     assert job.tail_requests[-1]["state"] == state
 
 
+def test_a_script_failure_without_a_reason_shows_its_message(
+        make: Callable[..., Job]) -> None:
+    """Mesos 1.11's command executor reports a command's non-zero exit or signal with no
+    reason (``src/launcher/executor.cpp`` ``reaped``): the trial still says how it ended."""
+    job = make(max_trials=10, max_task_retries=0)
+    for number, message in ((1, "Command exited with status 1"),
+                            (2, "Command terminated with signal Segmentation fault")):
+        job.controller.submit_trial(number, assignment(number), priority=0)
+        job.launch(number)
+        job.stderr = "Traceback ...\nZeroDivisionError: division by zero\n"
+        job.status(number, "TASK_FAILED", message=message, source="SOURCE_EXECUTOR")
+        trial = job.trial(number)
+        assert (trial.state, trial.retries) == ("FAILED", 0)
+        assert trial.message == (f"TASK_FAILED: {message}; stderr: Traceback ...\n"
+                                 "ZeroDivisionError: division by zero")
+
+
 def test_failure_without_stderr_or_with_a_broken_reader(make: Callable[..., Job]) -> None:
     job = make(max_trials=10, max_task_retries=0)
     job.controller.submit_trial(1, ASSIGN, priority=0)

@@ -120,7 +120,8 @@ def test_running_trials_and_the_newest_utilisation_sample_per_agent(store: JobSt
     ("TASK_GONE", "", True),
     ("TASK_FAILED", "REASON_EXECUTOR_TERMINATED", True),
     ("TASK_FAILED", "REASON_CONTAINER_LAUNCH_FAILED", True),
-    ("TASK_FAILED", "REASON_COMMAND_EXECUTOR_FAILED", False),  # the script exited non-zero
+    ("TASK_FAILED", "", False),  # the script exited non-zero (Mesos 1.11 sets no reason)
+    ("TASK_FAILED", "REASON_COMMAND_EXECUTOR_FAILED", False),  # the same, by an older agent
     ("TASK_FAILED", "REASON_CONTAINER_LIMITATION_MEMORY", False),  # the script outgrew it
     ("TASK_KILLED", "REASON_TASK_KILLED_DURING_LAUNCH", False),
     ("TASK_ERROR", "REASON_TASK_INVALID", False),

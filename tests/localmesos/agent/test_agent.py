@@ -166,6 +166,35 @@ def test_command_task_runs_in_its_sandbox_and_finishes(agent: Agent, master: Mas
     assert agent.task_sandbox(FID, "t1") == sandbox  # the sandbox outlives the task
 
 
+def test_command_task_environment_names_its_role_and_checkpointing(agent: Agent,
+                                                                   master: Master) -> None:
+    """Mesos sets ``MESOS_CHECKPOINT`` (and, checkpointing, ``MESOS_RECOVERY_TIMEOUT`` and
+    ``MESOS_SUBSCRIPTION_BACKOFF_MAX``) in the command executor's environment, which its task
+    inherits (``src/slave/slave.cpp`` ``executorEnvironment``), and the command executor
+    sets ``MESOS_ALLOCATION_ROLE`` to the role of the task's resources last, over the
+    task's own variables (``src/launcher/executor.cpp`` ``launch``)."""
+    script = ('echo "$MESOS_ALLOCATION_ROLE|$MESOS_CHECKPOINT|${MESOS_RECOVERY_TIMEOUT-unset}|'
+              '${MESOS_SUBSCRIPTION_BACKOFF_MAX-unset}"')
+    resources = Resources({"cpus": 0.1, "mem": 32}).to_json()
+    for resource in resources:
+        resource["allocation_info"] = {"role": "ml"}
+    command = {"value": script, "environment": {"variables": [
+        {"name": "MESOS_ALLOCATION_ROLE", "value": "mine"}]}}
+    checkpointing = {**FW, "checkpoint": True, "roles": ["ml"]}
+    agent.launch_task(checkpointing, task("kept", command, resources=resources))
+    agent.launch_task(FW, task("plain", script))
+    master.wait("kept", "TASK_FINISHED")
+    master.wait("plain", "TASK_FINISHED")
+
+    def printed(task_id: str) -> str:
+        sandbox = agent.task_sandbox(FID, task_id)
+        assert sandbox is not None
+        return (sandbox / "stdout").read_text().strip()
+
+    assert printed("kept") == "ml|1|15mins|2secs"
+    assert printed("plain") == "*|0|unset|unset"
+
+
 def test_file_roots_serve_sandboxes_to_the_files_endpoints(agent: Agent, master: Master) -> None:
     agent.launch_task(FW, task("logged", "echo line one; echo line two"))
     master.wait("logged", "TASK_FINISHED")
@@ -200,15 +229,24 @@ def test_file_roots_are_built_again_only_when_a_sandbox_is_added(agent: Agent,
 
 
 def test_failing_commands_report_status_or_signal(agent: Agent, master: Master) -> None:
+    """As Mesos' command executor reports its command's end (``src/launcher/executor.cpp``
+    ``reaped``): ``"Command " + WSTRINGIFY(status)`` (``src/common/status_utils.hpp``), from
+    SOURCE_EXECUTOR, and no reason -- REASON_COMMAND_EXECUTOR_FAILED is not the command's."""
     agent.launch_task(FW, task("exit3", "exit 3"))
     agent.launch_task(FW, task("sig", "kill -9 $$"))
+    agent.launch_task(FW, task("ok", "true"))
 
     failed = master.wait("exit3", "TASK_FAILED")
     assert failed["message"] == "Command exited with status 3"
-    assert failed["reason"] == "REASON_COMMAND_EXECUTOR_FAILED"
+    assert "reason" not in failed
+    assert failed["source"] == "SOURCE_EXECUTOR"
     signalled = master.wait("sig", "TASK_FAILED")
     assert signalled["message"] == "Command terminated with signal Killed"
+    assert "reason" not in signalled
     assert master.states("sig") == ["TASK_STARTING", "TASK_RUNNING", "TASK_FAILED"]
+    finished = master.wait("ok", "TASK_FINISHED")
+    assert finished["message"] == "Command exited with status 0"
+    assert "reason" not in finished
 
 
 def test_non_shell_command_and_launch_failure(agent: Agent, master: Master) -> None:
@@ -224,6 +262,7 @@ def test_non_shell_command_and_launch_failure(agent: Agent, master: Master) -> N
     assert (sandbox / "stdout").read_text() == "a  b $X\n"
     failed = master.wait("nobin", "TASK_FAILED")
     assert "Failed to launch '/no/such/binary'" in failed["message"]
+    assert "reason" not in failed  # the command's own failure: Mesos sets no reason
 
 
 def test_kill_terminates_a_running_task(agent: Agent, master: Master) -> None:
@@ -268,11 +307,99 @@ def test_kill_policy_grace_then_sigkill(agent: Agent, master: Master) -> None:
     wait_until(lambda: "ready" in (sandbox / "stdout").read_text())
 
     started = time.monotonic()
-    agent.kill_task(FID, "stubborn", grace_period=30.0)  # the task's own policy wins
+    agent.kill_task(FID, "stubborn")  # no kill policy in the KILL: the task's own applies
     killed = master.wait("stubborn", "TASK_KILLED")
     assert 0.3 <= time.monotonic() - started < 3.0
     assert killed["message"] == "Command terminated with signal Killed"
     assert "got TERM" in (sandbox / "stdout").read_text()
+
+
+STUBBORN = "trap 'echo got TERM' TERM; echo ready; while :; do sleep 0.05; done"
+
+
+def _stubborn_running(agent: Agent, master: Master, task_id: str, grace: float) -> Path:
+    """A task that outlives SIGTERM, with a kill policy of ``grace`` seconds, running."""
+    policy = {"grace_period": {"nanoseconds": int(grace * 1e9)}}
+    agent.launch_task(FW, task(task_id, STUBBORN, kill_policy=policy))
+    master.wait(task_id, "TASK_RUNNING")
+    sandbox = agent.task_sandbox(FID, task_id)
+    assert sandbox is not None
+    wait_until(lambda: "ready" in (sandbox / "stdout").read_text())
+    return sandbox
+
+
+def test_a_kills_kill_policy_overrides_the_tasks(agent: Agent, master: Master) -> None:
+    """Mesos' command executor (``src/launcher/executor.cpp`` ``kill(taskId, override)``):
+    "Kill policy provided in the `Kill` event takes precedence over kill policy specified
+    when the task was launched" -- shorter here, and longer."""
+    _stubborn_running(agent, master, "short", 20.0)
+    _stubborn_running(agent, master, "long", 0.2)
+    started = time.monotonic()
+    agent.kill_task(FID, "short", grace_period=0.3)
+    agent.kill_task(FID, "long", grace_period=1.2)
+    master.wait("short", "TASK_KILLED", timeout=10.0)
+    short_done = time.monotonic() - started
+    master.wait("long", "TASK_KILLED", timeout=10.0)
+    long_done = time.monotonic() - started
+    assert 0.3 <= short_done < 3.0
+    assert long_done >= 1.2
+
+
+def test_a_second_kill_with_a_shorter_grace_escalates(agent: Agent, master: Master) -> None:
+    """``include/mesos/v1/scheduler/scheduler.proto`` (Kill): a kill policy "can be used to
+    forcefully kill a task which is already being killed"; ``executor.cpp`` reschedules the
+    SIGKILL at the first kill's start plus the new grace, only ever earlier, and sends no
+    second TASK_KILLING or SIGTERM."""
+    sandbox = _stubborn_running(agent, master, "stuck", 20.0)
+    started = time.monotonic()
+    agent.kill_task(FID, "stuck")  # the task's 20 s
+    wait_until(lambda: "got TERM" in (sandbox / "stdout").read_text())
+    agent.kill_task(FID, "stuck", grace_period=60.0)  # longer: ignored, never extends
+    agent.kill_task(FID, "stuck", grace_period=0.5)  # shorter: SIGKILL 0.5 s after the start
+    killed = master.wait("stuck", "TASK_KILLED", timeout=10.0)
+    assert time.monotonic() - started < 3.0
+    assert killed["message"] == "Command terminated with signal Killed"
+    assert (sandbox / "stdout").read_text().count("got TERM") == 1
+    assert master.states("stuck") == ["TASK_STARTING", "TASK_RUNNING", "TASK_KILLED"]
+
+
+def test_a_drain_marking_gone_reports_the_kills_start_as_gone(agent: Agent,
+                                                              master: Master) -> None:
+    """``src/slave/slave.cpp`` ``Slave::statusUpdate``: while the agent drains, TASK_KILLING
+    and TASK_KILLED both carry REASON_AGENT_DRAINING and, with ``mark_gone``, become
+    TASK_GONE_BY_OPERATOR for a partition-aware framework -- so the framework hears the task
+    is gone when its kill starts, while its process still has its grace period to run."""
+    aware = {**FW, "capabilities": [{"type": "PARTITION_AWARE"},
+                                    {"type": "TASK_KILLING_STATE"}]}
+    policy = {"grace_period": {"nanoseconds": 20 * 10**9}}
+    agent.launch_task(aware, task("evicted", STUBBORN, kill_policy=policy))
+    master.wait("evicted", "TASK_RUNNING")
+    sandbox = agent.task_sandbox(FID, "evicted")
+    assert sandbox is not None
+    wait_until(lambda: "ready" in (sandbox / "stdout").read_text())
+    agent.drain({"mark_gone": True, "max_grace_period": {"nanoseconds": 700_000_000}})
+    first = master.wait("evicted", "TASK_GONE_BY_OPERATOR")
+    assert first["reason"] == "REASON_AGENT_DRAINING"
+    assert agent.running_tasks() == [(FID, "evicted")]  # its process has its grace yet
+    wait_until(lambda: len(master.of("evicted")) == 4, timeout=5.0)
+    assert master.states("evicted") == ["TASK_STARTING", "TASK_RUNNING",
+                                        "TASK_GONE_BY_OPERATOR", "TASK_GONE_BY_OPERATOR"]
+    last = master.of("evicted")[-1]
+    assert last["reason"] == "REASON_AGENT_DRAINING"
+    assert last["message"] == "Command terminated with signal Killed"
+    wait_until(lambda: agent.running_tasks() == [])
+
+
+def test_a_second_kill_past_its_grace_kills_at_once(agent: Agent, master: Master) -> None:
+    """``executor.cpp``: a later kill whose grace has already elapsed since the first kill
+    began SIGKILLs now (its policy of 0 s, too)."""
+    _stubborn_running(agent, master, "late", 20.0)
+    agent.kill_task(FID, "late")
+    time.sleep(0.3)
+    started = time.monotonic()
+    agent.kill_task(FID, "late", grace_period=0.1)
+    master.wait("late", "TASK_KILLED", timeout=10.0)
+    assert time.monotonic() - started < 2.0
 
 
 def test_kill_grace_argument_and_default(tmp_path: Path, master: Master) -> None:

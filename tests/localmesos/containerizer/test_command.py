@@ -153,6 +153,30 @@ def test_task_environment_order(tmp_path: Path) -> None:
     assert untouched["CUDA_VISIBLE_DEVICES"] == "0,1,2"
 
 
+def test_allocation_role_and_checkpoint_environment(tmp_path: Path) -> None:
+    """``src/launcher/executor.cpp`` sets ``MESOS_ALLOCATION_ROLE`` from the first resource's
+    ``allocation_info`` over the command's variables; ``src/slave/slave.cpp``
+    ``executorEnvironment`` sets ``MESOS_CHECKPOINT`` and, checkpointing, the recovery
+    variables."""
+    allocated = {"resources": [{"name": "cpus", "allocation_info": {"role": "eng/ml"}}]}
+    assert executor.allocation_role(allocated, {"roles": ["other"]}) == "eng/ml"
+    assert executor.allocation_role({"resources": []}, {"roles": ["dev", "ml"]}) == "dev"
+    assert executor.allocation_role({}, {"role": "old"}) == "old"
+    assert executor.allocation_role({}, {}) == "*"
+    assert executor.checkpoint_environment(False, 2.0) == {"MESOS_CHECKPOINT": "0"}
+    assert executor.checkpoint_environment(True, 2.5) == {
+        "MESOS_CHECKPOINT": "1", "MESOS_RECOVERY_TIMEOUT": "15mins",
+        "MESOS_SUBSCRIPTION_BACKOFF_MAX": "2.5secs"}
+    command = {"environment": {"variables": [{"name": "MESOS_ALLOCATION_ROLE", "value": "x"},
+                                             {"name": "MESOS_CHECKPOINT", "value": "7"}]}}
+    env = executor.task_environment(
+        base={}, command=command, sandbox=tmp_path, ids=executor.TaskIds("F", "E", "T", "A"),
+        agent_endpoint="", checkpoint=executor.checkpoint_environment(True, 2.0), role="ml")
+    assert env["MESOS_ALLOCATION_ROLE"] == "ml"  # the command executor's word is last
+    assert env["MESOS_CHECKPOINT"] == "7"  # the executor's environment, which the task's wins
+    assert env["MESOS_RECOVERY_TIMEOUT"] == "15mins"
+
+
 def test_describe_exit() -> None:
     assert executor.describe_exit(0) == "Command exited with status 0"
     assert executor.describe_exit(3) == "Command exited with status 3"

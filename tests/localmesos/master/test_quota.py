@@ -138,3 +138,45 @@ def test_guarantees_are_kept_for_their_role() -> None:
         finally:
             prod.close()
             other.close()
+
+
+def _set(cluster: LocalCluster, request: dict[str, Any]) -> tuple[int, Any]:
+    return operator_call(cluster, {"type": "SET_QUOTA", "set_quota": {"quota_request": request}})
+
+
+def _remove(cluster: LocalCluster, role: str) -> tuple[int, Any]:
+    return operator_call(cluster, {"type": "REMOVE_QUOTA", "remove_quota": {"role": role}})
+
+
+def _scalar(name: str, value: float, **extra: Any) -> dict[str, Any]:
+    return {"name": name, "type": "SCALAR", "scalar": {"value": value}, **extra}
+
+
+def test_the_deprecated_set_and_remove_quota_calls_are_served() -> None:
+    """Mesos 1.11 still serves SET_QUOTA and REMOVE_QUOTA (``src/master/http.cpp``,
+    ``src/master/quota_handler.cpp`` ``set``/``remove``): the guarantee is the limit too, 200
+    with no body, refusals with their messages."""
+    with running_cluster() as cluster:
+        request = {"role": "ml", "guarantee": [_scalar("cpus", 1), _scalar("mem", 256)]}
+        assert _set(cluster, request) == (200, "")
+        status = operator_call(cluster, {"type": "GET_QUOTA"})[1]["get_quota"]["status"]
+        assert status["configs"] == [{
+            "role": "ml", "guarantees": {"cpus": {"value": 1.0}, "mem": {"value": 256.0}},
+            "limits": {"cpus": {"value": 1.0}, "mem": {"value": 256.0}}}]
+        assert _set(cluster, request) == (
+            400, "Failed to validate set quota request: Cannot set quota for role 'ml' which "
+                 "already has quota")
+        assert _remove(cluster, "ml") == (200, "")
+        assert operator_call(cluster, {"type": "GET_QUOTA"})[1]["get_quota"] == {"status": {}}
+        assert _remove(cluster, "ml") == (
+            400, "Failed to remove quota: Role 'ml' has no quota set")
+        assert _set(cluster, {"role": "ml", "guarantee": [_scalar("cpus", 100)]}) == (
+            409, "Quota guarantees overcommit the cluster (use 'force' to bypass this check): "
+                 "Total quota guarantees 'cpus:100' exceed cluster capacity "
+                 "'cpus:2; disk:4096; mem:2048'")
+        assert _set(cluster, {"role": "ml", "guarantee": [_scalar("cpus", 100)],
+                              "force": True}) == (200, "")
+        assert operator_call(cluster, {"type": "SET_QUOTA"}) == (
+            400, "Failed to validate master::Call: Expecting 'set_quota' to be present")
+        assert operator_call(cluster, {"type": "REMOVE_QUOTA"}) == (
+            400, "Failed to validate master::Call: Expecting 'remove_quota' to be present")
