@@ -5,8 +5,11 @@ from __future__ import annotations
 import logging
 import os
 from pathlib import Path
+import pwd
 import random
 import socket
+import stat
+import sys
 
 from disauto.framework.slots import EXECUTOR_CPUS
 from disauto.framework.slots import EXECUTOR_MEM_MB
@@ -112,6 +115,44 @@ def oversubscription_note(config: JobConfig, agents: int = 1) -> str:
     return (f"this machine has {machine_cpus:.0f} CPUs and {machine_mem:.0f} MB; the local "
             f"cluster advertises {cpus:g} CPUs and {mem:.0f} MB per agent so that AppCore and "
             f"{config.search.parallelism} trials fit: they share the machine (cpus are shares)")
+
+
+def task_user_note(config: JobConfig, job_dir: Path) -> str:
+    """One line when the embedded agents would run the job's tasks as another user (``--user``,
+    as root: Mesos' ``--switch_user``) who cannot reach what they need: this Python, which
+    runs AppCore and the trials, and the job's folder, which holds their sandboxes. "" when
+    nothing is in the way (or no switch happens; a user this machine lacks is Mesos' to say)."""
+    if os.geteuid() != 0:
+        return ""
+    try:
+        entry = pwd.getpwnam(config.user)
+    except KeyError:
+        return ""
+    if entry.pw_uid == 0:
+        return ""
+    groups = set(os.getgrouplist(entry.pw_name, entry.pw_gid))
+    blocked = {blocker for path in (Path(sys.executable).resolve(), job_dir)
+               if (blocker := _blocker(path, entry.pw_uid, groups)) is not None}
+    if not blocked:
+        return ""
+    where = ", ".join(f"{path} (mode {path.stat().st_mode & 0o777:o})" for path in sorted(blocked))
+    return (f"the tasks run as user '{config.user}' (--user), who cannot reach {where}: this "
+            f"Python ({sys.executable}) and the job's folder must be reachable by it (set "
+            "DISAUTO_HOME), or leave out --user")
+
+
+def _blocker(path: Path, uid: int, groups: set[int]) -> Path | None:
+    """The first folder on the way to ``path`` that the user cannot pass, if one is."""
+    for folder in reversed(path.parents):
+        try:
+            info = folder.stat()
+        except OSError:
+            return None
+        bit = stat.S_IXUSR if info.st_uid == uid else (
+            stat.S_IXGRP if info.st_gid in groups else stat.S_IXOTH)
+        if not info.st_mode & bit:
+            return folder
+    return None
 
 
 def local_cluster_config(config: JobConfig, work_dir: Path, agents: int = 1) -> ClusterConfig:

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from dataclasses import replace
 import os
+from pathlib import Path
+import shutil
+import tempfile
 
 import pytest
 
@@ -12,6 +15,7 @@ from disauto.framework.spec import TaskResources
 from disauto.localmesos.agent.config import default_mem_mb
 from disauto.submit.local import agent_size
 from disauto.submit.local import oversubscription_note
+from disauto.submit.local import task_user_note
 from tests.inprocess import job_config
 
 
@@ -38,3 +42,22 @@ def test_a_larger_job_gets_what_it_needs_and_a_note_that_says_so() -> None:
     assert "advertises 4000.5 CPUs" in note and "AppCore and 4 trials fit" in note
     # Spread over two agents, each needs AppCore and half the runners.
     assert agent_size(config, agents=2)[0] == 0.5 + 2 * 1000
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the embedded agents switch users as root only")
+def test_a_task_user_who_cannot_reach_the_job_is_told_before_it_starts(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("sys.executable", "/bin/sh")  # a Python anyone can run
+    home = Path(tempfile.mkdtemp(prefix="disauto-home-"))  # 0700, as ~root is
+    try:
+        job = home / "jobs" / "j1"
+        job.mkdir(parents=True)
+        config = replace(job_config(), user="nobody")
+        note = task_user_note(config, job)
+        assert note.startswith(f"the tasks run as user 'nobody' (--user), who cannot reach "
+                               f"{home} (mode 700): this Python (/bin/sh) and the job's folder")
+        assert task_user_note(replace(config, user="root"), job) == ""  # no switch
+        home.chmod(0o755)
+        assert task_user_note(config, job) == ""
+    finally:
+        shutil.rmtree(home)
