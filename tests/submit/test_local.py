@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 import os
 from pathlib import Path
+import pwd
 import shutil
 import tempfile
 
@@ -14,6 +15,7 @@ from disauto.framework.spec import JobConfig
 from disauto.framework.spec import TaskResources
 from disauto.localmesos.agent.config import default_mem_mb
 from disauto.submit.local import agent_size
+from disauto.submit.local import cluster_work_dir
 from disauto.submit.local import oversubscription_note
 from disauto.submit.local import task_user_note
 from tests.inprocess import job_config
@@ -45,19 +47,27 @@ def test_a_larger_job_gets_what_it_needs_and_a_note_that_says_so() -> None:
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="the embedded agents switch users as root only")
-def test_a_task_user_who_cannot_reach_the_job_is_told_before_it_starts(
+def test_tasks_of_another_user_get_sandboxes_it_can_reach(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("sys.executable", "/bin/sh")  # a Python anyone can run
+    """The job's folder is its owner's alone (0700): the sandboxes of tasks that run as another
+    user go to the cluster's own work dir, and a Python out of that user's reach is named."""
     home = Path(tempfile.mkdtemp(prefix="disauto-home-"))  # 0700, as ~root is
     try:
         job = home / "jobs" / "j1"
-        job.mkdir(parents=True)
         config = replace(job_config(), user="nobody")
-        note = task_user_note(config, job)
-        assert note.startswith(f"the tasks run as user 'nobody' (--user), who cannot reach "
-                               f"{home} (mode 700): this Python (/bin/sh) and the job's folder")
-        assert task_user_note(replace(config, user="root"), job) == ""  # no switch
+        assert cluster_work_dir(config, job) is None  # the cluster's own, 0755
+        mine = replace(config, user=pwd.getpwuid(os.geteuid()).pw_name)
+        assert cluster_work_dir(mine, job) == job / "cluster"
+        assert cluster_work_dir(replace(config, user="no-such-user-x"), job) == job / "cluster"
+        python = home / "bin" / "python3"
+        python.parent.mkdir()
+        python.write_text("")
+        monkeypatch.setattr("sys.executable", str(python))
+        assert task_user_note(config) == (
+            f"the tasks run as user 'nobody' (--user), who cannot reach {home} (mode 700) to run "
+            f"this Python ({python}): use a Python that user can run, or leave out --user")
+        assert task_user_note(mine) == ""  # no switch
         home.chmod(0o755)
-        assert task_user_note(config, job) == ""
+        assert task_user_note(config) == ""
     finally:
         shutil.rmtree(home)
