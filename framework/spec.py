@@ -86,6 +86,9 @@ class JobConfig:
     every try counts toward ``--max-failed-trials``."""
     failover_timeout: float = 7 * 24 * 3600.0
     user: str = ""
+    """``--user``: the user Mesos runs the job's tasks as (FrameworkInfo.user; da-submit
+    records the submitter's login without it); empty (older records): the login of whoever
+    runs the framework."""
     extra_env: dict[str, str] = field(default_factory=dict)
     docker_image: str = ""
     """Run the trials in this Docker image (``--docker-image``); empty: on the agents' hosts."""

@@ -230,6 +230,12 @@ def _add_isolation_flags(group: Group) -> None:
         help="with cgroups/cpu, cap each task at its CPUs with a CFS quota (Mesos' flag; "
              "default off)")
     group.add_argument(
+        "--switch-user", action=argparse.BooleanOptionalAction, default=True,
+        help="run each task as its user, its command's or else its framework's (Mesos' "
+             "--switch_user; default on): the user must exist on this machine and, unless it "
+             "is the cluster's own, the cluster must run as root, else the task is dropped; "
+             "--no-switch-user runs every task as the cluster's user")
+    group.add_argument(
         "--agent-speed", default="", metavar="S1,S2,...",
         help="the share of its CPUs each agent's tasks get, in agent order (0 < S <= 1; "
              "missing ones 1, the default), e.g. --agents 4 --agent-speed 1,1,0.5,0.25: a "
@@ -381,6 +387,7 @@ def config_from_args(args: argparse.Namespace) -> ClusterConfig:
         resources=_resources(args.resources, "--resources"),
         isolation=_isolation(args.isolation),
         cgroups_enable_cfs=args.cgroups_enable_cfs,
+        switch_user=args.switch_user,
         **resources,
         **intervals,
         **_health(args),

@@ -118,6 +118,10 @@ class ClusterConfig:
             ``posix/cpu,posix/mem`` (with one warning) where not.
         cgroups_enable_cfs: with ``cgroups/cpu``, cap each container at its CPUs with a CFS
             quota (Mesos ``--cgroups_enable_cfs``; default off).
+        switch_user: run each task as its user, the ``user`` of its CommandInfo or else of its
+            framework (Mesos ``--switch_user``; default on). A user this machine lacks drops
+            the task, and so does another user than the cluster's own when the cluster is not
+            root; off, tasks run as the cluster's user.
     """
 
     agents: int = 1
@@ -159,6 +163,7 @@ class ClusterConfig:
     executor_reregistration_timeout: float = registration.DEFAULT_EXECUTOR_REREGISTRATION_TIMEOUT
     isolation: str = "auto"
     cgroups_enable_cfs: bool = False
+    switch_user: bool = True
 
     def __post_init__(self) -> None:
         if not self.agent_configs and (
@@ -417,7 +422,9 @@ class LocalCluster:
         """The configured work dir (created), or a temporary one removed on stop."""
         if self.config.work_dir is None:
             self._own_work_dir = True
-            return Path(tempfile.mkdtemp(prefix="localmesos-"))
+            work_dir = Path(tempfile.mkdtemp(prefix="localmesos-"))
+            work_dir.chmod(0o755)  # as a Mesos work dir: tasks of other users reach sandboxes
+            return work_dir
         work_dir = Path(self.config.work_dir)
         work_dir.mkdir(parents=True, exist_ok=True)
         return work_dir
@@ -468,7 +475,8 @@ class LocalCluster:
             executor_shutdown_grace=config.executor_shutdown_grace_period,
             executor_heartbeat_interval=config.executor_heartbeat_interval,
             executor_reregistration_timeout=config.executor_reregistration_timeout,
-            isolation=isolation, cgroups_enable_cfs=config.cgroups_enable_cfs)
+            isolation=isolation, cgroups_enable_cfs=config.cgroups_enable_cfs,
+            switch_user=config.switch_user)
         return AgentFleet(self.master, self.work_dir, self.address, settings)
 
     @property

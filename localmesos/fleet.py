@@ -50,6 +50,7 @@ class AgentSettings:
     executor_reregistration_timeout: float
     isolation: frozenset[str]
     cgroups_enable_cfs: bool
+    switch_user: bool = True
 
 
 class AgentFleet:
@@ -107,7 +108,8 @@ class AgentFleet:
             on_pong=wire.to_master(master.pong),
             on_reregister=wire.to_master(
                 lambda agent, report: master.reregister_agent(wire.connect(agent), report)),
-            isolation=settings.isolation, cgroups_enable_cfs=settings.cgroups_enable_cfs)
+            isolation=settings.isolation, cgroups_enable_cfs=settings.cgroups_enable_cfs,
+            switch_user=settings.switch_user)
         return Agent(
             agent_id, self._configs[agent_id], self.work_dir,
             wire.to_master(master.receive_status_update),

@@ -5,9 +5,13 @@ from __future__ import annotations
 import logging
 import os
 from pathlib import Path
+import pwd
 import random
 import socket
+import stat
+import sys
 
+from disauto.common import paths
 from disauto.framework.slots import EXECUTOR_CPUS
 from disauto.framework.slots import EXECUTOR_MEM_MB
 from disauto.framework.slots import carved
@@ -114,7 +118,58 @@ def oversubscription_note(config: JobConfig, agents: int = 1) -> str:
             f"{config.search.parallelism} trials fit: they share the machine (cpus are shares)")
 
 
-def local_cluster_config(config: JobConfig, work_dir: Path, agents: int = 1) -> ClusterConfig:
+def switches_user(config: JobConfig) -> bool:
+    """Whether the embedded agents run the job's tasks as another user than this process'
+    (``--user``: they switch users as Mesos agents with ``--switch_user`` do, as root only)."""
+    if os.geteuid() != 0:
+        return False  # they cannot: a task of another user is refused (the job says so)
+    try:
+        return pwd.getpwnam(config.user).pw_uid != os.geteuid()
+    except KeyError:
+        return False  # no such user: the agents refuse its tasks (the job says so)
+
+
+def cluster_work_dir(config: JobConfig, job_dir: Path) -> Path | None:
+    """Where the embedded cluster keeps its sandboxes: the job's folder, unless the tasks run as
+    another user, who cannot reach into it (it is its owner's alone, 0700, holding the job's
+    token): then a temporary folder of the cluster's own (0755, as a Mesos work dir, each
+    sandbox 0750 and its task user's), removed with the cluster. The tasks' output is copied
+    into the job's ``logs/`` either way."""
+    return None if switches_user(config) else job_dir / paths.CLUSTER
+
+
+def task_user_note(config: JobConfig) -> str:
+    """One line when the embedded agents would run the job's tasks as another user who cannot
+    run this Python (AppCore, the trials and the warm slots' executors run it); "" when they
+    can, or no user is switched."""
+    if not switches_user(config):
+        return ""
+    entry = pwd.getpwnam(config.user)
+    groups = set(os.getgrouplist(entry.pw_name, entry.pw_gid))
+    blocker = _blocker(Path(sys.executable).resolve(), entry.pw_uid, groups)
+    if blocker is None:
+        return ""
+    return (f"the tasks run as user '{config.user}' (--user), who cannot reach {blocker} (mode "
+            f"{blocker.stat().st_mode & 0o777:o}) to run this Python ({sys.executable}): use "
+            "a Python that user can run, or leave out --user")
+
+
+def _blocker(path: Path, uid: int, groups: set[int]) -> Path | None:
+    """The first folder on the way to ``path`` that the user cannot pass, if one is."""
+    for folder in reversed(path.parents):
+        try:
+            info = folder.stat()
+        except OSError:
+            return None
+        bit = stat.S_IXUSR if info.st_uid == uid else (
+            stat.S_IXGRP if info.st_gid in groups else stat.S_IXOTH)
+        if not info.st_mode & bit:
+            return folder
+    return None
+
+
+def local_cluster_config(config: JobConfig, work_dir: Path | None,
+                         agents: int = 1) -> ClusterConfig:
     """One or more agents with this machine's resources, never smaller than the job needs.
 
     A Mesos agent's cpus are shares, not cores; on a small machine the paper's
@@ -137,7 +192,8 @@ def local_cluster_config(config: JobConfig, work_dir: Path, agents: int = 1) -> 
     )
 
 
-def start_local_cluster(config: JobConfig, work_dir: Path, agents: int = 1) -> LocalCluster:
+def start_local_cluster(config: JobConfig, work_dir: Path | None,
+                        agents: int = 1) -> LocalCluster:
     """Start the embedded master and agents for ``config``; the caller stops it."""
     cluster = LocalCluster(local_cluster_config(config, work_dir, agents))
     cluster.start()

@@ -191,6 +191,10 @@ def _cluster_flags(parser: argparse.ArgumentParser) -> None:
                          help="how long a trial whose agent Mesos marked unreachable (a network "
                               "partition) is waited for before it runs again elsewhere "
                               "(default 5m; its old task is killed if it comes back)")
+    cluster.add_argument("--user", metavar="NAME",
+                         help="the user Mesos runs the job's tasks as (FrameworkInfo.user): "
+                              "agents with --switch_user, their default, need it on their "
+                              "machines (default: your login)")
     cluster.add_argument("--principal", help="Mesos principal (HTTP basic auth)")
     cluster.add_argument("--secret-file", metavar="FILE",
                          help="file holding the principal's secret")

@@ -316,17 +316,21 @@ class _Run:
 
     def _start_cluster(self) -> str:
         """The master's address: the embedded cluster's, booted here, with ``--master local``."""
+        from disauto.submit.local import cluster_work_dir
         from disauto.submit.local import oversubscription_note
         from disauto.submit.local import start_local_cluster
+        from disauto.submit.local import task_user_note
 
         submission = self._submission
         if submission.master != "local":
             return submission.master
-        note = oversubscription_note(submission.config, submission.local_agents)
-        if note:
-            _print(self._err, f"{PROG}: note: {note}")
-        self._cluster = start_local_cluster(submission.config, self._job_dir / paths.CLUSTER,
-                                            submission.local_agents)
+        for note in (oversubscription_note(submission.config, submission.local_agents),
+                     task_user_note(submission.config)):
+            if note:
+                _print(self._err, f"{PROG}: note: {note}")
+        self._cluster = start_local_cluster(
+            submission.config, cluster_work_dir(submission.config, self._job_dir),
+            submission.local_agents)
         _print(self._out, f"{PROG}: embedded Mesos master at http://{self._cluster.address}/ "
                           "(its web page lists the tasks; it stops with the job)")
         return str(self._cluster.address)

@@ -56,6 +56,7 @@ from disauto.submit.values import pair
 from disauto.submit.values import positive_number
 from disauto.submit.values import roles
 from disauto.submit.values import size_mb
+from disauto.submit.values import user_name
 
 
 MAX_SEED = 2**32 - 1
@@ -326,7 +327,7 @@ def validate(args: argparse.Namespace) -> Submission:
     config = JobConfig(
         job_id=search.job_id, app_name=args.app_name, launch_cmd=args.app_runner_launch_cmd,
         runner=runner, appcore=appcore, search=search, files=files, inputs=inputs,
-        output=output, roles=roles(args.roles),
+        output=output, roles=roles(args.roles), user=user_name(args.user),
         offer_policy_settings={key: value for key, value in given.items()
                                if key in POLICIES[args.offer_policy].SETTINGS},
         telemetry_interval=_telemetry_interval(args.telemetry_interval),

@@ -5,9 +5,11 @@ files. Each raises :class:`~submit.parser.UsageError` naming the flag and what w
 from __future__ import annotations
 
 from collections.abc import Sequence
+import getpass
 import logging
 import os
 from pathlib import Path
+import re
 
 from disauto.common.resources import ResourceError
 from disauto.common.resources import parse_size_mb
@@ -88,3 +90,33 @@ def roles(items: Sequence[str], flag: str = "--role") -> tuple[str, ...]:
             raise UsageError(f"{flag}: role {role!r} is given twice")
         seen.append(role)
     return tuple(seen)
+
+
+USER_NAME = re.compile(r"[A-Za-z0-9_.][A-Za-z0-9_.@-]*\$?")
+"""A user name as systems spell them: letters, digits, ``.``, ``_``, ``-`` and ``@`` (``-`` not
+first, where it would read as a flag), a trailing ``$`` (Samba machine accounts)."""
+MAX_USER_NAME = 256
+
+
+def user_name(text: str | None, flag: str = "--user") -> str:
+    """``--user``: the user Mesos runs the job's tasks as (FrameworkInfo.user); without it the
+    submitter's login, as before the flag existed.
+
+    Raises:
+        UsageError: a name no system would have (or a uid: Mesos looks users up by name), or
+            no login to default to.
+    """
+    if text is None:
+        try:
+            return getpass.getuser()
+        except (KeyError, OSError):  # no LOGNAME/USER and no passwd entry (a bare container)
+            raise UsageError(f"{flag}: cannot tell your login name (no LOGNAME or USER, and "
+                             f"uid {os.getuid()} has no passwd entry); give {flag} NAME, the "
+                             "user the agents run the job's tasks as") from None
+    if text.isdigit():
+        raise UsageError(f"{flag}: {text!r} is a uid; give the user's name (Mesos runs tasks "
+                         "as a user it looks up by name on each agent)")
+    if len(text) > MAX_USER_NAME or not USER_NAME.fullmatch(text):
+        raise UsageError(f"{flag}: {text!r} is not a user name: letters, digits, '.', '_', "
+                         f"'-' and '@' ('-' not first), at most {MAX_USER_NAME} characters")
+    return text

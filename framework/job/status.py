@@ -22,6 +22,10 @@ What a production cluster adds (the framework is PARTITION_AWARE, TASK_KILLING_S
   reports each task in its own state with it, so a TASK_FAILED with it is the script's failure.
 * A task of an earlier launch of a trial (or AppCore) that reports itself running is killed:
   one trial never has two live tasks.
+* A task its agent could not run as the job's user (:mod:`framework.job.task_user`: no such
+  user there, or an agent that cannot switch users) is neither lost nor the script's failure:
+  the trial is FAILED with one line saying what to do (``--user``), and AppCore's ends the job
+  at once (UNSCHEDULABLE): every launch again would be refused alike.
 """
 
 from __future__ import annotations
@@ -45,6 +49,7 @@ from disauto.common.task_states import was_lost
 from disauto.common.task_usage import TaskUsage
 from disauto.common.telemetry import Sample
 from disauto.common.trial_state import TrialState
+from disauto.framework.job import task_user
 from disauto.framework.job.appcore import AppCoreLife
 from disauto.framework.job.book import TRY_EVICTED
 from disauto.framework.job.book import TRY_FAILED
@@ -209,6 +214,11 @@ class TaskStatuses:
         if self._ended():
             life.end()
             return NOTHING
+        refusal = task_user.read(status)
+        if refusal is not None:  # it would be refused again: the job cannot run
+            life.end()
+            self._finish(framework_pb2.UNSCHEDULABLE, refusal.describe())
+            return NOTHING
         why = describe_status(status) + self._tail(status)
         if was_evicted(state, str(status.get("reason", ""))) or (
                 port_was_taken(status) and life.port_taken()):
@@ -250,6 +260,11 @@ class TaskStatuses:
                 self._book.started(trial)
             return NOTHING
         if not ended:
+            return NOTHING
+        refusal = task_user.read(status)
+        if refusal is not None and not has_result(trial):
+            # Its agent cannot run it as the job's user: not lost, not the script's failure.
+            self._book.set_state(trial, TrialState.FAILED, refusal.describe())
             return NOTHING
         if self._retry_lost(trial, state, status):
             return StatusEffects(pending=True)

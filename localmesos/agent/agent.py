@@ -197,6 +197,7 @@ class Agent(TaskLauncher, TaskKilling, ExecutorHost, TaskReports, AgentViews, Ag
         self._drain_config: dict[str, Any] | None = None
         self._isolation = runtime.isolation
         self._cgroups_enable_cfs = runtime.cgroups_enable_cfs
+        self._switch_user = runtime.switch_user
         # Registered by the cluster (``registered``) or, recovering, by re-registering.
         self.link_state = RECOVERING if runtime.recover else DISCONNECTED
         if not runtime.recover:

@@ -170,6 +170,10 @@ class AgentRuntime:
             ``posix/mem``, ``cgroups/cpu``, ``cgroups/mem``).
         cgroups_enable_cfs: a CFS quota from each container's CPUs (Mesos
             ``--cgroups_enable_cfs``), with ``cgroups/cpu``.
+        switch_user: run each task as its user, the ``user`` of its CommandInfo or else of its
+            framework (Mesos ``--switch_user``, on by default): its sandbox is given to that
+            user, which must exist, and its process switches to it when the agent runs as
+            another (root). Off: every task runs as the agent's own user.
     """
 
     launcher: Launcher | None = None
@@ -180,3 +184,4 @@ class AgentRuntime:
     on_reregister: Callable[[Any, ReregisterAgent], Reregistered | None] | None = None
     isolation: frozenset[str] = frozenset({"posix/cpu", "posix/mem"})
     cgroups_enable_cfs: bool = False
+    switch_user: bool = True

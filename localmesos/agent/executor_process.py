@@ -17,7 +17,6 @@ from typing import Any
 
 from disauto.common.resources import Resources
 from disauto.localmesos.agent import executor_api
-from disauto.localmesos.agent import sandbox as sandbox_mod
 from disauto.localmesos.agent.executor_run import REGISTERING
 from disauto.localmesos.agent.executor_run import TERMINATED
 from disauto.localmesos.agent.executor_run import TERMINATING
@@ -27,6 +26,7 @@ from disauto.localmesos.agent.fetcher import FetchCancelled
 from disauto.localmesos.agent.fetcher import FetchError
 from disauto.localmesos.agent.fetcher import fetch_uris
 from disauto.localmesos.agent.launch import sweep_sandbox
+from disauto.localmesos.agent.launch import task_user
 from disauto.localmesos.containerizer import command as command_mod
 from disauto.localmesos.containerizer.cgroups import IsolationError
 from disauto.localmesos.containerizer.command import CommandProcess
@@ -50,6 +50,8 @@ class ExecutorProcesses:
     """SIGKILL an executor's process group (:class:`localmesos.agent.executors.ExecutorHost`)."""
     _executor_reregistration_timeout: float
     """``--executor_reregistration_timeout`` (``MESOS_SUBSCRIPTION_BACKOFF_MAX``)."""
+    _switch_user: bool
+    """Run executors as their users (Mesos ``--switch_user``), or as the agent's own."""
 
     def _run_executor(self, run: ExecutorRun) -> None:
         """The thread of one executor run: sandbox, fetch, spawn, wait, clean up."""
@@ -69,9 +71,7 @@ class ExecutorProcesses:
         """Start the executor's command in its container; None (with
         ``pending_termination``) if it cannot."""
         command = run.info.get("command") or {}
-        try:
-            sandbox_mod.create_sandbox(self.work_dir, self.id, run.framework_id,
-                                       run.executor_id, run.container_id)
+        try:  # its sandbox was made, for its user, when the master launched it
             for name in ("stdout", "stderr"):
                 (run.sandbox / name).touch()
             if run.gpu_error:
@@ -82,8 +82,8 @@ class ExecutorProcesses:
                                   "'ExecutorInfo.container' is not supported")
             fetch_uris(command.get("uris") or [], run.sandbox, cancel=run.cancel,
                        timeout=self._fetch_timeout)
-            run_as = command_mod.resolve_user(command.get("user")
-                                               or run.framework_info.get("user"))
+            run_as = command_mod.resolve_user(
+                task_user(run.framework_info, command, switch=self._switch_user))
             executable, argv = command_mod.command_line(command)
             env = self._executor_environment(run, command, run_as)
             if run_as is not None:

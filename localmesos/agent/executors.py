@@ -72,6 +72,8 @@ from disauto.localmesos.agent.executor_run import ExecutorRun
 from disauto.localmesos.agent.executor_run import partition_aware
 from disauto.localmesos.agent.launch import AgentTask
 from disauto.localmesos.agent.launch import sweep_sandbox
+from disauto.localmesos.agent.launch import task_user
+from disauto.localmesos.agent.sandbox import SandboxCreationError
 from disauto.localmesos.protocol.messages import duration_seconds
 
 
@@ -97,6 +99,7 @@ class ExecutorHost(ExecutorCalls, ExecutorProcesses):
         drop: str | None = None
         shutdown: ExecutorRun | None = None
         launch: ExecutorRun | None = None
+        never_launched = False
         with self._lock:
             run = self._executors.get((task.framework_id, task.executor_id))
             if launch_executor is True and run is not None:
@@ -106,7 +109,10 @@ class ExecutorHost(ExecutorCalls, ExecutorProcesses):
             elif run is not None and run.state in (TERMINATING, TERMINATED):
                 drop = "Executor is terminating"
             elif run is None:
-                launch = run = self._new_run(task, info)
+                try:
+                    launch = run = self._new_run(task, info)
+                except SandboxCreationError as exc:  # its user cannot have it (addExecutor)
+                    drop, never_launched = str(exc), launch_executor is True
             if drop is None and run is not None:
                 task.container_id = run.container_id
                 task.sandbox = run.sandbox
@@ -123,16 +129,25 @@ class ExecutorHost(ExecutorCalls, ExecutorProcesses):
                        reason="REASON_EXECUTOR_TERMINATED")
             if shutdown is not None:
                 self.shutdown_executor(shutdown.framework_id, shutdown.executor_id)
+            if never_launched and self._on_executor_exited is not None:
+                # The master charged the executor: it is told none runs (status -1, as Mesos).
+                self._on_executor_exited(self.id, task.framework_id, task.executor_id, -1)
         if launch is not None:
             with self._lock:
                 self._start_thread(self._run_executor, launch,
                                    name=f"executor-{launch.executor_id}")
 
     def _new_run(self, task: AgentTask, info: dict[str, Any]) -> ExecutorRun:
-        """Under the lock: a new REGISTERING executor run with its sandbox."""
+        """Under the lock: a new REGISTERING executor run with its sandbox, made for the user
+        the executor runs as (:func:`~localmesos.agent.launch.task_user`).
+
+        Raises:
+            SandboxCreationError: the sandbox cannot be made or given to that user.
+        """
         container_id = str(uuid.uuid4())
-        path = sandbox_mod.sandbox_dir(self.work_dir, self.id, task.framework_id,
-                                       task.executor_id, container_id)
+        user = task_user(task.framework_info, info.get("command"), switch=self._switch_user)
+        path = sandbox_mod.create_sandbox(self.work_dir, self.id, task.framework_id,
+                                          task.executor_id, container_id, user=user)
         run = ExecutorRun(task.framework_id, task.executor_id, info, task.framework_info,
                           container_id, path)
         self._assign_executor_gpus(run)

@@ -33,6 +33,7 @@ import threading
 import time
 from typing import Any
 
+from disauto.localmesos.containerizer.command import RunAs
 from disauto.localmesos.containerizer.command import command_line
 from disauto.localmesos.protocol.validation import health_check_type
 
@@ -80,13 +81,18 @@ class HealthCheck:
 
 
 def command_check(argv: tuple[str, list[str]], env: Mapping[str, str], cwd: str,
-                  timeout: float) -> bool:
-    """Run a COMMAND check (``(executable, argv)`` as :func:`executor.command_line` gives)."""
+                  timeout: float, run_as: RunAs | None = None) -> bool:
+    """Run a COMMAND check (``(executable, argv)`` as :func:`executor.command_line` gives), as
+    the task's user (``run_as``; Mesos runs it from the task's executor, which runs as it)."""
     executable, args = argv
+    user: dict[str, Any] = {}
+    if run_as is not None:
+        user = {"user": run_as.uid, "group": run_as.gid, "extra_groups": list(run_as.groups)}
     try:
         process = subprocess.Popen(  # noqa: S603 - the task's own health command
             args, executable=executable, env=dict(env), cwd=cwd, stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+            **user,
         )
     except OSError:
         return False
@@ -119,11 +125,13 @@ def tcp_check(tcp: Mapping[str, Any], timeout: float) -> bool:
         return False
 
 
-def health_probe(spec: HealthCheck, env: Mapping[str, str], sandbox: Any) -> Callable[[], bool]:
-    """The one-check function of a task's health check (run in its sandbox and environment)."""
+def health_probe(spec: HealthCheck, env: Mapping[str, str], sandbox: Any,
+                 run_as: RunAs | None = None) -> Callable[[], bool]:
+    """The one-check function of a task's health check (run in its sandbox and environment, a
+    command as the task's user)."""
     if spec.kind == "COMMAND":
         argv = command_line(spec.command or {})
-        return lambda: command_check(argv, env, str(sandbox), spec.timeout)
+        return lambda: command_check(argv, env, str(sandbox), spec.timeout, run_as)
     if spec.kind == "HTTP":
         return lambda: http_check(spec.http or {}, spec.timeout)
     return lambda: tcp_check(spec.tcp or {}, spec.timeout)

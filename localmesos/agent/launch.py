@@ -25,11 +25,13 @@ from disauto.common.resources import ResourceError
 from disauto.common.resources import Resources
 from disauto.localmesos.agent import health
 from disauto.localmesos.agent import sandbox as sandbox_mod
+from disauto.localmesos.agent.executor_run import partition_aware
 from disauto.localmesos.agent.fetcher import FetchCancelled
 from disauto.localmesos.agent.fetcher import FetchError
 from disauto.localmesos.agent.fetcher import fetch_uris
 from disauto.localmesos.agent.health import HealthChecker
 from disauto.localmesos.agent.health import health_probe
+from disauto.localmesos.agent.sandbox import SandboxCreationError
 from disauto.localmesos.containerizer import command as command_mod
 from disauto.localmesos.containerizer import docker as docker_mod
 from disauto.localmesos.containerizer.cgroups import IsolationError
@@ -94,6 +96,8 @@ class TaskLauncher:
     (:mod:`localmesos.containerizer.cpu_quota`)."""
     _executor_reregistration_timeout: float
     """``--executor_reregistration_timeout`` (``MESOS_SUBSCRIPTION_BACKOFF_MAX``)."""
+    _switch_user: bool
+    """Run tasks as their users (Mesos ``--switch_user``), or as the agent's own."""
 
     def _run_task_steps(self, task: AgentTask) -> None:
         try:
@@ -115,7 +119,7 @@ class TaskLauncher:
         command = (executor_info or {}).get("command") if executor_info else info.get("command")
         container = info.get("container") or (executor_info or {}).get("container")
         # The sandbox first, so that even a task refused here leaves its stdout/stderr to read.
-        self._prepare_sandbox(task)
+        self._prepare_sandbox(task, command)
         if executor_info and not command:
             self._abandon(task, "The custom executor has no 'command'; the embedded agent only "
                                 "runs command executors", "REASON_CONTAINER_LAUNCH_FAILED")
@@ -128,17 +132,24 @@ class TaskLauncher:
         self._fail(task, message, reason)
         raise _Abandon
 
-    def _prepare_sandbox(self, task: AgentTask) -> Path:
+    def _prepare_sandbox(self, task: AgentTask, command: Any = None) -> Path:
+        """The task's sandbox, made for the user it runs as (Mesos ``Framework::addExecutor``):
+        one that cannot be made for it drops the task, as Mesos does."""
         if task.sandbox is not None:
             return task.sandbox
+        user = task_user(task.framework_info, command, switch=self._switch_user)
         try:
             sandbox_mod.check_id(task.framework_id, what="framework id")
             sandbox_mod.check_id(task.task_id, what="task id")
             sandbox = sandbox_mod.create_sandbox(
-                self.work_dir, self.id, task.framework_id, task.executor_id, task.container_id
+                self.work_dir, self.id, task.framework_id, task.executor_id, task.container_id,
+                user=user,
             )
             for name in ("stdout", "stderr"):
                 (sandbox / name).touch()
+        except SandboxCreationError as exc:
+            self._drop(task, str(exc))
+            raise _Abandon from None
         except (ValueError, OSError) as exc:
             self._abandon(task, f"Failed to create the sandbox: {exc}",
                           "REASON_CONTAINER_LAUNCH_FAILED")
@@ -177,15 +188,24 @@ class TaskLauncher:
     def _ids(self, task: AgentTask) -> TaskIds:
         return TaskIds(task.framework_id, task.executor_id, task.task_id, self.id)
 
-    @staticmethod
-    def _run_as(task: AgentTask, command: Mapping[str, Any]) -> RunAs | None:
-        """Whom a task runs as: its command's user, else its framework's (``None``: the
-        agent's own user; see :func:`localmesos.containerizer.command.resolve_user`).
+    def _drop(self, task: AgentTask, message: str) -> None:
+        """The task cannot get an executor (its sandbox cannot be made for its user): TASK_DROPPED,
+        TASK_LOST for a framework that is not PARTITION_AWARE, from the agent with
+        REASON_EXECUTOR_TERMINATED (Mesos ``Slave::__run``'s ``sendTaskDroppedUpdate``)."""
+        state = "TASK_DROPPED" if partition_aware(task.framework_info) else "TASK_LOST"
+        logger.warning("Agent %s drops task %s: %s", self.id, task.task_id, message)
+        self._emit(task, state, source="SOURCE_AGENT", message=message,
+                   reason="REASON_EXECUTOR_TERMINATED")
+
+    def _run_as(self, task: AgentTask, command: Mapping[str, Any]) -> RunAs | None:
+        """Whom a task's process switches to (``None``: it runs as the agent's own user; see
+        :func:`task_user` and :func:`localmesos.containerizer.command.resolve_user`).
 
         Raises:
-            LaunchError: the agent is root and the user does not exist.
+            LaunchError: the user does not exist (any more).
         """
-        return command_mod.resolve_user(command.get("user") or task.framework_info.get("user"))
+        return command_mod.resolve_user(
+            task_user(task.framework_info, command, switch=self._switch_user))
 
     def _run_command(self, task: AgentTask, command: Mapping[str, Any], executor_info: Any,
                      sandbox: Path, resources: Resources) -> None:
@@ -219,7 +239,8 @@ class TaskLauncher:
         if container is None:
             return
         self._running(task, container.process)
-        checker = self._start_health_checks(task, container.process.pid, command, env, sandbox)
+        checker = self._start_health_checks(task, container.process.pid, command, env, sandbox,
+                                            run_as)
         returncode = self._await_exit(container)
         if checker is not None:
             checker.stop()
@@ -321,14 +342,15 @@ class TaskLauncher:
             self._emit(task, "TASK_FAILED", message=message)
 
     def _start_health_checks(self, task: AgentTask, pid: int, command: Mapping[str, Any],
-                             env: Mapping[str, str], sandbox: Path) -> HealthChecker | None:
+                             env: Mapping[str, str], sandbox: Path,
+                             run_as: RunAs | None) -> HealthChecker | None:
         """Run the task's ``health_check`` (:mod:`localmesos.agent.health`), if it has one."""
         spec = task.info.get("health_check")
         if not isinstance(spec, Mapping):
             return None
         check = health.HealthCheck.from_json(spec)
         checker = HealthChecker(
-            check, health_probe(check, env, sandbox),
+            check, health_probe(check, env, sandbox, run_as),
             lambda healthy, kill: self._health_update(task, pid, healthy, kill),
             name=f"health-{task.task_id}",
         )
@@ -473,6 +495,19 @@ class TaskLauncher:
             "REASON_CONTAINER_LAUNCH_FAILED",
         )
         return False
+
+
+def task_user(framework_info: Mapping[str, Any], command: Any, *, switch: bool) -> str | None:
+    """The user a task (or a custom executor) runs as, as a Mesos agent picks it
+    (``Framework::addExecutor``, ``src/slave/slave.cpp``): with ``--switch_user`` (``switch``)
+    the ``user`` of its CommandInfo when it has one, else ``FrameworkInfo.user``; without it
+    ``None``, the agent's own user."""
+    if not switch:
+        return None
+    user = command.get("user") if isinstance(command, Mapping) else None
+    if isinstance(user, str):
+        return user
+    return str(framework_info.get("user", ""))
 
 
 def sweep_sandbox(sandbox: Path) -> list[int]:

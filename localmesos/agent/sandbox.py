@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from collections.abc import Mapping
+import contextlib
 import grp
 import os
 from pathlib import Path
@@ -92,17 +93,39 @@ def latest_virtual_path(agent_id: str, framework_id: str, executor_id: str) -> s
     return f"/slaves/{agent_id}/frameworks/{framework_id}/executors/{executor_id}/runs/latest"
 
 
+class SandboxCreationError(Exception):
+    """A run's sandbox could not be made (Mesos ``paths::createExecutorDirectory``); the message
+    is Mesos' own: ``Failed to create executor directory '<dir>': <why>``."""
+
+
 def create_sandbox(
-    work_dir: StrPath, agent_id: str, framework_id: str, executor_id: str, container_id: str
+    work_dir: StrPath, agent_id: str, framework_id: str, executor_id: str, container_id: str,
+    *, user: str | None = None,
 ) -> Path:
-    """Create a run's sandbox (mode 0755), point ``runs/latest`` at it, and return it.
+    """Create a run's sandbox, point ``runs/latest`` at it, and return it.
+
+    As Mesos' ``createSandboxDirectory`` (``src/slave/paths.cpp``): the directory is mode
+    0750 (it holds the task's private data) and, given ``user`` (the agent switches users),
+    owned by that user and its primary group; when that fails the directory is removed again.
 
     Raises:
         ValueError: when an id cannot be a path component.
-        OSError: when the directory cannot be created.
+        SandboxCreationError: when the directory cannot be created or given to ``user``.
     """
     path = sandbox_dir(work_dir, agent_id, framework_id, executor_id, container_id)
-    path.mkdir(mode=0o755, parents=True, exist_ok=True)
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        path.chmod(0o750)
+    except OSError as exc:
+        raise SandboxCreationError(f"Failed to create executor directory '{path}': Failed to "
+                                   f"create directory: {exc.strerror or exc}") from None
+    if user is not None:
+        why = _chown(path, user)
+        if why:
+            with contextlib.suppress(OSError):
+                path.rmdir()
+            raise SandboxCreationError(f"Failed to create executor directory '{path}': Failed "
+                                       f"to chown directory to '{user}': {why}")
     latest = path.parent / "latest"
     tmp = path.parent / f".latest.{container_id}"
     try:
@@ -113,6 +136,26 @@ def create_sandbox(
         # The symlink is a convenience for people browsing the work dir; never fail a task on it.
         tmp.unlink(missing_ok=True)
     return path
+
+
+def _chown(path: Path, user: str) -> str:
+    """Give ``path`` and what is below it (not following links) to ``user`` and its primary
+    group, as stout's ``os::chown(user, path)``: "" once done, else why not, in stout's words
+    (``No such user 'x'``, or the system's error, ``Operation not permitted`` when the agent
+    is not root)."""
+    try:
+        entry = pwd.getpwnam(user)
+    except KeyError:
+        return f"No such user '{user}'"
+    try:
+        os.chown(path, entry.pw_uid, entry.pw_gid, follow_symlinks=False)
+        for root, dirs, files in os.walk(path):
+            for name in dirs + files:
+                os.chown(os.path.join(root, name), entry.pw_uid, entry.pw_gid,
+                         follow_symlinks=False)
+    except OSError as exc:
+        return exc.strerror or str(exc)
+    return ""
 
 
 # -- resolving request paths ------------------------------------------------------------------

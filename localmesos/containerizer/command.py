@@ -18,9 +18,12 @@ for a ``CommandInfo``, on the local machine:
   (``start_new_session``), with stdin from ``/dev/null``; its stdout/stderr go through pipes
   into the sandbox's capped, rotated ``stdout``/``stderr`` files (:mod:`common.logrotate`,
   Mesos' logrotate container logger), or, without caps, straight into them.
-* **User.** Only when the agent runs as root and the requested user exists and differs does the
-  child run as that user (the sandbox is chowned to it first). Otherwise the child runs as the
-  agent's user, like a Mesos agent started with ``--no-switch_user``.
+* **User.** The agent names the user (:func:`localmesos.agent.launch.task_user`: with
+  ``--switch_user`` the command's, else the framework's; its sandbox was given to that user
+  when it was made). When that user is not the agent's own, the child switches to its uid, gid
+  and supplementary groups before exec, as ``mesos-containerizer launch`` does
+  (``src/slave/containerizer/mesos/launch.cpp``), and its ``USER``, ``LOGNAME`` and ``HOME``
+  are that user's (the embedded agent's tasks inherit its environment, unlike Mesos').
 * **Kill.** SIGTERM to the process group, SIGKILL to it after the grace period. When the command
   itself exits, whatever is left of its process group is SIGKILLed, as Mesos destroys the
   container.
@@ -70,26 +73,26 @@ class RunAs:
     home: str
 
 
-def resolve_user(requested: str | None) -> RunAs | None:
-    """Decide whom a task runs as.
+def resolve_user(user: str | None) -> RunAs | None:
+    """Whom to switch the task's process to, as ``mesos-containerizer launch`` decides.
 
     Args:
-        requested: ``CommandInfo.user`` or else ``FrameworkInfo.user``.
+        user: the user the agent runs the task as (``None``: the agent does not switch users,
+            ``--no-switch_user``).
 
     Returns:
-        ``None`` to run as the agent's own user: always when the agent is not root (the
-        ``--no-switch_user`` behaviour), and when no user or the agent's user is requested.
-        Otherwise the user to switch to.
+        ``None`` to run as the agent's own user: no user, or the agent's own uid (no need to
+        change user, as Mesos). Otherwise the user's uid, primary gid and groups.
 
     Raises:
-        LaunchError: when the agent is root and the requested user does not exist.
+        LaunchError: when the user does not exist (any more: its sandbox was given to it).
     """
-    if not requested or os.geteuid() != 0:
+    if user is None:
         return None
     try:
-        entry = pwd.getpwnam(requested)
+        entry = pwd.getpwnam(user)
     except KeyError:
-        raise LaunchError(f"Failed to switch to user '{requested}': no such user") from None
+        raise LaunchError(f"Failed to get the uid of user '{user}': not found") from None
     if entry.pw_uid == os.geteuid():
         return None
     groups = tuple(os.getgrouplist(entry.pw_name, entry.pw_gid))

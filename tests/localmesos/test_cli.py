@@ -147,6 +147,19 @@ def test_resources_reservations_hostnames_and_health_flags() -> None:
     assert config.agent_reregister_timeout == 5 and config.executor_reregistration_timeout == 1
 
 
+def test_switch_user_is_on_unless_turned_off() -> None:
+    """Mesos' --switch_user (default true); --no-switch-user runs tasks as the cluster's user."""
+    from disauto.localmesos.cli import build_parser
+    from disauto.localmesos.cli import config_from_args
+
+    base = ["--gpus", "0"]
+    assert config_from_args(build_parser().parse_args(base)).switch_user is True
+    assert config_from_args(build_parser().parse_args(
+        [*base, "--no-switch-user"])).switch_user is False
+    assert config_from_args(build_parser().parse_args(
+        [*base, "--switch-user"])).switch_user is True
+
+
 def test_parse_attributes() -> None:
     assert parse_attributes("rack:r1; zone:eu ;cores:8") == {"rack": "r1", "zone": "eu",
                                                              "cores": 8.0}

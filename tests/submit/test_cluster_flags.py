@@ -60,3 +60,36 @@ def test_bad_cluster_flags_are_one_line_errors(files: Path, capsys: pytest.Captu
     assert first.startswith("da-submit: error: ") and message in first, first
     assert "Traceback" not in captured.err
     assert not (files / "home").exists(), "nothing may be started or recorded"
+
+
+def test_the_task_user_is_the_submitters_login_unless_given(
+        files: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("LOGNAME", "alice")
+    config = validate(build_parser().parse_args(argv())).config
+    assert config.user == "alice"  # recorded: a resume by someone else keeps it
+    config = validate(build_parser().parse_args([*argv(), "--user", "nobody"])).config
+    assert config.user == "nobody"
+    assert type(config).from_json(config.to_json()) == config  # da-job resume keeps it
+
+
+@pytest.mark.parametrize("name", ["nobody", "svc.ml-runner", "ml_1", "john@corp.example",
+                                  "HOST$"])
+def test_user_names_as_systems_spell_them_are_taken(files: Path, name: str) -> None:
+    assert validate(build_parser().parse_args([*argv(), "--user", name])).config.user == name
+
+
+@pytest.mark.parametrize(("name", "message"), [
+    ("", "--user: '' is not a user name"),
+    ("bad name", "--user: 'bad name' is not a user name: letters, digits"),
+    ("-x", "--user: '-x' is not a user name"),
+    ("a/b", "--user: 'a/b' is not a user name"),
+    ("x" * 257, "at most 256 characters"),
+    ("1000", "--user: '1000' is a uid; give the user's name"),
+])
+def test_a_bad_user_is_one_line(files: Path, capsys: pytest.CaptureFixture[str], name: str,
+                                message: str) -> None:
+    assert main([*argv(), f"--user={name}"]) == ExitStatus.USAGE
+    err = capsys.readouterr().err
+    first = err.splitlines()[0]
+    assert first.startswith("da-submit: error: ") and message in first, first
+    assert "Traceback" not in err

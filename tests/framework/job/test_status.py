@@ -204,3 +204,37 @@ def test_no_retry_once_the_job_has_ended(tmp_path: Path) -> None:
     made.finished.append((framework_pb2.STOPPED, "stopped"))
     assert not made.handler.on(task_status("trial-0001", "TASK_FAILED")).pending
     assert made.book.require(1).state == TrialState.FAILED
+
+
+def refused(task_id: str, user: str, why: str, state: str = "TASK_DROPPED") -> dict[str, Any]:
+    """What a Mesos 1.11 agent says of a task whose sandbox its user cannot have."""
+    sandbox = f"/var/lib/mesos/slaves/{AGENT}/frameworks/F/executors/{task_id}/runs/C"
+    return task_status(task_id, state, source="SOURCE_AGENT", reason="REASON_EXECUTOR_TERMINATED",
+                       message=f"Failed to create executor directory '{sandbox}': Failed to "
+                               f"chown directory to '{user}': {why}")
+
+
+def test_a_trial_whose_agent_lacks_the_jobs_user_fails_with_what_to_do(
+        tmp_path: Path) -> None:
+    made = _with_retries(tmp_path, 2, max_task_retries=2)
+    made.run_trial()
+    effects = made.handler.on(refused("trial-0001", "ghost", "No such user 'ghost'"))
+    assert not effects.pending  # not run again: every launch would be refused alike
+    trial = made.book.require(1)
+    assert trial.state == TrialState.FAILED and trial.retries == 0
+    assert trial.message == (
+        f"Mesos cannot run the job's tasks as user 'ghost': agent {AGENT} has no such user; "
+        "pass --user NAME of a user the agents have (default: your login), or run the agents "
+        "with --switch_user=false")
+
+
+def test_appcore_whose_agent_cannot_switch_users_ends_the_job_at_once(statuses: Statuses) -> None:
+    statuses.appcore.launched("appcore-1", AGENT)
+    effects = statuses.handler.on(refused("appcore-1", "nobody", "Operation not permitted",
+                                          state="TASK_LOST"))
+    assert not effects.pending and not statuses.appcore.waiting()
+    assert statuses.finished == [(
+        framework_pb2.UNSCHEDULABLE,
+        f"Mesos cannot run the job's tasks as user 'nobody': agent {AGENT} is not root and "
+        "cannot switch users (Operation not permitted); pass --user NAME of the user the "
+        "agent runs as, or run the agent as root")]
