@@ -9,6 +9,7 @@ import getpass
 import logging
 import os
 from pathlib import Path
+import pwd
 import re
 
 from disauto.common.resources import ResourceError
@@ -107,6 +108,13 @@ def user_name(text: str | None, flag: str = "--user") -> str:
             no login to default to.
     """
     if text is None:
+        # The process's own user first, as Mesos' scheduler drivers take it (os::user(), the
+        # passwd entry of the uid): a LOGNAME or USER inherited through sudo would name a
+        # user the tasks then run as, on agents that switch user.
+        try:
+            return pwd.getpwuid(os.getuid()).pw_name
+        except KeyError:
+            pass
         try:
             return getpass.getuser()
         except (KeyError, OSError):  # no LOGNAME/USER and no passwd entry (a bare container)
