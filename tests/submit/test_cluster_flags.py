@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
+import pwd
 
 import pytest
 
@@ -62,11 +64,13 @@ def test_bad_cluster_flags_are_one_line_errors(files: Path, capsys: pytest.Captu
     assert not (files / "home").exists(), "nothing may be started or recorded"
 
 
-def test_the_task_user_is_the_submitters_login_unless_given(
+def test_the_task_user_is_the_submitters_own_unless_given(
         files: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The process's own user (its passwd entry), not a LOGNAME it inherited (sudo keeps
+    one): agents that switch user would run the tasks as that name."""
     monkeypatch.setenv("LOGNAME", "alice")
     config = validate(build_parser().parse_args(argv())).config
-    assert config.user == "alice"  # recorded: a resume by someone else keeps it
+    assert config.user == pwd.getpwuid(os.getuid()).pw_name  # recorded: a resume keeps it
     config = validate(build_parser().parse_args([*argv(), "--user", "nobody"])).config
     assert config.user == "nobody"
     assert type(config).from_json(config.to_json()) == config  # da-job resume keeps it
