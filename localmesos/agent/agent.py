@@ -209,6 +209,7 @@ class Agent(TaskLauncher, ExecutorHost, TaskReports, AgentViews, AgentRecovery, 
         self._drain_config: dict[str, Any] | None = None
         self._isolation = runtime.isolation
         self._cgroups_enable_cfs = runtime.cgroups_enable_cfs
+        self._executor_secret = runtime.executor_secret
         # Registered by the cluster (``registered``) or, recovering, by re-registering.
         self.link_state = RECOVERING if runtime.recover else DISCONNECTED
         if not runtime.recover:

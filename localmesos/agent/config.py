@@ -170,6 +170,9 @@ class AgentRuntime:
             ``posix/mem``, ``cgroups/cpu``, ``cgroups/mem``).
         cgroups_enable_cfs: a CFS quota from each container's CPUs (Mesos
             ``--cgroups_enable_cfs``), with ``cgroups/cpu``.
+        executor_secret: the key that signs its executors' tokens (Mesos
+            ``--authenticate_http_executors`` with ``--jwt_secret_key``); None, the default:
+            executors are not authenticated (:mod:`localmesos.agent.executor_auth`).
     """
 
     launcher: Launcher | None = None
@@ -180,3 +183,4 @@ class AgentRuntime:
     on_reregister: Callable[[Any, ReregisterAgent], Reregistered | None] | None = None
     isolation: frozenset[str] = frozenset({"posix/cpu", "posix/mem"})
     cgroups_enable_cfs: bool = False
+    executor_secret: bytes | None = None

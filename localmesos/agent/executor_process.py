@@ -17,6 +17,7 @@ from typing import Any
 
 from disauto.common.resources import Resources
 from disauto.localmesos.agent import executor_api
+from disauto.localmesos.agent import executor_auth
 from disauto.localmesos.agent import sandbox as sandbox_mod
 from disauto.localmesos.agent.executor_run import REGISTERING
 from disauto.localmesos.agent.executor_run import TERMINATED
@@ -48,6 +49,8 @@ class ExecutorProcesses:
     (:mod:`localmesos.containerizer.cpu_quota`)."""
     _destroy: Callable[[ExecutorRun], None]
     """SIGKILL an executor's process group (:class:`localmesos.agent.executors.ExecutorHost`)."""
+    _executor_secret: bytes | None
+    """The key of its executors' tokens (:mod:`localmesos.agent.executor_auth`), or None."""
 
     def _run_executor(self, run: ExecutorRun) -> None:
         """The thread of one executor run: sandbox, fetch, spawn, wait, clean up."""
@@ -159,6 +162,9 @@ class ExecutorProcesses:
         if checkpoint:
             env["MESOS_RECOVERY_TIMEOUT"] = "15mins"
             env["MESOS_SUBSCRIPTION_BACKOFF_MAX"] = "2secs"
+        if self._executor_secret is not None:
+            env[executor_auth.TOKEN_VARIABLE] = executor_auth.token_for(
+                self._executor_secret, run.framework_id, run.executor_id, run.container_id)
         env.update(command_mod.command_environment(command))
         return env
 
