@@ -478,6 +478,7 @@ class LocalCluster:
                 "work_dir": str(work_dir),
                 "heartbeat_interval": format_duration(config.heartbeat_interval),
                 "http_framework_authenticators": "basic",
+                "authenticate_http_readonly": str(config.authenticate_http_readonly).lower(),
             },
         )
 
