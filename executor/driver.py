@@ -17,6 +17,12 @@ side is ``src/slave/slave.cpp`` ``Slave::subscribe``), and pymesos 0.3.15 does n
   SUBSCRIBE without it) is sent once subscribed: Mesos' library drops an UPDATE while the
   executor is SUBSCRIBING (``src/executor/executor.cpp`` ``MesosProcess::send``), so it is
   the executor's to send again, and nothing would until the next restart.
+* An agent that authenticates its executors (``--authenticate_http_executors``) gives each
+  one a token in ``MESOS_EXECUTOR_AUTHENTICATION_TOKEN``; every call carries it as
+  ``Authorization: Bearer <token>``, and it is taken out of the environment at once, so the
+  trials (and anything else the executor starts) never see it (``MesosProcess`` reads and
+  erases it the same way). pymesos 0.3.15 never reads it: its SUBSCRIBE is a hand-written
+  request and its other calls share one headers dict, so neither would carry a token.
 """
 
 from __future__ import annotations
@@ -41,6 +47,17 @@ logger = logging.getLogger("disauto.executor")
 
 DEFAULT_RECOVERY_TIMEOUT = 15 * 60.0
 DEFAULT_BACKOFF_MAX = 2.0
+#: Where the agent puts the executor's token (apache/mesos ``src/slave/slave.cpp``).
+TOKEN_VARIABLE = "MESOS_EXECUTOR_AUTHENTICATION_TOKEN"
+
+
+def with_authorization(request: bytes, token: str) -> bytes:
+    """A hand-written HTTP request with ``Authorization: Bearer <token>`` after its request
+    line (unchanged without a token)."""
+    if not token:
+        return request
+    line, sep, rest = request.partition(b"\r\n")
+    return line + sep + f"Authorization: Bearer {token}\r\n".encode("ascii") + rest
 
 
 def _duration(name: str, default: float) -> float:
@@ -57,6 +74,7 @@ class CheckpointingExecutorDriver(MesosExecutorDriver):  # type: ignore[misc]  #
     docstring). Its ``executor`` is a pymesos ``Executor``."""
 
     def __init__(self, executor: Any, **kwargs: Any) -> None:
+        self._token = os.environ.pop(TOKEN_VARIABLE, "")
         super().__init__(executor, **kwargs)
         self.checkpoint = os.environ.get("MESOS_CHECKPOINT", "0") == "1"
         self.recovery_timeout = _duration("MESOS_RECOVERY_TIMEOUT", DEFAULT_RECOVERY_TIMEOUT)
@@ -91,7 +109,15 @@ class CheckpointingExecutorDriver(MesosExecutorDriver):  # type: ignore[misc]  #
         with self._updates_lock:
             request: bytes = super().gen_request()
             self._carried = set(self.updates)
-        return request
+        return with_authorization(request, self._token)
+
+    def _send(self, body: Any, path: str = "/api/v1/executor", method: str = "POST",
+              headers: dict[str, str] | None = None) -> Any:
+        """pymesos' call, with a headers dict of its own and the executor's token."""
+        own = dict(headers or {})
+        if self._token:
+            own["Authorization"] = f"Bearer {self._token}"
+        return super()._send(body, path, method, own)
 
     # -- the agent comes and goes -----------------------------------------------------------
 

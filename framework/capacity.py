@@ -11,6 +11,14 @@ unreserved resources are every role's, those reserved for a role only that role'
 roles below it. A task that fits an agent only with resources reserved for a role the job lacks
 can never run either, and the line names that role (``--role``). An agent that joins later can
 still help, so a cluster with no agents yet is never judged.
+
+A master with ACLs shows a reader only the reservations of the roles its ``view_roles`` ACL
+lets it view (``SlaveWriter`` leaves the others out of ``reserved_resources``, and
+``resources`` stays whole): what an agent's total has beyond its unreserved and visible
+reserved resources is *hidden*, reserved for roles unknown here. A job with a role of its own
+(``--role ml``) may well be the one they are reserved for, so it is never judged unable to run
+on them (it waits for offers, as Mesos lets it); a job of the role ``*`` alone can never use a
+reservation, and one that fits only them ends with a line saying the master hides them.
 """
 
 from __future__ import annotations
@@ -44,14 +52,20 @@ class AgentCapacity:
     unreserved: Mapping[str, float]
     reserved: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
     hostname: str = ""
+    hidden: Mapping[str, float] = field(default_factory=dict)
+    """Reserved for roles the master does not show this reader (``view_roles``)."""
 
     @property
     def total(self) -> dict[str, float]:
         return self.usable([STAR, *self.reserved])
 
-    def usable(self, roles: Sequence[str]) -> dict[str, float]:
-        """What a job subscribed with ``roles`` may ever be offered of this agent."""
+    def usable(self, roles: Sequence[str], *, hidden: bool = False) -> dict[str, float]:
+        """What a job subscribed with ``roles`` may ever be offered of this agent; with
+        ``hidden``, the reservations the master hides counted in too."""
         out = dict(self.unreserved)
+        if hidden:
+            for name, value in self.hidden.items():
+                out[name] = out.get(name, 0.0) + value
         for role, resources in self.reserved.items():
             if usable_by(role, roles):
                 for name, value in resources.items():
@@ -106,11 +120,16 @@ def _capacity_of(agent: Mapping[str, Any]) -> AgentCapacity:
     if not isinstance(reserved, Mapping) or not isinstance(unreserved, Mapping):
         return AgentCapacity(_scalars(agent.get("resources") or {}),
                              hostname=str(agent.get("hostname", "")))
-    return AgentCapacity(
-        _scalars(unreserved),
-        {str(role): _scalars(resources) for role, resources in reserved.items()
-         if isinstance(resources, Mapping)},
-        hostname=str(agent.get("hostname", "")))
+    shown = {str(role): _scalars(resources) for role, resources in reserved.items()
+             if isinstance(resources, Mapping)}
+    total = _scalars(agent.get("resources") or {})
+    free = _scalars(unreserved)
+    hidden = {}
+    for name in _SCALARS:  # what the total has beyond what is shown: hidden reservations
+        rest = total[name] - free[name] - sum(r[name] for r in shown.values())
+        if rest > 1e-9:
+            hidden[name] = rest
+    return AgentCapacity(free, shown, hostname=str(agent.get("hostname", "")), hidden=hidden)
 
 
 def _scalars(resources: Mapping[str, Any]) -> dict[str, float]:
@@ -168,9 +187,19 @@ def unfit(tasks: Mapping[str, TaskResources],
     capacities = [a if isinstance(a, AgentCapacity) else AgentCapacity(dict(a))
                   for a in agents]
     usable = [agent.usable(roles) for agent in capacities]
+    # A role of the job's own may be the one a hidden reservation is for: not judged there.
+    own_role = any(role != STAR for role in roles)
     for flag, request in tasks.items():
         if any(not _shortfall(request, agent) for agent in usable):
             continue
+        with_hidden = [agent.usable(roles, hidden=True) for agent in capacities]
+        if any(not _shortfall(request, agent) for agent in with_hidden):
+            if own_role:
+                continue
+            return (f"a {flag} task ({describe(request)}) fits only resources the Mesos master "
+                    "does not show this job's principal (reserved for roles its view_roles "
+                    "ACL hides), and this job's only role is '*': add the --role they are "
+                    "reserved for")
         lacking = _lacking_roles(request, capacities, roles)
         if lacking:
             role, host = lacking[0]

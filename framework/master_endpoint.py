@@ -27,6 +27,18 @@ class MasterEndpoint:
     """``host:port`` or ``zk://host:port/mesos``."""
     principal: str | None = None
     secret: str | None = None
+    agent_principal: str | None = None
+    """Who reads the agents' HTTP endpoints (``--agent-principal``; da-submit defaults it to
+    ``principal``): sent on every read of an agent, for agents with
+    ``--authenticate_http_readonly``."""
+    agent_secret: str | None = None
+
+    @property
+    def agent_auth(self) -> tuple[str, str] | None:
+        """(principal, secret) for the agents' endpoints, or None to send no credentials."""
+        if not self.agent_principal:
+            return None
+        return self.agent_principal, self.agent_secret or ""
 
 
 ANSWER_SECONDS = 60.0

@@ -158,6 +158,9 @@ MASTER = _text_key("master", "The master the framework subscribed to (host:port 
 SUBMITTED_MASTER = _text_key("submitted_master", "--master as given (local: the embedded one).")
 LOCAL_AGENTS = _int_key("local_agents", "--local-agents of a --master local job.", default=1)
 PRINCIPAL = _text_key("principal", "--principal (its secret is never recorded).")
+AGENT_PRINCIPAL = _text_key(
+    "agent_principal", "The principal the agents' HTTP endpoints are read as (--agent-principal,"
+    " by default --principal); its secret is never recorded.")
 ADVERTISE_HOST = _text_key("advertise_host", "--advertise-host as given.")
 BIND_ALL = _flag_key("bind_all", "Whether --bind-all was given.")
 BIND_HOST = _text_key("bind_host", "Where the framework's servers listen.")

@@ -125,7 +125,7 @@ def build_runner(config: JobConfig, job_dir: Path, master: MasterEndpoint,
     """The runner of ``config``'s job in ``job_dir`` on ``master``, wired and not started."""
     options = options or RunnerOptions()
     opened = _open_record(config, job_dir, master, options)
-    link, revival, sandboxes, slots = _master_side(config, opened)
+    link, revival, sandboxes, slots = _master_side(config, opened, master)
     controller, places, usage = _trials(config, job_dir, opened, options, link, revival,
                                         sandboxes, slots)
     advertise = options.advertise_host or advertise_host_for(master.uri)
@@ -173,14 +173,16 @@ def _open_record(config: JobConfig, job_dir: Path, master: MasterEndpoint,
         meta.PID: os.getpid(), meta.PID_START: start_time(os.getpid()),
         meta.HOST: socket.gethostname(), meta.FRAMEWORK_REGISTERED: False,
         meta.INTERRUPTED_REASON: "", meta.FRAMEWORK_CHECKPOINT: checkpoint,
+        meta.AGENT_PRINCIPAL: master.agent_principal or "",
         meta.RESUMED_AT if options.resume else meta.STARTED_AT: time.time()}
     store.set_meta_many(opening)
     return _Opened(store, previous, same_master, checkpoint)
 
 
-def _master_side(config: JobConfig, opened: _Opened) -> tuple[
+def _master_side(config: JobConfig, opened: _Opened, master: MasterEndpoint) -> tuple[
         MesosLink, OfferRevival, SandboxLogs, SlotTable | None]:
-    """The link to the master, offer revival, the agents' sandboxes and the warm slots."""
+    """The link to the master, offer revival, the agents' sandboxes (read with the job's agent
+    credentials) and the warm slots."""
     link = MesosLink(opened.previous[meta.FRAMEWORK_ID] if opened.same_master else "")
     store = opened.store
     # Slots are numbered across framework incarnations (the count is in the record): a
@@ -189,7 +191,7 @@ def _master_side(config: JobConfig, opened: _Opened) -> tuple[
         config.job_id, config.slot_idle, started=store.get_meta(meta.SLOTS_STARTED),
         on_start=lambda count: store.set_meta(meta.SLOTS_STARTED, count),
     ) if config.slot_mode == "warm" else None
-    return link, OfferRevival(link), SandboxLogs(), slots
+    return link, OfferRevival(link), SandboxLogs(auth=master.agent_auth), slots
 
 
 def _trials(config: JobConfig, job_dir: Path, opened: _Opened, options: RunnerOptions,
@@ -200,7 +202,8 @@ def _trials(config: JobConfig, job_dir: Path, opened: _Opened, options: RunnerOp
     places = TaskPlaces(book, slots, sandboxes, link)
     # The built-in collector: the agents' /monitor/statistics every --telemetry-interval.
     usage = TelemetryLoop([StatisticsCollector(sandboxes.endpoints, link.framework_id,
-                                               places.measured)], book) \
+                                               places.measured, fetch=sandboxes.get_json)],
+                          book) \
         if options.telemetry and config.telemetry_interval > 0 else None
     controller = JobController(config, opened.store, _job_token(job_dir, options.resume),
                                on_pending=revival.wake, log_tail=places.stderr_tail,

@@ -3,6 +3,10 @@
 The agent's address comes from the offer's ``url`` (``http://ip:port/slave(1)``); its ``/state``
 gives the executor's sandbox directory, and ``/files/read`` its files. Works the same against a
 real Mesos agent and the embedded one. Best effort: any failure gives "".
+
+Every read carries the job's agent credentials (``--agent-principal``, by default the
+framework's ``--principal``) as HTTP basic auth when it has some: an agent with
+``--authenticate_http_readonly`` answers 401 to a read without them.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from urllib.parse import urlencode
 from urllib.request import urlopen
 
 from disauto.common import slots
+from disauto.common.master_http import master_request
 
 
 logger = logging.getLogger(__name__)
@@ -29,10 +34,14 @@ class SandboxLogs:
     Args:
         max_bytes: how much of the end of stderr to read.
         timeout: per HTTP request, in seconds.
+        endpoints: agent id → endpoint already known (a record's).
+        auth: (principal, secret) sent with every read, for agents that authenticate reads.
     """
 
     def __init__(self, max_bytes: int = 2000, timeout: float = 5.0,
-                 endpoints: Mapping[str, str] | None = None) -> None:
+                 endpoints: Mapping[str, str] | None = None,
+                 auth: tuple[str, str] | None = None) -> None:
+        self._auth = auth
         self._agents: dict[str, str] = dict(endpoints or {})
         self._lock = threading.Lock()
         self._max_bytes = max_bytes
@@ -74,9 +83,11 @@ class SandboxLogs:
             {"path": path, "offset": offset, "length": size - offset}))["data"]
         return str(data), size
 
-    def get_json(self, url: str) -> Any:
-        """GET an agent URL and parse its JSON answer."""
-        with urlopen(url, timeout=self._timeout) as response:  # noqa: S310 - agent URL
+    def get_json(self, url: str, timeout: float | None = None) -> Any:
+        """GET an agent URL (with the job's agent credentials) and parse its JSON answer."""
+        request = master_request(url, *(self._auth or ()))
+        with urlopen(request, timeout=self._timeout if timeout is None else timeout  # noqa: S310
+                     ) as response:
             return json.loads(response.read().decode("utf-8", "replace"))
 
     def executor_sandboxes(self, agent_id: str, framework_id: str) -> dict[str, tuple[str, str]]:

@@ -28,6 +28,7 @@ from disauto.common.telemetry import AGENT_CPU_UTILIZATION
 from disauto.framework import meta
 from disauto.framework.agent_measures import AgentMeasures
 from disauto.framework.agent_measures import agent_measures
+from disauto.framework.authorization import registration_refusal
 from disauto.framework.job import APPCORE_KEY
 from disauto.framework.job import JobController
 from disauto.framework.job.progress import job_progress
@@ -144,7 +145,8 @@ class JobScheduler(Scheduler):
         self.offers_seen = 0
         self.offers_declined = 0
         self.framework_lost = ""
-        """Why the framework was taken away (see :func:`framework_lost_reason`), or ""."""
+        """Why the framework was taken away (see :func:`framework_lost_reason`), or never
+        registered (its registration refused by the master's ACLs), or ""."""
 
     # -- what the link knows ---------------------------------------------------------------
 
@@ -210,6 +212,12 @@ class JobScheduler(Scheduler):
 
     def error(self, driver: Any, message: str) -> None:
         logger.error("Mesos master error: %s", message)
+        refused = registration_refusal(message, self._job.config.subscribed_roles)
+        if refused is not None:  # pymesos would subscribe again, refused again, forever
+            self.framework_lost = refused
+            self._stop_driver(driver)
+            self._job.finish(framework_pb2.UNSCHEDULABLE, refused)
+            return
         why = framework_lost_reason(message)
         if why is None:
             self._job.finish(framework_pb2.ERROR, f"the Mesos master refused the job: {message}")
@@ -218,11 +226,16 @@ class JobScheduler(Scheduler):
         # holds it now (or be refused forever), and its calls would be refused; stop the driver
         # without TEARDOWN.
         self.framework_lost = why
+        self._stop_driver(driver)
+        self._job.framework_lost(why)
+
+    @staticmethod
+    def _stop_driver(driver: Any) -> None:
+        """Stop the driver without TEARDOWN (the framework is not ours, or never was)."""
         try:
             driver.stop(failover=True)
         except Exception:  # noqa: BLE001 - never raise out of a callback
             logger.exception("cannot stop the driver")
-        self._job.framework_lost(why)
 
     # -- offers ----------------------------------------------------------------------------
 

@@ -29,6 +29,8 @@ from disauto.common.resources import parse_size_mb
 from disauto.localmesos.cluster import ClusterConfig
 from disauto.localmesos.cluster import parse_isolation
 from disauto.localmesos.containerizer import cpu_quota
+from disauto.localmesos.master.authorizer import Acls
+from disauto.localmesos.master.authorizer import parse_acls
 
 
 PROG = "da-cluster"
@@ -174,6 +176,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_isolation_flags(parser.add_argument_group("isolation"))
     _add_sandbox_flags(parser.add_argument_group("sandbox logs"))
     _add_health_flags(parser.add_argument_group("agent health and recovery (Mesos' flags)"))
+    _add_auth_flags(parser.add_argument_group("authentication and authorization (Mesos' flags)"))
     output = parser.add_argument_group("output")
     output.add_argument("--verbose", action="store_true", help="log what the master does")
     output.add_argument("--debug", action="store_true", help="debug logs and tracebacks")
@@ -196,6 +199,80 @@ def _add_cluster_flags(group: Group) -> None:
     group.add_argument("--credentials", metavar="FILE",
                        help="Mesos credentials file; frameworks must then authenticate (HTTP "
                             "basic) (default: none)")
+
+
+def _add_auth_flags(group: Group) -> None:
+    """Executor and read-only HTTP authentication, and the master's ACLs."""
+    group.add_argument(
+        "--authenticate-http-executors", action="store_true",
+        help="each executor gets a token (MESOS_EXECUTOR_AUTHENTICATION_TOKEN, a JWT of its "
+             "framework, executor and container) and the executor API refuses calls without "
+             "it (401) or with another executor's (403) (default off)")
+    group.add_argument(
+        "--jwt-secret-key", metavar="FILE",
+        help="with --authenticate-http-executors: the key that signs the tokens (default: a "
+             "random key per agent)")
+    group.add_argument(
+        "--authenticate-http-readonly", action="store_true",
+        help="the read-only endpoints need HTTP basic auth: the master's (/master/state, "
+             "/master/slaves, ...) with --credentials, the agents' (their /state, "
+             "/monitor/statistics and /files) with --http-credentials (default off)")
+    group.add_argument(
+        "--http-credentials", metavar="FILE",
+        help="credentials file of the agents' HTTP endpoints, as --credentials (default: "
+             "--credentials)")
+    group.add_argument(
+        "--acls", metavar="FILE",
+        help="the master's ACLs, Mesos' JSON: permissive, register_frameworks, run_tasks, "
+             "view_roles (default: everything allowed)")
+
+
+def load_acls(path: str, *, flag: str = "--acls") -> Acls:
+    """Read Mesos' ACL file (JSON; a ``file://`` prefix is accepted).
+
+    Raises:
+        UsageError: naming the flag, the file and what is wrong with it.
+    """
+    if path.startswith("file://"):
+        path = path[len("file://"):]
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise UsageError(f"{flag}: cannot read {path}: {reason}") from None
+    try:
+        return parse_acls(json.loads(text))
+    except ValueError as exc:  # JSONDecodeError and AclError
+        raise UsageError(f"{flag}: {path}: {exc}") from None
+
+
+def _auth(args: argparse.Namespace, credentials: dict[str, str] | None) -> dict[str, Any]:
+    """The authentication and ACL fields of :class:`ClusterConfig`.
+
+    Raises:
+        UsageError: an unreadable file, or a flag that needs another.
+    """
+    http_credentials = None if args.http_credentials is None else load_credentials(
+        args.http_credentials, flag="--http-credentials")
+    if args.authenticate_http_readonly and credentials is None and http_credentials is None:
+        raise UsageError("--authenticate-http-readonly needs --credentials or "
+                         "--http-credentials (who may read)")
+    key = None
+    if args.jwt_secret_key is not None:
+        if not args.authenticate_http_executors:
+            raise UsageError("--jwt-secret-key needs --authenticate-http-executors")
+        try:
+            key = Path(args.jwt_secret_key).read_bytes()
+        except OSError as exc:
+            raise UsageError(f"--jwt-secret-key: cannot read {args.jwt_secret_key}: "
+                             f"{exc.strerror or exc}") from None
+        if not key:
+            raise UsageError(f"--jwt-secret-key: {args.jwt_secret_key} is empty")
+    return {"authenticate_http_executors": args.authenticate_http_executors,
+            "jwt_secret_key": key,
+            "authenticate_http_readonly": args.authenticate_http_readonly,
+            "http_credentials": http_credentials,
+            "acls": None if args.acls is None else load_acls(args.acls)}
 
 
 def _add_agent_flags(group: Group) -> None:
@@ -388,6 +465,7 @@ def config_from_args(args: argparse.Namespace) -> ClusterConfig:
         isolation=_isolation(args.isolation),
         cgroups_enable_cfs=args.cgroups_enable_cfs,
         switch_user=args.switch_user,
+        **_auth(args, credentials),
         **resources,
         **intervals,
         **_health(args),

@@ -41,10 +41,12 @@ from disauto.localmesos.containerizer import cpu_quota
 from disauto.localmesos.containerizer.gpus import split_devices
 from disauto.localmesos.fleet import AgentFleet
 from disauto.localmesos.fleet import AgentSettings
+from disauto.localmesos.master.authorizer import Acls
 from disauto.localmesos.master.master import Master
 from disauto.localmesos.master.views.state import format_duration
 from disauto.localmesos.protocol import registration
 from disauto.localmesos.reaper import Reaper
+from disauto.localmesos.server.http_auth import ReadonlyAuth
 from disauto.localmesos.server.server import HttpServer
 
 
@@ -122,6 +124,18 @@ class ClusterConfig:
             framework (Mesos ``--switch_user``; default on). A user this machine lacks drops
             the task, and so does another user than the cluster's own when the cluster is not
             root; off, tasks run as the cluster's user.
+        authenticate_http_executors: each executor an agent launches gets a token
+            (``MESOS_EXECUTOR_AUTHENTICATION_TOKEN``) and its calls need it (Mesos
+            ``--authenticate_http_executors``; :mod:`localmesos.agent.executor_auth`).
+        jwt_secret_key: the key the agents sign executor tokens with (Mesos
+            ``--jwt_secret_key``); None: a random key per agent.
+        authenticate_http_readonly: the read-only endpoints need HTTP Basic authentication
+            (Mesos ``--authenticate_http_readonly``): the master's with ``credentials``, the
+            agents' (their state, statistics and ``/files``) with ``http_credentials``
+            (:mod:`localmesos.server.http_auth`).
+        http_credentials: principal → secret of the agents' HTTP endpoints (Mesos' agent
+            ``--http_credentials``); None: ``credentials``.
+        acls: the master's ACLs (Mesos ``--acls``; :mod:`localmesos.master.authorizer`).
     """
 
     agents: int = 1
@@ -164,6 +178,11 @@ class ClusterConfig:
     isolation: str = "auto"
     cgroups_enable_cfs: bool = False
     switch_user: bool = True
+    authenticate_http_executors: bool = False
+    jwt_secret_key: bytes | None = None
+    authenticate_http_readonly: bool = False
+    http_credentials: Mapping[str, str] | None = None
+    acls: Acls | None = None
 
     def __post_init__(self) -> None:
         if not self.agent_configs and (
@@ -187,13 +206,17 @@ class ClusterConfig:
             raise ValueError(f"invalid max_agent_ping_timeouts {self.max_agent_ping_timeouts!r}"
                              ": must be a whole number >= 1")
         parse_isolation(self.isolation)
+        if self.authenticate_http_readonly and self.credentials is None \
+                and self.http_credentials is None:
+            raise ValueError("authenticate_http_readonly needs credentials or http_credentials")
         if not 0 <= self.port <= 65535:
             raise ValueError(f"invalid port {self.port!r}: must be 0..65535")
         object.__setattr__(self, "agent_configs", tuple(self.agent_configs))
         object.__setattr__(self, "attributes", MappingProxyType(dict(self.attributes)))
         object.__setattr__(self, "weights", MappingProxyType(dict(self.weights)))
-        if self.credentials is not None:
-            object.__setattr__(self, "credentials", MappingProxyType(dict(self.credentials)))
+        for name in ("credentials", "http_credentials"):
+            if getattr(self, name) is not None:
+                object.__setattr__(self, name, MappingProxyType(dict(getattr(self, name))))
         if self.work_dir is not None:
             # Absolute, as a Mesos agent's sandboxes are: an executor runs in its sandbox and
             # is told its path (MESOS_SANDBOX), which a relative one would no longer name.
@@ -399,6 +422,7 @@ class LocalCluster:
                 request_timeout=config.request_timeout,
                 agents=lambda: self.agents,
                 admin=self,
+                readonly=self._readonly_auth(),
             )
             self._http.start()
             host, port = self._http.address
@@ -417,6 +441,17 @@ class LocalCluster:
             self.address, len(self.agents), self._work_dir, ",".join(sorted(self.isolation)),
         )
         return self
+
+    def _readonly_auth(self) -> ReadonlyAuth | None:
+        """Who may read the read-only endpoints (``authenticate_http_readonly``): the master's
+        with its credentials, the agents' with theirs."""
+        config = self.config
+        if not config.authenticate_http_readonly:
+            return None
+        agents = config.http_credentials if config.http_credentials is not None \
+            else config.credentials
+        master = config.credentials if config.credentials is not None else agents
+        return ReadonlyAuth(master=master, agents=agents)
 
     def _make_work_dir(self) -> Path:
         """The configured work dir (created), or a temporary one removed on stop."""
@@ -445,10 +480,12 @@ class LocalCluster:
             agent_reregister_timeout=config.agent_reregister_timeout,
             registry_max_agent_age=config.registry_max_agent_age,
             authenticate=config.credentials is not None,
+            acls=config.acls,
             flags={
                 "work_dir": str(work_dir),
                 "heartbeat_interval": format_duration(config.heartbeat_interval),
                 "http_framework_authenticators": "basic",
+                "authenticate_http_readonly": str(config.authenticate_http_readonly).lower(),
             },
         )
 
@@ -476,7 +513,9 @@ class LocalCluster:
             executor_heartbeat_interval=config.executor_heartbeat_interval,
             executor_reregistration_timeout=config.executor_reregistration_timeout,
             isolation=isolation, cgroups_enable_cfs=config.cgroups_enable_cfs,
-            switch_user=config.switch_user)
+            switch_user=config.switch_user,
+            authenticate_executors=config.authenticate_http_executors,
+            jwt_secret_key=config.jwt_secret_key)
         return AgentFleet(self.master, self.work_dir, self.address, settings)
 
     @property

@@ -24,6 +24,7 @@ import threading
 from typing import Any
 
 from disauto.common.logrotate import SandboxLogging
+from disauto.localmesos.agent import executor_auth
 from disauto.localmesos.agent.agent import Agent
 from disauto.localmesos.agent.config import AgentConfig
 from disauto.localmesos.agent.config import AgentRuntime
@@ -51,6 +52,11 @@ class AgentSettings:
     isolation: frozenset[str]
     cgroups_enable_cfs: bool
     switch_user: bool = True
+    #: Executors must present their token (Mesos ``--authenticate_http_executors``).
+    authenticate_executors: bool = False
+    #: The key every agent signs its executors' tokens with (Mesos ``--jwt_secret_key``);
+    #: None: each agent makes a random one of its own, kept across its restarts.
+    jwt_secret_key: bytes | None = None
 
 
 class AgentFleet:
@@ -75,6 +81,7 @@ class AgentFleet:
         self._wires: dict[str, AgentWire] = {}
         self._launchers: dict[str, Launcher] = {}
         self._restarts: list[threading.Thread] = []
+        self._secrets: dict[str, bytes] = {}
 
     @property
     def agents(self) -> tuple[Agent, ...]:
@@ -90,6 +97,9 @@ class AgentFleet:
             self._wires[agent_id] = wire
             self._launchers[agent_id] = Launcher(agent_id)
             self._configs[agent_id] = config
+            secret = self._secret_of_new_agent()
+            if secret is not None:
+                self._secrets[agent_id] = secret
         agent = self._make(agent_id, recover=False)
         with self._lock:
             self._agents.append(agent)
@@ -109,7 +119,8 @@ class AgentFleet:
             on_reregister=wire.to_master(
                 lambda agent, report: master.reregister_agent(wire.connect(agent), report)),
             isolation=settings.isolation, cgroups_enable_cfs=settings.cgroups_enable_cfs,
-            switch_user=settings.switch_user)
+            switch_user=settings.switch_user,
+            executor_secret=self._secrets.get(agent_id))
         return Agent(
             agent_id, self._configs[agent_id], self.work_dir,
             wire.to_master(master.receive_status_update),
@@ -123,6 +134,13 @@ class AgentFleet:
             executor_shutdown_grace=settings.executor_shutdown_grace,
             executor_heartbeat_interval=settings.executor_heartbeat_interval,
             runtime=runtime)
+
+    def _secret_of_new_agent(self) -> bytes | None:
+        """A new agent's executor token key: the cluster's, its own, or None (no executor
+        authentication)."""
+        if not self.settings.authenticate_executors:
+            return None
+        return self.settings.jwt_secret_key or executor_auth.new_secret()
 
     def find(self, agent_id: str) -> Agent:
         """The running agent of that id.

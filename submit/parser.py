@@ -198,6 +198,12 @@ def _cluster_flags(parser: argparse.ArgumentParser) -> None:
     cluster.add_argument("--principal", help="Mesos principal (HTTP basic auth)")
     cluster.add_argument("--secret-file", metavar="FILE",
                          help="file holding the principal's secret")
+    cluster.add_argument("--agent-principal", metavar="PRINCIPAL",
+                         help="the principal the agents' HTTP endpoints (task logs, telemetry) "
+                              "are read as, for agents with --authenticate_http_readonly "
+                              "(default: --principal)")
+    cluster.add_argument("--agent-secret-file", metavar="FILE",
+                         help="file holding that principal's secret (default: --secret-file)")
     cluster.add_argument("--offer-policy", default="fifo", help=f"one of {', '.join(POLICIES)}")
     cluster.add_argument(POLICY_SETTING, PRIORITY_SETTING, dest="policy_setting",
                          action=SpelledAppend, default=[], metavar="KEY=VALUE",

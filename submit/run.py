@@ -345,7 +345,8 @@ class _Run:
         submission = self._submission
         runner = self._runner = build_runner(
             submission.config, self._job_dir,
-            MasterEndpoint(master, submission.principal, submission.secret),
+            MasterEndpoint(master, submission.principal, submission.secret,
+                           submission.agent_principal, submission.agent_secret),
             RunnerOptions(offer_policy=submission.offer_policy,
                           advertise_host=submission.advertise_host,
                           bind_host=bind_host(submission), tls=self._tls, resume=self._resume))

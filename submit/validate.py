@@ -159,6 +159,9 @@ class Submission:
     """Run in a background process and return at once (``--detach``)."""
     argv: tuple[str, ...] = ()
     """The flags as given (a detached job re-runs them in its own process)."""
+    agent_principal: str | None = None
+    """Who reads the agents' endpoints (``--agent-principal``, else ``--principal``)."""
+    agent_secret: str | None = None
     bind_all: bool = False
     """Listen on every interface (``--bind-all``; a cluster only)."""
     tls: TlsChoice | None = None
@@ -322,6 +325,7 @@ def validate(args: argparse.Namespace) -> Submission:
     where = _where(args, runner)
     search.job_id = args.job_id or _job_id(args.app_name)
     secret = _secret(args)
+    agent_principal, agent_secret = _agent_credentials(args, secret)
     _check_binding(args)
     tls = _tls(args)
     config = JobConfig(
@@ -341,7 +345,8 @@ def validate(args: argparse.Namespace) -> Submission:
                       args.advertise_host, local_agents, args.quiet, args.debug,
                       notes=_warm_start_notes(args.warm_start, dict(search.settings),
                                               search.objective),
-                      detach=args.detach, bind_all=args.bind_all, tls=tls)
+                      detach=args.detach, bind_all=args.bind_all, tls=tls,
+                      agent_principal=agent_principal, agent_secret=agent_secret)
 
 
 def _times(args: argparse.Namespace) -> dict[str, Any]:
@@ -379,6 +384,23 @@ def _where(args: argparse.Namespace, runner: TaskResources) -> dict[str, Any]:
         "containerizer": containerizer, "slot_mode": slot_mode, "slot_idle": slot_idle,
         "slot_preload": slot_preload, "executor_command": f"{python} -m {EXECUTOR_MODULE}",
     }
+
+
+def _agent_credentials(args: argparse.Namespace,
+                       secret: str | None) -> tuple[str | None, str | None]:
+    """Who reads the agents' HTTP endpoints: ``--agent-principal`` with
+    ``--agent-secret-file``, by default the framework's ``--principal`` and its secret (Mesos
+    operators usually give one principal both: a master's ``--credentials`` and the agents'
+    ``--http_credentials`` list the same tenants)."""
+    principal = args.agent_principal or args.principal
+    if args.agent_principal and not args.agent_secret_file:
+        raise UsageError("--agent-principal needs --agent-secret-file")
+    if not args.agent_secret_file:
+        return principal, secret
+    if not principal:
+        raise UsageError("--agent-secret-file needs --agent-principal (or --principal)")
+    path = Path(existing_file("--agent-secret-file", args.agent_secret_file))
+    return principal, path.read_text().strip()
 
 
 def _secret(args: argparse.Namespace) -> str | None:

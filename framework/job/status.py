@@ -49,6 +49,7 @@ from disauto.common.task_states import was_lost
 from disauto.common.task_usage import TaskUsage
 from disauto.common.telemetry import Sample
 from disauto.common.trial_state import TrialState
+from disauto.framework.authorization import launch_refusal
 from disauto.framework.job import task_user
 from disauto.framework.job.appcore import AppCoreLife
 from disauto.framework.job.book import TRY_EVICTED
@@ -163,9 +164,13 @@ class TaskStatuses:
         self._measures = measures
 
     def on(self, status: Mapping[str, Any]) -> StatusEffects:
-        """Take one status update (recorded already): what it asks of the caller."""
+        """Take one status update (recorded already): what it asks of the caller. A launch
+        the master's ACLs refused ends the job at once (every launch would be refused)."""
         task_id = str(status.get("task_id", {}).get("value", ""))
         state = str(status.get("state", ""))
+        refused = launch_refusal(status)
+        if refused is not None and not self._ended():
+            self._finish(framework_pb2.UNSCHEDULABLE, refused)
         if task_id == self._appcore.task_id or task_id.startswith("appcore-"):
             return self._on_appcore(task_id, state, status)
         trial = self._book.of_task(task_id)

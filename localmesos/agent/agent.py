@@ -198,6 +198,7 @@ class Agent(TaskLauncher, TaskKilling, ExecutorHost, TaskReports, AgentViews, Ag
         self._isolation = runtime.isolation
         self._cgroups_enable_cfs = runtime.cgroups_enable_cfs
         self._switch_user = runtime.switch_user
+        self._executor_secret = runtime.executor_secret
         # Registered by the cluster (``registered``) or, recovering, by re-registering.
         self.link_state = RECOVERING if runtime.recover else DISCONNECTED
         if not runtime.recover:

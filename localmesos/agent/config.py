@@ -174,6 +174,9 @@ class AgentRuntime:
             framework (Mesos ``--switch_user``, on by default): its sandbox is given to that
             user, which must exist, and its process switches to it when the agent runs as
             another (root). Off: every task runs as the agent's own user.
+        executor_secret: the key that signs its executors' tokens (Mesos
+            ``--authenticate_http_executors`` with ``--jwt_secret_key``); None, the default:
+            executors are not authenticated (:mod:`localmesos.agent.executor_auth`).
     """
 
     launcher: Launcher | None = None
@@ -185,3 +188,4 @@ class AgentRuntime:
     isolation: frozenset[str] = frozenset({"posix/cpu", "posix/mem"})
     cgroups_enable_cfs: bool = False
     switch_user: bool = True
+    executor_secret: bytes | None = None

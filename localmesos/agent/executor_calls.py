@@ -15,6 +15,7 @@ import time
 from typing import Any
 
 from disauto.localmesos.agent import executor_api
+from disauto.localmesos.agent import executor_auth
 from disauto.localmesos.agent.executor_run import REGISTERING
 from disauto.localmesos.agent.executor_run import RUNNING
 from disauto.localmesos.agent.executor_run import TERMINATED
@@ -37,17 +38,38 @@ class ExecutorCalls:
     """SHUTDOWN an executor, its kill scheduled (``ExecutorHost``)."""
     _deliver: Callable[[ExecutorRun, AgentTask], None]
     """LAUNCH a task on a subscribed executor (``ExecutorHost``)."""
+    _executor_secret: bytes | None
+    """The key of its executors' tokens, or None when they are not authenticated."""
 
-    def executor_call(self, call: Mapping[str, Any]) -> Subscription | tuple[int, str]:
+    @property
+    def executor_secret(self) -> bytes | None:
+        """The key its executors' tokens are signed with; None when executor calls need no
+        token (``--authenticate_http_executors`` off)."""
+        return self._executor_secret
+
+    def executor_call(self, call: Mapping[str, Any],
+                      authorization: str | None = None) -> Subscription | tuple[int, str]:
         """Serve a validated executor call (``/api/v1/executor``).
+
+        Args:
+            call: the call.
+            authorization: its ``Authorization`` header: with executor authentication, the
+                executor's token as ``Bearer <token>`` (:mod:`localmesos.agent.executor_auth`).
 
         Returns:
             The event stream for SUBSCRIBE; otherwise ``(HTTP status, body)``: 202, or
             400 ``Framework cannot be found``/``Executor cannot be found``, 403 ``Executor is
-            not subscribed``, 501 for UNKNOWN.
+            not subscribed`` or a token of another executor, 501 for UNKNOWN.
+
+        Raises:
+            executor_auth.Unauthorized: executors are authenticated and this call's token is
+                missing or not valid (401).
         """
         framework_id = call["framework_id"]["value"]
         executor_id = call["executor_id"]["value"]
+        claims = None
+        if self._executor_secret is not None:
+            claims = executor_auth.authenticate(authorization, self._executor_secret)
         if self.recovering:
             return 503, "Agent has not finished recovery"
         with self._lock:
@@ -56,6 +78,10 @@ class ExecutorCalls:
                 known = any(key[0] == framework_id for key in self._executors) or any(
                     task.framework_id == framework_id for task in self._tasks.values())
                 return 400, "Executor cannot be found" if known else "Framework cannot be found"
+            refused = None if claims is None else executor_auth.claims_error(
+                claims, framework_id, executor_id, run.container_id)
+            if refused is not None:
+                return 403, refused
             if run.state == REGISTERING and call["type"] != "SUBSCRIBE":
                 return 403, "Executor is not subscribed"
         kind = call["type"]

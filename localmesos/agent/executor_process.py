@@ -17,6 +17,7 @@ from typing import Any
 
 from disauto.common.resources import Resources
 from disauto.localmesos.agent import executor_api
+from disauto.localmesos.agent import executor_auth
 from disauto.localmesos.agent.executor_run import REGISTERING
 from disauto.localmesos.agent.executor_run import TERMINATED
 from disauto.localmesos.agent.executor_run import TERMINATING
@@ -52,6 +53,8 @@ class ExecutorProcesses:
     """``--executor_reregistration_timeout`` (``MESOS_SUBSCRIPTION_BACKOFF_MAX``)."""
     _switch_user: bool
     """Run executors as their users (Mesos ``--switch_user``), or as the agent's own."""
+    _executor_secret: bytes | None
+    """The key of its executors' tokens (:mod:`localmesos.agent.executor_auth`), or None."""
 
     def _run_executor(self, run: ExecutorRun) -> None:
         """The thread of one executor run: sandbox, fetch, spawn, wait, clean up."""
@@ -158,6 +161,9 @@ class ExecutorProcesses:
             "MESOS_HTTP_COMMAND_EXECUTOR": "0",
             "LIBPROCESS_PORT": "0",
         })
+        if self._executor_secret is not None:
+            env[executor_auth.TOKEN_VARIABLE] = executor_auth.token_for(
+                self._executor_secret, run.framework_id, run.executor_id, run.container_id)
         env.update(command_mod.command_environment(command))
         return env
 

@@ -14,6 +14,7 @@ from typing import Any
 
 from disauto.common.resources import RoleResources
 from disauto.localmesos.master import allocator as alloc
+from disauto.localmesos.master.authorizer import task_user
 from disauto.localmesos.master.records import AgentRecord
 from disauto.localmesos.master.records import ExecutorRecord
 from disauto.localmesos.master.records import FrameworkRecord
@@ -182,6 +183,10 @@ class LaunchCalls:
     ) -> RoleResources:
         """Validate and launch one LAUNCH task; returns what is left of the offered resources."""
         task = copy.deepcopy(task)
+        unauthorized = self._launch_unauthorized(fw, task)
+        if unauthorized is not None:
+            self._task_invalid(fw, task, unauthorized, reason="REASON_TASK_UNAUTHORIZED")
+            return available
         error = task_error(fw, agent, task)
         executor = task.get("executor")
         if error is None and ("executor" in task) == ("command" in task):
@@ -225,6 +230,13 @@ class LaunchCalls:
         is launched, or each gets TASK_ERROR with the group's first error."""
         executor = copy.deepcopy(group["executor"])
         tasks = [copy.deepcopy(t) for t in group["task_group"].get("tasks", [])]
+        refusals = (self._launch_unauthorized(fw, {**task, "executor": executor})
+                    for task in tasks)
+        unauthorized = next(filter(None, refusals), None)
+        if unauthorized is not None:
+            for task in tasks:
+                self._task_invalid(fw, task, unauthorized, reason="REASON_TASK_UNAUTHORIZED")
+            return available
         error = group_tasks_error(fw, agent, executor, tasks)
         if error is None:
             error = group_executor_error(fw, agent, executor)
@@ -321,10 +333,21 @@ class LaunchCalls:
         )
         return record
 
-    def _task_invalid(self, fw: FrameworkRecord, task: Mapping[str, Any], error: str) -> None:
-        self._count_task_state(fw, "TASK_ERROR", "SOURCE_MASTER", "REASON_TASK_INVALID")
+    def _launch_unauthorized(self, fw: FrameworkRecord, task: Mapping[str, Any]) -> str | None:
+        """Mesos' ``RUN_TASK`` authorization of a LAUNCH (``Master::_accept``): the message of
+        a task whose user the ``run_tasks`` ACLs do not allow its framework's principal, or
+        None."""
+        user = task_user(task, fw.info)
+        if self.acls.may_run(fw.info.get("principal"), user):
+            return None
+        return (f"Not authorized to launch task {task['task_id']['value']} of framework "
+                f"{fw.framework_id} under user '{user}'")
+
+    def _task_invalid(self, fw: FrameworkRecord, task: Mapping[str, Any], error: str,
+                      reason: str = "REASON_TASK_INVALID") -> None:
+        self._count_task_state(fw, "TASK_ERROR", "SOURCE_MASTER", reason)
         logger.warning(
-            "Task %s of framework %s is invalid: %s",
+            "Task %s of framework %s is refused: %s",
             task["task_id"]["value"], fw.framework_id, error,
         )
         self._send_master_update(
@@ -332,7 +355,7 @@ class LaunchCalls:
             task_id=task["task_id"]["value"],
             agent_id=task["agent_id"]["value"],
             state="TASK_ERROR",
-            reason="REASON_TASK_INVALID",
+            reason=reason,
             message=error,
         )
 

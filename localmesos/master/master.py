@@ -55,6 +55,7 @@ from disauto.common.resources import Resources
 from disauto.localmesos.master import allocator as alloc
 from disauto.localmesos.master.agent_link import AgentLike
 from disauto.localmesos.master.agent_link import AgentLink
+from disauto.localmesos.master.authorizer import Acls
 from disauto.localmesos.master.calls import SchedulerCalls
 from disauto.localmesos.master.drain import DrainMaster
 from disauto.localmesos.master.launch import LaunchCalls
@@ -107,6 +108,8 @@ class Master(Subscriptions, LaunchCalls, SchedulerCalls, TaskBookkeeping, OfferM
             is marked unreachable (Mesos ``--agent_reregister_timeout``, 10 min).
         registry_max_agent_age: seconds an unreachable agent is remembered (Mesos
             ``--registry_max_agent_age``, 2 weeks).
+        acls: what frameworks may register and run, and readers view (Mesos ``--acls``;
+            :mod:`localmesos.master.authorizer`); default: everything.
     """
 
     def __init__(
@@ -128,6 +131,7 @@ class Master(Subscriptions, LaunchCalls, SchedulerCalls, TaskBookkeeping, OfferM
         max_agent_ping_timeouts: int = registration.DEFAULT_MAX_AGENT_PING_TIMEOUTS,
         agent_reregister_timeout: float = registration.DEFAULT_AGENT_REREGISTER_TIMEOUT,
         registry_max_agent_age: float = registration.DEFAULT_REGISTRY_MAX_AGENT_AGE,
+        acls: Acls | None = None,
     ) -> None:
         if not allocation_interval > 0:
             raise ValueError(f"allocation_interval must be > 0, got {allocation_interval}")
@@ -144,6 +148,7 @@ class Master(Subscriptions, LaunchCalls, SchedulerCalls, TaskBookkeeping, OfferM
         self.max_completed_tasks_per_framework = max_completed_tasks_per_framework
         self.max_failover_timeout = max_failover_timeout
         self.authenticate = authenticate
+        self.acls = acls or Acls()
         self.extra_flags = dict(flags or {})
         self.start_time = time.time()
         self.frameworks: dict[str, FrameworkRecord] = {}

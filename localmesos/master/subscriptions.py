@@ -24,6 +24,7 @@ from typing import Any
 
 from disauto.localmesos.master import offer_constraints
 from disauto.localmesos.master import validation
+from disauto.localmesos.master.authorizer import framework_roles
 from disauto.localmesos.master.records import MASTER_CAPABILITIES
 from disauto.localmesos.master.records import MAX_TIMER
 from disauto.localmesos.master.records import MESOS_VERSION
@@ -69,7 +70,7 @@ class Subscriptions:
         error = validation.validate_framework_info(info)
         constraints = copy.deepcopy(dict(call["subscribe"].get("offer_constraints", {})))
         compiled, constraints_error = offer_constraints.compile_or_error(constraints)
-        error = error or constraints_error
+        error = error or constraints_error or self._registration_unauthorized(info)
         with self.lock:
             registered = "id" in info
             self._count(
@@ -105,6 +106,16 @@ class Subscriptions:
                     record.link.post("resend_unacknowledged", fid)
         self._loop.trigger()
         return sub
+
+    def _registration_unauthorized(self, info: Mapping[str, Any]) -> str | None:
+        """Mesos' ``checkSubscribeAuthorization``: the ERROR of a framework whose principal
+        the ``register_frameworks`` ACLs do not allow all its roles, or None."""
+        roles = framework_roles(info)
+        if self.acls.may_register(info.get("principal"), roles):
+            return None
+        # stringify(FrameworkID) of a new framework is "", and of a set of roles "{ a, b }".
+        return (f"Not authorized to register framework {id_value(info.get('id')) or ''} "
+                f"with roles {{ {', '.join(roles)} }}")
 
     def _refused_subscription(
         self, fid: str | None, info: Mapping[str, Any], error: str

@@ -5,7 +5,9 @@ Every embedded agent is served on the master's port under its libprocess id ``/s
 
 * ``POST /api/v1/executor`` (where pymesos' executor driver calls: ``MESOS_AGENT_ENDPOINT`` has
   no path) and ``/slave(N)/api/v1/executor`` (where libmesos calls: ``MESOS_SLAVE_PID``): the v1
-  executor API (:mod:`localmesos.agent.executor_api`; Mesos' ``Http::executor``).
+  executor API (:mod:`localmesos.agent.executor_api`; Mesos' ``Http::executor``); with
+  executor authentication, 401 for a call without its executor's valid token and 403 for a
+  token of another executor (:mod:`localmesos.agent.executor_auth`).
 * ``GET /slave(N)/state`` (also ``.json``): the agent's state.
 * ``GET /slave(N)/monitor/statistics`` (also ``.json``): its executors' resource usage
   (:mod:`localmesos.containerizer.monitor`); GET alone, as Mesos serves it.
@@ -18,15 +20,20 @@ its own, the router asks the master for its registered ones (``Master.agent_list
 from __future__ import annotations
 
 from collections.abc import Callable
+from collections.abc import Mapping
 from collections.abc import Sequence
 import re
 from typing import Any
 
 from disauto.localmesos.agent import executor_api
+from disauto.localmesos.agent import executor_auth
 from disauto.localmesos.master.master import Master
 from disauto.localmesos.protocol.media_types import JSON_ONLY_ACCEPT
 from disauto.localmesos.protocol.protojson import CallError
 from disauto.localmesos.protocol.recordio import Subscription
+from disauto.localmesos.server.http_auth import AGENT_READONLY_REALM
+from disauto.localmesos.server.http_auth import Refused
+from disauto.localmesos.server.http_auth import principal_of
 from disauto.localmesos.server.messages import Request
 from disauto.localmesos.server.messages import Response
 from disauto.localmesos.server.messages import accepts_json
@@ -48,12 +55,26 @@ class AgentRoutes:
         master: the master that knows the agents.
         agents: the running agents, the N-th being ``/slave(N)`` (default: the master's
             registered agents).
+        readonly: principal → secret; when given, ``/slave(N)/state`` and
+            ``/slave(N)/monitor/statistics`` need HTTP Basic authentication (Mesos
+            ``--authenticate_http_readonly`` with the agent's ``--http_credentials``).
     """
 
     def __init__(self, master: Master,
-                 agents: Callable[[], Sequence[Any]] | None = None) -> None:
+                 agents: Callable[[], Sequence[Any]] | None = None,
+                 readonly: Mapping[str, str] | None = None) -> None:
         self.master = master
         self._agents = agents or master.agent_list
+        self._readonly = readonly
+
+    def _refusal(self, request: Request) -> Response | None:
+        """401 for a read without the agents' credentials (``--authenticate_http_readonly``),
+        None when it may go on."""
+        try:
+            principal_of(request, self._readonly, AGENT_READONLY_REALM)
+        except Refused as refused:
+            return refused.response
+        return None
 
     def api(self, request: Request, path: str) -> Response | Subscription | None:
         """The answer of the executor API or an agent's ``/monitor/statistics`` at ``path``
@@ -77,6 +98,9 @@ class AgentRoutes:
         index = int(agent.group(1))
         if not 1 <= index <= len(agents):
             return text(404)
+        refused = self._refusal(request)
+        if refused is not None:
+            return refused
         return json_response(agents[index - 1].state(), request.param("jsonp"))
 
     def _statistics(self, request: Request, index: int) -> Response:
@@ -88,6 +112,9 @@ class AgentRoutes:
         if not 1 <= index <= len(agents) or not hasattr(agents[index - 1],
                                                         "monitor_statistics"):
             return text(404)
+        refused = self._refusal(request)
+        if refused is not None:
+            return refused
         return json_response(agents[index - 1].monitor_statistics(), request.param("jsonp"))
 
     def _executor(self, request: Request, index: int | None) -> Response | Subscription:
@@ -95,6 +122,17 @@ class AgentRoutes:
         agents = self._agents()
         if index is not None and not 1 <= index <= len(agents):
             return text(404)
+        authorization = request.header("authorization")
+        keys = [agent.executor_secret for agent in
+                (agents if index is None else [agents[index - 1]])
+                if getattr(agent, "executor_secret", None) is not None]
+        if keys:
+            # libprocess authenticates before the handler runs: 401 before anything else
+            # (the token's claims are checked against the call once its executor is found).
+            try:
+                executor_auth.authenticate_any(authorization, keys)
+            except executor_auth.Unauthorized as exc:
+                return _unauthorized(exc)
         refused = refuse_unless_json_post(request)
         if refused is not None:
             return refused
@@ -109,8 +147,16 @@ class AgentRoutes:
         found = executor_api.find_agent(agents, index, call)
         if isinstance(found, tuple):
             return text(*found)
-        answer = found.executor_call(call)
+        try:
+            answer = found.executor_call(call, authorization)
+        except executor_auth.Unauthorized as exc:
+            return _unauthorized(exc)
         if isinstance(answer, Subscription):
             return answer
         status, message = answer
         return text(status, message) if message else Response(status)
+
+
+def _unauthorized(refusal: executor_auth.Unauthorized) -> Response:
+    """401 with the executor realm's challenge (libprocess' ``Unauthorized``)."""
+    return Response(401, b"", {"WWW-Authenticate": refusal.challenge})

@@ -9,11 +9,15 @@ the file's extension.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 import mimetypes
 import os
 
 from disauto.localmesos.agent import sandbox
 from disauto.localmesos.master.master import Master
+from disauto.localmesos.server.http_auth import AGENT_READONLY_REALM
+from disauto.localmesos.server.http_auth import Refused
+from disauto.localmesos.server.http_auth import principal_of
 from disauto.localmesos.server.messages import Request
 from disauto.localmesos.server.messages import Response
 from disauto.localmesos.server.messages import int_param
@@ -21,18 +25,30 @@ from disauto.localmesos.server.messages import json_response
 from disauto.localmesos.server.messages import text
 
 
+_FILES_PATHS = frozenset({"/files/browse", "/files/browse.json", "/files/read",
+                          "/files/read.json", "/files/download"})
+
+
 class FilesRoutes:
     """Answers ``/files`` requests.
 
     Args:
         master: the master whose agents' sandboxes are served.
+        readonly: principal → secret; when given, every ``/files`` read needs HTTP Basic
+            authentication (the agents' ``--authenticate_http_readonly``).
     """
 
-    def __init__(self, master: Master) -> None:
+    def __init__(self, master: Master, readonly: Mapping[str, str] | None = None) -> None:
         self.master = master
+        self._readonly = readonly
 
     def read(self, request: Request, path: str) -> Response | None:
         """The answer at ``path`` (``GET``/``HEAD``), or None when it is not a ``/files`` path."""
+        if path in _FILES_PATHS:
+            try:
+                principal_of(request, self._readonly, AGENT_READONLY_REALM)
+            except Refused as refused:
+                return refused.response
         if path in ("/files/browse", "/files/browse.json"):
             return self._files(request, browse=True)
         if path in ("/files/read", "/files/read.json"):

@@ -27,6 +27,10 @@ from disauto.localmesos.master.views import state
 from disauto.localmesos.protocol.media_types import JSON_ONLY_ACCEPT
 from disauto.localmesos.protocol.protojson import CallError
 from disauto.localmesos.protocol.recordio import Subscription
+from disauto.localmesos.server.http_auth import MASTER_READONLY_REALM
+from disauto.localmesos.server.http_auth import MASTER_READONLY_ROUTES
+from disauto.localmesos.server.http_auth import Refused
+from disauto.localmesos.server.http_auth import principal_of
 from disauto.localmesos.server.messages import Request
 from disauto.localmesos.server.messages import Response
 from disauto.localmesos.server.messages import accepts_json
@@ -68,11 +72,17 @@ class MasterRoutes:
         master: the master whose API and state are served.
         credentials: principal → secret; when given, scheduler calls need HTTP Basic
             authentication (Mesos ``--authenticate_http_frameworks``).
+        readonly: principal → secret; when given, the read-only endpoints of Mesos'
+            ``mesos-master-readonly`` realm need HTTP Basic authentication (Mesos
+            ``--authenticate_http_readonly``), and the reader's principal decides which
+            reservations ``/master/state`` and ``/master/slaves`` show (``view_roles``).
     """
 
-    def __init__(self, master: Master, credentials: Mapping[str, str] | None) -> None:
+    def __init__(self, master: Master, credentials: Mapping[str, str] | None,
+                 readonly: Mapping[str, str] | None = None) -> None:
         self.master = master
         self._credentials = dict(credentials) if credentials is not None else None
+        self._readonly = dict(readonly) if readonly is not None else None
 
     def api(self, request: Request, path: str) -> Response | Subscription | None:
         """The answer of the scheduler or operator API at ``path`` (any method), or None when
@@ -92,16 +102,29 @@ class MasterRoutes:
         if path in METRICS_PATHS:
             return json_response(metrics.metrics_snapshot(self.master), jsonp)
         route = master_route(path)
-        return None if route is None else self._endpoint(route, request)
+        if route is None:
+            return None
+        principal = None
+        if route in MASTER_READONLY_ROUTES:
+            try:
+                principal = principal_of(request, self._readonly, MASTER_READONLY_REALM)
+            except Refused as refused:
+                return refused.response
+        return self._endpoint(route, request, principal)
 
     # -- read-only endpoints -------------------------------------------------------------
 
-    def _endpoint(self, route: str, request: Request) -> Response:
-        """A read-only master endpoint (see :data:`MASTER_ROUTES`), JSONP when asked."""
+    def _endpoint(self, route: str, request: Request, principal: str | None) -> Response:
+        """A read-only master endpoint (see :data:`MASTER_ROUTES`) as ``principal`` may see
+        it, JSONP when asked."""
         jsonp = request.param("jsonp")
         master = self.master
+
+        def may_view(role: str) -> bool:
+            return master.acls.may_view_role(principal, role)
+
         if route in ("state", "state.json"):
-            return json_response(state.master_state(master), jsonp)
+            return json_response(state.master_state(master, may_view), jsonp)
         if route == "health":
             return Response(200)
         if route.startswith("redirect"):
@@ -110,7 +133,7 @@ class MasterRoutes:
             "state-summary": lambda: endpoints.state_summary(master),
             "tasks": lambda: endpoints.tasks(master, {k: request.param(k) for k in _TASK_PARAMS}),
             "roles": lambda: endpoints.roles(master),
-            "slaves": lambda: endpoints.slaves(master, request.param("slave_id")),
+            "slaves": lambda: endpoints.slaves(master, request.param("slave_id"), may_view),
             "frameworks": lambda: endpoints.frameworks(master, request.param("framework_id")),
             "flags": lambda: {"flags": state.master_state(master)["flags"]},
             "weights": lambda: endpoints.weights(master),

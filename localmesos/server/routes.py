@@ -28,6 +28,7 @@ from disauto.localmesos.server.admin_routes import Admin
 from disauto.localmesos.server.admin_routes import AdminRoutes
 from disauto.localmesos.server.agent_routes import AgentRoutes
 from disauto.localmesos.server.files_routes import FilesRoutes
+from disauto.localmesos.server.http_auth import ReadonlyAuth
 from disauto.localmesos.server.master_routes import MasterRoutes
 from disauto.localmesos.server.master_routes import master_route
 from disauto.localmesos.server.messages import Request
@@ -49,15 +50,18 @@ class Router:
         credentials: principal → secret for the scheduler API (see
             :class:`~localmesos.server.master_routes.MasterRoutes`).
         agents: the running agents, ``/slave(N)`` the N-th (default: the master's).
+        readonly: who may read the read-only endpoints (Mesos ``--authenticate_http_readonly``;
+            :mod:`localmesos.server.http_auth`); default: everyone.
     """
 
     def __init__(self, master: Master, credentials: Mapping[str, str] | None = None,
                  agents: Callable[[], Sequence[Any]] | None = None,
-                 admin: Admin | None = None) -> None:
-        self.master_routes = MasterRoutes(master, credentials)
-        self.agent_routes = AgentRoutes(master, agents)
+                 admin: Admin | None = None, readonly: ReadonlyAuth | None = None) -> None:
+        readonly = readonly or ReadonlyAuth()
+        self.master_routes = MasterRoutes(master, credentials, readonly.master)
+        self.agent_routes = AgentRoutes(master, agents, readonly.agents)
         self.admin_routes = None if admin is None else AdminRoutes(admin, credentials)
-        self.files_routes = FilesRoutes(master)
+        self.files_routes = FilesRoutes(master, readonly.agents)
 
     def dispatch(self, request: Request) -> Response | Subscription:
         """The answer to ``request`` (see the module docstring for the order)."""

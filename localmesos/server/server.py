@@ -35,6 +35,7 @@ from typing import cast
 from disauto.localmesos.master.master import Master
 from disauto.localmesos.protocol.recordio import Subscription
 from disauto.localmesos.server.admin_routes import Admin
+from disauto.localmesos.server.http_auth import ReadonlyAuth
 from disauto.localmesos.server.messages import text
 from disauto.localmesos.server.routes import Router
 from disauto.localmesos.server.wire import BadRequest
@@ -59,6 +60,7 @@ class HttpServer:
         request_timeout: seconds a client has to send a whole request once it started.
         write_timeout: seconds a single socket write may block.
         max_connections: further connections are answered 503 and closed.
+        readonly: who may read the read-only endpoints (:mod:`localmesos.server.http_auth`).
     """
 
     def __init__(
@@ -74,11 +76,12 @@ class HttpServer:
         max_connections: int = 1024,
         agents: Callable[[], Sequence[Any]] | None = None,
         admin: Admin | None = None,
+        readonly: ReadonlyAuth | None = None,
     ) -> None:
         self.master = master
         self._host = host
         self._port = port
-        self.router = Router(master, credentials, agents, admin)
+        self.router = Router(master, credentials, agents, admin, readonly)
         self.max_body_bytes = max_body_bytes
         self.request_timeout = request_timeout
         self.write_timeout = write_timeout

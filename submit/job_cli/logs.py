@@ -74,7 +74,8 @@ def run(args: argparse.Namespace, out: IO[str]) -> ExitStatus:
     endpoints = job.meta[meta.AGENT_ENDPOINTS]
     if job.state == "interrupted" and source.live and source.agent in endpoints:
         # No framework copies its output now, but the task may still run on its agent.
-        return _logs_from_agent(job, source, endpoints, args.follow, out)
+        return _logs_from_agent(job, source, endpoints, args.follow, out,
+                                _agent_auth(job, args.agent_secret_file))
     path = source.path(job)
     if not path.exists() and not args.follow:
         return _nothing_copied(job, source, args.lines, out)
@@ -230,20 +231,41 @@ def _print_from(path: Path, offset: int, out: IO[str]) -> int:
     return offset + len(data)
 
 
+def _agent_auth(job: Job, secret_file: str | None) -> tuple[str, str] | None:
+    """(the job's agent principal, its secret from ``secret_file``), or None.
+
+    Raises:
+        JobCommandError: the file cannot be read, or there is no principal to send it for.
+    """
+    if secret_file is None:
+        return None
+    principal = job.meta[meta.AGENT_PRINCIPAL] or job.meta[meta.PRINCIPAL]
+    if not principal:
+        raise JobCommandError(f"--agent-secret-file: job {job.job_id} has no agent principal "
+                              "(--agent-principal or --principal was not given)")
+    try:
+        return principal, Path(secret_file).read_text().strip()
+    except OSError as err:
+        raise JobCommandError(f"--agent-secret-file: cannot read {secret_file}: "
+                              f"{err.strerror or err}") from None
+
+
 def _logs_from_agent(job: Job, source: Source, endpoints: dict[str, str], follow: bool,
-                     out: IO[str]) -> ExitStatus:
+                     out: IO[str], auth: tuple[str, str] | None = None) -> ExitStatus:
     """A live task's stream read through its agent's ``/files`` API (a real Mesos agent's or
-    the embedded one's), followed while the job stays interrupted. A warm slot's task's
-    sandbox is a folder of its slot's executor's (``source.slot``)."""
+    the embedded one's) with the job's agent credentials, followed while the job stays
+    interrupted. A warm slot's task's sandbox is a folder of its slot's executor's
+    (``source.slot``)."""
     from disauto.framework.sandbox_logs import SandboxLogs
 
-    logs = SandboxLogs(endpoints=endpoints)
+    logs = SandboxLogs(endpoints=endpoints, auth=auth)
     framework_id = job.meta[meta.FRAMEWORK_ID]
     task, agent = source.task, source.agent
     try:
         root, directory = logs.task_sandbox(agent, framework_id, task, source.slot)
     except (OSError, ValueError, KeyError) as err:
-        raise JobCommandError(f"cannot reach agent {agent} of task {task}: {err}",
+        hint = "; give --agent-secret-file" if "401" in str(err) and auth is None else ""
+        raise JobCommandError(f"cannot reach agent {agent} of task {task}: {err}{hint}",
                               ExitStatus.ERROR) from None
     if not directory:
         raise JobCommandError(f"agent {agent} no longer has the sandbox of task {task}",
@@ -283,4 +305,7 @@ COMMAND = Command(
             help=f"only the last N lines (default: all of a named log, {OVERVIEW_LINES} of "
                  "each without TRIAL)"),
         arg("-f", "--follow", action="store_true", help="follow while the job runs"),
+        arg("--agent-secret-file", metavar="FILE",
+            help="the secret of the job's agent principal, to read a live task of an "
+                 "interrupted job from an agent that authenticates reads"),
     ))

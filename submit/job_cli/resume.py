@@ -35,7 +35,7 @@ def run(args: argparse.Namespace, out: IO[str]) -> ExitStatus:
             raise JobCommandError(f"job {job.job_id} has ended ({job.outcome}); nothing to "
                                   "resume")
         return resume(job, detach_it=args.detach, secret_file=args.secret_file, out=out,
-                      err=sys.stderr, lock=lock)
+                      err=sys.stderr, lock=lock, agent_secret_file=args.agent_secret_file)
     finally:
         lock.close()
 
@@ -47,4 +47,7 @@ COMMAND = Command(
         arg("--detach", action="store_true", help="in the background"),
         arg("--secret-file", metavar="FILE",
             help="the principal's secret, for a master that authenticates"),
+        arg("--agent-secret-file", metavar="FILE",
+            help="the agents' principal's secret, when the job reads its agents as another "
+                 "principal (--agent-principal)"),
     ))

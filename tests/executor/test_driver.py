@@ -111,3 +111,39 @@ def test_without_checkpointing_losing_the_agent_shuts_down(
     driver._started = True
     driver.on_close()
     assert recorder.calls == ["disconnected", "shutdown"] and driver.aborted
+
+
+def test_the_executors_token_goes_with_every_call_and_leaves_the_environment(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    driver, _ = _driver(monkeypatch, "1", MESOS_EXECUTOR_AUTHENTICATION_TOKEN="a.b.c")
+    import os
+
+    assert "MESOS_EXECUTOR_AUTHENTICATION_TOKEN" not in os.environ  # trials never see it
+    head, _, body = driver.gen_request().decode().partition("\r\n\r\n")
+    lines = head.split("\r\n")
+    assert lines[0] == "POST /api/v1/executor HTTP/1.1"
+    assert "Authorization: Bearer a.b.c" in lines[1:] and json.loads(body)["type"] == "SUBSCRIBE"
+    sent: list[dict[str, str]] = []
+
+    class Connection:
+        def request(self, method: str, path: str, body: Any, headers: dict[str, str]) -> None:
+            sent.append(dict(headers))
+
+        def getresponse(self) -> Any:
+            class Response:
+                status = 202
+
+                def read(self) -> bytes:
+                    return b""
+            return Response()
+
+    monkeypatch.setattr(driver, "_get_conn", lambda: Connection())
+    driver._send({"type": "MESSAGE"})  # noqa: SLF001 - pymesos' own call path
+    driver._send({"type": "MESSAGE"})  # noqa: SLF001
+    assert [h["Authorization"] for h in sent] == ["Bearer a.b.c"] * 2
+
+
+def test_without_a_token_nothing_is_added(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("MESOS_EXECUTOR_AUTHENTICATION_TOKEN", raising=False)
+    driver, _ = _driver(monkeypatch, "1")
+    assert b"Authorization" not in driver.gen_request()

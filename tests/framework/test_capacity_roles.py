@@ -80,3 +80,33 @@ def test_a_master_without_reservation_fields_counts_every_resource_as_unreserved
 def test_an_answer_without_agents_is_refused(answer: Any) -> None:
     with pytest.raises(ValueError, match="no 'slaves' list"):
         capacities(answer)
+
+
+def hidden_ml(reserved: dict[str, dict[str, Any]] | None = None) -> dict[str, Any]:
+    """An agent whose cpus and mem are all reserved for ``ml``, as /master/slaves shows it to a
+    reader whose view_roles ACL hides ``ml``: the total whole, the reservation left out."""
+    shown = agent("ml1", {"cpus": 0.0, "mem": 0.0, "gpus": 0.0, "disk": 100.0},
+                  {"ml": {"cpus": 8.0, "mem": 8192.0, "gpus": 0.0, "disk": 0.0}})
+    shown["reserved_resources"] = reserved or {}
+    return {"slaves": [shown]}
+
+
+def test_reservations_the_master_hides_are_not_judged_for_a_job_with_its_own_role() -> None:
+    trial = {"--app-runner": TaskResources(cpus=2, mem_mb=1024)}
+    agents = capacities(hidden_ml())
+    assert agents[0].hidden == {"cpus": 8.0, "mem": 8192.0}
+    assert unfit(trial, agents, ["ml"]) == ""  # it may well be ml's: Mesos will offer it
+    assert unfit(trial, agents, ["dev"]) == ""
+    line = unfit(trial, agents, ["*"])  # a '*' job can never use a reservation
+    assert "does not show this job's principal" in line and "view_roles" in line
+    # Larger than even the hidden part: judged as before.
+    huge = {"--app-runner": TaskResources(cpus=64, mem_mb=1024)}
+    assert "no agent of the cluster can ever run" in unfit(huge, agents, ["ml"])
+
+
+def test_nothing_is_hidden_when_every_reservation_is_shown() -> None:
+    shown = hidden_ml({"ml": {"cpus": 8.0, "mem": 8192.0, "gpus": 0.0, "disk": 0.0}})
+    (only,) = capacities(shown)
+    assert only.hidden == {}
+    trial = {"--app-runner": TaskResources(cpus=2, mem_mb=1024)}
+    assert "add --role ml" in unfit(trial, [only], ["*"])

@@ -10,6 +10,7 @@ the requests it gets so the tests can check that only the tail is read. The embe
 
 from __future__ import annotations
 
+import base64
 from collections.abc import Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler
@@ -43,6 +44,8 @@ class FakeAgent(ThreadingHTTPServer):
         self.root = root
         self.state: dict[str, Any] = {"frameworks": [], "completed_frameworks": []}
         self.requests: list[str] = []
+        #: ``Authorization`` a read must carry (an agent with --authenticate_http_readonly).
+        self.authorization: str | None = None
 
     @property
     def port(self) -> int:
@@ -69,6 +72,13 @@ class _AgentHandler(BaseHTTPRequestHandler):
 
     def do_GET(self) -> None:  # noqa: N802 - stdlib name
         self.server.requests.append(self.path)
+        wanted = self.server.authorization
+        if wanted is not None and self.headers.get("Authorization") != wanted:
+            self.send_response(401)
+            self.send_header("WWW-Authenticate", 'Basic realm="mesos-agent-readonly"')
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return None
         url = urlsplit(self.path)
         query = {k: v[0] for k, v in parse_qs(url.query).items()}
         if url.path == "/slave(1)/state":
@@ -253,3 +263,18 @@ def test_a_slot_task_with_its_own_stderr_is_answered_with_it_alone(agent: FakeAg
     logs.remember([offer_from("S1", agent.port)])
     status = failed("trial-0002", executor_id="job-slot-1")
     assert logs.tail(status, FRAMEWORK, slot="job-slot-1") == "ValueError: bad x"
+
+
+def test_an_agent_that_authenticates_reads_is_read_with_the_jobs_credentials(
+        agent: FakeAgent) -> None:
+    agent.sandbox("trial-0004", "boom\n")
+    agent.authorization = "Basic " + base64.b64encode(b"reader:r-secret").decode()
+    anonymous = SandboxLogs()
+    anonymous.remember([offer_from("S1", agent.port)])
+    assert anonymous.tail(failed("trial-0004"), FRAMEWORK) == ""  # 401: best effort
+    logs = SandboxLogs(auth=("reader", "r-secret"))
+    logs.remember([offer_from("S1", agent.port)])
+    assert logs.tail(failed("trial-0004"), FRAMEWORK) == "boom"
+    directory = logs.sandbox("S1", FRAMEWORK, "trial-0004")[1]
+    assert logs.read_from(f"http://127.0.0.1:{agent.port}", f"{directory}/stderr", 0) == (
+        "boom\n", 5)

@@ -165,6 +165,8 @@ class RawExecutor(EventWaiting):
         self.path = path
         self.events: list[dict[str, Any]] = []
         self.headers: dict[str, str] = {}
+        #: Sent as ``Authorization`` with every call when set (``Bearer <token>``).
+        self.authorization: str | None = None
         self._cond = threading.Condition()
         self._stream: http.client.HTTPConnection | None = None
         self.ended = threading.Event()
@@ -180,7 +182,9 @@ class RawExecutor(EventWaiting):
         conn = http.client.HTTPConnection(self.host, self.port, timeout=10)
         try:
             data = body if isinstance(body, bytes) else json.dumps(body).encode()
-            sent = {"Content-Type": "application/json"} if headers is None else headers
+            sent = {"Content-Type": "application/json"} if headers is None else dict(headers)
+            if self.authorization is not None:
+                sent["Authorization"] = self.authorization
             conn.request(method, self.path, data, sent)
             resp = conn.getresponse()
             if resp.getheader("Transfer-Encoding") == "chunked":
@@ -191,8 +195,11 @@ class RawExecutor(EventWaiting):
 
     def subscribe(self, **subscribe: Any) -> int:
         conn = http.client.HTTPConnection(self.host, self.port, timeout=10)
+        headers = {"Content-Type": "application/json", "Accept": "application/json"}
+        if self.authorization is not None:
+            headers["Authorization"] = self.authorization
         conn.request("POST", self.path, json.dumps(self.body("SUBSCRIBE", subscribe=subscribe)),
-                     {"Content-Type": "application/json", "Accept": "application/json"})
+                     headers)
         resp = conn.getresponse()
         self.headers = {k.lower(): v for k, v in resp.getheaders()}
         if resp.status != 200:

@@ -63,6 +63,10 @@ def _run_main(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str]
         (["--max-agent-ping-timeouts", "0"], "--max-agent-ping-timeouts"),
         (["--agent-reregister-timeout", "soon"], "--agent-reregister-timeout"),
         (["--bogus"], "--bogus"),
+        (["--authenticate-http-readonly"], "--authenticate-http-readonly"),
+        (["--jwt-secret-key", "/nonexistent"], "--jwt-secret-key"),
+        (["--acls", "/nonexistent"], "--acls"),
+        (["--http-credentials", "/nonexistent"], "--http-credentials"),
         (["--port"], "--port"),
     ],
 )
@@ -90,7 +94,8 @@ def test_help(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatc
               and line.endswith(":")]
     assert groups == ["options:", "cluster:", "agents:", "reservations and per-agent settings:",
                       "isolation:", "sandbox logs:", "agent health and recovery (Mesos' flags):",
-                      "output:", "admin (not Mesos calls; docs/local-mode.md):"]
+                      "authentication and authorization (Mesos' flags):", "output:",
+                      "admin (not Mesos calls; docs/local-mode.md):"]
     said = " ".join(out.split())
     assert "--port N the master's port; 0 picks a free one (default 5050)" in said
     assert "isolation: --isolation ISOLATORS" in said

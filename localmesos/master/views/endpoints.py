@@ -9,6 +9,7 @@ takes the master's lock and returns a plain JSON value; the HTTP layer adds JSON
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 from typing import Any
@@ -216,9 +217,11 @@ def weights(master: Master) -> list[dict[str, Any]]:
         return [{"weight": float(w), "role": r} for r, w in sorted(master.weights.items())]
 
 
-def slaves(master: Master, slave_id: str | None) -> dict[str, Any]:
-    """``/master/slaves[?slave_id=]``: registered agents; none is ever recovered here."""
-    full = state.master_state(master)
+def slaves(master: Master, slave_id: str | None,
+           may_view: Callable[[str], bool] | None = None) -> dict[str, Any]:
+    """``/master/slaves[?slave_id=]``: registered agents (their reservations as ``may_view``
+    lets the reader see them, :func:`state.hide_roles`); none is ever recovered here."""
+    full = state.master_state(master, may_view)
     agents = [s for s in full["slaves"] if slave_id is None or s["id"] == slave_id]
     return {"slaves": agents, "recovered_slaves": []}
 

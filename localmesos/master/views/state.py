@@ -14,6 +14,7 @@ metrics: :mod:`~localmesos.master.views.metrics`; the other read-only endpoints:
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from collections.abc import Iterable
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
@@ -240,8 +241,37 @@ def agent_usage(master: Master) -> tuple[dict[str, RoleResources], dict[str, Rol
     return used, offered
 
 
-def master_state(master: Master) -> dict[str, Any]:
-    """The body of ``/master/state``."""
+def _viewable(resource: Mapping[str, Any], may_view: Callable[[str], bool]) -> bool:
+    """``approved<VIEW_ROLE>(resource)`` (src/common/http.hpp): its role, every reservation's
+    and its allocation role must be viewable."""
+    roles = [str(r.get("role")) for r in resource.get("reservations") or []]
+    if resource.get("role", "*") != "*":
+        roles.append(str(resource["role"]))
+    if "allocation_info" in resource:
+        roles.append(str(resource["allocation_info"].get("role", "")))
+    return all(may_view(role) for role in roles)
+
+
+def hide_roles(agent: dict[str, Any], may_view: Callable[[str], bool]) -> dict[str, Any]:
+    """An agent of ``/master/state`` as a reader who may view only some roles sees it
+    (``SlaveWriter``, ``SlavesWriter::writeSlave``): the reservations of the other roles are
+    left out of ``reserved_resources(_full)``, and their resources out of the ``*_full`` lists;
+    ``resources`` and ``used_resources`` stay whole, as in Mesos."""
+    out = dict(agent)
+    out["reserved_resources"] = {role: value for role, value in agent[
+        "reserved_resources"].items() if may_view(role)}
+    out["reserved_resources_full"] = {
+        role: [r for r in value if _viewable(r, may_view)]
+        for role, value in agent["reserved_resources_full"].items() if may_view(role)}
+    for key in ("unreserved_resources_full", "used_resources_full", "offered_resources_full"):
+        out[key] = [r for r in agent[key] if _viewable(r, may_view)]
+    return out
+
+
+def master_state(master: Master,
+                 may_view: Callable[[str], bool] | None = None) -> dict[str, Any]:
+    """The body of ``/master/state``; with ``may_view``, its agents as :func:`hide_roles`
+    shows them to a reader who may view only the roles it allows."""
     with master.lock:
         used, offered = agent_usage(master)
         leader_info = master.master_info()
@@ -260,8 +290,9 @@ def master_state(master: Master) -> dict[str, Any]:
             "leader_info": leader_info,
             "flags": master_flags(master),
             "slaves": [
-                agent_json(master, record, used[agent_id], offered[agent_id])
-                for agent_id, record in master.agents.items()
+                agent if may_view is None else hide_roles(agent, may_view)
+                for agent in (agent_json(master, record, used[agent_id], offered[agent_id])
+                              for agent_id, record in master.agents.items())
             ],
             "recovered_slaves": [],
             "frameworks": [framework_json(fw) for fw in master.frameworks.values()],
