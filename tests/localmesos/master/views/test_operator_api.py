@@ -212,8 +212,8 @@ def test_shape_checker_catches_what_master_proto_does_not_allow() -> None:
             "localmesos does not support the operator call GET_FLAGS; supported: "
             "DEACTIVATE_AGENT, DRAIN_AGENT, GET_AGENTS, GET_EXECUTORS, GET_FRAMEWORKS, "
             "GET_HEALTH, GET_MAINTENANCE_SCHEDULE, GET_MAINTENANCE_STATUS, GET_QUOTA, "
-            "GET_STATE, GET_TASKS, GET_VERSION, REACTIVATE_AGENT, START_MAINTENANCE, "
-            "STOP_MAINTENANCE, UPDATE_MAINTENANCE_SCHEDULE, UPDATE_QUOTA",
+            "GET_STATE, GET_TASKS, GET_VERSION, REACTIVATE_AGENT, REMOVE_QUOTA, SET_QUOTA, "
+            "START_MAINTENANCE, STOP_MAINTENANCE, UPDATE_MAINTENANCE_SCHEDULE, UPDATE_QUOTA",
         ),
         ({"type": 9}, JSON, 200, '{"type":"GET_STATE"'),
     ],
