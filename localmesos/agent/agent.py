@@ -51,6 +51,7 @@ import uuid
 from disauto.common.logrotate import DEFAULT_SANDBOX_LOGGING
 from disauto.common.logrotate import SandboxLogging
 from disauto.localmesos.agent import sandbox as sandbox_mod
+from disauto.localmesos.agent.agent_task import AgentTask
 from disauto.localmesos.agent.checkpoint import MetaDir
 from disauto.localmesos.agent.config import AgentConfig
 from disauto.localmesos.agent.config import AgentRuntime
@@ -60,7 +61,6 @@ from disauto.localmesos.agent.executor_run import ExecutorRun
 from disauto.localmesos.agent.executors import ExecutorHost
 from disauto.localmesos.agent.isolation import AgentIsolation
 from disauto.localmesos.agent.killing import TaskKilling
-from disauto.localmesos.agent.launch import AgentTask
 from disauto.localmesos.agent.launch import TaskLauncher
 from disauto.localmesos.agent.master_link import DISCONNECTED
 from disauto.localmesos.agent.master_link import RECOVERING

@@ -21,8 +21,8 @@ from collections.abc import Mapping
 import logging
 from typing import Any
 
+from disauto.localmesos.agent.agent_task import AgentTask
 from disauto.localmesos.agent.executor_run import partition_aware
-from disauto.localmesos.agent.launch import AgentTask
 from disauto.localmesos.protocol.messages import duration_seconds
 
 

@@ -16,13 +16,13 @@ from typing import Any
 
 from disauto.localmesos.agent import executor_api
 from disauto.localmesos.agent import executor_auth
+from disauto.localmesos.agent.agent_task import AgentTask
 from disauto.localmesos.agent.executor_run import REGISTERING
 from disauto.localmesos.agent.executor_run import RUNNING
 from disauto.localmesos.agent.executor_run import TERMINATED
 from disauto.localmesos.agent.executor_run import TERMINATING
 from disauto.localmesos.agent.executor_run import ExecutorRun
 from disauto.localmesos.agent.executor_run import partition_aware
-from disauto.localmesos.agent.launch import AgentTask
 from disauto.localmesos.agent.recovery import checkpoints
 from disauto.localmesos.agent.status_updates import TERMINAL_STATES
 from disauto.localmesos.protocol.recordio import Subscription

@@ -27,7 +27,7 @@ from disauto.localmesos.agent.fetcher import FetchCancelled
 from disauto.localmesos.agent.fetcher import FetchError
 from disauto.localmesos.agent.fetcher import fetch_uris
 from disauto.localmesos.agent.launch import sweep_sandbox
-from disauto.localmesos.agent.launch import task_user
+from disauto.localmesos.agent.task_sandbox import task_user
 from disauto.localmesos.containerizer import command as command_mod
 from disauto.localmesos.containerizer.cgroups import IsolationError
 from disauto.localmesos.containerizer.command import CommandProcess

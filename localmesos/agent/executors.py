@@ -62,6 +62,7 @@ from disauto.common.resources import ResourceError
 from disauto.common.resources import Resources
 from disauto.localmesos.agent import executor_api
 from disauto.localmesos.agent import sandbox as sandbox_mod
+from disauto.localmesos.agent.agent_task import AgentTask
 from disauto.localmesos.agent.executor_calls import ExecutorCalls
 from disauto.localmesos.agent.executor_process import ExecutorProcesses
 from disauto.localmesos.agent.executor_run import REGISTERING
@@ -70,10 +71,9 @@ from disauto.localmesos.agent.executor_run import TERMINATED
 from disauto.localmesos.agent.executor_run import TERMINATING
 from disauto.localmesos.agent.executor_run import ExecutorRun
 from disauto.localmesos.agent.executor_run import partition_aware
-from disauto.localmesos.agent.launch import AgentTask
 from disauto.localmesos.agent.launch import sweep_sandbox
-from disauto.localmesos.agent.launch import task_user
 from disauto.localmesos.agent.sandbox import SandboxCreationError
+from disauto.localmesos.agent.task_sandbox import task_user
 from disauto.localmesos.protocol.messages import duration_seconds
 
 

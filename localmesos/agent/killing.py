@@ -23,7 +23,7 @@ import logging
 import time
 from typing import Any
 
-from disauto.localmesos.agent.launch import AgentTask
+from disauto.localmesos.agent.agent_task import AgentTask
 from disauto.localmesos.protocol.messages import duration_seconds
 
 

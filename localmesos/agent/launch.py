@@ -10,13 +10,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from collections.abc import Mapping
 import contextlib
-from dataclasses import dataclass
-from dataclasses import field
 import logging
 import os
 from pathlib import Path
 import signal
-import threading
 from typing import Any
 
 from disauto.common.logrotate import SandboxLogging
@@ -24,14 +21,14 @@ from disauto.common.processes import with_environment
 from disauto.common.resources import ResourceError
 from disauto.common.resources import Resources
 from disauto.localmesos.agent import health
-from disauto.localmesos.agent import sandbox as sandbox_mod
-from disauto.localmesos.agent.executor_run import partition_aware
+from disauto.localmesos.agent.agent_task import AgentTask
 from disauto.localmesos.agent.fetcher import FetchCancelled
 from disauto.localmesos.agent.fetcher import FetchError
 from disauto.localmesos.agent.fetcher import fetch_uris
 from disauto.localmesos.agent.health import HealthChecker
 from disauto.localmesos.agent.health import health_probe
-from disauto.localmesos.agent.sandbox import SandboxCreationError
+from disauto.localmesos.agent.task_sandbox import TaskSandboxes
+from disauto.localmesos.agent.task_sandbox import _Abandon
 from disauto.localmesos.containerizer import command as command_mod
 from disauto.localmesos.containerizer import docker as docker_mod
 from disauto.localmesos.containerizer.cgroups import IsolationError
@@ -51,42 +48,7 @@ from disauto.localmesos.protocol.messages import duration_seconds
 logger = logging.getLogger("disauto.localmesos.agent")
 
 
-@dataclass
-class AgentTask:
-    framework_id: str
-    task_id: str
-    executor_id: str
-    container_id: str
-    info: dict[str, Any]
-    framework_info: dict[str, Any]
-    sandbox: Path | None = None
-    state: str = "TASK_STAGING"
-    process: CommandProcess | ContainerProcess | None = None
-    kill_requested: bool = False
-    kill_grace: float = 3.0
-    cancel: threading.Event = field(default_factory=threading.Event)
-    gpus: tuple[int, ...] = ()
-    terminal: bool = False
-    timed_out: bool = False
-    done: threading.Event = field(default_factory=threading.Event)
-    killed_by_health_check: bool = False
-    #: TASK_KILLING was considered (it is sent once, when the kill of its process starts).
-    killing_announced: bool = False
-    #: When (``time.monotonic``) its process got SIGTERM, and when SIGKILL is due: a later
-    #: kill with a shorter grace brings the SIGKILL forward (Mesos' command executor).
-    kill_started: float | None = None
-    kill_deadline: float | None = None
-
-    @property
-    def key(self) -> tuple[str, str]:
-        return (self.framework_id, self.task_id)
-
-
-class _Abandon(Exception):
-    """A launch step failed and has reported the task's terminal state itself."""
-
-
-class TaskLauncher:
+class TaskLauncher(TaskSandboxes):
     """Runs one task's steps (part of :class:`localmesos.agent.agent.Agent`)."""
 
     _sandbox_logging: SandboxLogging | None
@@ -96,8 +58,6 @@ class TaskLauncher:
     (:mod:`localmesos.containerizer.cpu_quota`)."""
     _executor_reregistration_timeout: float
     """``--executor_reregistration_timeout`` (``MESOS_SUBSCRIPTION_BACKOFF_MAX``)."""
-    _switch_user: bool
-    """Run tasks as their users (Mesos ``--switch_user``), or as the agent's own."""
 
     def _run_task_steps(self, task: AgentTask) -> None:
         try:
@@ -132,32 +92,6 @@ class TaskLauncher:
         self._fail(task, message, reason)
         raise _Abandon
 
-    def _prepare_sandbox(self, task: AgentTask, command: Any = None) -> Path:
-        """The task's sandbox, made for the user it runs as (Mesos ``Framework::addExecutor``):
-        one that cannot be made for it drops the task, as Mesos does."""
-        if task.sandbox is not None:
-            return task.sandbox
-        user = task_user(task.framework_info, command, switch=self._switch_user)
-        try:
-            sandbox_mod.check_id(task.framework_id, what="framework id")
-            sandbox_mod.check_id(task.task_id, what="task id")
-            sandbox = sandbox_mod.create_sandbox(
-                self.work_dir, self.id, task.framework_id, task.executor_id, task.container_id,
-                user=user,
-            )
-            for name in ("stdout", "stderr"):
-                (sandbox / name).touch()
-        except SandboxCreationError as exc:
-            self._drop(task, str(exc))
-            raise _Abandon from None
-        except (ValueError, OSError) as exc:
-            self._abandon(task, f"Failed to create the sandbox: {exc}",
-                          "REASON_CONTAINER_LAUNCH_FAILED")
-        with self._lock:
-            task.sandbox = sandbox
-            self._sandboxes[task.key] = (task.executor_id, sandbox)
-        return sandbox
-
     def _task_resources(self, task: AgentTask, executor_info: Any) -> Resources:
         try:
             resources = Resources.from_json(
@@ -187,25 +121,6 @@ class TaskLauncher:
 
     def _ids(self, task: AgentTask) -> TaskIds:
         return TaskIds(task.framework_id, task.executor_id, task.task_id, self.id)
-
-    def _drop(self, task: AgentTask, message: str) -> None:
-        """The task cannot get an executor (its sandbox cannot be made for its user): TASK_DROPPED,
-        TASK_LOST for a framework that is not PARTITION_AWARE, from the agent with
-        REASON_EXECUTOR_TERMINATED (Mesos ``Slave::__run``'s ``sendTaskDroppedUpdate``)."""
-        state = "TASK_DROPPED" if partition_aware(task.framework_info) else "TASK_LOST"
-        logger.warning("Agent %s drops task %s: %s", self.id, task.task_id, message)
-        self._emit(task, state, source="SOURCE_AGENT", message=message,
-                   reason="REASON_EXECUTOR_TERMINATED")
-
-    def _run_as(self, task: AgentTask, command: Mapping[str, Any]) -> RunAs | None:
-        """Whom a task's process switches to (``None``: it runs as the agent's own user; see
-        :func:`task_user` and :func:`localmesos.containerizer.command.resolve_user`).
-
-        Raises:
-            LaunchError: the user does not exist (any more).
-        """
-        return command_mod.resolve_user(
-            task_user(task.framework_info, command, switch=self._switch_user))
 
     def _run_command(self, task: AgentTask, command: Mapping[str, Any], executor_info: Any,
                      sandbox: Path, resources: Resources) -> None:
@@ -495,19 +410,6 @@ class TaskLauncher:
             "REASON_CONTAINER_LAUNCH_FAILED",
         )
         return False
-
-
-def task_user(framework_info: Mapping[str, Any], command: Any, *, switch: bool) -> str | None:
-    """The user a task (or a custom executor) runs as, as a Mesos agent picks it
-    (``Framework::addExecutor``, ``src/slave/slave.cpp``): with ``--switch_user`` (``switch``)
-    the ``user`` of its CommandInfo when it has one, else ``FrameworkInfo.user``; without it
-    ``None``, the agent's own user."""
-    if not switch:
-        return None
-    user = command.get("user") if isinstance(command, Mapping) else None
-    if isinstance(user, str):
-        return user
-    return str(framework_info.get("user", ""))
 
 
 def sweep_sandbox(sandbox: Path) -> list[int]:

@@ -35,12 +35,12 @@ import time
 from typing import Any
 
 from disauto.localmesos.agent import sandbox as sandbox_mod
+from disauto.localmesos.agent.agent_task import AgentTask
 from disauto.localmesos.agent.checkpoint import RunState
 from disauto.localmesos.agent.executor_run import REGISTERING
 from disauto.localmesos.agent.executor_run import ExecutorRun
 from disauto.localmesos.agent.executor_run import mesos_duration
 from disauto.localmesos.agent.executor_run import partition_aware
-from disauto.localmesos.agent.launch import AgentTask
 from disauto.localmesos.agent.launch import sweep_sandbox
 from disauto.localmesos.agent.master_link import DISCONNECTED
 from disauto.localmesos.containerizer.launcher import Container

@@ -14,7 +14,7 @@ import time
 from typing import Any
 import uuid
 
-from disauto.localmesos.agent.launch import AgentTask
+from disauto.localmesos.agent.agent_task import AgentTask
 from disauto.localmesos.agent.status_updates import TERMINAL_STATES
 
 
