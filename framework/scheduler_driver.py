@@ -6,10 +6,16 @@ timeout: a frozen master, whose connection stays open, is never noticed. This dr
 event, heartbeats included, to :meth:`MesosLink.heard` first (SUBSCRIBED with its interval),
 and :meth:`drop_stream` closes the stream the way pymesos does when the master changes, after
 which pymesos subscribes again (``common/heartbeats.py``).
+
+Its calls (ACCEPT, REVIVE, KILL, ...) time out after :data:`CALL_TIMEOUT`: pymesos means 10 s
+(``MesosSchedulerDriver._timeout``), but its constructor's ``timeout`` (a day by default, also
+how long it retries connecting) shadows it, so a call to a frozen master waited a day, holding
+the driver's lock (and the job's, for a REVIVE made as AppCore submits trials) all along.
 """
 
 from __future__ import annotations
 
+from http.client import HTTPConnection
 from typing import Any
 
 from pymesos import MesosSchedulerDriver
@@ -17,6 +23,10 @@ from pymesos.process import Process
 
 from disauto.common.heartbeats import SameAddress
 from disauto.framework.mesos_link import MesosLink
+
+
+CALL_TIMEOUT = 10.0
+"""Seconds a call to the master may take (connecting, sending, the answer)."""
 
 
 class JobSchedulerDriver(MesosSchedulerDriver):  # type: ignore[misc]  # untyped
@@ -38,6 +48,14 @@ class JobSchedulerDriver(MesosSchedulerDriver):  # type: ignore[misc]  # untyped
             interval = (event.get("subscribed") or {}).get("heartbeat_interval_seconds")
         self._link.heard(float(interval) if isinstance(interval, (int, float)) else None)
         super().on_event(event)
+
+    def _get_conn(self) -> HTTPConnection | None:
+        """The calls' connection (None while not subscribed), made with :data:`CALL_TIMEOUT`."""
+        made = self._conn is None
+        conn: HTTPConnection | None = super()._get_conn()
+        if made and conn is not None:
+            conn.timeout = CALL_TIMEOUT  # read when it connects, on its first request
+        return conn
 
     def drop_stream(self) -> None:
         """Close the event stream; pymesos subscribes again to the same master (its backoff

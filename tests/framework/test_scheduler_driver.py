@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from disauto.framework.mesos_link import MesosLink
+from disauto.framework.scheduler_driver import CALL_TIMEOUT
 from disauto.framework.scheduler_driver import JobSchedulerDriver
 
 
@@ -105,3 +106,12 @@ def test_a_silent_master_s_stream_is_closed_and_the_framework_subscribes_again()
         driver.stop(failover=True)
         driver.join()
         master.close()
+
+
+def test_a_call_to_the_master_times_out_in_seconds_not_in_a_day() -> None:
+    driver = JobSchedulerDriver(Scheduler(MesosLink()), {"user": "u", "name": "n"},
+                                "127.0.0.1:5050", link=MesosLink())
+    assert driver._get_conn() is None  # noqa: SLF001 - not subscribed: calls fail at once
+    driver._master, driver.stream_id = "127.0.0.1:5050", "s-1"  # noqa: SLF001 - subscribed
+    conn = driver._get_conn()  # noqa: SLF001 - the calls' connection (not connected yet)
+    assert conn is not None and conn.timeout == CALL_TIMEOUT == 10.0
