@@ -269,7 +269,7 @@ class JobRunner:
             return
         self._stopped = True
         self._keep(lambda: self.store.set_meta(meta.INTERRUPTED_REASON, reason))
-        self._stop_helpers()
+        self._stop_helpers(last_copy=False)  # a master away may mean agents that hang too
         self._release_driver(teardown=False)  # the framework stays for a resume
         self._shutdown_services()
         self._keep(self._record_offer_counts)
@@ -398,9 +398,10 @@ class JobRunner:
                   **self.scheduler.policy_stats()}
         self.store.set_meta(meta.OFFER_COUNTS, counts)
 
-    def _stop_helpers(self) -> None:
-        """Stop copying task logs and exchanging standings."""
-        self._parts.logs.stop()
+    def _stop_helpers(self, last_copy: bool = True) -> None:
+        """Stop copying task logs (``last_copy``: after copying what is new) and exchanging
+        standings."""
+        self._parts.logs.stop(last_copy)
         if self._parts.peers is not None:
             self._parts.peers.stop()
 
