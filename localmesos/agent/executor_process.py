@@ -15,6 +15,7 @@ import logging
 import os
 from typing import Any
 
+from disauto.common.heartbeats import EXECUTOR_HEARTBEAT_ENV
 from disauto.common.resources import Resources
 from disauto.localmesos.agent import executor_api
 from disauto.localmesos.agent import sandbox as sandbox_mod
@@ -155,6 +156,8 @@ class ExecutorProcesses:
             "MESOS_CHECKPOINT": "1" if checkpoint else "0",
             "MESOS_HTTP_COMMAND_EXECUTOR": "0",
             "LIBPROCESS_PORT": "0",
+            # Embedded only: a Mesos agent's interval is a constant the executor knows.
+            EXECUTOR_HEARTBEAT_ENV: mesos_duration(self._executor_heartbeat_interval),
         })
         if checkpoint:
             env["MESOS_RECOVERY_TIMEOUT"] = "15mins"

@@ -21,11 +21,12 @@ pytestmark = pytest.mark.integration
 
 
 class SilentMaster:
-    """Answers each SUBSCRIBE with SUBSCRIBED (a heartbeat interval of ``interval``) and one
-    HEARTBEAT, then keeps the connection open and silent; ``/version`` is 404."""
+    """Answers each SUBSCRIBE to ``path`` with ``events`` (a SUBSCRIBED, a HEARTBEAT), then
+    keeps the connection open and silent; any other request is 404 (``/version``)."""
 
-    def __init__(self, interval: float) -> None:
-        self.interval = interval
+    def __init__(self, path: bytes, events: list[dict[str, Any]]) -> None:
+        self.path = path
+        self.events = events
         self.subscribes: list[dict[str, Any]] = []
         self._server = socket.create_server(("127.0.0.1", 0))
         self._open: list[socket.socket] = []
@@ -43,7 +44,7 @@ class SilentMaster:
             while b"\r\n\r\n" not in request:
                 request += conn.recv(65536)
             head, body = request.split(b"\r\n\r\n", 1)
-            if not head.startswith(b"POST /api/v1/scheduler"):
+            if not head.startswith(b"POST " + self.path):
                 conn.sendall(b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n")
                 conn.close()
                 continue
@@ -54,9 +55,7 @@ class SilentMaster:
             conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
                          b"Mesos-Stream-Id: s-%d\r\nTransfer-Encoding: chunked\r\n\r\n"
                          % len(self.subscribes))
-            for event in ({"type": "SUBSCRIBED", "subscribed": {
-                    "framework_id": {"value": "F-1"},
-                    "heartbeat_interval_seconds": self.interval}}, {"type": "HEARTBEAT"}):
+            for event in self.events:
                 record = json.dumps(event).encode()
                 record = b"%d\n%s" % (len(record), record)
                 conn.sendall(b"%x\r\n%s\r\n" % (len(record), record))
@@ -87,7 +86,10 @@ class Scheduler:
 
 
 def test_a_silent_master_s_stream_is_closed_and_the_framework_subscribes_again() -> None:
-    master = SilentMaster(interval=0.2)
+    master = SilentMaster(b"/api/v1/scheduler", [
+        {"type": "SUBSCRIBED", "subscribed": {"framework_id": {"value": "F-1"},
+                                              "heartbeat_interval_seconds": 0.2}},
+        {"type": "HEARTBEAT"}])
     link = MesosLink()
     scheduler = Scheduler(link)
     driver = JobSchedulerDriver(scheduler, {"user": "u", "name": "n"}, master.address,
