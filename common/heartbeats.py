@@ -4,10 +4,11 @@ A Mesos master sends its schedulers a HEARTBEAT every ``heartbeat_interval_secon
 SUBSCRIBED event says how often; ``DEFAULT_HEARTBEAT_INTERVAL``, 15 s, in apache/mesos
 ``src/master/constants.hpp``), and an agent its HTTP executors one every
 ``DEFAULT_EXECUTOR_HEARTBEAT_INTERVAL`` (30 min, ``src/slave/constants.hpp``; no flag changes
-it). Mesos' scheduler API (``docs/scheduler-http-api.md``, "Disconnections") says a subscriber
-that misses "a bunch (e.g., 5)" of them should treat the connection as lost and subscribe
-again: a master or agent that is frozen (``kill -STOP``), or cut off without the TCP connection
-being closed, sends nothing and breaks nothing. pymesos 0.3.15 only calls its heartbeat hook.
+it). Mesos' scheduler API (``docs/scheduler-http-api.md``, its HEARTBEAT event) says a
+subscriber that hears nothing for about 5 intervals should treat the connection as lost and
+subscribe again: a master or agent that is frozen (``kill -STOP``), or cut off without the TCP
+connection being closed, sends nothing and breaks nothing. pymesos 0.3.15 only calls its
+heartbeat hook.
 
 The framework (``framework/mesos_link.py``) and a warm slot's executor (``executor/driver.py``)
 each keep a :class:`HeartbeatWatch` and, once it is :meth:`~HeartbeatWatch.overdue`, hand their
