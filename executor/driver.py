@@ -23,6 +23,12 @@ side is ``src/slave/slave.cpp`` ``Slave::subscribe``), and pymesos 0.3.15 does n
   trials (and anything else the executor starts) never see it (``MesosProcess`` reads and
   erases it the same way). pymesos 0.3.15 never reads it: its SUBSCRIBE is a hand-written
   request and its other calls share one headers dict, so neither would carry a token.
+* An agent that sends nothing for 5 heartbeat intervals (a frozen one: ``kill -STOP``, whose
+  connection stays open) counts as lost, as a closed connection does (``common/heartbeats.py``):
+  the executor closes the stream, then subscribes again with checkpointing or shuts down
+  without. The interval is Mesos' ``DEFAULT_EXECUTOR_HEARTBEAT_INTERVAL`` (30 min, a constant
+  of every Mesos agent), or what the embedded agent says in
+  ``DISAUTO_EXECUTOR_HEARTBEAT_INTERVAL``. Mesos' own executor library has no such check.
 """
 
 from __future__ import annotations
@@ -36,11 +42,16 @@ from typing import Any
 import uuid
 
 from pymesos import MesosExecutorDriver
+from pymesos.process import Process
 from pymesos.utils import decode_data
 from pymesos.utils import encode_data
 
 from disauto.common.durations import DurationError
 from disauto.common.durations import parse_duration
+from disauto.common.heartbeats import EXECUTOR_HEARTBEAT_ENV
+from disauto.common.heartbeats import MESOS_EXECUTOR_HEARTBEAT_INTERVAL
+from disauto.common.heartbeats import HeartbeatWatch
+from disauto.common.heartbeats import SameAddress
 
 
 logger = logging.getLogger("disauto.executor")
@@ -84,6 +95,48 @@ class CheckpointingExecutorDriver(MesosExecutorDriver):  # type: ignore[misc]  #
         self._carried: set[uuid.UUID] = set()
         """The updates the last SUBSCRIBE carried."""
         self.resubscriptions = 0
+        self.heartbeats = HeartbeatWatch(
+            _duration(EXECUTOR_HEARTBEAT_ENV, MESOS_EXECUTOR_HEARTBEAT_INTERVAL))
+        """When the agent was last heard from."""
+
+    # -- the agent's heartbeats -------------------------------------------------------------
+
+    def start(self) -> None:
+        super().start()
+        threading.Thread(target=self._watch_heartbeats, name="heartbeats", daemon=True).start()
+
+    def on_event(self, event: dict[str, Any]) -> None:
+        self.heartbeats.heard()  # a HEARTBEAT or any other event
+        super().on_event(event)
+
+    def check_heartbeats(self) -> bool:
+        """Treat an agent silent for 5 heartbeats as lost (at most once every 5); whether it
+        did: :meth:`on_close` does what it does for a connection the agent closed (without
+        checkpointing, or past the recovery timeout, the executor shuts down), then the stream
+        is dropped, and pymesos subscribes again.
+
+        Not the other way round: pymesos' I/O loop, dropping the stream, would call
+        :meth:`on_close` itself, but the stop that a shutdown asks for there is lost (the loop
+        reads its wake-up after closing) and the loop connects again instead of ending.
+        """
+        if not self.heartbeats.overdue():
+            return False
+        self.heartbeats.dropped()
+        logger.warning("nothing heard from the agent for %.0fs (%d heartbeats of %gs): "
+                       "the agent is lost", self.heartbeats.silent_for(),
+                       self.heartbeats.misses, self.heartbeats.interval)
+        self.on_close()
+        master = self.master
+        if master is not None and not self.aborted:
+            # pymesos' I/O loop reconnects when told an address unequal to the one it holds.
+            Process.change_master(self, SameAddress(master))
+        return True
+
+    def _watch_heartbeats(self) -> None:
+        pace = min(1.0, (self.heartbeats.patience or 10.0) / 10)
+        while not self.aborted:
+            self.check_heartbeats()
+            time.sleep(pace)
 
     # -- updates ---------------------------------------------------------------------------
 

@@ -238,9 +238,18 @@ class LogCollector:
         self.folder.mkdir(parents=True, exist_ok=True)
         self._thread.start()
 
-    def stop(self) -> None:
-        """Stop following and copy what every task wrote since the last poll."""
+    def stop(self, last_copy: bool = True) -> None:
+        """Stop following and copy what every task wrote since the last poll.
+
+        Args:
+            last_copy: False: stop at once, without waiting for the poll under way or copying
+                again (a job left interrupted, whose agents may not answer: a frozen one holds
+                each request for its whole timeout). Its tasks run on, and the framework that
+                resumes the job copies on from the recorded offsets.
+        """
         self._stop.set()
+        if not last_copy:
+            return  # the thread (a daemon) ends after the request it waits for
         if self._thread.is_alive():
             self._thread.join(10)
         self.poll()

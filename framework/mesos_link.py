@@ -2,10 +2,16 @@
 
 The pymesos scheduler's callbacks (``framework/scheduler.py``) write it: the driver they are
 called with, the FrameworkID and the master's HTTP address once registered, and when the
-subscription broke. Everyone else reads it through its methods — the runner's parts get them
-before anything is subscribed (``framework_id`` as a getter, ``kill`` as a function), so nothing
-needs the scheduler to exist first. Before the first callback there is no driver to act with:
-kills and calls are dropped, as nothing was launched yet.
+subscription broke; the driver (``framework/scheduler_driver.py``) tells it of every event it
+hears, the heartbeats included. Everyone else reads it through its methods — the runner's parts
+get them before anything is subscribed (``framework_id`` as a getter, ``kill`` as a function),
+so nothing needs the scheduler to exist first. Before the first callback there is no driver to
+act with: kills and calls are dropped, as nothing was launched yet.
+
+The master is away from the last event heard: once the stream broke, or once it has been silent
+for :data:`~common.heartbeats.HEARTBEAT_MISSES` heartbeat intervals (the one SUBSCRIBED
+announced; ``common/heartbeats.py``), a frozen master whose connection stays open. The run loop
+(:meth:`check_heartbeats`) then drops such a stream, and pymesos subscribes again.
 """
 
 from __future__ import annotations
@@ -15,6 +21,8 @@ import logging
 import threading
 import time
 from typing import Any
+
+from disauto.common.heartbeats import HeartbeatWatch
 
 
 logger = logging.getLogger(__name__)
@@ -26,16 +34,19 @@ class MesosLink:
     Args:
         framework_id: the FrameworkID to subscribe with (a resumed job's, for Mesos failover);
             "" for a new framework.
+        watch: when the master was last heard from (by default its own, on the monotonic
+            clock; a test's with its own clock).
     """
 
-    def __init__(self, framework_id: str = "") -> None:
+    def __init__(self, framework_id: str = "", watch: HeartbeatWatch | None = None) -> None:
         self._lock = threading.Lock()
         self._driver: Any = None
         self._framework_id = framework_id
         self._master_address = ""
         self._away_since: float | None = None
-        self.master_away_at = 0.0
-        """When (wall clock) the subscription broke; 0 while subscribed."""
+        self._away_at = 0.0
+        self._heard_at = 0.0
+        self._watch = watch if watch is not None else HeartbeatWatch()
         self.registered = threading.Event()
         """Set once the master registered (or re-registered) the framework."""
 
@@ -48,7 +59,7 @@ class MesosLink:
             self._framework_id = framework_id
             self._master_address = master_address
             self._away_since = None
-            self.master_away_at = 0.0
+            self._away_at = 0.0
 
     def resubscribed(self, driver: Any, master_address: str) -> None:
         """The master registered the framework again (``master_address`` "" when unknown)."""
@@ -56,18 +67,29 @@ class MesosLink:
             self._driver = driver
             self._master_address = master_address or self._master_address
             self._away_since = None
-            self.master_away_at = 0.0
+            self._away_at = 0.0
 
     def called(self, driver: Any) -> None:
         """A callback came with ``driver``."""
         self._driver = driver
 
+    def heard(self, heartbeat_interval: float | None = None) -> None:
+        """The master sent an event (a HEARTBEAT or any other); SUBSCRIBED with the heartbeat
+        interval it announced."""
+        self._watch.expect(heartbeat_interval)
+        self._watch.heard()
+        self._heard_at = time.time()
+
     def went_away(self) -> None:
-        """The subscription broke (pymesos subscribes again)."""
+        """The subscription broke (pymesos subscribes again): the master is away since the
+        last event heard from it."""
         with self._lock:
             if self._away_since is None:
-                self._away_since = time.monotonic()
-                self.master_away_at = time.time()
+                heard = self._watch.last_heard()
+                if heard is None:
+                    self._away_since, self._away_at = self._watch.now(), time.time()
+                else:
+                    self._away_since, self._away_at = heard, self._heard_at
 
     # -- what the others read --------------------------------------------------------------
 
@@ -83,9 +105,39 @@ class MesosLink:
         return self._master_address
 
     def away_for(self) -> float:
-        """Seconds since the subscription broke and none took its place (0 while subscribed)."""
+        """Seconds the master has been away: since the last event heard, once the subscription
+        broke and none took its place, or once it has been silent for too many heartbeats (0
+        while subscribed and heard from)."""
         with self._lock:
-            return 0.0 if self._away_since is None else time.monotonic() - self._away_since
+            if self._away_since is not None:
+                return max(0.0, self._watch.now() - self._away_since)
+        return self._watch.silent_for() if self._watch.lost() else 0.0
+
+    @property
+    def master_away_at(self) -> float:
+        """When (wall clock) the master went away (see :meth:`away_for`); 0 while it is not."""
+        with self._lock:
+            if self._away_since is not None:
+                return self._away_at
+        return self._heard_at if self._watch.lost() else 0.0
+
+    def check_heartbeats(self) -> bool:
+        """Drop the event stream of a master silent for too many heartbeats, so that pymesos
+        subscribes again (at most once every that many heartbeats); whether it did.
+
+        A driver's call to a frozen master holds its lock until the call times out (10 s in
+        pymesos), so the drop is asked for in a thread of its own.
+        """
+        driver = self._driver
+        drop = getattr(driver, "drop_stream", None)
+        if drop is None or not self._watch.overdue():
+            return False
+        self._watch.dropped()
+        logger.warning("nothing heard from the Mesos master for %.0fs (%d heartbeats of %gs): "
+                       "closing the connection and subscribing again",
+                       self._watch.silent_for(), self._watch.misses, self._watch.interval)
+        threading.Thread(target=drop, name="drop-stream", daemon=True).start()
+        return True
 
     # -- acting through it -----------------------------------------------------------------
 

@@ -15,8 +15,6 @@ from pathlib import Path
 import shutil
 import time
 
-from pymesos import MesosSchedulerDriver
-
 from disauto.common.durations import format_duration
 from disauto.framework import meta
 from disauto.framework.capacity import agent_capacities
@@ -29,6 +27,7 @@ from disauto.framework.master_endpoint import MasterUnreachableError
 from disauto.framework.master_endpoint import check_credentials
 from disauto.framework.master_endpoint import check_master
 from disauto.framework.runner_parts import RunnerParts
+from disauto.framework.scheduler_driver import JobSchedulerDriver
 from disauto.framework.store import DiskFullError
 from disauto.framework.webui import report
 from disauto.framework.webui.views import compute_importance_in_worker
@@ -85,7 +84,7 @@ class JobRunner:
         self._listeners = parts.listeners
         self._telemetry = parts.telemetry
         self._recorded_agents: dict[str, str] = {}
-        self._driver: MesosSchedulerDriver | None = None
+        self._driver: JobSchedulerDriver | None = None
         self._stopped = False
 
     # -- starting ------------------------------------------------------------------------------
@@ -99,9 +98,9 @@ class JobRunner:
         check_master(self.master.uri)
         check_credentials(self.master.uri, self.master.principal, self.master.secret)
         self._listeners.start()
-        self._driver = MesosSchedulerDriver(
-            self.scheduler, self._framework_info(), self.master.uri, use_addict=False,
-            implicit_acknowledgements=False, principal=self.master.principal,
+        self._driver = JobSchedulerDriver(
+            self.scheduler, self._framework_info(), self.master.uri, link=self._link,
+            use_addict=False, implicit_acknowledgements=False, principal=self.master.principal,
             secret=self.master.secret)
         self._driver.start()
         if not self._registered(register_timeout):
@@ -243,11 +242,14 @@ class JobRunner:
                 f"{format_duration(self.config.master_timeout)} without it")
 
     def _check_master(self) -> None:
-        """Give up on a master that has been away longer than ``master_timeout``.
+        """Give up on a master that has been away longer than ``master_timeout`` (counted from
+        the last event heard from it); drop the stream of one silent for too many heartbeats,
+        so that the framework subscribes again.
 
         Raises:
             MasterAwayError: it has.
         """
+        self._link.check_heartbeats()
         away = self.scheduler.master_away_for()
         if away >= self.config.master_timeout:
             raise MasterAwayError(
@@ -268,7 +270,7 @@ class JobRunner:
             return
         self._stopped = True
         self._keep(lambda: self.store.set_meta(meta.INTERRUPTED_REASON, reason))
-        self._stop_helpers()
+        self._stop_helpers(last_copy=False)  # a master away may mean agents that hang too
         self._release_driver(teardown=False)  # the framework stays for a resume
         self._shutdown_services()
         self._keep(self._record_offer_counts)
@@ -398,9 +400,10 @@ class JobRunner:
                   **self.scheduler.policy_stats()}
         self.store.set_meta(meta.OFFER_COUNTS, counts)
 
-    def _stop_helpers(self) -> None:
-        """Stop copying task logs and exchanging standings."""
-        self._parts.logs.stop()
+    def _stop_helpers(self, last_copy: bool = True) -> None:
+        """Stop copying task logs (``last_copy``: after copying what is new) and exchanging
+        standings."""
+        self._parts.logs.stop(last_copy)
         if self._parts.peers is not None:
             self._parts.peers.stop()
 

@@ -191,7 +191,12 @@ def _add_cluster_flags(group: Group) -> None:
     group.add_argument("--allocation-interval", default="1s", metavar="DURATION",
                        help="batch allocation interval (default 1s)")
     group.add_argument("--heartbeat-interval", default="15s", metavar="DURATION",
-                       help="scheduler HEARTBEAT interval (default 15s)")
+                       help="scheduler HEARTBEAT interval (default 15s); Mesos has no such "
+                            "flag: its DEFAULT_HEARTBEAT_INTERVAL constant is 15s")
+    group.add_argument("--executor-heartbeat-interval", default="30mins", metavar="DURATION",
+                       help="HEARTBEAT interval to executors (default 30mins); Mesos has no "
+                            "such flag: its DEFAULT_EXECUTOR_HEARTBEAT_INTERVAL constant is "
+                            "30mins")
     group.add_argument("--offer-timeout", metavar="DURATION",
                        help="rescind offers held longer than this (default: never)")
     group.add_argument("--work-dir", metavar="DIR",
@@ -428,9 +433,12 @@ def _agent_resources(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _intervals(args: argparse.Namespace) -> dict[str, Any]:
-    """The master's ``allocation_interval``, ``heartbeat_interval`` and ``offer_timeout``."""
+    """The master's ``allocation_interval``, ``heartbeat_interval`` and ``offer_timeout``, and
+    the agents' ``executor_heartbeat_interval``."""
     allocation = parse_duration(args.allocation_interval, flag="--allocation-interval")
     heartbeat = parse_duration(args.heartbeat_interval, flag="--heartbeat-interval")
+    executor_heartbeat = parse_duration(args.executor_heartbeat_interval,
+                                        flag="--executor-heartbeat-interval")
     offer_timeout = (
         None if args.offer_timeout is None
         else parse_duration(args.offer_timeout, flag="--offer-timeout")
@@ -438,7 +446,7 @@ def _intervals(args: argparse.Namespace) -> dict[str, Any]:
     if offer_timeout is not None and not offer_timeout > 0:
         raise UsageError(f"--offer-timeout: invalid value {args.offer_timeout!r}: must be > 0")
     return {"allocation_interval": allocation, "heartbeat_interval": heartbeat,
-            "offer_timeout": offer_timeout}
+            "executor_heartbeat_interval": executor_heartbeat, "offer_timeout": offer_timeout}
 
 
 def config_from_args(args: argparse.Namespace) -> ClusterConfig:

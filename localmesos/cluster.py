@@ -191,7 +191,7 @@ class ClusterConfig:
             raise ValueError(f"invalid agents {self.agents!r}: must be a whole number >= 0")
         for name in ("allocation_interval", "heartbeat_interval", "agent_ping_timeout",
                      "agent_reregister_timeout", "registry_max_agent_age",
-                     "executor_reregistration_timeout"):
+                     "executor_reregistration_timeout", "executor_heartbeat_interval"):
             value = getattr(self, name)
             if not isinstance(value, int | float) or not value > 0:
                 raise ValueError(f"invalid {name} {value!r}: must be a number of seconds > 0")

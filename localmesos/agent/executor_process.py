@@ -15,6 +15,7 @@ import logging
 import os
 from typing import Any
 
+from disauto.common.heartbeats import EXECUTOR_HEARTBEAT_ENV
 from disauto.common.resources import Resources
 from disauto.localmesos.agent import executor_api
 from disauto.localmesos.agent import executor_auth
@@ -160,6 +161,8 @@ class ExecutorProcesses:
                                                  self._executor_reregistration_timeout),
             "MESOS_HTTP_COMMAND_EXECUTOR": "0",
             "LIBPROCESS_PORT": "0",
+            # Embedded only: a Mesos agent's interval is a constant the executor knows.
+            EXECUTOR_HEARTBEAT_ENV: mesos_duration(self._executor_heartbeat_interval),
         })
         if self._executor_secret is not None:
             env[executor_auth.TOKEN_VARIABLE] = executor_auth.token_for(

@@ -14,7 +14,9 @@ a task whose ``TaskInfo.executor`` is a CUSTOM ``ExecutorInfo`` (apache/mesos
   ``MESOS_SANDBOX``, ``MESOS_SLAVE_ID``, ``MESOS_SLAVE_PID``, ``MESOS_AGENT_ENDPOINT``,
   ``MESOS_CHECKPOINT``, ``MESOS_HTTP_COMMAND_EXECUTOR``,
   ``MESOS_EXECUTOR_SHUTDOWN_GRACE_PERIOD``, and with checkpointing ``MESOS_RECOVERY_TIMEOUT``
-  and ``MESOS_SUBSCRIPTION_BACKOFF_MAX``; no ``MESOS_TASK_ID``). The task waits in the
+  and ``MESOS_SUBSCRIPTION_BACKOFF_MAX``; no ``MESOS_TASK_ID``; an embedded-only extra,
+  ``DISAUTO_EXECUTOR_HEARTBEAT_INTERVAL``, the interval of its HEARTBEATs to executors, which
+  a Mesos agent has as the constant ``DEFAULT_EXECUTOR_HEARTBEAT_INTERVAL``). The task waits in the
   executor's queue (REGISTERING) until the executor subscribes.
 * **Subscribe.** SUBSCRIBED (executor, framework and agent info, container id), then a LAUNCH
   per queued task. Later tasks for the running executor are LAUNCH events, not processes. An

@@ -1,5 +1,6 @@
 """The master's hard days: a ``da-cluster`` killed with ``kill -9`` mid-job, then started again
-on the same port, or not for longer than the job's ``--master-timeout``.
+on the same port, or not for longer than the job's ``--master-timeout``; or frozen
+(``kill -STOP``), its connections open and silent, until the job gives up on it.
 
 Real processes throughout: a da-cluster (master and agent), a detached da-submit, AppCore and
 the trials; the record is checked trial by trial.
@@ -8,7 +9,9 @@ the trials; the record is checked trial by trial.
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
+import signal
 import sqlite3
 import time
 
@@ -93,3 +96,64 @@ def test_a_master_away_too_long_interrupts_the_job_and_resume_finishes_it(
     assert len({t[2] for t in trials}) == budget
     assert _finals(folder / "job.db") == set(range(1, budget + 1))
     assert nothing_left(job)
+
+
+HEARTBEAT = 1.0
+"""The frozen master's heartbeat interval (``da-cluster --heartbeat-interval``)."""
+
+
+def _gone(pid: int, timeout: float) -> bool:
+    """Whether process ``pid`` (not a child of this one) ended within ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if not Path(f"/proc/{pid}").exists():
+            return True
+        time.sleep(0.05)
+    return False
+
+
+@pytest.mark.long  # in make test-long: over 20 s, and make test covers its path otherwise
+def test_a_frozen_master_interrupts_the_job_within_its_timeout_and_resume_finishes_it(
+        shell: Shell, workdir: Path, tmp_path: Path) -> None:  # noqa: F811
+    budget, timeout = 6, 4.0
+    cluster = DaCluster(tmp_path / "frozen",
+                        extra=("--heartbeat-interval", f"{HEARTBEAT:g}s"))
+    address = cluster.start()
+    assert cluster.process is not None
+    try:
+        job = shell.submit(*common_flags(
+            workdir, "--trail-steps", str(budget), "--parallelism", "2", "--master", address,
+            "--master-timeout", f"{timeout:g}s"))
+        shell.wait_until(job, lambda s: s["done"] >= 1 and s["running"])
+        framework = int(shell.meta(job)["pid"])
+        os.kill(cluster.process.pid, signal.SIGSTOP)  # its connections stay open, silent
+        frozen = time.monotonic()
+        # Gone within the timeout plus 5 heartbeats (the last one heard came up to one
+        # interval before the freeze), and the few seconds of ending on a busy machine.
+        assert _gone(framework, timeout + 5 * HEARTBEAT + HEARTBEAT + 10.0), \
+            "da-submit did not notice the frozen master"
+        took = time.monotonic() - frozen
+        print(f"da-submit ended {took:.1f} s after the master froze")  # noqa: T201 - measured
+        folder = shell.home / "jobs" / job
+        out = (folder / "da-submit.out").read_text()
+        errors = [line for line in out.splitlines() if line.startswith("da-submit: error: ")]
+        assert len(errors) == 1 and "has been away for" in errors[0], out
+        assert f"--master-timeout {timeout:g}s" in errors[0] and "Traceback" not in out, out
+        results = json.loads((folder / "results.json").read_text())
+        assert results["exit_status"] == 3 and results["outcome"] == "INTERRUPTED", results
+        assert shell.status(job)["state"] == "interrupted"
+        os.kill(cluster.process.pid, signal.SIGCONT)
+        resumed = shell.job("resume", job, "--detach")
+        assert resumed.returncode == 0, resumed.stderr
+        status = shell.wait_until(job, lambda s: s["state"] == "ended", timeout=240)
+        assert status["outcome"] == "BUDGET_SPENT", status
+        trials = _trials(folder / "job.db")
+        # Every trial ran once: those in flight during the freeze were adopted, not re-run.
+        assert [t[:2] for t in trials] == [(n, "COMPLETED") for n in range(1, budget + 1)]
+        assert [t[3] for t in trials] == [0] * budget, trials
+        assert len({t[2] for t in trials}) == budget
+        assert _finals(folder / "job.db") == set(range(1, budget + 1))
+        assert nothing_left(job)
+    finally:
+        os.kill(cluster.process.pid, signal.SIGCONT)
+        cluster.kill()

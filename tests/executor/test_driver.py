@@ -12,6 +12,7 @@ from pymesos import Executor
 import pytest
 
 from disauto.executor.driver import CheckpointingExecutorDriver
+from tests.framework.test_scheduler_driver import SilentMaster
 
 
 class Recorder(Executor):  # type: ignore[misc]  # pymesos is untyped
@@ -147,3 +148,53 @@ def test_without_a_token_nothing_is_added(monkeypatch: pytest.MonkeyPatch) -> No
     monkeypatch.delenv("MESOS_EXECUTOR_AUTHENTICATION_TOKEN", raising=False)
     driver, _ = _driver(monkeypatch, "1")
     assert b"Authorization" not in driver.gen_request()
+
+
+def test_the_agent_s_heartbeat_interval_is_mesos_constant_unless_the_agent_says(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    assert _driver(monkeypatch, "1")[0].heartbeats.interval == 30 * 60  # a Mesos agent's
+    driver, _ = _driver(monkeypatch, "1", DISAUTO_EXECUTOR_HEARTBEAT_INTERVAL="2secs")
+    assert driver.heartbeats.interval == 2.0 and driver.heartbeats.patience == 10.0
+
+
+def _silent_agent() -> SilentMaster:
+    return SilentMaster(b"/api/v1/executor", [{"type": "SUBSCRIBED", "subscribed": {
+        "executor_info": {"executor_id": {"value": "slot"}},
+        "framework_info": {"id": {"value": "fw"}}, "agent_info": {}}}, {"type": "HEARTBEAT"}])
+
+
+@pytest.mark.integration
+def test_a_silent_agent_is_lost_and_a_checkpointing_executor_subscribes_again(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    agent = _silent_agent()
+    driver, recorder = _driver(monkeypatch, "1", MESOS_AGENT_ENDPOINT=agent.address,
+                               DISAUTO_EXECUTOR_HEARTBEAT_INTERVAL="100ms")
+    driver.start()
+    try:
+        deadline = time.monotonic() + 20
+        while len(agent.subscribes) < 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert len(agent.subscribes) >= 2 and "disconnected" in recorder.calls
+        assert "shutdown" not in recorder.calls and driver.resubscriptions >= 1
+    finally:
+        driver.stop()
+        driver.join()
+        agent.close()
+
+
+@pytest.mark.integration
+def test_a_silent_agent_is_lost_and_an_executor_without_checkpointing_shuts_down(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    agent = _silent_agent()
+    driver, recorder = _driver(monkeypatch, "0", MESOS_AGENT_ENDPOINT=agent.address,
+                               DISAUTO_EXECUTOR_HEARTBEAT_INTERVAL="100ms")
+    driver.start()
+    try:
+        deadline = time.monotonic() + 20
+        while not driver.aborted and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert recorder.calls[:2] == ["disconnected", "shutdown"] and driver.aborted
+    finally:
+        driver.join()  # the I/O loop ends (pymesos' own close may say both once more)
+        agent.close()
+    assert set(recorder.calls) == {"disconnected", "shutdown"} and len(agent.subscribes) == 1

@@ -6,6 +6,8 @@ from collections.abc import Iterator
 from email.message import Message
 import json
 from pathlib import Path
+import threading
+import time
 from typing import Any
 from urllib.error import HTTPError
 from urllib.parse import parse_qs
@@ -317,3 +319,26 @@ def test_a_complete_copy_is_recorded_as_done_and_never_asked_for_again(
     resumed.poll()
     assert http_agent.requests and all("trial-0001" not in r for r in http_agent.requests)
     assert collector.path("trial-0001", "stderr").read_text() == "stderr of 1\n"
+
+
+def test_a_job_left_interrupted_stops_copying_at_once_when_its_agent_hangs(
+        tmp_path: Path) -> None:
+    """A frozen agent holds each request for its whole timeout: stopping without the last copy
+    waits for neither the poll under way nor another one."""
+    collector, sandbox = _collector(tmp_path, interval=0.01)
+    (sandbox / "stdout").write_bytes(b"before the freeze\n")
+    hung, release = threading.Event(), threading.Event()
+    answer = collector._logs.get_json  # noqa: SLF001 - the fake agent's
+
+    def frozen(url: str) -> Any:
+        hung.set()
+        release.wait(30)
+        return answer(url)
+
+    collector._logs.get_json = frozen  # noqa: SLF001 - the agent freezes
+    collector.start()
+    assert hung.wait(10)
+    started = time.monotonic()
+    collector.stop(last_copy=False)
+    assert time.monotonic() - started < 1.0
+    release.set()

@@ -3,12 +3,15 @@ callbacks learn, what the job's other parts do through it (a recording driver, n
 
 from __future__ import annotations
 
+import threading
 import time
 from typing import Any
 
+from disauto.common.heartbeats import HeartbeatWatch
 from disauto.framework.mesos_link import MesosLink
 from disauto.framework.revival import REVIVE_WINDOW
 from disauto.framework.revival import OfferRevival
+from tests.common.test_heartbeats import Clock
 from tests.framework.test_scheduler import RecordingDriver
 
 
@@ -72,3 +75,74 @@ def test_a_task_waiting_just_after_a_spare_decline_revives_unless_the_job_yields
     revival.declined_spare()
     revival.wake()  # the policy declined on purpose: its filter stands
     assert driver.calls == [("revive", None)]
+
+
+def _heard_link(interval: float) -> tuple[MesosLink, Clock]:
+    clock = Clock()
+    link = MesosLink(watch=HeartbeatWatch(clock=clock))
+    link.heard(interval)  # SUBSCRIBED announces the heartbeat interval
+    link.subscribed(Driver(), "F-1", "m:5050")
+    return link, clock
+
+
+def test_a_master_silent_for_five_heartbeats_is_away_since_its_last_event() -> None:
+    link, clock = _heard_link(2.0)
+    clock.now += 6.0
+    link.heard()  # a HEARTBEAT
+    clock.now += 10.0
+    assert link.away_for() == 0.0 and link.master_away_at == 0.0  # five heartbeats: not yet
+    clock.now += 0.5
+    assert link.away_for() == 10.5  # counted from the last event, not from when it was seen
+    assert 0 < link.master_away_at <= time.time()
+    link.heard()  # the master speaks again: a heartbeat resets it
+    assert link.away_for() == 0.0 and link.master_away_at == 0.0
+
+
+def test_a_broken_stream_counts_from_the_last_event_too() -> None:
+    link, clock = _heard_link(15.0)
+    clock.now += 12.0
+    link.went_away()  # kill -9: the connection breaks 12 s after the last heartbeat
+    clock.now += 3.0
+    assert link.away_for() == 15.0
+    link.heard(15.0)  # SUBSCRIBED again
+    link.resubscribed(Driver(), "")
+    assert link.away_for() == 0.0
+
+
+class DroppingDriver(Driver):
+    def __init__(self) -> None:
+        super().__init__()
+        self.drops = threading.Event()
+
+    def drop_stream(self) -> None:
+        self.calls.append(("drop", None))
+        self.drops.set()
+
+
+def test_the_stream_of_a_silent_master_is_dropped_once_per_five_heartbeats() -> None:
+    clock = Clock()
+    link = MesosLink(watch=HeartbeatWatch(clock=clock))
+    driver = DroppingDriver()
+    link.heard(1.0)
+    link.subscribed(driver, "F-1", "m:5050")
+    clock.now += 4.0
+    assert not link.check_heartbeats()
+    clock.now += 1.5
+    assert link.check_heartbeats() and driver.drops.wait(5)
+    link.went_away()  # pymesos closed it: disconnected
+    assert link.away_for() == 5.5
+    clock.now += 4.0
+    assert not link.check_heartbeats()  # the new subscription gets its five heartbeats
+    clock.now += 1.5
+    assert link.check_heartbeats()
+    assert link.away_for() == 11.0  # still from the last event heard
+
+
+def test_without_an_announced_interval_nothing_is_ever_dropped() -> None:
+    clock = Clock()
+    link = MesosLink(watch=HeartbeatWatch(clock=clock))
+    driver = DroppingDriver()
+    link.heard()  # a SUBSCRIBED without heartbeat_interval_seconds
+    link.subscribed(driver, "F-1", "m:5050")
+    clock.now += 1e6
+    assert not link.check_heartbeats() and link.away_for() == 0.0

@@ -51,6 +51,7 @@ def _run_main(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str]
         (["--allocation-interval", "fast"], "--allocation-interval"),
         (["--allocation-interval", "0s"], "--allocation-interval"),
         (["--heartbeat-interval", "-1s"], "--heartbeat-interval"),
+        (["--executor-heartbeat-interval", "0s"], "--executor-heartbeat-interval"),
         (["--credentials", "/does/not/exist"], "--credentials"),
         (["--resources", "cpus(ml:4"], "--resources"),
         (["--resources", "ports:[1-70000]"], "--resources"),
@@ -114,6 +115,17 @@ def test_help(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatc
 )
 def test_parse_duration(text: str, seconds: float) -> None:
     assert parse_duration(text, flag="--x") == pytest.approx(seconds)
+
+
+def test_heartbeat_intervals_default_to_mesos_constants_and_may_be_shorter() -> None:
+    from disauto.localmesos.cli import build_parser
+    from disauto.localmesos.cli import config_from_args
+
+    config = config_from_args(build_parser().parse_args(["--gpus", "0"]))
+    assert (config.heartbeat_interval, config.executor_heartbeat_interval) == (15.0, 1800.0)
+    config = config_from_args(build_parser().parse_args([
+        "--gpus", "0", "--heartbeat-interval", "1s", "--executor-heartbeat-interval", "500ms"]))
+    assert (config.heartbeat_interval, config.executor_heartbeat_interval) == (1.0, 0.5)
 
 
 def test_agent_attributes_extend_each_agents_own_in_order() -> None:

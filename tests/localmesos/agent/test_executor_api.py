@@ -137,6 +137,8 @@ def test_executor_environment_is_mesos_executor_environment() -> None:
         assert env["MESOS_EXECUTOR_SHUTDOWN_GRACE_PERIOD"] == "2.5secs"
         assert "MESOS_TASK_ID" not in env
         assert "MESOS_SUBSCRIPTION_BACKOFF_MAX" not in env  # only with checkpointing
+        # Embedded only (a Mesos agent's is a constant): how often the executor hears from it.
+        assert env["DISAUTO_EXECUTOR_HEARTBEAT_INTERVAL"] == "30mins"
 
 
 def test_kill_goes_to_the_executor_which_keeps_running() -> None:
