@@ -109,9 +109,11 @@ def test_a_trial_past_its_timeout_is_killed(make_cluster: MakeCluster,
 
 
 def test_a_trial_whose_process_is_killed_fails_with_the_signal(make_cluster: MakeCluster,
-                                                               jobs: MakeJobs) -> None:
+                                                               jobs: MakeJobs,
+                                                               tmp_path: Path) -> None:
     run = jobs(make_cluster())
-    job = run.submit(*run.flags(2, 1, sleep=60, again=0), "--max-failed-trials", "2")
+    gate = tmp_path / "gate"
+    job = run.submit(*run.flags(2, 1, sleep=f"@{gate}"), "--max-failed-trials", "2")
     (trial,) = running(job, 1)
     pids = [pid for pid in with_environment("DISAUTO_TRIAL_NUMBER", str(trial["number"]))
             if pid in with_environment("DISAUTO_JOB_ID", job.job_dir().name)
@@ -119,6 +121,7 @@ def test_a_trial_whose_process_is_killed_fails_with_the_signal(make_cluster: Mak
     assert pids, "the trial's process was not found"
     for pid in pids:
         os.kill(pid, signal.SIGKILL)
+    gate.touch()  # the next trial ends at once
     assert job.wait(120) == 0, job.output
     ended = check_ended(job, 0, "BUDGET_SPENT", best=best(job))
     killed = ended.db_trials[trial["number"]]
@@ -189,10 +192,14 @@ def test_a_drained_agents_trials_run_again_elsewhere(make_cluster: MakeCluster,
     cluster = make_cluster(AgentSpec("cpus:1;mem:1024;disk:2048"),
                            AgentSpec("cpus:1;mem:1024;disk:2048"))
     run = jobs(cluster)
-    job = run.submit(*run.flags(2, 1, sleep=60, again=0))
+    gate = tmp_path / "gate"
+    job = run.submit(*run.flags(2, 1, sleep=f"@{gate}", again=0))
     (trial,) = running(job, 1)
     cluster.operator({"type": "DRAIN_AGENT", "drain_agent": {
         "agent_id": {"value": trial["agent_id"]}, "max_grace_period": {"nanoseconds": 0}}})
+    until(lambda: any(t["retries"] for t in trial_rows(job)), 60,
+          f"the drained trial never ran again:\n{job.output}")
+    gate.touch()
     ended = ended_whole(job, 2)
     moved = ended.db_trials[trial["number"]]
     assert moved["retries"] == 1 and moved["evictions"] == 1, moved

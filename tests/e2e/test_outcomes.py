@@ -232,7 +232,8 @@ def test_a_job_in_which_every_trial_failed_exits_6_naming_the_first_failure(
     at = next(i for i, line in enumerate(lines) if "no trial produced a result" in line)
     assert lines[at] == "da-submit: error: no trial produced a result; the first failure, " \
                         "trial-0001:"
-    assert lines[at + 1].startswith("  cannot train (TASK_FAILED "), lines[at + 1]
+    assert lines[at + 1].startswith("  cannot train (TASK_FAILED: Command exited with status 3"), \
+        lines[at + 1]
     assert len(lines[at + 1]) <= 80
 
 
