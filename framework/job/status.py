@@ -458,12 +458,24 @@ def port_was_taken(status: Mapping[str, Any]) -> bool:
         .endswith(f"exited with status {task_env.EXIT_PORT_TAKEN}")
 
 
+NO_IMAGE_PROVIDER = "Unsupported container image type"
+"""What a Mesos agent says of a MESOS container's image it has no store for
+(``src/slave/containerizer/mesos/provisioner/provisioner.cpp`` ``provision``)."""
+IMAGE_PROVIDER_HINT = (
+    "the agent runs no Docker image in a Mesos container: use --containerizer docker, or "
+    "start the agents with --image_providers=docker "
+    "--isolation=filesystem/linux,docker/runtime")
+
+
 def describe_status(status: Mapping[str, Any]) -> str:
     state = str(status.get("state", "?"))
     parts = [state]
     if status.get("reason"):
         parts.append(str(status["reason"]))
     text = " ".join(parts)
-    if status.get("message"):
-        text += f": {status['message']}"
+    message = str(status.get("message") or "")
+    if message:
+        text += f": {message}"
+    if NO_IMAGE_PROVIDER in message:  # what to do first: the job's last line is cut at 3 lines
+        text = f"{IMAGE_PROVIDER_HINT} ({text})"
     return text

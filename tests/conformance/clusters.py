@@ -184,6 +184,9 @@ class RealMesos(Cluster):
             "--allocation_interval=200ms"])
         until(self._master_serves, 60, f"mesos-master did not serve:\n{self.logs()}")
         self._agent_ports = [free_port() for _ in agents]
+        # Each agent keeps its resources across restarts: a Mesos agent whose resources changed
+        # refuses to recover its checkpointed state ("Incompatible agent info detected").
+        self._task_ports = [free_ports(200) for _ in agents]
         self._agents: list[subprocess.Popen[bytes] | None] = [None] * len(agents)
         for index in range(len(agents)):
             self._start_agent(index)
@@ -207,7 +210,7 @@ class RealMesos(Cluster):
     def _start_agent(self, index: int) -> None:
         spec = self.specs[index]
         port = self._agent_ports[index]
-        ports = free_ports(200)
+        ports = self._task_ports[index]
         argv = [
             str(self.prefix / "sbin" / "mesos-agent"), f"--master={self.address}",
             "--ip=127.0.0.1", f"--port={port}", "--hostname=127.0.0.1",

@@ -56,6 +56,21 @@ def mesos_home() -> Path | None:
     return path
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", "xfail_on_embedded(why): a known difference of the embedded cluster from "
+        "Mesos (docs/local-mode.md): the scenario holds what Mesos does, and fails, strictly, "
+        "on the embedded cluster")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        marker = item.get_closest_marker("xfail_on_embedded")
+        spec = getattr(item, "callspec", None)
+        if marker is not None and spec is not None and spec.params.get("kind") == "embedded":
+            item.add_marker(pytest.mark.xfail(reason=marker.args[0], strict=True))
+
+
 def pytest_report_header(config: pytest.Config) -> str:
     home = os.environ.get("MESOS_HOME", "")
     return f"real Mesos: {home}" if home else BUILD_HINT

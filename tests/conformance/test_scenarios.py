@@ -270,3 +270,26 @@ def test_docker_trials_run_through_the_agents_docker_containerizer(
     ended = ended_whole(job, 2)
     for trial in ended.db_trials.values():
         assert updates(ended, trial["task_id"])[-1][0] == "TASK_FINISHED"
+
+
+@pytest.mark.xfail_on_embedded(
+    "the embedded agent runs a MESOS container's Docker image through the Docker engine "
+    "without --image_providers (docs/local-mode.md); a Mesos agent has no store for it: "
+    "src/slave/containerizer/mesos/provisioner/provisioner.cpp ProvisionerProcess::provision")
+def test_a_docker_image_in_the_mesos_containerizer_needs_the_agents_image_provider(
+        docker_engine: object, runner_image: str, make_cluster: MakeCluster,
+        jobs: MakeJobs) -> None:
+    """``--docker-image`` with the default ``--containerizer mesos`` on an agent started
+    without ``--image_providers=docker``: every trial fails at its launch, and the job says in
+    one line what the agent lacks and what to do."""
+    cluster = make_cluster(AgentSpec("cpus:2;mem:2048;disk:4096", docker=True))
+    run = jobs(cluster)
+    job = run.submit(*run.flags(2, 1), "--docker-image", runner_image,
+                     "--max-failed-trials", "1")
+    assert job.wait(120) == 4, job.output
+    ended = check_ended(job, 4, "TOO_MANY_FAILURES", best=None, logs=False)
+    for trial in ended.db_trials.values():
+        assert updates(ended, trial["task_id"])[-1] == (
+            "TASK_FAILED", "REASON_CONTAINER_LAUNCH_FAILED")
+        assert "Unsupported container image type" in trial["message"], trial["message"]
+    assert "--image_providers=docker" in job.words and "--containerizer docker" in job.words

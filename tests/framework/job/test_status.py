@@ -18,6 +18,7 @@ from disauto.framework.job.appcore import AppCoreLife
 from disauto.framework.job.book import TrialBook
 from disauto.framework.job.status import MEMORY_LIMITATION
 from disauto.framework.job.status import TaskStatuses
+from disauto.framework.job.status import describe_status
 from disauto.framework.store import JobStore
 from disauto.protos import framework_pb2
 from tests.inprocess import AGENT
@@ -238,3 +239,17 @@ def test_appcore_whose_agent_cannot_switch_users_ends_the_job_at_once(statuses: 
         f"Mesos cannot run the job's tasks as user 'nobody': agent {AGENT} is not root and "
         "cannot switch users (Operation not permitted); pass --user NAME of the user the "
         "agent runs as, or run the agent as root")]
+
+
+def test_a_docker_image_no_agent_can_provision_says_what_to_do_first() -> None:
+    """A Mesos agent without ``--image_providers=docker`` fails a MESOS container's Docker
+    image at its launch (seen on a real agent: tests/conformance, docs/real-mesos.md)."""
+    said = describe_status({
+        "state": "TASK_FAILED", "reason": "REASON_CONTAINER_LAUNCH_FAILED",
+        "message": "Failed to launch container: Unsupported container image type: 2"})
+    assert said.startswith("the agent runs no Docker image in a Mesos container: use "
+                           "--containerizer docker")
+    assert said.endswith("(TASK_FAILED REASON_CONTAINER_LAUNCH_FAILED: Failed to launch "
+                         "container: Unsupported container image type: 2)")
+    assert describe_status({"state": "TASK_FAILED", "message": "Command exited with status 1"}) \
+        == "TASK_FAILED: Command exited with status 1"
