@@ -48,8 +48,14 @@ def on_the_wire(tap: Tap, protos: Protos | None) -> dict[str, int]:
     """Every scheduler and operator message DisAuto and the master exchanged through ``tap``,
     checked (the project's shape checkers; Mesos' protos with a real Mesos): their counts."""
     tap.stop()
-    counts, problems = check_exchanges(protos, exchanges(tap.folder))
+    found = exchanges(tap.folder)
+    counts, problems = check_exchanges(protos, found)
+    reads = sorted({e.request.start.split(" ")[1].split("?")[0] for e in found
+                    if e.request.start.startswith("GET ")})
     assert not problems, "\n".join(problems[:20])
+    print(f"\n[on the wire: {sum(counts.values())} messages checked: "  # shown with -s
+          + ", ".join(f"{n} {kind}" for kind, n in sorted(counts.items()))
+          + f"; endpoints read: {', '.join(reads)}]")
     return counts
 
 
