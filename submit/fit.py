@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+import math
 import os
 from pathlib import Path
 import shutil
@@ -125,8 +126,22 @@ class Column:
     first: int = 0
 
 
+@dataclass(frozen=True)
+class Fitted:
+    """A table fitted to a width: its lines, and the titles of the columns left out."""
+
+    lines: list[str]
+    left_out: list[str]
+
+
 def fit_table(table_columns: Sequence[Column], rows: Sequence[Sequence[str]],
               width: int | None = None, gap: int = 2) -> list[str]:
+    """The lines of :func:`fit_columns`' table."""
+    return fit_columns(table_columns, rows, width, gap).lines
+
+
+def fit_columns(table_columns: Sequence[Column], rows: Sequence[Sequence[str]],
+                width: int | None = None, gap: int = 2) -> Fitted:
     """An aligned text table (heading, a rule, the rows) no wider than ``width``: loose columns
     clipped to their narrowest, last column first, then droppable columns dropped, then the
     last-resort columns clipped (the room left over given back to clipped columns). Only a
@@ -164,4 +179,25 @@ def fit_table(table_columns: Sequence[Column], rows: Sequence[Sequence[str]],
     lines = [space.join(cell(i, table_columns[i].title) for i in keep).rstrip(),
              space.join("-" * widths[i] for i in keep)]
     lines += [space.join(cell(i, row[i]) for i in keep).rstrip() for row in rows]
-    return lines
+    return Fitted(lines, [table_columns[i].title for i in range(len(table_columns))
+                          if i not in keep])
+
+
+def significant(values: Sequence[float], least: int = 4, most: int = 15) -> int:
+    """The fewest significant digits, at least ``least``, at which the distinct ``values`` read
+    distinct (``%.4g`` tells 0.00612 from 0.00618; 0.00612341 and 0.00612349 need ``%.5g``)."""
+    distinct = {value for value in values if math.isfinite(value)}  # nan reads nan
+    for digits in range(least, most):
+        if len({f"{value:.{digits}g}" for value in distinct}) == len(distinct):
+            return digits
+    return most
+
+
+def left_out_line(titles: Sequence[str], width: int, where: str) -> list[str]:
+    """The line (wrapped to ``width``) that says which columns a table left out and where
+    they all are: the titles where they fit on the line, else how many."""
+    tail = f" left out at {width} columns: {where} shows all)"
+    named = f"({', '.join(titles)}{tail}"
+    if len(named) <= width:
+        return wrap(named, width)
+    return wrap(f"({len(titles)} column{'s' if len(titles) != 1 else ''}{tail}", width)

@@ -39,12 +39,6 @@ from disauto.submit import fit
 from disauto.submit.fit import Part
 
 
-def _fmt(value: Any) -> str:
-    if isinstance(value, float):
-        return f"{value:.6g}"
-    return str(value)
-
-
 WAITING_NOTE_SECONDS = 10.0
 """A trial pending longer than this is named on the progress line (the cluster is busy)."""
 
@@ -161,36 +155,61 @@ def _notes(trials: Sequence[TrialRow], front: set[int]) -> dict[int, str]:
 
 def table(trials: Sequence[TrialRow], objective: str, maximize: bool, limit: int = 20,
           param_order: Sequence[str] = (), width: int | None = None,
-          objectives: Objectives | None = None) -> str:
+          objectives: Objectives | None = None, all_columns: str = "results.csv") -> str:
     """The trials, best first, as an aligned text table (at most ``limit`` rows).
 
-    Parameters appear in ``param_order`` (the parameter file's order), then any others. With
-    ``width``, the table fits it: parameter values are clipped (``…``; results.csv has them
-    whole) and the time column left out before a row wraps. With several ``objectives`` each
-    has a column and the Pareto front comes first, marked ``front``; an infeasible trial is
-    marked ``infeasible``.
+    Parameters appear in ``param_order`` (the parameter file's order), then any others. A
+    number shows the fewest significant digits (4 at least) that tell its column's values
+    apart. With ``width``, the table fits it: text values are clipped (``…``), numbers never;
+    the time column, then the parameters from the last, are left out before a row wraps, and
+    a last line names them and ``all_columns``, where they all are. With several
+    ``objectives`` each has a column and the Pareto front comes first, marked ``front``; an
+    infeasible trial is marked ``infeasible``.
     """
     ordered, front = _ordered(trials, maximize, objectives)
+    shown_trials = ordered[:limit]
     names = _param_names(ordered, param_order)
     several = objectives is not None and objectives.several
     shown = list(objectives.names) if objectives is not None and several else [objective]
     notes = _notes(trials, front)
     noted = any(notes.values())
-    rows = [
-        [f"trial-{t.number:04d}", str(t.state), *([notes[t.number] or "-"] if noted else []),
-         *(_fmt(t.metrics[n]) if several and n in t.metrics
-           else "-" if several or t.objective is None else _fmt(t.objective) for n in shown),
-         *(_fmt(t.assignment.get(n, "")) for n in names),
-         f"{t.training_seconds:.1f}"]
-        for t in ordered[:limit]
-    ]
+    scores = [[t.metrics.get(n) for n in shown] if several else [t.objective]
+              for t in shown_trials]
+    values = [[t.assignment.get(n, "") for n in names] for t in shown_trials]
+    rows = [[f"trial-{t.number:04d}", str(t.state), *([notes[t.number] or "-"] if noted else []),
+             *score, *value, f"{t.training_seconds:.1f}"]
+            for t, score, value in zip(shown_trials, _cells(scores, "-"), _cells(values, ""),
+                                       strict=True)]
     heading = [fit.Column("trial"), fit.Column("state"),
                *([fit.Column("note")] if noted else []), *(fit.Column(n) for n in shown),
-               *(fit.Column(n, narrowest=6) for n in names), fit.Column("time(s)", drop=1)]
-    lines = fit.fit_table(heading, rows, width if width is not None else 10**6)
+               *(_param_column(n, len(names) - i, [v[i] for v in values])
+                 for i, n in enumerate(names)),
+               fit.Column("time(s)", drop=1)]
+    fitted = fit.fit_columns(heading, rows, width if width is not None else 10**6)
+    lines = fitted.lines
     if len(ordered) > limit:
         lines.append(f"... {len(ordered) - limit} more in results.csv")
+    if fitted.left_out and width is not None:
+        lines += fit.left_out_line(fitted.left_out, width, all_columns)
     return "\n".join(lines)
+
+
+def _param_column(name: str, rank: int, values: Sequence[Any]) -> fit.Column:
+    """A parameter's column: left out after the time column, the last parameter first; text
+    may be clipped, a number never (``0.006…`` cannot tell learning rates apart)."""
+    text = any(isinstance(v, str) for v in values)
+    return fit.Column(name, narrowest=6 if text else None, drop=1 + rank)
+
+
+def _cells(rows: Sequence[Sequence[Any]], missing: str) -> list[list[str]]:
+    """Rows of values as text: a float with the fewest significant digits (4 at least) that
+    tell its column's floats apart, None as ``missing``."""
+    if not rows:
+        return []
+    digits = [fit.significant([v for v in column if isinstance(v, float)])
+              for column in zip(*rows, strict=True)]
+    return [[missing if v is None else f"{v:.{d}g}" if isinstance(v, float) else str(v)
+             for v, d in zip(row, digits, strict=True)] for row in rows]
 
 
 def trial_dict(trial: TrialRow) -> dict[str, Any]:

@@ -38,7 +38,8 @@ def run(args: argparse.Namespace, out: IO[str]) -> ExitStatus:
         out.write(buffer.getvalue())
     else:
         print(results_mod.table(job.trials, objective, job.maximize, limit=10_000,
-                                param_order=order, objectives=objectives, width=columns()),
+                                param_order=order, objectives=objectives, width=columns(),
+                                all_columns=f"da-job results {job.job_id} --format csv"),
               file=out)
         for line in results_mod.search_lines(results_mod.search_keys(job.trials, objectives),
                                              objectives):

@@ -15,6 +15,7 @@ from disauto.framework.job import sorted_trials
 from disauto.framework.meta import JobMeta
 from disauto.framework.store import TrialRow
 from disauto.protos import framework_pb2
+from disauto.submit import fit
 from disauto.submit import results
 from disauto.submit.exit_status import ExitStatus
 from disauto.submit.exit_status import for_outcome
@@ -372,3 +373,48 @@ def test_a_write_that_fails_leaves_the_earlier_results_whole(
     assert csv_path.read_bytes() == before[1]  # the earlier file, whole
     assert json.loads(json_path.read_text())["job_id"] == "job-1"  # whole, never empty
     assert sorted(p.name for p in tmp_path.iterdir()) == ["results.csv", "results.json"]
+
+
+# --- the table fits the terminal (issue 36, item 6) ---------------------------------------------
+
+def wide_trials() -> list[TrialRow]:
+    """Trials with many parameters, long names and learning rates that differ in the third
+    significant digit."""
+    names = [f"regularization_strength_{k}" for k in range(5)]
+    return [TrialRow(number=n, state="COMPLETED", objective=0.9 - 0.01 * n,
+                     assignment={"learning_rate": lr, "optimizer": "adam_with_weight_decay",
+                                 **{name: 0.123456 * (n + k) for k, name in enumerate(names)}},
+                     training_seconds=12.5)
+            for n, lr in ((1, 0.00612), (2, 0.00618), (3, 0.0061234))]
+
+
+@pytest.mark.parametrize("width", [80, 260])
+def test_the_end_of_job_table_fits_and_tells_learning_rates_apart(width: int) -> None:
+    lines = results.table(wide_trials(), "accuracy", True, param_order=("learning_rate",),
+                          width=width).splitlines()
+    assert max(len(line) for line in lines) <= width, "\n".join(lines)
+    cut = [cell for line in lines[2:5] for cell in line.split() if "…" in cell]
+    assert all(cell.startswith("adam") for cell in cut), cut  # text may be cut, no number
+    rates = {line.split()[0]: line.split()[3] for line in lines[2:5]}
+    assert rates == {"trial-0001": "0.00612", "trial-0002": "0.00618",
+                     "trial-0003": "0.006123"}
+    if width == 80:  # the rightmost parameters and the time are left out, and said so
+        assert lines[0].split()[:4] == ["trial", "state", "accuracy", "learning_rate"]
+        assert "time(s)" not in lines[0]
+        note = " ".join(lines[5:])
+        assert note == "(6 columns left out at 80 columns: results.csv shows all)"
+    else:
+        assert lines[0].split()[-1] == "time(s)" and len(lines) == 5
+
+
+def test_a_left_out_line_names_the_columns_where_they_fit() -> None:
+    assert fit.left_out_line(["wd", "time(s)"], 80, "results.csv") == [
+        "(wd, time(s) left out at 80 columns: results.csv shows all)"]
+    assert fit.left_out_line(["a" * 30, "b" * 30], 60, "results.csv") == [
+        "(2 columns left out at 60 columns: results.csv shows all)"]
+
+
+def test_significant_digits_grow_until_values_differ() -> None:
+    assert fit.significant([0.00612, 0.00618]) == 4
+    assert fit.significant([0.00612341, 0.00612349]) == 5
+    assert fit.significant([1.0, float("nan"), float("nan")]) == 4

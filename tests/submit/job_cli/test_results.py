@@ -9,6 +9,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from disauto.common.trial_state import TrialState
 from disauto.framework import meta
 from disauto.submit import results
@@ -16,6 +18,7 @@ from disauto.submit.jobs import find
 from tests.framework.webui.records import INFEASIBLE
 from tests.framework.webui.records import PARETO_FRONT
 from tests.framework.webui.records import ParetoRecorded
+from tests.framework.webui.records import Recorded
 from tests.submit.job_cli.conftest import DaJob
 from tests.submit.job_cli.records import JobRecord
 
@@ -131,3 +134,21 @@ def test_json_keeps_each_try_of_a_retried_trial(da_job: DaJob, home: Path) -> No
     assert trials[9]["message"] == "TASK_FAILED: exited with status 2"
     assert all(t["tries"] == [] for n, t in trials.items() if n not in (8, 9))
     assert shown["counts"]["FAILED"] == 1  # trial 9 once, however many tries it took
+
+
+@pytest.mark.parametrize("width", [80, 300])
+def test_the_table_fits_the_terminal_and_says_what_it_left_out(
+        da_job: DaJob, home: Path, monkeypatch: pytest.MonkeyPatch, width: int) -> None:
+    Recorded(home / "jobs" / "job-test", extra=6)  # six long-named parameters more
+    monkeypatch.setenv("COLUMNS", str(width))
+    code, out, _ = da_job("results", "job-test")
+    lines = out.splitlines()
+    assert code == 0 and max(len(line) for line in lines) <= width, out
+    rows = [line.split() for line in lines if line.startswith("trial-")]
+    assert not any("…" in cell for row in rows for cell in row), out  # numbers whole
+    assert {row[0]: row[3] for row in rows}["trial-0005"] == "0.006"  # lr: 0.001 * (5 + 1)
+    said = " ".join(out.split())
+    if width == 80:
+        assert "left out at 80 columns: da-job results job-test --format csv shows all)" in said
+    else:
+        assert "left out" not in said and lines[0].split()[-1] == "time(s)"
