@@ -25,6 +25,7 @@ from disauto.submit.jobs import Job
 from disauto.submit.run import detach
 from disauto.submit.run import run
 from disauto.submit.validate import Submission
+from disauto.submit.validate import search_notes
 
 
 def submission_of(job: Job, secret_file: str | None = None,
@@ -61,6 +62,7 @@ def submission_of(job: Job, secret_file: str | None = None,
         debug=False,
         agent_principal=agent_principal,
         agent_secret=agent_secret,
+        notes=search_notes(job.config.search),  # its AppCore searches as before: said again
     )
 
 

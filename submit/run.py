@@ -234,6 +234,7 @@ def _announce(submission: Submission, job_dir: Path, resume: bool, out: IO[str],
                 f"{config.search.parallelism}, seed {config.search.seed})")
     print(f"{PROG}: job folder {short_path(job_dir, 10**6)}", file=out)
     for note in submission.notes:
+        logger.info("note: %s", note)  # the job's log keeps what the terminal was told
         _print(err, f"{PROG}: note: {note}")
 
 

@@ -343,8 +343,9 @@ def validate(args: argparse.Namespace) -> Submission:
         _check_local(config)
     return Submission(config, args.master, args.principal, secret, args.offer_policy,
                       args.advertise_host, local_agents, args.quiet, args.debug,
-                      notes=_warm_start_notes(args.warm_start, dict(search.settings),
-                                              search.objective),
+                      notes=(*search_notes(search),
+                             *_warm_start_notes(args.warm_start, dict(search.settings),
+                                                search.objective)),
                       detach=args.detach, bind_all=args.bind_all, tls=tls,
                       agent_principal=agent_principal, agent_secret=agent_secret)
 
@@ -623,6 +624,17 @@ def _check_local(config: JobConfig) -> None:
         check_local_docker(config)
     except LocalClusterError as err:
         raise UsageError(str(err)) from None
+
+
+def search_notes(search: common_pb2.JobSpec) -> tuple[str, ...]:
+    """What the algorithm says of how it searches the space (``cmaes``: the parameters it
+    does not model); none where the record's search no longer validates (a resumed job
+    says what its AppCore says, not a note)."""
+    try:
+        return algorithm_class(search.tuning_type).notes(space_from_proto(search.space),
+                                                         dict(search.settings))
+    except SearchInputError:
+        return ()
 
 
 def _warm_start_notes(path: str | None, settings: dict[str, str],

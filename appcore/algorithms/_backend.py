@@ -70,6 +70,19 @@ class Backend(abc.ABC):
         self.direction: Direction = self.directions[0]
         self.n_startup_trials = n_startup_trials
 
+    @classmethod
+    def space_notes(cls, space: SearchSpace) -> tuple[str, ...]:
+        """What the user should know, before the job starts, of how this backend treats
+        ``space`` (parameters its model leaves out); none by default.
+
+        Args:
+            space: The search space.
+
+        Returns:
+            One line each.
+        """
+        return ()
+
     @abc.abstractmethod
     def add_known(self, assignment: Assignment, value: ObjectiveValue) -> None:
         """Learn a result from outside this job (``--warm-start``); it gets no trial number.

@@ -287,6 +287,21 @@ class SearchAlgorithm(Configurable, abc.ABC):
         cls._validate_objectives(parsed, objectives)
 
     @classmethod
+    def notes(cls, space: SearchSpace, settings: Mapping[str, str]) -> tuple[str, ...]:
+        """What the user should know, before the job starts, of how the algorithm with these
+        settings searches ``space``, one line each (``da-submit`` prints and logs them); none
+        by default.
+
+        Args:
+            space: The search space (valid for the algorithm: see :meth:`validate`).
+            settings: Setting name to string value.
+
+        Raises:
+            InvalidSettingsError: As :meth:`parse_settings` (where the algorithm reads them).
+        """
+        return ()
+
+    @classmethod
     def size(cls, space: SearchSpace, settings: Mapping[str, str]) -> int | None:
         """How many distinct assignments the algorithm can issue, if it is finite.
 

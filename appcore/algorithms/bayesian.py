@@ -409,6 +409,11 @@ class BayesianSearch(SearchAlgorithm):
         return fresh.ask(1) != records[0].assignment
 
     @classmethod
+    def notes(cls, space: SearchSpace, settings: Mapping[str, str]) -> tuple[str, ...]:
+        """The backend's notes on the space (``cmaes``: the parameters it does not model)."""
+        return backend_class(cls.parse_settings(settings)["backend"]).space_notes(space)
+
+    @classmethod
     def _validate_space(
         cls, space: SearchSpace, settings: Mapping[str, Any], max_trials: int | None
     ) -> None:

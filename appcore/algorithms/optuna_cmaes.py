@@ -38,6 +38,8 @@ from optuna.samplers import RandomSampler
 
 from disauto.appcore.algorithms._base import trial_seed
 from disauto.appcore.algorithms._optuna_study import OptunaBackend
+from disauto.common.space import CategoricalParam
+from disauto.common.space import SearchSpace
 
 
 __all__ = ["CmaEsBackend"]
@@ -70,6 +72,26 @@ class CmaEsBackend(OptunaBackend):
         self._popsize: int | None = None  # the current run's; None: CMA-ES's default
         self._x0: dict[str, Any] | None = None  # the current run's mean; None: the centre
         super().__init__(*args, **kwargs)
+
+    @classmethod
+    def space_notes(cls, space: SearchSpace) -> tuple[str, ...]:
+        """The parameters CMA-ES does not model, named once before the job starts (Optuna's own
+        warning, per trial, is off): a choice, and a conditional parameter, which not every
+        trial has (Optuna's ``CmaEsSampler`` models the numeric ranges that every finished
+        trial has), are sampled by its ``independent_sampler``, a ``RandomSampler``."""
+        choices = [p.name for p in space
+                   if isinstance(p, CategoricalParam) and len(p.choices) > 1]
+        conditional = [p.name for p in space
+                       if p.name not in choices and space.conditions.requirement(p.name)]
+        if not choices and not conditional:
+            return ()
+        kinds = " or ".join(f"{', '.join(names)} ({kind})" for names, kind in
+                            ((choices, "choice"), (conditional, "conditional")) if names)
+        rest = ("it adapts the other parameters" if len(space) > len(choices) + len(conditional)
+                else "no parameter is left to it, so this is a random search")
+        return (f"--bayes-backend cmaes cannot model {kinds}: Optuna's CMA-ES samples them "
+                f"independently, at random in every trial whatever the results; {rest} "
+                "(--bayes-backend tpe models them all)",)
 
     def _sampler_for(self, number: int) -> BaseSampler:
         options: dict[str, Any] = {}

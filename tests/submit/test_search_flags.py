@@ -3,7 +3,9 @@ the new backends and rule, and every misuse as one line before anything starts."
 
 from __future__ import annotations
 
+import io
 import json
+import logging
 from pathlib import Path
 
 import pytest
@@ -171,3 +173,34 @@ def test_a_bad_trial_exit_grace_is_one_line(files: Path, capsys: pytest.CaptureF
     assert err.splitlines()[0].startswith(f"da-submit: error: {message}"), err
     assert "Traceback" not in err
     assert not (files / "home").exists()
+
+
+def test_cmaes_says_once_which_parameters_it_samples_at_random(
+        caplog: pytest.LogCaptureFixture, tmp_path: Path) -> None:
+    """params.json's ``bs`` is a list of numbers, a choice CMA-ES cannot model: da-submit says
+    so at the start, on stderr and in the job's log (issue 36)."""
+    from disauto.submit import run
+
+    given = validate(build_parser().parse_args(argv("--tuning-type", "bayesian",
+                                                    "--bayes-backend", "cmaes")))
+    (note,) = [n for n in given.notes if "cmaes" in n]
+    assert note.startswith("--bayes-backend cmaes cannot model bs (choice): Optuna's CMA-ES "
+                           "samples them independently, at random in every trial")
+    out, err = io.StringIO(), io.StringIO()
+    with caplog.at_level(logging.INFO):
+        run._announce(given, tmp_path, False, out, err)
+    assert " ".join(err.getvalue().split()) == f"da-submit: note: {note}"
+    assert caplog.messages == [f"note: {note}"]
+    tpe = validate(build_parser().parse_args(argv("--tuning-type", "bayesian")))
+    assert not tpe.notes
+
+
+def test_a_resumed_cmaes_job_says_it_again_and_an_odd_record_says_nothing() -> None:
+    from disauto.submit.validate import search_notes
+    from tests.inprocess import job_config
+
+    cmaes = job_config(tuning_type="bayesian", settings={"backend": "cmaes"})
+    (note,) = search_notes(cmaes.search)
+    assert note.startswith("--bayes-backend cmaes cannot model act (choice):")
+    # A setting the algorithm does not take (an older record): no note, no error on resume.
+    assert search_notes(job_config(settings={"backend": "tpe"}).search) == ()

@@ -10,6 +10,7 @@ from disauto.appcore.algorithms import TrialRecord
 from disauto.appcore.algorithms import create_algorithm
 from disauto.appcore.algorithms.bayesian import BayesianSearch
 from disauto.appcore.algorithms.optuna_cmaes import CmaEsBackend
+from disauto.common.space import CategoricalParam
 from disauto.common.space import IntParam
 from disauto.common.space import RealParam
 from disauto.common.space import SearchSpace
@@ -73,3 +74,21 @@ def test_optunas_cmaes_still_keeps_its_distribution_in_the_study() -> None:
     assert optuna.__version__ == "5.0.0"
     with pytest.warns(FutureWarning, match="restart_strategy"):
         optuna.samplers.CmaEsSampler(restart_strategy="ipop")  # gone from Optuna itself
+
+
+def test_the_parameters_cmaes_cannot_model_are_named_once_before_the_job() -> None:
+    """Optuna's CMA-ES samples a choice, and a parameter not every trial has, independently (at
+    random); its own warning, per trial, is off, so the search says so once (issue 36)."""
+    conditional = SearchSpace(
+        (CategoricalParam("optimizer", ("sgd", "adam")), RealParam("lr", 1e-4, 1e-1),
+         RealParam("momentum", 0.5, 0.99)), when={"momentum": {"optimizer": "sgd"}})
+    notes = BayesianSearch.notes(conditional, {"backend": "cmaes"})
+    assert notes == (
+        "--bayes-backend cmaes cannot model optimizer (choice) or momentum (conditional): "
+        "Optuna's CMA-ES samples them independently, at random in every trial whatever the "
+        "results; it adapts the other parameters (--bayes-backend tpe models them all)",)
+    only_choices = SearchSpace((CategoricalParam("act", ("relu", "tanh")),))
+    assert "so this is a random search" in BayesianSearch.notes(only_choices,
+                                                                {"backend": "cmaes"})[0]
+    assert BayesianSearch.notes(SPACE, {"backend": "cmaes"}) == ()  # all numeric: nothing
+    assert BayesianSearch.notes(conditional, {"backend": "tpe"}) == ()
