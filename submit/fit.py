@@ -194,10 +194,11 @@ def significant(values: Sequence[float], least: int = 4, most: int = 15) -> int:
 
 
 def left_out_line(titles: Sequence[str], width: int, where: str) -> list[str]:
-    """The line (wrapped to ``width``) that says which columns a table left out and where
-    they all are: the titles where they fit on the line, else how many."""
-    tail = f" left out at {width} columns: {where} shows all)"
-    named = f"({', '.join(titles)}{tail}"
-    if len(named) <= width:
-        return wrap(named, width)
-    return wrap(f"({len(titles)} column{'s' if len(titles) != 1 else ''}{tail}", width)
+    """The line that says which columns a table left out at ``width`` and where they all are:
+    the titles where they fit on the line, else how many (without the width where even that is
+    too long; wrapped where that still is)."""
+    count = f"{len(titles)} column{'s' if len(titles) != 1 else ''}"
+    forms = [f"({', '.join(titles)} left out at {width} columns: {where} shows all)",
+             f"({count} left out at {width} columns: {where} shows all)",
+             f"({count} left out: {where} shows all)"]
+    return wrap(next((form for form in forms if len(form) <= width), forms[-1]), width)

@@ -412,6 +412,8 @@ def test_a_left_out_line_names_the_columns_where_they_fit() -> None:
         "(wd, time(s) left out at 80 columns: results.csv shows all)"]
     assert fit.left_out_line(["a" * 30, "b" * 30], 60, "results.csv") == [
         "(2 columns left out at 60 columns: results.csv shows all)"]
+    assert fit.left_out_line(["a" * 30, "b" * 30], 40, "results.csv") == [
+        "(2 columns left out: results.csv shows", "  all)"]
 
 
 def test_significant_digits_grow_until_values_differ() -> None:
