@@ -16,12 +16,14 @@ shows (:class:`Progress`), and what the deadline policy reads (:func:`job_progre
 from __future__ import annotations
 
 from collections.abc import Callable
+from collections.abc import Iterable
 from collections.abc import Mapping
 from collections.abc import Sequence
 from dataclasses import dataclass
 import time
 
 from disauto.common.durations import format_duration
+from disauto.common.objectives import Objectives
 from disauto.common.trial_state import TrialState
 from disauto.framework.policies import JobProgress
 from disauto.framework.spec import JobConfig
@@ -44,13 +46,18 @@ class Progress:
     """Seconds the oldest pending trial has waited for an offer (0: none waits)."""
     parallelism: int = 0
     """Trials in flight at once, as the job's spec says now (0: not known)."""
+    front: int | None = None
+    """With several objectives, the trials on the Pareto front (the line names it instead of
+    ``best``); None with one objective."""
 
 
 def snapshot(config: JobConfig, counts: Mapping[TrialState, int], best: TrialRow | None,
-             started: float, pending_since: float | None = None) -> Progress:
+             started: float, pending_since: float | None = None,
+             front: int | None = None) -> Progress:
     """The :class:`Progress` of a job configured by ``config`` with trials in these states
     (``counts``), whose framework started at ``started``; ``pending_since``: when the
-    longest-waiting pending trial was submitted (None: none waits)."""
+    longest-waiting pending trial was submitted (None: none waits); ``front``: the trials on
+    the Pareto front of a job of several objectives (None: one objective)."""
     now = time.time()
     return Progress(
         done=counts.get(TrialState.COMPLETED, 0) + counts.get(TrialState.PRUNED, 0),
@@ -63,6 +70,7 @@ def snapshot(config: JobConfig, counts: Mapping[TrialState, int], best: TrialRow
         elapsed=now - started,
         waiting=max(0.0, now - pending_since) if pending_since else 0.0,
         parallelism=int(config.search.parallelism),
+        front=front,
     )
 
 
@@ -110,3 +118,21 @@ def unreachable_note(trials: Sequence[TrialRow], bound: float) -> str:
 
 def _clock(seconds: float) -> str:
     return time.strftime("%H:%M:%S", time.localtime(seconds))
+
+
+class FrontSize:
+    """The size of a job's Pareto front for its progress line (None with one objective),
+    computed again only when the trials changed (the line is drawn every second)."""
+
+    def __init__(self, objectives: Objectives) -> None:
+        self._objectives = objectives
+        self._kept: tuple[int, int] | None = None
+
+    def of(self, version: int, trials: Callable[[], Iterable[TrialRow]]) -> int | None:
+        """The front's size with the trials at ``version`` (``trials`` read only when it
+        changed)."""
+        if not self._objectives.several:
+            return None
+        if self._kept is None or self._kept[0] != version:
+            self._kept = (version, len(self._objectives.front(trials())))
+        return self._kept[1]

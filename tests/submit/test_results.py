@@ -141,6 +141,25 @@ def test_progress_line() -> None:
         "[00:00] trials 0/5 done, 0 running")
 
 
+def test_the_progress_line_of_several_objectives_names_the_front_not_a_best() -> None:
+    progress = Progress(done=12, running=2, pending=0, failed=0, best=TRIALS[2], submitted=14,
+                        budget=20, elapsed=65.0, parallelism=2, front=4)
+    assert results.progress_line(progress, "accuracy", width=80) == (
+        "[01:05] trials 12/20 done, 2 running (parallelism 2), 0 failed | front 4 trials")
+    assert results.progress_line(progress, "accuracy", width=56) == (
+        "[01:05] trials 12/20 done, 2 running | front 4 trials")
+    assert results.progress_line(progress, "accuracy", width=48) == (
+        "[01:05] trials 12/20 done, 2 running | front 4")
+    assert results.progress_line(progress, "accuracy", width=40) == (
+        "[01:05] 12/20 done, 2 running | front 4")
+    one = Progress(done=1, running=0, pending=0, failed=0, best=TRIALS[2], submitted=1,
+                   budget=20, elapsed=65.0, front=1)
+    assert results.progress_line(one, "accuracy", width=80).endswith("| front 1 trial")
+    none_yet = Progress(done=0, running=1, pending=0, failed=0, best=None, submitted=1,
+                        budget=20, elapsed=65.0, front=0)
+    assert "front" not in results.progress_line(none_yet, "accuracy", width=80)
+
+
 def test_a_long_progress_line_fits_80_columns(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("COLUMNS", "80")
     best = row(1234, "COMPLETED", 0.987654321)
