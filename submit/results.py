@@ -124,18 +124,20 @@ SUMMARY_WIDTH = 69
 """The summary's lines are printed after ``da-submit: ``: 80 columns in all."""
 
 
-def search_lines(keys: dict[str, Any], objectives: Objectives, shown: int = 8) -> list[str]:
-    """The summary's lines on the Pareto front (several objectives) and the infeasible trials,
-    from :func:`search_keys`, wrapped to :data:`SUMMARY_WIDTH`."""
+def search_lines(keys: dict[str, Any], objectives: Objectives, shown: int = 8,
+                 front: bool = True) -> list[str]:
+    """The summary's lines on the Pareto front (several objectives; not with ``front`` False:
+    the caller says it otherwise) and the infeasible trials, from :func:`search_keys`, wrapped
+    to :data:`SUMMARY_WIDTH`."""
     def named(numbers: list[int]) -> str:
         more = f" ... ({len(numbers)} in all)" if len(numbers) > shown else ""
         return ", ".join(f"trial-{n:04d}" for n in numbers[:shown]) + more
 
     sentences = []
-    if objectives.several:
-        front = keys["pareto_front"]
+    if objectives.several and front:
+        numbers = keys["pareto_front"]
         sentences.append(f"Pareto front of {objectives.describe()}: "
-                         + (named(front) if front else "empty (no completed, feasible trial)"))
+                         + (named(numbers) if numbers else "empty (no completed, feasible trial)"))
     if keys["infeasible_trials"]:
         sentences.append(f"infeasible (a constraint above 0): "
                          f"{named(keys['infeasible_trials'])}")

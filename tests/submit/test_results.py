@@ -391,3 +391,8 @@ def test_a_write_that_fails_leaves_the_earlier_results_whole(
     assert csv_path.read_bytes() == before[1]  # the earlier file, whole
     assert json.loads(json_path.read_text())["job_id"] == "job-1"  # whole, never empty
     assert sorted(p.name for p in tmp_path.iterdir()) == ["results.csv", "results.json"]
+
+
+def test_the_summary_lines_leave_the_front_to_the_caller_when_asked() -> None:
+    lines = results.search_lines(results.search_keys(PAIRS, TWO), TWO, front=False)
+    assert lines == ["infeasible (a constraint above 0): trial-0004"]
