@@ -116,6 +116,14 @@ function objectivesFact(job) {
     names.map((name, i) => name + " (" + directions[i] + ")").join(", ")];
 }
 
+// With several objectives no one trial is the best: the facts name the Pareto front, its
+// size and its first trials by the first objective ("4 trials (#4, #7, #2, …)").
+function frontText(front) {
+  if (!front.size) return "none yet";
+  const more = front.size > front.first.length ? ", …" : "";
+  return front.size + (front.size === 1 ? " trial" : " trials") + " ("
+    + front.first.map((n) => "#" + n).join(", ") + more + ")";
+}
 function renderJob(job) {
   document.title = job.name + " — DisAuto";
   $("job-name").textContent = job.name + " (" + job.job_id + ")";
@@ -130,7 +138,8 @@ function renderJob(job) {
     ["state", job.state], ["trials done", done + " / " + job.budget],
     ["parallelism", job.parallelism], objectivesFact(job),
     ["target", job.target === null ? "none" : fmtNumber(job.target)],
-    ["best", job.best ? fmtNumber(job.best.objective) + " (trial " + job.best.trial + ")" : "-"],
+    job.front ? ["front", frontText(job.front)]
+      : ["best", job.best ? fmtNumber(job.best.objective) + " (trial " + job.best.trial + ")" : "-"],
     ["algorithm", job.algorithm], ["early stopping", job.early_stopping],
     ["offer policy", job.policy], ["seed", job.seed], ["elapsed", fmtSeconds(job.elapsed_seconds)],
     ["outcome", outcome || "-"], ["master", job.master],
