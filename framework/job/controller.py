@@ -184,10 +184,7 @@ class JobController:
         return self._book.version
 
     def best_trial(self) -> TrialRow | None:
-        return self._book.best(self._maximize())
-
-    def _maximize(self) -> bool:
-        return self.config.search.direction != common_pb2.MINIMIZE
+        return self._book.best(self.config.search.direction != common_pb2.MINIMIZE)
 
     def progress(self) -> Progress:
         with self._lock:
