@@ -187,10 +187,10 @@ class JobController:
         return self._book.best(self.config.search.direction != common_pb2.MINIMIZE)
 
     def progress(self) -> Progress:
+        front = self._front.of(self._book)  # outside the lock: Optuna is slow on big jobs
         with self._lock:
             return snapshot(self.config, self._book.counts(), self.best_trial(), self._started,
-                            self._book.oldest_pending_since(),
-                            self._front.of(self._book.version, self._book.rows_to_read))
+                            self._book.oldest_pending_since(), front)
 
     # -- AppCore -------------------------------------------------------------------------------
 

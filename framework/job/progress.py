@@ -16,11 +16,11 @@ shows (:class:`Progress`), and what the deadline policy reads (:func:`job_progre
 from __future__ import annotations
 
 from collections.abc import Callable
-from collections.abc import Iterable
 from collections.abc import Mapping
 from collections.abc import Sequence
 from dataclasses import dataclass
 import time
+from typing import TYPE_CHECKING
 
 from disauto.common.durations import format_duration
 from disauto.common.objectives import Objectives
@@ -28,6 +28,10 @@ from disauto.common.trial_state import TrialState
 from disauto.framework.policies import JobProgress
 from disauto.framework.spec import JobConfig
 from disauto.framework.store import TrialRow
+
+
+if TYPE_CHECKING:
+    from disauto.framework.job.book import TrialBook
 
 
 @dataclass(frozen=True)
@@ -121,18 +125,21 @@ def _clock(seconds: float) -> str:
 
 
 class FrontSize:
-    """The size of a job's Pareto front for its progress line (None with one objective),
-    computed again only when the trials changed (the line is drawn every second)."""
+    """The size of a job's Pareto front for its progress line (None with one objective).
+
+    Computed again only when another trial completed (a completed trial's values are final),
+    and outside the book's lock: Optuna takes about half a second over 10,000 trials."""
 
     def __init__(self, objectives: Objectives) -> None:
         self._objectives = objectives
         self._kept: tuple[int, int] | None = None
 
-    def of(self, version: int, trials: Callable[[], Iterable[TrialRow]]) -> int | None:
-        """The front's size with the trials at ``version`` (``trials`` read only when it
-        changed)."""
+    def of(self, book: TrialBook) -> int | None:
+        """The front's size among ``book``'s trials now."""
         if not self._objectives.several:
             return None
-        if self._kept is None or self._kept[0] != version:
-            self._kept = (version, len(self._objectives.front(trials())))
-        return self._kept[1]
+        completed = book.counts().get(TrialState.COMPLETED, 0)
+        kept = self._kept
+        if kept is None or kept[0] != completed:
+            kept = self._kept = (completed, len(self._objectives.front(book.rows_to_read())))
+        return kept[1]
