@@ -113,7 +113,13 @@ def test_the_page_draws_the_front_and_marks_the_infeasible_trial(
         box = front.bounding_box()
         assert box is not None and 0 <= box["x"] and box["x"] + box["width"] <= LAPTOP["width"]
         assert "best" not in str(opened.locator("#job-facts").text_content())
-        expect(opened.locator('#trials tr[data-number="4"]')).to_have_class("best front")
+        expect(opened.locator('#trials tr[data-number="4"]')).to_have_class("front")
+        # Nor a best-so-far line by the first objective in the objective's plots.
+        opened.wait_for_function("() => document.getElementById('plot-time').data")
+        for plot in ("plot-history", "plot-time"):
+            names = opened.evaluate(f"() => document.getElementById('{plot}').data"
+                                    ".map(t => t.name)")
+            assert "best so far" not in names and "accuracy" in names
         SCREENSHOTS.mkdir(parents=True, exist_ok=True)
         opened.locator("#pareto-box").screenshot(path=str(SCREENSHOTS / "job-page-pareto.png"))
         assert errors == []
