@@ -46,9 +46,10 @@ WAITING_NOTE_SECONDS = 10.0
 def progress_line(progress: Progress, objective: str, wants: str = "", note: str = "",
                   width: int | None = None) -> str:
     """One line of at most ``width`` characters (the terminal's): trials done / running /
-    failed, best so far, elapsed; a trial that waits; the note. What does not fit gives way
-    in this order: zero counts, the wording of the wait and of the best, the parallelism, the
-    word "trials"; then the pending count, the wait, the best; a note still too long is cut.
+    failed, best so far (with several objectives: the Pareto front's size), elapsed; a trial
+    that waits; the note. What does not fit gives way in this order: zero counts, the wording
+    of the wait and of the best, the parallelism, the word "trials"; then the pending count,
+    the wait, the best; a note still too long is cut.
 
     Args:
         progress: the job's progress.
@@ -70,7 +71,13 @@ def progress_line(progress: Progress, objective: str, wants: str = "", note: str
     parts.append(Part((f", {progress.failed} failed", "") if not progress.failed
                       else (f", {progress.failed} failed",), 2))
     best = progress.best
-    if best is not None and best.objective is not None:
+    if progress.front is not None:  # several objectives: no one best, the front's size
+        size = progress.front
+        if size:
+            trials = "trial" if size == 1 else "trials"
+            parts.append(Part((f" | front {size} {trials}", f" | front {size}"), 4,
+                              optional=True))
+    elif best is not None and best.objective is not None:
         value = f"{best.objective:.6g}"
         parts.append(Part((f" | best {objective}={value} (trial-{best.number:04d})",
                            f" | best {objective}={value} (#{best.number})",
@@ -111,18 +118,20 @@ SUMMARY_WIDTH = 69
 """The summary's lines are printed after ``da-submit: ``: 80 columns in all."""
 
 
-def search_lines(keys: dict[str, Any], objectives: Objectives, shown: int = 8) -> list[str]:
-    """The summary's lines on the Pareto front (several objectives) and the infeasible trials,
-    from :func:`search_keys`, wrapped to :data:`SUMMARY_WIDTH`."""
+def search_lines(keys: dict[str, Any], objectives: Objectives, shown: int = 8,
+                 front: bool = True) -> list[str]:
+    """The summary's lines on the Pareto front (several objectives; not with ``front`` False:
+    the caller says it otherwise) and the infeasible trials, from :func:`search_keys`, wrapped
+    to :data:`SUMMARY_WIDTH`."""
     def named(numbers: list[int]) -> str:
         more = f" ... ({len(numbers)} in all)" if len(numbers) > shown else ""
         return ", ".join(f"trial-{n:04d}" for n in numbers[:shown]) + more
 
     sentences = []
-    if objectives.several:
-        front = keys["pareto_front"]
+    if objectives.several and front:
+        numbers = keys["pareto_front"]
         sentences.append(f"Pareto front of {objectives.describe()}: "
-                         + (named(front) if front else "empty (no completed, feasible trial)"))
+                         + (named(numbers) if numbers else "empty (no completed, feasible trial)"))
     if keys["infeasible_trials"]:
         sentences.append(f"infeasible (a constraint above 0): "
                          f"{named(keys['infeasible_trials'])}")

@@ -40,6 +40,8 @@ from disauto.submit.fit import clip
 from disauto.submit.fit import columns
 from disauto.submit.fit import short_path
 from disauto.submit.fit import wrap
+from disauto.submit.front import front_lines
+from disauto.submit.front import front_rows
 from disauto.submit.job_lock import JobLock
 from disauto.submit.job_lock import JobLockedError
 from disauto.submit.jobs import load
@@ -563,12 +565,10 @@ def _report(runner: Any, job_dir: Path, out: IO[str], err: IO[str], objective: s
         _print(out, f"{PROG}: {outcome_name.lower().replace('_', ' ')}: "
                     f"{cause_first(message)}", max_lines=3)
         if best is not None:
-            params = ", ".join(f"{k}={v!r}" for k, v in best.assignment.items())
-            _print(out, f"{PROG}: best trial-{best.number:04d}: {objective}="
-                        f"{best.objective:.6g} with {params}")
+            _say_best(out, best, objective, trials, objectives)
         elif status != ExitStatus.CTRL_C:
             _say_no_result(trials, err)
-        for line in results.search_lines(search, objectives):
+        for line in results.search_lines(search, objectives, front=False):
             print(f"{PROG}: {line}", file=out)
         for line in results.usage_lines(trials, runner.config.runner.mem_mb):
             _print(out, f"{PROG}: {line}")
@@ -576,6 +576,19 @@ def _report(runner: Any, job_dir: Path, out: IO[str], err: IO[str], objective: s
                     f"{short_path(json_path.parent, 10**6)}/")
     except OSError:
         pass
+
+
+def _say_best(out: IO[str], best: TrialRow, objective: str, trials: Sequence[TrialRow],
+              objectives: Objectives) -> None:
+    """The best trial and its parameters; with several objectives, the Pareto front instead
+    (a trial a line with every objective: no one trial is the best)."""
+    if objectives.several:
+        for line in front_lines(front_rows(trials, objectives), objectives):
+            _print(out, f"{PROG}: {line}")
+        return
+    params = ", ".join(f"{k}={v!r}" for k, v in best.assignment.items())
+    _print(out, f"{PROG}: best trial-{best.number:04d}: {objective}="
+                f"{best.objective:.6g} with {params}")
 
 
 def _say_disk_full(runner: Any, err: IO[str]) -> None:

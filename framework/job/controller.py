@@ -49,6 +49,7 @@ from disauto.framework.job.events import stream
 from disauto.framework.job.exits import TaskExits
 from disauto.framework.job.intake import Intake
 from disauto.framework.job.intake import Submission
+from disauto.framework.job.progress import FrontSize
 from disauto.framework.job.progress import Progress
 from disauto.framework.job.progress import snapshot
 from disauto.framework.job.silence import Silence
@@ -133,6 +134,7 @@ class JobController:
         self._intake = Intake(self._book, space_from_proto(config.search.space))
         self._stops = EarlyEnds(self._book, on_kill, prune_grace)
         self._exits = TaskExits(self._book)
+        self._front = FrontSize(Objectives.from_spec(config.search))
         self._statuses = TaskStatuses(self._config, self._book, self._appcore,
                                       ended=self._ended, finish=self.finish,
                                       log_tail=log_tail, measures=measures)
@@ -182,15 +184,13 @@ class JobController:
         return self._book.version
 
     def best_trial(self) -> TrialRow | None:
-        return self._book.best(self._maximize())
-
-    def _maximize(self) -> bool:
-        return self.config.search.direction != common_pb2.MINIMIZE
+        return self._book.best(self.config.search.direction != common_pb2.MINIMIZE)
 
     def progress(self) -> Progress:
+        front = self._front.of(self._book)  # outside the lock: Optuna is slow on big jobs
         with self._lock:
             return snapshot(self.config, self._book.counts(), self.best_trial(), self._started,
-                            self._book.oldest_pending_since())
+                            self._book.oldest_pending_since(), front)
 
     # -- AppCore -------------------------------------------------------------------------------
 

@@ -20,12 +20,18 @@ from collections.abc import Mapping
 from collections.abc import Sequence
 from dataclasses import dataclass
 import time
+from typing import TYPE_CHECKING
 
 from disauto.common.durations import format_duration
+from disauto.common.objectives import Objectives
 from disauto.common.trial_state import TrialState
 from disauto.framework.policies import JobProgress
 from disauto.framework.spec import JobConfig
 from disauto.framework.store import TrialRow
+
+
+if TYPE_CHECKING:
+    from disauto.framework.job.book import TrialBook
 
 
 @dataclass(frozen=True)
@@ -44,13 +50,18 @@ class Progress:
     """Seconds the oldest pending trial has waited for an offer (0: none waits)."""
     parallelism: int = 0
     """Trials in flight at once, as the job's spec says now (0: not known)."""
+    front: int | None = None
+    """With several objectives, the trials on the Pareto front (the line names it instead of
+    ``best``); None with one objective."""
 
 
 def snapshot(config: JobConfig, counts: Mapping[TrialState, int], best: TrialRow | None,
-             started: float, pending_since: float | None = None) -> Progress:
+             started: float, pending_since: float | None = None,
+             front: int | None = None) -> Progress:
     """The :class:`Progress` of a job configured by ``config`` with trials in these states
     (``counts``), whose framework started at ``started``; ``pending_since``: when the
-    longest-waiting pending trial was submitted (None: none waits)."""
+    longest-waiting pending trial was submitted (None: none waits); ``front``: the trials on
+    the Pareto front of a job of several objectives (None: one objective)."""
     now = time.time()
     return Progress(
         done=counts.get(TrialState.COMPLETED, 0) + counts.get(TrialState.PRUNED, 0),
@@ -63,6 +74,7 @@ def snapshot(config: JobConfig, counts: Mapping[TrialState, int], best: TrialRow
         elapsed=now - started,
         waiting=max(0.0, now - pending_since) if pending_since else 0.0,
         parallelism=int(config.search.parallelism),
+        front=front,
     )
 
 
@@ -110,3 +122,24 @@ def unreachable_note(trials: Sequence[TrialRow], bound: float) -> str:
 
 def _clock(seconds: float) -> str:
     return time.strftime("%H:%M:%S", time.localtime(seconds))
+
+
+class FrontSize:
+    """The size of a job's Pareto front for its progress line (None with one objective).
+
+    Computed again only when another trial completed (a completed trial's values are final),
+    and outside the book's lock: Optuna takes about half a second over 10,000 trials."""
+
+    def __init__(self, objectives: Objectives) -> None:
+        self._objectives = objectives
+        self._kept: tuple[int, int] | None = None
+
+    def of(self, book: TrialBook) -> int | None:
+        """The front's size among ``book``'s trials now."""
+        if not self._objectives.several:
+            return None
+        completed = book.counts().get(TrialState.COMPLETED, 0)
+        kept = self._kept
+        if kept is None or kept[0] != completed:
+            kept = self._kept = (completed, len(self._objectives.front(book.rows_to_read())))
+        return kept[1]

@@ -117,7 +117,7 @@ def job_view(record: Record) -> dict[str, Any]:
     started = record.meta[meta.STARTED_AT]
     ended = record.meta[meta.ENDED_AT]
     end = ended if ended is not None and record.state != "running" else record.now
-    counts, best = _tally(record, search.direction != common_pb2.MINIMIZE)
+    counts, best, front = _tally(record, search.direction != common_pb2.MINIMIZE)
     algorithm = search.tuning_type
     if search.settings.get("backend"):
         algorithm += f" ({search.settings['backend']})"
@@ -150,30 +150,48 @@ def job_view(record: Record) -> dict[str, Any]:
         "elapsed_seconds": round(max(0.0, end - started), 1) if started else 0.0,
         "counts": counts,
         "best": best,
+        "front": front,
         "parameters": [p.name for p in search.space.parameters],
         "scales": _scales(config),
         "webui_url": record.meta[meta.WEBUI_URL],
     }
 
 
-_TALLIES: dict[str, tuple[Hashable, dict[str, int], dict[str, Any] | None]] = {}
+_Tally = tuple[dict[str, int], dict[str, Any] | None, dict[str, Any] | None]
+_TALLIES: dict[str, tuple[Hashable, _Tally]] = {}
+
+FRONT_NAMED = 3
+"""The front's trials the facts and the index name (the Pareto plot shows them all)."""
 
 
-def _tally(record: Record, maximize: bool) -> tuple[dict[str, int], dict[str, Any] | None]:
-    """The trials counted by state, and the best; computed again only when the record's
-    version changed (a poll of a 10,000-trial job's page would otherwise rank them all)."""
+def _tally(record: Record, maximize: bool) -> _Tally:
+    """The trials counted by state, the best, and the front's size and first trials (None for
+    one objective: see :func:`_front_fact`); computed again only when the record's version
+    changed (a poll of a 10,000-trial job's page would otherwise rank them all)."""
     job_id = record.meta[meta.JOB_ID]
     kept = _TALLIES.get(job_id)
     if kept is not None and record.version is not None and kept[0] == record.version:
-        return dict(kept[1]), kept[2]
+        return dict(kept[1][0]), kept[1][1], kept[1][2]
     counts = {str(state): 0 for state in TrialState}
     for trial in record.trials:
         counts[str(trial.state)] += 1
     best = _best(record.trials, maximize)
+    front = _front_fact(Objectives.from_spec(record.config.search), record.trials)
     if len(_TALLIES) >= _KEPT_JOBS and job_id not in _TALLIES:
         _TALLIES.pop(next(iter(_TALLIES)), None)
-    _TALLIES[job_id] = (record.version, counts, best)
-    return dict(counts), best
+    _TALLIES[job_id] = (record.version, (counts, best, front))
+    return dict(counts), best, front
+
+
+def _front_fact(objectives: Objectives, trials: Sequence[TrialRow]) -> dict[str, Any] | None:
+    """What the facts and the index say of a job of several objectives instead of a best:
+    ``{"size": 4, "first": [4, 7, 2]}``, its front's size and first trials, best first by the
+    first objective (:data:`FRONT_NAMED` at most); None with one objective."""
+    if not objectives.several:
+        return None
+    points = objectives.front_points(trials)
+    points.sort(key=lambda point: point[1][0], reverse=objectives.directions[0] == "maximize")
+    return {"size": len(points), "first": [number for number, _ in points[:FRONT_NAMED]]}
 
 
 def _scales(config: JobConfig) -> dict[str, str]:

@@ -3,7 +3,8 @@ that Mesos master knows and the DisAuto job each runs.
 
 The tables fit the terminal: the job's name appears only where it is not the start of its id,
 long cells are clipped and the start time, then the duration, left out before a row wraps;
-a job's trials say how many failed (``6/6 (6 failed)``), its best the value and the trial.
+a job's trials say how many failed (``6/6 (6 failed)``), its best the value and the trial (with
+several objectives: the Pareto front's size, ``front 4``).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from typing import IO
 from typing import Any
 
 from disauto.common import paths
+from disauto.common.objectives import Objectives
 from disauto.common.trial_state import TrialState
 from disauto.submit.exit_status import ExitStatus
 from disauto.submit.fit import Column
@@ -90,6 +92,15 @@ def _print_frameworks(master: str, frameworks: Sequence[dict[str, Any]], here: s
     print("\n".join(fit_table(table, rows)), file=out)
 
 
+def _best_cell(job: Job, best: dict[str, Any] | None) -> str:
+    """The best's value and trial; with several objectives the Pareto front's size instead
+    (``front 4``): no one trial is the best."""
+    objectives = Objectives.from_spec(job.config.search)
+    if objectives.several:
+        return f"front {len(objectives.front(job.trials))}"
+    return "-" if best is None else f"{best['value']:.6g} (#{best['trial']})"
+
+
 def _print_jobs(jobs: Sequence[Job], rows: Sequence[dict[str, Any]], out: IO[str],
                 unreadable: Sequence[UnreadableRecordError] = ()) -> None:
     # The name is the start of the job's id (da-submit makes it so): shown only where not.
@@ -104,7 +115,7 @@ def _print_jobs(jobs: Sequence[Job], rows: Sequence[dict[str, Any]], out: IO[str
         cells.append([
             row["job_id"], row["name"], state_text(job),
             f"{row['done']}/{row['budget']}" + (f" ({failed} failed)" if failed else ""),
-            "-" if best is None else f"{best['value']:.6g} (#{best['trial']})",
+            _best_cell(job, best),
             time.strftime("%H:%M" if time.strftime("%Y-%m-%d", started) == today
                           else "%m-%d %H:%M", started),
             fmt_seconds(row["duration_seconds"]),

@@ -1,5 +1,5 @@
-"""``da-job status``: a job's trials by state, its best, budget and parallelism, the running
-tasks and their agents, AppCore's address."""
+"""``da-job status``: a job's trials by state, its best (with several objectives: its Pareto
+front), budget and parallelism, the running tasks and their agents, AppCore's address."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from typing import IO
 from typing import Any
 
 from disauto.common.messages import cause_first
+from disauto.common.objectives import Objectives
 from disauto.common.trial_state import TrialState
 from disauto.framework import meta
 from disauto.framework.deadline_status import deadline_note
@@ -21,6 +22,8 @@ from disauto.submit.fit import clip
 from disauto.submit.fit import columns
 from disauto.submit.fit import short_path
 from disauto.submit.fit import wrap
+from disauto.submit.front import front_lines
+from disauto.submit.front import front_rows
 from disauto.submit.job_cli.base import JOB
 from disauto.submit.job_cli.base import Command
 from disauto.submit.job_cli.base import arg
@@ -62,6 +65,9 @@ def run(args: argparse.Namespace, out: IO[str]) -> ExitStatus:
                      "tries": list(t.tries)} for t in job.trials if t.tries],
         "last_failure": _last_failure(job),
     }
+    objectives = Objectives.from_spec(config.search)
+    if objectives.several:  # no one best: the Pareto front, each trial with every objective
+        status["front"] = front_rows(job.trials, objectives)
     if args.json:
         print(json.dumps(status, indent=2), file=out)
         return ExitStatus.SUCCESS
@@ -104,7 +110,10 @@ def _print_status(job: Job, status: dict[str, Any], out: IO[str]) -> None:
         f"{status['parallelism']}; "
         + ", ".join(f"{n} {s.lower()}" for s, n in status["trials"].items() if n))
     best = status["best"]
-    if best is not None:
+    if "front" in status:
+        for line in front_lines(status["front"], Objectives.from_spec(config.search)):
+            say(f"  {line}")
+    elif best is not None:
         say(f"  best: trial-{best['trial']:04d} {config.search.objective}={best['value']:.6g}")
     appcore = status["appcore"]
     state = appcore["state"]

@@ -77,7 +77,8 @@ def test_a_two_objective_tpe_job_records_its_pareto_front(submit: Any) -> None:
         "multi_objective.py", "multi_objective_params.json",
         "--objective", "accuracy,latency_ms", "--direction", "maximize,minimize",
         "--tuning-type", "bayesian", "--bayes-backend", "tpe",
-        "--tuning-setting", "n_startup_trials=3", "--trail-steps", "8", "--parallelism", "2"))
+        "--tuning-setting", "n_startup_trials=3", "--trail-steps", "8", "--parallelism", "2"),
+        env={"COLUMNS": "80"})
     assert job.wait(timeout=400) == 0, job.output
     results = job.results()
     assert results["outcome"] == "BUDGET_SPENT", job.output
@@ -92,7 +93,19 @@ def test_a_two_objective_tpe_job_records_its_pareto_front(submit: Any) -> None:
     infeasible = sorted(t.number for t in trials if not is_feasible(t.constraints))
     assert results["infeasible_trials"] == infeasible
     assert all(t.constraints is not None for t in trials)
-    assert "Pareto front of accuracy (maximize), latency_ms (minimize):" in job.output
+    # Every line says the front, none a best by the first objective (issue 36).
+    lines = job.output.splitlines()
+    assert max(len(line) for line in lines if "front" in line) <= 80, job.output
+    assert "| best " not in job.output and "da-submit: best trial-" not in job.output
+    assert any(line.endswith(f"| front {len(front)} trial{'s' if len(front) > 1 else ''}")
+               or line.endswith(f"| front {len(front)}") for line in lines), job.output
+    heading = (f"da-submit: front: {len(front)} trial{'s' if len(front) > 1 else ''} of "
+               "accuracy (maximize), latency_ms (minimize)")
+    assert heading in lines, job.output
+    named = lines[lines.index(heading) + 1:lines.index(heading) + 1 + min(len(front), 5)]
+    assert sorted(int(line.split("trial-")[1][:4]) for line in named) == sorted(
+        sorted(front, key=lambda n: points[n][0], reverse=True)[:5]), job.output
+    assert all(" accuracy=" in line and " latency_ms=" in line for line in named)
     csv_rows = (job.job_dir() / "results.csv").read_text().splitlines()
     assert csv_rows[0].endswith("feasible,constraints,pareto_front")
 

@@ -142,6 +142,25 @@ def test_progress_line() -> None:
         "[00:00] trials 0/5 done, 0 running")
 
 
+def test_the_progress_line_of_several_objectives_names_the_front_not_a_best() -> None:
+    progress = Progress(done=12, running=2, pending=0, failed=0, best=TRIALS[2], submitted=14,
+                        budget=20, elapsed=65.0, parallelism=2, front=4)
+    assert results.progress_line(progress, "accuracy", width=80) == (
+        "[01:05] trials 12/20 done, 2 running (parallelism 2), 0 failed | front 4 trials")
+    assert results.progress_line(progress, "accuracy", width=56) == (
+        "[01:05] trials 12/20 done, 2 running | front 4 trials")
+    assert results.progress_line(progress, "accuracy", width=48) == (
+        "[01:05] trials 12/20 done, 2 running | front 4")
+    assert results.progress_line(progress, "accuracy", width=40) == (
+        "[01:05] 12/20 done, 2 running | front 4")
+    one = Progress(done=1, running=0, pending=0, failed=0, best=TRIALS[2], submitted=1,
+                   budget=20, elapsed=65.0, front=1)
+    assert results.progress_line(one, "accuracy", width=80).endswith("| front 1 trial")
+    none_yet = Progress(done=0, running=1, pending=0, failed=0, best=None, submitted=1,
+                        budget=20, elapsed=65.0, front=0)
+    assert "front" not in results.progress_line(none_yet, "accuracy", width=80)
+
+
 def test_a_long_progress_line_fits_80_columns(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("COLUMNS", "80")
     best = row(1234, "COMPLETED", 0.987654321)
@@ -373,6 +392,11 @@ def test_a_write_that_fails_leaves_the_earlier_results_whole(
     assert csv_path.read_bytes() == before[1]  # the earlier file, whole
     assert json.loads(json_path.read_text())["job_id"] == "job-1"  # whole, never empty
     assert sorted(p.name for p in tmp_path.iterdir()) == ["results.csv", "results.json"]
+
+
+def test_the_summary_lines_leave_the_front_to_the_caller_when_asked() -> None:
+    lines = results.search_lines(results.search_keys(PAIRS, TWO), TWO, front=False)
+    assert lines == ["infeasible (a constraint above 0): trial-0004"]
 
 
 # --- the table fits the terminal (issue 36, item 6) ---------------------------------------------

@@ -116,6 +116,14 @@ function objectivesFact(job) {
     names.map((name, i) => name + " (" + directions[i] + ")").join(", ")];
 }
 
+// With several objectives no one trial is the best: the facts name the Pareto front, its
+// size and its first trials by the first objective ("4 trials (#4, #7, #2, …)").
+function frontText(front) {
+  if (!front.size) return "none yet";
+  const more = front.size > front.first.length ? ", …" : "";
+  return front.size + (front.size === 1 ? " trial" : " trials") + " ("
+    + front.first.map((n) => "#" + n).join(", ") + more + ")";
+}
 function renderJob(job) {
   document.title = job.name + " — DisAuto";
   $("job-name").textContent = job.name + " (" + job.job_id + ")";
@@ -130,7 +138,8 @@ function renderJob(job) {
     ["state", job.state], ["trials done", done + " / " + job.budget],
     ["parallelism", job.parallelism], objectivesFact(job),
     ["target", job.target === null ? "none" : fmtNumber(job.target)],
-    ["best", job.best ? fmtNumber(job.best.objective) + " (trial " + job.best.trial + ")" : "-"],
+    job.front ? ["front", frontText(job.front)]
+      : ["best", job.best ? fmtNumber(job.best.objective) + " (trial " + job.best.trial + ")" : "-"],
     ["algorithm", job.algorithm], ["early stopping", job.early_stopping],
     ["offer policy", job.policy], ["seed", job.seed], ["elapsed", fmtSeconds(job.elapsed_seconds)],
     ["outcome", outcome || "-"], ["master", job.master],
@@ -225,7 +234,10 @@ function renderTrials(data) {
     const row = body.insertRow();
     row.dataset.number = trial.number;
     row.dataset.state = trial.state;
-    if (data.job.best && data.job.best.trial === trial.number) row.classList.add("best");
+    // Several objectives: no one best, the front's rows are marked (note) instead.
+    if (data.job.best && !data.job.front && data.job.best.trial === trial.number) {
+      row.classList.add("best");
+    }
     const marked = note(data, trial);
     if (marked) row.classList.add(marked);
     for (const col of cols) {
@@ -423,8 +435,10 @@ function renderPlots(data) {
     { name: job.objective, mode: "markers", x: byNumber.map((t) => t.number),
       y: byNumber.map((t) => t.objective), text: byNumber.map(trialText),
       marker: { symbol: byNumber.map(feasibleSymbol) } },
-    { name: "best so far", mode: "lines", line: { shape: "hv" }, x: byNumber.map((t) => t.number),
-      y: bestValues(bestByNumber), text: bestTexts(bestByNumber) },
+    // With several objectives a best by the first one is no answer: no best-so-far line.
+    ...(job.front ? [] : [{ name: "best so far", mode: "lines", line: { shape: "hv" },
+      x: byNumber.map((t) => t.number), y: bestValues(bestByNumber),
+      text: bestTexts(bestByNumber) }]),
     { name: "pruned (last value)", mode: "markers", marker: { symbol: "x", color: "#8e44ad" },
       x: pruned.map((t) => t.number), y: pruned.map((t) => t.objective),
       text: pruned.map((t) => "trial " + t.number + " (pruned)") },
@@ -436,8 +450,8 @@ function renderPlots(data) {
   Plotly.react("plot-time", [
     { name: job.objective, mode: "markers", x: seconds, y: byTime.map((t) => t.objective),
       text: byTime.map(trialText), marker: { symbol: byTime.map(feasibleSymbol) } },
-    { name: "best so far", mode: "lines", line: { shape: "hv" }, x: seconds,
-      y: bestValues(bestByTime), text: bestTexts(bestByTime) },
+    ...(job.front ? [] : [{ name: "best so far", mode: "lines", line: { shape: "hv" },
+      x: seconds, y: bestValues(bestByTime), text: bestTexts(bestByTime) }]),
   ], layout("seconds since the job started", job.objective), CONFIG);
 }
 

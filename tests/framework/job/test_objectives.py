@@ -124,3 +124,19 @@ def test_a_store_written_before_constraints_opens(tmp_path: Path) -> None:
         assert reopened.trial(1).constraints is None  # type: ignore[union-attr]
     finally:
         reopened.close()
+
+
+def test_the_progress_counts_the_front_with_several_objectives(store: JobStore) -> None:
+    controller = _controller(store, TWO)
+    assert controller.progress().front == 0
+    _run(controller, 1, Report(1, {"accuracy": 0.9, "latency": 5.0}, final=True))
+    _run(controller, 2, Report(2, {"accuracy": 0.8, "latency": 3.0}, final=True))
+    assert controller.progress().front == 2
+    _run(controller, 3, Report(3, {"accuracy": 0.7, "latency": 4.0}, final=True))  # dominated
+    assert controller.progress().front == 2
+    _run(controller, 4, Report(4, {"accuracy": 0.95, "latency": 1.0}, final=True))  # beats all
+    assert controller.progress().front == 1
+
+
+def test_the_progress_of_one_objective_has_no_front(store: JobStore) -> None:
+    assert _controller(store).progress().front is None

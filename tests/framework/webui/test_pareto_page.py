@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+import re
 from typing import Any
 
 import pytest
@@ -105,9 +106,20 @@ def test_the_page_draws_the_front_and_marks_the_infeasible_trial(
             expect(row.locator('td[data-key="note"]')).to_have_text("front")
         expect(opened.locator('#trials tr[data-number="4"] td[data-key="o:latency"]')
                ).to_have_text("40")
-        # The best is trial 4: trial 6's better accuracy is infeasible.
-        expect(opened.locator("#job-facts")).to_contain_text("0.9 (trial 4)")
-        expect(opened.locator('#trials tr[data-number="4"]')).to_have_class("best front")
+        # The facts name the front, not a best by accuracy (issue 36): its size and its first
+        # trials by accuracy (trial 6's better accuracy is infeasible), inside the window.
+        front = opened.locator("#job-facts div", has_text="front")
+        expect(front).to_have_text(re.compile(r"front\s*4 trials \(#4, #7, #2, …\)"))
+        box = front.bounding_box()
+        assert box is not None and 0 <= box["x"] and box["x"] + box["width"] <= LAPTOP["width"]
+        assert "best" not in str(opened.locator("#job-facts").text_content())
+        expect(opened.locator('#trials tr[data-number="4"]')).to_have_class("front")
+        # Nor a best-so-far line by the first objective in the objective's plots.
+        opened.wait_for_function("() => document.getElementById('plot-time').data")
+        for plot in ("plot-history", "plot-time"):
+            names = opened.evaluate(f"() => document.getElementById('{plot}').data"
+                                    ".map(t => t.name)")
+            assert "best so far" not in names and "accuracy" in names
         SCREENSHOTS.mkdir(parents=True, exist_ok=True)
         opened.locator("#pareto-box").screenshot(path=str(SCREENSHOTS / "job-page-pareto.png"))
         assert errors == []

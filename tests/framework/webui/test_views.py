@@ -22,6 +22,7 @@ from disauto.framework.webui.importance import PENDING_NOTE
 from disauto.framework.webui.importance import ImportanceCache
 from disauto.framework.webui.importance import importances
 from disauto.framework.webui.views import TELEMETRY_NOTE
+from disauto.framework.webui.views import job_view
 from disauto.framework.webui.views import page_data
 from disauto.framework.webui.views import read_record
 from disauto.framework.webui.views import to_json
@@ -277,3 +278,14 @@ def test_the_report_waits_for_importance_a_bounded_time(
 def _inline_data(html: str) -> str:
     start = html.index("window.DISAUTO_DATA = ") + len("window.DISAUTO_DATA = ")
     return html[start:html.index(";</script>", start)].replace("<\\/", "</")
+
+
+def test_the_facts_of_several_objectives_name_the_front_not_a_best(tmp_path: Path) -> None:
+    made = ParetoRecorded(tmp_path / "job-p")
+    job = job_view(read_record(made.store, "running"))
+    # Its size and its first trials, best first by the first objective (accuracy).
+    assert job["front"] == {"size": 4, "first": [4, 7, 2]}
+
+
+def test_the_facts_of_one_objective_have_no_front(recorded: Recorded) -> None:
+    assert job_view(read_record(recorded.store, "running"))["front"] is None

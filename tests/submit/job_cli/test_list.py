@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 import json
+from pathlib import Path
 from typing import Any
 
 from disauto.common.trial_state import TrialState
@@ -85,3 +86,17 @@ def test_an_unreadable_record_is_marked_and_the_others_are_listed(
         f"da-job: error: the record of job tests-20261126-070000-abcd is unreadable: {db}: "
         "file is not a database (left as it is)\n")
     assert db.read_bytes() == garbage  # left as it was
+
+
+def test_a_job_of_several_objectives_shows_its_fronts_size_not_a_best(
+        da_job: DaJob, home: Path, job_record: Callable[..., JobRecord]) -> None:
+    from disauto.framework import meta
+    from tests.framework.webui.records import ParetoRecorded
+
+    ParetoRecorded(home / "jobs" / "job-pareto-20261126-060756-33fd", state=meta.ENDED)
+    job_record("tests-20261126-080000-0123", state="ended")
+    lines = da_job("list")[1].splitlines()
+    assert max(len(line) for line in lines) <= 80
+    pareto = next(line for line in lines if line.startswith("job-pareto"))
+    assert "front 4" in pareto
+    assert "0.6 (#5)" in next(line for line in lines if line.startswith("tests-"))

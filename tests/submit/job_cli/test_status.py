@@ -113,3 +113,29 @@ def test_a_retried_trial_shows_each_earlier_try(da_job: DaJob, home: Path) -> No
     assert [(r["trial"], r["state"], r["task"], [t["task_id"] for t in r["tries"]])
             for r in shown["retried"]] == [(8, "COMPLETED", "trial-0008.1", ["trial-0008"]),
                                            (9, "FAILED", "trial-0009.1", ["trial-0009"])]
+
+
+def test_a_job_of_several_objectives_lists_its_front_not_a_best(da_job: DaJob,
+                                                                home: Path) -> None:
+    ParetoRecorded(home / "jobs" / "job-p", state=meta.ENDED)
+    out = da_job("status", "job-p")[1]
+    lines = out.splitlines()
+    assert max(len(line) for line in lines) <= 80, out
+    assert "best:" not in out
+    at = lines.index("  front: 4 trials of accuracy (maximize), latency (minimize)")
+    assert lines[at + 1:at + 5] == ["    trial-0004 accuracy=0.9 latency=40",
+                                    "    trial-0007 accuracy=0.85 latency=35",
+                                    "    trial-0002 accuracy=0.8 latency=20",
+                                    "    trial-0001 accuracy=0.7 latency=10"]
+    shown = json.loads(da_job("status", "job-p", "--json")[1])
+    assert shown["front"] == [{"trial": n, "values": {"accuracy": a, "latency": lat}}
+                              for n, (a, lat) in ((1, (0.7, 10.0)), (2, (0.8, 20.0)),
+                                                  (4, (0.9, 40.0)), (7, (0.85, 35.0)))]
+
+
+def test_a_job_of_one_objective_still_says_its_best(da_job: DaJob,
+                                                    job_record: Callable[..., JobRecord]) -> None:
+    job_record("job-a", state="ended")
+    out = da_job("status", "job-a")[1]
+    assert "  best: trial-" in out and "front" not in out
+    assert "front" not in json.loads(da_job("status", "job-a", "--json")[1])

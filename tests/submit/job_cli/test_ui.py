@@ -79,3 +79,24 @@ def test_open_hands_the_address_to_the_browser(tmp_path: Path) -> None:
     finally:
         process.terminate()
         process.wait(10)
+
+
+@pytest.mark.integration
+def test_the_index_says_the_front_of_a_job_of_several_objectives(tmp_path: Path) -> None:
+    from disauto.framework.webui.server import JobPageServer
+    from tests.framework.webui.records import Client
+    from tests.framework.webui.records import ParetoRecorded
+
+    ParetoRecorded(tmp_path / "jobs" / "job-p", state=meta.ENDED)
+    Recorded(tmp_path / "jobs" / "job-a")
+    jobs = RecordedJobs(tmp_path / "jobs")
+    server = JobPageServer(lambda: jobs, "127.0.0.1", "127.0.0.1")
+    server.start()
+    try:
+        status, listed, _ = Client(server.port).request("GET", "/api/jobs")
+    finally:
+        server.stop()
+    assert status == 200
+    shown = {job["job_id"]: job for job in listed}
+    assert shown["job-p"]["front"] == {"size": 4, "first": [4, 7, 2]}
+    assert shown["job-test"]["front"] is None and shown["job-test"]["best"] is not None
