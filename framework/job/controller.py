@@ -49,6 +49,7 @@ from disauto.framework.job.events import stream
 from disauto.framework.job.exits import TaskExits
 from disauto.framework.job.intake import Intake
 from disauto.framework.job.intake import Submission
+from disauto.framework.job.pace import job_pace
 from disauto.framework.job.progress import Progress
 from disauto.framework.job.progress import snapshot
 from disauto.framework.job.silence import Silence
@@ -189,8 +190,9 @@ class JobController:
 
     def progress(self) -> Progress:
         with self._lock:
+            pace = job_pace(self.config, self._book.rows_to_read(), time.time())
             return snapshot(self.config, self._book.counts(), self.best_trial(), self._started,
-                            self._book.oldest_pending_since())
+                            self._book.oldest_pending_since(), pace)
 
     # -- AppCore -------------------------------------------------------------------------------
 

@@ -20,6 +20,7 @@ from collections.abc import Mapping
 from collections.abc import Sequence
 from dataclasses import dataclass
 import time
+from typing import TYPE_CHECKING
 
 from disauto.common.durations import format_duration
 from disauto.common.trial_state import TrialState
@@ -27,6 +28,9 @@ from disauto.framework.policies import JobProgress
 from disauto.framework.spec import JobConfig
 from disauto.framework.store import TrialRow
 
+
+if TYPE_CHECKING:
+    from disauto.framework.job.pace import Pace
 
 @dataclass(frozen=True)
 class Progress:
@@ -44,13 +48,17 @@ class Progress:
     """Seconds the oldest pending trial has waited for an offer (0: none waits)."""
     parallelism: int = 0
     """Trials in flight at once, as the job's spec says now (0: not known)."""
+    pace: Pace | None = None
+    """Its rate and ETA (:mod:`framework.job.pace`; None: not computed, not shown)."""
 
 
 def snapshot(config: JobConfig, counts: Mapping[TrialState, int], best: TrialRow | None,
-             started: float, pending_since: float | None = None) -> Progress:
+             started: float, pending_since: float | None = None,
+             pace: Pace | None = None) -> Progress:
     """The :class:`Progress` of a job configured by ``config`` with trials in these states
     (``counts``), whose framework started at ``started``; ``pending_since``: when the
-    longest-waiting pending trial was submitted (None: none waits)."""
+    longest-waiting pending trial was submitted (None: none waits); ``pace``: its rate and
+    ETA."""
     now = time.time()
     return Progress(
         done=counts.get(TrialState.COMPLETED, 0) + counts.get(TrialState.PRUNED, 0),
@@ -63,6 +71,7 @@ def snapshot(config: JobConfig, counts: Mapping[TrialState, int], best: TrialRow
         elapsed=now - started,
         waiting=max(0.0, now - pending_since) if pending_since else 0.0,
         parallelism=int(config.search.parallelism),
+        pace=pace,
     )
 
 
