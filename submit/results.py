@@ -26,10 +26,10 @@ from disauto.common.trial_state import TrialState
 from disauto.framework import meta
 from disauto.framework.job import Progress
 from disauto.framework.job import sorted_trials
-from disauto.framework.job.pace import Pace
 from disauto.framework.job.memory_kill import KILLED_NEED
 from disauto.framework.job.memory_kill import MEMORY_LIMITATION
 from disauto.framework.job.memory_kill import killed_need_bytes
+from disauto.framework.job.pace import Pace
 from disauto.framework.meta import JobMeta
 from disauto.framework.spec import JobConfig
 from disauto.framework.store import TrialRow
