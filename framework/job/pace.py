@@ -59,10 +59,12 @@ class Pace:
         """``12m30s`` (``—`` when not known)."""
         return NONE if self.eta is None else format_duration(max(0.0, self.eta)) or "0s"
 
-    def as_json(self) -> dict[str, Any]:
-        """The figures, rounded, for ``da-job status --json`` and the page's ``/api/page``."""
+    def as_json(self, now: float) -> dict[str, Any]:
+        """The figures, rounded, for ``da-job status --json`` and the page's ``/api/page``;
+        ``eta_at``: when the budget should be done (seconds since the epoch; ``now`` + ETA)."""
         return {"trials_per_minute": _rounded(self.per_minute, 2),
                 "eta_seconds": _rounded(self.eta, 0),
+                "eta_at": None if self.eta is None else round(now + self.eta, 1),
                 "trial_seconds": _rounded(self.trial_seconds, 1),
                 "window_seconds": RATE_WINDOW}
 

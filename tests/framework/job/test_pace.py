@@ -42,7 +42,7 @@ def test_no_rate_nor_eta_before_a_trial_has_ended() -> None:
     pace = job_pace(config(), started, NOW)
     assert pace == Pace(None, None, None)
     assert (pace.rate_text(), pace.eta_text()) == ("—", "—")
-    assert pace.as_json()["eta_seconds"] is None
+    assert pace.as_json(NOW)["eta_seconds"] is None
 
 
 def test_the_rate_counts_ended_trials_since_the_first_started_when_young() -> None:
@@ -70,8 +70,9 @@ def test_the_eta_spreads_the_work_left_over_the_parallelism() -> None:
     assert pace.eta == pytest.approx(230.0)
     assert pace.eta_text() == "3m50s"
     assert pace.rate_text() == "1 trials/min"
-    assert pace.as_json() == {"trials_per_minute": 1.0, "eta_seconds": 230.0,
-                              "trial_seconds": 60.0, "window_seconds": 600.0}
+    assert pace.as_json(NOW) == {"trials_per_minute": 1.0, "eta_seconds": 230.0,
+                                 "eta_at": NOW + 230, "trial_seconds": 60.0,
+                                 "window_seconds": 600.0}
     # Four slots: 115 s, more than one trial (60 s) and the running one's rest (40 s).
     assert job_pace(config(parallelism=4), trials(), NOW).eta == pytest.approx(115.0)
 

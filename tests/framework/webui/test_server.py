@@ -220,3 +220,31 @@ def test_an_open_page_gets_the_final_record_before_the_server_stops(recorded: Re
     Client(late.port).request("GET", "/jobs/job-test/api/page")
     late.stop(linger=0.3)  # the page never comes back: at most the linger
     assert time.monotonic() - started < 2.0
+
+
+def test_the_page_data_carries_the_rate_and_eta(live: tuple[Client, list[list[str]]],
+                                                 recorded: Recorded) -> None:
+    client, _ = live
+    # Before a trial has a measured time the rate is known (trials ended) and the ETA not.
+    pace = client.request("GET", "/jobs/job-test/api/page")[1]["job"]["pace"]
+    assert set(pace) == {"trials_per_minute", "eta_seconds", "eta_at", "trial_seconds",
+                         "window_seconds"}
+    # Trials 1-7 ran 60 s each, one after another, the last ending now; trial 8 for 20 s.
+    now = time.time()
+    for number in range(1, 8):
+        start = now - 420 + 60 * (number - 1)
+        recorded.store.update_trial(number, started_at=start, ended_at=start + 60)
+    recorded.store.update_trial(recorded.running, started_at=now - 20, ended_at=None)
+    source = RecordedJob("job-test", recorded.folder, lambda: "running")
+    server = JobPageServer(lambda: {"job-test": source}, "127.0.0.1", "127.0.0.1")
+    server.start()
+    try:
+        status, data, _ = Client(server.port).request("GET", "/jobs/job-test/api/page")
+    finally:
+        server.stop()
+    pace = data["job"]["pace"]
+    assert status == 200 and pace["trials_per_minute"] == 1.0
+    # 4 more trials expected (the target's estimate) and 40 s of the running one, over 4
+    # slots: 70 s.
+    assert pace["trial_seconds"] == 60.0 and 69 <= pace["eta_seconds"] <= 70
+    assert pace["eta_at"] == pytest.approx(data["generated_at"] + pace["eta_seconds"], abs=1)
