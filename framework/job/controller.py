@@ -189,8 +189,9 @@ class JobController:
         return self.config.search.direction != common_pb2.MINIMIZE
 
     def progress(self) -> Progress:
+        # The pace reads every trial (7 ms for 10,000, each poll): outside the lock.
+        pace = job_pace(self.config, self._book.rows_to_read(), time.time())
         with self._lock:
-            pace = job_pace(self.config, self._book.rows_to_read(), time.time())
             return snapshot(self.config, self._book.counts(), self.best_trial(), self._started,
                             self._book.oldest_pending_since(), pace)
 

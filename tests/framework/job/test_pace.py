@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 
 import pytest
 
@@ -13,6 +14,7 @@ from disauto.framework.job.pace import completion_rate
 from disauto.framework.job.pace import job_pace
 from disauto.framework.spec import JobConfig
 from disauto.framework.store import TrialRow
+from tests.framework.webui.records import Recorded
 from tests.inprocess import job_config
 
 
@@ -99,3 +101,9 @@ def test_the_eta_agrees_with_the_deadline_prediction() -> None:
     assert eta is not None
     assert "on track" in deadline_note(config(deadline=NOW + eta + 1), running, NOW)
     assert "cannot be met" in deadline_note(config(deadline=NOW + eta - 1), running, NOW)
+
+
+def test_the_controllers_progress_carries_the_pace(tmp_path: Path) -> None:
+    # What da-submit's progress line reads: 7 trials ended (their times a moment apart).
+    pace = Recorded(tmp_path / "job").controller.progress().pace
+    assert pace is not None and pace.per_minute is not None and pace.eta is not None
