@@ -8,7 +8,8 @@ status`` and the job page:
   since the first trial started, when that is shorter (a young job is not diluted by a window
   it has not lived). None until a trial has ended;
 * the **ETA** is the deadline prediction's own (:func:`~framework.policies.deadline.predict_end`
-  over :func:`~framework.job.progress.job_progress`), with all the job's ``parallelism`` slots:
+  over :func:`~framework.job.progress.job_progress`, which reads the trials and builds a job's
+  pace: :func:`~framework.job.progress.job_pace`), with all the job's ``parallelism`` slots:
   the mean measured trial time, times the trials still to start, plus what the running trials
   have left of that mean, spread over the slots (never less than the longest running rest nor,
   while trials remain, than one trial). A job with ``--target`` is estimated to need as many
@@ -24,10 +25,9 @@ from typing import Any
 
 from disauto.common.durations import format_duration
 from disauto.common.trial_state import TrialState
-from disauto.framework.job.progress import job_progress
+from disauto.framework.policies import JobProgress
 from disauto.framework.policies.deadline import predict_end
 from disauto.framework.policies.deadline import trial_seconds
-from disauto.framework.spec import JobConfig
 from disauto.framework.store import TrialRow
 
 
@@ -88,14 +88,12 @@ def completion_rate(trials: Sequence[TrialRow], now: float,
     return recent * 60.0 / span
 
 
-def job_pace(config: JobConfig, trials: Sequence[TrialRow], now: float, *,
-             ended: bool = False) -> Pace:
-    """The :class:`Pace` of a job configured by ``config`` with these ``trials`` at ``now``;
-    an ``ended`` job has a rate (up to ``now``, its end) but no ETA."""
-    rate = completion_rate(trials, now)
-    progress = job_progress(config, trials, now)
+def pace_of(progress: JobProgress, rate: float | None, ended: bool = False) -> Pace:
+    """The :class:`Pace` of a job whose deadline reading is ``progress``
+    (:func:`~framework.job.progress.job_progress`) and whose ``rate`` is
+    :func:`completion_rate`'s; an ``ended`` job has its rate but no ETA."""
     seconds = trial_seconds(progress)
     if ended or seconds is None:
         return Pace(rate, None, seconds)
     end = predict_end(progress, max(1, progress.parallelism), seconds)
-    return Pace(rate, max(0.0, end - now), seconds)
+    return Pace(rate, max(0.0, end - progress.now), seconds)

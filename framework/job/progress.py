@@ -1,5 +1,6 @@
 """A job's progress, from the trials the controller records: the snapshot the progress line
-shows (:class:`Progress`), and what the deadline policy reads (:func:`job_progress`):
+shows (:class:`Progress`), its rate and ETA (:func:`job_pace`), and what the deadline policy
+reads (:func:`job_progress`):
 
 * ``durations``: every trial that ran to a result or a failure (started and ended recorded),
   divided by the slowdown of the agent it ran on, so that times measured on slow agents predict
@@ -20,17 +21,16 @@ from collections.abc import Mapping
 from collections.abc import Sequence
 from dataclasses import dataclass
 import time
-from typing import TYPE_CHECKING
 
 from disauto.common.durations import format_duration
 from disauto.common.trial_state import TrialState
+from disauto.framework.job.pace import Pace
+from disauto.framework.job.pace import completion_rate
+from disauto.framework.job.pace import pace_of
 from disauto.framework.policies import JobProgress
 from disauto.framework.spec import JobConfig
 from disauto.framework.store import TrialRow
 
-
-if TYPE_CHECKING:
-    from disauto.framework.job.pace import Pace
 
 @dataclass(frozen=True)
 class Progress:
@@ -101,6 +101,14 @@ def job_progress(config: JobConfig, trials: Sequence[TrialRow], now: float,
         durations=durations, waiting=waiting, cpus=config.runner.cpus, mem_mb=config.runner.mem_mb,
         gpus=config.runner.gpus,
     )
+
+
+def job_pace(config: JobConfig, trials: Sequence[TrialRow], now: float, *,
+             ended: bool = False) -> Pace:
+    """The rate and ETA (:mod:`framework.job.pace`) of a job configured by ``config`` with
+    these ``trials`` at ``now``; an ``ended`` job has a rate (up to ``now``, its end) but no
+    ETA."""
+    return pace_of(job_progress(config, trials, now), completion_rate(trials, now), ended)
 
 
 def unreachable_note(trials: Sequence[TrialRow], bound: float) -> str:

@@ -42,7 +42,7 @@ from disauto.common.space import space_from_proto
 from disauto.common.trial_state import TrialState
 from disauto.framework import meta
 from disauto.framework.job import sorted_trials
-from disauto.framework.job.pace import job_pace
+from disauto.framework.job.progress import job_pace
 from disauto.framework.meta import JobMeta
 from disauto.framework.spec import JobConfig
 from disauto.framework.store import JobStore

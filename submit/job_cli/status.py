@@ -16,7 +16,7 @@ from disauto.framework import meta
 from disauto.framework.deadline_status import deadline_note
 from disauto.framework.job.pace import RATE_WINDOW
 from disauto.framework.job.pace import Pace
-from disauto.framework.job.pace import job_pace
+from disauto.framework.job.progress import job_pace
 from disauto.framework.job.progress import unreachable_note
 from disauto.framework.telemetry.usage import megabytes
 from disauto.submit import results as results_mod

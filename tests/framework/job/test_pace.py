@@ -11,7 +11,7 @@ from disauto.common.trial_state import TrialState
 from disauto.framework.deadline_status import deadline_note
 from disauto.framework.job.pace import Pace
 from disauto.framework.job.pace import completion_rate
-from disauto.framework.job.pace import job_pace
+from disauto.framework.job.progress import job_pace
 from disauto.framework.spec import JobConfig
 from disauto.framework.store import TrialRow
 from tests.framework.webui.records import Recorded
