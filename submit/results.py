@@ -29,6 +29,7 @@ from disauto.framework.job import sorted_trials
 from disauto.framework.job.memory_kill import KILLED_NEED
 from disauto.framework.job.memory_kill import MEMORY_LIMITATION
 from disauto.framework.job.memory_kill import killed_need_bytes
+from disauto.framework.job.pace import Pace
 from disauto.framework.meta import JobMeta
 from disauto.framework.spec import JobConfig
 from disauto.framework.store import TrialRow
@@ -46,10 +47,11 @@ WAITING_NOTE_SECONDS = 10.0
 def progress_line(progress: Progress, objective: str, wants: str = "", note: str = "",
                   width: int | None = None) -> str:
     """One line of at most ``width`` characters (the terminal's): trials done / running /
-    failed, best so far (with several objectives: the Pareto front's size), elapsed; a trial
-    that waits; the note. What does not fit gives way in this order: zero counts, the wording
-    of the wait and of the best, the parallelism, the word "trials"; then the pending count,
-    the wait, the best; a note still too long is cut.
+    failed, best so far (with several objectives: the Pareto front's size), elapsed; the rate
+    and ETA; a trial that waits; the note. What does not fit gives way in this order: zero
+    counts, the wording of the wait, of the best and of the rate, the parallelism, the word
+    "trials"; then the pending count, the wait, the best, the ETA; a note still too long is
+    cut.
 
     Args:
         progress: the job's progress.
@@ -82,6 +84,8 @@ def progress_line(progress: Progress, objective: str, wants: str = "", note: str
         parts.append(Part((f" | best {objective}={value} (trial-{best.number:04d})",
                            f" | best {objective}={value} (#{best.number})",
                            f" | best {value} (#{best.number})"), 4, optional=True))
+    if progress.pace is not None:
+        parts.append(_pace_part(progress.pace))
     if progress.waiting >= WAITING_NOTE_SECONDS:
         # The time it started waiting, not for how long: the line changes only when that does.
         since_minutes, since_seconds = divmod(max(0, int(progress.elapsed - progress.waiting)),
@@ -96,6 +100,16 @@ def progress_line(progress: Progress, objective: str, wants: str = "", note: str
     if note:
         parts.append(Part((f" | {note}",), 6))
     return fit.clip(fit.fit_parts(parts, width), width)
+
+
+def _pace_part(pace: Pace) -> Part:
+    """The rate and the ETA (``—`` before a trial has ended): shortened after the best, and
+    left out after it, where the line has no room for them."""
+    eta = f"ETA {pace.eta_text()}"
+    if pace.per_minute is None:
+        return Part((f" | {eta}",), 4, optional=True)
+    return Part((f" | {pace.rate_text()}, {eta}", f" | {pace.per_minute:.3g}/min, {eta}",
+                 f" | {eta}"), 4, optional=True)
 
 
 def _param_names(trials: Sequence[TrialRow], order: Sequence[str]) -> list[str]:

@@ -51,6 +51,7 @@ from disauto.framework.job.intake import Intake
 from disauto.framework.job.intake import Submission
 from disauto.framework.job.progress import FrontSize
 from disauto.framework.job.progress import Progress
+from disauto.framework.job.progress import job_pace
 from disauto.framework.job.progress import snapshot
 from disauto.framework.job.silence import Silence
 from disauto.framework.job.status import Measures
@@ -188,9 +189,10 @@ class JobController:
 
     def progress(self) -> Progress:
         front = self._front.of(self._book)  # outside the lock: Optuna is slow on big jobs
+        pace = job_pace(self.config, self._book.rows_to_read(), time.time())  # 10k: 7 ms
         with self._lock:
             return snapshot(self.config, self._book.counts(), self.best_trial(), self._started,
-                            self._book.oldest_pending_since(), front)
+                            self._book.oldest_pending_since(), front, pace)
 
     # -- AppCore -------------------------------------------------------------------------------
 

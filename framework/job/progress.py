@@ -1,5 +1,6 @@
 """A job's progress, from the trials the controller records: the snapshot the progress line
-shows (:class:`Progress`), and what the deadline policy reads (:func:`job_progress`):
+shows (:class:`Progress`), its rate and ETA (:func:`job_pace`), and what the deadline policy
+reads (:func:`job_progress`):
 
 * ``durations``: every trial that ran to a result or a failure (started and ended recorded),
   divided by the slowdown of the agent it ran on, so that times measured on slow agents predict
@@ -25,6 +26,9 @@ from typing import TYPE_CHECKING
 from disauto.common.durations import format_duration
 from disauto.common.objectives import Objectives
 from disauto.common.trial_state import TrialState
+from disauto.framework.job.pace import Pace
+from disauto.framework.job.pace import completion_rate
+from disauto.framework.job.pace import pace_of
 from disauto.framework.policies import JobProgress
 from disauto.framework.spec import JobConfig
 from disauto.framework.store import TrialRow
@@ -53,15 +57,18 @@ class Progress:
     front: int | None = None
     """With several objectives, the trials on the Pareto front (the line names it instead of
     ``best``); None with one objective."""
+    pace: Pace | None = None
+    """Its rate and ETA (:mod:`framework.job.pace`; None: not computed, not shown)."""
 
 
 def snapshot(config: JobConfig, counts: Mapping[TrialState, int], best: TrialRow | None,
              started: float, pending_since: float | None = None,
-             front: int | None = None) -> Progress:
+             front: int | None = None, pace: Pace | None = None) -> Progress:
     """The :class:`Progress` of a job configured by ``config`` with trials in these states
     (``counts``), whose framework started at ``started``; ``pending_since``: when the
     longest-waiting pending trial was submitted (None: none waits); ``front``: the trials on
-    the Pareto front of a job of several objectives (None: one objective)."""
+    the Pareto front of a job of several objectives (None: one objective); ``pace``: its rate
+    and ETA."""
     now = time.time()
     return Progress(
         done=counts.get(TrialState.COMPLETED, 0) + counts.get(TrialState.PRUNED, 0),
@@ -75,6 +82,7 @@ def snapshot(config: JobConfig, counts: Mapping[TrialState, int], best: TrialRow
         waiting=max(0.0, now - pending_since) if pending_since else 0.0,
         parallelism=int(config.search.parallelism),
         front=front,
+        pace=pace,
     )
 
 
@@ -104,6 +112,14 @@ def job_progress(config: JobConfig, trials: Sequence[TrialRow], now: float,
         durations=durations, waiting=waiting, cpus=config.runner.cpus, mem_mb=config.runner.mem_mb,
         gpus=config.runner.gpus,
     )
+
+
+def job_pace(config: JobConfig, trials: Sequence[TrialRow], now: float, *,
+             ended: bool = False) -> Pace:
+    """The rate and ETA (:mod:`framework.job.pace`) of a job configured by ``config`` with
+    these ``trials`` at ``now``; an ``ended`` job has a rate (up to ``now``, its end) but no
+    ETA."""
+    return pace_of(job_progress(config, trials, now), completion_rate(trials, now), ended)
 
 
 def unreachable_note(trials: Sequence[TrialRow], bound: float) -> str:

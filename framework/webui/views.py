@@ -42,6 +42,7 @@ from disauto.common.space import space_from_proto
 from disauto.common.trial_state import TrialState
 from disauto.framework import meta
 from disauto.framework.job import sorted_trials
+from disauto.framework.job.progress import job_pace
 from disauto.framework.meta import JobMeta
 from disauto.framework.spec import JobConfig
 from disauto.framework.store import JobStore
@@ -122,6 +123,7 @@ def job_view(record: Record) -> dict[str, Any]:
     if search.settings.get("backend"):
         algorithm += f" ({search.settings['backend']})"
     objectives = Objectives.from_spec(search)
+    pace = job_pace(config, record.trials, end, ended=record.state != "running")
     return {
         "job_id": record.meta[meta.JOB_ID] or config.job_id,
         "name": config.app_name,
@@ -151,6 +153,7 @@ def job_view(record: Record) -> dict[str, Any]:
         "counts": counts,
         "best": best,
         "front": front,
+        "pace": pace.as_json(end),
         "parameters": [p.name for p in search.space.parameters],
         "scales": _scales(config),
         "webui_url": record.meta[meta.WEBUI_URL],

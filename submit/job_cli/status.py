@@ -9,11 +9,15 @@ import time
 from typing import IO
 from typing import Any
 
+from disauto.common.durations import format_duration
 from disauto.common.messages import cause_first
 from disauto.common.objectives import Objectives
 from disauto.common.trial_state import TrialState
 from disauto.framework import meta
 from disauto.framework.deadline_status import deadline_note
+from disauto.framework.job.pace import RATE_WINDOW
+from disauto.framework.job.pace import Pace
+from disauto.framework.job.progress import job_pace
 from disauto.framework.job.progress import unreachable_note
 from disauto.framework.telemetry.usage import megabytes
 from disauto.submit import results as results_mod
@@ -43,6 +47,8 @@ def run(args: argparse.Namespace, out: IO[str]) -> ExitStatus:
                for t in job.trials if t.state in (TrialState.LAUNCHING, TrialState.RUNNING)]
     # An interrupted job's framework died: what it recorded of AppCore is what it last knew.
     known = job.state != "interrupted" or not appcore.get("state")
+    now = ended_at(job) or time.time()
+    pace = job_pace(config, job.trials, now, ended=job.state != "running")
     status = {
         **job.summary(), "trials": job.counts(), "message": job.meta[meta.OUTCOME_MESSAGE],
         "running": running, "appcore": {"task": appcore.get("task_id", ""),
@@ -59,6 +65,7 @@ def run(args: argparse.Namespace, out: IO[str]) -> ExitStatus:
         "deadline": config.deadline or None,
         "deadline_note": deadline_note(config, job.trials, time.time(),
                                        ended_at(job)),
+        "pace": pace.as_json(now),
         "usage": results_mod.usage_summary(job.trials, config.runner.mem_mb),
         "trial_retries": int(config.trial_retries),
         "retried": [{"trial": t.number, "state": str(t.state), "task": t.task_id,
@@ -109,6 +116,7 @@ def _print_status(job: Job, status: dict[str, Any], out: IO[str]) -> None:
     say(f"  trials: {status['done']}/{status['budget']} done, parallelism "
         f"{status['parallelism']}; "
         + ", ".join(f"{n} {s.lower()}" for s, n in status["trials"].items() if n))
+    say(f"  pace: {pace_text(pace_of(status['pace']), job.state == 'running')}")
     best = status["best"]
     if "front" in status:
         for line in front_lines(status["front"], Objectives.from_spec(config.search)):
@@ -145,6 +153,24 @@ def _print_status(job: Job, status: dict[str, Any], out: IO[str]) -> None:
         f"role{'s' if len(roles) > 1 else ''} {', '.join(roles)}, "
         f"elapsed {fmt_seconds(status['duration_seconds'])}")
     say(f"  folder {short_path(job.folder, columns() - 9)}")
+
+
+def pace_of(figures: dict[str, Any]) -> Pace:
+    """The :class:`Pace` of ``--json``'s ``pace`` figures."""
+    return Pace(figures["trials_per_minute"], figures["eta_seconds"], figures["trial_seconds"])
+
+
+def pace_text(pace: Pace, running: bool) -> str:
+    """``2.4 trials/min in the last 10m, ETA 12m30s (trials of 1m30s on average)``; an ended
+    or interrupted job's rate alone, up to when it stopped."""
+    if pace.per_minute is None:
+        return "no trial has ended yet, ETA —" if running else "no trial ended"
+    window = format_duration(RATE_WINDOW)
+    if not running:
+        return f"{pace.rate_text()} in its last {window}"
+    mean = "" if pace.trial_seconds is None else \
+        f" (trials of {format_duration(pace.trial_seconds)} on average)"
+    return f"{pace.rate_text()} in the last {window}, ETA {pace.eta_text()}{mean}"
 
 
 def clock(seconds: float) -> str:

@@ -12,6 +12,7 @@ import pytest
 from disauto.common.objectives import Objectives
 from disauto.framework.job import Progress
 from disauto.framework.job import sorted_trials
+from disauto.framework.job.pace import Pace
 from disauto.framework.meta import JobMeta
 from disauto.framework.store import TrialRow
 from disauto.protos import framework_pb2
@@ -175,6 +176,44 @@ def test_a_long_progress_line_fits_80_columns(monkeypatch: pytest.MonkeyPatch) -
                                  "stops after 10m without it")
     assert away == ("[62:05] 1234/5000 done, 16 running, 12 failed | the Mesos master is away "
                     "since …")
+
+
+def test_the_progress_line_shows_the_rate_and_eta_within_80_columns(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("COLUMNS", "80")
+    pace = Pace(per_minute=2.4, eta=750.0, trial_seconds=90.0)
+    progress = Progress(done=3, running=2, pending=1, failed=1, best=TRIALS[2], submitted=7,
+                        budget=20, elapsed=125.7, parallelism=3, pace=pace)
+    assert results.progress_line(progress, "accuracy", width=160) == (
+        "[02:05] trials 3/20 done, 2 running (parallelism 3), 1 pending, 1 failed | best "
+        "accuracy=0.95 (trial-0003) | 2.4 trials/min, ETA 12m30s")
+    assert results.progress_line(progress, "accuracy", width=100) == (
+        "[02:05] trials 3/20 done, 2 running, 1 pending, 1 failed | best 0.95 (#3) | "
+        "2.4/min, ETA 12m30s")
+    # At 80 columns (the default) the best and the rate take their short forms first.
+    assert results.progress_line(progress, "accuracy") == (
+        "[02:05] 3/20 done, 2 running, 1 pending, 1 failed | best 0.95 (#3) | ETA 12m30s")
+    # Narrower, the best goes before the ETA, and the ETA before the counts.
+    assert results.progress_line(progress, "accuracy", width=60) == (
+        "[02:05] trials 3/20 done, 2 running, 1 failed | ETA 12m30s")
+    assert results.progress_line(progress, "accuracy", width=45) == (
+        "[02:05] trials 3/20 done, 2 running, 1 failed")
+    # A long job: the ETA stays where the best gives way; a deadline note carries its own
+    # prediction and takes the room.
+    best = row(1234, "COMPLETED", 0.987654321)
+    big = Progress(done=1234, running=16, pending=3, failed=12, best=best, submitted=1265,
+                   budget=5000, elapsed=3725.0, waiting=40.0, parallelism=16,
+                   pace=Pace(per_minute=13.5, eta=16_700.0, trial_seconds=70.0))
+    assert results.progress_line(big, "validation_accuracy", "cpus=4, mem=5120 MB") == (
+        "[62:05] trials 1234/5000 done, 16 running, 3 pending, 12 failed | ETA 4h38m20s")
+    noted = results.progress_line(big, "validation_accuracy", "cpus=4, mem=5120 MB",
+                                  "deadline 2026-11-24 18:00:00 on track (predicted 17:31:02)")
+    assert len(noted) == 80 and "ETA" not in noted and "| deadline 2026-11-24" in noted
+    # Before a trial has ended there is no ETA to give: a dash.
+    young = Progress(done=0, running=2, pending=0, failed=0, best=None, submitted=2,
+                     budget=20, elapsed=30.0, parallelism=2, pace=Pace())
+    assert results.progress_line(young, "accuracy") == (
+        "[00:30] trials 0/20 done, 2 running (parallelism 2), 0 pending, 0 failed | ETA —")
 
 
 def test_progress_line_says_when_a_trial_waits_for_resources() -> None:

@@ -124,6 +124,23 @@ function frontText(front) {
   return front.size + (front.size === 1 ? " trial" : " trials") + " ("
     + front.first.map((n) => "#" + n).join(", ") + more + ")";
 }
+
+// The rate and, while the job runs, the ETA of its budget (job.pace, framework/job/pace.py):
+// "—" until a trial has ended (the rate) or has a measured time (the ETA).
+function paceFacts(job) {
+  const pace = job.pace || {};
+  const rate = pace.trials_per_minute === null || pace.trials_per_minute === undefined ? "—"
+    : Number(pace.trials_per_minute.toPrecision(3)) + " trials/min";
+  const facts = [["rate", rate]];
+  if (job.state !== "running") return facts;
+  if (pace.eta_seconds === null || pace.eta_seconds === undefined) {
+    return [...facts, ["ETA", "—"]];
+  }
+  const at = new Date(pace.eta_at * 1000)
+    .toLocaleTimeString([], {hour: "2-digit", minute: "2-digit"});
+  return [...facts, ["ETA", fmtSeconds(pace.eta_seconds) + " (about " + at + ")"]];
+}
+
 function renderJob(job) {
   document.title = job.name + " — DisAuto";
   $("job-name").textContent = job.name + " (" + job.job_id + ")";
@@ -136,7 +153,7 @@ function renderJob(job) {
   const done = job.submitted - IN_FLIGHT.reduce((n, s) => n + (job.counts[s] || 0), 0);
   const facts = [
     ["state", job.state], ["trials done", done + " / " + job.budget],
-    ["parallelism", job.parallelism], objectivesFact(job),
+    ["parallelism", job.parallelism], ...paceFacts(job), objectivesFact(job),
     ["target", job.target === null ? "none" : fmtNumber(job.target)],
     job.front ? ["front", frontText(job.front)]
       : ["best", job.best ? fmtNumber(job.best.objective) + " (trial " + job.best.trial + ")" : "-"],

@@ -119,6 +119,21 @@ class Client:
         return response.status, data, dict(response.getheaders())
 
 
+def record_pace(recorded: Recorded, now: float) -> None:
+    """Trials 1-7 ran 60 s each: trial 1 long ago (ended ``now`` - 940), 2-7 one after another,
+    the last ending ``now`` - 30; the running trial 8 started ``now`` - 100.
+
+    Its pace holds still for minutes, however slow the test: 6 trials ended in the last 10
+    minutes (0.6 a minute); trials of 60 s, 4 more expected (the target's estimate:
+    max(parallelism 4, 5 completed) - 1 running), and trial 8 already past the mean (nothing
+    left of it): 4 x 60 s over 4 slots, an ETA of 60 s.
+    """
+    ends = {1: now - 940, **{n: now - 30 - 60 * (7 - n) for n in range(2, 8)}}
+    for number, end in ends.items():
+        recorded.store.update_trial(number, started_at=end - 60, ended_at=end)
+    recorded.store.update_trial(recorded.running, started_at=now - 100, ended_at=None)
+
+
 def record_telemetry(recorded: Recorded, start: float | None = None) -> None:
     """Samples of memory and CPU for trials 1-8 (ten each, a second apart, on ``AGENT``, from
     ``start + 100 * trial``; ``start`` defaults to when the job started), one node-wide figure on

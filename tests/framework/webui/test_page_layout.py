@@ -18,11 +18,13 @@ from disauto.common.trial_state import TrialState
 from disauto.framework import meta
 from disauto.framework.webui.server import JobPageServer
 from disauto.framework.webui.sources import LiveJob
+from disauto.framework.webui.sources import RecordedJob
 from disauto.protos import framework_pb2
 from tests.browser import box_of
 from tests.framework.webui.records import TOKEN
 from tests.framework.webui.records import Recorded
 from tests.framework.webui.records import extra_name
+from tests.framework.webui.records import record_pace
 from tests.framework.webui.records import record_telemetry
 
 
@@ -222,3 +224,31 @@ def test_the_plots_read_well(served: Served, page: Any) -> None:
     assert min(lr["values"]) == pytest.approx(-2.69897, abs=1e-4)  # log10(0.002)
     assert drawn["note"] == ("Optuna's get_param_importances over 12 completed trials and 1 "
                              "pruned (each counted with its last intermediate value).")
+
+
+def test_the_facts_show_the_rate_and_eta_without_a_console_error(tmp_path: Path,
+                                                                  page: Any) -> None:
+    from playwright.sync_api import expect
+
+    recorded = Recorded(tmp_path / "job-test")
+    record_pace(recorded, time.time())  # 0.6 trials a minute, an ETA of 60 s, for minutes
+    source = RecordedJob("job-test", recorded.folder, lambda: "running")
+    server = JobPageServer(lambda: {"job-test": source}, "127.0.0.1", "127.0.0.1",
+                           single="job-test")
+    server.start()
+    try:
+        seen = watch(page)
+        page.goto(server.job_url("job-test"))
+        fact = page.locator("#job-facts div")
+        eta = fact.filter(has=page.locator("dt", has_text=re.compile("^ETA$"))).locator("dd")
+        expect(eta).to_have_text(re.compile(r"^1m0s \(about \d\d:\d\d"), timeout=30_000)
+        rate = fact.filter(has=page.locator("dt", has_text=re.compile("^rate$"))).locator("dd")
+        expect(rate).to_have_text("0.6 trials/min")
+        box = box_of(eta)
+        assert 0 <= box["x"] and box["x"] + box["width"] <= LAPTOP["width"]
+        assert box["y"] + box["height"] <= LAPTOP["height"]  # in the first screenful
+        page.wait_for_function("document.getElementById('plot-history').data !== undefined",
+                               timeout=30_000)
+        assert (seen["errors"], seen["failed"], seen["refused"]) == ([], [], [])
+    finally:
+        server.stop()

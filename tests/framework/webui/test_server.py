@@ -20,6 +20,7 @@ from disauto.framework.webui.sources import RecordedJob
 from tests.framework.webui.records import TOKEN
 from tests.framework.webui.records import Client
 from tests.framework.webui.records import Recorded
+from tests.framework.webui.records import record_pace
 
 
 pytestmark = pytest.mark.integration  # starts an HTTP server
@@ -220,3 +221,24 @@ def test_an_open_page_gets_the_final_record_before_the_server_stops(recorded: Re
     Client(late.port).request("GET", "/jobs/job-test/api/page")
     late.stop(linger=0.3)  # the page never comes back: at most the linger
     assert time.monotonic() - started < 2.0
+
+
+def test_the_page_data_carries_the_rate_and_eta(live: tuple[Client, list[list[str]]],
+                                                 recorded: Recorded) -> None:
+    client, _ = live
+    # Before a trial has a measured time the rate is known (trials ended) and the ETA not.
+    pace = client.request("GET", "/jobs/job-test/api/page")[1]["job"]["pace"]
+    assert set(pace) == {"trials_per_minute", "eta_seconds", "eta_at", "trial_seconds",
+                         "window_seconds"}
+    record_pace(recorded, time.time())  # 0.6 trials a minute, trials of 60 s, an ETA of 60 s
+    source = RecordedJob("job-test", recorded.folder, lambda: "running")
+    server = JobPageServer(lambda: {"job-test": source}, "127.0.0.1", "127.0.0.1")
+    server.start()
+    try:
+        status, data, _ = Client(server.port).request("GET", "/jobs/job-test/api/page")
+    finally:
+        server.stop()
+    pace = data["job"]["pace"]
+    assert status == 200 and pace["trials_per_minute"] == 0.6
+    assert (pace["trial_seconds"], pace["eta_seconds"]) == (60.0, 60.0)
+    assert pace["eta_at"] == pytest.approx(data["generated_at"] + pace["eta_seconds"], abs=1)

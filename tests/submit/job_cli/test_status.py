@@ -12,6 +12,7 @@ import time
 from disauto.common.processes import start_time
 from disauto.framework import meta
 from tests.framework.webui.records import ParetoRecorded
+from tests.framework.webui.records import record_pace
 from tests.inprocess import AGENT
 from tests.submit.job_cli.conftest import DaJob
 from tests.submit.job_cli.records import JobRecord
@@ -139,3 +140,38 @@ def test_a_job_of_one_objective_still_says_its_best(da_job: DaJob,
     out = da_job("status", "job-a")[1]
     assert "  best: trial-" in out and "front" not in out
     assert "front" not in json.loads(da_job("status", "job-a", "--json")[1])
+
+
+def test_the_rate_and_eta_are_a_line_and_in_json(
+        da_job: DaJob, job_record: Callable[..., JobRecord]) -> None:
+    job = job_record("job-a")
+    now = time.time()
+    record_pace(job, now)  # 0.6 trials a minute, trials of 60 s, an ETA of 60 s
+    lines = da_job("status", "job-a")[1].splitlines()
+    assert max(len(line) for line in lines) <= 80
+    assert ("  pace: 0.6 trials/min in the last 10m, ETA 1m (trials of 1m on average)"
+            in lines), lines
+    shown = json.loads(da_job("status", "job-a", "--json")[1])["pace"]
+    assert shown == {"trials_per_minute": 0.6, "eta_seconds": 60.0, "eta_at": shown["eta_at"],
+                     "trial_seconds": 60.0, "window_seconds": 600.0}
+    assert now + 59.9 <= shown["eta_at"] <= time.time() + 60.1  # rounded to 0.1 s
+
+
+def test_no_eta_before_a_trial_ends_nor_after_the_job_did(
+        da_job: DaJob, job_record: Callable[..., JobRecord], home: Path) -> None:
+    young = job_record("job-a", completed=0)
+    young.store.update_trial(young.running, started_at=time.time() - 20, ended_at=None)
+    young.store.update_trial(young.running - 1, state="PENDING", started_at=None,
+                             ended_at=None)
+    young.store.update_trial(young.running - 2, state="PENDING", started_at=None,
+                             ended_at=None)
+    lines = da_job("status", "job-a")[1].splitlines()
+    assert "  pace: no trial has ended yet, ETA —" in lines, lines
+    shown = json.loads(da_job("status", "job-a", "--json")[1])["pace"]
+    assert (shown["trials_per_minute"], shown["eta_seconds"], shown["eta_at"]) == (
+        None, None, None)
+    ended = job_record("job-b", state="ended")
+    record_pace(ended, ended.store.meta()[meta.ENDED_AT])
+    lines = da_job("status", "job-b")[1].splitlines()
+    assert "  pace: 0.6 trials/min in its last 10m" in lines, lines
+    assert json.loads(da_job("status", "job-b", "--json")[1])["pace"]["eta_seconds"] is None
