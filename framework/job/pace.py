@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+import math
 from typing import Any
 
 from disauto.common.durations import format_duration
@@ -57,7 +58,9 @@ class Pace:
 
     def eta_text(self) -> str:
         """``12m30s`` (``—`` when not known)."""
-        return NONE if self.eta is None else format_duration(max(0.0, self.eta)) or "0s"
+        if self.eta is None:
+            return NONE
+        return format_duration(float(math.ceil(max(0.0, self.eta)))) or "0s"  # whole seconds
 
     def as_json(self, now: float) -> dict[str, Any]:
         """The figures, rounded, for ``da-job status --json`` and the page's ``/api/page``;

@@ -107,3 +107,9 @@ def test_the_controllers_progress_carries_the_pace(tmp_path: Path) -> None:
     # What da-submit's progress line reads: 7 trials ended (their times a moment apart).
     pace = Recorded(tmp_path / "job").controller.progress().pace
     assert pace is not None and pace.per_minute is not None and pace.eta is not None
+
+
+def test_the_eta_is_said_in_whole_seconds() -> None:
+    """Seen on a quick job's line: ``ETA 0.738162s``."""
+    assert [Pace(1.0, eta, 2.0).eta_text() for eta in (0.2, 0.738, 59.2, 750.4)] == [
+        "1s", "1s", "1m", "12m31s"]
