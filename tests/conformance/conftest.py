@@ -16,7 +16,6 @@ import sys
 import pytest
 
 from tests.conformance.clusters import BUILD_HINT
-from tests.conformance.clusters import ROOT
 from tests.conformance.clusters import AgentSpec
 from tests.conformance.clusters import Cluster
 from tests.conformance.clusters import Embedded
@@ -173,5 +172,3 @@ def jobs(tmp_path: Path) -> Iterator[Callable[[Cluster], Jobs]]:
                 job.process.kill()
                 job.process.wait(10)
 
-
-__all__ = ["ROOT", "AgentSpec", "Jobs"]
