@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import base64
 from collections.abc import Sequence
+import difflib
 import http.client
 import json
 import sys
@@ -40,10 +41,25 @@ class _Parser(argparse.ArgumentParser):
         raise UsageError(message)
 
 
+def _action(word: str) -> str:
+    """``word`` when it names an action; else argparse's refusal with a did-you-mean, as
+    Python 3.12's ``suggest_on_error`` words it (this package runs on 3.11).
+
+    Raises:
+        argparse.ArgumentTypeError: ``word`` is no action.
+    """
+    if word in ACTIONS:
+        return word
+    close = difflib.get_close_matches(word, ACTIONS, n=1)
+    maybe = f", maybe you meant {close[0]!r}?" if close else ""
+    choices = ", ".join(repr(a) for a in ACTIONS)
+    raise argparse.ArgumentTypeError(f"invalid choice: {word!r}{maybe} (choose from {choices})")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog=PROG, description="Restart, partition or heal an agent of a running "
                                             "da-cluster (not Mesos calls: docs/local-mode.md).")
-    parser.add_argument("action", choices=ACTIONS, help="what to do")
+    parser.add_argument("action", type=_action, choices=ACTIONS, help="what to do")
     parser.add_argument("agent_id", nargs="?", help="the agent (da-cluster agent list)")
     parser.add_argument("--master", required=True, metavar="HOST:PORT",
                         help="the da-cluster's address")

@@ -348,7 +348,9 @@ def test_da_cluster_agent_partitions_heals_and_restarts_an_agent(
     (["partition", "a", "--master", "127.0.0.1:1", "--for", "soon"], "--for: invalid duration"),
     (["heal", "a", "--master", "127.0.0.1:1", "--for", "1s"], "heal takes no duration"),
     (["restart", "a", "--master", "nowhere"], "--master: invalid address"),
-    (["explode", "a", "--master", "127.0.0.1:1"], "invalid choice: 'explode'"),
+    (["explode", "a", "--master", "127.0.0.1:1"], "invalid choice: 'explode' (choose from"),
+    (["lst", "--master", "127.0.0.1:1"], "invalid choice: 'lst', maybe you meant 'list'?"),
+    (["hael", "a", "--master", "127.0.0.1:1"], "maybe you meant 'heal'?"),
 ])
 def test_da_cluster_agent_bad_flags_are_one_line(
         capsys: pytest.CaptureFixture[str], argv: list[str], message: str) -> None:
