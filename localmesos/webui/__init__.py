@@ -1,8 +1,8 @@
 """The embedded master's web UI: static files (package data) served by the master.
 
 ``index.html`` loads ``app.css`` and ``app.js``; the script polls the master's own endpoints
-(``/master/state``, ``/metrics/snapshot``, ``/files/browse|read|download``) and draws the
-pages in the browser. Nothing is fetched from outside the master.
+(``/master/state``, ``/metrics/snapshot``, ``/master/roles``, ``/master/maintenance/schedule``
+and ``/status``, ``/files/browse|read|download``) and draws the pages in the browser. Nothing is fetched from outside the master.
 """
 
 from __future__ import annotations

@@ -1,7 +1,8 @@
 // The embedded master's web UI, with the pages of the Mesos UI (src/webui of apache/mesos:
-// home, frameworks, a framework, agents, an agent, a sandbox, a file). It polls the master's
-// own endpoints and redraws the page in place: /master/state and /metrics/snapshot for the
-// overview, framework and agent pages, /files/browse for a sandbox listing, /files/read (with
+// home, frameworks, a framework, agents, an agent, roles, offers, maintenance, a sandbox, a
+// file). It polls the master's own endpoints and redraws the page in place: /master/state and
+// /metrics/snapshot for every page, /master/roles for the roles, /master/maintenance/schedule
+// and /status for maintenance, /files/browse for a sandbox listing, /files/read (with
 // offsets) for a live tail, and links to /files/download. Every text from the cluster is
 // inserted as text, never as HTML.
 "use strict";
@@ -16,6 +17,7 @@ const TERMINAL = new Set(["TASK_FINISHED", "TASK_FAILED", "TASK_KILLED", "TASK_E
 
 let masterState = null;
 let metrics = null;
+let extra = {}; // what the section shown reads besides /master/state (EXTRA)
 let tail = null; // the open file tail: {path, offset, timer, pre}
 
 // -- small helpers ---------------------------------------------------------------------------
@@ -91,8 +93,28 @@ function labelText(label) {
   return label.key + ": " + value;
 }
 
+// Agents of one machine share a hostname and differ only in the end of a 40-character id: an
+// agent is named by its ordinal, the N of the master's "<master id>-S<N>" (the order in which
+// agents registered, as \`da-cluster agent list\` lists them), beside the id's end.
+function agentOrdinal(id) {
+  const match = /-S(\d+)$/.exec(id);
+  return match ? match[1] : null;
+}
+
+function agentName(id) {
+  const ordinal = agentOrdinal(id);
+  return ordinal === null ? id : "agent " + ordinal + " (…-S" + ordinal + ")";
+}
+
+// The hostname is worth showing beside an agent only where the agents' hostnames differ.
+function hostsDiffer() {
+  return masterState !== null && new Set(masterState.slaves.map((a) => a.hostname)).size > 1;
+}
+
 function agentLink(id) {
-  return link("#/agents/" + encodeURIComponent(id), id, {class: "agent"});
+  const agent = masterState ? agentById(id) : null;
+  const text = agentName(id) + (agent && hostsDiffer() ? " on " + agent.hostname : "");
+  return link("#/agents/" + encodeURIComponent(id), text, {class: "agent", title: id});
 }
 
 function frameworkLink(id) {
@@ -118,10 +140,26 @@ async function getJson(url) {
   return response.json();
 }
 
+// The endpoints a section reads besides /master/state and /metrics/snapshot.
+const EXTRA = {
+  roles: {roles: "/master/roles"},
+  maintenance: {schedule: "/master/maintenance/schedule",
+    status: "/master/maintenance/status"},
+};
+
+async function fetchExtra(section) {
+  const wanted = EXTRA[section] || {};
+  const names = Object.keys(wanted);
+  const values = await Promise.all(names.map((name) => getJson(wanted[name])));
+  return Object.fromEntries(names.map((name, i) => [name, values[i]]));
+}
+
 async function poll() {
   try {
-    [masterState, metrics] = await Promise.all(
-      [getJson("/master/state"), getJson("/metrics/snapshot")]);
+    let more;
+    [masterState, metrics, more] = await Promise.all([getJson("/master/state"),
+      getJson("/metrics/snapshot"), fetchExtra(route().parts[0])]);
+    extra = more;
     document.getElementById("status").textContent =
       "updated " + new Date().toLocaleTimeString();
     render(false);
@@ -204,12 +242,25 @@ function notFound(hash) {
       link("#/frameworks", "frameworks"), " or the ", link("#/agents", "agents"), ".")];
 }
 
-function frameworkRow(fw) {
+function ended(fw) {
+  return masterState.completed_frameworks.some((f) => f.id === fw.id);
+}
+
+// A framework's web UI: a link while it runs; once it has ended nothing answers there, so the
+// URL is only text, marked "(ended)".
+function webui(fw, text) {
   const url = fw.webui_url ? safeUrl(fw.webui_url) : null;
+  if (!url) return text;
+  if (ended(fw)) return el("span", {class: "webui-ended", title: "the framework has ended"},
+    url + " (ended)");
+  return link(url, text || url, {class: "webui"});
+}
+
+function frameworkRow(fw) {
   return el("tr", {"data-framework": fw.id},
     el("td", {}, frameworkLink(fw.id)),
     el("td", {}, fw.name),
-    el("td", {}, url ? link(url, fw.hostname || url, {class: "webui"}) : fw.hostname),
+    el("td", {}, webui(fw, fw.hostname)),
     el("td", {}, fw.user),
     el("td", {}, roles(fw)),
     el("td", {}, fw.principal || ""),
@@ -235,7 +286,7 @@ function frameworkTables() {
 }
 
 function agentTable() {
-  const headers = ["ID", "Host"];
+  const headers = ["Agent", "Host"];
   for (const name of ["CPUs", "GPUs", "Mem", "Disk"]) headers.push(name + " used / total",
     name + " free");
   headers.push("Registered");
@@ -255,7 +306,6 @@ function agentTable() {
 }
 
 function taskRow(task) {
-  const agent = agentById(task.slave_id);
   const times = taskTimes(task);
   const sandbox = sandboxOf(task);
   const labels = (task.labels || []).map((l) =>
@@ -266,8 +316,7 @@ function taskRow(task) {
     el("td", {}, task.name),
     el("td", {class: "state state-" + task.state}, task.state),
     el("td", {}, labels),
-    el("td", {}, agent ? [agent.hostname, " (", agentLink(task.slave_id), ")"]
-      : agentLink(task.slave_id)),
+    el("td", {}, agentLink(task.slave_id)),
     el("td", {}, when(times.started)),
     el("td", {}, when(times.stopped)),
     el("td", {},
@@ -279,7 +328,6 @@ function taskRow(task) {
 function frameworkPage(id) {
   const fw = allFrameworks().find((f) => f.id === id);
   if (!fw) return [el("h1", {}, "Framework " + id), el("p", {}, "Not known to the master.")];
-  const url = fw.webui_url ? safeUrl(fw.webui_url) : null;
   const status = fw.active ? "active" : (fw.unregistered_time ? "completed" : "inactive");
   const resourceRows = RESOURCES.map((name) => el("tr", {},
     el("td", {}, name),
@@ -291,7 +339,7 @@ function frameworkPage(id) {
     el("dl", {},
       el("dt", {}, "ID"), el("dd", {}, fw.id),
       el("dt", {}, "Status"), el("dd", {}, status),
-      el("dt", {}, "Web UI"), el("dd", {}, url ? link(url, url, {class: "webui"}) : "none"),
+      el("dt", {}, "Web UI"), el("dd", {}, webui(fw, null) || "none"),
       el("dt", {}, "User"), el("dd", {}, fw.user),
       el("dt", {}, "Roles"), el("dd", {}, roles(fw)),
       el("dt", {}, "Principal"), el("dd", {}, fw.principal || ""),
@@ -335,7 +383,7 @@ function agentPage(id) {
   const active = allFrameworks().flatMap((fw) => fw.tasks.filter(here));
   const completed = allFrameworks().flatMap((fw) => (fw.completed_tasks || []).filter(here));
   return [
-    el("h1", {}, "Agent " + agent.hostname),
+    el("h1", {}, "Agent " + (agentOrdinal(id) ?? id) + " on " + agent.hostname),
     el("dl", {},
       el("dt", {}, "ID"), el("dd", {}, agent.id),
       el("dt", {}, "PID"), el("dd", {}, agent.pid),
@@ -352,6 +400,101 @@ function agentPage(id) {
     el("h2", {}, "Completed tasks"),
     table(headers, completed.slice(-100).map(taskRow), {id: "completed-tasks"}),
   ];
+}
+
+// "cpus 1, mem 512 MB, ..." of the resources that are not zero (ports and the like as given).
+function resourceText(resources) {
+  const parts = [];
+  for (const [name, value] of Object.entries(resources || {})) {
+    if (RESOURCES.includes(name)) {
+      if (Number(value)) parts.push(name + " " + num(value, name));
+    } else if (value !== "" && value !== null && typeof value !== "object") {
+      parts.push(name + " " + value);
+    }
+  }
+  return parts.join(", ") || "none";
+}
+
+function loading(title) {
+  return [el("h1", {}, title), el("p", {class: "muted"}, "Loading…")];
+}
+
+function rolesPage() {
+  if (!extra.roles) return loading("Roles");
+  const rows = extra.roles.roles.map((r) => el("tr", {"data-role": r.name},
+    el("td", {}, r.name),
+    el("td", {class: "num"}, num(r.weight)),
+    el("td", {}, resourceText(r.quota.guarantee)),
+    el("td", {}, resourceText(r.quota.limit)),
+    el("td", {}, resourceText(r.quota.consumed)),
+    el("td", {}, resourceText(r.allocated)),
+    el("td", {}, resourceText(r.offered)),
+    el("td", {}, resourceText(r.reserved)),
+    el("td", {}, r.frameworks.map((id, i) => [i ? ", " : "", frameworkLink(id)]))));
+  return [el("h1", {}, "Roles"),
+    table(["Role", "Weight", "Quota guarantee", "Quota limit", "Consumed", "Allocated",
+      "Offered", "Reserved", "Frameworks"], rows, {id: "roles"})];
+}
+
+function offersPage() {
+  const rows = allFrameworks().flatMap((fw) => (fw.offers || []).map((o) =>
+    el("tr", {"data-offer": o.id},
+      el("td", {}, o.id),
+      el("td", {}, frameworkLink(fw.id), " ", fw.name),
+      el("td", {}, (o.allocation_info || {}).role || ""),
+      el("td", {}, agentLink(o.slave_id)),
+      RESOURCES.map((name) => el("td", {class: "num"}, num(o.resources[name], name))),
+      el("td", {}, o.resources.ports || ""))));
+  return [el("h1", {}, "Offers"),
+    el("p", {class: "muted"}, "Outstanding offers: sent to a framework, not yet accepted, " +
+      "declined or rescinded."),
+    table(["ID", "Framework", "Role", "Agent", "CPUs", "GPUs", "Mem", "Disk", "Ports"], rows,
+      {id: "offers"})];
+}
+
+function nanosWhen(duration) {
+  return when(Number((duration || {}).nanoseconds || 0) / 1e9);
+}
+
+function machineText(id) {
+  return [id.hostname, id.ip].filter(Boolean).join(" / ");
+}
+
+function maintenancePage() {
+  if (!extra.schedule || !extra.status) return loading("Maintenance");
+  const windows = (extra.schedule.windows || []).flatMap((w) => w.machine_ids.map((m) => {
+    const u = w.unavailability || {};
+    const end = Number((u.start || {}).nanoseconds || 0) +
+      Number((u.duration || {}).nanoseconds || 0);
+    return el("tr", {"data-machine": machineText(m)},
+      el("td", {}, machineText(m)),
+      el("td", {}, nanosWhen(u.start)),
+      el("td", {}, u.duration ? when(end / 1e9) : "indefinitely"));
+  }));
+  const answers = (m) => (m.statuses || []).map((st, i) => [i ? ", " : "",
+    frameworkLink(st.framework_id.value), " " + st.status]);
+  const draining = (extra.status.draining_machines || []).map((m) => el("tr",
+    {"data-machine": machineText(m.id)},
+    el("td", {}, machineText(m.id)), el("td", {}, "draining"), el("td", {}, answers(m))));
+  const down = (extra.status.down_machines || []).map((m) => el("tr",
+    {"data-machine": machineText(m)},
+    el("td", {}, machineText(m)), el("td", {}, "down"), el("td", {}, "")));
+  const drains = masterState.slaves.filter((a) => a.drain_info).map((a) => el("tr",
+    {"data-agent": a.id},
+    el("td", {}, agentLink(a.id)),
+    el("td", {}, a.drain_info.state),
+    el("td", {}, a.drain_info.config && a.drain_info.config.mark_gone ? "yes" : "no"),
+    el("td", {}, when(a.estimated_drain_start_time_seconds)),
+    el("td", {}, a.deactivated ? "deactivated" : "active")));
+  return [el("h1", {}, "Maintenance"),
+    el("h2", {}, "Schedule"),
+    table(["Machine", "Unavailable from", "Until"], windows, {id: "maintenance-windows"}),
+    el("h2", {}, "Machines"),
+    table(["Machine", "Mode", "Frameworks' answers to inverse offers"], draining.concat(down),
+      {id: "maintenance-machines"}),
+    el("h2", {}, "Draining and drained agents (DRAIN_AGENT)"),
+    table(["Agent", "Drain", "Mark gone", "Drain started", "State"], drains,
+      {id: "drains"})];
 }
 
 function parentOf(path) {
@@ -448,11 +591,15 @@ function render(routeChanged) {
   document.getElementById("page").replaceChildren(...page(parts).flat(Infinity));
 }
 
-// The page of a route: #/, #/frameworks[/id], #/agents[/id]; anything else says so.
+// The pages without an id beyond the overview: #/roles, #/offers, #/maintenance.
+const LISTS = {roles: rolesPage, offers: offersPage, maintenance: maintenancePage};
+
+// The page of a route: #/, #/frameworks[/id], #/agents[/id], LISTS; anything else says so.
 function page(parts) {
-  const [section, id, extra] = parts;
-  if (extra !== undefined) return notFound(location.hash);
+  const [section, id, rest] = parts;
+  if (rest !== undefined) return notFound(location.hash);
   if (section === undefined) return overview();
+  if (LISTS[section] && id === undefined) return LISTS[section]();
   if (section === "frameworks") return id === undefined ? frameworksPage() : frameworkPage(id);
   if (section === "agents") return id === undefined ? agentsPage() : agentPage(id);
   return notFound(location.hash);
@@ -466,6 +613,19 @@ function markMenu(parts) {
   }
 }
 
-window.addEventListener("hashchange", () => render(true));
+// A section that reads more endpoints gets them at once, not at the next poll.
+async function changeRoute() {
+  render(true);
+  const section = route().parts[0];
+  if (!EXTRA[section]) return;
+  try {
+    extra = await fetchExtra(section);
+    if (route().parts[0] === section) render(false);
+  } catch (e) {
+    document.getElementById("status").textContent = "master unreachable (" + e.message + ")";
+  }
+}
+
+window.addEventListener("hashchange", changeRoute);
 render(true);
 poll();

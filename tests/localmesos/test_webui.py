@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path
 import re
+import time
 from typing import Any
 
 import pytest
@@ -17,6 +18,7 @@ from disauto.localmesos.cluster import LocalCluster
 from tests.conftest import SCREENSHOTS
 from tests.localmesos.cluster_support import RawFramework
 from tests.localmesos.cluster_support import command_task
+from tests.localmesos.cluster_support import operator_call
 from tests.localmesos.cluster_support import running_cluster
 from tests.localmesos.cluster_support import wait_until
 
@@ -48,9 +50,15 @@ def framework(cluster: LocalCluster) -> Iterator[RawFramework]:
 
 @pytest.fixture
 def page(browser: Any) -> Iterator[Any]:
-    context = browser.new_context(viewport={"width": 1400, "height": 900})
-    yield context.new_page()
+    """A laptop-sized page whose console must stay free of errors."""
+    context = browser.new_context(viewport={"width": 1366, "height": 768})
+    page = context.new_page()
+    errors: list[str] = []
+    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    yield page
     context.close()
+    assert errors == []
 
 
 def _shot(page: Any, name: str) -> None:
@@ -175,3 +183,104 @@ def test_a_webui_url_that_is_not_http_is_shown_as_text(cluster: LocalCluster, pa
     finally:
         raw.call("TEARDOWN")
         raw.close()
+
+
+def test_an_ended_frameworks_web_ui_is_text_marked_ended(cluster: LocalCluster,
+                                                        page: Any) -> None:
+    from playwright.sync_api import expect
+
+    raw = RawFramework(cluster.address, name="done", webui_url=WEBUI_URL)
+    raw.subscribe()
+    page.goto(f"http://{cluster.address}/#/frameworks")
+    row = page.locator(f'tr[data-framework="{raw.framework_id}"]')
+    expect(row.locator("a.webui")).to_have_attribute("href", WEBUI_URL)
+    raw.call("TEARDOWN")
+    raw.close()
+    # The list follows the teardown by itself: the URL stays, as text, no longer a link.
+    ended = page.locator(f'#completed-frameworks tr[data-framework="{raw.framework_id}"]')
+    expect(ended).to_contain_text(f"{WEBUI_URL} (ended)")
+    expect(ended.locator("a.webui")).to_have_count(0)
+    ended.locator("a.framework").click()
+    expect(page.locator(".webui-ended")).to_have_text(f"{WEBUI_URL} (ended)")
+    expect(page.locator("a.webui")).to_have_count(0)
+    _shot(page, "ended-framework")
+
+
+def test_agents_of_one_machine_are_told_apart_by_ordinal(
+        cluster: LocalCluster, framework: RawFramework, page: Any) -> None:
+    from playwright.sync_api import expect
+
+    ids = sorted((a.id for a in cluster.agents), key=lambda i: int(i.rsplit("-S", 1)[1]))
+    page.goto(f"http://{cluster.address}/#/agents")
+    for ordinal, agent_id in enumerate(ids):
+        name = page.locator(f'#agents tr[data-agent="{agent_id}"] a.agent')
+        expect(name).to_have_text(f"agent {ordinal} (…-S{ordinal})")
+        expect(name).to_have_attribute("title", agent_id)
+    # Wherever an agent is linked: a task's row on its framework's page.
+    offer = framework.wait_event(lambda e: e["type"] == "OFFERS")["offers"]["offers"][0]
+    ordinal = ids.index(offer["agent_id"]["value"])
+    framework.launch(offer, [command_task(offer, "t", "sleep 60", cpus=0.5)])
+    page.goto(f"http://{cluster.address}/#/frameworks/{framework.framework_id}")
+    expect(page.locator('#active-tasks tr[data-task="t"] a.agent')).to_have_text(
+        f"agent {ordinal} (…-S{ordinal})")
+    page.locator('#active-tasks tr[data-task="t"] a.agent').click()
+    expect(page.locator("h1")).to_have_text(f"Agent {ordinal} on 127.0.0.1")
+
+
+def test_roles_and_offers_pages_show_the_masters_roles_and_outstanding_offers(
+        cluster: LocalCluster, page: Any) -> None:
+    from playwright.sync_api import expect
+
+    assert operator_call(cluster, {"type": "UPDATE_QUOTA", "update_quota": {"quota_configs": [
+        {"role": "dev", "guarantees": {"cpus": {"value": 1}},
+         "limits": {"cpus": {"value": 3}}}]}}) == (200, "")
+    raw = RawFramework(cluster.address, name="offered", roles=["dev"],
+                       capabilities=["MULTI_ROLE"])
+    raw.subscribe()
+    try:
+        offer = raw.wait_event(lambda e: e["type"] == "OFFERS")["offers"]["offers"][0]
+        page.goto(f"http://{cluster.address}/")
+        page.click("header nav a:has-text('Roles')")
+        expect(page.locator("header nav a.current")).to_have_text("Roles")
+        role = page.locator('#roles tr[data-role="dev"]')
+        expect(role).to_contain_text("cpus 1")  # the guarantee
+        expect(role).to_contain_text("cpus 3")  # the limit
+        expect(role.locator("a.framework")).to_have_text(raw.framework_id)
+        _shot(page, "roles")
+        page.click("header nav a:has-text('Offers')")
+        row = page.locator(f'#offers tr[data-offer="{offer["id"]["value"]}"]')
+        expect(row).to_contain_text("offered")
+        expect(row).to_contain_text("dev")
+        expect(row.locator("a.agent")).to_have_attribute(
+            "href", f"#/agents/{offer['agent_id']['value']}")
+        _shot(page, "offers")
+    finally:
+        raw.call("TEARDOWN")
+        raw.close()
+
+
+def test_maintenance_page_shows_the_schedule_and_a_drained_agent(cluster: LocalCluster,
+                                                                page: Any) -> None:
+    from playwright.sync_api import expect
+
+    start = {"nanoseconds": int((time.time() + 3600) * 1e9)}
+    # Another machine: a drained agent may not be part of a maintenance schedule.
+    schedule = {"windows": [{"machine_ids": [{"hostname": "gpu-box", "ip": "10.0.0.7"}],
+                             "unavailability": {"start": start,
+                                                "duration": {"nanoseconds": 3600 * 10**9}}}]}
+    assert operator_call(cluster, {"type": "UPDATE_MAINTENANCE_SCHEDULE",
+                                   "update_maintenance_schedule": {"schedule": schedule}}
+                         ) == (200, "")
+    drained = cluster.agents[1].id
+    assert operator_call(cluster, {"type": "DRAIN_AGENT", "drain_agent": {
+        "agent_id": {"value": drained}}}) == (200, "")
+    page.goto(f"http://{cluster.address}/#/maintenance")
+    expect(page.locator("header nav a.current")).to_have_text("Maintenance")
+    window = page.locator('#maintenance-windows tr[data-machine="gpu-box / 10.0.0.7"]')
+    expect(window).to_be_visible()
+    expect(page.locator('#maintenance-machines tr[data-machine="gpu-box / 10.0.0.7"]')
+           ).to_contain_text("draining")
+    drain = page.locator(f'#drains tr[data-agent="{drained}"]')
+    expect(drain).to_contain_text(re.compile("DRAIN(ING|ED)"))
+    expect(drain).to_contain_text("deactivated")
+    _shot(page, "maintenance")
