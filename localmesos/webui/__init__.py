@@ -2,7 +2,8 @@
 
 ``index.html`` loads ``app.css`` and ``app.js``; the script polls the master's own endpoints
 (``/master/state``, ``/metrics/snapshot``, ``/master/roles``, ``/master/maintenance/schedule``
-and ``/status``, ``/files/browse|read|download``) and draws the pages in the browser. Nothing is fetched from outside the master.
+and ``/status``, ``/files/browse|read|download``) and draws the pages in the browser. Nothing
+is fetched from outside the master.
 """
 
 from __future__ import annotations
