@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from disauto.localmesos.agent.config import AgentConfig
 from disauto.localmesos.cluster import LocalCluster
 from tests.conftest import SCREENSHOTS
 from tests.localmesos.cluster_support import RawFramework
@@ -225,6 +226,20 @@ def test_agents_of_one_machine_are_told_apart_by_ordinal(
         f"agent {ordinal} (…-S{ordinal})")
     page.locator('#active-tasks tr[data-task="t"] a.agent').click()
     expect(page.locator("h1")).to_have_text(f"Agent {ordinal} on 127.0.0.1")
+
+
+def test_agents_of_two_hostnames_are_linked_with_theirs(page: Any) -> None:
+    from playwright.sync_api import expect
+
+    configs = tuple(AgentConfig(cpus=1.0, mem_mb=256.0, disk_mb=100.0, hostname=name,
+                                ports=((31000 + 10 * i, 31009 + 10 * i),))
+                    for i, name in enumerate(["localhost", "127.0.0.1"]))
+    with running_cluster(agent_configs=configs) as cluster:
+        page.goto(f"http://{cluster.address}/#/agents")
+        first, second = (page.locator(f'#agents tr[data-agent="{a.id}"] a.agent')
+                         for a in cluster.agents)
+        expect(first).to_have_text("agent 0 (…-S0) on localhost")
+        expect(second).to_have_text("agent 1 (…-S1) on 127.0.0.1")
 
 
 def test_roles_and_offers_pages_show_the_masters_roles_and_outstanding_offers(
