@@ -472,37 +472,83 @@ function renderPlots(data) {
   ], layout("seconds since the job started", job.objective), CONFIG);
 }
 
-// -- the Pareto front of a job of several objectives: the completed trials by their first two
-// objectives, the front highlighted and joined (two objectives), infeasible trials marked ×.
+// -- the Pareto front of a job of several objectives: the completed trials by two of their
+// objectives (the first two, or those chosen with three or more), the front highlighted and
+// joined (two objectives), infeasible trials marked ×. The axes hold the feasible trials and
+// the infeasible ones near them: one infeasible outlier (200 ms against a front between 0.66
+// and 3.3 ms) would flatten the front into a corner (issue 36); the box scales them to all.
 
-function paretoNote(pareto) {
+function paretoNote(pareto, outside) {
   const n = pareto.objectives.length;
   const front = pareto.front.length;
-  const text = front + " trial" + (front === 1 ? "" : "s") + " on the front of "
-    + pareto.points.filter((p) => p.feasible).length + " feasible completed ones";
-  if (n === 2) return text + ".";
-  return text + ". " + n + " objectives: the first two are drawn; the front is of all " + n
-    + ", so a trial on it may look dominated here.";
+  let text = front + " trial" + (front === 1 ? "" : "s") + " on the front of "
+    + pareto.points.filter((p) => p.feasible).length + " feasible completed ones.";
+  if (n > 2) {
+    text += " " + n + " objectives: two are drawn (choose which); the front is of all " + n
+      + ", so a trial on it may look dominated here.";
+  }
+  if (outside) {
+    text += " " + outside + " infeasible trial" + (outside === 1 ? " lies" : "s lie")
+      + " outside the axes (scale to every trial to see " + (outside === 1 ? "it" : "them") + ").";
+  }
+  return text;
+}
+
+// The two objectives drawn: [x, y] indices, from the selects shown with three or more.
+function paretoAxes(pareto) {
+  const n = pareto.objectives.length;
+  $("pareto-axes").hidden = n < 3;
+  [["pareto-x", 0], ["pareto-y", 1]].forEach(([id, first]) => {
+    const select = $(id);
+    if (select.options.length === n) return;
+    select.replaceChildren(...pareto.objectives.map(
+      (name, i) => new Option(name, String(i), i === first, i === first)));
+  });
+  return n < 3 ? [0, 1] : [Number($("pareto-x").value), Number($("pareto-y").value)];
+}
+
+// An axis's range over the feasible trials, widened to the infeasible ones within one feasible
+// span of it (outliers beyond stay outside), padded by 5 %; null (Plotly's own) for all.
+function paretoRange(points, i) {
+  const feasible = points.filter((p) => p.feasible).map((p) => p.values[i]);
+  if (!feasible.length || $("pareto-all").checked) return null;
+  let low = Math.min(...feasible), high = Math.max(...feasible);
+  const span = high - low;
+  for (const p of points) {
+    const v = p.values[i];
+    if (!p.feasible && v >= low - span && v <= high + span) {
+      low = Math.min(low, v);
+      high = Math.max(high, v);
+    }
+  }
+  const pad = (high - low) * 0.05 || Math.abs(high) * 0.05 || 1;
+  return [low - pad, high + pad];
 }
 
 function renderPareto(pareto) {
   $("pareto-box").hidden = !pareto;
   if (!pareto) return;
-  $("pareto-note").textContent = paretoNote(pareto);
-  const [xName, yName] = pareto.objectives;
+  const [xi, yi] = paretoAxes(pareto);
   const title = (i) => pareto.objectives[i] + " (" + pareto.directions[i] + ")";
   const onFront = new Set(pareto.front);
   const hover = (p) => "trial " + p.number + pareto.objectives.map(
     (name, i) => "<br>" + name + " " + fmtNumber(p.values[i])).join("");
   const trace = (name, points, style) => Object.assign({
-    name, mode: "markers", x: points.map((p) => p.values[0]), y: points.map((p) => p.values[1]),
+    name, mode: "markers", x: points.map((p) => p.values[xi]), y: points.map((p) => p.values[yi]),
     text: points.map(hover), hovertemplate: "%{text}<extra></extra>",
     customdata: points.map((p) => p.number),
   }, style);
-  // The front in the order of its first objective, so that its line runs along it.
+  // The front in the order of its x objective, so that its line runs along it.
   const front = pareto.points.filter((p) => onFront.has(p.number))
-    .sort((a, b) => a.values[0] - b.values[0] || a.values[1] - b.values[1]);
+    .sort((a, b) => a.values[xi] - b.values[xi] || a.values[yi] - b.values[yi]);
   const joined = pareto.objectives.length === 2;
+  const xRange = paretoRange(pareto.points, xi), yRange = paretoRange(pareto.points, yi);
+  const inside = (v, range) => !range || (v >= range[0] && v <= range[1]);
+  const outside = pareto.points.filter((p) => !inside(p.values[xi], xRange)
+    || !inside(p.values[yi], yRange)).length;
+  $("pareto-note").textContent = paretoNote(pareto, outside);
+  const axis = (i, range) => (range ? { title: { text: title(i) }, range, autorange: false }
+    : { title: { text: title(i) }, autorange: true });
   Plotly.react("plot-pareto", [
     trace("other trials", pareto.points.filter((p) => p.feasible && !onFront.has(p.number)),
       { marker: { color: "#7f8c8d", size: 7 } }),
@@ -510,7 +556,7 @@ function renderPareto(pareto) {
       line: { color: "#d35400", shape: "linear" }, marker: { color: "#d35400", size: 10 } }),
     trace("infeasible", pareto.points.filter((p) => !p.feasible),
       { marker: { color: "#c0392b", symbol: "x", size: 9 } }),
-  ], layout(title(0), title(1)), CONFIG);
+  ], layout(title(xi), title(yi), { xaxis: axis(xi, xRange), yaxis: axis(yi, yRange) }), CONFIG);
   $("plot-pareto").dataset.front = front.map((p) => p.number).join(",");
 }
 
@@ -814,6 +860,9 @@ function start() {
   $("page-next").onclick = () => turnPage(1);
   page.plotly = plotlyReady();
   page.plotly.catch(() => {});  // drawPlots says why
+  for (const id of ["pareto-all", "pareto-x", "pareto-y"]) {
+    $(id).onchange = () => { if (window.Plotly && page.data) renderPareto(page.data.pareto); };
+  }
   if (OFFLINE) {
     $("offline-note").hidden = false;
     $("actions").hidden = true;
