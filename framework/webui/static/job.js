@@ -583,10 +583,31 @@ function renderIntermediate(data) {
       xref: "paper", yref: "paper", x: 0.5, y: 0.5 }] })), CONFIG);
 }
 
-// A parameter searched on a log scale gets a log axis: its values as log10, ticked with the
-// values themselves at 1, 2 and 5 of each decade.
-function logDimension(label, values) {
-  const low = Math.min(...values), high = Math.max(...values);
+// -- parallel coordinates: an axis per parameter and per objective. A number's axis is
+// numeric even where a conditional parameter was inactive (such trials sit at an "inactive"
+// tick below the axis's values), ticked at a few round values with few significant digits
+// (whole ones for an integer parameter); a parameter searched on a log scale is drawn as log10,
+// ticked with the values themselves at 1, 2 and 5 of each decade; choices get their labels.
+
+const shortNumber = (v) => String(Number(v.toPrecision(3)));
+const isInactive = (v) => v === undefined || v === null;
+
+// About five round ticks from low to high: 1, 2 or 5 times a power of ten apart (at least 1
+// for whole numbers).
+function roundTicks(low, high, integer) {
+  const span = high - low;
+  if (!(span > 0)) return [low];
+  let step = 10 ** Math.floor(Math.log10(span / 5));
+  step *= [1, 2, 5, 10].find((m) => span / (m * step) <= 6);
+  if (integer) step = Math.max(1, Math.round(step));
+  const ticks = [];
+  for (let v = Math.ceil(low / step - 1e-9) * step; v <= high + step * 1e-9; v += step) {
+    ticks.push(Number(v.toPrecision(12)));
+  }
+  return ticks;
+}
+
+function logTicks(low, high) {
   const ticks = [];
   for (let decade = Math.floor(Math.log10(low)); decade <= Math.ceil(Math.log10(high)); decade++) {
     for (const m of [1, 2, 5]) {
@@ -594,25 +615,56 @@ function logDimension(label, values) {
       if (v >= low / 1.0001 && v <= high * 1.0001) ticks.push(v);
     }
   }
-  return { label: label + " (log)", values: values.map(Math.log10),
-    tickvals: ticks.map(Math.log10), ticktext: ticks.map((v) => fmtNumber(Number(v.toPrecision(3)))) };
+  return ticks;
+}
+
+// A numeric axis of ``values`` (numbers, or nothing where the parameter was inactive).
+function numericDimension(label, values, { log = false, integer = false } = {}) {
+  const present = values.filter((v) => !isInactive(v));
+  const low = Math.min(...present), high = Math.max(...present);
+  const ticks = !present.length ? [] : log ? logTicks(low, high) : roundTicks(low, high, integer);
+  const at = log ? Math.log10 : (v) => v;
+  const tickvals = ticks.map(at), ticktext = ticks.map(shortNumber);
+  const top = present.length ? at(high) : 1, bottom = present.length ? at(low) : 0;
+  // Plotly draws an axis's line from its lowest tick to its highest: unlabelled ticks at the
+  // ends of the values make it reach them.
+  for (const end of present.length ? [bottom, top] : []) {
+    if (!tickvals.some((v) => Math.abs(v - end) <= Math.abs(top - bottom) * 1e-9)) {
+      tickvals.push(end);
+      ticktext.push("");
+    }
+  }
+  const inactive = bottom - Math.max(top - bottom, Math.abs(bottom) * 0.1, 1e-9) * 0.15;
+  const dimension = { label: label + (log ? " (log)" : ""), tickvals, ticktext,
+    values: values.map((v) => (isInactive(v) ? inactive : at(v))) };
+  if (present.length < values.length) {
+    tickvals.push(inactive);
+    ticktext.push("inactive");
+    dimension.range = [inactive, Math.max(top, ...tickvals)];
+  }
+  return dimension;
+}
+
+function parameterDimension(name, values, job) {
+  const scale = (job.scales || {})[name];
+  if (values.every((v) => isInactive(v) || typeof v === "number")) {
+    const log = scale === "log" && values.every((v) => isInactive(v) || v > 0);
+    return numericDimension(name, values, { log, integer: (job.integers || []).includes(name) });
+  }
+  const named = values.map((v) => (isInactive(v) ? "inactive" : String(v)));
+  const labels = [...new Set(named)].sort();
+  return { label: name, values: named.map((v) => labels.indexOf(v)),
+    tickvals: labels.map((_, i) => i), ticktext: labels };
 }
 
 function renderParallel(data) {
-  const job = data.job, scales = job.scales || {};
-  const done = data.summary.parallel.map(([number, objective, assignment]) =>
-    ({ number, objective, assignment }));
-  const dimensions = job.parameters.map((name) => {
-    const values = done.map((t) => t.assignment[name]);
-    if (values.every((v) => typeof v === "number")) {
-      return scales[name] === "log" && values.length && values.every((v) => v > 0)
-        ? logDimension(name, values) : { label: name, values };
-    }
-    const labels = [...new Set(values.map(String))].sort();
-    return { label: name, values: values.map((v) => labels.indexOf(String(v))),
-      tickvals: labels.map((_, i) => i), ticktext: labels };
-  });
-  dimensions.push({ label: job.objective, values: done.map((t) => t.objective) });
+  const job = data.job;
+  const done = data.summary.parallel.map(([number, objective, assignment, values]) =>
+    ({ number, objective, assignment, values: values || [objective] }));
+  const objectives = job.objectives && job.objectives.length > 1 ? job.objectives : [job.objective];
+  const dimensions = job.parameters.map(
+    (name) => parameterDimension(name, done.map((t) => t.assignment[name]), job));
+  objectives.forEach((name, i) => dimensions.push(numericDimension(name, done.map((t) => t.values[i]))));
   // Labels wider than their axes' spacing would run into each other: slant them.
   const spacing = $("plot-parallel").clientWidth / Math.max(1, dimensions.length);
   const crowded = dimensions.some((d) => d.label.length * 7 > spacing);
