@@ -507,22 +507,27 @@ function paretoAxes(pareto) {
   return n < 3 ? [0, 1] : [Number($("pareto-x").value), Number($("pareto-y").value)];
 }
 
-// An axis's range over the feasible trials, widened to the infeasible ones within one feasible
-// span of it (outliers beyond stay outside), padded by 5 %; null (Plotly's own) for all.
-function paretoRange(points, i) {
-  const feasible = points.filter((p) => p.feasible).map((p) => p.values[i]);
-  if (!feasible.length || $("pareto-all").checked) return null;
-  let low = Math.min(...feasible), high = Math.max(...feasible);
-  const span = high - low;
-  for (const p of points) {
-    const v = p.values[i];
-    if (!p.feasible && v >= low - span && v <= high + span) {
-      low = Math.min(low, v);
-      high = Math.max(high, v);
-    }
-  }
-  const pad = (high - low) * 0.05 || Math.abs(high) * 0.05 || 1;
-  return [low - pad, high + pad];
+// The axes' ranges over the feasible trials, widened to the infeasible ones within one feasible
+// span of them on both axes (outliers stay outside), padded by 5 %; nulls (Plotly's own) when
+// every trial is asked for or none is feasible.
+function paretoRanges(points, axes) {
+  const feasible = points.filter((p) => p.feasible);
+  if (!feasible.length || $("pareto-all").checked) return [null, null];
+  const spans = axes.map((i) => {
+    const values = feasible.map((p) => p.values[i]);
+    return [Math.min(...values), Math.max(...values)];
+  });
+  const near = (p) => axes.every((i, a) => {
+    const [low, high] = spans[a];
+    return p.values[i] >= low - (high - low) && p.values[i] <= high + (high - low);
+  });
+  const shown = [...feasible, ...points.filter((p) => !p.feasible && near(p))];
+  return axes.map((i) => {
+    const low = Math.min(...shown.map((p) => p.values[i]));
+    const high = Math.max(...shown.map((p) => p.values[i]));
+    const pad = (high - low) * 0.05 || Math.abs(high) * 0.05 || 1;
+    return [low - pad, high + pad];
+  });
 }
 
 function renderPareto(pareto) {
@@ -542,7 +547,7 @@ function renderPareto(pareto) {
   const front = pareto.points.filter((p) => onFront.has(p.number))
     .sort((a, b) => a.values[xi] - b.values[xi] || a.values[yi] - b.values[yi]);
   const joined = pareto.objectives.length === 2;
-  const xRange = paretoRange(pareto.points, xi), yRange = paretoRange(pareto.points, yi);
+  const [xRange, yRange] = paretoRanges(pareto.points, [xi, yi]);
   const inside = (v, range) => !range || (v >= range[0] && v <= range[1]);
   const outside = pareto.points.filter((p) => !inside(p.values[xi], xRange)
     || !inside(p.values[yi], yRange)).length;
