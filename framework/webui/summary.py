@@ -10,7 +10,8 @@ each poll; they get a summary of at most a few thousand numbers:
   :data:`BEST_KEPT` best, and an even sample of the rest by number; ``pruned`` likewise
   ``[number, last value]``;
 * ``parallel``: at most :data:`MAX_PARALLEL` completed trials ``[number, objective,
-  assignment]``, the best first and an even sample of the rest;
+  assignment]``, the best first and an even sample of the rest; with several objectives each
+  ends with the list of its objectives' values (an axis each; None where one is missing);
 * ``curves``: the intermediate values of at most :data:`MAX_CURVES` trials (those in flight,
   the latest ended, the best), each at most :data:`MAX_CURVE_POINTS` points (evenly thinned,
   the last kept);
@@ -91,9 +92,17 @@ def _round(value: float | None) -> float | None:
     return None if value is None else float(f"{value:.7g}")
 
 
+def _parallel_entry(trial: TrialRow, objectives: Sequence[str]) -> list[Any]:
+    entry = [trial.number, _round(trial.objective), trial.assignment]
+    if len(objectives) > 1:
+        entry.append([_round(trial.metrics.get(name)) for name in objectives])
+    return entry
+
+
 def summary(trials: Sequence[TrialRow], maximize: bool, started: float,
-            steps: Steps) -> dict[str, Any]:
-    """The plots' summary of ``trials`` (by number) of a job that started at ``started``."""
+            steps: Steps, objectives: Sequence[str] = ()) -> dict[str, Any]:
+    """The plots' summary of ``trials`` (by number) of a job that started at ``started``, whose
+    objectives are ``objectives`` (their values go to the parallel plot when there are several)."""
     trials = sorted(trials, key=lambda t: t.number)  # linear when they are (the usual case)
     completed = [t for t in trials if t.state == TrialState.COMPLETED and t.objective is not None]
     pruned = [t for t in trials if t.state == TrialState.PRUNED and t.objective is not None]
@@ -109,7 +118,7 @@ def summary(trials: Sequence[TrialRow], maximize: bool, started: float,
                     for t in shown],
         "pruned": [[t.number, _round(t.objective)]
                    for t in _sample(pruned, not maximize, MAX_POINTS)],
-        "parallel": [[t.number, _round(t.objective), t.assignment] for t in parallel],
+        "parallel": [_parallel_entry(t, objectives) for t in parallel],
         "curves": [{"number": t.number, "state": str(t.state),
                     "points": thin(values.get(t.number, []))}
                    for t in curves if values.get(t.number)],

@@ -38,6 +38,7 @@ from disauto.common.messages import cause_first
 from disauto.common.objectives import Objectives
 from disauto.common.objectives import is_feasible
 from disauto.common.space import CategoricalParam
+from disauto.common.space import IntParam
 from disauto.common.space import space_from_proto
 from disauto.common.trial_state import TrialState
 from disauto.framework import meta
@@ -156,6 +157,8 @@ def job_view(record: Record) -> dict[str, Any]:
         "pace": pace.as_json(end),
         "parameters": [p.name for p in search.space.parameters],
         "scales": _scales(config),
+        "integers": [p.name for p in space_from_proto(config.search.space)
+                     if isinstance(p, IntParam)],
         "webui_url": record.meta[meta.WEBUI_URL],
     }
 
@@ -414,7 +417,8 @@ def _kept_sections(record: Record, job: Mapping[str, Any]) -> _Kept:
         return kept
     kept = _Kept(record.version,
                  summary(record.trials, job["direction"] == "maximize",
-                         job["started_at"] or record.now, record.steps),
+                         job["started_at"] or record.now, record.steps,
+                         objectives=job["objectives"]),
                  any(value is not None for t in record.trials
                      for value in t.usage.as_columns().values()),
                  pareto_view(record))

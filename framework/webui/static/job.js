@@ -472,37 +472,88 @@ function renderPlots(data) {
   ], layout("seconds since the job started", job.objective), CONFIG);
 }
 
-// -- the Pareto front of a job of several objectives: the completed trials by their first two
-// objectives, the front highlighted and joined (two objectives), infeasible trials marked ×.
+// -- the Pareto front of a job of several objectives: the completed trials by two of their
+// objectives (the first two, or those chosen with three or more), the front highlighted and
+// joined (two objectives), infeasible trials marked ×. The axes hold the feasible trials and
+// the infeasible ones near them: one infeasible outlier (200 ms against a front between 0.66
+// and 3.3 ms) would flatten the front into a corner (issue 36); the box scales them to all.
 
-function paretoNote(pareto) {
+function paretoNote(pareto, outside) {
   const n = pareto.objectives.length;
   const front = pareto.front.length;
-  const text = front + " trial" + (front === 1 ? "" : "s") + " on the front of "
-    + pareto.points.filter((p) => p.feasible).length + " feasible completed ones";
-  if (n === 2) return text + ".";
-  return text + ". " + n + " objectives: the first two are drawn; the front is of all " + n
-    + ", so a trial on it may look dominated here.";
+  let text = front + " trial" + (front === 1 ? "" : "s") + " on the front of "
+    + pareto.points.filter((p) => p.feasible).length + " feasible completed ones.";
+  if (n > 2) {
+    text += " " + n + " objectives: two are drawn (choose which); the front is of all " + n
+      + ", so a trial on it may look dominated here.";
+  }
+  if (outside) {
+    text += " " + outside + " infeasible trial" + (outside === 1 ? " lies" : "s lie")
+      + " outside the axes (scale to every trial to see " + (outside === 1 ? "it" : "them") + ").";
+  }
+  return text;
+}
+
+// The two objectives drawn: [x, y] indices, from the selects shown with three or more.
+function paretoAxes(pareto) {
+  const n = pareto.objectives.length;
+  $("pareto-axes").hidden = n < 3;
+  [["pareto-x", 0], ["pareto-y", 1]].forEach(([id, first]) => {
+    const select = $(id);
+    if (select.options.length === n) return;
+    select.replaceChildren(...pareto.objectives.map(
+      (name, i) => new Option(name, String(i), i === first, i === first)));
+  });
+  return n < 3 ? [0, 1] : [Number($("pareto-x").value), Number($("pareto-y").value)];
+}
+
+// The axes' ranges over the feasible trials, widened to the infeasible ones within one feasible
+// span of them on both axes (outliers stay outside), padded by 5 %; nulls (Plotly's own) when
+// every trial is asked for or none is feasible.
+function paretoRanges(points, axes) {
+  const feasible = points.filter((p) => p.feasible);
+  if (!feasible.length || $("pareto-all").checked) return [null, null];
+  const spans = axes.map((i) => {
+    const values = feasible.map((p) => p.values[i]);
+    return [Math.min(...values), Math.max(...values)];
+  });
+  const near = (p) => axes.every((i, a) => {
+    const [low, high] = spans[a];
+    return p.values[i] >= low - (high - low) && p.values[i] <= high + (high - low);
+  });
+  const shown = [...feasible, ...points.filter((p) => !p.feasible && near(p))];
+  return axes.map((i) => {
+    const low = Math.min(...shown.map((p) => p.values[i]));
+    const high = Math.max(...shown.map((p) => p.values[i]));
+    const pad = (high - low) * 0.05 || Math.abs(high) * 0.05 || 1;
+    return [low - pad, high + pad];
+  });
 }
 
 function renderPareto(pareto) {
   $("pareto-box").hidden = !pareto;
   if (!pareto) return;
-  $("pareto-note").textContent = paretoNote(pareto);
-  const [xName, yName] = pareto.objectives;
+  const [xi, yi] = paretoAxes(pareto);
   const title = (i) => pareto.objectives[i] + " (" + pareto.directions[i] + ")";
   const onFront = new Set(pareto.front);
   const hover = (p) => "trial " + p.number + pareto.objectives.map(
     (name, i) => "<br>" + name + " " + fmtNumber(p.values[i])).join("");
   const trace = (name, points, style) => Object.assign({
-    name, mode: "markers", x: points.map((p) => p.values[0]), y: points.map((p) => p.values[1]),
+    name, mode: "markers", x: points.map((p) => p.values[xi]), y: points.map((p) => p.values[yi]),
     text: points.map(hover), hovertemplate: "%{text}<extra></extra>",
     customdata: points.map((p) => p.number),
   }, style);
-  // The front in the order of its first objective, so that its line runs along it.
+  // The front in the order of its x objective, so that its line runs along it.
   const front = pareto.points.filter((p) => onFront.has(p.number))
-    .sort((a, b) => a.values[0] - b.values[0] || a.values[1] - b.values[1]);
+    .sort((a, b) => a.values[xi] - b.values[xi] || a.values[yi] - b.values[yi]);
   const joined = pareto.objectives.length === 2;
+  const [xRange, yRange] = paretoRanges(pareto.points, [xi, yi]);
+  const inside = (v, range) => !range || (v >= range[0] && v <= range[1]);
+  const outside = pareto.points.filter((p) => !inside(p.values[xi], xRange)
+    || !inside(p.values[yi], yRange)).length;
+  $("pareto-note").textContent = paretoNote(pareto, outside);
+  const axis = (i, range) => (range ? { title: { text: title(i) }, range, autorange: false }
+    : { title: { text: title(i) }, autorange: true });
   Plotly.react("plot-pareto", [
     trace("other trials", pareto.points.filter((p) => p.feasible && !onFront.has(p.number)),
       { marker: { color: "#7f8c8d", size: 7 } }),
@@ -510,7 +561,7 @@ function renderPareto(pareto) {
       line: { color: "#d35400", shape: "linear" }, marker: { color: "#d35400", size: 10 } }),
     trace("infeasible", pareto.points.filter((p) => !p.feasible),
       { marker: { color: "#c0392b", symbol: "x", size: 9 } }),
-  ], layout(title(0), title(1)), CONFIG);
+  ], layout(title(xi), title(yi), { xaxis: axis(xi, xRange), yaxis: axis(yi, yRange) }), CONFIG);
   $("plot-pareto").dataset.front = front.map((p) => p.number).join(",");
 }
 
@@ -537,10 +588,31 @@ function renderIntermediate(data) {
       xref: "paper", yref: "paper", x: 0.5, y: 0.5 }] })), CONFIG);
 }
 
-// A parameter searched on a log scale gets a log axis: its values as log10, ticked with the
-// values themselves at 1, 2 and 5 of each decade.
-function logDimension(label, values) {
-  const low = Math.min(...values), high = Math.max(...values);
+// -- parallel coordinates: an axis per parameter and per objective. A number's axis is
+// numeric even where a conditional parameter was inactive (such trials sit at an "inactive"
+// tick below the axis's values), ticked at a few round values with few significant digits
+// (whole ones for an integer parameter); a parameter searched on a log scale is drawn as log10,
+// ticked with the values themselves at 1, 2 and 5 of each decade; choices get their labels.
+
+const shortNumber = (v) => String(Number(v.toPrecision(3)));
+const isInactive = (v) => v === undefined || v === null;
+
+// About five round ticks from low to high: 1, 2 or 5 times a power of ten apart (at least 1
+// for whole numbers).
+function roundTicks(low, high, integer) {
+  const span = high - low;
+  if (!(span > 0)) return [low];
+  let step = 10 ** Math.floor(Math.log10(span / 5));
+  step *= [1, 2, 5, 10].find((m) => span / (m * step) <= 6);
+  if (integer) step = Math.max(1, Math.round(step));
+  const ticks = [];
+  for (let v = Math.ceil(low / step - 1e-9) * step; v <= high + step * 1e-9; v += step) {
+    ticks.push(Number(v.toPrecision(12)));
+  }
+  return ticks;
+}
+
+function logTicks(low, high) {
   const ticks = [];
   for (let decade = Math.floor(Math.log10(low)); decade <= Math.ceil(Math.log10(high)); decade++) {
     for (const m of [1, 2, 5]) {
@@ -548,25 +620,56 @@ function logDimension(label, values) {
       if (v >= low / 1.0001 && v <= high * 1.0001) ticks.push(v);
     }
   }
-  return { label: label + " (log)", values: values.map(Math.log10),
-    tickvals: ticks.map(Math.log10), ticktext: ticks.map((v) => fmtNumber(Number(v.toPrecision(3)))) };
+  return ticks;
+}
+
+// A numeric axis of ``values`` (numbers, or nothing where the parameter was inactive).
+function numericDimension(label, values, { log = false, integer = false } = {}) {
+  const present = values.filter((v) => !isInactive(v));
+  const low = Math.min(...present), high = Math.max(...present);
+  const ticks = !present.length ? [] : log ? logTicks(low, high) : roundTicks(low, high, integer);
+  const at = log ? Math.log10 : (v) => v;
+  const tickvals = ticks.map(at), ticktext = ticks.map(shortNumber);
+  const top = present.length ? at(high) : 1, bottom = present.length ? at(low) : 0;
+  // Plotly draws an axis's line from its lowest tick to its highest: unlabelled ticks at the
+  // ends of the values make it reach them.
+  for (const end of present.length ? [bottom, top] : []) {
+    if (!tickvals.some((v) => Math.abs(v - end) <= Math.abs(top - bottom) * 1e-9)) {
+      tickvals.push(end);
+      ticktext.push("");
+    }
+  }
+  const inactive = bottom - Math.max(top - bottom, Math.abs(bottom) * 0.1, 1e-9) * 0.15;
+  const dimension = { label: label + (log ? " (log)" : ""), tickvals, ticktext,
+    values: values.map((v) => (isInactive(v) ? inactive : at(v))) };
+  if (present.length < values.length) {
+    tickvals.push(inactive);
+    ticktext.push("inactive");
+    dimension.range = [inactive, Math.max(top, ...tickvals)];
+  }
+  return dimension;
+}
+
+function parameterDimension(name, values, job) {
+  const scale = (job.scales || {})[name];
+  if (values.every((v) => isInactive(v) || typeof v === "number")) {
+    const log = scale === "log" && values.every((v) => isInactive(v) || v > 0);
+    return numericDimension(name, values, { log, integer: (job.integers || []).includes(name) });
+  }
+  const named = values.map((v) => (isInactive(v) ? "inactive" : String(v)));
+  const labels = [...new Set(named)].sort();
+  return { label: name, values: named.map((v) => labels.indexOf(v)),
+    tickvals: labels.map((_, i) => i), ticktext: labels };
 }
 
 function renderParallel(data) {
-  const job = data.job, scales = job.scales || {};
-  const done = data.summary.parallel.map(([number, objective, assignment]) =>
-    ({ number, objective, assignment }));
-  const dimensions = job.parameters.map((name) => {
-    const values = done.map((t) => t.assignment[name]);
-    if (values.every((v) => typeof v === "number")) {
-      return scales[name] === "log" && values.length && values.every((v) => v > 0)
-        ? logDimension(name, values) : { label: name, values };
-    }
-    const labels = [...new Set(values.map(String))].sort();
-    return { label: name, values: values.map((v) => labels.indexOf(String(v))),
-      tickvals: labels.map((_, i) => i), ticktext: labels };
-  });
-  dimensions.push({ label: job.objective, values: done.map((t) => t.objective) });
+  const job = data.job;
+  const done = data.summary.parallel.map(([number, objective, assignment, values]) =>
+    ({ number, objective, assignment, values: values || [objective] }));
+  const objectives = job.objectives && job.objectives.length > 1 ? job.objectives : [job.objective];
+  const dimensions = job.parameters.map(
+    (name) => parameterDimension(name, done.map((t) => t.assignment[name]), job));
+  objectives.forEach((name, i) => dimensions.push(numericDimension(name, done.map((t) => t.values[i]))));
   // Labels wider than their axes' spacing would run into each other: slant them.
   const spacing = $("plot-parallel").clientWidth / Math.max(1, dimensions.length);
   const crowded = dimensions.some((d) => d.label.length * 7 > spacing);
@@ -814,6 +917,9 @@ function start() {
   $("page-next").onclick = () => turnPage(1);
   page.plotly = plotlyReady();
   page.plotly.catch(() => {});  // drawPlots says why
+  for (const id of ["pareto-all", "pareto-x", "pareto-y"]) {
+    $(id).onchange = () => { if (window.Plotly && page.data) renderPareto(page.data.pareto); };
+  }
   if (OFFLINE) {
     $("offline-note").hidden = false;
     $("actions").hidden = true;

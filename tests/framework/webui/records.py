@@ -163,6 +163,20 @@ INFEASIBLE = 6
 """Its trial whose constraint is above 0: it would dominate most others if it were feasible."""
 PARETO_FRONT = (1, 2, 7, 4)
 """Its front, in the order of accuracy (trial 6 is off it, infeasible)."""
+OUTLIER_POINTS = {**PARETO_POINTS, INFEASIBLE: (0.95, 200.0)}
+"""The same trials with the infeasible one an outlier: latency 200 against a front of 10 to 40
+(issue 36: it flattened the plot)."""
+
+
+CONDITIONAL_SPACE = SearchSpace((*DEFAULT_SPACE, RealParam("momentum", 0.5, 0.99)),
+                                {"momentum": {"act": "relu"}})
+"""The default space and a bound ``momentum`` searched only with ``act`` relu."""
+
+
+def conditional_assignment(i: int) -> dict[str, object]:
+    """:func:`assignment` in :data:`CONDITIONAL_SPACE`: a momentum of 16 digits where act is relu
+    (odd ``i``), none where it is tanh."""
+    return {**assignment(i), **({"momentum": 0.5 + i / 21} if i % 2 else {})}
 
 
 class ParetoRecorded:
@@ -172,9 +186,12 @@ class ParetoRecorded:
     on its second try, its first failed), 9 failed on both tries, 10 running.
 
     With ``objectives`` three (a third, ``size``, minimized) every completed trial reports
-    ``size`` too (10 minus its number): every feasible one is then on the front."""
+    ``size`` too (10 minus its number): every feasible one is then on the front. With
+    ``conditional`` its space is :data:`CONDITIONAL_SPACE`."""
 
-    def __init__(self, folder: Path, *, objectives: int = 2, state: str = meta.RUNNING) -> None:
+    def __init__(self, folder: Path, *, objectives: int = 2, state: str = meta.RUNNING,
+                 points: dict[int, tuple[float, float]] | None = None,
+                 conditional: bool = False) -> None:
         from dataclasses import replace
 
         from disauto.common.objectives import Objectives
@@ -186,15 +203,17 @@ class ParetoRecorded:
         names = ("accuracy", "latency", "size")[:objectives]
         directions = ("maximize", "minimize", "minimize")[:objectives]
         config = job_config(max_trials=12, parallelism=3, tuning_type="bayesian",
-                            settings={"backend": "nsga2"})
+                            settings={"backend": "nsga2"},
+                            space=CONDITIONAL_SPACE if conditional else DEFAULT_SPACE)
         Objectives(names, directions).write_to(config.search)  # type: ignore[arg-type]
         self.config = replace(config, trial_retries=1)
         self.store.set_meta_many({meta.CONFIG: self.config, meta.JOB_ID: folder.name,
                                   meta.OFFER_POLICY: "fifo", meta.STATE: state,
                                   meta.STARTED_AT: time.time() - 60})
         self.controller = JobController(self.config, self.store, TOKEN, on_kill=lambda _: None)
-        self.controller.submit_trials([(i, assignment(i), 0) for i in range(1, 11)])
-        for number, (accuracy, latency) in PARETO_POINTS.items():
+        made = conditional_assignment if conditional else assignment
+        self.controller.submit_trials([(i, made(i), 0) for i in range(1, 11)])
+        for number, (accuracy, latency) in (points or PARETO_POINTS).items():
             if number == 8:  # its first try fails, its second completes
                 self.run(8, 0)
                 self.status(8, 0, "TASK_FAILED", message="exited with status 1")

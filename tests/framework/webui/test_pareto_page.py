@@ -20,6 +20,7 @@ from disauto.framework.webui.sources import LiveJob
 from disauto.framework.webui.views import read_record
 from tests.conftest import SCREENSHOTS
 from tests.framework.webui.records import INFEASIBLE
+from tests.framework.webui.records import OUTLIER_POINTS
 from tests.framework.webui.records import PARETO_FRONT
 from tests.framework.webui.records import PARETO_POINTS
 from tests.framework.webui.records import ParetoRecorded
@@ -127,7 +128,49 @@ def test_the_page_draws_the_front_and_marks_the_infeasible_trial(
         server.stop()
 
 
-def test_three_objectives_draw_the_first_two_with_a_note(
+RANGES = """() => {
+    const axes = document.getElementById('plot-pareto')._fullLayout;
+    return {x: [...axes.xaxis.range], y: [...axes.yaxis.range],
+            note: document.getElementById('pareto-note').textContent};
+}"""
+
+
+def test_an_infeasible_outlier_is_outside_the_axes_until_asked_for(
+        tmp_path: Path, page: tuple[Any, list[str]]) -> None:
+    """Issue 36: one infeasible trial at latency 200 flattened a front of 10 to 40. The axes
+    hold the feasible trials (and the infeasible ones near them) by default; the box scales
+    them to every trial."""
+    made = ParetoRecorded(tmp_path / "job-outlier", points=OUTLIER_POINTS)
+    server, url = serve(made)
+    opened, errors = page
+    try:
+        opened.goto(url)
+        opened.wait_for_function(DRAWN, timeout=30_000)
+        ranges = opened.evaluate(RANGES)
+        feasible = [v for n, v in OUTLIER_POINTS.items() if n != INFEASIBLE]
+        assert ranges["y"][0] <= min(v[1] for v in feasible) < max(v[1] for v in feasible) \
+            <= ranges["y"][1] < 60
+        assert ranges["x"][1] < 0.95  # near the others' accuracy, but an outlier all the same
+        assert "1 infeasible trial lies outside the axes" in ranges["note"]
+        assert not opened.locator("#pareto-axes").is_visible()  # two objectives: no choice
+        SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+        opened.locator("#pareto-box").screenshot(
+            path=str(SCREENSHOTS / "job-page-pareto-outlier.png"))
+        opened.check("#pareto-all")
+        opened.wait_for_function("() => document.getElementById('plot-pareto')"
+                                 "._fullLayout.yaxis.range[1] > 200")
+        ranges = opened.evaluate(RANGES)
+        assert ranges["y"][0] <= 10 and "outside" not in ranges["note"]
+        assert opened.evaluate(PLOT)["traces"]["infeasible"]["y"] == [200.0]
+        opened.uncheck("#pareto-all")
+        opened.wait_for_function("() => document.getElementById('plot-pareto')"
+                                 "._fullLayout.yaxis.range[1] < 60")
+        assert errors == []
+    finally:
+        server.stop()
+
+
+def test_three_objectives_draw_two_chosen_with_a_note(
         tmp_path: Path, page: tuple[Any, list[str]]) -> None:
     made = ParetoRecorded(tmp_path / "job-three", objectives=3)
     server, url = serve(made)
@@ -140,8 +183,17 @@ def test_three_objectives_draw_the_first_two_with_a_note(
         assert front["mode"] == "markers"  # not joined: a front of three is no line in two
         assert sorted(front["numbers"]) == [1, 2, 3, 4, 5, 7, 8]
         assert drawn["note"] == ("7 trials on the front of 7 feasible completed ones. 3 "
-                                 "objectives: the first two are drawn; the front is of all 3, "
-                                 "so a trial on it may look dominated here.")
+                                 "objectives: two are drawn (choose which); the front is of all "
+                                 "3, so a trial on it may look dominated here.")
+        # Each axis picks its objective (issue 36).
+        assert opened.locator("#pareto-axes").is_visible()
+        opened.select_option("#pareto-y", label="size")
+        opened.wait_for_function("() => document.getElementById('plot-pareto')"
+                                 "._fullLayout.yaxis.title.text === 'size (minimize)'")
+        drawn = opened.evaluate(PLOT)
+        assert drawn["axes"] == ["accuracy (maximize)", "size (minimize)"]
+        front = drawn["traces"]["Pareto front"]
+        assert front["y"] == [10.0 - n for n in front["numbers"]]
         heads = opened.locator("#trials thead th").all_text_contents()
         assert {"accuracy", "latency", "size"} <= set(heads)
         assert drawn["right"] <= LAPTOP["width"] and errors == []

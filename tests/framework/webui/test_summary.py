@@ -52,3 +52,14 @@ def test_a_large_job_is_sampled_and_its_best_so_far_line_stays_exact() -> None:
         exact[trial.number] = best.number if best else None
     drawn = _best_so_far(history)
     assert drawn == [exact[int(point[0])] for point in history]
+
+
+def test_with_several_objectives_the_parallel_trials_carry_each_ones_value() -> None:
+    """An axis per objective on the parallel coordinates (issue 36)."""
+    trials = [TrialRow(n, {"x": n}, TrialState.COMPLETED, objective=0.1 * n,
+                       metrics={"accuracy": 0.1 * n, "latency": 10.0 * n}) for n in (1, 2)]
+    several = summary(trials, True, 100.0, _no_steps, objectives=("accuracy", "latency"))
+    assert sorted(several["parallel"]) == [[1, 0.1, {"x": 1}, [0.1, 10.0]],
+                                           [2, 0.2, {"x": 2}, [0.2, 20.0]]]
+    one = summary(trials, True, 100.0, _no_steps, objectives=("accuracy",))
+    assert sorted(one["parallel"]) == [[1, 0.1, {"x": 1}], [2, 0.2, {"x": 2}]]

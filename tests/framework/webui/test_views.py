@@ -122,6 +122,7 @@ def test_importance_counts_pruned_trials_by_their_last_value(recorded: Recorded)
 def test_the_page_knows_each_parameters_scale_and_a_failures_cause(recorded: Recorded) -> None:
     data = page_data(read_record(recorded.store, "running"))
     assert data["job"]["scales"] == {"lr": "log", "layers": "linear", "act": "choice"}
+    assert data["job"]["integers"] == ["layers"]  # whole-number ticks on its axis (issue 36)
     failed = next(t for t in data["trials"] if t["state"] == "FAILED")
     assert failed["cause"] == "TASK_FAILED: exited with status 1"
 
