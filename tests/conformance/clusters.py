@@ -14,7 +14,6 @@ same work dir: the tasks of a checkpointing framework live on), the processes' o
 from __future__ import annotations
 
 import abc
-from collections.abc import Callable
 from dataclasses import dataclass
 import json
 import os
@@ -30,6 +29,7 @@ from urllib.request import Request
 from urllib.request import urlopen
 
 from disauto.localmesos.cluster_process import ClusterProcess
+from tests.e2e.test_production_cluster import until
 
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -60,17 +60,6 @@ def free_ports(count: int) -> str:
 
     low, high = free_port_range(count, low=42000, high=60000)
     return f"[{low}-{high}]"
-
-
-def until(predicate: Callable[[], Any], within: float, what: str) -> Any:
-    """Poll ``predicate`` until it is truthy; its value."""
-    deadline = time.monotonic() + within
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.2)
-    raise AssertionError(what)
 
 
 def get_json(url: str, timeout: float = 10.0) -> Any:

@@ -22,7 +22,6 @@ import pytest
 from disauto.common.processes import with_environment
 from tests.conformance.clusters import AgentSpec
 from tests.conformance.clusters import get_json
-from tests.conformance.clusters import until
 from tests.conformance.conftest import Jobs
 from tests.conformance.conftest import MakeCluster
 from tests.conformance.wire import Protos
@@ -34,6 +33,7 @@ from tests.e2e.test_production_cluster import best
 from tests.e2e.test_production_cluster import ended_whole
 from tests.e2e.test_production_cluster import running
 from tests.e2e.test_production_cluster import trial_rows
+from tests.e2e.test_production_cluster import until
 from tests.e2e.test_production_cluster import updates
 
 
