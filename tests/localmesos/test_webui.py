@@ -16,6 +16,7 @@ import pytest
 
 from disauto.localmesos.agent.config import AgentConfig
 from disauto.localmesos.cluster import LocalCluster
+from tests.browser import watched_page
 from tests.conftest import SCREENSHOTS
 from tests.localmesos.cluster_support import RawFramework
 from tests.localmesos.cluster_support import command_task
@@ -52,13 +53,8 @@ def framework(cluster: LocalCluster) -> Iterator[RawFramework]:
 @pytest.fixture
 def page(browser: Any) -> Iterator[Any]:
     """A laptop-sized page whose console must stay free of errors."""
-    context = browser.new_context(viewport={"width": 1366, "height": 768})
-    page = context.new_page()
-    errors: list[str] = []
-    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-    page.on("pageerror", lambda e: errors.append(str(e)))
-    yield page
-    context.close()
+    with watched_page(browser, failed_requests=False) as (opened, errors):
+        yield opened
     assert errors == []
 
 

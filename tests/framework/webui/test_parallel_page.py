@@ -5,17 +5,17 @@ whole-number ticks, and every objective an axis."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 import re
 from typing import Any
 
 import pytest
 
+from tests.browser import LAPTOP
+from tests.browser import watched_page
 from tests.conftest import SCREENSHOTS
 from tests.framework.webui.records import ParetoRecorded
 from tests.framework.webui.records import conditional_assignment
-from tests.framework.webui.test_pareto_page import LAPTOP
 from tests.framework.webui.test_pareto_page import serve
 
 
@@ -35,51 +35,39 @@ AXES = """() => {
 }"""
 
 
-@pytest.fixture
-def opened(browser: Any) -> Iterator[tuple[Any, list[str]]]:
-    """A laptop-sized page, and the console errors and failed requests it has."""
-    context = browser.new_context(viewport=LAPTOP)
-    tab = context.new_page()
-    errors: list[str] = []
-    tab.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-    tab.on("pageerror", lambda e: errors.append(str(e)))
-    tab.on("requestfailed", lambda r: errors.append(f"failed {r.url}"))
-    yield tab, errors
-    context.close()
-
-
 def test_the_axes_are_numeric_integer_and_one_per_objective(
-        tmp_path: Path, opened: tuple[Any, list[str]]) -> None:
+        tmp_path: Path, browser: Any) -> None:
     made = ParetoRecorded(tmp_path / "job-parallel", conditional=True)
     server, url = serve(made)
-    tab, errors = opened
     try:
-        tab.goto(url)
-        tab.wait_for_function(DRAWN, timeout=30_000)
-        drawn = tab.evaluate(AXES)
-        axes = drawn["axes"]
-        assert list(axes) == ["lr (log)", "layers", "act", "momentum", "accuracy", "latency"]
-        # The conditional bound: numbers where active, an "inactive" tick below them.
-        momentum = axes["momentum"]
-        assert "inactive" in momentum["ticktext"] and "undefined" not in momentum["ticktext"]
-        inactive = momentum["tickvals"][momentum["ticktext"].index("inactive")]
-        active = [conditional_assignment(n).get("momentum") for n in range(1, 9)]
-        assert min(v for v in active if v is not None) > inactive
-        assert inactive in momentum["values"] and momentum["range"][0] <= inactive
-        assert {round(v, 9) for v in momentum["values"] if v != inactive} \
-            <= {round(v, 9) for v in active if v is not None}
-        labels = drawn["drawn"]
-        assert "inactive" in labels
-        assert not [t for t in labels if re.search(r"\d{6,}", t)], labels  # no 16-digit labels
-        # The integer parameter: whole ticks only.
-        assert axes["layers"]["tickvals"] and all(float(v).is_integer()
-                                                  for v in axes["layers"]["tickvals"])
-        assert all(float(t).is_integer() for t in axes["layers"]["ticktext"])
-        # Each objective an axis, of the trials' values.
-        assert sorted(axes["latency"]["values"]) == sorted(
-            [10.0, 20.0, 25.0, 40.0, 30.0, 15.0, 35.0, 50.0])
-        assert drawn["right"] <= LAPTOP["width"] and errors == []
-        SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-        tab.locator("#plot-parallel").screenshot(path=str(SCREENSHOTS / "job-page-parallel.png"))
+        with watched_page(browser) as (tab, errors):
+            tab.goto(url)
+            tab.wait_for_function(DRAWN, timeout=30_000)
+            drawn = tab.evaluate(AXES)
+            axes = drawn["axes"]
+            assert list(axes) == ["lr (log)", "layers", "act", "momentum", "accuracy", "latency"]
+            # The conditional bound: numbers where active, an "inactive" tick below them.
+            momentum = axes["momentum"]
+            assert "inactive" in momentum["ticktext"] and "undefined" not in momentum["ticktext"]
+            inactive = momentum["tickvals"][momentum["ticktext"].index("inactive")]
+            active = [conditional_assignment(n).get("momentum") for n in range(1, 9)]
+            assert min(v for v in active if v is not None) > inactive
+            assert inactive in momentum["values"] and momentum["range"][0] <= inactive
+            assert {round(v, 9) for v in momentum["values"] if v != inactive} \
+                <= {round(v, 9) for v in active if v is not None}
+            labels = drawn["drawn"]
+            assert "inactive" in labels
+            assert not [t for t in labels if re.search(r"\d{6,}", t)], labels  # no 16-digit labels
+            # The integer parameter: whole ticks only.
+            assert axes["layers"]["tickvals"] and all(float(v).is_integer()
+                                                      for v in axes["layers"]["tickvals"])
+            assert all(float(t).is_integer() for t in axes["layers"]["ticktext"])
+            # Each objective an axis, of the trials' values.
+            assert sorted(axes["latency"]["values"]) == sorted(
+                [10.0, 20.0, 25.0, 40.0, 30.0, 15.0, 35.0, 50.0])
+            assert drawn["right"] <= LAPTOP["width"] and errors == []
+            SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+            tab.locator("#plot-parallel").screenshot(
+                path=str(SCREENSHOTS / "job-page-parallel.png"))
     finally:
         server.stop()

@@ -18,6 +18,8 @@ from disauto.framework.webui import report
 from disauto.framework.webui.server import JobPageServer
 from disauto.framework.webui.sources import LiveJob
 from disauto.framework.webui.views import read_record
+from tests.browser import LAPTOP
+from tests.browser import watched_page
 from tests.conftest import SCREENSHOTS
 from tests.framework.webui.records import INFEASIBLE
 from tests.framework.webui.records import OUTLIER_POINTS
@@ -28,7 +30,6 @@ from tests.framework.webui.records import ParetoRecorded
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]  # a server and a browser
 
-LAPTOP = {"width": 1366, "height": 768}
 DRAWN = "document.getElementById('plot-pareto').data !== undefined"
 PLOT = """() => {
     const plot = document.getElementById('plot-pareto');
@@ -57,14 +58,8 @@ def serve(made: ParetoRecorded) -> tuple[JobPageServer, str]:
 @pytest.fixture
 def page(browser: Any) -> Iterator[tuple[Any, list[str]]]:
     """A laptop-sized page, and the console errors and failed requests it has."""
-    context = browser.new_context(viewport=LAPTOP)
-    opened = context.new_page()
-    errors: list[str] = []
-    opened.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-    opened.on("pageerror", lambda e: errors.append(str(e)))
-    opened.on("requestfailed", lambda r: errors.append(f"failed {r.url}"))
-    yield opened, errors
-    context.close()
+    with watched_page(browser) as opened:
+        yield opened
 
 
 def check_two_objectives(drawn: dict[str, Any]) -> None:
