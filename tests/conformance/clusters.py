@@ -25,10 +25,10 @@ import sys
 import time
 from typing import Any
 from urllib.error import URLError
-from urllib.request import Request
 from urllib.request import urlopen
 
 from disauto.localmesos.cluster_process import ClusterProcess
+from tests.e2e.conftest import operator_call
 from tests.e2e.test_production_cluster import until
 
 
@@ -89,12 +89,7 @@ class Cluster(abc.ABC):
 
     def operator(self, call: dict[str, Any]) -> dict[str, Any]:
         """One call of the master's operator API (``/api/v1``); its JSON answer ({} if empty)."""
-        request = Request(f"{self.url}/api/v1", data=json.dumps(call).encode(),
-                          headers={"Content-Type": "application/json",
-                                   "Accept": "application/json"})
-        with urlopen(request, timeout=10) as response:  # noqa: S310 - loopback
-            body = response.read()
-        return json.loads(body) if body else {}
+        return operator_call(self.url, call)
 
     def tasks(self, framework_id: str = "") -> list[dict[str, Any]]:
         """Every live task the master knows (of ``framework_id`` when given)."""

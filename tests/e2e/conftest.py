@@ -14,6 +14,7 @@ import sys
 import threading
 import time
 from typing import Any
+from urllib.request import Request
 from urllib.request import urlopen
 
 import pytest
@@ -168,6 +169,16 @@ def common_flags(workdir: Path, *extra: str) -> list[str]:
         "--app-core-cpus", "0.5", "--app-core-memory", "128M",
         "--tuning-parameters", str(workdir / "params.json"), "--seed", "3", *extra,
     ]
+
+
+def operator_call(url: str, call: dict[str, Any]) -> dict[str, Any]:
+    """One call of the operator API of the master at ``url`` (``/api/v1``); its JSON answer
+    ({} when empty)."""
+    request = Request(f"{url}/api/v1", data=json.dumps(call).encode(),
+                      headers={"Content-Type": "application/json", "Accept": "application/json"})
+    with urlopen(request, timeout=10) as response:  # noqa: S310 - loopback
+        body = response.read()
+    return json.loads(body) if body else {}
 
 
 def master_state(url: str) -> dict[str, Any]:

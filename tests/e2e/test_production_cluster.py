@@ -23,8 +23,6 @@ import sys
 import time
 from typing import Any
 from urllib.error import HTTPError
-from urllib.request import Request
-from urllib.request import urlopen
 
 import pytest
 
@@ -37,6 +35,7 @@ from tests.e2e.conftest import Job
 from tests.e2e.conftest import common_flags
 from tests.e2e.conftest import master_state
 from tests.e2e.conftest import nothing_left
+from tests.e2e.conftest import operator_call
 from tests.e2e.outcomes import Ended
 from tests.e2e.outcomes import check_ended
 
@@ -104,12 +103,7 @@ class Cluster:
 
     def operator(self, call: dict[str, Any]) -> dict[str, Any]:
         """One call of the operator API (``/api/v1``); its JSON answer ({} when empty)."""
-        request = Request(f"{self.url}/api/v1", data=json.dumps(call).encode(),
-                          headers={"Content-Type": "application/json",
-                                   "Accept": "application/json"})
-        with urlopen(request, timeout=10) as response:  # noqa: S310 - loopback
-            body = response.read()
-        return json.loads(body) if body else {}
+        return operator_call(self.url, call)
 
     def reactivate(self, agent: str) -> bool:
         """REACTIVATE_AGENT once it is DRAINED; whether it was."""
