@@ -74,8 +74,9 @@ def open_folder() -> Iterator[Path]:
 
 
 @pytest.mark.skipif(not nobody_runs_this_python(),
-                    reason="needs root, and this Python and checkout readable by nobody (a "
-                           "venv of a Python under /root is not)")
+                    reason="nobody cannot run this Python (a venv of an interpreter under "
+                           "/root, mode 0700; making /root readable is not the test's to do): "
+                           "tests/localmesos/test_switch_user.py runs tasks as nobody here")
 @pytest.mark.parametrize("mode", [(), ("--slot-mode", "warm", "--slot-preload", "apprunner_sdk")],
                          ids=["task", "warm"])
 def test_a_job_of_nobody_runs_its_tasks_as_nobody(submit: Any, open_folder: Path,
