@@ -18,6 +18,7 @@ from dataclasses import dataclass
 import json
 import os
 from pathlib import Path
+import random
 import signal
 import socket
 import subprocess
@@ -52,6 +53,21 @@ def free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         return int(probe.getsockname()[1])
+
+
+def lasting_port(low: int = 21000, high: int = 30000) -> int:
+    """A free port below the kernel's ephemeral range (32768 and up here), for an agent that is
+    restarted on it: a port the kernel hands out could be another process's outgoing
+    connection by the time the agent binds it again (a Mesos agent must keep its port to
+    recover: it is part of its SlaveInfo)."""
+    for port in random.sample(range(low, high), 200):
+        with socket.socket() as probe:
+            try:
+                probe.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    raise RuntimeError(f"no free port in {low}-{high}")
 
 
 def free_ports(count: int) -> str:
@@ -167,7 +183,7 @@ class RealMesos(Cluster):
             "--hostname=127.0.0.1", f"--work_dir={work / 'master'}", "--registry=in_memory",
             "--allocation_interval=200ms"])
         until(self._master_serves, 60, f"mesos-master did not serve:\n{self.logs()}")
-        self._agent_ports = [free_port() for _ in agents]
+        self._agent_ports = [lasting_port() for _ in agents]
         # Each agent keeps its resources across restarts: a Mesos agent whose resources changed
         # refuses to recover its checkpointed state ("Incompatible agent info detected").
         self._task_ports = [free_ports(200) for _ in agents]
@@ -215,6 +231,14 @@ class RealMesos(Cluster):
         process.wait(10)
         time.sleep(down)
         self._start_agent(index)
+
+    def wait_agents(self, count: int, within: float = 60.0) -> None:
+        try:
+            super().wait_agents(count, within)
+        except AssertionError as err:  # say why: an agent that exited, or what it logged
+            exited = [i for i, p in enumerate(self._agents) if p is not None
+                      and p.poll() is not None]
+            raise AssertionError(f"{err}; agents exited: {exited}\n{self.logs()}") from None
 
     def stop(self) -> None:
         for process in [*self._agents, self._master]:
