@@ -26,6 +26,9 @@ from disauto.common.master_http import master_request
 from disauto.common.objectives import is_feasible
 from disauto.common.processes import is_running
 from disauto.common.trial_state import TrialState
+from disauto.common.zk_masters import ZooKeeperError
+from disauto.common.zk_masters import is_zk
+from disauto.common.zk_masters import resolve_master
 from disauto.framework import meta as meta_keys
 from disauto.framework.control import Answer
 from disauto.framework.control import ControlChannel
@@ -232,9 +235,15 @@ def master_frameworks(master: str, principal: str | None = None, secret: str | N
     Raises:
         MasterQueryError: the master is unreachable, refuses us or answers nonsense.
     """
-    address = master.split("://", 1)[-1].rstrip("/")
-    if ":" not in address:
-        address += ":5050"
+    if is_zk(master):
+        try:
+            address = resolve_master(master, timeout)
+        except (ValueError, ZooKeeperError) as err:
+            raise MasterQueryError(f"{err}; check --master") from None
+    else:
+        address = master.split("://", 1)[-1].rstrip("/")
+        if ":" not in address:
+            address += ":5050"
     request = master_request(f"http://{address}/master/frameworks", principal or "",
                              secret or "")
     try:
