@@ -90,6 +90,8 @@ def test_the_leader_killed_during_a_job_and_as_it_ends(
     until(lambda: sum(t["state"] == "COMPLETED" for t in trial_rows(job)) >= budget - 2,
           120, f"the job did not go on after the failover:\n{job.output}")
     elected.kill_leader()
+    job.wait(240)
+    assert "Traceback" not in job.output, job.output
     ended = ended_whole(job, budget)
     for trial in alive:  # those running through the first failover ran once, to the end
         recorded = ended.db_trials[trial["number"]]
