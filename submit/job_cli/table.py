@@ -17,6 +17,8 @@ from disauto.submit.exit_status import ExitStatus
 from disauto.submit.job_cli.base import PROG
 from disauto.submit.job_cli.base import Command
 from disauto.submit.job_cli.base import JobCommandError
+from disauto.submit.job_cli.export import COMMAND as EXPORT
+from disauto.submit.job_cli.importing import COMMAND as IMPORT
 from disauto.submit.job_cli.kill import COMMAND as KILL
 from disauto.submit.job_cli.listing import COMMAND as LISTING
 from disauto.submit.job_cli.logs import COMMAND as LOGS
@@ -35,6 +37,8 @@ COMMANDS: tuple[Command, ...] = (
     KILL,
     UPDATE,
     RESUME,
+    EXPORT,
+    IMPORT,
     UI,
 )
 BY_NAME = {command.name: command for command in COMMANDS}
