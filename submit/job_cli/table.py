@@ -24,6 +24,7 @@ from disauto.submit.job_cli.listing import COMMAND as LISTING
 from disauto.submit.job_cli.logs import COMMAND as LOGS
 from disauto.submit.job_cli.results import COMMAND as RESULTS
 from disauto.submit.job_cli.resume import COMMAND as RESUME
+from disauto.submit.job_cli.rm import COMMAND as RM
 from disauto.submit.job_cli.status import COMMAND as STATUS
 from disauto.submit.job_cli.ui import COMMAND as UI
 from disauto.submit.job_cli.update import COMMAND as UPDATE
@@ -37,6 +38,7 @@ COMMANDS: tuple[Command, ...] = (
     KILL,
     UPDATE,
     RESUME,
+    RM,
     EXPORT,
     IMPORT,
     UI,
