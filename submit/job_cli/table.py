@@ -17,6 +17,7 @@ from disauto.submit.exit_status import ExitStatus
 from disauto.submit.job_cli.base import PROG
 from disauto.submit.job_cli.base import Command
 from disauto.submit.job_cli.base import JobCommandError
+from disauto.submit.job_cli.compare import COMMAND as COMPARE
 from disauto.submit.job_cli.export import COMMAND as EXPORT
 from disauto.submit.job_cli.importing import COMMAND as IMPORT
 from disauto.submit.job_cli.kill import COMMAND as KILL
@@ -35,6 +36,7 @@ COMMANDS: tuple[Command, ...] = (
     STATUS,
     LOGS,
     RESULTS,
+    COMPARE,
     KILL,
     UPDATE,
     RESUME,
@@ -45,7 +47,8 @@ COMMANDS: tuple[Command, ...] = (
 )
 BY_NAME = {command.name: command for command in COMMANDS}
 
-DESCRIPTION = "List, inspect, follow, change, stop and resume DisAuto jobs."
+DESCRIPTION = ("List, inspect, compare, follow, change, stop and resume DisAuto jobs; keep "
+               "them (export, import) or remove them.")
 EPILOG = ("JOB is a job id or any unique start of one. Every error is one line; exit 0 done, "
           "1 an error, 2 bad arguments or no such job, 3 master unreachable. "
           "`da-job COMMAND --help` describes a command. Docs: README.md.")
