@@ -9,6 +9,8 @@ from typing import IO
 from disauto.submit.archive import ArchiveError
 from disauto.submit.archive import export_job
 from disauto.submit.exit_status import ExitStatus
+from disauto.submit.fit import columns
+from disauto.submit.fit import short_path
 from disauto.submit.fit import wrap
 from disauto.submit.job_cli.base import JOB
 from disauto.submit.job_cli.base import PROG
@@ -31,7 +33,8 @@ def run(args: argparse.Namespace, out: IO[str]) -> ExitStatus:
     except ArchiveError as error:
         raise JobCommandError(str(error)) from None
     shipped = ", ".join(Path(name).name for name in exported.shipped)
-    said = (f"{PROG}: job {job.job_id} exported to {target} ({exported.files} files, "
+    said = (f"{PROG}: job {job.job_id} exported to {short_path(target, columns() - 4)} "
+            f"({exported.files} files, "
             f"{_size(exported.size)}" + (f"; its --files: {shipped}" if shipped else "") + ")")
     print("\n".join(wrap(said)), file=out)
     for note in exported.left_out:

@@ -12,6 +12,8 @@ from disauto.common import paths
 from disauto.submit.archive import ArchiveError
 from disauto.submit.archive import import_job
 from disauto.submit.exit_status import ExitStatus
+from disauto.submit.fit import columns
+from disauto.submit.fit import short_path
 from disauto.submit.fit import wrap
 from disauto.submit.job_cli.base import PROG
 from disauto.submit.job_cli.base import Command
@@ -28,8 +30,8 @@ def run(args: argparse.Namespace, out: IO[str]) -> ExitStatus:
     when = time.strftime("%Y-%m-%d %H:%M", time.localtime(imported.exported_at))
     origin = f" on {imported.exported_from}" if imported.exported_from else ""
     print("\n".join(wrap(f"{PROG}: imported job {imported.job_id} (exported{origin} {when}) "
-                         f"into {imported.folder}; da-job status {imported.job_id} shows "
-                         "it")), file=out)
+                         f"into {short_path(imported.folder, columns() - 4)}; da-job status "
+                         f"{imported.job_id} shows it")), file=out)
     return ExitStatus.SUCCESS
 
 
