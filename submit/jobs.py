@@ -179,6 +179,8 @@ def scan() -> tuple[list[Job], list[UnreadableRecordError]]:
         return [], []
     jobs, unreadable = [], []
     for folder in sorted(root.iterdir()):
+        if folder.name.startswith("."):
+            continue  # not a job: da-job import's or rm's folder, on its way in or out
         try:
             jobs.append(load(folder))
         except UnreadableRecordError as err:
@@ -195,7 +197,8 @@ def find(prefix: str) -> Job:
         JobLookupError: none, or several (naming them).
     """
     root = paths.jobs_dir()
-    names = sorted(p.name for p in root.iterdir()) if root.is_dir() else []
+    names = sorted(p.name for p in root.iterdir() if not p.name.startswith(".")) \
+        if root.is_dir() else []
     if prefix in names:
         return load(root / prefix)
     matches = [name for name in names if name.startswith(prefix)] if prefix else []
