@@ -20,6 +20,7 @@ from collections.abc import Iterator
 import contextlib
 from dataclasses import dataclass
 import json
+import threading
 from typing import Any
 
 
@@ -101,7 +102,7 @@ def zk_client(url: ZkUrl, timeout: float = 5.0) -> Iterator[Any]:
     from kazoo.handlers.threading import KazooTimeoutError
 
     client = KazooClient(hosts=url.hosts, timeout=timeout, auth_data=url.auth_data(),
-                         connection_retry={"max_tries": 1, "delay": 0.2})
+                         connection_retry={"max_tries": -1, "delay": 0.1, "max_delay": 1.0})
     try:
         client.start(timeout=timeout)
     except KazooTimeoutError:
@@ -194,3 +195,88 @@ def resolve_master(uri: str, timeout: float = 5.0) -> str:
     if leader is None:
         raise ZooKeeperError(f"no Mesos master leads under {uri} (no {MASTER_LABEL} znode)")
     return leader
+
+
+class LeaderWatch:
+    """The leader under a ``zk://`` URL, kept current by a ZooKeeper watch (Mesos'
+    ``ZooKeeperMasterDetector``): calling it returns ``host:port`` of the leader, None while
+    none leads or ZooKeeper is out of reach. Thread-safe.
+
+    The watch only marks the group changed; one thread of its own reads the leader (a
+    watch's callback must not wait on ZooKeeper).
+
+    Args:
+        uri: ``zk://HOST:PORT[,...]/PATH``.
+        timeout: ZooKeeper's session timeout.
+
+    Raises:
+        ValueError: a bad URL.
+    """
+
+    def __init__(self, uri: str, timeout: float = 10.0) -> None:
+        self.url = parse_zk(uri)
+        self.timeout = timeout
+        self._lock = threading.Lock()
+        self._leader: str | None = None
+        self._client: Any = None
+        self._changed = threading.Event()
+        self._stopped = threading.Event()
+        self._reader = threading.Thread(target=self._read_changes, name="zk-leader-watch",
+                                        daemon=True)
+
+    def start(self, timeout: float = 10.0) -> LeaderWatch:
+        """Connect, read the leader and watch the group.
+
+        Raises:
+            ZooKeeperError: no server of the ensemble answers within ``timeout`` seconds.
+        """
+        from kazoo.client import KazooClient
+        from kazoo.handlers.threading import KazooTimeoutError
+        from kazoo.recipe.watchers import ChildrenWatch
+
+        client = KazooClient(hosts=self.url.hosts, timeout=self.timeout,
+                             auth_data=self.url.auth_data())
+        try:
+            client.start(timeout=timeout)
+        except KazooTimeoutError:
+            client.close()
+            raise ZooKeeperError(
+                f"no ZooKeeper server answers at {self.url.hosts} within {timeout:g}s") from None
+        self._client = client
+        client.ensure_path(self.url.path)
+        self._read()
+        self._reader.start()
+        ChildrenWatch(client, self.url.path, self._group_changed)
+        return self
+
+    def _group_changed(self, children: list[str]) -> bool:
+        self._changed.set()
+        return not self._stopped.is_set()
+
+    def _read_changes(self) -> None:
+        while not self._stopped.is_set():
+            if self._changed.wait(1.0):
+                self._changed.clear()
+                self._read()
+
+    def _read(self) -> None:
+        client = self._client
+        if client is None:
+            return
+        try:
+            found = read_contenders(client, self.url.path)
+        except Exception:  # noqa: BLE001 - ZooKeeper out of reach: the next change reads again
+            return
+        with self._lock:
+            self._leader = found[0].address if found else None
+
+    def __call__(self) -> str | None:
+        with self._lock:
+            return self._leader
+
+    def stop(self) -> None:
+        self._stopped.set()
+        client, self._client = self._client, None
+        if client is not None:
+            client.stop()
+            client.close()
