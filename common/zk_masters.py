@@ -20,6 +20,7 @@ from collections.abc import Iterator
 import contextlib
 from dataclasses import dataclass
 import json
+import logging
 import threading
 from typing import Any
 
@@ -28,6 +29,12 @@ MASTER_LABEL = "json.info_"
 """The prefix of a contending master's znode (Mesos ``MASTER_INFO_JSON_LABEL`` and ``_``)."""
 
 SCHEMES = ("zk://", "zoo://")
+
+ZK_LOG = logging.getLogger("disauto.zookeeper")
+"""The logger DisAuto's ZooKeeper clients log through (kazoo's own logs every refused
+connection as a warning): its records go where the process sends its logs (a job's log), and
+never to the terminal of a command that configured none (``da-job``)."""
+ZK_LOG.addHandler(logging.NullHandler())
 
 
 class ZooKeeperError(ConnectionError):
@@ -102,6 +109,7 @@ def zk_client(url: ZkUrl, timeout: float = 5.0) -> Iterator[Any]:
     from kazoo.handlers.threading import KazooTimeoutError
 
     client = KazooClient(hosts=url.hosts, timeout=timeout, auth_data=url.auth_data(),
+                         logger=ZK_LOG,
                          connection_retry={"max_tries": -1, "delay": 0.1, "max_delay": 1.0})
     try:
         client.start(timeout=timeout)
@@ -235,7 +243,7 @@ class LeaderWatch:
         from kazoo.recipe.watchers import ChildrenWatch
 
         client = KazooClient(hosts=self.url.hosts, timeout=self.timeout,
-                             auth_data=self.url.auth_data())
+                             auth_data=self.url.auth_data(), logger=ZK_LOG)
         try:
             client.start(timeout=timeout)
         except KazooTimeoutError:

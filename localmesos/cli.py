@@ -22,6 +22,7 @@ import sys
 import threading
 from types import FrameType
 
+from disauto.common.zk_masters import ZK_LOG
 from disauto.localmesos import admin_cli
 from disauto.localmesos import elected_cli
 from disauto.localmesos.cli_flags import PROG
@@ -141,6 +142,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(exc.code or 0)
     level = logging.DEBUG if args.debug else logging.INFO if args.verbose else logging.WARNING
     logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    # ZooKeeper's client warns of every refused connection; the one line of an error says it.
+    ZK_LOG.setLevel(logging.INFO if args.verbose or args.debug else logging.ERROR)
     if args.zk is not None or args.master_only or args.masters != "1":
         return _serve_elected(args, config)
     return _serve(LocalCluster(config), config, args.debug)

@@ -27,6 +27,7 @@ import threading
 from typing import Any
 
 from disauto.common.zk_masters import MASTER_LABEL
+from disauto.common.zk_masters import ZK_LOG
 from disauto.common.zk_masters import Contender
 from disauto.common.zk_masters import ZkUrl
 from disauto.common.zk_masters import ZooKeeperError
@@ -84,7 +85,7 @@ class MasterContender:
         from kazoo.recipe.watchers import ChildrenWatch
 
         client = KazooClient(hosts=self.url.hosts, timeout=self.session_timeout,
-                             auth_data=self.url.auth_data())
+                             auth_data=self.url.auth_data(), logger=ZK_LOG)
         try:
             client.start(timeout=timeout)
         except KazooTimeoutError:
