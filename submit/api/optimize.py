@@ -98,7 +98,7 @@ def optimize(fn: Callable[[dict[str, Any]], Any], space: Mapping[str, Any] | str
     try:
         job = start(keywords, {FILE_NAME: shipped})
     except SubmitError as error:
-        raise SubmitError(_renamed(str(error))) from None
+        raise SubmitError(_renamed(str(error), space)) from None
     return _until_ended(job)
 
 
@@ -145,11 +145,14 @@ def _name(fn: Callable[..., Any]) -> str:
     return name or "objective"
 
 
-def _renamed(message: str) -> str:
-    """da-submit's line about a flag optimize() takes as an argument, in the argument's name."""
+def _renamed(message: str, space: Any) -> str:
+    """da-submit's line about a flag optimize() takes as an argument, in the argument's name
+    (a parameter file's error names the file: it is the space's)."""
     for flag, name in RENAMED:
         if message.startswith(flag):
             return name + message[len(flag):]
+    if isinstance(space, str | os.PathLike) and message.startswith(os.fspath(space)):
+        return f"space {message}"
     return message
 
 
