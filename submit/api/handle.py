@@ -178,6 +178,8 @@ class Job:
 
     def running(self) -> bool:
         """Whether the job's process still runs (it ends after writing the results)."""
+        if self._starting is not None:
+            self._starting.process.poll()  # an ended child of this process is reaped
         return self._read().alive
 
     def wait(self, timeout: float | None = None) -> Status:

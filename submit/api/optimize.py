@@ -23,6 +23,7 @@ from collections.abc import Callable
 from collections.abc import Mapping
 from collections.abc import Sequence
 import inspect
+import numbers
 import os
 import re
 from types import ModuleType
@@ -94,7 +95,7 @@ def optimize(fn: Callable[[dict[str, Any]], Any], space: Mapping[str, Any] | str
         raise SubmitError(str(error)) from None
     keywords = {**checked, "app_name": checked.get("app_name") or _name(fn),
                 "app_runner_launch_cmd": RUNNER_COMMAND, PARAMETERS: space,
-                "trial_steps": n_trials, "master": master}
+                "trial_steps": int(n_trials), "master": master}
     try:
         job = start(keywords, {FILE_NAME: shipped})
     except SubmitError as error:
@@ -118,7 +119,7 @@ def _checked(fn: Any, n_trials: Any, master: Any, options: Mapping[str, Any]) ->
                           f"{error}") from None
     except ValueError:
         pass  # a callable whose signature Python cannot tell: called as it is
-    if isinstance(n_trials, bool) or not isinstance(n_trials, int) or n_trials < 1:
+    if isinstance(n_trials, bool) or not isinstance(n_trials, numbers.Integral) or n_trials < 1:
         raise SubmitError(f"n_trials: expected a whole number of trials, at least 1, not "
                           f"{n_trials!r}")
     if not isinstance(master, str) or not master:
