@@ -12,7 +12,9 @@ line on stderr, ``da-cluster: error: ...``, naming the flag and what is valid (e
 
 from __future__ import annotations
 
+import argparse
 from collections.abc import Sequence
+from dataclasses import replace
 import enum
 import logging
 import signal
@@ -21,6 +23,7 @@ import threading
 from types import FrameType
 
 from disauto.localmesos import admin_cli
+from disauto.localmesos import elected_cli
 from disauto.localmesos.cli_flags import PROG
 from disauto.localmesos.cli_flags import UsageError
 from disauto.localmesos.cli_flags import build_parser
@@ -125,6 +128,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["agent"]:
         return admin_cli.main(argv[1:])
+    if argv[:1] == ["master"]:
+        return elected_cli.master_main(argv[1:])
     parser = build_parser()
     try:
         args = parser.parse_args(argv)
@@ -136,7 +141,27 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(exc.code or 0)
     level = logging.DEBUG if args.debug else logging.INFO if args.verbose else logging.WARNING
     logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    if args.zk is not None or args.master_only or args.masters != "1":
+        return _serve_elected(args, config)
     return _serve(LocalCluster(config), config, args.debug)
+
+
+def _serve_elected(args: argparse.Namespace, config: ClusterConfig) -> int:
+    """``--zk``: one contending master (``--master-only``), or N of them and the agents."""
+    try:
+        if args.zk is None:
+            raise UsageError("--masters and --master-only need --zk zk://HOST:PORT/PATH")
+        url = elected_cli.zk_url(args.zk)
+        session_timeout = parse_duration(args.zk_session_timeout, flag="--zk-session-timeout")
+        masters = int(args.masters) if args.masters.isdigit() else 0
+        if masters < 1:
+            raise UsageError(f"--masters: invalid value {args.masters!r}: a whole number >= 1")
+    except UsageError as exc:
+        _error(str(exc))
+        return ExitStatus.USAGE
+    if args.master_only:
+        return elected_cli.serve_master(replace(config, agents=0), url, session_timeout)
+    return elected_cli.serve_masters(args, config, url, masters)
 
 
 if __name__ == "__main__":

@@ -471,16 +471,16 @@ def write(job_dir: Path, record: JobFacts, param_order: Sequence[str] = ()) -> t
         OSError: a file could not be written.
     """
     json_path = job_dir / paths.RESULTS_JSON
-    with _replacing(json_path) as handle:
+    with replacing(json_path) as handle:
         handle.write(dumps(document(record)))
     csv_path = job_dir / paths.RESULTS_CSV
-    with _replacing(csv_path) as handle:
+    with replacing(csv_path) as handle:
         write_csv(handle, record.trials, record.maximize, param_order, record.objectives)
     return json_path, csv_path
 
 
 @contextmanager
-def _replacing(path: Path) -> Iterator[IO[str]]:
+def replacing(path: Path) -> Iterator[IO[str]]:
     """A file written beside ``path`` that replaces it once whole (removed if not)."""
     partial = path.with_name(path.name + ".partial")
     try:
@@ -494,9 +494,27 @@ def _replacing(path: Path) -> Iterator[IO[str]]:
 
 def write_csv(handle: IO[str], trials: Sequence[TrialRow], maximize: bool,
               param_order: Sequence[str] = (), objectives: Objectives | None = None) -> None:
-    """The trials, best first, as CSV: parameters, then every metric any trial reported; where
-    trials reported constraints, ``feasible`` and ``constraints`` (JSON); with several
-    ``objectives``, ``pareto_front`` (1 on the front, the front first)."""
+    """The trials, best first, as CSV: the columns of :func:`trial_rows`, a missing value
+    empty, the measured usage with a fixed number of decimals."""
+    header, rows = trial_rows(trials, maximize, param_order, objectives)
+    usage_at = len(header) - header[::-1].index("message")  # after the last "message"
+    formats: list[int | None] = [None] * len(header)
+    formats[usage_at:usage_at + len(USAGE_CSV)] = USAGE_CSV_DECIMALS
+    writer = csv.writer(handle)
+    writer.writerow(header)
+    for row in rows:
+        writer.writerow(["" if value is None else value if decimals is None
+                         else f"{value:.{decimals}f}"
+                         for value, decimals in zip(row, formats, strict=True)])
+
+
+def trial_rows(trials: Sequence[TrialRow], maximize: bool, param_order: Sequence[str] = (),
+               objectives: Objectives | None = None) -> tuple[list[str], list[list[Any]]]:
+    """The trials, best first, as the columns of results.csv (and of ``da-job results
+    --format parquet``) and their values, None where a trial has none: parameters, then every
+    metric any trial reported; where trials reported constraints, ``feasible`` and
+    ``constraints`` (JSON); with several ``objectives``, ``pareto_front`` (1 on the front, the
+    front first)."""
     ordered, front = _ordered(trials, maximize, objectives)
     params = _param_names(ordered, param_order)
     metrics: list[str] = []
@@ -504,32 +522,34 @@ def write_csv(handle: IO[str], trials: Sequence[TrialRow], maximize: bool,
         metrics += [n for n in trial.metrics if n not in metrics]
     constrained = any(t.constraints is not None for t in trials)
     several = objectives is not None and objectives.several
-    writer = csv.writer(handle)
-    writer.writerow(["trial", "state", "objective", *params,
-                     *(f"metric:{m}" for m in metrics), "training_seconds", "message",
-                     *USAGE_CSV, *(("feasible", "constraints") if constrained else ()),
-                     *(("pareto_front",) if several else ())])
+    header = ["trial", "state", "objective", *params, *(f"metric:{m}" for m in metrics),
+              "training_seconds", "message", *USAGE_CSV,
+              *(("feasible", "constraints") if constrained else ()),
+              *(("pareto_front",) if several else ())]
+    rows = []
     for t in ordered:
         extra: list[Any] = []
         if constrained:
             extra += [int(is_feasible(t.constraints)),
-                      "" if t.constraints is None else json.dumps(list(t.constraints))]
+                      None if t.constraints is None else json.dumps(list(t.constraints))]
         if several:
             extra.append(int(t.number in front))
-        writer.writerow([t.number, t.state, "" if t.objective is None else t.objective,
-                         *(t.assignment.get(p, "") for p in params),
-                         *(t.metrics.get(m, "") for m in metrics),
-                         round(t.training_seconds, 3), t.message, *_usage_cells(t), *extra])
+        rows.append([t.number, str(t.state), t.objective,
+                     *(t.assignment.get(p) for p in params),
+                     *(t.metrics.get(m) for m in metrics),
+                     round(t.training_seconds, 3), t.message, *_usage_values(t), *extra])
+    return header, rows
 
 
 USAGE_CSV = ("peak_rss_mb", "cpu_seconds", "mean_gpu_utilization", "peak_gpu_memory_mb")
 """The measured usage columns of results.csv (empty where not measured)."""
+USAGE_CSV_DECIMALS = (1, 3, 1, 1)
+"""The decimals results.csv writes of each."""
 
 
-def _usage_cells(trial: TrialRow) -> list[str]:
+def _usage_values(trial: TrialRow) -> list[float | None]:
     usage = trial.usage
-    return ["" if usage.peak_rss_bytes is None else f"{usage.peak_rss_bytes / (1 << 20):.1f}",
-            "" if usage.cpu_seconds is None else f"{usage.cpu_seconds:.3f}",
-            "" if usage.mean_gpu_utilization is None else f"{usage.mean_gpu_utilization:.1f}",
-            "" if usage.peak_gpu_memory_bytes is None
-            else f"{usage.peak_gpu_memory_bytes / (1 << 20):.1f}"]
+    return [None if usage.peak_rss_bytes is None else usage.peak_rss_bytes / (1 << 20),
+            usage.cpu_seconds, usage.mean_gpu_utilization,
+            None if usage.peak_gpu_memory_bytes is None
+            else usage.peak_gpu_memory_bytes / (1 << 20)]

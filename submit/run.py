@@ -78,6 +78,13 @@ def _log_thread_crash(args: threading.ExceptHookArgs) -> None:
 
 
 def _configure_logging(debug: bool, log_file: Path | None) -> None:
+    # pymesos gives its logger a terminal handler of its own when imported (pymesos/__init__.py):
+    # a master's failover printed its tracebacks and every redirect on the user's terminal.
+    # Its records go to the job's log like everyone's (the terminal shows them with --debug).
+    import pymesos
+
+    for own in list(pymesos.logger.handlers):
+        pymesos.logger.removeHandler(own)
     root = logging.getLogger()
     root.setLevel(logging.DEBUG if debug else logging.INFO)
     for handler in list(root.handlers):

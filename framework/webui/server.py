@@ -5,6 +5,7 @@ Routes (every answer but the pages and their scripts is JSON; every error is one
 
     GET  /                                   the index of jobs (or, serving one job, to its page)
     GET  /api/jobs                           every job's facts
+    GET  /api/compare?jobs=ID,ID             their best so far by trial number (compare.py)
     GET  /static/<file>                      the page's script and style, plotly.min.js
     GET  /jobs/<id>/                         a job's page
     GET  /jobs/<id>/api/page                 the page's data (views.page_data); ?offset=&limit=
@@ -44,6 +45,8 @@ from urllib.parse import urlsplit
 
 from disauto.common.serving import serving_thread
 from disauto.framework.webui import dataservice
+from disauto.framework.webui.compare import compare_data
+from disauto.framework.webui.compare import requested
 from disauto.framework.webui.sources import ActionError
 from disauto.framework.webui.sources import JobSource
 from disauto.framework.webui.table import TableQuery
@@ -153,6 +156,8 @@ class _Handler(BaseHTTPRequestHandler):
             self._index()
         elif method == "GET" and path == "/api/jobs":
             self._json(200, [_summary(source) for source in self.server.sources().values()])
+        elif method == "GET" and path == "/api/compare":
+            self._json(200, compare_data(self.server.sources(), requested(query)))
         elif method == "GET" and path.startswith("/static/"):
             self._static(path[len("/static/"):])
         elif (match := _JOB_ROUTE.fullmatch(path)) is not None:
