@@ -170,12 +170,6 @@ class Master(Subscriptions, LaunchCalls, SchedulerCalls, TaskBookkeeping, OfferM
         self.max_agent_ping_timeouts = max_agent_ping_timeouts
         self.agent_reregister_timeout = agent_reregister_timeout
         self.registry_max_agent_age = registry_max_agent_age
-        #: Whether this master leads (always, alone; through ZooKeeper, once elected:
-        #: :mod:`localmesos.master.contender`), and ``host:port`` of the one that does.
-        self.elected = True
-        self.leader_address: str | None = None
-        #: Writes the registry of an elected master at once (after an operator call).
-        self.commit_registry: Callable[[], bool] | None = None
         self._init_registry()
         self._init_loops(allocation_interval, offer_timeout)
 
@@ -197,6 +191,12 @@ class Master(Subscriptions, LaunchCalls, SchedulerCalls, TaskBookkeeping, OfferM
         #: Agents a recovered registry admitted (id → AgentInfo), which may re-register
         #: (:mod:`localmesos.master.registrar`).
         self.recovered_agents: dict[str, dict[str, Any]] = {}
+        #: Whether this master leads (always, alone; through ZooKeeper, once elected:
+        #: :mod:`localmesos.master.contender`), and ``host:port`` of the one that does.
+        self.elected = True
+        self.leader_address: str | None = None
+        #: Writes the registry of an elected master at once (after an operator call).
+        self.commit_registry: Callable[[], bool] | None = None
 
     def _init_loops(self, allocation_interval: float, offer_timeout: float | None) -> None:
         """The allocation loop, the failover timers' thread, the offer timeouts and the
