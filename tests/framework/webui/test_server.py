@@ -142,8 +142,9 @@ def test_with_the_token_the_job_is_killed_as_da_job_kill_does(
     client, _ = live
     status, data, _ = client.request("POST", "/jobs/job-test/api/kill", token=TOKEN)
     assert (status, data) == (200, {"ok": True, "message": "killing job job-test"})
-    # On the control channel, as da-job kill asks: the run loop ends the job.
-    assert [a.request for a in ControlChannel(recorded.store).unanswered()] == [KillJob()]
+    # On the control channel, as da-job kill asks (the run loop ends the job), saying who.
+    assert [a.request for a in ControlChannel(recorded.store).unanswered()] == [
+        KillJob("killed from the job page")]
 
 
 def test_the_log_tail_follows_the_collected_file(
