@@ -20,6 +20,7 @@ const page = {
   data: null, token: "", failures: 0, gone: false, asking: null, filterTimer: null,
   table: { offset: 0, limit: PAGE_ROWS, sort: "number", dir: 1, state: "", filter: "" },
   log: { trial: null, stream: "stdout", offset: -1, busy: false },
+  expanded: new Set(),  // the trials whose message the table shows whole
   usage: { trial: null, busy: false },
   plotly: null,  // a promise of Plotly
   drawn: {},  // what each plot shows now (changed())
@@ -218,11 +219,59 @@ function compare(a, b) {
   return String(a).localeCompare(String(b));
 }
 
+// The columns before the log/kill buttons: the number and the state (kept at the table's left).
+const BEFORE_ACTIONS = 2;
+
+// A message's cell: wrapped, its first lines; a click shows the whole (and hides it again),
+// the whole on hover too. The trials whose message is shown whole stay so across polls.
+function messageCell(td, trial, text, full) {
+  const span = document.createElement("span");
+  span.className = "message-text";
+  span.textContent = text;
+  td.append(span);
+  if (!text) return;
+  td.classList.toggle("expanded", page.expanded.has(trial.number));
+  td.onclick = () => {
+    if (page.expanded.has(trial.number)) page.expanded.delete(trial.number);
+    else page.expanded.add(trial.number);
+    td.classList.toggle("expanded", page.expanded.has(trial.number));
+  };
+  if (full) td.title = full;
+}
+
+function actionsCell(row, trial, data) {
+  const actions = row.insertCell();
+  actions.className = "actions";
+  const show = document.createElement("button");
+  show.textContent = "log";
+  show.className = "show-log";
+  show.onclick = () => selectLog(trial.number);
+  actions.append(show);
+  if (!OFFLINE && data.job.state === "running" && IN_FLIGHT.includes(trial.state)) {
+    const kill = document.createElement("button");
+    kill.textContent = "kill";
+    kill.className = "danger kill-trial";
+    kill.dataset.trial = trial.number;
+    kill.onclick = () => {
+      if (confirm("Kill trial " + trial.number + "? It is recorded KILLED and its slot is "
+        + "refilled; it does not count toward --max-failed-trials.")) {
+        post("api/trials/" + trial.number + "/kill");
+      }
+    };
+    actions.append(kill);
+  }
+}
+
 function renderTrials(data) {
   const cols = columns(data);
   const table = $("trials");
   const head = document.createElement("tr");
-  for (const col of cols) {
+  cols.forEach((col, i) => {
+    if (i === BEFORE_ACTIONS) {
+      const actionsHead = document.createElement("th");
+      actionsHead.className = "actions";
+      head.append(actionsHead);
+    }
     const th = document.createElement("th");
     th.textContent = col.title;
     th.title = col.title;
@@ -234,10 +283,7 @@ function renderTrials(data) {
       ask();
     };
     head.append(th);
-  }
-  const actionsHead = document.createElement("th");
-  actionsHead.className = "actions";
-  head.append(actionsHead);
+  });
   table.tHead.replaceChildren(head);
 
   const states = $("state-filter");
@@ -257,34 +303,20 @@ function renderTrials(data) {
     }
     const marked = note(data, trial);
     if (marked) row.classList.add(marked);
-    for (const col of cols) {
+    cols.forEach((col, i) => {
+      if (i === BEFORE_ACTIONS) actionsCell(row, trial, data);
       const td = row.insertCell();
       const value = col.value(trial);
-      td.textContent = col.text ? col.text(value) : fmtNumber(value);
+      const text = col.text ? col.text(value) : fmtNumber(value);
       td.dataset.key = col.key;
+      if (col.key === "message") {
+        messageCell(td, trial, text, col.full(trial));
+        return;
+      }
+      td.textContent = text;
       if (col.full && col.full(trial)) td.title = col.full(trial);
       if (col.key === "state") td.className = "state-" + trial.state;
-    }
-    const actions = row.insertCell();
-    actions.className = "actions";
-    const show = document.createElement("button");
-    show.textContent = "log";
-    show.className = "show-log";
-    show.onclick = () => selectLog(trial.number);
-    actions.append(show);
-    if (!OFFLINE && data.job.state === "running" && IN_FLIGHT.includes(trial.state)) {
-      const kill = document.createElement("button");
-      kill.textContent = "kill";
-      kill.className = "danger kill-trial";
-      kill.dataset.trial = trial.number;
-      kill.onclick = () => {
-        if (confirm("Kill trial " + trial.number + "? It is recorded KILLED and its slot is "
-          + "refilled; it does not count toward --max-failed-trials.")) {
-          post("api/trials/" + trial.number + "/kill");
-        }
-      };
-      actions.append(kill);
-    }
+    });
   }
   table.replaceChild(body, table.tBodies[0]);
   const t = data.table;
