@@ -49,14 +49,18 @@ function say(text, isError) {
   out.className = isError ? "error" : "";
 }
 
+// A kill: its answer, or why it was refused, is one line beside the buttons. The server puts a
+// refusal (a trial that ended meanwhile: 409; no token: 401) in a 200 answer's body when asked
+// to (Prefer: status-in-body): a browser logs every answer of 400 or more as a console error.
 async function post(path) {
   if (!asking()) return;
-  const headers = { "Content-Type": "application/json" };
+  const headers = { "Content-Type": "application/json", Prefer: "status-in-body" };
   if (page.token) headers.Authorization = "Bearer " + page.token;
   try {
     const response = await fetch(path, { method: "POST", headers, body: "{}" });
     const answer = await response.json();
-    say(answer.error || answer.message, !response.ok);
+    const ok = response.ok && answer.ok !== false;
+    say(ok ? answer.message : answer.error || "refused (HTTP " + response.status + ")", !ok);
   } catch (err) {
     say("the job's server did not answer: " + err, true);
   }
@@ -219,6 +223,10 @@ function compare(a, b) {
   return String(a).localeCompare(String(b));
 }
 
+// A running trial whose final result is in: COMPLETED once its task exits (or is stopped
+// --trial-exit-grace after its report), which nothing can change, so it is not killable.
+const finishing = (trial) => trial.state === "RUNNING" && Boolean(trial.final);
+const FINISHING_NOTE = "its final result is in: COMPLETED once its task exits";
 // The columns before the log/kill buttons: the number and the state (kept at the table's left).
 const BEFORE_ACTIONS = 2;
 
@@ -247,7 +255,8 @@ function actionsCell(row, trial, data) {
   show.className = "show-log";
   show.onclick = () => selectLog(trial.number);
   actions.append(show);
-  if (!OFFLINE && data.job.state === "running" && IN_FLIGHT.includes(trial.state)) {
+  if (!OFFLINE && data.job.state === "running" && IN_FLIGHT.includes(trial.state)
+      && !finishing(trial)) {
     const kill = document.createElement("button");
     kill.textContent = "kill";
     kill.className = "danger kill-trial";
@@ -315,7 +324,13 @@ function renderTrials(data) {
       }
       td.textContent = text;
       if (col.full && col.full(trial)) td.title = col.full(trial);
-      if (col.key === "state") td.className = "state-" + trial.state;
+      if (col.key === "state" && finishing(trial)) {
+        td.textContent = "FINISHING";
+        td.title = FINISHING_NOTE;
+        td.className = "state-FINISHING";
+      } else if (col.key === "state") {
+        td.className = "state-" + trial.state;
+      }
     });
   }
   table.replaceChild(body, table.tBodies[0]);

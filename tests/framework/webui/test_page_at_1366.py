@@ -1,24 +1,34 @@
 """The job page at 1,366 px (issue 36, item 9), in a real browser (Chromium through Playwright)
 at a laptop's 1366×768 and at 1920×1080, served from a constructed record by a real page
 server: every row of a 24-trial job is reached by scrolling the page (no box of its own that
-hides them), and no column is hidden under the columns kept at the table's left and a failure's
-message shows whole. None of them has a console error."""
+hides them), no column is hidden under the columns kept at the table's left and a failure's
+message shows whole, a kill from the page is recorded as the page's, a trial whose final result
+is in is drawn finishing (no kill button) and a refused kill is one line, and the index and the
+pages ask for no missing icon. None of them has a console error."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+import threading
 from typing import Any
 
 import pytest
 
+from disauto.common.report import Report
+from disauto.framework import meta
+from disauto.framework.control import ControlChannel
+from disauto.framework.job import JobController
+from disauto.framework.job.desk import ControlDesk
 from disauto.framework.webui.server import JobPageServer
 from disauto.framework.webui.sources import JobSource
 from disauto.framework.webui.sources import LiveJob
+from disauto.framework.webui.sources import RecordedJob
 from tests.browser import LAPTOP
 from tests.browser import box_of
 from tests.browser import watched_page
+from tests.framework.webui.records import TOKEN
 from tests.framework.webui.records import Recorded
 from tests.framework.webui.test_page_layout import AGENT_ID
 from tests.framework.webui.test_page_layout import FAILURE_MESSAGE
@@ -147,3 +157,98 @@ def test_no_column_hides_under_another_and_a_failures_message_shows_whole(
         message.click()
         expect(message).not_to_have_class("expanded")
         assert errors == []
+
+
+def test_killing_the_job_from_the_page_is_recorded_as_the_pages(
+        tmp_path: Path, browser: Any) -> None:
+    from playwright.sync_api import expect
+
+    recorded = Recorded(tmp_path / "job-test")
+    desk = ControlDesk(ControlChannel(recorded.store), recorded.controller, lambda _: None)
+    stop = threading.Event()
+
+    def run_loop() -> None:  # the run loop's reading of the control channel
+        while not stop.wait(0.2):
+            desk.serve()
+
+    loop = threading.Thread(target=run_loop, daemon=True)
+    loop.start()
+    try:
+        with serving(live(recorded), "job-test") as server, \
+                watched_page(browser) as (page, errors):
+            page.on("dialog", lambda dialog: dialog.accept())
+            page.goto(f"{server.job_url('job-test')}#token={TOKEN}")
+            expect(page.locator("#job-state")).to_have_text("running", timeout=30_000)
+            page.click("#kill-job")
+            expect(page.locator("#job-outcome")).to_have_text(
+                "job killed: killed from the job page", timeout=15_000)
+            assert errors == []
+    finally:
+        stop.set()
+        loop.join()
+    assert recorded.store.get_meta(meta.OUTCOME_MESSAGE) == "killed from the job page"
+
+
+def final_report(controller: JobController, number: int) -> None:
+    controller.record_report(Report(number, {"accuracy": 0.9}, None, True, 1.0))
+
+
+@SIZES
+def test_a_trial_whose_result_is_in_is_finishing_and_a_refused_kill_is_one_line(
+        tmp_path: Path, browser: Any, viewport: dict[str, int]) -> None:
+    from playwright.sync_api import expect
+
+    recorded = Recorded(tmp_path / "job-test")
+    running = recorded.running
+    row = f'#trials tr[data-number="{running}"]'
+    with serving(live(recorded), "job-test") as server, \
+            watched_page(browser, viewport) as (page, errors):
+        page.on("dialog", lambda dialog: dialog.accept())
+        page.goto(f"{server.job_url('job-test')}#token={TOKEN}")
+        expect(page.locator(f"{row} button.kill-trial")).to_be_visible(timeout=30_000)
+        # The page draws what it last heard: held here, its next polls do not come back...
+        held: list[Any] = []
+        page.route("**/api/page*", lambda route: held.append(route))
+        final_report(recorded.controller, running)  # ...while the trial's final result comes
+        page.click(f"{row} button.kill-trial")
+        message = page.locator("#action-message")
+        expect(message).to_have_text(f"trial {running} already reported its final result",
+                                     timeout=15_000)
+        expect(message).to_have_class("error")
+        page.route("**/api/page*", lambda route: route.continue_())  # the polls come back
+        for route in held:
+            route.continue_()
+        # Once heard of, it is finishing: its task is still running, it cannot be killed.
+        state = page.locator(f'{row} td[data-key="state"]')
+        expect(state).to_have_text("FINISHING", timeout=15_000)
+        expect(state).to_have_attribute("title", "its final result is in: COMPLETED once its "
+                                                 "task exits")
+        expect(page.locator(f"{row} button.kill-trial")).to_have_count(0)
+        expect(page.locator(f"{row} button.show-log")).to_be_visible()
+        recorded.status(running, "TASK_FINISHED")
+        expect(page.locator(row)).to_have_attribute("data-state", "COMPLETED", timeout=15_000)
+        expect(state).to_have_text("COMPLETED")
+        assert errors == []
+
+
+@SIZES
+def test_the_index_and_a_jobs_page_ask_for_no_missing_icon(
+        tmp_path: Path, browser: Any, viewport: dict[str, int]) -> None:
+    from playwright.sync_api import expect
+
+    recorded = Recorded(tmp_path / "job-test")
+    source = RecordedJob("job-test", recorded.folder, lambda: "running")
+    with serving({"job-test": source}) as server, \
+            watched_page(browser, viewport) as (page, errors):  # da-job ui's: an index
+        refused: list[str] = []
+        page.on("response", lambda r: refused.append(f"{r.status} {r.url}")
+                if r.status >= 400 else None)
+        page.goto(server.url)
+        expect(page.locator("#jobs tbody tr")).to_have_count(1, timeout=30_000)
+        page.wait_for_timeout(1000)  # the browser asks for an icon after the page loaded
+        page.click("#jobs a")
+        expect(page.locator('#trials tr[data-number="1"]')).to_be_visible(timeout=30_000)
+        page.wait_for_timeout(1000)
+        answer = page.request.get(f"{server.url}favicon.ico")
+        assert answer.status == 204
+        assert (errors, refused) == ([], [])
