@@ -474,16 +474,31 @@ function summaryPoints(summary) {
     ({ number, objective, seconds, feasible }));
 }
 
+// With no result yet (no trial completed or pruned) the plots of results would be empty axes:
+// one line says so instead, and the intermediate values show once a trial reported a step.
+function showResultPlots(summary) {
+  const results = summary.history.length + summary.pruned.length > 0;
+  const steps = summary.curves.some((c) => c.points.length > 0);
+  $("no-results").hidden = results;
+  for (const box of document.querySelectorAll(".plots .results")) box.hidden = !results;
+  if (!results) $("pareto-box").hidden = true;  // renderPareto shows it with results
+  $("intermediate-box").hidden = !results && !steps;
+  return results;
+}
+
 function renderPlots(data) {
   const job = data.job, maximize = job.direction === "maximize", summary = data.summary;
+  const results = showResultPlots(summary);
   const sample = $("plots-sample");
   sample.hidden = summary.shown >= summary.of;
   sample.textContent = sample.hidden ? "" : "The plots show " + summary.shown + " of the "
     + summary.of + " completed trials (every new best, the best, and an even sample of the "
     + "rest; the parallel coordinates " + summary.parallel_shown + "); the table has them all.";
-  if (changed("intermediate", summary.curves.map((c) => [c.number, c.state, c.points.length]))) {
+  if (!$("intermediate-box").hidden
+      && changed("intermediate", summary.curves.map((c) => [c.number, c.state, c.points.length]))) {
     renderIntermediate(data);
   }
+  if (!results) return;
   if (changed("parallel", [summary.parallel.map((p) => p[0]), $("plot-parallel").clientWidth])) {
     renderParallel(data);
   }
@@ -908,6 +923,7 @@ function render(answer) {
   if (!OFFLINE && own && wasRunning && data.job.state !== "running") page.gone = true;
   renderJob(data.job);
   renderTrials(data);
+  showResultPlots(data.summary);  // at once, not once Plotly is there
   drawPlots();
   $("telemetry-note").textContent = OFFLINE
     ? "Each trial's measured usage is in the trials table; the charts over time need the "

@@ -3,8 +3,9 @@ at a laptop's 1366×768 and at 1920×1080, served from a constructed record by a
 server: every row of a 24-trial job is reached by scrolling the page (no box of its own that
 hides them), no column is hidden under the columns kept at the table's left and a failure's
 message shows whole, a kill from the page is recorded as the page's, a trial whose final result
-is in is drawn finishing (no kill button) and a refused kill is one line, and the index and the
-pages ask for no missing icon. None of them has a console error."""
+is in is drawn finishing (no kill button) and a refused kill is one line, the index and the
+pages ask for no missing icon, and a job with no result yet says so instead of drawing empty
+plots. None of them has a console error."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ from disauto.framework import meta
 from disauto.framework.control import ControlChannel
 from disauto.framework.job import JobController
 from disauto.framework.job.desk import ControlDesk
+from disauto.framework.tasks import trial_task_id
 from disauto.framework.webui.server import JobPageServer
 from disauto.framework.webui.sources import JobSource
 from disauto.framework.webui.sources import LiveJob
@@ -30,8 +32,10 @@ from tests.browser import box_of
 from tests.browser import watched_page
 from tests.framework.webui.records import TOKEN
 from tests.framework.webui.records import Recorded
+from tests.framework.webui.records import fresh_record
 from tests.framework.webui.test_page_layout import AGENT_ID
 from tests.framework.webui.test_page_layout import FAILURE_MESSAGE
+from tests.inprocess import task_status
 
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]  # a server and a browser
@@ -252,3 +256,34 @@ def test_the_index_and_a_jobs_page_ask_for_no_missing_icon(
         answer = page.request.get(f"{server.url}favicon.ico")
         assert answer.status == 204
         assert (errors, refused) == ([], [])
+
+
+@SIZES
+def test_a_job_with_no_result_says_so_instead_of_empty_plots(
+        tmp_path: Path, browser: Any, viewport: dict[str, int]) -> None:
+    from playwright.sync_api import expect
+
+    controller = fresh_record(tmp_path / "job-fresh")
+    source = LiveJob(controller, tmp_path / "job-fresh", lambda _: None)
+    with serving({"job-fresh": source}, "job-fresh") as server, \
+            watched_page(browser, viewport) as (page, errors):
+        page.goto(server.job_url("job-fresh"))
+        note = page.locator("#no-results")
+        expect(note).to_be_visible(timeout=30_000)
+        expect(note).to_have_text("No results yet: the plots appear once a trial reports its "
+                                  "final result.")
+        for plot in ("plot-history", "plot-time", "plot-intermediate", "plot-parallel",
+                     "plot-importance"):
+            expect(page.locator(f"#{plot}")).to_be_hidden()
+        # A step reported: its curve shows; a final result: the plots take the line's place.
+        controller.record_report(Report(1, {"accuracy": 0.5}, 0, False, 1.0))
+        expect(page.locator("#plot-intermediate")).to_be_visible(timeout=15_000)
+        expect(note).to_be_visible()
+        final_report(controller, 1)
+        controller.on_status(task_status(trial_task_id(1, 0), "TASK_FINISHED"))
+        expect(note).to_be_hidden(timeout=15_000)
+        page.wait_for_function("document.getElementById('plot-history').data !== undefined",
+                               timeout=30_000)
+        for plot in ("plot-history", "plot-time", "plot-parallel"):
+            expect(page.locator(f"#{plot}")).to_be_visible()
+        assert errors == []
