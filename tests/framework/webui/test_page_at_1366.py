@@ -5,7 +5,8 @@ hides them), no column is hidden under the columns kept at the table's left and 
 message shows whole, a kill from the page is recorded as the page's, a trial whose final result
 is in is drawn finishing (no kill button) and a refused kill is one line, the index and the
 pages ask for no missing icon, and a job with no result yet says so instead of drawing empty
-plots. None of them has a console error."""
+plots. None of them, nor any other page (a job of two objectives, report.html from disk), has a
+console error at either size."""
 
 from __future__ import annotations
 
@@ -23,14 +24,17 @@ from disauto.framework.control import ControlChannel
 from disauto.framework.job import JobController
 from disauto.framework.job.desk import ControlDesk
 from disauto.framework.tasks import trial_task_id
+from disauto.framework.webui import report
 from disauto.framework.webui.server import JobPageServer
 from disauto.framework.webui.sources import JobSource
 from disauto.framework.webui.sources import LiveJob
 from disauto.framework.webui.sources import RecordedJob
+from disauto.framework.webui.views import read_record
 from tests.browser import LAPTOP
 from tests.browser import box_of
 from tests.browser import watched_page
 from tests.framework.webui.records import TOKEN
+from tests.framework.webui.records import ParetoRecorded
 from tests.framework.webui.records import Recorded
 from tests.framework.webui.records import fresh_record
 from tests.framework.webui.test_page_layout import AGENT_ID
@@ -286,4 +290,42 @@ def test_a_job_with_no_result_says_so_instead_of_empty_plots(
                                timeout=30_000)
         for plot in ("plot-history", "plot-time", "plot-parallel"):
             expect(page.locator(f"#{plot}")).to_be_visible()
+        assert errors == []
+
+
+@SIZES
+def test_every_page_at_either_size_has_no_console_error(
+        tmp_path: Path, browser: Any, viewport: dict[str, int]) -> None:
+    from playwright.sync_api import expect
+
+    recorded = big_job(tmp_path, extra=2)
+    pareto = ParetoRecorded(tmp_path / "job-pareto")
+    fresh = fresh_record(tmp_path / "job-fresh")
+    sources: dict[str, JobSource] = {
+        "job-test": RecordedJob("job-test", recorded.folder, lambda: "running"),
+        "job-pareto": LiveJob(pareto.controller, pareto.folder, lambda _: None),
+        "job-fresh": LiveJob(fresh, tmp_path / "job-fresh", lambda _: None)}
+    written = report.write(recorded.folder, read_record(recorded.store, "ended"))
+    assert written is not None
+    with serving(sources) as server:
+        # Each in a window of its own: leaving a page cuts its poll short (a failed request).
+        with watched_page(browser, viewport) as (page, errors):
+            page.goto(server.url)
+            expect(page.locator("#jobs tbody tr")).to_have_count(3, timeout=30_000)
+            page.wait_for_timeout(1000)  # the browser asks for an icon after the page loaded
+            assert errors == []
+        for job in sources:
+            with watched_page(browser, viewport) as (page, errors):
+                page.goto(server.job_url(job))
+                expect(page.locator('#trials tr[data-number="1"]')).to_be_visible(
+                    timeout=30_000)
+                page.wait_for_function("document.getElementById('plots-note').hidden",
+                                       timeout=30_000)
+                page.wait_for_timeout(1500)  # a poll
+                assert errors == [], job
+    with watched_page(browser, viewport) as (page, errors):
+        page.goto(written.as_uri())
+        expect(page.locator('#trials tr[data-number="24"]')).to_be_attached(timeout=30_000)
+        page.wait_for_function("document.getElementById('plot-history').data !== undefined",
+                               timeout=30_000)
         assert errors == []
