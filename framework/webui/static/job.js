@@ -475,11 +475,14 @@ function summaryPoints(summary) {
 }
 
 // With no result yet (no trial completed or pruned) the plots of results would be empty axes:
-// one line says so instead, and the intermediate values show once a trial reported a step.
+// one line says so instead (of an ended job: that none came), and the intermediate values show
+// once a trial reported a step.
 function showResultPlots(summary) {
   const results = summary.history.length + summary.pruned.length > 0;
   const steps = summary.curves.some((c) => c.points.length > 0);
   $("no-results").hidden = results;
+  $("no-results").textContent = running() ? "No results yet: the plots appear once a trial "
+    + "reports its final result." : "No results: no trial reported its final result.";
   for (const box of document.querySelectorAll(".plots .results")) box.hidden = !results;
   if (!results) $("pareto-box").hidden = true;  // renderPareto shows it with results
   $("intermediate-box").hidden = !results && !steps;

@@ -293,6 +293,23 @@ def test_a_job_with_no_result_says_so_instead_of_empty_plots(
         assert errors == []
 
 
+def test_an_ended_job_with_no_result_says_none_came(tmp_path: Path, browser: Any) -> None:
+    from playwright.sync_api import expect
+
+    controller = fresh_record(tmp_path / "job-fresh")
+    source = RecordedJob("job-fresh", tmp_path / "job-fresh", lambda: "ended")
+    written = report.write(tmp_path / "job-fresh", read_record(controller.store, "ended"))
+    assert written is not None
+    with serving({"job-fresh": source}) as server:
+        for url in (server.job_url("job-fresh"), written.as_uri()):  # da-job ui, report.html
+            with watched_page(browser) as (page, errors):
+                page.goto(url)
+                expect(page.locator("#no-results")).to_have_text(
+                    "No results: no trial reported its final result.", timeout=30_000)
+                expect(page.locator("#plot-history")).to_be_hidden()
+                assert errors == []
+
+
 @SIZES
 def test_every_page_at_either_size_has_no_console_error(
         tmp_path: Path, browser: Any, viewport: dict[str, int]) -> None:
