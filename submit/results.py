@@ -44,20 +44,21 @@ WAITING_NOTE_SECONDS = 10.0
 """A trial pending longer than this is named on the progress line (the cluster is busy)."""
 
 
-def progress_line(progress: Progress, objective: str, wants: str = "", note: str = "",
-                  width: int | None = None) -> str:
+def progress_line(progress: Progress, objective: str, wants: str = "",
+                  note: str | Sequence[str] = "", width: int | None = None) -> str:
     """One line of at most ``width`` characters (the terminal's): trials done / running /
     failed, best so far (with several objectives: the Pareto front's size), elapsed; the rate
     and ETA; a trial that waits; the note. What does not fit gives way in this order: zero
     counts, the wording of the wait, of the best and of the rate, the parallelism, the word
     "trials"; then the pending count, the wait, the best, the ETA; a note still too long is
-    cut.
+    cut. A note of several forms takes its longest that changes none of that.
 
     Args:
         progress: the job's progress.
         objective: the objective's name.
         wants: what one trial asks for (``cpus=4, mem=5120 MB``), named while one waits.
-        note: what else the user must know now (the master is away), appended.
+        note: what else the user must know now (the master is away, the deadline), appended;
+            or its forms, longest first (a deadline's shorter ones keep the ETA beside it).
         width: the most characters (default: the terminal's width, 80 when unknown).
     """
     width = fit.columns() if width is None else width
@@ -97,9 +98,24 @@ def progress_line(progress: Progress, objective: str, wants: str = "", note: str
                            f" | a trial waits for resources since {since}{per_trial}",
                            f" | a trial waits since {since}", f" | waits since {since}"), 3,
                           optional=True))
-    if note:
-        parts.append(Part((f" | {note}",), 6))
-    return fit.clip(fit.fit_parts(parts, width), width)
+    forms = tuple(form for form in ((note,) if isinstance(note, str) else note) if form)
+    return fit.clip(_with_note(parts, forms, width), width)
+
+
+def _with_note(parts: list[Part], forms: tuple[str, ...], width: int) -> str:
+    """The parts and the note (last, kept over the rest) fitted to ``width``, the note in its
+    longest form that changes nothing else: its shortest form names what the user must know
+    (``deadline on track``), its longer ones (when, predicted when) give way first of all, so
+    the rate and the ETA stay beside it (issue 36)."""
+    if not forms:
+        return fit.fit_parts(parts, width)
+    shortest = fit.fit_parts([*parts, Part((f" | {forms[-1]}",), 6)], width)
+    rest = shortest[:len(shortest) - len(f" | {forms[-1]}")]
+    for form in forms[:-1]:
+        line = fit.fit_parts([*parts, Part((f" | {form}",), 6)], width)
+        if len(line) <= width and line == f"{rest} | {form}":
+            return line
+    return shortest
 
 
 def _pace_part(pace: Pace) -> Part:

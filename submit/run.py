@@ -512,7 +512,7 @@ class _ProgressPrinter:
         self._last = ""
         self._last_time = 0.0
 
-    def __call__(self, progress: Any, note: str = "") -> None:
+    def __call__(self, progress: Any, note: str | Sequence[str] = "") -> None:
         if self._quiet:
             return
         from disauto.submit.results import progress_line
