@@ -34,6 +34,8 @@ KILLED_FROM_PAGE = "killed from the job page"
 """The message of a trial, and the outcome message of a job, a user killed from the job page."""
 KILLED_WITH_DA_JOB = "killed with da-job kill"
 """The outcome message of a job ``da-job kill`` killed (a :class:`KillJob` that names no one)."""
+KILLED_WITH_API = "killed with Job.kill() of the Python API"
+"""The outcome message of a job the Python API's ``Job.kill()`` killed."""
 MAX_MESSAGE = 200
 """The longest outcome message a :class:`KillJob` may carry."""
 

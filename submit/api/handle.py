@@ -27,6 +27,7 @@ from typing import Any
 
 from disauto.common import paths
 from disauto.framework import meta
+from disauto.framework.control import KILLED_WITH_API
 from disauto.framework.control import KillJob
 from disauto.framework.control import NoAnswerError
 from disauto.framework.store import peek_meta
@@ -209,7 +210,7 @@ class Job:
             raise JobError(f"job {self.job_id} {why}")
         started = time.monotonic()
         try:
-            answer = jobs.ask(job, KillJob(), wait)
+            answer = jobs.ask(job, KillJob(KILLED_WITH_API), wait)
         except NoAnswerError:
             answer = None  # it ended meanwhile, or never answered: its state says which
         if answer is not None and not answer.ok:

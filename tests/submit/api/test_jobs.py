@@ -109,7 +109,7 @@ def test_kill_ends_a_running_job_through_the_control_channel(notebook: Path) -> 
     assert job.status().state == "running"
     status = job.kill(wait=60)
     assert (status.state, status.outcome) == ("ended", "JOB_KILLED")
-    assert status.message == "killed with da-job kill"
+    assert status.message == "killed with Job.kill() of the Python API"
     record = load_job(job.job_id)
     assert record.state == "ended" and record.exit_status == 5
     assert all(t.state in ("KILLED", "COMPLETED") for t in record.trials)
