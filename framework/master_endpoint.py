@@ -48,7 +48,7 @@ class MasterEndpoint:
 ANSWER_SECONDS = 60.0
 """How long a master that took the connection may take to answer ``/version``: it is there,
 only busy (50 jobs submitted at once to one embedded master on a loaded 2-core machine: 6 of
-them ended at once, "timed out", with the 5 s the connection gets; issue 29)."""
+them ended at once, "timed out", with the 5 s the connection gets)."""
 
 
 def check_master(uri: str, timeout: float = 5.0, answer_timeout: float = ANSWER_SECONDS) -> str:

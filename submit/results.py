@@ -106,7 +106,7 @@ def _with_note(parts: list[Part], forms: tuple[str, ...], width: int) -> str:
     """The parts and the note (last, kept over the rest) fitted to ``width``, the note in its
     longest form that changes nothing else: its shortest form names what the user must know
     (``deadline on track``), its longer ones (when, predicted when) give way first of all, so
-    the rate and the ETA stay beside it (issue 36)."""
+    the rate and the ETA stay beside it."""
     if not forms:
         return fit.fit_parts(parts, width)
     shortest = fit.fit_parts([*parts, Part((f" | {forms[-1]}",), 6)], width)
@@ -465,7 +465,7 @@ def saved_exit_status(job_dir: Path, state: str) -> int | None:
 def dumps(document: Mapping[str, Any]) -> str:
     """results.json's text: one key a line, each trial on a line of its own. Indented by
     ``json``, a 10,000-trial document took 2 s (its indenting encoder is pure Python); this is
-    the C encoder's, line by line (issue 29)."""
+    the C encoder's, line by line."""
     compact = json.JSONEncoder(sort_keys=True, separators=(", ", ": ")).encode
 
     lines = []
