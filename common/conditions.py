@@ -61,12 +61,9 @@ class Conditions:
     order: tuple[str, ...] = ()
     _by_child: Mapping[str, Requirement] = field(init=False, repr=False, compare=False,
                                                  hash=False)
-    _parents: frozenset[str] = field(init=False, repr=False, compare=False, hash=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "_by_child", dict(self.requirements))
-        object.__setattr__(self, "_parents", frozenset(
-            parent for _, requirement in self.requirements for parent, _ in requirement))
 
     @classmethod
     def build(
@@ -105,10 +102,6 @@ class Conditions:
     def requirement(self, name: str) -> Requirement:
         """``name``'s ``(parent, values)`` pairs; empty for an unconditional parameter."""
         return self._by_child.get(name, ())
-
-    def is_parent(self, name: str) -> bool:
-        """Whether some parameter's ``when`` names ``name``."""
-        return name in self._parents
 
     def is_active(self, name: str, assignment: Mapping[str, object]) -> bool:
         """Whether ``name`` is active given the values decided so far.

@@ -467,12 +467,6 @@ class JobStore:
         return [Sample(data_name=r[1], node=r[2], trial=r[3], time=r[4], value=r[5])
                 for r in rows], cursor
 
-    def last_sample_id(self) -> int:
-        """The id of the newest sample row (0: none)."""
-        with self._lock:
-            row = self._db.execute("SELECT MAX(id) FROM telemetry").fetchone()
-        return int(row[0] or 0)
-
     def sample_series(self) -> list[dict[str, Any]]:
         """What the telemetry table holds, per data name and node: how many samples, the
         trials they belong to, the first and last time."""

@@ -23,9 +23,7 @@ from disauto.appcore.algorithms._base import Direction
 from disauto.appcore.algorithms._base import Directions
 from disauto.appcore.algorithms._base import Finished
 from disauto.appcore.algorithms._base import ObjectiveValue
-from disauto.appcore.algorithms._base import RecordState
 from disauto.appcore.algorithms._base import SearchAlgorithm
-from disauto.appcore.algorithms._base import TrialOutcome
 from disauto.appcore.algorithms._base import TrialRecord
 from disauto.common.errors import UnknownAlgorithmError
 from disauto.common.registry import Registry
@@ -39,9 +37,7 @@ __all__ = [
     "Directions",
     "Finished",
     "ObjectiveValue",
-    "RecordState",
     "SearchAlgorithm",
-    "TrialOutcome",
     "TrialRecord",
     "algorithm_class",
     "create_algorithm",

@@ -13,12 +13,12 @@ import operator
 from typing import Any
 from typing import ClassVar
 from typing import Final
-from typing import Literal
 from typing import TypeAlias
 
 import numpy as np
 
 from disauto.common.errors import InvalidSettingsError
+from disauto.common.objectives import Direction
 from disauto.common.setting_values import Configurable
 from disauto.common.setting_values import SettingSpec
 from disauto.common.space import Assignment
@@ -32,31 +32,19 @@ __all__ = [
     "Directions",
     "Finished",
     "ObjectiveValue",
-    "RecordState",
     "SearchAlgorithm",
     "SettingSpec",
-    "TrialOutcome",
     "TrialRecord",
     "trial_seed",
 ]
 
 _logger = logging.getLogger(__name__)
 
-Direction: TypeAlias = Literal["maximize", "minimize"]
-"""Whether larger (accuracy) or smaller (loss) objective values are better."""
-
 Directions: TypeAlias = Direction | Sequence[Direction]
 """One direction, or one per objective for a search of several (``--objective a,b``)."""
 
 ObjectiveValue: TypeAlias = float | tuple[float, ...]
 """A trial's result: its objective's value, or one value per objective (in their order)."""
-
-TrialOutcome: TypeAlias = TrialState
-"""How a trial ended, as told to :meth:`SearchAlgorithm.tell`: a finished :class:`TrialState`."""
-
-RecordState: TypeAlias = TrialState
-"""A trial's state as replayed by :meth:`SearchAlgorithm.restore`: ``RUNNING`` for one in flight,
-else how it ended."""
 
 _DIRECTIONS: Final = ("maximize", "minimize")
 
@@ -107,7 +95,7 @@ class TrialRecord:
     number: int
     assignment: Assignment
     value: ObjectiveValue | None
-    state: RecordState
+    state: TrialState
     constraints: tuple[float, ...] = ()
 
 
@@ -228,7 +216,7 @@ class SearchAlgorithm(Configurable, abc.ABC):
         """
 
     def tell(  # noqa: B027 -- an optional hook: algorithms without feedback ignore it
-        self, trial_number: int, value: ObjectiveValue | None, state: TrialOutcome,
+        self, trial_number: int, value: ObjectiveValue | None, state: TrialState,
         constraints: Sequence[float] = (),
     ) -> None:
         """Learn how trial ``trial_number`` ended. The default ignores it.

@@ -10,7 +10,6 @@ import math
 import pytest
 
 from disauto.appcore.algorithms import FINISHED
-from disauto.appcore.algorithms import RecordState
 from disauto.appcore.algorithms import SearchAlgorithm
 from disauto.appcore.algorithms import TrialRecord
 from disauto.appcore.algorithms import algorithm_class
@@ -132,7 +131,7 @@ def test_several_objectives_are_optimized_or_refused_in_one_line(variant: str) -
 def test_every_outcome_is_accepted_with_several_objectives(several: str) -> None:
     variant = several
     algorithm = _make(variant, TWO)
-    outcomes: list[tuple[RecordState, tuple[float, float] | None]] = [
+    outcomes: list[tuple[TrialState, tuple[float, float] | None]] = [
         (TrialState.COMPLETED, (0.5, 2.0)), (TrialState.FAILED, None),
         (TrialState.PRUNED, None), (TrialState.KILLED, None)]
     for number, (state, value) in enumerate(outcomes, start=1):
