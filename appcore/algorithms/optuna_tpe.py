@@ -33,8 +33,9 @@ Speed, the normal log-CDF: Optuna's TPE scores each candidate against every tria
 normal kernel, and for that it needs ``log Phi(x)`` -- which Optuna, having no SciPy dependency,
 computes by its own scalar port of SciPy's ``log_ndtr`` called element by element from Python
 (``optuna.samplers._tpe._truncnorm._log_ndtr``; about 24,000 calls, three quarters of an ask at
-1000 trials). Importing this module points that one function at SciPy's vectorized
-``scipy.special.log_ndtr``, the function it ports: everything else, the search math included,
+1000 trials). While this sampler asks, that one function is SciPy's vectorized
+``scipy.special.log_ndtr``, the function it ports (scoped to the ask: other users of Optuna in
+the process keep Optuna's): everything else, the search math included,
 stays Optuna's. The two agree to 6e-8 relative (Optuna's branch for ``x > 6`` uses
 ``log(1 - q) ~ -q``; SciPy is the exact one), and a whole search suggests the same assignments:
 the same integers and choices, reals equal to the last few bits (``tests/appcore/algorithms/
@@ -67,6 +68,7 @@ from collections.abc import Mapping
 from collections.abc import Sequence
 import copy
 import heapq
+import threading
 from typing import Any
 import warnings
 
@@ -97,8 +99,36 @@ def _vectorized_log_ndtr(a: ArrayLike) -> np.ndarray:
 
 
 _OPTUNAS_LOG_NDTR = _truncnorm._log_ndtr
-"""Optuna's own element-by-element function, kept for the test that compares the two."""
-_truncnorm._log_ndtr = _vectorized_log_ndtr
+"""Optuna's own element-by-element function."""
+
+
+class _ScipyLogCdf:
+    """While entered (by any thread), Optuna's TPE math computes ``log Phi`` by SciPy: the swap
+    is scoped to this sampler's asks, so no other use of Optuna in the process is changed.
+    ``enabled`` False leaves Optuna's own function in place (the test that compares them)."""
+
+    enabled = True
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._depth = 0
+        self._saved: Any = None
+
+    def __enter__(self) -> None:
+        with self._lock:
+            if self._depth == 0 and self.enabled:
+                self._saved = _truncnorm._log_ndtr
+                _truncnorm._log_ndtr = _vectorized_log_ndtr
+            self._depth += 1
+
+    def __exit__(self, *exc: object) -> None:
+        with self._lock:
+            self._depth -= 1
+            if self._depth == 0 and self._saved is not None:
+                _truncnorm._log_ndtr, self._saved = self._saved, None
+
+
+_SCIPY_LOG_CDF = _ScipyLogCdf()
 
 
 WINDOW = 1000
@@ -184,7 +214,8 @@ class _WindowedTPESampler(TPESampler):
                 search_space: dict[str, BaseDistribution]) -> dict[str, Any]:
         keep = self._keep()
         seen: Any = study if keep is None else _Window(study, keep)
-        return super()._sample(seen, trial, search_space)
+        with _SCIPY_LOG_CDF:
+            return super()._sample(seen, trial, search_space)
 
 
 class _KnownSpaceTPESampler(_WindowedTPESampler):

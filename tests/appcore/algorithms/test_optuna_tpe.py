@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 from optuna.samplers import TPESampler
@@ -40,6 +41,8 @@ def _search(parallelism: int, trials: int = 40) -> list[Assignment]:
 @pytest.mark.parametrize("parallelism", [1, 4])
 def test_told_the_space_it_suggests_what_optunas_own_inference_would(
         monkeypatch: pytest.MonkeyPatch, parallelism: int) -> None:
+    # Optuna's own sampler has no SciPy log-CDF: compare the two with Optuna's alone.
+    monkeypatch.setattr(optuna_tpe._ScipyLogCdf, "enabled", False)
     told = _search(parallelism)
     monkeypatch.setattr(optuna_tpe.TPEBackend, "_sampler_for", lambda self, number: TPESampler(
         seed=trial_seed(self.seed, number), n_startup_trials=self.n_startup_trials,
@@ -47,8 +50,22 @@ def test_told_the_space_it_suggests_what_optunas_own_inference_would(
     assert _search(parallelism) == told
 
 
-def test_optunas_trial_math_uses_the_vectorized_log_cdf() -> None:
-    assert _truncnorm._log_ndtr is optuna_tpe._vectorized_log_ndtr
+def test_optunas_trial_math_uses_the_vectorized_log_cdf_while_this_sampler_asks_only() -> None:
+    seen = []
+    real = optuna_tpe._vectorized_log_ndtr
+
+    def spy(a: Any) -> Any:
+        seen.append(_truncnorm._log_ndtr is spy)
+        return real(a)
+
+    assert _truncnorm._log_ndtr is optuna_tpe._OPTUNAS_LOG_NDTR  # importing changed nothing
+    optuna_tpe._vectorized_log_ndtr = spy
+    try:
+        _search(1, trials=15)
+    finally:
+        optuna_tpe._vectorized_log_ndtr = real
+    assert seen and all(seen)
+    assert _truncnorm._log_ndtr is optuna_tpe._OPTUNAS_LOG_NDTR  # and it is back
 
 
 def test_the_vectorized_log_cdf_agrees_with_optunas_over_the_whole_range() -> None:
@@ -66,7 +83,7 @@ def test_the_vectorized_log_cdf_agrees_with_optunas_over_the_whole_range() -> No
 def test_with_the_vectorized_log_cdf_a_search_suggests_the_same_assignments(
         monkeypatch: pytest.MonkeyPatch, parallelism: int) -> None:
     fast = _search(parallelism, trials=80)
-    monkeypatch.setattr(_truncnorm, "_log_ndtr", optuna_tpe._OPTUNAS_LOG_NDTR)
+    monkeypatch.setattr(optuna_tpe._ScipyLogCdf, "enabled", False)
     slow = _search(parallelism, trials=80)
     for ours, theirs in zip(fast, slow, strict=True):
         assert ours.keys() == theirs.keys()
