@@ -139,7 +139,9 @@ def _preload_line(named: Sequence[str], optional: Sequence[str], auto: bool, why
     if not modules:
         return _fit(f"{head}the SDK alone{tail}")
     packages = list(dict.fromkeys(name.split(".", 1)[0] for name in modules))
-    for shown in (", ".join(modules), ", ".join(packages)):
+    fewer = [f"{', '.join(packages[:count])} +{len(packages) - count}"
+             for count in range(len(packages) - 1, 0, -1)]
+    for shown in (", ".join(modules), ", ".join(packages), *fewer):
         if len(PREFIX + head + shown + tail) <= WIDTH:
             break
     else:

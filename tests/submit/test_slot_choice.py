@@ -160,5 +160,9 @@ def test_a_long_list_is_shortened_to_its_packages_then_counted(files: Path) -> N
     assert _line_fits(_submit()) == ("slot mode warm, preload auto: sklearn (default: "
                                      "python script)")
     (files / "train.py").write_text("".join(f"import package_{n}.module\n" for n in range(9)))
-    assert _line_fits(_submit()) == "slot mode warm, preload auto: 9 modules (default: " \
+    assert _line_fits(_submit()) == ("slot mode warm, preload auto: package_0 +8 "
+                                     "(default: python script)")
+    (files / "train.py").write_text("import a_package_with_a_name_that_is_longer_than_a_line\n"
+                                    "import numpy\n")
+    assert _line_fits(_submit()) == "slot mode warm, preload auto: 2 modules (default: " \
                                     "python script)"
