@@ -7,7 +7,8 @@ the moment, whatever the script reports. Before it: an interpreter starts and im
 script imports first. Its **run** is the time from then to its final report (the final report's
 own figure, ``training_seconds``). When the median start-up of the completed trials is longer
 than their median run in a job of a task per trial, the summary names the flag that starts
-trials from a warm, pre-imported interpreter instead (``submit/slot_choice.py``).
+trials from a warm, pre-imported interpreter instead (``submit/slot_choice.py``), or says to
+drop ``--slot-mode task`` where the default would have done so.
 """
 
 from __future__ import annotations
@@ -23,6 +24,8 @@ from disauto.framework.spec import JobConfig
 from disauto.framework.store import TrialRow
 
 
+DEFAULT_APPCORE = "-m disauto.appcore"
+"""How da-submit's default AppCore command ends (``--app-core-command`` not given)."""
 MIN_TRIALS = 3
 """Completed trials needed before medians say anything."""
 
@@ -46,7 +49,7 @@ def startup_and_run(trials: Sequence[TrialRow],
 
 def startup_hint(config: JobConfig, trials: Sequence[TrialRow],
                  first_reports: Mapping[int, tuple[float, float]]) -> str:
-    """``hint: trials start in 6.9 s, run 0.2 s (medians): --slot-preload auto``, or "" (warm
+    """``hint: start-up 6.9 s, run 0.2 s (medians): --slot-preload auto``, or "" (warm
     slots, too few trials, or start-up shorter than the run)."""
     if config.slot_mode != "task":
         return ""
@@ -56,12 +59,23 @@ def startup_hint(config: JobConfig, trials: Sequence[TrialRow],
     start, run = statistics.median(starts), statistics.median(runs)
     if start <= run:
         return ""
+    return (f"hint: start-up {_seconds(start)}, run {_seconds(run)} (medians): "
+            f"{_remedy(config)}")
+
+
+def _remedy(config: JobConfig) -> str:
+    """The flag that would start the trials warm: none for a job the default would have run
+    on warm slots (it said ``--slot-mode task``, which ``--slot-preload`` conflicts with),
+    ``--slot-preload auto`` (which implies warm slots) for another Python program, warm slots
+    alone for a launch command no interpreter can fork."""
     try:
         parse_python_command(config.launch_cmd)
-        flag = "--slot-preload auto"
     except NotAPythonCommandError:
-        flag = "--slot-mode warm"
-    return f"hint: trials start in {_seconds(start)}, run {_seconds(run)} (medians): {flag}"
+        return "--slot-mode warm"
+    default_is_warm = not (config.docker_image or config.runner.gpus
+                           or config.appcore_docker_image) \
+        and config.appcore_command.endswith(DEFAULT_APPCORE)
+    return "drop --slot-mode task" if default_is_warm else "--slot-preload auto"
 
 
 def _seconds(value: float) -> str:

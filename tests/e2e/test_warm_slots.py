@@ -258,6 +258,6 @@ def test_a_task_mode_job_of_quick_trials_is_told_the_flag_that_helps(
     assert "da-submit: slot mode task (--slot-mode task)" in job.lines, job.output
     hint = [line for line in job.lines if line.startswith("da-submit: hint:")]
     assert len(hint) == 1, job.output
-    assert re.fullmatch(r"da-submit: hint: trials start in [\d.]+ s, run [\d.]+ s \(medians\): "
-                        r"--slot-preload auto", hint[0]), hint
+    assert re.fullmatch(r"da-submit: hint: start-up [\d.]+ s, run [\d.]+ s \(medians\): "
+                        r"drop --slot-mode task", hint[0]), hint  # the default is warm here
     assert len(hint[0]) <= 80

@@ -14,7 +14,8 @@ from disauto.submit.startup_hint import startup_hint
 from tests.inprocess import job_config
 
 
-TASK = replace(job_config(), slot_mode="task")
+TASK = replace(job_config(), slot_mode="task", docker_image="disauto/apprunner:1")
+"""Task mode by default: a trial image."""
 
 
 def _trials(start: float, run: float, count: int = 4) -> tuple[list[TrialRow], dict[int, tuple[
@@ -34,11 +35,22 @@ def test_start_up_is_the_task_start_to_the_scripts_clock_and_run_its_final_figur
 
 def test_a_job_whose_trials_mostly_start_is_told_the_flag() -> None:
     assert startup_hint(TASK, *_trials(6.9, 0.2)) == (
-        "hint: trials start in 6.9 s, run 0.2 s (medians): --slot-preload auto")
+        "hint: start-up 6.9 s, run 0.2 s (medians): --slot-preload auto")
     assert startup_hint(TASK, *_trials(12.3, 10.2)) == (
-        "hint: trials start in 12 s, run 10 s (medians): --slot-preload auto")
+        "hint: start-up 12 s, run 10 s (medians): --slot-preload auto")
     line = "da-submit: " + startup_hint(TASK, *_trials(99.4, 88.0))
     assert len(line) <= 80
+
+
+def test_a_job_the_default_would_have_run_warm_is_told_to_drop_slot_mode_task() -> None:
+    chosen = replace(TASK, docker_image="", appcore_command="/venv/bin/python -m disauto.appcore")
+    assert startup_hint(chosen, *_trials(6.9, 0.2)).endswith("(medians): drop --slot-mode task")
+    for start, run in ((12.3, 10.2), (0.1, 0.0), (123.4, 100.1)):
+        assert len("da-submit: " + startup_hint(chosen, *_trials(start, run))) <= 80
+    for other in (replace(chosen, runner=replace(chosen.runner, gpus=1)),
+                  replace(chosen, appcore_docker_image="disauto/apprunner:1"),
+                  replace(chosen, appcore_command="my-appcore")):
+        assert startup_hint(other, *_trials(6.9, 0.2)).endswith(": --slot-preload auto")
 
 
 def test_a_launch_command_no_interpreter_can_fork_is_told_warm_slots() -> None:
