@@ -8,7 +8,7 @@ PROTO_STAMP := protos/.generated
 PACKAGES := appcore apprunner_sdk common executor framework localmesos protos submit bench
 
 .PHONY: all venv protos bytecode lint test test-fast test-long test-mesos demo bench clean bench-suggest bench-quality bench-early-stopping
-.PHONY: bench-paper bench-paper-full bench-scale bench-scale-short
+.PHONY: bench-paper bench-paper-full bench-scale bench-scale-short bench-default-path
 
 all: test
 
@@ -91,6 +91,11 @@ bench-quality: venv
 
 bench-early-stopping: venv
 	$(PY) -m bench.early_stopping
+
+# Issue 36 (docs/benchmarks.md, The default path): make demo's search with a task per trial
+# and with the default (warm slots, --slot-preload auto), interleaved; about 3 minutes on 2 cores.
+bench-default-path: venv
+	$(PY) -m bench.default_path --runs 3
 
 # Issue 29 (docs/benchmarks.md, Scale): a 10,000-trial job, 50 jobs on 20 agents, 500 agents x
 # 50 frameworks, and TPE's window. bench-scale takes hours on 2 cores; bench-scale-short minutes.

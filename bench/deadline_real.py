@@ -187,7 +187,8 @@ def submit_args(spec: Workload, draws_file: Path, params: Path, master: str, pol
         "--app-core-cpus", f"{APPCORE.cpus:g}", "--app-core-memory", f"{APPCORE.mem_mb:g}M",
         "--trail-steps", str(spec.budget), "--parallelism", str(spec.parallelism),
         "--tuning-type", "random-search", "--tuning-parameters", str(params),
-        "--seed", "1", "--telemetry-interval", "0", "--quiet", *policy_flags(policy, setup),
+        "--seed", "1", "--telemetry-interval", "0", "--quiet", "--slot-mode", "task",
+        *policy_flags(policy, setup),
     ]
     if spec.kind != "budget":
         args += ["--target", f"{TARGET:g}"]

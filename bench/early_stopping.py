@@ -38,7 +38,7 @@ def run_job(home: Path, rule: str, trials: int, parallelism: int, seed: int) -> 
         "--tuning-type", "bayesian", "--tuning-parameters",
         str(ROOT / "examples" / "sklearn_digits_epochs_params.json"),
         "--trail-steps", str(trials), "--parallelism", str(parallelism), "--seed", str(seed),
-        "--early-stopping", rule,
+        "--early-stopping", rule, "--slot-mode", "task",
     ]
     if rule == "asha":
         flags += ["--early-stopping-setting", "min_resource=2",

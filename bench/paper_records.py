@@ -63,7 +63,7 @@ class Setup:
     def slot_flags(self) -> list[str]:
         """The da-submit flags of :attr:`slot_mode`."""
         if self.slot_mode == "task":
-            return []
+            return ["--slot-mode", "task"]  # not the default since issue 36
         flags = ["--slot-mode", "warm"]
         if self.slot_mode == "preload":
             flags += ["--slot-preload", "apprunner_sdk"]

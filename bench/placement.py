@@ -101,7 +101,7 @@ def run_once(config: str, seed: int, args: argparse.Namespace, loops: int,
                 "--trail-steps", str(args.trials), "--tuning-type", "random-search",
                 "--tuning-parameters", str(params), "--objective", "objective",
                 "--parallelism", "2", "--seed", str(seed * 100 + job),
-                "--offer-policy", policy, "--quiet",
+                "--offer-policy", policy, "--quiet", "--slot-mode", "task",
             ]
             for setting in settings:
                 command += ["--priority-setting", setting]

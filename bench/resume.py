@@ -66,7 +66,7 @@ def one_resume(master: str, work: Path, *, take_port: bool = False) -> float:
                "--app-runner-cpus", "0.5", "--app-runner-memory", "128M", "--app-core-cpus",
                "0.5", "--app-core-memory", "128M", "--tuning-parameters",
                str(home / "params.json"), "--trail-steps", "40", "--parallelism", "2",
-               "--master", master, "--detach").stdout
+               "--master", master, "--slot-mode", "task", "--detach").stdout
     job = out.split("job ", 1)[1].split()[0]
     db = home / "jobs" / job / "job.db"
     while len(_rows(db, "SELECT 1 FROM trials WHERE state = 'COMPLETED'")) < 2:

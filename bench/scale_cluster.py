@@ -64,7 +64,8 @@ def _submit(work: Path, number: int, trials: int, address: str,
          "--app-core-cpus", "0.2", "--app-core-memory", "128M",
          "--tuning-parameters", str(work / "p.json"), "--trail-steps", str(trials),
          "--parallelism", "2", "--objective", "loss", "--direction", "minimize",
-         "--max-failed-trials", "0", "--master", address, "--quiet"],
+         "--max-failed-trials", "0", "--master", address, "--quiet",
+         "--slot-mode", "task"],
         cwd=work, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 

@@ -50,7 +50,7 @@ def run(jobs: int, trials: int, work: Path) -> list[tuple[float, float]]:
                  "--app-core-cpus", "0.2", "--app-core-memory", "128M",
                  "--tuning-parameters", str(work / "p.json"), "--trail-steps", str(trials),
                  "--parallelism", "3", "--objective", "loss", "--direction", "minimize",
-                 "--master", address, "--quiet"],
+                 "--master", address, "--quiet", "--slot-mode", "task"],
                 cwd=work, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                 text=True))
         exited: dict[int, float] = {}

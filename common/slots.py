@@ -137,6 +137,9 @@ class Preload:
     program: PythonCommand
     """The launch command as one Python program (``common/python_command.py``)."""
     modules: tuple[str, ...]
+    optional: tuple[str, ...] = ()
+    """``--slot-preload auto``: the script's imports, imported after ``modules`` when they can
+    be and leave the interpreter safe to fork, skipped otherwise (``common/auto_preload.py``)."""
 
 
 @dataclass(frozen=True)
@@ -182,7 +185,8 @@ def task_data(command: str, environment: Mapping[str, str],
     body: dict[str, object] = {"command": command, "environment": dict(environment)}
     if preload is not None:
         body["preload"] = {"program": preload.program.to_json(),
-                           "modules": list(preload.modules)}
+                           "modules": list(preload.modules),
+                           **({"optional": list(preload.optional)} if preload.optional else {})}
     if warmup is not None:
         body["warmup"] = {"cpus": warmup.cpus, "mem_mb": warmup.mem_mb}
     return base64.b64encode(json.dumps(body, sort_keys=True).encode()).decode()
@@ -217,13 +221,15 @@ def _read_warmup(body: object) -> Warmup:
 
 
 def _read_preload(body: object) -> Preload:
-    if not isinstance(body, dict) or not isinstance(body.get("modules", []), list):
-        raise TaskDataError("the task's preload is not an object with a list of modules")
+    if not isinstance(body, dict) or not isinstance(body.get("modules", []), list) \
+            or not isinstance(body.get("optional", []), list):
+        raise TaskDataError("the task's preload is not an object with lists of modules")
     try:
         program = PythonCommand.from_json(body.get("program"))
     except NotAPythonCommandError as err:
         raise TaskDataError(f"the task's preload program is not one: {err}") from None
-    return Preload(program, tuple(str(m) for m in body.get("modules", [])))
+    return Preload(program, tuple(str(m) for m in body.get("modules", [])),
+                   tuple(str(m) for m in body.get("optional", [])))
 
 
 def read_task_data(data: str) -> tuple[str, dict[str, str]]:

@@ -56,7 +56,21 @@ ZYGOTE_SOCKET = ".zygote.sock"
 
 
 class ForkServerError(RuntimeError):
-    """The pre-imported interpreter cannot start or fork (the message says why)."""
+    """The pre-imported interpreter cannot start or fork (the message says why).
+
+    Attributes:
+        module: the optional module that left the interpreter unsafe to fork, when that is
+            why it did not start (one without it may).
+        died: it ended before it said whether it was ready (a crash in an import).
+        why: what the interpreter said of ``module`` (else the message).
+    """
+
+    def __init__(self, message: str, module: str | None = None, died: bool = False,
+                 why: str = "") -> None:
+        super().__init__(message)
+        self.module = module
+        self.died = died
+        self.why = why or message
 
 
 def _usage_of(rusage: Any) -> TaskUsage | None:
@@ -114,13 +128,21 @@ class ForkServer:
             image's).
         sandbox: the slot's sandbox (its working directory; its log ``zygote.log`` is there).
         container: the slot's container, when the interpreter is the container's Python.
+        optional: modules it imports after those if it can (``--slot-preload auto``): one it
+            cannot import is skipped (:attr:`skipped`), one after which it would be unsafe to
+            fork, or that imports a module matching a pattern of ``deny``, ends it
+            (:class:`ForkServerError` naming the module).
     """
 
     def __init__(self, program: PythonCommand, modules: tuple[str, ...],
                  env: Mapping[str, str], sandbox: Path,
-                 container: SlotContainer | None = None) -> None:
-        self.key = (program.python, program.options, modules)
+                 container: SlotContainer | None = None, optional: tuple[str, ...] = (),
+                 deny: tuple[str, ...] = ()) -> None:
         self.container = container
+        self.skipped: list[tuple[str, str]] = []
+        """``(module, why)`` of each optional module it did not import."""
+        words = (*modules, *(f"?{name}" for name in optional),
+                 *((f"--deny={','.join(deny)}",) if optional and deny else ()))
         self._lock = threading.Lock()
         self._send_lock = threading.Lock()
         self._replies: dict[str, dict[str, Any]] = {}
@@ -132,9 +154,9 @@ class ForkServer:
         self._popen: subprocess.Popen[bytes] | None = None
         self._exec: ContainerTaskProcess | None = None
         if container is None:
-            self._sock = self._start_here(program, modules, env, sandbox)
+            self._sock = self._start_here(program, words, env, sandbox)
         else:
-            self._sock = self._start_in(container, program, modules, env, sandbox)
+            self._sock = self._start_in(container, program, words, env, sandbox)
         self._reader = self._sock.makefile("rb")
         self._sock.settimeout(READY_TIMEOUT)
         first = self._read()
@@ -142,13 +164,19 @@ class ForkServer:
         if first is None or "error" in first:
             self.close()
             why = (first or {}).get("error") or "it exited before it was ready"
+            module = (first or {}).get("module")
             raise ForkServerError(f"the pre-imported interpreter cannot start: {why} "
-                                  f"(see {ZYGOTE_LOG} in the slot's sandbox)")
+                                  f"(see {ZYGOTE_LOG} in the slot's sandbox)",
+                                  module=str(module) if module else None, died=first is None,
+                                  why=str((first or {}).get("why") or ""))
+        self.skipped = [(str(item[0]), str(item[1])) for item in first.get("skipped") or ()
+                        if isinstance(item, list) and len(item) == 2]
         threading.Thread(target=self._serve, name="forkserver", daemon=True).start()
-        logger.info("pre-imported interpreter ready with %s%s", ", ".join(modules),
+        loaded = [*modules, *(m for m in optional if m not in dict(self.skipped))]
+        logger.info("pre-imported interpreter ready with %s%s", ", ".join(loaded),
                     f" in container {container.name}" if container is not None else "")
 
-    def _start_here(self, program: PythonCommand, modules: tuple[str, ...],
+    def _start_here(self, program: PythonCommand, words: tuple[str, ...],
                     env: Mapping[str, str], sandbox: Path) -> socket.socket:
         """Start the zygote as the executor's child, on one end of a socket pair."""
         ours, theirs = socket.socketpair()
@@ -156,7 +184,7 @@ class ForkServer:
             try:
                 self._popen = subprocess.Popen(  # noqa: S603 - the user's own interpreter
                     [program.python, *program.options, str(ZYGOTE), str(theirs.fileno()),
-                     *modules],
+                     *words],
                     cwd=sandbox, env=dict(env), stdin=subprocess.DEVNULL, stdout=log,
                     stderr=log, pass_fds=(theirs.fileno(),), start_new_session=True,
                     preexec_fn=die_with_parent,  # noqa: PLW1509 - only prctl
@@ -169,7 +197,7 @@ class ForkServer:
         return ours
 
     def _start_in(self, container: SlotContainer, program: PythonCommand,
-                  modules: tuple[str, ...], env: Mapping[str, str],
+                  words: tuple[str, ...], env: Mapping[str, str],
                   sandbox: Path) -> socket.socket:
         """Start the zygote in the slot's container and take its connection to a socket in
         the sandbox (bound through the sandbox's descriptor: its host path may be longer than
@@ -185,7 +213,7 @@ class ForkServer:
             command = shlex.join([program.python, *program.options,
                                   container.inside(sandbox / ZYGOTE_COPY),
                                   f"unix:{container.inside(sandbox / ZYGOTE_SOCKET)}",
-                                  *modules])
+                                  *words])
             try:
                 self._exec = container.exec(command, env, sandbox / ZYGOTE_LOG)
             except ContainerError as err:

@@ -34,6 +34,7 @@ from pymesos import Executor
 from disauto.common import slots
 from disauto.common import task_env
 from disauto.common import task_usage
+from disauto.common.auto_preload import DENIED
 from disauto.executor.container import ContainerError
 from disauto.executor.container import ContainerTaskProcess
 from disauto.executor.container import SlotContainer
@@ -64,6 +65,18 @@ OWN_FILES = frozenset({"stdout", "stderr", slots.TASKS_DIR, ZYGOTE_LOG, ZYGOTE_C
                        ZYGOTE_SOCKET, FIFO_DIR})
 
 
+READY = "the slot is ready"
+"""A warm-up's message when its slot is ready with all it was asked to preload."""
+
+
+def ready_message(skipped: list[tuple[str, str]]) -> str:
+    """A finished warm-up's message: ready, and the optional modules it did not preload."""
+    if not skipped:
+        return READY
+    text = "; ".join(f"{name} ({why})" for name, why in skipped)
+    return f"{READY}; not preloaded: {text}"[:400]
+
+
 def _grace_of(task: Mapping[str, Any]) -> float:
     nanos = (task.get("kill_policy") or {}).get("grace_period", {}).get("nanoseconds")
     return int(nanos) / 1e9 if nanos is not None else slots.DEFAULT_KILL_GRACE
@@ -89,6 +102,8 @@ class SlotExecutor(Executor):  # type: ignore[misc]  # pymesos is untyped
         self._forkserver: ForkServer | None = None
         """The slot's pre-imported interpreter (``--slot-preload``), started by its first
         trial that asks for one."""
+        self._forkserver_key: tuple[object, ...] = ()
+        """What its trials asked of it (a trial that asks otherwise gets another)."""
         self._ended: OrderedDict[str, None] = OrderedDict()
         """The latest ended tasks (at most :data:`ENDED_KEPT`), so a late KILL is ignored."""
         self.launched = 0
@@ -150,6 +165,7 @@ class SlotExecutor(Executor):  # type: ignore[misc]  # pymesos is untyped
         agent's next LAUNCH for this slot waits until the slot is ready."""
         assert slot_task.warmup is not None
         self._update(driver, task_id, "TASK_RUNNING")
+        skipped: list[tuple[str, str]] = []
         try:
             if self.container is not None:
                 self.container.ensure(slot_task.warmup.cpus, slot_task.warmup.mem_mb)
@@ -157,7 +173,7 @@ class SlotExecutor(Executor):  # type: ignore[misc]  # pymesos is untyped
                 env = self._environment(task_id, self.sandbox, slot_task.environment) \
                     if self.container is None else self.container.task_environment(
                         task_id, slot_task.environment, self.sandbox)
-                self._preloaded(slot_task.preload, env)
+                skipped = self._preloaded(slot_task.preload, env).skipped
         except (ForkServerError, OSError, ContainerError) as err:
             logger.warning("slot warm-up %s failed: %s", task_id, err)
             self._remember_ended(task_id)
@@ -165,20 +181,47 @@ class SlotExecutor(Executor):  # type: ignore[misc]  # pymesos is untyped
             return
         logger.info("slot warmed up (%s)", task_id)
         self._remember_ended(task_id)
-        self._update(driver, task_id, "TASK_FINISHED", message="the slot is ready")
+        self._update(driver, task_id, "TASK_FINISHED", message=ready_message(skipped))
 
     def _preloaded(self, preload: slots.Preload, env: Mapping[str, str]) -> ForkServer:
         """The slot's pre-imported interpreter for ``preload`` (started, or started again
         after it ended or when the trial wants another interpreter, here)."""
         program = preload.program
+        key = (program.python, program.options, preload.modules, preload.optional)
         server = self._forkserver
-        if server is None or not server.alive or \
-                server.key != (program.python, program.options, preload.modules):
+        if server is None or not server.alive or self._forkserver_key != key:
             if server is not None:
                 server.close()
-            server = self._forkserver = ForkServer(program, preload.modules,
-                                                   self._slot_environment(env), self.sandbox,
-                                                   self.container)
+            self._forkserver = None
+            server = self._forkserver = self._start_forkserver(preload,
+                                                               self._slot_environment(env))
+            self._forkserver_key = key
+        return server
+
+    def _start_forkserver(self, preload: slots.Preload, env: Mapping[str, str]) -> ForkServer:
+        """Start the interpreter; without each optional module that made it unsafe to fork,
+        and without any when it died importing them (``--slot-preload auto``: the trials
+        import those themselves). Each one left out is one line of the executor's log."""
+        optional, left_out = list(preload.optional), []
+        while True:
+            try:
+                server = ForkServer(preload.program, preload.modules, env, self.sandbox,
+                                    self.container, tuple(optional), tuple(DENIED))
+                break
+            except ForkServerError as err:
+                if err.module in optional:
+                    optional.remove(str(err.module))
+                    left_out.append((str(err.module), err.why))
+                elif optional and err.died:
+                    left_out += [(name, f"the interpreter died importing the script's modules "
+                                        f"({err})") for name in optional]
+                    optional = []
+                else:
+                    raise
+        server.skipped = [*left_out, *server.skipped]
+        for name, why in server.skipped:
+            logger.warning("--slot-preload auto: %s is not preloaded (%s); its trials import "
+                           "it themselves", name, why)
         return server
 
     def _fork(self, preload: slots.Preload, env: dict[str, str], sandbox: Path,

@@ -4,15 +4,20 @@ Run by the slot's executor as ``<the launch command's python> zygote.py FD MODUL
 first trial's environment, in the slot's sandbox; in a slot's container (``--docker-image``) as
 ``python zygote.py unix:PATH MODULE...``, a copy of this file in the slot's sandbox, connecting to
 the executor's socket at ``PATH`` in the sandbox. It imports the modules once, says whether
-that worked, then serves requests on the socket: each request forks a child that becomes
-one trial, running the user's script (``runpy``) exactly as ``python SCRIPT ARGS`` would, in a
-session and process group of its own, with the trial's own environment, working directory,
-stdout and stderr. This file uses the standard library only: it runs in the user's Python,
-which need not have DisAuto installed.
+that worked, then serves requests on the socket. A module written ``?NAME`` is optional
+(``--slot-preload auto``): one that cannot be imported is skipped, and one that leaves the
+interpreter unsafe to fork (below; or imports a module matching a pattern of ``--deny=P,...``)
+ends it with that module named, so that the executor starts another without it. Then each
+request forks a child that becomes one trial, running the user's script (``runpy``) exactly as
+``python SCRIPT ARGS`` would, in a session and process group of its own, with the trial's own
+environment, working directory, stdout and stderr. This file uses the standard library only:
+it runs in the user's Python, which need not have DisAuto installed.
 
 The protocol is JSON, one object per line, over the socket:
 
-* zygote → executor, once: ``{"ready": true}`` or ``{"error": "cannot import numpy: ..."}``;
+* zygote → executor, once: ``{"ready": true, "skipped": [[MODULE, WHY], ...]}`` or
+  ``{"error": "cannot import numpy: ..."}`` (with ``"module": NAME`` when an optional module
+  left the interpreter unsafe to fork: the executor starts another without it);
 * executor → zygote: ``{"id": ..., "target": ..., "is_module": ..., "args": [...], "env": {...},
   "cwd": ..., "stdout": PATH, "stderr": PATH}`` (with ``"inherit": true`` the trial's
   environment is the zygote's own, as the container's image set it, updated with ``env``);
@@ -39,6 +44,7 @@ from __future__ import annotations
 
 import atexit
 import ctypes
+import fnmatch
 import importlib
 import json
 import os
@@ -104,14 +110,38 @@ def _reseed() -> None:
                 pass
 
 
-def _gnu_openmp_runtimes() -> list[str]:
-    """The GNU OpenMP runtimes loaded in this process (each wheel may bring its own copy)."""
+def _loaded(prefix: str) -> list[str]:
+    """The shared libraries loaded in this process whose file name starts with ``prefix``."""
     try:
         with open("/proc/self/maps") as maps:
-            paths = [line.split(None, 5)[-1].strip() for line in maps if "/libgomp" in line]
+            paths = [line.split(None, 5)[-1].strip() for line in maps if "/" + prefix in line]
     except OSError:
         return []
-    return list(dict.fromkeys(p for p in paths if os.path.basename(p).startswith("libgomp")))
+    return list(dict.fromkeys(p for p in paths if os.path.basename(p).startswith(prefix)))
+
+
+def _gnu_openmp_runtimes() -> list[str]:
+    """The GNU OpenMP runtimes loaded in this process (each wheel may bring its own copy)."""
+    return _loaded("libgomp")
+
+
+_CUDA_ERROR_NOT_INITIALIZED = 3
+
+
+def cuda_driver_started() -> bool:
+    """Whether the CUDA driver was initialised here (``cuInit``, which ``cudaGetDeviceCount``
+    and so ``torch.cuda.is_available()`` run): a forked child can no longer use CUDA. Asked
+    of a ``libcuda`` already loaded only; until ``cuInit`` every driver call answers
+    CUDA_ERROR_NOT_INITIALIZED."""
+    for path in _loaded("libcuda.so"):
+        try:
+            count = ctypes.c_int()
+            answer = ctypes.CDLL(path).cuDeviceGetCount(ctypes.byref(count))
+        except (OSError, AttributeError):
+            continue
+        if answer != _CUDA_ERROR_NOT_INITIALIZED:
+            return True
+    return False
 
 
 def _parallel_region_in_a_fork(runtime: str) -> bool:
@@ -311,11 +341,53 @@ def _connect(where: str) -> socket.socket:
     return socket.socket(fileno=int(where))
 
 
+def _denied(names: set[str], deny: list[str]) -> str | None:
+    """The first top-level module of ``names`` that a ``--deny`` pattern matches."""
+    tops = sorted({name.split(".", 1)[0] for name in names})
+    return next((top for top in tops for pattern in deny if fnmatch.fnmatchcase(top, pattern)),
+                None)
+
+
+def import_optional(name: str, deny: list[str]) -> tuple[str, bool] | None:
+    """Import an optional module: None when it is imported and the interpreter can still fork
+    trials, else ``(why, tainted)``: ``tainted`` when the interpreter is no longer safe to
+    fork (it must not serve trials), not when the module merely could not be imported."""
+    threads, before = threading.active_count(), set(sys.modules)
+    try:
+        importlib.import_module(name)
+        failed = ""
+    except BaseException as err:  # noqa: BLE001 - any failure of the user's import
+        failed = f"cannot import it: {type(err).__name__}: {err}"
+    pulled = _denied(set(sys.modules) - before, deny)
+    unsafe = (f"it imports {pulled}, which does not survive a fork" if pulled else
+              "it starts a thread at import, which a forked trial would not have"
+              if threading.active_count() > threads else
+              "it initialises the CUDA driver at import, which a forked trial cannot use"
+              if cuda_driver_started() else unsafe_to_fork())
+    if unsafe:
+        return unsafe, True
+    return (failed, False) if failed else None
+
+
+def _arguments(words: list[str]) -> tuple[list[str], list[str], list[str]]:
+    """(required modules, optional modules, deny patterns) of the command line."""
+    required, optional, deny = [], [], []
+    for word in words:
+        if word.startswith("--deny="):
+            deny += [p for p in word[len("--deny="):].split(",") if p]
+        elif word.startswith("?"):
+            optional.append(word[1:])
+        else:
+            required.append(word)
+    return required, optional, deny
+
+
 def main(argv: list[str]) -> int:
     _die_with_parent()
     sock = _connect(argv[1])
     sys.path[0] = os.getcwd()  # as ``python -m``: the sandbox, not this file's folder
-    for name in argv[2:]:
+    required, optional, deny = _arguments(argv[2:])
+    for name in required:
         try:
             importlib.import_module(name)
         except BaseException as err:  # noqa: BLE001 - any failure of the user's import
@@ -325,7 +397,17 @@ def main(argv: list[str]) -> int:
     if why is not None:
         _send(sock, {"error": why})
         return 3
-    _send(sock, {"ready": True})
+    skipped = []
+    for name in optional:
+        problem = import_optional(name, deny)
+        if problem is not None and problem[1]:
+            print(f"{name}: not preloaded: {problem[0]}", file=sys.stderr, flush=True)
+            _send(sock, {"error": f"{name}: {problem[0]}", "module": name, "why": problem[0]})
+            return 3
+        if problem is not None:
+            print(f"{name}: not preloaded: {problem[0]}", file=sys.stderr, flush=True)
+            skipped.append([name, problem[0]])
+    _send(sock, {"ready": True, "skipped": skipped})
     serve(sock)
     return 0
 

@@ -266,10 +266,12 @@ def _bind(controller: JobController, host: str, port: int,
 
 def _preload(config: JobConfig) -> Preload | None:
     """How a slot's pre-imported interpreter runs a trial (``--slot-preload``), or None."""
-    if config.slot_mode != "warm" or not config.slot_preload:
+    if config.slot_mode != "warm" or not (config.slot_preload or config.slot_preload_auto):
         return None
-    return Preload(parse_python_command(config.launch_cmd),
-                   preload_modules(config.slot_preload))
+    modules = preload_modules(config.slot_preload)
+    return Preload(parse_python_command(config.launch_cmd), modules,
+                   tuple(m for m in config.slot_preload_optional if m not in modules)
+                   if config.slot_preload_auto else ())
 
 
 def _tls_env(tls: Identity | None) -> dict[str, str]:

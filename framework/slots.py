@@ -331,6 +331,19 @@ WARMUP_RESOURCES = Resources({"cpus": 0.01})
 resources); it gives it back when it ends, once the slot is ready."""
 
 
+def warm_up_resources(trial_cpus: float, trial_mem_mb: float,
+                      preload: slots.Preload | None) -> Resources:
+    """What a warm-up task claims: :data:`WARMUP_RESOURCES`, and when it starts a pre-imported
+    interpreter the memory a trial's task of the slot gets. The interpreter imports the
+    modules under the warm-up, in the slot's container, whose memory limit the agent sets from
+    the executor's share and its tasks' memory and never lowers: with the share alone (64 MB)
+    an interpreter that imported scikit-learn went over it, and the agent killed the slot."""
+    if preload is None:
+        return WARMUP_RESOURCES
+    mem = trial_mem_mb - (EXECUTOR_MEM_MB if carved(trial_cpus, trial_mem_mb) else 0.0)
+    return WARMUP_RESOURCES + Resources({"mem": mem})
+
+
 def warm_up_task(executor: Mapping[str, Any], agent_id: str, job_id: str, command: str,
                  environment: Mapping[str, str], trial_cpus: float, trial_mem_mb: float,
                  preload: slots.Preload | None = None) -> dict[str, Any]:
@@ -343,7 +356,7 @@ def warm_up_task(executor: Mapping[str, Any], agent_id: str, job_id: str, comman
         "name": "slot warm-up",
         "task_id": {"value": slots.warmup_task_id(executor_id)},
         "agent_id": {"value": agent_id},
-        "resources": WARMUP_RESOURCES.to_json(),
+        "resources": warm_up_resources(trial_cpus, trial_mem_mb, preload).to_json(),
         "executor": dict(executor),
         "data": slots.task_data(command, environment, preload,
                                 slots.Warmup(trial_cpus, trial_mem_mb)),

@@ -119,7 +119,14 @@ class JobConfig:
     """Seconds a warm slot may stay without a trial before it is shut down."""
     slot_preload: tuple[str, ...] = ()
     """``--slot-preload``: the modules a warm slot's interpreter imports before it forks each
-    trial (the SDK first); empty: each trial is ``/bin/sh -c '<launch command>'``."""
+    trial (the SDK first); empty (and not :attr:`slot_preload_auto`): each trial is
+    ``/bin/sh -c '<launch command>'``."""
+    slot_preload_auto: bool = False
+    """``--slot-preload auto`` (the default for a ``python SCRIPT`` job): a warm slot's
+    interpreter imports the SDK, then :attr:`slot_preload_optional` where it can."""
+    slot_preload_optional: tuple[str, ...] = ()
+    """With ``auto``: the script's top-level imports to preload, each skipped on the slot when
+    it cannot be imported or leaves the interpreter unsafe to fork (common/auto_preload.py)."""
     telemetry_interval: float = 1.0
     """Seconds between polls of the agents' ``/monitor/statistics`` (``--telemetry-interval``,
     framework/telemetry); 0: no telemetry."""
@@ -165,6 +172,7 @@ class JobConfig:
             output=OutputSpec(**output) if output else None,
             files=tuple(data.pop("files")),
             slot_preload=tuple(data.pop("slot_preload", ())),
+            slot_preload_optional=tuple(data.pop("slot_preload_optional", ())),
             roles=tuple(data.pop("roles", ())),
             search=search,
             **data,

@@ -387,6 +387,15 @@ class JobStore:
                     (*encoded.values(), trial_number),
                 )
 
+    def first_reports(self) -> dict[int, tuple[float, float]]:
+        """Each trial's first report, by trial number: ``(recorded_at, elapsed_seconds)``,
+        when it was recorded and how long the trial's script had run then by its own clock."""
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT trial_number, recorded_at, elapsed_seconds FROM reports WHERE id IN "
+                "(SELECT MIN(id) FROM reports GROUP BY trial_number)").fetchall()
+        return {int(number): (float(at), float(elapsed)) for number, at, elapsed in rows}
+
     def reports(self, trial_number: int | None = None) -> list[dict[str, Any]]:
         rows = self._select("SELECT trial_number, step, metrics, final, elapsed_seconds "
                             "FROM reports", "trial_number", trial_number)

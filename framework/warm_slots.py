@@ -31,13 +31,13 @@ from disauto.framework.offer_claims import OfferClaims
 from disauto.framework.offers import OfferView
 from disauto.framework.policies import LaunchRequest
 from disauto.framework.slot_adoption import running_slots
-from disauto.framework.slots import WARMUP_RESOURCES
 from disauto.framework.slots import SlotTable
 from disauto.framework.slots import as_slot_task
 from disauto.framework.slots import carved
 from disauto.framework.slots import container_spec
 from disauto.framework.slots import executor_info
 from disauto.framework.slots import executor_resources
+from disauto.framework.slots import warm_up_resources
 from disauto.framework.slots import warm_up_task
 
 
@@ -155,7 +155,7 @@ class WarmSlots:
         config = self._job.config
         runner = config.runner
         share = executor_resources()
-        own = share + WARMUP_RESOURCES
+        own = share + warm_up_resources(runner.cpus, runner.mem_mb, self._preload)
         trial = Resources({"cpus": runner.cpus, "mem": runner.mem_mb})
         if not carved(runner.cpus, runner.mem_mb):
             trial = trial + share

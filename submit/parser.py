@@ -89,19 +89,23 @@ def _job_flags(parser: argparse.ArgumentParser) -> None:
                      help="memory per trial (e.g. 512M, 5G; default 1G)")
     job.add_argument("--app-runner-cpus", default="1", metavar="N", help="CPUs per trial")
     job.add_argument("--app-runner-gpus", default="0", metavar="N", help="GPUs per trial")
-    job.add_argument("--slot-mode", default="task", metavar="task|warm",
-                     help="task (default): each trial is a Mesos command task; warm: trials "
-                          "run as tasks of long-lived DisAuto executors, one per slot, with no "
-                          "process or fetch to start per trial (docs/warm-slots.md)")
+    job.add_argument("--slot-mode", default=None, metavar="task|warm",
+                     help="task: each trial is a Mesos command task; warm: trials run as tasks "
+                          "of long-lived DisAuto executors, one per slot, with no process or "
+                          "fetch to start per trial (docs/warm-slots.md). Default: warm with "
+                          "--slot-preload auto for a 'python SCRIPT' launch command without "
+                          "--docker-image, GPUs or an AppCore image or command; else task")
     job.add_argument("--slot-idle", default="10s", metavar="DURATION",
-                     help="with --slot-mode warm: shut a slot down after it has had no trial "
-                          "this long (default 10s)")
-    job.add_argument("--slot-preload", default="", metavar="MODULE[,MODULE...]",
-                     help="with --slot-mode warm: each slot imports these modules (and "
-                          "apprunner_sdk) once in a Python that forks every trial, so a trial "
-                          "pays no interpreter start or import; the launch command must be "
-                          "'python SCRIPT ARGS' or 'python -m MODULE ARGS'; not for modules "
-                          "that start threads or a GPU at import (docs/warm-slots.md)")
+                     help="warm slots: shut a slot down after it has had no trial this long "
+                          "(default 10s)")
+    job.add_argument("--slot-preload", default="", metavar="auto|MODULE[,MODULE...]",
+                     help="warm slots (implies --slot-mode warm): each slot imports these "
+                          "modules (and apprunner_sdk) once in a Python that forks every trial, "
+                          "so a trial pays no interpreter start or import; auto: the script's "
+                          "top-level imports that can be imported and are fork-safe; the launch "
+                          "command must be 'python SCRIPT ARGS' or 'python -m MODULE ARGS'; not "
+                          "for modules that start threads or a GPU at import "
+                          "(docs/warm-slots.md)")
     job.add_argument("--telemetry-interval", default="1s", metavar="DURATION",
                      help="measure every trial's CPU, memory and GPU this often, from the "
                           "agents' /monitor/statistics (default 1s; 0 turns telemetry off)")

@@ -46,6 +46,7 @@ from disauto.submit.job_lock import JobLock
 from disauto.submit.job_lock import JobLockedError
 from disauto.submit.jobs import load
 from disauto.submit.parser import PROG
+from disauto.submit.startup_hint import startup_hint
 from disauto.submit.validate import Submission
 
 
@@ -262,6 +263,12 @@ def _announce(submission: Submission, job_dir: Path, resume: bool, out: IO[str],
                 f"({config.search.tuning_type}, {config.search.max_trials} trials, parallelism "
                 f"{config.search.parallelism}, seed {config.search.seed})")
     print(f"{PROG}: job folder {short_path(job_dir, 10**6)}", file=out)
+    if submission.slot_line:
+        print(f"{PROG}: {submission.slot_line}", file=out)
+        logger.info("%s", submission.slot_line)
+    if config.slot_preload_auto:
+        logger.info("--slot-preload auto: the script's modules to preload: %s",
+                    ", ".join(config.slot_preload_optional) or "none")
     for note in submission.notes:
         logger.info("note: %s", note)  # the job's log keeps what the terminal was told
         _print(err, f"{PROG}: note: {note}")
@@ -599,6 +606,9 @@ def _report(runner: Any, job_dir: Path, out: IO[str], err: IO[str], objective: s
             print(f"{PROG}: {line}", file=out)
         for line in results.usage_lines(trials, runner.config.runner.mem_mb):
             _print(out, f"{PROG}: {line}")
+        hint = startup_hint(runner.config, trials, runner.store.first_reports())
+        if hint:
+            _print(out, f"{PROG}: {hint}")
         _print(out, f"{PROG}: {json_path.name} and {csv_path.name} in "
                     f"{short_path(json_path.parent, 10**6)}/")
     except OSError:

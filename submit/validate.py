@@ -30,11 +30,7 @@ from disauto.common.durations import DurationError
 from disauto.common.durations import parse_duration
 from disauto.common.errors import SearchInputError
 from disauto.common.objectives import Objectives
-from disauto.common.python_command import MODULE_NAME
-from disauto.common.python_command import NotAPythonCommandError
-from disauto.common.python_command import parse_python_command
 from disauto.common.slots import EXECUTOR_MODULE
-from disauto.common.slots import SLOT_MODES
 from disauto.common.space import space_from_proto
 from disauto.common.space import space_to_proto
 from disauto.framework.policies import POLICIES
@@ -49,6 +45,8 @@ from disauto.protos import common_pb2
 from disauto.submit.params import load_parameter_file
 from disauto.submit.parser import POLICY_SETTING
 from disauto.submit.parser import UsageError
+from disauto.submit.slot_choice import SlotChoice
+from disauto.submit.slot_choice import choose_slots
 from disauto.submit.suggest import nearest
 from disauto.submit.values import existing_file
 from disauto.submit.values import key_values
@@ -166,6 +164,8 @@ class Submission:
     """Listen on every interface (``--bind-all``; a cluster only)."""
     tls: TlsChoice | None = None
     """TLS for the gRPC services; None: plain gRPC."""
+    slot_line: str = ""
+    """How the trials run and why, one line (``submit/slot_choice.py``)."""
 
 
 @dataclass(frozen=True)
@@ -322,7 +322,7 @@ def validate(args: argparse.Namespace) -> Submission:
     search = _search(args)
     search.dynamic_priority = POLICIES[args.offer_policy].uses_priority
     search.priority_settings.update(given)
-    where = _where(args, runner)
+    where, slots = _where(args, runner, files, inputs)
     search.job_id = args.job_id or _job_id(args.app_name)
     secret = _secret(args)
     agent_principal, agent_secret = _agent_credentials(args, secret)
@@ -345,9 +345,10 @@ def validate(args: argparse.Namespace) -> Submission:
                       args.advertise_host, local_agents, args.quiet, args.debug,
                       notes=(*search_notes(search),
                              *_warm_start_notes(args.warm_start, dict(search.settings),
-                                                search.objective)),
+                                                search.objective), *slots.notes),
                       detach=args.detach, bind_all=args.bind_all, tls=tls,
-                      agent_principal=agent_principal, agent_secret=agent_secret)
+                      agent_principal=agent_principal, agent_secret=agent_secret,
+                      slot_line=slots.line)
 
 
 def _times(args: argparse.Namespace) -> dict[str, Any]:
@@ -366,14 +367,16 @@ def _times(args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
-def _where(args: argparse.Namespace, runner: TaskResources) -> dict[str, Any]:
+def _where(args: argparse.Namespace, runner: TaskResources, files: Sequence[str],
+           inputs: Sequence[InputSpec]) -> tuple[dict[str, Any], SlotChoice]:
     """How and in what the tasks run: commands, images, containerizer, warm slots
-    (JobConfig's fields of those names)."""
+    (JobConfig's fields of those names), and the slot mode chosen."""
     # A loopback master (da-cluster on this machine) runs tasks here: use this Python for them.
     same_host = _on_this_host(args.master)
     docker_image, appcore_image, containerizer = _containers(args, runner.gpus)
-    slot_preload = _slot_preload(args, args.slot_mode)
-    slot_mode, slot_idle = _slots(args)
+    slots = choose_slots(args, gpus=runner.gpus, docker_image=docker_image,
+                         appcore_image=appcore_image, files=files, inputs=inputs)
+    slot_idle = _max_duration(args.slot_idle, "--slot-idle") or 10.0
     python = sys.executable if same_host else "python3"
     return {
         "appcore_command": args.app_core_command or (
@@ -382,9 +385,11 @@ def _where(args: argparse.Namespace, runner: TaskResources) -> dict[str, Any]:
         "extra_env": {"PATH": f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}"}
         if same_host else {},
         "docker_image": docker_image, "appcore_docker_image": appcore_image,
-        "containerizer": containerizer, "slot_mode": slot_mode, "slot_idle": slot_idle,
-        "slot_preload": slot_preload, "executor_command": f"{python} -m {EXECUTOR_MODULE}",
-    }
+        "containerizer": containerizer, "slot_mode": slots.mode, "slot_idle": slot_idle,
+        "slot_preload": slots.preload, "slot_preload_auto": slots.auto,
+        "slot_preload_optional": slots.optional,
+        "executor_command": f"{python} -m {EXECUTOR_MODULE}",
+    }, slots
 
 
 def _agent_credentials(args: argparse.Namespace,
@@ -412,35 +417,6 @@ def _secret(args: argparse.Namespace) -> str | None:
     if args.principal and secret is None:
         raise UsageError("--principal needs --secret-file")
     return secret
-
-
-def _slots(args: argparse.Namespace) -> tuple[str, float]:
-    """``--slot-mode`` and ``--slot-idle`` (warm slots run container and GPU trials too)."""
-    mode = args.slot_mode
-    if mode not in SLOT_MODES:
-        raise UsageError(f"--slot-mode: expected one of {', '.join(SLOT_MODES)}, not {mode!r}")
-    return mode, _max_duration(args.slot_idle, "--slot-idle") or 10.0
-
-
-def _slot_preload(args: argparse.Namespace, slot_mode: str) -> tuple[str, ...]:
-    """``--slot-preload``: module names, for warm slots of a plain Python launch command (on
-    the host, or the ``--docker-image``'s Python)."""
-    text = (args.slot_preload or "").strip()
-    if not text:
-        return ()
-    if slot_mode != "warm":
-        raise UsageError("--slot-preload needs --slot-mode warm (a task per trial has no "
-                         "interpreter to keep)")
-    modules = tuple(name.strip() for name in text.split(","))
-    for name in modules:
-        if not MODULE_NAME.fullmatch(name):
-            raise UsageError(f"--slot-preload: {name!r} is not a module name; expected dotted "
-                             "names separated by commas, e.g. numpy,sklearn.ensemble")
-    try:
-        parse_python_command(args.app_runner_launch_cmd)
-    except NotAPythonCommandError as err:
-        raise UsageError(f"--slot-preload: {err}") from None
-    return modules
 
 
 def _resources(args: argparse.Namespace) -> tuple[TaskResources, TaskResources]:

@@ -181,6 +181,8 @@ class TaskStatuses:
         if slots.is_warmup_task(task_id):
             if state in ("TASK_FAILED", "TASK_ERROR", "TASK_LOST", "TASK_DROPPED"):
                 logger.warning("slot warm-up %s: %s", task_id, describe_status(status))
+            elif state == "TASK_FINISHED" and "not preloaded" in str(status.get("message")):
+                logger.info("slot warm-up %s: %s", task_id, status.get("message"))
         else:
             logger.warning("status %s for unknown task %s", state, task_id)
         return NOTHING

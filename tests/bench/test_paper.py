@@ -107,7 +107,7 @@ def test_slot_modes_become_da_submit_flags_and_old_records_ran_task_mode() -> No
     from bench.paper import _setup_key
     from bench.paper import cells_for
 
-    assert Setup().slot_flags() == []
+    assert Setup().slot_flags() == ["--slot-mode", "task"]  # not the default since issue 36
     assert Setup(slot_mode="warm").slot_flags() == ["--slot-mode", "warm"]
     assert Setup(slot_mode="preload").slot_flags() == ["--slot-mode", "warm", "--slot-preload",
                                                        "apprunner_sdk"]

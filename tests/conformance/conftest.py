@@ -137,7 +137,10 @@ class Jobs:
             "--app-runner-cpus", "0.2", "--app-runner-memory", "128M",
             "--app-core-cpus", "0.2", "--app-core-memory", "192M",
             "--tuning-parameters", str(self.workdir / "params.json"), "--seed", "3",
-            "--trail-steps", str(budget), "--parallelism", str(parallelism), "--quiet"]
+            "--trail-steps", str(budget), "--parallelism", str(parallelism), "--quiet",
+            # The scenarios check every message on the wire of a task per trial; the warm-slot
+            # scenario passes --slot-mode warm after these (the later flag wins).
+            "--slot-mode", "task"]
 
     def submit(self, *args: str, master: str = "") -> Job:
         process = subprocess.Popen(

@@ -161,13 +161,19 @@ def submit(tmp_path: Path) -> Iterator[Any]:
             job.process.wait(10)
 
 
-def common_flags(workdir: Path, *extra: str) -> list[str]:
+def common_flags(workdir: Path, *extra: str, slot_mode: str | None = "task") -> list[str]:
+    """A small job of :data:`RUNNER`. ``--slot-mode task`` unless ``slot_mode`` says otherwise
+    (None: da-submit's default, warm slots with ``--slot-preload auto`` for this runner): the
+    tests written when a task per trial was the default look at tasks (their processes,
+    sandboxes, executors and timings); a test of warm slots passes ``--slot-mode warm`` among
+    ``extra``, which comes later and wins."""
+    mode = ["--slot-mode", slot_mode] if slot_mode else []
     return [
         "--app-name", "e2e", "--files", str(workdir / "runner.py"),
         "--app-runner-launch-cmd", "python runner.py",
         "--app-runner-cpus", "0.5", "--app-runner-memory", "128M",
         "--app-core-cpus", "0.5", "--app-core-memory", "128M",
-        "--tuning-parameters", str(workdir / "params.json"), "--seed", "3", *extra,
+        "--tuning-parameters", str(workdir / "params.json"), "--seed", "3", *mode, *extra,
     ]
 
 

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from disauto.common.auto_preload import DENIED
 from tests.e2e.conftest import DaCluster
 from tests.e2e.conftest import common_flags
 from tests.e2e.conftest import da_cluster  # noqa: F401 - a fixture
@@ -205,3 +206,58 @@ def test_a_killed_preloaded_interpreter_has_its_trial_retried(submit: Any,
     assert all(t["state"] == "COMPLETED" for t in trials), job.output
     assert trials[1]["task_id"] == "trial-0002.1", trials[1]  # lost with its slot, run again
     assert len(slots_started(job.job_dir())) >= 2
+
+
+# A quick trial as the issue's: top-level imports of a library, one that this Python lacks
+# (its try falls back), and of the standard library.
+DEFAULT_RUNNER = '''
+import json, os
+import numpy
+try:
+    import no_such_library_here
+except ImportError:
+    no_such_library_here = None
+from apprunner_sdk import get_params, report
+p = get_params()
+parent = open(f"/proc/{os.getppid()}/cmdline", "rb").read().replace(b"\\0", b" ").decode()
+print(f"parent {os.getppid()} {parent}", flush=True)
+report(accuracy=float(numpy.clip(1.0 - (float(p["x"]) - 0.3) ** 2, 0, 1)), final=True)
+'''
+
+
+def test_the_default_forks_a_python_scripts_trials_with_its_imports_preloaded(
+        submit: Any, workdir: Path) -> None:
+    """No --slot-mode: warm slots with --slot-preload auto, said in one start line; numpy is
+    preloaded, the library this Python lacks is skipped with one line on each slot that tried
+    (the trial falls back itself), and the job ends with every trial once and no hint."""
+    (workdir / "runner.py").write_text(DEFAULT_RUNNER)
+    job = submit(*common_flags(workdir, "--trail-steps", "8", "--parallelism", "2",
+                               slot_mode=None))
+    assert job.wait() == 0, job.output
+    assert ("da-submit: slot mode warm, preload auto: numpy +1 (default: python script)"
+            in job.lines), job.output
+    results = job.results()
+    assert results["outcome"] == "BUDGET_SPENT", job.output
+    trials = check_budget(results, 8)
+    assert all(t["state"] == "COMPLETED" and not t["tries"] for t in trials), trials
+    parents = _parents(job.job_dir(), 8)
+    words = " apprunner_sdk ?numpy ?no_such_library_here --deny=" + ",".join(DENIED) + " "
+    assert all("zygote.py" in p and p.endswith(words) for p in parents), parents
+    slot_logs = [path.read_text() for path in (job.job_dir() / "logs").glob("*-slot-*.stderr")]
+    said = [line for text in slot_logs for line in text.splitlines()
+            if "--slot-preload auto: no_such_library_here is not preloaded" in line]
+    assert said and all("ModuleNotFoundError" in line for line in said), slot_logs
+    assert 1 <= len(said) <= len(slots_started(job.job_dir()))  # one line per interpreter
+    assert "hint:" not in job.output
+
+
+def test_a_task_mode_job_of_quick_trials_is_told_the_flag_that_helps(
+        submit: Any, workdir: Path) -> None:
+    job = submit(*common_flags(workdir, "--trail-steps", "4", "--parallelism", "2"))
+    assert job.wait() == 0, job.output
+    assert "da-submit: slot mode task (--slot-mode task)" in job.lines, job.output
+    hint = [line for line in job.lines if line.startswith("da-submit: hint:")]
+    assert len(hint) == 1, job.output
+    assert re.fullmatch(r"da-submit: hint: start-up [\d.]+ s, run [\d.]+ s \(medians\): "
+                        r"drop --slot-mode task", hint[0]), hint  # the default is warm here
+    assert len(hint[0]) <= 80

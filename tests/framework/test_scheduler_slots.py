@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from disauto.common import slots
+from disauto.common.python_command import parse_python_command
 from disauto.framework import meta
 from disauto.framework.job import JobController
 from disauto.framework.policies import FifoPolicy
@@ -44,8 +45,8 @@ class WarmSetup(Setup):
 
     def __init__(self, job_dir: Path,  # noqa: D107 - a Setup with slots
                  runner: TaskResources | None = None,
-                 appcore_offer: tuple[float, float] = (0.5, 64.0), parallelism: int = 2
-                 ) -> None:
+                 appcore_offer: tuple[float, float] = (0.5, 64.0), parallelism: int = 2,
+                 preload: slots.Preload | None = None) -> None:
         self.store = JobStore(job_dir / "job.db")
         self.driver = SlotDriver()
         config = job_config(max_trials=10, parallelism=parallelism)
@@ -56,7 +57,8 @@ class WarmSetup(Setup):
         self.slots = SlotTable("job-test", idle_seconds=0.0)
         self.scheduler = JobScheduler(self.controller, FifoPolicy(decline_seconds=5.0),
                                       "10.0.0.1:5000", uris=URIS, logs=SandboxLogs(),
-                                      slots=self.slots, executor_command="run-executor")
+                                      slots=self.slots, executor_command="run-executor",
+                                      preload=preload)
         self.scheduler.registered(self.driver, {"value": "F-1"},
                                   {"hostname": "master", "port": 5050})
         cpus, mem = appcore_offer
@@ -235,6 +237,24 @@ def test_slots_start_with_appcore_where_trials_will_fit_and_take_the_first_trial
     assert slots.read_slot_task(launched[0]["data"]).warmup is None  # a trial, run
     assert warm.slots.live() == 3
     warm.store.close()
+
+
+def test_a_warm_up_that_starts_an_interpreter_claims_a_trials_memory(tmp_path: Path) -> None:
+    """The interpreter imports the script's modules under the warm-up, in the slot's
+    container: with the executor's 64 MB alone the agent killed a slot that imported
+    scikit-learn, and the container's limit, once raised, stays for the slot's trials."""
+    program = parse_python_command("python train.py")
+    preload = slots.Preload(program, ("apprunner_sdk",), ("numpy", "sklearn.svm"))
+    runner = TaskResources(cpus=1.0, mem_mb=512.0)  # carved: the task gets 512 - 64 MB
+    warm = WarmSetup(tmp_path, runner=runner, appcore_offer=(3.0, 4096.0), preload=preload)
+    _appcore, first, second = warm.appcore_round
+    assert _scalars(first["resources"]) == {"cpus": 0.01, "mem": 512.0 - EXECUTOR_MEM_MB}
+    assert slots.read_slot_task(first["data"]).preload == preload
+    warm.store.close()
+    small = WarmSetup(tmp_path / "small", runner=TaskResources(cpus=0.05, mem_mb=100.0),
+                      appcore_offer=(3.0, 4096.0), preload=preload)
+    assert _scalars(small.appcore_round[1]["resources"]) == {"cpus": 0.01, "mem": 100.0}
+    small.store.close()
 
 
 def test_no_warm_up_without_appcore_or_room_or_for_gpu_trials(tmp_path: Path) -> None:

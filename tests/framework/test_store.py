@@ -103,6 +103,23 @@ def test_duplicate_trial_number_is_rejected_and_leaves_the_first(store: JobStore
     assert [t.number for t in store.trials()] == [1, 2]
 
 
+def test_each_trials_first_report_is_when_it_came_and_the_trials_clock_then(
+        store: JobStore) -> None:
+    for number in (1, 2, 3):
+        store.add_trial(number, {"x": number}, priority=0)
+    before = time.time()
+    store.add_report(1, {"loss": 0.5}, step=0, final=False, elapsed_seconds=0.25,
+                     trial_fields={})
+    store.add_report(2, {"loss": 0.4}, step=None, final=True, elapsed_seconds=2.0,
+                     trial_fields={})
+    store.add_report(1, {"loss": 0.1}, step=1, final=True, elapsed_seconds=9.0,
+                     trial_fields={})
+    first = store.first_reports()
+    assert sorted(first) == [1, 2]  # trial 3 never reported
+    assert [first[1][1], first[2][1]] == [0.25, 2.0]
+    assert before <= first[1][0] <= first[2][0] <= time.time()
+
+
 def test_terminal_states(store: JobStore) -> None:
     store.add_trial(1, {"x": 1}, priority=0)
     for state, terminal in [("LAUNCHING", False), ("RUNNING", False), ("COMPLETED", True),

@@ -45,7 +45,9 @@ def test_the_issue_command_validates_into_a_job(files: Path) -> None:
 
 
 def test_slot_mode_is_in_the_job_config(files: Path) -> None:
-    assert validate(build_parser().parse_args(argv())).config.slot_mode == "task"
+    # The default's choice: tests/submit/test_slot_choice.py.
+    task = validate(build_parser().parse_args(argv("--slot-mode", "task"))).config
+    assert (task.slot_mode, task.slot_preload_auto) == ("task", False)
     config = validate(build_parser().parse_args(argv("--slot-mode", "warm", "--slot-idle",
                                                      "30s"))).config
     assert (config.slot_mode, config.slot_idle) == ("warm", 30.0)
@@ -98,7 +100,12 @@ def test_trial_steps_spelling_is_accepted(files: Path) -> None:
         (("--slot-mode", "warm", "--app-runner-gpus", "1"),
          "--app-runner-gpus 1: this machine has 0"),
         (("--slot-mode", "warm", "--slot-idle", "never"), "--slot-idle: invalid duration"),
-        (("--slot-preload", "numpy"), "--slot-preload needs --slot-mode warm"),
+        (("--slot-mode", "task", "--slot-preload", "numpy"),
+         "--slot-preload needs --slot-mode warm"),
+        (("--slot-mode", "task", "--slot-preload", "auto"), "--slot-preload needs --slot-mode"),
+        (("--slot-preload", "auto,num-py"), "--slot-preload: 'num-py' is not a module name"),
+        (("--slot-preload", "auto", "--app-runner-launch-cmd", "sh train.sh"),
+         "--slot-preload: 'sh train.sh' does not start with a Python interpreter"),
         (("--telemetry-interval", "100ms"),
          "--telemetry-interval: '100ms' is too often: at least 0.2s, or 0"),
         (("--slot-mode", "warm", "--slot-preload", "numpy,"),
