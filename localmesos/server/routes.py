@@ -2,8 +2,10 @@
 
 In this order:
 
-1. The APIs, whatever the method (each refuses the methods it does not take): the scheduler and
-   operator APIs (:mod:`~localmesos.server.master_routes`), the executor API and an agent's
+1. The APIs, whatever the method (each refuses the methods it does not take): the messages of
+   agents in other processes (``/master/disauto.internal.*``,
+   :mod:`~localmesos.server.master_messages`), the scheduler and operator APIs
+   (:mod:`~localmesos.server.master_routes`), the executor API and an agent's
    ``/monitor/statistics`` (:mod:`~localmesos.server.agent_routes`).
 2. Any other method than ``GET``/``HEAD``: 405 on a path of the master's, the metrics, the
    files or the web UI; 404 elsewhere.
@@ -29,6 +31,7 @@ from disauto.localmesos.server.admin_routes import AdminRoutes
 from disauto.localmesos.server.agent_routes import AgentRoutes
 from disauto.localmesos.server.files_routes import FilesRoutes
 from disauto.localmesos.server.http_auth import ReadonlyAuth
+from disauto.localmesos.server.master_messages import MasterMessages
 from disauto.localmesos.server.master_routes import MasterRoutes
 from disauto.localmesos.server.master_routes import master_route
 from disauto.localmesos.server.messages import Request
@@ -62,6 +65,7 @@ class Router:
         self.agent_routes = AgentRoutes(master, agents, readonly.agents)
         self.admin_routes = None if admin is None else AdminRoutes(admin, credentials)
         self.files_routes = FilesRoutes(master, readonly.agents)
+        self.master_messages = MasterMessages(master)
 
     def dispatch(self, request: Request) -> Response | Subscription:
         """The answer to ``request`` (see the module docstring for the order)."""
@@ -70,7 +74,9 @@ class Router:
             admin = self.admin_routes.handle(request, path)
             if admin is not None:
                 return admin
-        answer = self.master_routes.api(request, path)
+        answer = self.master_messages.handle(request, path)
+        if answer is None:
+            answer = self.master_routes.api(request, path)
         if answer is None:
             answer = self.agent_routes.api(request, path)
         if answer is not None:
