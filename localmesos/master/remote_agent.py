@@ -49,6 +49,7 @@ class RemoteAgent:
         self.total = RoleResources.from_json(self._info.get("resources") or [])
         self._timeout = timeout
         self._messenger = libprocess.Messenger(sender, timeout)
+        self._closed = False
 
     def __repr__(self) -> str:
         return f"RemoteAgent({self.id!r}, {self.pid!r})"
@@ -80,6 +81,8 @@ class RemoteAgent:
     # -- messages (each one lost when it cannot be delivered) ------------------------------
 
     def _send(self, method: str, *args: Any) -> None:
+        if self._closed:
+            return
         name, fields = libprocess.AGENT_MESSAGES[method]
         body = dict(zip(fields, args, strict=False))
         self._messenger.send(self.address, self.process, name, body)
@@ -120,5 +123,7 @@ class RemoteAgent:
         self._send("shutdown", message)
 
     def close(self) -> None:
-        """Close its connections (the master no longer talks to it through this object)."""
+        """Close its connection and send nothing more (the master no longer talks to it
+        through this object)."""
+        self._closed = True
         self._messenger.close()
