@@ -35,7 +35,11 @@ def _run_main(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str]
     [
         (["--port", "99999"], "--port"),
         (["--port", "x"], "--port"),
-        (["--agents", "0"], "--agents"),
+        (["--agents", "-1"], "--agents"),
+        (["--agents-only"], "--agents-only"),
+        (["--agents-only", "--master", "nowhere"], "--master"),
+        (["--master", "127.0.0.1:5050"], "--master"),
+        (["--agents-only", "--master", "127.0.0.1:5050", "--agents", "0"], "--agents"),
         (["--cpus", "-2"], "--cpus"),
         (["--cpus", "nan"], "--cpus"),
         (["--mem", "lots"], "--mem"),
