@@ -14,6 +14,9 @@ The master speaks the Mesos v1 scheduler API over real HTTP on ``cluster.address
 Like ``mesos-local``, every agent is on the same host. Unlike it, when there are several agents
 and they share one ``ports`` range, the range is split evenly between them (``split_ports``), so
 two tasks on different agents are never offered the same port of the one network namespace.
+
+Its agents run in this process; agents of another process, which outlive their master, are
+:mod:`localmesos.agent_host`'s (a cluster of no agents is a master alone, for them).
 """
 
 from __future__ import annotations

@@ -16,7 +16,13 @@ master's call, as Mesos' master installs a handler per message (``src/master/mas
   executor_id, status}``, ``ExecutorToFramework`` ``{agent_id, framework_id, executor_id,
   data}``, ``PongAgent`` ``{agent_id}``: answered 202, as libprocess answers a message.
 
-A malformed body is answered 400, another method than POST 405, an unknown name 404.
+A malformed body is answered 400, another method than POST 405, an unknown name 404. The
+sender is not checked against the agent a message names (Mesos' master checks ``from``
+against the agent's pid, and ``--authenticate_agents``): whoever reaches the master's port may
+send them, as whoever reaches it may call its operator API unless it authenticates.
+
+Thread safety: each message is handled on its request's thread; the master's calls are
+thread-safe, and registrations are made one at a time.
 """
 
 from __future__ import annotations
@@ -24,6 +30,7 @@ from __future__ import annotations
 from collections.abc import Callable
 import json
 import logging
+import threading
 from typing import Any
 
 from disauto.localmesos.master.master import Master
@@ -53,6 +60,9 @@ class MasterMessages:
     def __init__(self, master: Master, timeout: float = libprocess.DEFAULT_TIMEOUT) -> None:
         self.master = master
         self.timeout = timeout
+        #: One registration at a time: a retry waits for the first one's answer
+        #: (``slaves.registering``), then gets the same id.
+        self._registering = threading.Lock()
         self._handlers: dict[str, Callable[[dict[str, Any]], Response]] = {
             libprocess.REGISTER_AGENT: self._register,
             libprocess.REREGISTER_AGENT: self._reregister,
@@ -87,14 +97,16 @@ class MasterMessages:
     def _register(self, body: dict[str, Any]) -> Response:
         pid = str(body["pid"])
         info = dict(body["info"])
-        agent_id = self._registered_at(pid)
-        if agent_id is None:
-            agent_id = self.master.next_agent_id()
-            info["id"] = {"value": agent_id}
-            self.master.add_agent(self._remote(agent_id, pid, info))
-            logger.info("Registered agent %s at %s", agent_id, pid)
-        else:
-            logger.info("Agent %s at %s already registered, answering again", agent_id, pid)
+        with self._registering:
+            agent_id = self._registered_at(pid)
+            if agent_id is None:
+                agent_id = self.master.next_agent_id()
+                info["id"] = {"value": agent_id}
+                self.master.add_agent(self._remote(agent_id, pid, info))
+                logger.info("Registered agent %s at %s", agent_id, pid)
+            else:
+                logger.info("Agent %s at %s already registered, answering again", agent_id,
+                            pid)
         return json_response({"agent_id": agent_id, "master_id": self.master.master_id,
                               "total_ping_timeout": self.master.total_ping_timeout})
 
