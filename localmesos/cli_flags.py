@@ -187,8 +187,8 @@ def build_parser() -> argparse.ArgumentParser:
 def _add_cluster_flags(group: Group) -> None:
     """The master: its port, allocation, heartbeats, offers, work dir and credentials."""
     group.add_argument("--port", metavar="N",
-                       help="the master's port (with --agents-only, the agents'); 0 picks a "
-                            "free one (default 5050; 5051 with --agents-only)")
+                       help="the master's port; 0 picks a free one (default 5050; with "
+                            "--agents-only: the agents' port, default 5051)")
     group.add_argument("--agents", default="1", metavar="N",
                        help="how many agents (default 1); 0: a master alone, for the agents "
                             "of --agents-only processes to register with")
