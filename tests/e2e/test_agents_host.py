@@ -42,15 +42,18 @@ def two_processes(tmp_path: Path) -> Iterator[tuple[ClusterProcess, AgentsProces
         master.kill()
 
 
+# Command tasks, and warm slots: custom executors on the agents' process' executor API, the
+# framework's messages to them and theirs back through the master.
+@pytest.mark.parametrize("slot_mode", ["task", "warm"])
 def test_a_job_on_a_master_and_agents_of_two_processes_runs_every_trial_once(
-        submit: Any, workdir: Path,
-        two_processes: tuple[ClusterProcess, AgentsProcess]) -> None:
+        submit: Any, workdir: Path, two_processes: tuple[ClusterProcess, AgentsProcess],
+        slot_mode: str) -> None:
     master, agents = two_processes
     address = master.start()
     agents.start()
     budget = 4
     job = submit(*common_flags(workdir, "--trail-steps", str(budget), "--parallelism", "2",
-                               "--master", address))
+                               "--slot-mode", slot_mode, "--master", address))
     assert job.wait() == 0, job.output
     results = job.results()
     assert results["outcome"] == "BUDGET_SPENT", results
