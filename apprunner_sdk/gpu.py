@@ -53,7 +53,7 @@ from disauto.common.gpu_samples import GpuReading
 with contextlib.suppress(ImportError):
     # Imported with the SDK, not at the trial's first get_params(): a trial forked from a warm
     # slot's pre-imported interpreter (--slot-preload) then finds it imported; importing it
-    # there cost each trial 0.2 s on a busy 2-core machine (bench.scale, issue 29).
+    # there cost each trial 0.2 s on a busy 2-core machine (bench.scale).
     import pynvml  # type: ignore[import-not-found,unused-ignore]  # noqa: F401
 
 logger = logging.getLogger(__name__)

@@ -34,6 +34,12 @@ TLS_CERT = "cert.pem"
 """The framework's certificate (PEM) in ``TLS``."""
 TLS_KEY = "key.pem"
 """Its private key (PEM, 0600) in ``TLS``: it never leaves the job folder."""
+SHIPPED = "shipped"
+"""In an exported job (``da-job export``): the files it shipped to its tasks (``--files``), as
+they were when it was exported."""
+IMPORTED = "imported.json"
+"""In an imported job's folder (``da-job import``): the archive's manifest, where and when it
+was exported and when imported."""
 
 
 def disauto_home() -> Path:

@@ -209,7 +209,7 @@ class RealParam(_Range[float]):
         points = _check_points(points_per_range)
         if self.step is not None:
             return self.step_points()
-        import numpy as np  # here only: every da-job command imports this module (issue 29)
+        import numpy as np  # here only: every da-job command imports this module
 
         spaced = np.geomspace if self.log else np.linspace
         values = (_tidy(float(v)) for v in spaced(self.low, self.high, points))

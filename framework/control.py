@@ -31,9 +31,13 @@ from disauto.framework.store import JobStore
 
 
 KILLED_FROM_PAGE = "killed from the job page"
-"""The message of a trial a user killed (the job page's kill button)."""
+"""The message of a trial, and the outcome message of a job, a user killed from the job page."""
 KILLED_WITH_DA_JOB = "killed with da-job kill"
-"""The outcome message of a job a user killed (``da-job kill``, the job page's kill)."""
+"""The outcome message of a job ``da-job kill`` killed (a :class:`KillJob` that names no one)."""
+KILLED_WITH_API = "killed with Job.kill() of the Python API"
+"""The outcome message of a job the Python API's ``Job.kill()`` killed."""
+MAX_MESSAGE = 200
+"""The longest outcome message a :class:`KillJob` may carry."""
 
 
 class ControlError(ValueError):
@@ -42,13 +46,22 @@ class ControlError(ValueError):
 
 @dataclass(frozen=True)
 class KillJob:
-    """End the job with JOB_KILLED (its tasks are killed, its record kept)."""
+    """End the job with JOB_KILLED (its tasks are killed, its record kept); ``message`` is
+    the outcome message, which says who asked (``da-job kill``, the job page). A request of an
+    earlier version carries none: it was ``da-job kill``'s or the page's, recorded as the
+    former's."""
 
+    message: str = KILLED_WITH_DA_JOB
     kind: ClassVar[str] = "kill_job"
 
     @classmethod
     def from_body(cls, body: Mapping[str, Any]) -> KillJob:
-        return cls()
+        message = body.get("message", KILLED_WITH_DA_JOB)
+        if not isinstance(message, str) or not message.strip() or "\n" in message \
+                or len(message) > MAX_MESSAGE:
+            raise ControlError(f"message must be one line of 1 to {MAX_MESSAGE} characters, "
+                               f"not {message!r}")
+        return cls(message.strip())
 
 
 @dataclass(frozen=True)

@@ -27,26 +27,47 @@ def _clock(moment: float) -> str:
 def deadline_note(config: JobConfig, trials: Sequence[TrialRow], now: float,
                   ended_at: float | None = None) -> str:
     """``deadline 18:00:00 on track (predicted 17:31:02)`` and the like; "" without one."""
+    forms = deadline_forms(config, trials, now, ended_at)
+    return forms[0] if forms else ""
+
+
+def deadline_forms(config: JobConfig, trials: Sequence[TrialRow], now: float,
+                   ended_at: float | None = None) -> tuple[str, ...]:
+    """:func:`deadline_note`'s line and its shorter forms, longest first (the last names the
+    standing alone: ``deadline on track``), so that the progress line keeps the rate and the
+    ETA beside it within 80 columns; () without a deadline."""
     if not config.deadline:
-        return ""
+        return ()
     deadline = config.deadline
     when = format_deadline(deadline)
     if ended_at is not None:
         if ended_at <= deadline:
-            return f"deadline {when} met ({format_duration(deadline - ended_at)} early)"
-        return f"deadline {when} missed by {format_duration(ended_at - deadline)}"
+            early = format_duration(deadline - ended_at)
+            return (f"deadline {when} met ({early} early)", f"deadline met ({early} early)",
+                    "deadline met")
+        late = format_duration(ended_at - deadline)
+        return (f"deadline {when} missed by {late}", f"deadline missed by {late}",
+                "deadline missed")
     progress = job_progress(config, trials, now)
     held = max(1, len(progress.running_elapsed))
     own = standing_of(progress, held, 0, edge_slowdown=1.0, safety=1.0)
     if now > deadline:
-        return f"deadline {when} missed: {format_duration(now - deadline)} ago"
+        ago = format_duration(now - deadline)
+        return (f"deadline {when} missed: {ago} ago", f"deadline missed {ago} ago",
+                "deadline missed")
     if not progress.durations:
-        return f"deadline {when} (in {format_duration(deadline - now)}): no trial measured yet"
+        left = format_duration(deadline - now)
+        return (f"deadline {when} (in {left}): no trial measured yet", f"deadline in {left}")
     if not own.feasible:
         full = standing_of(progress, progress.parallelism, 0, edge_slowdown=1.0, safety=1.0)
+        end = _clock(full.predicted_end)
         return (f"deadline {when} cannot be met: even {progress.parallelism} slots end about "
-                f"{_clock(full.predicted_end)}")
+                f"{end}", f"deadline cannot be met (ends about {end})",
+                "deadline cannot be met")
     if math.isfinite(own.predicted_end) and own.predicted_end <= deadline:
-        return f"deadline {when} on track (predicted {_clock(own.predicted_end)})"
+        end = _clock(own.predicted_end)
+        return (f"deadline {when} on track (predicted {end})",
+                f"deadline on track (predicted {end})", "deadline on track")
     return (f"deadline {when} at risk: {held} slot(s) end about {_clock(own.predicted_end)}, "
-            f"{own.min_share} needed")
+            f"{own.min_share} needed", f"deadline at risk: {own.min_share} slots needed",
+            "deadline at risk")

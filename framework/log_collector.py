@@ -18,7 +18,7 @@ what grew. A task whose copy is complete (it ended, and its last output is in) i
 ``logs/.done`` (appended, one line per stream: task, stream, offset, bytes trimmed, length) and
 forgotten: neither polled again nor kept in memory or in ``.offsets.json``, which holds only
 the copies in progress, so a poll, its record and the collector's memory grow with the tasks
-running, not with every task the job ran (issue 29: rewriting every copy's record each second
+running, not with every task the job ran (at scale: rewriting every copy's record each second
 made a 10,000-trial job's polls grow with it). A resumed framework's collector reads both.
 
 Bounded, whatever the task prints: one poll copies at most ``max_poll_bytes`` of a file (a

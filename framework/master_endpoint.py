@@ -13,6 +13,9 @@ from urllib.error import HTTPError
 from urllib.request import urlopen
 
 from disauto.common.master_http import master_request
+from disauto.common.zk_masters import ZooKeeperError
+from disauto.common.zk_masters import is_zk
+from disauto.common.zk_masters import leading_master
 
 
 class MasterUnreachableError(ConnectionError):
@@ -24,7 +27,8 @@ class MasterEndpoint:
     """Where the Mesos master is, and how to authenticate to it."""
 
     uri: str
-    """``host:port`` or ``zk://host:port/mesos``."""
+    """``host:port`` or ``zk://host:port/mesos`` (the leader is read from ZooKeeper as Mesos'
+    detectors read it: :mod:`common.zk_masters`)."""
     principal: str | None = None
     secret: str | None = None
     agent_principal: str | None = None
@@ -44,7 +48,7 @@ class MasterEndpoint:
 ANSWER_SECONDS = 60.0
 """How long a master that took the connection may take to answer ``/version``: it is there,
 only busy (50 jobs submitted at once to one embedded master on a loaded 2-core machine: 6 of
-them ended at once, "timed out", with the 5 s the connection gets; issue 29)."""
+them ended at once, "timed out", with the 5 s the connection gets)."""
 
 
 def check_master(uri: str, timeout: float = 5.0, answer_timeout: float = ANSWER_SECONDS) -> str:
@@ -54,9 +58,12 @@ def check_master(uri: str, timeout: float = 5.0, answer_timeout: float = ANSWER_
     Raises:
         MasterUnreachableError: naming the address and the cause.
     """
-    if uri.startswith(("zk://", "zoo://")):
-        return ""
-    address = uri if ":" in uri else f"{uri}:5050"
+    if is_zk(uri):
+        address = _leader_or_none(uri, timeout)
+        if address is None:
+            return ""  # none leads yet: pymesos waits for one, within the registration timeout
+    else:
+        address = uri if ":" in uri else f"{uri}:5050"
     host, _, port = address.rpartition(":")
     try:
         socket.create_connection((host.strip("[]"), int(port)), timeout=timeout).close()
@@ -67,6 +74,20 @@ def check_master(uri: str, timeout: float = 5.0, answer_timeout: float = ANSWER_
         raise MasterUnreachableError(
             f"cannot reach the Mesos master at {address} ({err}); check --master"
         ) from None
+
+
+def _leader_or_none(uri: str, timeout: float) -> str | None:
+    """``host:port`` of the master leading under a ``zk://`` URL, None while none leads.
+
+    Raises:
+        MasterUnreachableError: a bad URL, or ZooKeeper does not answer.
+    """
+    try:
+        return leading_master(uri, timeout)
+    except ValueError as err:
+        raise MasterUnreachableError(f"--master: {err}") from None
+    except ZooKeeperError as err:
+        raise MasterUnreachableError(f"{err}; check --master") from None
 
 
 def check_credentials(uri: str, principal: str | None, secret: str | None,
@@ -80,9 +101,13 @@ def check_credentials(uri: str, principal: str | None, secret: str | None,
     Raises:
         MasterUnreachableError: the master refuses them, naming what to give.
     """
-    if uri.startswith(("zk://", "zoo://")):
-        return
-    address = uri if ":" in uri else f"{uri}:5050"
+    if is_zk(uri):
+        leader = _leader_or_none(uri, timeout)
+        if leader is None:
+            return
+        address = leader
+    else:
+        address = uri if ":" in uri else f"{uri}:5050"
     request = master_request(f"http://{address}/api/v1/scheduler", principal or "",
                              secret or "")
     try:

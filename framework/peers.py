@@ -23,6 +23,7 @@ import time
 from typing import Any
 from urllib.request import urlopen
 
+from disauto.common.master_http import master_request
 from disauto.framework.policies import Standing
 
 
@@ -73,15 +74,19 @@ class PeerBoard:
         driver: the pymesos driver, once there is one.
         master: the master's ``host:port`` (HTTP), once known.
         framework_id: this framework's id, once subscribed.
+        auth: (principal, secret) for a master whose read-only endpoints need them
+            (``--authenticate_http_readonly``); None sends none.
     """
 
     def __init__(self, standing: Callable[[], Standing], driver: Callable[[], Any],
                  master: Callable[[], str], framework_id: Callable[[], str], *,
+                 auth: tuple[str, str] | None = None,
                  interval: float = 1.0, stale_after: float = 15.0) -> None:
         self._standing = standing
         self._driver = driver
         self._master = master
         self._framework_id = framework_id
+        self._auth = auth
         self._interval = interval
         self._stale_after = stale_after
         self._peers: tuple[Standing, ...] = ()
@@ -134,7 +139,8 @@ class PeerBoard:
         master = self._master()
         if not master:
             return
-        with urlopen(f"http://{master}/master/frameworks", timeout=5.0) as response:  # noqa: S310
+        request = master_request(f"http://{master}/master/frameworks", *(self._auth or ()))
+        with urlopen(request, timeout=5.0) as response:  # noqa: S310 - the master's URL
             body = json.loads(response.read())
         peers = standings_from_frameworks(body, self._framework_id(), time.time(),
                                           self._stale_after)

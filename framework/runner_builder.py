@@ -135,8 +135,9 @@ def build_runner(config: JobConfig, job_dir: Path, master: MasterEndpoint,
     policy = create_policy(options.offer_policy, config.offer_policy_settings,
                            runner=config.runner)
     # Policies that rank jobs (deadline) exchange standings through the master alone.
+    auth = (master.principal, master.secret or "") if master.principal else None
     peers = PeerBoard(policy.standing, link.driver, link.master_address,
-                      link.framework_id) if policy.uses_progress else None
+                      link.framework_id, auth=auth) if policy.uses_progress else None
     scheduler = JobScheduler(
         controller, policy, listeners.framework_address, peers=peers,
         uris=listeners.files.uris(config.files, config.inputs), logs=sandboxes,

@@ -19,7 +19,7 @@ from disauto.common.durations import format_duration
 from disauto.framework import meta
 from disauto.framework.capacity import agent_capacities
 from disauto.framework.capacity import unfit
-from disauto.framework.deadline_status import deadline_note
+from disauto.framework.deadline_status import deadline_forms
 from disauto.framework.framework_info import framework_info
 from disauto.framework.job import APPCORE_KEY
 from disauto.framework.job.progress import unreachable_note
@@ -226,20 +226,22 @@ class JobRunner:
             self.store.set_meta(meta.AGENT_ENDPOINTS, endpoints)
             self._recorded_agents = endpoints
 
-    def master_note(self) -> str:
+    def master_note(self) -> tuple[str, ...]:
         """What the progress line says while the master is away, else the trials on
-        unreachable agents and where the job stands against its deadline (empty when none of
-        that applies)."""
+        unreachable agents and where the job stands against its deadline: the note in its
+        forms, longest first (the deadline's shorter ones leave the rate and the ETA room); ()
+        when none of that applies."""
         if self.scheduler.master_away_for() < 5.0:
             # The trials are copied only for the notes that read them (every poll; 10,000).
             trials = self.controller.trials() if self.config.deadline \
                 else self.controller.tasks.unreachable_trials()
-            notes = [unreachable_note(trials, self.config.unreachable_timeout),
-                     deadline_note(self.config, trials, time.time())]
-            return " | ".join(note for note in notes if note)
+            unreachable = unreachable_note(trials, self.config.unreachable_timeout)
+            deadline = deadline_forms(self.config, trials, time.time()) or ("",)
+            return tuple(" | ".join(note for note in (unreachable, form) if note)
+                         for form in deadline if unreachable or form)
         since = time.strftime("%H:%M:%S", time.localtime(self.scheduler.master_away_at))
         return (f"the Mesos master is away since {since}; retrying, the job stops after "
-                f"{format_duration(self.config.master_timeout)} without it")
+                f"{format_duration(self.config.master_timeout)} without it",)
 
     def _check_master(self) -> None:
         """Give up on a master that has been away longer than ``master_timeout`` (counted from

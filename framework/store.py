@@ -575,7 +575,7 @@ class JobStore:
 def _decoded(texts: Iterable[str]) -> list[Any]:
     """The JSON values of ``texts``, decoded in one call (as an array): 10,000 calls of
     ``json.loads`` cost more in Python than the decoding itself (``da-job results`` of a
-    10,000-trial record, issue 29)."""
+    10,000-trial record)."""
     return list(json.loads("[" + ",".join(texts) + "]"))
 
 

@@ -21,8 +21,10 @@ with the master as soon as it answers.
 
 from __future__ import annotations
 
+import argparse
 from collections.abc import Callable
 from collections.abc import Sequence
+from dataclasses import replace
 import enum
 import logging
 import signal
@@ -32,7 +34,9 @@ from types import FrameType
 from typing import Any
 from typing import Protocol
 
+from disauto.common.zk_masters import ZK_LOG
 from disauto.localmesos import admin_cli
+from disauto.localmesos import elected_cli
 from disauto.localmesos.agent_host import AgentHost
 from disauto.localmesos.agent_host import fixed_leader
 from disauto.localmesos.cli_flags import PROG
@@ -156,6 +160,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["agent"]:
         return admin_cli.main(argv[1:])
+    if argv[:1] == ["master"]:
+        return elected_cli.master_main(argv[1:])
     parser = build_parser()
     try:
         args = parser.parse_args(argv)
@@ -167,12 +173,34 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(exc.code or 0)
     level = logging.DEBUG if args.debug else logging.INFO if args.verbose else logging.WARNING
     logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    # ZooKeeper's client warns of every refused connection; the one line of an error says it.
+    ZK_LOG.setLevel(logging.INFO if args.verbose or args.debug else logging.ERROR)
+    if args.zk is not None or args.master_only or args.masters != "1":
+        return _serve_elected(args, config)
     master = master_address(args)
     if master is not None:
         host = AgentHost(config, fixed_leader(master))
         return _serve(host, config, args.debug, lambda: _announce_agents(host, master))
     cluster = LocalCluster(config)
     return _serve(cluster, config, args.debug, lambda: _announce(cluster))
+
+
+def _serve_elected(args: argparse.Namespace, config: ClusterConfig) -> int:
+    """``--zk``: one contending master (``--master-only``), or N of them and the agents."""
+    try:
+        if args.zk is None:
+            raise UsageError("--masters and --master-only need --zk zk://HOST:PORT/PATH")
+        url = elected_cli.zk_url(args.zk)
+        session_timeout = parse_duration(args.zk_session_timeout, flag="--zk-session-timeout")
+        masters = int(args.masters) if args.masters.isdigit() else 0
+        if masters < 1:
+            raise UsageError(f"--masters: invalid value {args.masters!r}: a whole number >= 1")
+    except UsageError as exc:
+        _error(str(exc))
+        return ExitStatus.USAGE
+    if args.master_only:
+        return elected_cli.serve_master(replace(config, agents=0), url, session_timeout)
+    return elected_cli.serve_masters(args, config, url, masters)
 
 
 if __name__ == "__main__":

@@ -149,6 +149,8 @@ class _Parser(argparse.ArgumentParser):
 
 USAGE = """da-cluster [options]
        da-cluster --agents-only --master HOST:PORT [options]
+       da-cluster --zk zk://HOST:PORT/PATH [--masters N|--master-only] [options]
+       da-cluster master list --zk zk://HOST:PORT/PATH
        da-cluster agent {list,restart,partition,heal} [AGENT] --master HOST:PORT"""
 
 ADMIN_HELP = """admin (not Mesos calls; docs/local-mode.md):
@@ -178,6 +180,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_sandbox_flags(parser.add_argument_group("sandbox logs"))
     _add_health_flags(parser.add_argument_group("agent health and recovery (Mesos' flags)"))
     _add_auth_flags(parser.add_argument_group("authentication and authorization (Mesos' flags)"))
+    _add_election_flags(parser.add_argument_group("masters elected through ZooKeeper"))
     output = parser.add_argument_group("output")
     output.add_argument("--verbose", action="store_true", help="log what the master does")
     output.add_argument("--debug", action="store_true", help="debug logs and tracebacks")
@@ -241,6 +244,25 @@ def _add_auth_flags(group: Group) -> None:
         "--acls", metavar="FILE",
         help="the master's ACLs, Mesos' JSON: permissive, register_frameworks, run_tasks, "
              "view_roles (default: everything allowed)")
+
+
+def _add_election_flags(group: Group) -> None:
+    """Several masters elected through ZooKeeper (:mod:`localmesos.elected_cli`)."""
+    group.add_argument(
+        "--zk", metavar="URL",
+        help="elect the masters through ZooKeeper, as Mesos' --zk: "
+             "zk://HOST:PORT[,HOST:PORT...]/PATH (default: one master, no election)")
+    group.add_argument(
+        "--masters", default="1", metavar="N",
+        help="with --zk: run N masters, each its own process on --port, --port+1, ..., and "
+             "the agents in this one (default 1)")
+    group.add_argument(
+        "--master-only", action="store_true",
+        help="with --zk: run one contending master in this process and no agents")
+    group.add_argument(
+        "--zk-session-timeout", default="10secs", metavar="DURATION",
+        help="with --zk: how long ZooKeeper keeps a silent master's session, after which "
+             "another is elected (Mesos' --zk_session_timeout, default 10secs)")
 
 
 def load_acls(path: str, *, flag: str = "--acls") -> Acls:

@@ -26,6 +26,9 @@ from disauto.common.master_http import master_request
 from disauto.common.objectives import is_feasible
 from disauto.common.processes import is_running
 from disauto.common.trial_state import TrialState
+from disauto.common.zk_masters import ZooKeeperError
+from disauto.common.zk_masters import is_zk
+from disauto.common.zk_masters import resolve_master
 from disauto.framework import meta as meta_keys
 from disauto.framework.control import Answer
 from disauto.framework.control import ControlChannel
@@ -176,6 +179,8 @@ def scan() -> tuple[list[Job], list[UnreadableRecordError]]:
         return [], []
     jobs, unreadable = [], []
     for folder in sorted(root.iterdir()):
+        if folder.name.startswith("."):
+            continue  # not a job: da-job import's or rm's folder, on its way in or out
         try:
             jobs.append(load(folder))
         except UnreadableRecordError as err:
@@ -192,7 +197,8 @@ def find(prefix: str) -> Job:
         JobLookupError: none, or several (naming them).
     """
     root = paths.jobs_dir()
-    names = sorted(p.name for p in root.iterdir()) if root.is_dir() else []
+    names = sorted(p.name for p in root.iterdir() if not p.name.startswith(".")) \
+        if root.is_dir() else []
     if prefix in names:
         return load(root / prefix)
     matches = [name for name in names if name.startswith(prefix)] if prefix else []
@@ -232,9 +238,15 @@ def master_frameworks(master: str, principal: str | None = None, secret: str | N
     Raises:
         MasterQueryError: the master is unreachable, refuses us or answers nonsense.
     """
-    address = master.split("://", 1)[-1].rstrip("/")
-    if ":" not in address:
-        address += ":5050"
+    if is_zk(master):
+        try:
+            address = resolve_master(master, timeout)
+        except (ValueError, ZooKeeperError) as err:
+            raise MasterQueryError(f"{err}; check --master") from None
+    else:
+        address = master.split("://", 1)[-1].rstrip("/")
+        if ":" not in address:
+            address += ":5050"
     request = master_request(f"http://{address}/master/frameworks", principal or "",
                              secret or "")
     try:

@@ -44,20 +44,21 @@ WAITING_NOTE_SECONDS = 10.0
 """A trial pending longer than this is named on the progress line (the cluster is busy)."""
 
 
-def progress_line(progress: Progress, objective: str, wants: str = "", note: str = "",
-                  width: int | None = None) -> str:
+def progress_line(progress: Progress, objective: str, wants: str = "",
+                  note: str | Sequence[str] = "", width: int | None = None) -> str:
     """One line of at most ``width`` characters (the terminal's): trials done / running /
     failed, best so far (with several objectives: the Pareto front's size), elapsed; the rate
     and ETA; a trial that waits; the note. What does not fit gives way in this order: zero
     counts, the wording of the wait, of the best and of the rate, the parallelism, the word
     "trials"; then the pending count, the wait, the best, the ETA; a note still too long is
-    cut.
+    cut. A note of several forms takes its longest that changes none of that.
 
     Args:
         progress: the job's progress.
         objective: the objective's name.
         wants: what one trial asks for (``cpus=4, mem=5120 MB``), named while one waits.
-        note: what else the user must know now (the master is away), appended.
+        note: what else the user must know now (the master is away, the deadline), appended;
+            or its forms, longest first (a deadline's shorter ones keep the ETA beside it).
         width: the most characters (default: the terminal's width, 80 when unknown).
     """
     width = fit.columns() if width is None else width
@@ -97,9 +98,24 @@ def progress_line(progress: Progress, objective: str, wants: str = "", note: str
                            f" | a trial waits for resources since {since}{per_trial}",
                            f" | a trial waits since {since}", f" | waits since {since}"), 3,
                           optional=True))
-    if note:
-        parts.append(Part((f" | {note}",), 6))
-    return fit.clip(fit.fit_parts(parts, width), width)
+    forms = tuple(form for form in ((note,) if isinstance(note, str) else note) if form)
+    return fit.clip(_with_note(parts, forms, width), width)
+
+
+def _with_note(parts: list[Part], forms: tuple[str, ...], width: int) -> str:
+    """The parts and the note (last, kept over the rest) fitted to ``width``, the note in its
+    longest form that changes nothing else: its shortest form names what the user must know
+    (``deadline on track``), its longer ones (when, predicted when) give way first of all, so
+    the rate and the ETA stay beside it."""
+    if not forms:
+        return fit.fit_parts(parts, width)
+    shortest = fit.fit_parts([*parts, Part((f" | {forms[-1]}",), 6)], width)
+    rest = shortest[:len(shortest) - len(f" | {forms[-1]}")]
+    for form in forms[:-1]:
+        line = fit.fit_parts([*parts, Part((f" | {form}",), 6)], width)
+        if len(line) <= width and line == f"{rest} | {form}":
+            return line
+    return shortest
 
 
 def _pace_part(pace: Pace) -> Part:
@@ -449,7 +465,7 @@ def saved_exit_status(job_dir: Path, state: str) -> int | None:
 def dumps(document: Mapping[str, Any]) -> str:
     """results.json's text: one key a line, each trial on a line of its own. Indented by
     ``json``, a 10,000-trial document took 2 s (its indenting encoder is pure Python); this is
-    the C encoder's, line by line (issue 29)."""
+    the C encoder's, line by line."""
     compact = json.JSONEncoder(sort_keys=True, separators=(", ", ": ")).encode
 
     lines = []
@@ -471,16 +487,16 @@ def write(job_dir: Path, record: JobFacts, param_order: Sequence[str] = ()) -> t
         OSError: a file could not be written.
     """
     json_path = job_dir / paths.RESULTS_JSON
-    with _replacing(json_path) as handle:
+    with replacing(json_path) as handle:
         handle.write(dumps(document(record)))
     csv_path = job_dir / paths.RESULTS_CSV
-    with _replacing(csv_path) as handle:
+    with replacing(csv_path) as handle:
         write_csv(handle, record.trials, record.maximize, param_order, record.objectives)
     return json_path, csv_path
 
 
 @contextmanager
-def _replacing(path: Path) -> Iterator[IO[str]]:
+def replacing(path: Path) -> Iterator[IO[str]]:
     """A file written beside ``path`` that replaces it once whole (removed if not)."""
     partial = path.with_name(path.name + ".partial")
     try:
@@ -494,9 +510,27 @@ def _replacing(path: Path) -> Iterator[IO[str]]:
 
 def write_csv(handle: IO[str], trials: Sequence[TrialRow], maximize: bool,
               param_order: Sequence[str] = (), objectives: Objectives | None = None) -> None:
-    """The trials, best first, as CSV: parameters, then every metric any trial reported; where
-    trials reported constraints, ``feasible`` and ``constraints`` (JSON); with several
-    ``objectives``, ``pareto_front`` (1 on the front, the front first)."""
+    """The trials, best first, as CSV: the columns of :func:`trial_rows`, a missing value
+    empty, the measured usage with a fixed number of decimals."""
+    header, rows = trial_rows(trials, maximize, param_order, objectives)
+    usage_at = len(header) - header[::-1].index("message")  # after the last "message"
+    formats: list[int | None] = [None] * len(header)
+    formats[usage_at:usage_at + len(USAGE_CSV)] = USAGE_CSV_DECIMALS
+    writer = csv.writer(handle)
+    writer.writerow(header)
+    for row in rows:
+        writer.writerow(["" if value is None else value if decimals is None
+                         else f"{value:.{decimals}f}"
+                         for value, decimals in zip(row, formats, strict=True)])
+
+
+def trial_rows(trials: Sequence[TrialRow], maximize: bool, param_order: Sequence[str] = (),
+               objectives: Objectives | None = None) -> tuple[list[str], list[list[Any]]]:
+    """The trials, best first, as the columns of results.csv (and of ``da-job results
+    --format parquet``) and their values, None where a trial has none: parameters, then every
+    metric any trial reported; where trials reported constraints, ``feasible`` and
+    ``constraints`` (JSON); with several ``objectives``, ``pareto_front`` (1 on the front, the
+    front first)."""
     ordered, front = _ordered(trials, maximize, objectives)
     params = _param_names(ordered, param_order)
     metrics: list[str] = []
@@ -504,32 +538,34 @@ def write_csv(handle: IO[str], trials: Sequence[TrialRow], maximize: bool,
         metrics += [n for n in trial.metrics if n not in metrics]
     constrained = any(t.constraints is not None for t in trials)
     several = objectives is not None and objectives.several
-    writer = csv.writer(handle)
-    writer.writerow(["trial", "state", "objective", *params,
-                     *(f"metric:{m}" for m in metrics), "training_seconds", "message",
-                     *USAGE_CSV, *(("feasible", "constraints") if constrained else ()),
-                     *(("pareto_front",) if several else ())])
+    header = ["trial", "state", "objective", *params, *(f"metric:{m}" for m in metrics),
+              "training_seconds", "message", *USAGE_CSV,
+              *(("feasible", "constraints") if constrained else ()),
+              *(("pareto_front",) if several else ())]
+    rows = []
     for t in ordered:
         extra: list[Any] = []
         if constrained:
             extra += [int(is_feasible(t.constraints)),
-                      "" if t.constraints is None else json.dumps(list(t.constraints))]
+                      None if t.constraints is None else json.dumps(list(t.constraints))]
         if several:
             extra.append(int(t.number in front))
-        writer.writerow([t.number, t.state, "" if t.objective is None else t.objective,
-                         *(t.assignment.get(p, "") for p in params),
-                         *(t.metrics.get(m, "") for m in metrics),
-                         round(t.training_seconds, 3), t.message, *_usage_cells(t), *extra])
+        rows.append([t.number, str(t.state), t.objective,
+                     *(t.assignment.get(p) for p in params),
+                     *(t.metrics.get(m) for m in metrics),
+                     round(t.training_seconds, 3), t.message, *_usage_values(t), *extra])
+    return header, rows
 
 
 USAGE_CSV = ("peak_rss_mb", "cpu_seconds", "mean_gpu_utilization", "peak_gpu_memory_mb")
 """The measured usage columns of results.csv (empty where not measured)."""
+USAGE_CSV_DECIMALS = (1, 3, 1, 1)
+"""The decimals results.csv writes of each."""
 
 
-def _usage_cells(trial: TrialRow) -> list[str]:
+def _usage_values(trial: TrialRow) -> list[float | None]:
     usage = trial.usage
-    return ["" if usage.peak_rss_bytes is None else f"{usage.peak_rss_bytes / (1 << 20):.1f}",
-            "" if usage.cpu_seconds is None else f"{usage.cpu_seconds:.3f}",
-            "" if usage.mean_gpu_utilization is None else f"{usage.mean_gpu_utilization:.1f}",
-            "" if usage.peak_gpu_memory_bytes is None
-            else f"{usage.peak_gpu_memory_bytes / (1 << 20):.1f}"]
+    return [None if usage.peak_rss_bytes is None else usage.peak_rss_bytes / (1 << 20),
+            usage.cpu_seconds, usage.mean_gpu_utilization,
+            None if usage.peak_gpu_memory_bytes is None
+            else usage.peak_gpu_memory_bytes / (1 << 20)]

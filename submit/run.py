@@ -78,6 +78,13 @@ def _log_thread_crash(args: threading.ExceptHookArgs) -> None:
 
 
 def _configure_logging(debug: bool, log_file: Path | None) -> None:
+    # pymesos gives its logger a terminal handler of its own when imported (pymesos/__init__.py):
+    # a master's failover printed its tracebacks and every redirect on the user's terminal.
+    # Its records go to the job's log like everyone's (the terminal shows them with --debug).
+    import pymesos
+
+    for own in list(pymesos.logger.handlers):
+        pymesos.logger.removeHandler(own)
     root = logging.getLogger()
     root.setLevel(logging.DEBUG if debug else logging.INFO)
     for handler in list(root.handlers):
@@ -121,14 +128,12 @@ class _StopSignals:
         raise _Stop(_STOP_MESSAGES.get(signal.Signals(signum), "stopped by a signal"))
 
 
-def detach(job_id: str, python_args: Sequence[str], out: IO[str],
-           timeout: float = 90.0, lock: JobLock | None = None) -> ExitStatus:
+def spawn(job_id: str, python_args: Sequence[str],
+          lock: JobLock | None = None) -> tuple[subprocess.Popen[bytes], int]:
     """Start ``python <python_args>`` as a background process of its own session (it outlives
-    this terminal), its output in the job folder; return once its framework is registered,
-    saying how to follow it, or with its own exit status and last lines if it ended first.
-
-    The child inherits the job's lock (``lock``, else taken here), so that no other run of the
-    job starts between this check and the child's start.
+    this terminal), its output appended to the job folder's; the process and where its output
+    begins in that file. It inherits the job's lock (``lock``, else taken here), so that no
+    other run of the job starts between this check and its start.
 
     Raises:
         JobLockedError: another process runs the job.
@@ -149,14 +154,36 @@ def detach(job_id: str, python_args: Sequence[str], out: IO[str],
             )
     finally:
         lock.close()  # the child holds it now (or nobody, if it could not start)
+    return process, started_at
+
+
+def output_since(job_id: str, offset: int) -> str:
+    """What the job's background process wrote from ``offset`` on (its output file)."""
+    try:
+        with (paths.job_dir(job_id) / paths.DETACHED_OUT).open("rb") as handle:
+            handle.seek(offset)
+            return handle.read().decode("utf-8", "replace")
+    except OSError:
+        return ""
+
+
+def detach(job_id: str, python_args: Sequence[str], out: IO[str],
+           timeout: float = 90.0, lock: JobLock | None = None) -> ExitStatus:
+    """Start ``python <python_args>`` in the background (:func:`spawn`); return once its
+    framework is registered, saying how to follow it, or with its own exit status and last
+    lines if it ended first.
+
+    Raises:
+        JobLockedError: another process runs the job.
+    """
+    job_dir = paths.job_dir(job_id)
+    process, started_at = spawn(job_id, python_args, lock)
     deadline = time.monotonic() + timeout
     while process.poll() is None and time.monotonic() < deadline \
             and not _registered(job_dir, process.pid):
         time.sleep(0.1)
     if process.poll() is not None:  # it ended at once: a bad master, an unschedulable job...
-        with output.open("rb") as handle:
-            handle.seek(started_at)
-            out.write(handle.read().decode("utf-8", "replace"))
+        out.write(output_since(job_id, started_at))
         codes = {int(status) for status in ExitStatus}
         return ExitStatus(process.returncode) if process.returncode in codes else ExitStatus.ERROR
     print(f"{PROG}: job {job_id} runs in the background (pid {process.pid})", file=out)
@@ -485,7 +512,7 @@ class _ProgressPrinter:
         self._last = ""
         self._last_time = 0.0
 
-    def __call__(self, progress: Any, note: str = "") -> None:
+    def __call__(self, progress: Any, note: str | Sequence[str] = "") -> None:
         if self._quiet:
             return
         from disauto.submit.results import progress_line

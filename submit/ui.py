@@ -33,7 +33,9 @@ class RecordedJobs(Mapping[str, JobSource]):
     def _folders(self) -> list[Path]:
         if not self._root.is_dir():
             return []
-        return sorted(p for p in self._root.iterdir() if (p / paths.JOB_DB).is_file())
+        # A dot folder is not a job: da-job import's or rm's, on its way in or out.
+        return sorted(p for p in self._root.iterdir()
+                      if not p.name.startswith(".") and (p / paths.JOB_DB).is_file())
 
     def __getitem__(self, job_id: str) -> JobSource:
         folder = self._root / job_id

@@ -451,3 +451,16 @@ def test_the_meta_checker_sees_a_key_spelled_out(tmp_path: Path) -> None:
     found = _meta_by_name("disauto.framework.probe", probe)
     assert sorted(int(line.split(" ", 1)[0].rsplit(":", 1)[1]) for line in found) == [
         1, 2, 3, 4, 5, 6, 7, 10, 10]
+
+
+TICKET = re.compile(r"\bissues? \d+\b", re.IGNORECASE)
+
+
+def test_product_code_says_what_and_why_not_which_ticket() -> None:
+    """A comment or docstring that cites "issue 29" tells a reader nothing the code does not;
+    the issue's number belongs in the commit and the issue, its reason in the code."""
+    found = [f"{path.relative_to(ROOT)}:{number}: {line.strip()}"
+             for name, path in MODULES if _package(name) in SIZE_LIMITED
+             for number, line in enumerate(path.read_text().splitlines(), start=1)
+             if TICKET.search(line)]
+    assert found == []

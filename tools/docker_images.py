@@ -8,8 +8,9 @@ into it in the label ``org.disauto.content-hash``; an image whose label matches 
     machine's own apt sources (``--variant=essential``, no documentation or locales) and
     ``docker import``-ed. About 30 s and 145 MB.
 ``apprunner-small`` (``disauto/apprunner-small:latest``)
-    The base plus grpcio, protobuf and DisAuto's runner SDK (``apprunner_sdk`` and the generated
-    ``protos``): what the container tests run trials in. No TensorFlow.
+    The base plus grpcio, protobuf, cloudpickle and DisAuto's runner SDK (``apprunner_sdk`` and
+    the generated ``protos``): what the container tests run trials in, ``optimize()``'s too.
+    No TensorFlow.
 ``apprunner`` (``disauto/apprunner:latest``)
     The base plus all of DisAuto and TensorFlow (``tensorflow[and-cuda]`` by default): the image
     for a real cluster's AppRunner (and AppCore) tasks. Large; never built by the tests.
@@ -308,7 +309,7 @@ def build_small(client: Any, *, tag: str = SMALL_TAG, base: str = BASE_TAG,
     """The small AppRunner image on ``base``; returns its tag."""
     base_id = client.images.get(base).id
     python, site = _python_of(client, base)
-    pins = _pins("grpcio", "protobuf")
+    pins = _pins("grpcio", "protobuf", "cloudpickle")  # cloudpickle: optimize()'s trials
     dockerfile = DEPLOY / "Dockerfile.apprunner-small"
     files = _sdk_files()
     content_hash = _digest(RECIPE_VERSION, base_id, python, pins, _platforms(),

@@ -44,7 +44,7 @@ trials went from 101 ms to 22 ms (p50; ``docs/benchmarks.md``).
 Speed at thousands of trials, the window: Optuna's TPE builds its two densities from every
 finished trial on each ask, in Python loops (the trials' internal values, the split into good
 and bad, the constraints), so an ask grew with the study: 280 ms p50, 530 ms p99 at 10,000
-trials (issue 29). The sampler here learns from a window of the study (the ``tpe_window``
+trials. The sampler here learns from a window of the study (the ``tpe_window``
 setting, :data:`WINDOW` by default; 0 turns it off): the :data:`KEPT_BEST` best completed trials,
 the most recent finished ones up to the window, and the trials still running (the constant
 liar's); a window under :data:`KEPT_BEST` holds those best alone. Optuna's split takes the good

@@ -11,7 +11,6 @@ from collections.abc import Callable
 import logging
 
 from disauto.framework.control import KILLED_FROM_PAGE
-from disauto.framework.control import KILLED_WITH_DA_JOB
 from disauto.framework.control import Answer
 from disauto.framework.control import ControlChannel
 from disauto.framework.control import KillJob
@@ -57,18 +56,18 @@ class ControlDesk:
 
     def _carry_out(self, request: Request) -> Answer:
         if isinstance(request, KillJob):
-            return self._kill_job()
+            return self._kill_job(request.message)
         if isinstance(request, KillTrial):
             return self._kill_trial(request.number)
         return self._update(request)
 
-    def _kill_job(self) -> Answer:
+    def _kill_job(self, message: str) -> Answer:
         job_id = self._controller.config.job_id
         ended = self._controller.outcome
         if ended is not None:  # already ending: the asker waits for its end as for a kill's
             return Answer(True, f"job {job_id} is already ending "
                                 f"({framework_pb2.JobOutcome.Name(ended[0])})")
-        self._controller.finish(framework_pb2.JOB_KILLED, KILLED_WITH_DA_JOB)
+        self._controller.finish(framework_pb2.JOB_KILLED, message)  # who asked
         return Answer(True, f"killing job {job_id}")
 
     def _kill_trial(self, number: int) -> Answer:

@@ -2,7 +2,7 @@
 
 A job of 10,000 trials asks many times a second which trials wait for an offer, which run and
 which is the best; scanning and sorting every trial for each answer made each of those calls
-grow with the job (issue 29). The index is told of every trial added and of every change of a
+grow with the job. The index is told of every trial added and of every change of a
 trial's state (the book's ``add`` and ``set_state``, the only places a state changes), so each
 answer costs what it returns, not the job's size. The book's lock guards it.
 """

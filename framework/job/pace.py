@@ -1,6 +1,6 @@
 """A job's pace: trials ended per minute, and an ETA for what is left of its budget.
 
-Both come from the trials' own recorded times (issue 36), for the progress line, ``da-job
+Both come from the trials' own recorded times, for the progress line, ``da-job
 status`` and the job page:
 
 * the **rate** is the trials that ended (completed, pruned, failed or timed out; not those

@@ -2,7 +2,7 @@
 
 A launch is one ACCEPT call to the master (pymesos opens a connection per call). When the call
 times out or fails, the master may never have seen it: no status ever comes, and the job waits
-for a task that does not exist (issue 29: one of 50 jobs on a machine at load 78 waited
+for a task that does not exist (one of 50 jobs on a machine at load 78 waited
 13 minutes for its AppCore). Mesos' answer to a call that may not have arrived is explicit
 reconciliation (apache/mesos ``docs/reconciliation.md``): the master answers each task with
 its latest state, or, for a task it does not know, TASK_GONE or TASK_UNKNOWN

@@ -118,7 +118,7 @@ PENDING_NOTE = "parameter importance is being computed (Optuna)…"
 RECOMPUTE_SECONDS = 20.0
 """While a job runs, its importance is computed again at most this often, unless the trials it
 counts grew by :data:`RECOMPUTE_GROWTH` since: a job that completes 50 trials a second would
-otherwise keep a thread of the framework computing it (issue 29)."""
+otherwise keep a thread of the framework computing it."""
 RECOMPUTE_GROWTH = 0.2
 THROTTLE_FROM = 200
 """Jobs with fewer trials get their importance computed again at each change."""

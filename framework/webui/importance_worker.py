@@ -3,7 +3,7 @@
 Optuna's importance takes its evaluators' imports (scikit-learn and SciPy: 4-7 s on the
 project's busy 2-core machine) and, over 2,000 trials, about a second of PED-ANOVA. In the
 framework's process both held the GIL that the job's control loop needs, and the import fell on
-the job's end, when ``report.html`` is written (issue 29). So the framework (and ``da-job ui``)
+the job's end, when ``report.html`` is written. So the framework (and ``da-job ui``)
 hands the computation to this worker: ``python -m disauto.framework.webui.importance_worker``,
 started when the first ranking is asked for (a job whose trials are too few to rank never
 starts it: :func:`importance.why_not`), which lowers its own priority (``nice`` 5: the job's

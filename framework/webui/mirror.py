@@ -2,7 +2,7 @@
 
 ``da-job ui`` serves jobs from their folders: an ended job's record does not change, and one
 that another process runs changes a few trials at a time. Reading every trial of a
-10,000-trial record on each 1.5 s poll cost a second (issue 29), so the page keeps a mirror of
+10,000-trial record on each 1.5 s poll cost a second, so the page keeps a mirror of
 each record it serves: read whole once, then, when the database's files changed, only the
 trials that can have changed (``JobStore.trials_since``: those added, those in flight, those
 that ended in the last :data:`SETTLE_SECONDS`). Ended trials never change again, except their

@@ -4,7 +4,9 @@ Routes (every answer but the pages and their scripts is JSON; every error is one
 ``{"error": "..."}``, never a traceback)::
 
     GET  /                                   the index of jobs (or, serving one job, to its page)
+    GET  /favicon.ico                        204: no icon (the pages name none, ``data:,``)
     GET  /api/jobs                           every job's facts
+    GET  /api/compare?jobs=ID,ID             their best so far by trial number (compare.py)
     GET  /static/<file>                      the page's script and style, plotly.min.js
     GET  /jobs/<id>/                         a job's page
     GET  /jobs/<id>/api/page                 the page's data (views.page_data); ?offset=&limit=
@@ -19,7 +21,10 @@ Routes (every answer but the pages and their scripts is JSON; every error is one
     *    /api/registry..., /api/data...      the same, on a server of one job (the framework's)
 
 POSTs, PUTs and DELETEs carry the job token as ``Authorization: Bearer <token>``: none is 401,
-a wrong one 403.
+a wrong one 403. A POST with ``Prefer: status-in-body`` (the page's kills) is answered 200 even
+when refused, ``{"ok": false, "status": 409, "error": "..."}``, with ``Preference-Applied``:
+a browser logs every answer of 400 or more to its console as an error, and a refusal the page
+expects (a trial that ended meanwhile, a missing token) is one line on the page, not that.
 Reading needs no token (the page is read-only without it); the server listens where the
 framework's other servers do (loopback in local mode).
 """
@@ -44,6 +49,8 @@ from urllib.parse import urlsplit
 
 from disauto.common.serving import serving_thread
 from disauto.framework.webui import dataservice
+from disauto.framework.webui.compare import compare_data
+from disauto.framework.webui.compare import requested
 from disauto.framework.webui.sources import ActionError
 from disauto.framework.webui.sources import JobSource
 from disauto.framework.webui.table import TableQuery
@@ -68,6 +75,10 @@ _JOB_ROUTE = re.compile(r"/jobs/([^/]+)(/.*)?")
 _TRIAL_ROUTE = re.compile(r"/api/trials/(\d{1,9})/(log|kill)")
 _ENTRY_ROUTE = re.compile(r"/api/registry/([^/]+)")
 _SERVICE_ROUTE = re.compile(r"/api/(registry|data)(/.*)?")
+
+
+IN_BODY = "status-in-body"
+"""The ``Prefer`` token (RFC 7240) that asks for a POST's refusal in a 200 answer's body."""
 
 
 def static_bytes(name: str) -> bytes:
@@ -138,12 +149,21 @@ class _Handler(BaseHTTPRequestHandler):
         try:
             self._route(method)
         except ActionError as err:
-            self._error(err.status, str(err))
+            if method == "POST" and self._prefers_in_body():
+                self._send(200, to_json({"ok": False, "status": err.status,
+                                         "error": str(err).splitlines()[0]}).encode(),
+                           "application/json", {"Preference-Applied": IN_BODY})
+            else:
+                self._error(err.status, str(err))
         except (BrokenPipeError, ConnectionResetError):
             pass
         except Exception as err:  # noqa: BLE001 - one line to the browser, the rest to the log
             logger.exception("job page: %s %s failed", method, self.path)
             self._error(500, f"internal error: {type(err).__name__}: {err}")
+
+    def _prefers_in_body(self) -> bool:
+        preferences = ",".join(self.headers.get_all("Prefer") or [])
+        return IN_BODY in (p.split(";")[0].strip().lower() for p in preferences.split(","))
 
     def _route(self, method: str) -> None:
         url = urlsplit(self.path)
@@ -151,8 +171,12 @@ class _Handler(BaseHTTPRequestHandler):
         query = parse_qs(url.query)
         if method == "GET" and path == "/":
             self._index()
+        elif method == "GET" and path == "/favicon.ico":
+            self._send(204, b"", "image/x-icon")  # none: no 404 in a browser's console
         elif method == "GET" and path == "/api/jobs":
             self._json(200, [_summary(source) for source in self.server.sources().values()])
+        elif method == "GET" and path == "/api/compare":
+            self._json(200, compare_data(self.server.sources(), requested(query)))
         elif method == "GET" and path.startswith("/static/"):
             self._static(path[len("/static/"):])
         elif (match := _JOB_ROUTE.fullmatch(path)) is not None:

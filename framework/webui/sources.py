@@ -56,7 +56,8 @@ class JobSource(abc.ABC):
 
     @abc.abstractmethod
     def kill_job(self) -> str:
-        """Ask the job to end (outcome JOB_KILLED); what was done, in one line."""
+        """Ask the job to end (outcome JOB_KILLED, "killed from the job page"); what was
+        done, in one line."""
 
     @abc.abstractmethod
     def kill_trial(self, number: int) -> str:
@@ -135,7 +136,7 @@ class LiveJob(JobSource):
         if self._controller.outcome is not None:
             raise ActionError(409, f"job {self.job_id} has already ended")
         # The same path as `da-job kill`: the run loop ends the job with JOB_KILLED.
-        ControlChannel(self._controller.store).ask(KillJob())
+        ControlChannel(self._controller.store).ask(KillJob(KILLED_FROM_PAGE))
         return f"killing job {self.job_id}"
 
     def kill_trial(self, number: int) -> str:
@@ -207,7 +208,7 @@ class RecordedJob(JobSource):
         self._running()
         store = self._store()
         try:
-            ControlChannel(store).ask(KillJob())  # what `da-job kill` does
+            ControlChannel(store).ask(KillJob(KILLED_FROM_PAGE))  # as `da-job kill` does
         finally:
             store.close()
         return f"killing job {self.job_id}"

@@ -1,4 +1,4 @@
-"""What the job page's plots draw, bounded whatever the number of trials (issue 29).
+"""What the job page's plots draw, bounded whatever the number of trials.
 
 The plots of a job of 10,000 trials cannot get every trial and every intermediate value on
 each poll; they get a summary of at most a few thousand numbers:

@@ -1,6 +1,6 @@
 """The job page's trials table, one page at a time: filtered, sorted and cut on the server.
 
-A job of 10,000 trials cannot send every row on each 1.5 s poll (issue 29): the page asks for
+A job of 10,000 trials cannot send every row on each 1.5 s poll: the page asks for
 one page of the table (``offset``, ``limit``), sorted by a column (``sort``, ``dir``) and
 filtered by state and by text, and gets those rows with how many matched. ``static/job.js``
 does the same over the rows report.html carries, so both sort and filter alike:

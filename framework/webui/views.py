@@ -2,7 +2,7 @@
 
 A :class:`Record` is what the page needs of a job: its meta values, its trials, a reader of
 their intermediate values, and whether it runs. :func:`page_data` turns it into one JSON
-object of sections, each bounded whatever the number of trials (issue 29):
+object of sections, each bounded whatever the number of trials:
 
 * ``job``: the job's facts, its trials counted by state and its best;
 * ``trials`` and ``table``: one page of the trials table (``framework/webui/table.py``: sorted,
@@ -384,7 +384,7 @@ last answer, marked pending; the next poll has the new one)."""
 REPORT_WAIT = 10.0
 """How long report.html waits for parameter importance when the job ends. The worker runs at a
 lower CPU priority, so on a busy machine it can take long (at nice 19, 97 s at load 20 for 200
-trials, issue 29); the report then has the last answer computed while the job ran, or a note
+trials); the report then has the last answer computed while the job ran, or a note
 (``report.settled``)."""
 
 SECTIONS = ("trials", "table", "summary", "importance", "pareto", "telemetry")

@@ -80,7 +80,7 @@ class AgentViews:
             # The table only grows (a task's sandbox is kept after it ends), so its size says
             # whether the roots changed: a warm slot's thousands of tasks share one sandbox,
             # and building the roots from every task on each /files request made the log
-            # collector's calls cost in proportion to the tasks ever run (issue 29).
+            # collector's calls cost in proportion to the tasks ever run.
             cached = self._file_roots_cache
             if cached is not None and cached[0] == len(self._sandboxes):
                 return cached[1]

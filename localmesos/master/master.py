@@ -42,6 +42,7 @@ offers). :mod:`~localmesos.master.records` holds what the master knows,
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Callable
 from collections.abc import Mapping
 from collections.abc import Sequence
 import logging
@@ -188,6 +189,15 @@ class Master(Subscriptions, LaunchCalls, SchedulerCalls, TaskBookkeeping, OfferM
         self.deactivated: set[str] = set()
         #: Agent ids in order of first registration: ``/slave(N)`` is the N-th, for good.
         self.agent_slots: list[str] = []
+        #: Agents a recovered registry admitted (id → AgentInfo), which may re-register
+        #: (:mod:`localmesos.master.registrar`).
+        self.recovered_agents: dict[str, dict[str, Any]] = {}
+        #: Whether this master leads (always, alone; through ZooKeeper, once elected:
+        #: :mod:`localmesos.master.contender`), and ``host:port`` of the one that does.
+        self.elected = True
+        self.leader_address: str | None = None
+        #: Writes the registry of an elected master at once (after an operator call).
+        self.commit_registry: Callable[[], bool] | None = None
 
     def _init_loops(self, allocation_interval: float, offer_timeout: float | None) -> None:
         """The allocation loop, the failover timers' thread, the offer timeouts and the

@@ -34,6 +34,7 @@ As Mesos 1.11 (apache/mesos ``src/master/master.cpp``: ``SlaveObserver``, ``mark
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass
 from dataclasses import field
 import logging
@@ -358,8 +359,7 @@ class AgentHealth:
         record = self._register(agent, report.info)
         record.reregistered_time = time.time()
         record.active = report.agent_id not in self.deactivated
-        for framework_info in report.frameworks:  # after a failover of the master
-            self._recover_framework(framework_info)
+        self._recover_frameworks(report)
         for task_report in report.tasks:
             fw = self.frameworks.get(task_report.framework_id)
             if fw is None:
@@ -375,6 +375,21 @@ class AgentHealth:
                 if task.executor_id and (task.agent_id, task.executor_id) in fw.executors:
                     fw.executors[(task.agent_id, task.executor_id)].tasks.add(task.task_id)
         return Reregistered((), self.total_ping_timeout)
+
+    def _recover_frameworks(self, report: ReregisterAgent) -> None:
+        """Under the lock: the frameworks a re-admitted agent runs tasks of, which this
+        master does not know (it was elected since they subscribed), are added disconnected
+        with the agent's FrameworkInfo, so that their tasks are theirs when they subscribe
+        again (Mesos ``Master::__reregisterSlave``, ``recoverFramework``)."""
+        for info in report.frameworks:
+            fid = (info.get("id") or {}).get("value")
+            if not fid or fid in self.frameworks or fid in self._removed_ids:
+                continue
+            fw = self._add_framework(fid, copy.deepcopy(dict(info)), recovered=True)
+            fw.connected = False
+            fw.unregistered_time = time.time()
+            logger.info("Recovered framework %s (%s) from agent %s", fid, fw.name,
+                        report.agent_id)
 
     def _readmit_task(self, fw: FrameworkRecord, record: AgentRecord, report: Any,
                       message: str) -> None:

@@ -147,25 +147,6 @@ class Subscriptions:
         logger.info("Framework %s (%s) subscribed", fid, fw.name)
         return fw
 
-    def _recover_framework(self, info: dict[str, Any]) -> FrameworkRecord | None:
-        """Under the lock: a framework the master does not know, reported by a re-registering
-        agent (it subscribed to an earlier master), becomes known, disconnected, until it
-        subscribes again (``updateSlaveFrameworks``/``recoverFramework``); None for one without
-        an id or one the master removed (the agent is told to shut it down). As in Mesos, no
-        failover timer runs for it before it has subscribed."""
-        fid = id_value(info.get("id"))
-        if fid is None or fid in self.frameworks or fid in self._removed_ids:
-            return self.frameworks.get(fid) if fid is not None else None
-        fw = FrameworkRecord(
-            framework_id=fid, info=copy.deepcopy(info),
-            roles=validation.framework_roles(info),
-            capabilities={c.get("type", "") for c in info.get("capabilities", [])},
-            registered_time=time.time())
-        fw.completed_tasks = deque(maxlen=self.max_completed_tasks_per_framework)
-        self.frameworks[fid] = fw
-        logger.info("Recovered framework %s (%s) from a re-registering agent", fid, fw.name)
-        return fw
-
     def _fail_over(self, fw: FrameworkRecord, info: dict[str, Any]) -> None:
         """A known framework subscribes again: its old stream ends with an ERROR and its
         outstanding offers are discarded (without RESCIND)."""

@@ -16,7 +16,9 @@ master's call, as Mesos' master installs a handler per message (``src/master/mas
   executor_id, status}``, ``ExecutorToFramework`` ``{agent_id, framework_id, executor_id,
   data}``, ``PongAgent`` ``{agent_id}``: answered 202, as libprocess answers a message.
 
-A malformed body is answered 400, another method than POST 405, an unknown name 404. The
+A malformed body is answered 400, another method than POST 405, an unknown name 404; a master
+that does not lead (masters elected through ZooKeeper) ignores them, answering 503, as Mesos'
+ignores agents' messages "since not elected yet". The
 sender is not checked against the agent a message names (Mesos' master checks ``from``
 against the agent's pid, and ``--authenticate_agents``): whoever reaches the master's port may
 send them, as whoever reaches it may call its operator API unless it authenticates.
@@ -81,6 +83,10 @@ class MasterMessages:
             return text(404)
         if request.method != "POST":
             return method_not_allowed(request, "POST")
+        if not self.master.elected:
+            # A master that does not lead ignores agents ("since not elected yet"): the
+            # message is lost, and the agent's detector names the leader.
+            return text(503, "Not the leading master")
         try:
             body = json.loads(request.body or b"null")
             if not isinstance(body, dict):

@@ -209,4 +209,7 @@ class MasterRoutes:
             accepts_json(request.header("accept")),
             request.body,
         )
+        commit = self.master.commit_registry
+        if commit is not None and request.method == "POST" and answer.status == 200:
+            commit()  # what the call changed is in the registry before it is answered
         return Response(answer.status, answer.body, dict(answer.headers))

@@ -2,9 +2,11 @@
 
 In this order:
 
+0. On a master that does not lead (masters elected through ZooKeeper), the master's APIs and
+   endpoints redirect to the leader, or answer 503 while none leads (:meth:`Router._not_leading`).
 1. The APIs, whatever the method (each refuses the methods it does not take): the messages of
-   agents in other processes (``/master/disauto.internal.*``,
-   :mod:`~localmesos.server.master_messages`), the scheduler and operator APIs
+   agents in other processes (``/master/disauto.internal.*``, ignored by a master that does
+   not lead; :mod:`~localmesos.server.master_messages`), the scheduler and operator APIs
    (:mod:`~localmesos.server.master_routes`), the executor API and an agent's
    ``/monitor/statistics`` (:mod:`~localmesos.server.agent_routes`).
 2. Any other method than ``GET``/``HEAD``: 405 on a path of the master's, the metrics, the
@@ -25,6 +27,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from disauto.localmesos.master.master import Master
+from disauto.localmesos.master.views import operator_api
 from disauto.localmesos.protocol.recordio import Subscription
 from disauto.localmesos.server.admin_routes import Admin
 from disauto.localmesos.server.admin_routes import AdminRoutes
@@ -32,6 +35,7 @@ from disauto.localmesos.server.agent_routes import AgentRoutes
 from disauto.localmesos.server.files_routes import FilesRoutes
 from disauto.localmesos.server.http_auth import ReadonlyAuth
 from disauto.localmesos.server.master_messages import MasterMessages
+from disauto.localmesos.server.master_routes import SCHEDULER_PATHS
 from disauto.localmesos.server.master_routes import MasterRoutes
 from disauto.localmesos.server.master_routes import master_route
 from disauto.localmesos.server.messages import Request
@@ -74,7 +78,9 @@ class Router:
             admin = self.admin_routes.handle(request, path)
             if admin is not None:
                 return admin
-        answer = self.master_messages.handle(request, path)
+        answer = self._not_leading(request, path)
+        if answer is None:
+            answer = self.master_messages.handle(request, path)
         if answer is None:
             answer = self.master_routes.api(request, path)
         if answer is None:
@@ -92,6 +98,28 @@ class Router:
         if read is not None:
             return read
         return self._webui(path)
+
+    def _not_leading(self, request: Request, path: str) -> Response | None:
+        """On a master that does not lead, the answer of the master's APIs and endpoints
+        (Mesos ``Master::Http::redirect``): 307 to the same path on the leader
+        (protocol-relative), ``/master/redirect`` to the leader's base URL, 503 "No leader
+        elected" while none leads; None on the leader and for what any master serves
+        (``/version``, ``/health``, the metrics, the web UI)."""
+        master = self.master_routes.master
+        if master.elected:
+            return None
+        route = master_route(path)
+        if not (path in SCHEDULER_PATHS or path in operator_api.PATHS
+                or route not in (None, "health")):
+            return None
+        leader = master.leader_address
+        if leader is None:
+            return text(503, "No leader elected")
+        if route == "redirect":
+            return Response(307, headers={"Location": f"//{leader}"})
+        if route == "redirect/":
+            return text(404)
+        return Response(307, headers={"Location": f"//{leader}{request.target}"})
 
     @staticmethod
     def _webui(path: str) -> Response:

@@ -8,9 +8,13 @@
     job.wait()                      # the job runs in the background, as da-submit --detach
     record = load_job(job.job_id)   # trials, best, pareto_front, to_dataframe()
 
+    record = optimize(objective, space, n_trials=16, parallelism=4)  # a function, not a script
+    list_jobs()                     # every job under $DISAUTO_HOME, as da-job list
+
 :func:`submit` takes ``da-submit``'s flags as keywords and checks them with its validators
-(:mod:`submit.api.options`, :mod:`submit.api.handle`); :func:`load_job` reads a job's record
-(:mod:`submit.api.record`).
+(:mod:`submit.api.options`, :mod:`submit.api.handle`); :func:`optimize` ships a function to the
+trials and waits for the job (:mod:`submit.api.optimize`); :func:`load_job` reads a job's
+record (:mod:`submit.api.record`).
 """
 
 from __future__ import annotations
@@ -19,7 +23,9 @@ from disauto.submit.api.handle import Job
 from disauto.submit.api.handle import JobError
 from disauto.submit.api.handle import Status
 from disauto.submit.api.handle import SubmitError
+from disauto.submit.api.handle import list_jobs
 from disauto.submit.api.handle import submit
+from disauto.submit.api.optimize import optimize
 from disauto.submit.api.record import JobRecord
 from disauto.submit.api.record import Trial
 from disauto.submit.api.record import Try
@@ -28,4 +34,4 @@ from disauto.submit.jobs import JobLookupError
 
 
 __all__ = ["Job", "JobError", "JobLookupError", "JobRecord", "Status", "SubmitError", "Trial",
-           "Try", "load_job", "submit"]
+           "Try", "list_jobs", "load_job", "optimize", "submit"]

@@ -8,7 +8,8 @@ number as typed on the command line; a repeatable flag (``files``, ``input``,
 ``tuning_setting``...) takes a list, and a setting flag a dict too (``{"k": "v"}`` is ``k=v``);
 a comma-separated one (``objective``, ``direction``, ``target``) a list; a switch (``tls``,
 ``quiet``) True or False; None leaves a flag out; ``tuning_parameters`` a file or the parameter
-file's content as a dict.
+file's content as a dict. A function is no value of a flag: :func:`submit.api.optimize.optimize`
+runs one as the trials' objective.
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ import argparse
 from collections.abc import Mapping
 from collections.abc import Sequence
 from dataclasses import dataclass
+from dataclasses import field
+import json
 import os
 from pathlib import Path
 from typing import Any
@@ -26,6 +29,9 @@ from disauto.submit.parser import UsageError
 
 PARAMETERS = "tuning_parameters"
 """The keyword whose value may be the parameter file's content."""
+PARAMETER_FILE = "parameters.json"
+"""Where a job submitted with its parameters as a dict keeps them, in its folder (the job's
+process reads them from there, as da-submit reads a parameter file)."""
 NOT_OPTIONS = {"detach": "submit() always runs the job in the background, as --detach does",
                "job_id": "the job's id is made when it is submitted",
                "help": "help(disauto.submit) describes the keywords"}
@@ -39,6 +45,9 @@ class CommandLine:
 
     argv: tuple[str, ...]
     parameters: Mapping[str, Any] | None = None
+    shipped: Mapping[str, bytes] = field(default_factory=dict)
+    """Files made in memory (``optimize()``'s function), by name: shipped with the job as
+    ``--files`` from the folder the line is written to (:meth:`written_to`)."""
 
     def with_parameters_file(self, path: Path) -> tuple[str, ...]:
         """``argv`` with the parameter file at ``path`` (it must hold :attr:`parameters`)."""
@@ -48,9 +57,23 @@ class CommandLine:
         at = self.argv.index(flag) + 1
         return (*self.argv[:at], str(path), *self.argv[at + 1:])
 
+    def written_to(self, folder: Path) -> tuple[str, ...]:
+        """``argv`` with its parameter file and its shipped files written in ``folder`` (a
+        scratch folder to check them, then the job's own, which the job reads them from)."""
+        argv = self.argv
+        if self.parameters is not None:
+            kept = folder / PARAMETER_FILE
+            kept.write_text(json.dumps(self.parameters, indent=2))
+            argv = self.with_parameters_file(kept)
+        for name, content in self.shipped.items():
+            (folder / name).write_bytes(content)
+            argv = (*argv, "--files", str(folder / name))
+        return argv
 
-def command_line(parser: argparse.ArgumentParser, options: Mapping[str, Any]) -> CommandLine:
-    """The arguments of ``options`` in ``parser``'s flags.
+
+def command_line(parser: argparse.ArgumentParser, options: Mapping[str, Any],
+                 shipped: Mapping[str, bytes] | None = None) -> CommandLine:
+    """The arguments of ``options`` in ``parser``'s flags, with ``shipped`` files to write.
 
     Raises:
         UsageError: a keyword that is no option of submit(), or a value of the wrong kind.
@@ -64,6 +87,9 @@ def command_line(parser: argparse.ArgumentParser, options: Mapping[str, Any]) ->
         flag = "--" + key.replace("_", "-")
         if value is None:
             continue
+        if callable(value) and not isinstance(value, type):
+            raise UsageError(f"{key}: a function is no value of a flag; disauto.optimize(fn, "
+                             "space, ...) runs a function as the trials' objective")
         if key == PARAMETERS and isinstance(value, Mapping):
             parameters = value
             value = "<parameters>"  # the file it is written to, once there is one
@@ -78,7 +104,7 @@ def command_line(parser: argparse.ArgumentParser, options: Mapping[str, Any]) ->
             argv += [item for one in _items(flag, value) for item in (flag, one)]
         else:
             argv += [flag, _text(flag, value)]
-    return CommandLine(tuple(argv), parameters)
+    return CommandLine(tuple(argv), parameters, dict(shipped or {}))
 
 
 def _actions(parser: argparse.ArgumentParser) -> dict[str, argparse.Action]:

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -102,8 +103,11 @@ class JobRecord:
 
     def to_dataframe(self) -> Any:
         """The trials as a pandas DataFrame, a row each by number: ``number``, ``state``,
-        ``objective``, ``params_<name>``, ``metrics_<name>``, ``feasible``, ``pareto_front``,
-        ``tries``, ``training_seconds``, ``usage_<figure>``, ``message``.
+        ``objective``, ``values_<objective>`` (one per objective, in order), ``datetime_start``,
+        ``datetime_complete``, ``duration`` (as Optuna's ``trials_dataframe()`` has them: local
+        times, and their difference; empty while the trial has not started or ended),
+        ``params_<name>``, ``metrics_<name>``, ``feasible``, ``pareto_front``, ``tries``,
+        ``training_seconds``, ``usage_<figure>``, ``message``.
 
         Raises:
             ImportError: pandas is not installed (one line saying how to install it).
@@ -114,18 +118,29 @@ class JobRecord:
             raise ImportError("to_dataframe() needs pandas, which is not installed: "
                               "pip install pandas") from None
         front = {trial.number for trial in self.pareto_front}
-        return pandas.DataFrame([_row(trial, trial.number in front) for trial in self.trials])
+        return pandas.DataFrame([_row(trial, trial.number in front, self.objectives)
+                                 for trial in self.trials])
 
 
-def _row(trial: Trial, on_front: bool) -> dict[str, Any]:
+def _row(trial: Trial, on_front: bool, objectives: Sequence[str]) -> dict[str, Any]:
     """A trial's row of :meth:`JobRecord.to_dataframe`."""
+    values = trial.values or (None,) * len(objectives)
+    started, ended = _local_time(trial.started_at), _local_time(trial.ended_at)
     return {"number": trial.number, "state": trial.state, "objective": trial.objective,
+            **{f"values_{name}": value for name, value in zip(objectives, values, strict=True)},
+            "datetime_start": started, "datetime_complete": ended,
+            "duration": ended - started if started is not None and ended is not None else None,
             **{f"params_{name}": value for name, value in trial.assignment.items()},
             **{f"metrics_{name}": value for name, value in trial.metrics.items()},
             "feasible": trial.feasible, "pareto_front": on_front, "tries": len(trial.tries) + 1,
             "training_seconds": trial.training_seconds,
             **{f"usage_{name}": value for name, value in trial.usage.items()},
             "message": trial.message}
+
+
+def _local_time(seconds: float | None) -> datetime | None:
+    """A recorded time (seconds since the epoch) as a local datetime, as Optuna's are."""
+    return None if seconds is None else datetime.fromtimestamp(seconds)
 
 
 def load_job(job_id: str, *, folder: Path | None = None) -> JobRecord:

@@ -1,4 +1,5 @@
-"""``da-job``: list, inspect, follow, change, stop and resume DisAuto jobs from any shell.
+"""``da-job``: list, inspect, compare, follow, change, stop and resume DisAuto jobs from any
+shell; export them to keep or move, import them, remove them.
 
 Each command is a module of this package with its entry in the table of commands
 (:data:`~disauto.submit.job_cli.table.COMMANDS`: name, help, arguments, function); the parser,

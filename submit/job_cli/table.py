@@ -17,11 +17,15 @@ from disauto.submit.exit_status import ExitStatus
 from disauto.submit.job_cli.base import PROG
 from disauto.submit.job_cli.base import Command
 from disauto.submit.job_cli.base import JobCommandError
+from disauto.submit.job_cli.compare import COMMAND as COMPARE
+from disauto.submit.job_cli.export import COMMAND as EXPORT
+from disauto.submit.job_cli.importing import COMMAND as IMPORT
 from disauto.submit.job_cli.kill import COMMAND as KILL
 from disauto.submit.job_cli.listing import COMMAND as LISTING
 from disauto.submit.job_cli.logs import COMMAND as LOGS
 from disauto.submit.job_cli.results import COMMAND as RESULTS
 from disauto.submit.job_cli.resume import COMMAND as RESUME
+from disauto.submit.job_cli.rm import COMMAND as RM
 from disauto.submit.job_cli.status import COMMAND as STATUS
 from disauto.submit.job_cli.ui import COMMAND as UI
 from disauto.submit.job_cli.update import COMMAND as UPDATE
@@ -32,14 +36,19 @@ COMMANDS: tuple[Command, ...] = (
     STATUS,
     LOGS,
     RESULTS,
+    COMPARE,
     KILL,
     UPDATE,
     RESUME,
+    RM,
+    EXPORT,
+    IMPORT,
     UI,
 )
 BY_NAME = {command.name: command for command in COMMANDS}
 
-DESCRIPTION = "List, inspect, follow, change, stop and resume DisAuto jobs."
+DESCRIPTION = ("List, inspect, compare, follow, change, stop and resume DisAuto jobs; keep "
+               "them (export, import) or remove them.")
 EPILOG = ("JOB is a job id or any unique start of one. Every error is one line; exit 0 done, "
           "1 an error, 2 bad arguments or no such job, 3 master unreachable. "
           "`da-job COMMAND --help` describes a command. Docs: README.md.")

@@ -26,8 +26,9 @@ from disauto.submit import job_cli
 from tests.framework.webui.records import Recorded
 
 
-REQUESTS: list[Request] = [KillJob(), KillTrial(7), UpdateSearch(max_trials=8),
-                           UpdateSearch(parallelism=3), UpdateSearch(12, 4)]
+REQUESTS: list[Request] = [KillJob(), KillJob("killed from the job page"), KillTrial(7),
+                           UpdateSearch(max_trials=8), UpdateSearch(parallelism=3),
+                           UpdateSearch(12, 4)]
 
 
 @pytest.fixture
@@ -61,6 +62,9 @@ def test_typed_requests_round_trip_through_the_record(tmp_path: Path) -> None:
     ("kill_trial", '{"number": true}', "garbled kill_trial request: number must be an "
                                        "integer, not True"),
     ("update_search", "[8]", "garbled update_search request: not a JSON object"),
+    ("kill_job", '{"message": ""}', "garbled kill_job request: message must be one line of "
+                                    "1 to 200 characters, not ''"),
+    ("kill_job", '{"message": "a\\nb"}', "garbled kill_job request: message must be one line"),
     ("update_search", '{"max_trials": 2.5}', "garbled update_search request: max_trials "
                                              "must be an integer, not 2.5"),
 ])

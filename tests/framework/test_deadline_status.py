@@ -5,8 +5,13 @@ from __future__ import annotations
 import dataclasses
 import json
 
+import pytest
+
 from disauto.common.trial_state import TrialState
+from disauto.framework.deadline_status import deadline_forms
 from disauto.framework.deadline_status import deadline_note
+from disauto.framework.job import Progress
+from disauto.framework.job.pace import Pace
 from disauto.framework.job.progress import job_progress
 from disauto.framework.peers import STANDING_LABEL
 from disauto.framework.peers import standings_from_frameworks
@@ -14,6 +19,7 @@ from disauto.framework.peers import with_label
 from disauto.framework.policies import Standing
 from disauto.framework.spec import JobConfig
 from disauto.framework.store import TrialRow
+from disauto.submit.results import progress_line
 from tests.inprocess import job_config
 
 
@@ -59,6 +65,41 @@ def test_deadline_note_says_early_when_it_cannot_be_met() -> None:
     assert "met (" in deadline_note(config(deadline=NOW + 20), trials(), NOW, ended_at=NOW)
     assert "missed by 10s" in deadline_note(config(deadline=NOW), trials(), NOW,
                                             ended_at=NOW + 10)
+
+
+@pytest.mark.parametrize(("deadline", "ended_at", "shortest"), [
+    (NOW + 3600, None, "deadline on track"),
+    (NOW + 20, None, "deadline cannot be met"),
+    (NOW - 5, None, "deadline missed"),
+    (NOW + 20, NOW, "deadline met"),
+    (NOW, NOW + 10, "deadline missed"),
+])
+def test_the_deadline_note_has_shorter_forms_that_name_its_standing(
+        deadline: float, ended_at: float | None, shortest: str) -> None:
+    forms = deadline_forms(config(deadline=deadline), trials(), NOW, ended_at)
+    assert forms[0] == deadline_note(config(deadline=deadline), trials(), NOW, ended_at)
+    assert forms[-1] == shortest
+    assert [len(form) for form in forms] == sorted((len(form) for form in forms), reverse=True)
+    assert deadline_forms(config(), trials(), NOW) == ()
+
+
+def test_before_a_trial_is_measured_the_note_says_how_long_is_left() -> None:
+    young = [row(0, TrialState.RUNNING, NOW - 4), row(1, TrialState.PENDING)]
+    forms = deadline_forms(config(deadline=NOW + 7200), young, NOW)
+    assert forms[0].endswith(" (in 2h): no trial measured yet")
+    assert forms[1:] == ("deadline in 2h",)
+
+
+def test_the_progress_line_shows_the_deadline_and_the_eta_in_80_columns() -> None:
+    # With --deadline the note took the line's room and the rate and ETA gave way (issue 36).
+    forms = deadline_forms(config(deadline=NOW + 3600), trials(), NOW)
+    progress = Progress(done=2, running=1, pending=1, failed=0, best=None, submitted=4,
+                        budget=10, elapsed=40.0, parallelism=2,
+                        pace=Pace(per_minute=3.0, eta=80.0, trial_seconds=10.0))
+    line = progress_line(progress, "accuracy", note=forms, width=80)
+    assert len(line) <= 80 and "ETA 1m20s" in line and "| deadline on track" in line, line
+    wide = progress_line(progress, "accuracy", note=forms, width=200)
+    assert wide.endswith("| 3 trials/min, ETA 1m20s | " + forms[0]), wide  # room for all
 
 
 def test_standings_travel_in_framework_labels() -> None:

@@ -269,6 +269,8 @@ def test_the_masters_message_endpoints_answer_as_libprocess_and_a_retried_regist
         status, _ = _post(cluster.address, "/master/disauto.internal.PongAgent",
                           b'{"agent_id": "unknown"}')
         assert status == 202
+        cluster.master.elected = False  # another master leads: agents are ignored
+        assert _post(cluster.address, path, body)[0] == 503
 
 
 def test_the_agents_host_serves_its_agents_and_refuses_what_is_not_theirs() -> None:

@@ -99,7 +99,8 @@ def test_help(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatc
               and line.endswith(":")]
     assert groups == ["options:", "cluster:", "agents:", "reservations and per-agent settings:",
                       "isolation:", "sandbox logs:", "agent health and recovery (Mesos' flags):",
-                      "authentication and authorization (Mesos' flags):", "output:",
+                      "authentication and authorization (Mesos' flags):",
+                      "masters elected through ZooKeeper:", "output:",
                       "admin (not Mesos calls; docs/local-mode.md):"]
     said = " ".join(out.split())
     assert "--port N the master's port; 0 picks a free one (default 5050;" in said

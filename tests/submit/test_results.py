@@ -198,16 +198,29 @@ def test_the_progress_line_shows_the_rate_and_eta_within_80_columns(
         "[02:05] trials 3/20 done, 2 running, 1 failed | ETA 12m30s")
     assert results.progress_line(progress, "accuracy", width=45) == (
         "[02:05] trials 3/20 done, 2 running, 1 failed")
-    # A long job: the ETA stays where the best gives way; a deadline note carries its own
-    # prediction and takes the room.
+    # A long job: the ETA stays where the best gives way.
     best = row(1234, "COMPLETED", 0.987654321)
     big = Progress(done=1234, running=16, pending=3, failed=12, best=best, submitted=1265,
                    budget=5000, elapsed=3725.0, waiting=40.0, parallelism=16,
                    pace=Pace(per_minute=13.5, eta=16_700.0, trial_seconds=70.0))
     assert results.progress_line(big, "validation_accuracy", "cpus=4, mem=5120 MB") == (
         "[62:05] trials 1234/5000 done, 16 running, 3 pending, 12 failed | ETA 4h38m20s")
+    # A deadline's note in its forms: its shortest beside the ETA (its longest displaced the
+    # ETA, issue 36), its longer ones where they change nothing else.
+    deadline = ("deadline 2026-11-24 18:00:00 on track (predicted 17:31:02)",
+                "deadline on track (predicted 17:31:02)", "deadline on track")
+    assert results.progress_line(big, "validation_accuracy", "cpus=4, mem=5120 MB",
+                                 deadline) == (
+        "[62:05] 1234/5000 done, 16 running, 12 failed | ETA 4h38m20s | deadline on track")
+    assert results.progress_line(big, "validation_accuracy", "cpus=4, mem=5120 MB", deadline,
+                                 width=250).endswith(
+        " | 13.5 trials/min, ETA 4h38m20s | a trial waits since [61:25] | deadline on track "
+        "(predicted 17:31:02)")
+    assert results.progress_line(progress, "accuracy", "", deadline) == (
+        "[02:05] trials 3/20 done, 2 running, 1 failed | ETA 12m30s | deadline on track")
+    # A note of one form (the master is away) takes the room it needs.
     noted = results.progress_line(big, "validation_accuracy", "cpus=4, mem=5120 MB",
-                                  "deadline 2026-11-24 18:00:00 on track (predicted 17:31:02)")
+                                  deadline[0])
     assert len(noted) == 80 and "ETA" not in noted and "| deadline 2026-11-24" in noted
     # Before a trial has ended there is no ETA to give: a dash.
     young = Progress(done=0, running=2, pending=0, failed=0, best=None, submitted=2,

@@ -31,7 +31,8 @@ def test_the_sdk_files_import_without_the_rest_of_disauto(tmp_path: Path) -> Non
     site = sysconfig.get_paths()["purelib"]
     code = (f"import sys; sys.path.append({site!r});"
             f"sys.path.insert(0, {str(tmp_path)!r});"
-            "import disauto, apprunner_sdk, disauto.protos.appcore_pb2_grpc;"
+            "import disauto, apprunner_sdk, apprunner_sdk.function_runner,"
+            " disauto.protos.appcore_pb2_grpc;"
             "assert 'disauto.submit' not in sys.modules;"
             "print(disauto.__file__)")
     done = subprocess.run([sys.executable, "-S", "-c", code], capture_output=True, text=True,

@@ -72,7 +72,7 @@ def test_the_wheel_builds_without_setuptools_warnings_and_carries_the_data(
     with zipfile.ZipFile(wheel) as zf:
         names = set(zf.namelist())
     assert {f"disauto/framework/webui/static/{name}" for name in
-            ("index.html", "job.html", "job.js", "job.css")} <= names
+            ("index.html", "job.html", "job.js", "job.css", "compare.js")} <= names
     assert {f"disauto/localmesos/webui/{name}" for name in
             ("index.html", "app.js", "app.css")} <= names
     assert {"disauto/protos/common.proto", "disauto/protos/common_pb2.pyi",

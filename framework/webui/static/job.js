@@ -20,6 +20,7 @@ const page = {
   data: null, token: "", failures: 0, gone: false, asking: null, filterTimer: null,
   table: { offset: 0, limit: PAGE_ROWS, sort: "number", dir: 1, state: "", filter: "" },
   log: { trial: null, stream: "stdout", offset: -1, busy: false },
+  expanded: new Set(),  // the trials whose message the table shows whole
   usage: { trial: null, busy: false },
   plotly: null,  // a promise of Plotly
   drawn: {},  // what each plot shows now (changed())
@@ -48,14 +49,18 @@ function say(text, isError) {
   out.className = isError ? "error" : "";
 }
 
+// A kill: its answer, or why it was refused, is one line beside the buttons. The server puts a
+// refusal (a trial that ended meanwhile: 409; no token: 401) in a 200 answer's body when asked
+// to (Prefer: status-in-body): a browser logs every answer of 400 or more as a console error.
 async function post(path) {
   if (!asking()) return;
-  const headers = { "Content-Type": "application/json" };
+  const headers = { "Content-Type": "application/json", Prefer: "status-in-body" };
   if (page.token) headers.Authorization = "Bearer " + page.token;
   try {
     const response = await fetch(path, { method: "POST", headers, body: "{}" });
     const answer = await response.json();
-    say(answer.error || answer.message, !response.ok);
+    const ok = response.ok && answer.ok !== false;
+    say(ok ? answer.message : answer.error || "refused (HTTP " + response.status + ")", !ok);
   } catch (err) {
     say("the job's server did not answer: " + err, true);
   }
@@ -218,11 +223,64 @@ function compare(a, b) {
   return String(a).localeCompare(String(b));
 }
 
+// A running trial whose final result is in: COMPLETED once its task exits (or is stopped
+// --trial-exit-grace after its report), which nothing can change, so it is not killable.
+const finishing = (trial) => trial.state === "RUNNING" && Boolean(trial.final);
+const FINISHING_NOTE = "its final result is in: COMPLETED once its task exits";
+// The columns before the log/kill buttons: the number and the state (kept at the table's left).
+const BEFORE_ACTIONS = 2;
+
+// A message's cell: wrapped, its first lines; a click shows the whole (and hides it again),
+// the whole on hover too. The trials whose message is shown whole stay so across polls.
+function messageCell(td, trial, text, full) {
+  const span = document.createElement("span");
+  span.className = "message-text";
+  span.textContent = text;
+  td.append(span);
+  if (!text) return;
+  td.classList.toggle("expanded", page.expanded.has(trial.number));
+  td.onclick = () => {
+    if (page.expanded.has(trial.number)) page.expanded.delete(trial.number);
+    else page.expanded.add(trial.number);
+    td.classList.toggle("expanded", page.expanded.has(trial.number));
+  };
+  if (full) td.title = full;
+}
+
+function actionsCell(row, trial, data) {
+  const actions = row.insertCell();
+  actions.className = "actions";
+  const show = document.createElement("button");
+  show.textContent = "log";
+  show.className = "show-log";
+  show.onclick = () => selectLog(trial.number);
+  actions.append(show);
+  if (!OFFLINE && data.job.state === "running" && IN_FLIGHT.includes(trial.state)
+      && !finishing(trial)) {
+    const kill = document.createElement("button");
+    kill.textContent = "kill";
+    kill.className = "danger kill-trial";
+    kill.dataset.trial = trial.number;
+    kill.onclick = () => {
+      if (confirm("Kill trial " + trial.number + "? It is recorded KILLED and its slot is "
+        + "refilled; it does not count toward --max-failed-trials.")) {
+        post("api/trials/" + trial.number + "/kill");
+      }
+    };
+    actions.append(kill);
+  }
+}
+
 function renderTrials(data) {
   const cols = columns(data);
   const table = $("trials");
   const head = document.createElement("tr");
-  for (const col of cols) {
+  cols.forEach((col, i) => {
+    if (i === BEFORE_ACTIONS) {
+      const actionsHead = document.createElement("th");
+      actionsHead.className = "actions";
+      head.append(actionsHead);
+    }
     const th = document.createElement("th");
     th.textContent = col.title;
     th.title = col.title;
@@ -234,10 +292,7 @@ function renderTrials(data) {
       ask();
     };
     head.append(th);
-  }
-  const actionsHead = document.createElement("th");
-  actionsHead.className = "actions";
-  head.append(actionsHead);
+  });
   table.tHead.replaceChildren(head);
 
   const states = $("state-filter");
@@ -257,34 +312,26 @@ function renderTrials(data) {
     }
     const marked = note(data, trial);
     if (marked) row.classList.add(marked);
-    for (const col of cols) {
+    cols.forEach((col, i) => {
+      if (i === BEFORE_ACTIONS) actionsCell(row, trial, data);
       const td = row.insertCell();
       const value = col.value(trial);
-      td.textContent = col.text ? col.text(value) : fmtNumber(value);
+      const text = col.text ? col.text(value) : fmtNumber(value);
       td.dataset.key = col.key;
+      if (col.key === "message") {
+        messageCell(td, trial, text, col.full(trial));
+        return;
+      }
+      td.textContent = text;
       if (col.full && col.full(trial)) td.title = col.full(trial);
-      if (col.key === "state") td.className = "state-" + trial.state;
-    }
-    const actions = row.insertCell();
-    actions.className = "actions";
-    const show = document.createElement("button");
-    show.textContent = "log";
-    show.className = "show-log";
-    show.onclick = () => selectLog(trial.number);
-    actions.append(show);
-    if (!OFFLINE && data.job.state === "running" && IN_FLIGHT.includes(trial.state)) {
-      const kill = document.createElement("button");
-      kill.textContent = "kill";
-      kill.className = "danger kill-trial";
-      kill.dataset.trial = trial.number;
-      kill.onclick = () => {
-        if (confirm("Kill trial " + trial.number + "? It is recorded KILLED and its slot is "
-          + "refilled; it does not count toward --max-failed-trials.")) {
-          post("api/trials/" + trial.number + "/kill");
-        }
-      };
-      actions.append(kill);
-    }
+      if (col.key === "state" && finishing(trial)) {
+        td.textContent = "FINISHING";
+        td.title = FINISHING_NOTE;
+        td.className = "state-FINISHING";
+      } else if (col.key === "state") {
+        td.className = "state-" + trial.state;
+      }
+    });
   }
   table.replaceChild(body, table.tBodies[0]);
   const t = data.table;
@@ -427,16 +474,34 @@ function summaryPoints(summary) {
     ({ number, objective, seconds, feasible }));
 }
 
+// With no result yet (no trial completed or pruned) the plots of results would be empty axes:
+// one line says so instead (of an ended job: that none came), and the intermediate values show
+// once a trial reported a step.
+function showResultPlots(summary) {
+  const results = summary.history.length + summary.pruned.length > 0;
+  const steps = summary.curves.some((c) => c.points.length > 0);
+  $("no-results").hidden = results;
+  $("no-results").textContent = running() ? "No results yet: the plots appear once a trial "
+    + "reports its final result." : "No results: no trial reported its final result.";
+  for (const box of document.querySelectorAll(".plots .results")) box.hidden = !results;
+  if (!results) $("pareto-box").hidden = true;  // renderPareto shows it with results
+  $("intermediate-box").hidden = !results && !steps;
+  return results;
+}
+
 function renderPlots(data) {
   const job = data.job, maximize = job.direction === "maximize", summary = data.summary;
+  const results = showResultPlots(summary);
   const sample = $("plots-sample");
   sample.hidden = summary.shown >= summary.of;
   sample.textContent = sample.hidden ? "" : "The plots show " + summary.shown + " of the "
     + summary.of + " completed trials (every new best, the best, and an even sample of the "
     + "rest; the parallel coordinates " + summary.parallel_shown + "); the table has them all.";
-  if (changed("intermediate", summary.curves.map((c) => [c.number, c.state, c.points.length]))) {
+  if (!$("intermediate-box").hidden
+      && changed("intermediate", summary.curves.map((c) => [c.number, c.state, c.points.length]))) {
     renderIntermediate(data);
   }
+  if (!results) return;
   if (changed("parallel", [summary.parallel.map((p) => p[0]), $("plot-parallel").clientWidth])) {
     renderParallel(data);
   }
@@ -861,6 +926,7 @@ function render(answer) {
   if (!OFFLINE && own && wasRunning && data.job.state !== "running") page.gone = true;
   renderJob(data.job);
   renderTrials(data);
+  showResultPlots(data.summary);  // at once, not once Plotly is there
   drawPlots();
   $("telemetry-note").textContent = OFFLINE
     ? "Each trial's measured usage is in the trials table; the charts over time need the "

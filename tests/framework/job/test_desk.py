@@ -49,6 +49,20 @@ def test_a_kill_ends_the_job_as_da_job_kill_says(desk: Desk) -> None:
     assert desk.ask(KillJob()) == Answer(True, "job job-test is already ending (JOB_KILLED)")
 
 
+def test_a_kill_from_the_page_is_recorded_as_the_pages(desk: Desk) -> None:
+    # A kill from the job page, or from an earlier version's record (no message: da-job's).
+    assert desk.ask(KillJob("killed from the job page")) == Answer(True, "killing job job-test")
+    assert desk.job.controller.outcome == (framework_pb2.JOB_KILLED, "killed from the job page")
+    assert desk.job.store.get_meta(meta.OUTCOME_MESSAGE) == "killed from the job page"
+
+
+def test_a_kill_request_of_an_earlier_version_is_da_job_kills(desk: Desk) -> None:
+    asked = desk.job.store.add_control_request("kill_job", "{}")
+    desk.desk.serve()
+    assert desk.channel.answer_of(asked) == Answer(True, "killing job job-test")
+    assert desk.job.controller.outcome == (framework_pb2.JOB_KILLED, "killed with da-job kill")
+
+
 def test_a_trial_kill_is_carried_out_and_its_task_killed(desk: Desk) -> None:
     running = desk.job.running
     assert desk.ask(KillTrial(running)) == Answer(True, f"trial {running} killed")

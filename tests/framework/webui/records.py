@@ -49,14 +49,15 @@ class Recorded:
 
     def __init__(self, folder: Path, *, completed: int = 5,
                  direction: int = common_pb2.MAXIMIZE, extra: int = 0, agent: str = AGENT,
-                 failure: str = "exited with status 1", failure_reason: str = "") -> None:
+                 failure: str = "exited with status 1", failure_reason: str = "",
+                 budget: int = 20) -> None:
         folder.mkdir(parents=True, exist_ok=True)
         (folder / "job.token").write_text(TOKEN)
         self.folder = folder
         self.store = JobStore(folder / "job.db")
         space = SearchSpace((*DEFAULT_SPACE, *(RealParam(extra_name(k), 0.0, 1.0)
                                                for k in range(extra))))
-        self.config = job_config(max_trials=20, parallelism=4, target=0.99,
+        self.config = job_config(max_trials=budget, parallelism=4, target=0.99,
                                  direction=direction, space=space,
                                  settings={"backend": "tpe"}, early_stopping="median")
         self.store.set_meta_many({meta.CONFIG: self.config, meta.JOB_ID: "job-test",
@@ -107,9 +108,12 @@ class Client:
         self.port = port
 
     def request(self, method: str, path: str, body: bytes | None = None,
-                token: str | None = None) -> tuple[int, Any, dict[str, str]]:
+                token: str | None = None,
+                headers: dict[str, str] | None = None) -> tuple[int, Any, dict[str, str]]:
         connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=10)
-        headers = {"Authorization": f"Bearer {token}"} if token is not None else {}
+        headers = dict(headers or {})
+        if token is not None:
+            headers["Authorization"] = f"Bearer {token}"
         connection.request(method, path, body=body, headers=headers)
         response = connection.getresponse()
         raw = response.read()
@@ -282,3 +286,21 @@ def big_record(folder: Path, trials: int, *, job_id: str = "job-big",
             "INSERT INTO reports(trial_number, step, metrics, final, elapsed_seconds, "
             "recorded_at) VALUES(?, ?, ?, ?, ?, ?)", reports)
     return store
+
+
+def fresh_record(folder: Path, *, running: int = 2, pending: int = 2) -> JobController:
+    """A job that has no result yet: ``running`` trials launched (none has reported anything)
+    and ``pending`` more waiting, recorded in ``folder/job.db``; its controller."""
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "job.token").write_text(TOKEN)
+    store = JobStore(folder / "job.db")
+    config = job_config(max_trials=20, parallelism=running, job_id=folder.name)
+    store.set_meta_many({meta.CONFIG: config, meta.JOB_ID: folder.name,
+                         meta.OFFER_POLICY: "fifo", meta.STARTED_AT: time.time() - 30,
+                         meta.STATE: meta.RUNNING})
+    controller = JobController(config, store, TOKEN, on_kill=lambda _: None)
+    controller.submit_trials([(i, assignment(i), 0) for i in range(1, running + pending + 1)])
+    for number in range(1, running + 1):
+        controller.trial_launched(number, trial_task_id(number, 0), AGENT)
+        controller.on_status(task_status(trial_task_id(number, 0), "TASK_RUNNING"))
+    return controller

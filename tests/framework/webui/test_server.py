@@ -111,6 +111,37 @@ def test_posts_need_the_job_token(live: tuple[Client, list[list[str]]], recorded
     assert recorded.store.trial(8).state == TrialState.RUNNING  # type: ignore[union-attr]
 
 
+def test_the_page_gets_a_refusal_in_the_body_not_as_an_error_status(
+        live: tuple[Client, list[list[str]]], recorded: Recorded) -> None:
+    # A browser logs every answer of 400 or more as a console error: the page asks for its
+    # refusals (a trial that ended meanwhile, no token) in a 200 answer instead.
+    client, killed = live
+    prefer = {"Prefer": "status-in-body"}
+    status, data, headers = client.request("POST", "/jobs/job-test/api/trials/1/kill",
+                                            b"{}", TOKEN, prefer)
+    assert (status, data) == (200, {"ok": False, "status": 409,
+                                    "error": "trial 1 has already ended (COMPLETED)"})
+    assert headers["Preference-Applied"] == "status-in-body"
+    status, data, _ = client.request("POST", "/jobs/job-test/api/kill", headers={
+        "Prefer": "respond-async, status-in-body"})
+    assert (status, data["ok"], data["status"]) == (200, False, 401)
+    assert data["error"].startswith("this action needs the job token")
+    status, data, _ = client.request("POST", "/jobs/job-test/api/trials/8/kill", b"{}", TOKEN,
+                                     prefer)
+    assert (status, data) == (200, {"ok": True, "message": "trial 8 killed"})
+    assert killed == [["trial-0008"]]
+    # Only a POST's refusal: a page that is not there is still 404.
+    assert client.request("GET", "/nope", headers=prefer)[0] == 404
+
+
+def test_the_favicon_is_no_404(live: tuple[Client, list[list[str]]]) -> None:
+    client, _ = live
+    status, body, _ = client.request("GET", "/favicon.ico")
+    assert (status, body) == (204, b"")
+    status, body, _ = client.request("GET", "/jobs/job-test/")
+    assert b'<link rel="icon" href="data:,">' in body
+
+
 def test_bad_json_bodies_are_refused(live: tuple[Client, list[list[str]]]) -> None:
     client, killed = live
     path = "/jobs/job-test/api/trials/8/kill"
@@ -142,8 +173,9 @@ def test_with_the_token_the_job_is_killed_as_da_job_kill_does(
     client, _ = live
     status, data, _ = client.request("POST", "/jobs/job-test/api/kill", token=TOKEN)
     assert (status, data) == (200, {"ok": True, "message": "killing job job-test"})
-    # On the control channel, as da-job kill asks: the run loop ends the job.
-    assert [a.request for a in ControlChannel(recorded.store).unanswered()] == [KillJob()]
+    # On the control channel, as da-job kill asks (the run loop ends the job), saying who.
+    assert [a.request for a in ControlChannel(recorded.store).unanswered()] == [
+        KillJob("killed from the job page")]
 
 
 def test_the_log_tail_follows_the_collected_file(
@@ -173,6 +205,7 @@ def test_a_recorded_job_serves_the_same_page_and_kills_through_the_record(
         client = Client(server.port)
         status, body, _ = client.request("GET", "/")
         assert status == 200 and b"DisAuto jobs" in body
+        assert b'<link rel="icon" href="data:,">' in body  # no /favicon.ico asked for
         status, jobs, _ = client.request("GET", "/api/jobs")
         assert status == 200 and [j["job_id"] for j in jobs] == ["job-test"]
         assert client.request("POST", "/jobs/job-test/api/trials/8/kill", token="x")[0] == 403

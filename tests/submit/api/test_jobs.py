@@ -109,7 +109,7 @@ def test_kill_ends_a_running_job_through_the_control_channel(notebook: Path) -> 
     assert job.status().state == "running"
     status = job.kill(wait=60)
     assert (status.state, status.outcome) == ("ended", "JOB_KILLED")
-    assert status.message == "killed with da-job kill"
+    assert status.message == "killed with Job.kill() of the Python API"
     record = load_job(job.job_id)
     assert record.state == "ended" and record.exit_status == 5
     assert all(t.state in ("KILLED", "COMPLETED") for t in record.trials)
@@ -143,3 +143,24 @@ def test_importing_disauto_loads_nothing_heavy() -> None:
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
                           timeout=60, check=True)
     assert done.stdout.splitlines() == ["[]", "True disauto.submit"]
+
+
+def test_a_job_whose_process_ends_before_recording_it_raises_its_line(notebook: Path) -> None:
+    """submit() returns once the job's process started; a process that ends before it recorded
+    the job (nothing the checks could see: a cluster that would not boot...) makes the
+    handle's first call raise the line it printed, as submit() did when it waited."""
+    from disauto import SubmitError
+    from disauto.common import paths
+    from disauto.submit.api.handle import Job
+    from disauto.submit.api.handle import _Starting
+    from disauto.submit.run import spawn
+
+    job_id = "failing-1"
+    process, offset = spawn(job_id, ["-c", "print('da-submit: error: the cluster did not "
+                                           "boot'); raise SystemExit(1)"])
+    job = Job(job_id, paths.job_dir(job_id), _Starting(process, offset))
+    with pytest.raises(SubmitError) as raised:
+        job.status()
+    assert str(raised.value) == "the cluster did not boot"
+    with pytest.raises(SubmitError, match="^the cluster did not boot$"):
+        job.wait()

@@ -1,12 +1,14 @@
 """``load_job``: a job's record as Python objects, from a constructed record (no process):
 trials with their intermediate values split among their tries, the best, the Pareto front, and
-``to_dataframe()`` (or one line when pandas is missing)."""
+``to_dataframe()`` (or one line when pandas is missing); ``list_jobs()`` and ``dir(disauto)``."""
 
 from __future__ import annotations
 
+from datetime import datetime
 from pathlib import Path
 import sys
 
+import pandas as pd
 import pytest
 
 from disauto import load_job
@@ -90,3 +92,62 @@ def test_without_pandas_to_dataframe_says_how_to_get_it(
 def test_an_unknown_job_is_one_line(made: ParetoRecorded) -> None:
     with pytest.raises(JobLookupError, match="no job 'nope' under .*"):
         load_job("nope")
+
+
+def test_to_dataframe_has_optunas_times_and_a_value_column_per_objective(
+        made: ParetoRecorded) -> None:
+    """``values_<objective>``, ``datetime_start``, ``datetime_complete`` and ``duration``, as
+    Optuna's ``trials_dataframe()`` names them: local times, and their difference."""
+    record = load_job("job-pareto-1")
+    frame = record.to_dataframe().set_index("number")
+    for trial in record.trials:
+        row = frame.loc[trial.number]
+        for index, name in enumerate(record.objectives):
+            expected = trial.values[index] if trial.values else None
+            assert (row[f"values_{name}"] == expected) if expected is not None \
+                else pd.isna(row[f"values_{name}"]), (trial.number, name)
+        if trial.started_at is None:
+            assert pd.isna(row["datetime_start"])
+        else:
+            assert row["datetime_start"] == datetime.fromtimestamp(trial.started_at)
+        if trial.ended_at is None or trial.started_at is None:
+            assert pd.isna(row["datetime_complete"]) or pd.isna(row["duration"])
+        else:
+            assert row["datetime_complete"] == datetime.fromtimestamp(trial.ended_at)
+            assert row["duration"] == row["datetime_complete"] - row["datetime_start"]
+    assert record.trial(1).values == PARETO_POINTS[1]
+    assert frame.loc[1, "values_latency"] == PARETO_POINTS[1][1]
+    running = frame.loc[10]  # still running: started, not complete
+    assert pd.isna(running["datetime_complete"]) and pd.isna(running["duration"])
+    assert str(frame["datetime_start"].dtype).startswith("datetime64")
+    assert str(frame["duration"].dtype).startswith("timedelta64")
+
+
+def test_list_jobs_lists_what_da_job_list_does(made: ParetoRecorded, tmp_path: Path) -> None:
+    from disauto import list_jobs
+    from disauto.submit.jobs import scan
+
+    other = ParetoRecorded(tmp_path / "home" / "jobs" / "job-pareto-2", state=meta.ENDED)
+    broken = tmp_path / "home" / "jobs" / "job-broken"
+    broken.mkdir()
+    (broken / "job.db").write_bytes(b"not a database, not at all" * 100)
+    listed = list_jobs()
+    jobs, unreadable = scan()
+    assert [s.job_id for s in listed] == [j.job_id for j in jobs] + ["job-broken"]
+    assert {s.job_id for s in listed[:2]} == {"job-pareto-1", other.folder.name}
+    for status, job in zip(listed, jobs, strict=False):
+        row = job.summary()
+        assert (status.state, status.outcome, status.done, status.budget, status.app_name) == (
+            row["state"], row["outcome"], row["done"], row["budget"], row["name"])
+        assert status.started_at == row["started_at"]
+        assert status.best == (row["best"] or {}).get("trial")
+    assert (listed[-1].state, listed[-1].message) == ("unreadable", str(unreadable[0]))
+
+
+def test_dir_of_disauto_shows_the_public_names() -> None:
+    import disauto
+
+    public = [name for name in dir(disauto) if not name.startswith("_")]
+    assert public == sorted(disauto.__all__)
+    assert {"optimize", "list_jobs", "load_job", "submit", "JobRecord"} <= set(public)
+    assert "importlib" not in dir(disauto) and "__version__" in dir(disauto)

@@ -7,6 +7,7 @@ from collections.abc import Callable
 import csv
 import json
 from pathlib import Path
+import sys
 from typing import Any
 
 import pytest
@@ -152,3 +153,66 @@ def test_the_table_fits_the_terminal_and_says_what_it_left_out(
         assert lines[-1] == "(6 columns left out: da-job results job-test --format csv shows all)"
     else:
         assert "left out" not in said and lines[0].split()[-1] == "time(s)"
+
+
+def test_parquet_is_the_csvs_columns_typed_in_a_file(
+        da_job: DaJob, home: Path, tmp_path: Path) -> None:
+    from pyarrow import parquet
+
+    ParetoRecorded(home / "jobs" / "job-p", state=meta.ENDED)
+    target = tmp_path / "trials.parquet"
+    assert da_job("results", "job-p", "--format", "parquet", "-o", str(target)) == (
+        0, f"da-job: 10 trials of job job-p written to {target}\n", "")
+    table = parquet.read_table(target)
+    rows = list(csv.DictReader(da_job("results", "job-p", "--format", "csv")[1].splitlines()))
+    assert table.column_names == list(rows[0])
+    for row, typed in zip(rows, table.to_pylist(), strict=True):
+        for name, text in row.items():
+            value = typed[name]
+            if text == "":
+                assert value in (None, ""), name
+            elif isinstance(value, float):
+                assert value == pytest.approx(float(text)), name
+            else:
+                assert str(value) == text, name
+    assert str(table.schema.field("trial").type) == "int64"
+    assert str(table.schema.field("metric:latency").type) == "double"
+    assert str(table.schema.field("peak_rss_mb").type) == "double"
+    described = json.loads(table.schema.metadata[b"disauto"])
+    assert described == {"job_id": "job-p", "objectives": ["accuracy", "latency"],
+                         "directions": ["maximize", "minimize"], "schema": results.SCHEMA}
+    assert [p.name for p in tmp_path.iterdir() if p.name != "home"] == ["trials.parquet"]
+
+
+def test_o_writes_any_format_to_a_file_and_refuses_a_jobs_folder(
+        da_job: DaJob, job_record: Callable[..., JobRecord], home: Path, tmp_path: Path) -> None:
+    job_record("job-a", state="ended")
+    printed = da_job("results", "job-a", "--format", "csv")[1]
+    target = tmp_path / "a.csv"
+    target.write_text("what was there\n")
+    assert da_job("results", "job-a", "--format", "csv", "-o", str(target)) == (
+        0, f"da-job: 9 trials of job job-a written to {target}\n", "")
+    assert target.read_bytes().decode() == printed
+    inside = home / "jobs" / "job-a" / "job.db"
+    record = inside.read_bytes()
+    for given, why in ((str(inside), f"inside {home}/jobs, where the jobs' records are; give a "
+                                     "file elsewhere"),
+                       (str(tmp_path), "is a folder; give a file name"),
+                       (str(tmp_path / "no" / "a.csv"), f"no folder {tmp_path}/no")):
+        assert da_job("results", "job-a", "--format", "parquet", "-o", given) == (
+            2, "", f"da-job: error: -o {given}: {why}\n")
+    assert inside.read_bytes() == record
+    assert da_job("results", "job-a", "--format", "parquet") == (
+        2, "", "da-job: error: --format parquet writes a file: give -o FILE (da-job results "
+               "JOB --format parquet -o trials.parquet)\n")
+
+
+def test_parquet_without_pyarrow_says_what_to_install(
+        da_job: DaJob, job_record: Callable[..., JobRecord], tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    job_record("job-a", state="ended")
+    monkeypatch.setitem(sys.modules, "pyarrow", None)  # import pyarrow raises ImportError
+    assert da_job("results", "job-a", "--format", "parquet", "-o", str(tmp_path / "a")) == (
+        1, "", "da-job: error: --format parquet needs pyarrow: pip install "
+               "'disauto[dataframe]'\n")
+    assert not (tmp_path / "a").exists()

@@ -35,7 +35,9 @@ def test_every_argument_has_a_help_text(command: table.Command) -> None:
 def test_job_and_format_say_what_they_are() -> None:
     text = " ".join(build_parser().commands["results"].format_help().split())  # type: ignore
     assert "JOB a job id, or any unique start of one (da-job list shows them)" in text
-    assert "table (default), csv (as results.csv) or json (as results.json)" in text
+    assert ("table (default), csv (as results.csv), json (as results.json) or parquet (the "
+            "CSV's columns, typed; needs -o and pyarrow: pip install 'disauto[dataframe]')"
+            ) in text
 
 
 def test_a_mistyped_command_names_the_nearest(da_job: DaJob) -> None:
