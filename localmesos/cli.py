@@ -8,11 +8,21 @@ Example::
 prints the master address (for ``MesosSchedulerDriver``/``da-submit --master``) and the web UI
 URL, serves until SIGINT or SIGTERM, then stops every task and exits 0. Every bad flag is one
 line on stderr, ``da-cluster: error: ...``, naming the flag and what is valid (exit 2).
+
+The master and its agents may also run in two processes, the agents outliving the master
+(:mod:`localmesos.agent_host`)::
+
+    da-cluster --agents 0 --port 5050
+    da-cluster --agents-only --master 127.0.0.1:5050 --agents 2 --port 5051
+
+the second prints ``Agents: host:port`` (their endpoints) once it serves; its agents register
+with the master as soon as it answers.
 """
 
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 from collections.abc import Sequence
 from dataclasses import replace
 import enum
@@ -21,15 +31,20 @@ import signal
 import sys
 import threading
 from types import FrameType
+from typing import Any
+from typing import Protocol
 
 from disauto.common.zk_masters import ZK_LOG
 from disauto.localmesos import admin_cli
 from disauto.localmesos import elected_cli
+from disauto.localmesos.agent_host import AgentHost
+from disauto.localmesos.agent_host import fixed_leader
 from disauto.localmesos.cli_flags import PROG
 from disauto.localmesos.cli_flags import UsageError
 from disauto.localmesos.cli_flags import build_parser
 from disauto.localmesos.cli_flags import config_from_args
 from disauto.localmesos.cli_flags import load_credentials
+from disauto.localmesos.cli_flags import master_address
 from disauto.localmesos.cli_flags import parse_attributes
 from disauto.localmesos.cli_flags import parse_duration
 from disauto.localmesos.cli_flags import parse_speeds
@@ -58,7 +73,15 @@ def _error(message: str) -> None:
     print(f"{PROG}: error: {message}", file=sys.stderr)
 
 
-def _start(cluster: LocalCluster, config: ClusterConfig, debug: bool) -> ExitStatus | None:
+class _Runnable(Protocol):
+    """A :class:`LocalCluster` or an :class:`AgentHost`."""
+
+    def start(self) -> Any: ...
+
+    def stop(self) -> None: ...
+
+
+def _start(cluster: _Runnable, config: ClusterConfig, debug: bool) -> ExitStatus | None:
     """Start the cluster; the exit status (after one error line) when it cannot start."""
     try:
         cluster.start()
@@ -81,18 +104,26 @@ def _start(cluster: LocalCluster, config: ClusterConfig, debug: bool) -> ExitSta
 
 def _announce(cluster: LocalCluster) -> None:
     """Where the cluster is: the master's address, the web UI and the work dir."""
-    agent = cluster.agents[0].total if cluster.agents else None
-    print(
-        f"localmesos {MESOS_VERSION}: master at {cluster.address} with "
-        f"{len(cluster.agents)} agent(s) of {agent}",
-        flush=True,
-    )
+    agents = f"{len(cluster.agents)} agent(s)"
+    if cluster.agents:
+        agents += f" of {cluster.agents[0].total}"
+    print(f"localmesos {MESOS_VERSION}: master at {cluster.address} with {agents}", flush=True)
     print(f"Master: {cluster.address}", flush=True)
     print(f"Web UI: {cluster.url}/", flush=True)
     print(f"Work dir: {cluster.work_dir}", flush=True)
 
 
-def _serve(cluster: LocalCluster, config: ClusterConfig, debug: bool) -> int:
+def _announce_agents(host: AgentHost, master: str) -> None:
+    """Where the agents are served, and their master."""
+    agents = host.config.agent_list()
+    print(f"localmesos {MESOS_VERSION}: {len(agents)} agent(s) of {agents[0].total()} at "
+          f"{host.address}, registering with the master at {master}", flush=True)
+    print(f"Agents: {host.address}", flush=True)
+    print(f"Work dir: {host.work_dir}", flush=True)
+
+
+def _serve(cluster: _Runnable, config: ClusterConfig, debug: bool,
+           announce: Callable[[], None]) -> int:
     """Start, announce and serve until SIGINT or SIGTERM; stop the cluster whatever happens."""
     stop = threading.Event()
 
@@ -104,7 +135,7 @@ def _serve(cluster: LocalCluster, config: ClusterConfig, debug: bool) -> int:
         failed = _start(cluster, config, debug)
         if failed is not None:
             return failed
-        _announce(cluster)
+        announce()
         while not stop.wait(0.5):
             pass
         print("Stopping...", file=sys.stderr, flush=True)
@@ -146,7 +177,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     ZK_LOG.setLevel(logging.INFO if args.verbose or args.debug else logging.ERROR)
     if args.zk is not None or args.master_only or args.masters != "1":
         return _serve_elected(args, config)
-    return _serve(LocalCluster(config), config, args.debug)
+    master = master_address(args)
+    if master is not None:
+        host = AgentHost(config, fixed_leader(master))
+        return _serve(host, config, args.debug, lambda: _announce_agents(host, master))
+    cluster = LocalCluster(config)
+    return _serve(cluster, config, args.debug, lambda: _announce(cluster))
 
 
 def _serve_elected(args: argparse.Namespace, config: ClusterConfig) -> int:

@@ -148,7 +148,8 @@ class _Parser(argparse.ArgumentParser):
 
 
 USAGE = """da-cluster [options]
-       da-cluster --zk zk://HOST:PORT/PATH [--masters N | --master-only] [options]
+       da-cluster --agents-only --master HOST:PORT [options]
+       da-cluster --zk zk://HOST:PORT/PATH [--masters N|--master-only] [options]
        da-cluster master list --zk zk://HOST:PORT/PATH
        da-cluster agent {list,restart,partition,heal} [AGENT] --master HOST:PORT"""
 
@@ -188,9 +189,19 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _add_cluster_flags(group: Group) -> None:
     """The master: its port, allocation, heartbeats, offers, work dir and credentials."""
-    group.add_argument("--port", default="5050", metavar="N",
-                       help="the master's port; 0 picks a free one (default 5050)")
-    group.add_argument("--agents", default="1", metavar="N", help="how many agents (default 1)")
+    group.add_argument("--port", metavar="N",
+                       help="the master's port; 0 picks a free one (default 5050; with "
+                            "--agents-only: the agents' port, default 5051)")
+    group.add_argument("--agents", default="1", metavar="N",
+                       help="how many agents (default 1); 0: a master alone, for the agents "
+                            "of --agents-only processes to register with")
+    group.add_argument("--agents-only", action="store_true",
+                       help="run the agents alone, registered with the master at --master, "
+                            "as Mesos agents run apart from their master: they outlive it "
+                            "and re-register with it when it comes back (default: the "
+                            "master and its agents in this process)")
+    group.add_argument("--master", metavar="HOST:PORT",
+                       help="with --agents-only: the address of the master")
     group.add_argument("--allocation-interval", default="1s", metavar="DURATION",
                        help="batch allocation interval (default 1s)")
     group.add_argument("--heartbeat-interval", default="15s", metavar="DURATION",
@@ -477,8 +488,10 @@ def config_from_args(args: argparse.Namespace) -> ClusterConfig:
     Raises:
         UsageError: for the first invalid flag.
     """
-    port = _int(args.port, flag="--port", low=0, high=65535)
-    agents = _int(args.agents, flag="--agents", low=1)
+    default_port = "5051" if args.agents_only else "5050"  # Mesos' agent's and master's
+    port = _int(args.port or default_port, flag="--port", low=0, high=65535)
+    agents = _int(args.agents, flag="--agents", low=1 if args.agents_only else 0)
+    master_address(args)
     gpus, gpu_devices = _gpus(args)
     resources = _agent_resources(args)
     intervals = _intervals(args)
@@ -509,6 +522,24 @@ def config_from_args(args: argparse.Namespace) -> ClusterConfig:
                         lambda text: {"resources": _resources(text, "--agent-resources")})
     config = _per_agent(config, args.agent_hostname, "--agent-hostname", _hostname)
     return _per_agent_speeds(config, args.agent_speed)
+
+
+def master_address(args: argparse.Namespace) -> str | None:
+    """``--master`` of ``--agents-only`` (``HOST:PORT``), None without ``--agents-only``.
+
+    Raises:
+        UsageError: one without the other, or not ``HOST:PORT``.
+    """
+    if not args.agents_only:
+        if args.master is not None:
+            raise UsageError("--master: only with --agents-only (the master of those agents)")
+        return None
+    if args.master is None:
+        raise UsageError("--agents-only needs --master HOST:PORT (the master to register with)")
+    host, _, port = args.master.strip().rpartition(":")
+    if not host or not port.isdigit() or not 0 < int(port) <= 65535:
+        raise UsageError(f"--master: invalid address {args.master!r}: expected HOST:PORT")
+    return f"{host}:{int(port)}"
 
 
 def _resources(text: str | None, flag: str) -> RoleResources | None:

@@ -14,6 +14,9 @@ The master speaks the Mesos v1 scheduler API over real HTTP on ``cluster.address
 Like ``mesos-local``, every agent is on the same host. Unlike it, when there are several agents
 and they share one ``ports`` range, the range is split evenly between them (``split_ports``), so
 two tasks on different agents are never offered the same port of the one network namespace.
+
+Its agents run in this process; agents of another process, which outlive their master, are
+:mod:`localmesos.agent_host`'s (a cluster of no agents is a master alone, for them).
 """
 
 from __future__ import annotations
@@ -319,6 +322,53 @@ def resolve_isolation(text: str) -> frozenset[str]:
     return names
 
 
+def readonly_auth(config: ClusterConfig) -> ReadonlyAuth | None:
+    """Who may read the read-only endpoints (``authenticate_http_readonly``): the master's
+    with its credentials, the agents' with theirs."""
+    if not config.authenticate_http_readonly:
+        return None
+    agents = config.http_credentials if config.http_credentials is not None \
+        else config.credentials
+    master = config.credentials if config.credentials is not None else agents
+    return ReadonlyAuth(master=master, agents=agents)
+
+
+def make_work_dir(config: ClusterConfig) -> tuple[Path, bool]:
+    """The configured work dir (created), or a temporary one; whether it is temporary (its
+    owner removes it on stop).
+
+    Raises:
+        OSError: it cannot be created.
+    """
+    if config.work_dir is None:
+        work_dir = Path(tempfile.mkdtemp(prefix="localmesos-"))
+        work_dir.chmod(0o755)  # as a Mesos work dir: tasks of other users reach sandboxes
+        return work_dir, True
+    work_dir = Path(config.work_dir)
+    work_dir.mkdir(parents=True, exist_ok=True)
+    return work_dir, False
+
+
+def agent_settings(config: ClusterConfig, isolation: frozenset[str]) -> AgentSettings:
+    """How the agents of ``config`` are made, with the (resolved) ``isolation``; stale cgroups
+    of cluster processes killed before they could remove them are removed first."""
+    if isolation & {"cgroups/cpu", "cgroups/mem"}:
+        cgroups.remove_stale()
+    return AgentSettings(
+        retry_interval=config.status_update_retry_interval,
+        retry_interval_max=config.status_update_retry_interval_max,
+        default_kill_grace=config.default_kill_grace,
+        sandbox_logging=config.sandbox_logging,
+        executor_registration_timeout=config.executor_registration_timeout,
+        executor_shutdown_grace=config.executor_shutdown_grace_period,
+        executor_heartbeat_interval=config.executor_heartbeat_interval,
+        executor_reregistration_timeout=config.executor_reregistration_timeout,
+        isolation=isolation, cgroups_enable_cfs=config.cgroups_enable_cfs,
+        switch_user=config.switch_user,
+        authenticate_executors=config.authenticate_http_executors,
+        jwt_secret_key=config.jwt_secret_key)
+
+
 class LocalCluster:
     """An embedded master plus agents in this process (see the module docstring).
 
@@ -443,25 +493,11 @@ class LocalCluster:
         return self
 
     def _readonly_auth(self) -> ReadonlyAuth | None:
-        """Who may read the read-only endpoints (``authenticate_http_readonly``): the master's
-        with its credentials, the agents' with theirs."""
-        config = self.config
-        if not config.authenticate_http_readonly:
-            return None
-        agents = config.http_credentials if config.http_credentials is not None \
-            else config.credentials
-        master = config.credentials if config.credentials is not None else agents
-        return ReadonlyAuth(master=master, agents=agents)
+        return readonly_auth(self.config)
 
     def _make_work_dir(self) -> Path:
         """The configured work dir (created), or a temporary one removed on stop."""
-        if self.config.work_dir is None:
-            self._own_work_dir = True
-            work_dir = Path(tempfile.mkdtemp(prefix="localmesos-"))
-            work_dir.chmod(0o755)  # as a Mesos work dir: tasks of other users reach sandboxes
-            return work_dir
-        work_dir = Path(self.config.work_dir)
-        work_dir.mkdir(parents=True, exist_ok=True)
+        work_dir, self._own_work_dir = make_work_dir(self.config)
         return work_dir
 
     def _make_master(self, work_dir: Path) -> Master:
@@ -497,26 +533,14 @@ class LocalCluster:
         """
         if config is None:
             config = replace(self.config, agents=1, split_ports=False).agent_list()[0]
-        return self.fleet.add(config)
+        agent = self.fleet.add(config)
+        if agent is None:  # cannot be: this process' master registers it at once
+            raise RuntimeError("the agent could not register")
+        return agent
 
     def _make_fleet(self, isolation: frozenset[str]) -> AgentFleet:
-        config = self.config
-        if isolation & {"cgroups/cpu", "cgroups/mem"}:
-            cgroups.remove_stale()  # those of cluster processes killed before they could
-        settings = AgentSettings(
-            retry_interval=config.status_update_retry_interval,
-            retry_interval_max=config.status_update_retry_interval_max,
-            default_kill_grace=config.default_kill_grace,
-            sandbox_logging=config.sandbox_logging,
-            executor_registration_timeout=config.executor_registration_timeout,
-            executor_shutdown_grace=config.executor_shutdown_grace_period,
-            executor_heartbeat_interval=config.executor_heartbeat_interval,
-            executor_reregistration_timeout=config.executor_reregistration_timeout,
-            isolation=isolation, cgroups_enable_cfs=config.cgroups_enable_cfs,
-            switch_user=config.switch_user,
-            authenticate_executors=config.authenticate_http_executors,
-            jwt_secret_key=config.jwt_secret_key)
-        return AgentFleet(self.master, self.work_dir, self.address, settings)
+        return AgentFleet(self.master, self.work_dir, self.address,
+                          agent_settings(self.config, isolation))
 
     @property
     def isolation(self) -> frozenset[str]:
@@ -539,10 +563,7 @@ class LocalCluster:
 
     def admin_agents(self) -> list[dict[str, Any]]:
         """The admin endpoint's list: each agent and whether its network is cut."""
-        links = self.fleet.state()
-        return [{"id": agent.id, "hostname": agent.config.hostname,
-                 "partitioned": links.get(agent.id, {}).get("partitioned", False)}
-                for agent in self.agents]
+        return self.fleet.admin_agents()
 
     def admin_act(self, action: str, agent_id: str, seconds: float | None) -> None:
         """The admin endpoint's actions (:mod:`localmesos.server.admin_routes`).
@@ -550,14 +571,7 @@ class LocalCluster:
         Raises:
             KeyError: an unknown agent. ValueError: an unknown action.
         """
-        if action == "restart":
-            self.restart_agent(agent_id, seconds or 0.0)
-        elif action == "partition":
-            self.partition_agent(agent_id, seconds)
-        elif action == "heal":
-            self.heal_agent(agent_id)
-        else:
-            raise ValueError(f"unknown action {action!r}: expected restart, partition or heal")
+        self.fleet.admin_act(action, agent_id, seconds)
 
     def stop(self) -> None:
         """Close the event streams, stop the agents (killing their tasks), the master and its

@@ -12,6 +12,13 @@ itself does, the fleet can do to an agent what happens to a real one (not Mesos 
 * :meth:`AgentFleet.partition` / :meth:`AgentFleet.heal`: the network between the master and
   the agent splits (messages lost both ways; pings go unanswered until the master marks the
   agent unreachable) and joins again (the agent re-registers).
+
+The master is the :class:`~localmesos.master.master.Master` of this process (the agents call it,
+through their wires), or one in another process that a
+:class:`~localmesos.agent.master_client.MasterClient` reaches over HTTP
+(:mod:`localmesos.agent_host`): then an agent is registered by its host's slot, ``/slave(N)``
+for the N-th agent added, and the master's messages to it come through the host's HTTP server
+(which cuts them with the wire too).
 """
 
 from __future__ import annotations
@@ -28,6 +35,9 @@ from disauto.localmesos.agent import executor_auth
 from disauto.localmesos.agent.agent import Agent
 from disauto.localmesos.agent.config import AgentConfig
 from disauto.localmesos.agent.config import AgentRuntime
+from disauto.localmesos.agent.master_client import MasterClient
+from disauto.localmesos.agent.master_link import MasterCallbacks
+from disauto.localmesos.agent.views import agent_info
 from disauto.localmesos.containerizer import cgroups
 from disauto.localmesos.containerizer.launcher import Launcher
 from disauto.localmesos.master.master import Master
@@ -63,19 +73,22 @@ class AgentFleet:
     """The agents of one cluster (see the module docstring). Thread-safe.
 
     Args:
-        master: the master they register with.
+        master: the master they register with: this process' or another's.
         work_dir: the cluster's work dir.
-        endpoint: ``host:port`` of the master (``MESOS_AGENT_ENDPOINT``).
+        endpoint: ``host:port`` serving the agents (``MESOS_AGENT_ENDPOINT``): the master's
+            port, or that of the agents' own process.
         settings: how agents are made.
     """
 
-    def __init__(self, master: Master, work_dir: Path, endpoint: str,
+    def __init__(self, master: Master | MasterClient, work_dir: Path, endpoint: str,
                  settings: AgentSettings) -> None:
         self.master = master
         self.work_dir = work_dir
         self.endpoint = endpoint
         self.settings = settings
         self._lock = threading.Lock()
+        self._added = threading.Condition(self._lock)
+        self._slots = 0  # slots handed out: the agents, and one being registered
         self._agents: list[Agent] = []
         self._configs: dict[str, AgentConfig] = {}
         self._wires: dict[str, AgentWire] = {}
@@ -89,9 +102,28 @@ class AgentFleet:
         with self._lock:
             return tuple(self._agents)
 
-    def add(self, config: AgentConfig) -> Agent:
-        """Make an agent and register it with the master."""
-        agent_id = self.master.next_agent_id()
+    def add(self, config: AgentConfig) -> Agent | None:
+        """Make an agent and register it with the master; None when a master of another
+        process was still not found when the fleet stopped (registering waits for one)."""
+        if isinstance(self.master, Master):
+            agent_id = self.master.next_agent_id()
+            agent = self._new(agent_id, config)
+            self.master.add_agent(self._wires[agent_id].connect(agent))
+            agent.registered()
+            agent.libprocess_id = self.master.agent_path(agent.id).lstrip("/")
+            return agent
+        with self._lock:
+            self._slots += 1
+            process = f"slave({self._slots})"
+        registered = self.master.register(process, agent_info(config))
+        if registered is None:
+            return None
+        agent = self._new(registered, config, process)
+        agent.registered()
+        return agent
+
+    def _new(self, agent_id: str, config: AgentConfig, process: str = "") -> Agent:
+        """A new agent (its wire, launcher and key first), in its slot."""
         wire = AgentWire(agent_id)
         with self._lock:
             self._wires[agent_id] = wire
@@ -100,40 +132,72 @@ class AgentFleet:
             secret = self._secret_of_new_agent()
             if secret is not None:
                 self._secrets[agent_id] = secret
-        agent = self._make(agent_id, recover=False)
+        agent = self._make(agent_id, recover=False, process=process)
+        if process:
+            agent.libprocess_id = process
         with self._lock:
             self._agents.append(agent)
-        self.master.add_agent(wire.connect(agent))
-        agent.registered()
-        agent.libprocess_id = self.master.agent_path(agent.id).lstrip("/")
+            self._added.notify_all()
         return agent
 
-    def _make(self, agent_id: str, *, recover: bool) -> Agent:
-        settings, master = self.settings, self.master
+    def _make(self, agent_id: str, *, recover: bool, process: str = "") -> Agent:
+        settings = self.settings
         wire = self._wires[agent_id]
+        calls = self._callbacks(agent_id, wire, process)
         runtime = AgentRuntime(
             launcher=self._launchers[agent_id], recover=recover,
-            total_ping_timeout=master.total_ping_timeout,
+            total_ping_timeout=self.master.total_ping_timeout,
             executor_reregistration_timeout=settings.executor_reregistration_timeout,
-            on_pong=wire.to_master(master.pong),
-            on_reregister=wire.to_master(
-                lambda agent, report: master.reregister_agent(wire.connect(agent), report)),
+            on_pong=wire.to_master(calls.pong), on_reregister=wire.to_master(calls.reregister),
             isolation=settings.isolation, cgroups_enable_cfs=settings.cgroups_enable_cfs,
             switch_user=settings.switch_user,
             executor_secret=self._secrets.get(agent_id))
         return Agent(
             agent_id, self._configs[agent_id], self.work_dir,
-            wire.to_master(master.receive_status_update),
+            wire.to_master(calls.status_update),
             retry_interval=settings.retry_interval,
             retry_interval_max=settings.retry_interval_max,
             default_kill_grace=settings.default_kill_grace,
             master_endpoint=self.endpoint, sandbox_logging=settings.sandbox_logging,
-            on_executor_exited=wire.to_master(master.exited_executor),
-            on_executor_message=wire.to_master(master.executor_message),
+            on_executor_exited=wire.to_master(calls.executor_exited),
+            on_executor_message=wire.to_master(calls.executor_message),
             executor_registration_timeout=settings.executor_registration_timeout,
             executor_shutdown_grace=settings.executor_shutdown_grace,
             executor_heartbeat_interval=settings.executor_heartbeat_interval,
             runtime=runtime)
+
+    def _callbacks(self, agent_id: str, wire: AgentWire, process: str) -> MasterCallbacks:
+        """The agent's messages to the master: calls of this process' master (the agent it
+        re-registers as reached through its wire), or messages to another's."""
+        master = self.master
+        if isinstance(master, MasterClient):
+            return master.callbacks(agent_id, process,
+                                    lambda fid, tid: self._latest_state(agent_id, fid, tid))
+        return MasterCallbacks(
+            status_update=master.receive_status_update,
+            executor_exited=master.exited_executor, executor_message=master.executor_message,
+            pong=master.pong,
+            reregister=lambda agent, report: master.reregister_agent(wire.connect(agent),
+                                                                     report))
+
+    def _latest_state(self, agent_id: str, framework_id: str, task_id: str) -> str | None:
+        try:
+            return self.find(agent_id).latest_state(framework_id, task_id)
+        except KeyError:
+            return None
+
+    def in_slot(self, slot: int, wait: float = 0.0) -> Agent | None:
+        """The agent of ``/slave(slot)``; while it is being registered, waited for up to
+        ``wait`` seconds (the master may send it a message before its host has made it)."""
+        with self._added:
+            self._added.wait_for(lambda: len(self._agents) >= slot or slot > self._slots,
+                                 wait)
+            return self._agents[slot - 1] if 1 <= slot <= len(self._agents) else None
+
+    def wire(self, agent_id: str) -> AgentWire | None:
+        """The agent's network, if it is one of the fleet's."""
+        with self._lock:
+            return self._wires.get(agent_id)
 
     def _secret_of_new_agent(self) -> bytes | None:
         """A new agent's executor token key: the cluster's, its own, or None (no executor
@@ -167,7 +231,10 @@ class AgentFleet:
         """
         old = self.find(agent_id)
         old.crash()
-        self.master.agent_disconnected(agent_id)
+        if isinstance(self.master, Master):  # its connection broke (``Master::exited``)
+            self.master.agent_disconnected(agent_id)
+        # A master of another process, with no connection to break, learns of the restart
+        # from the agent's re-registration.
         thread = threading.Thread(target=self._come_back, args=(old, down_for, on_done),
                                   name=f"restart-{agent_id}", daemon=True)
         with self._lock:
@@ -179,10 +246,11 @@ class AgentFleet:
                    on_done: Callable[[Agent], None] | None) -> None:
         if down_for > 0:
             threading.Event().wait(down_for)
-        new = self._make(old.id, recover=True)
+        new = self._make(old.id, recover=True, process=old.libprocess_id)
         new.libprocess_id = old.libprocess_id
         with self._lock:
             self._agents[self._agents.index(old)] = new
+            self._added.notify_all()
         for observer in old.executor_observers:
             new.add_executor_event_observer(observer)
         new.recover()
@@ -227,6 +295,28 @@ class AgentFleet:
             for container in launcher.containers():
                 launcher.destroy(container.container_id)
         cgroups.remove_family()
+
+    def admin_agents(self) -> list[dict[str, Any]]:
+        """The admin endpoint's list: each agent and whether its network is cut."""
+        links = self.state()
+        return [{"id": agent.id, "hostname": agent.config.hostname,
+                 "partitioned": links.get(agent.id, {}).get("partitioned", False)}
+                for agent in self.agents]
+
+    def admin_act(self, action: str, agent_id: str, seconds: float | None) -> None:
+        """The admin endpoint's actions (:mod:`localmesos.server.admin_routes`).
+
+        Raises:
+            KeyError: an unknown agent. ValueError: an unknown action.
+        """
+        if action == "restart":
+            self.restart(agent_id, seconds or 0.0)
+        elif action == "partition":
+            self.partition(agent_id, seconds)
+        elif action == "heal":
+            self.heal(agent_id)
+        else:
+            raise ValueError(f"unknown action {action!r}: expected restart, partition or heal")
 
     def state(self) -> dict[str, Any]:
         """Each agent's link: cut or not."""

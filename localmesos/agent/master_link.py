@@ -9,7 +9,9 @@ As a Mesos 1.11 agent (apache/mesos ``src/slave/slave.cpp``: ``ping``, ``pingTim
   max_agent_ping_timeouts``) takes the master for lost: it stops sending status updates and
   tries to re-register, backing off from about a second (``registration_backoff_factor``) to
   a minute, until the master answers.
-* A ping saying the master takes the agent for disconnected also makes it re-register.
+* A ping saying the master takes the agent for disconnected also makes it re-register, and
+  so does a new leading master (:meth:`MasterLink.master_detected`, from the agents' host
+  when its detector names another master).
 * Re-registered, it sends the updates it held back, and answers the master's reconciliation:
   each task the master knows but the agent does not becomes TASK_DROPPED (TASK_LOST for a
   framework without PARTITION_AWARE), "Reconciliation: task unknown to the agent",
@@ -23,6 +25,7 @@ callbacks the cluster wires (``on_pong``, ``on_reregister``), which a partition 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 import logging
 import random
 import threading
@@ -46,6 +49,23 @@ Reregister = Callable[[Any, ReregisterAgent], Reregistered | None]
 """``(agent, report) -> answer``: the master's ``reregister_agent``, None when lost."""
 
 
+@dataclass(frozen=True)
+class MasterCallbacks:
+    """What an agent sends its master, the master in this process or in another
+    (:class:`localmesos.agent.master_client.MasterClient`); the cluster wires each through the
+    agent's network (a partition drops them)."""
+
+    #: A TaskStatus with ``framework_id`` (the master's ``receive_status_update``).
+    status_update: Callable[[dict[str, Any]], None]
+    #: ``(agent_id, framework_id, executor_id, wait status)`` (``exited_executor``).
+    executor_exited: Callable[[str, str, str, int], None]
+    #: ``(agent_id, framework_id, executor_id, base64 data)`` (``executor_message``).
+    executor_message: Callable[[str, str, str, str], None]
+    #: ``(agent_id)``: the answer to a ping (``pong``).
+    pong: Callable[[str], None]
+    reregister: Reregister
+
+
 class MasterLink:
     """Pings and re-registration (part of :class:`localmesos.agent.agent.Agent`)."""
 
@@ -55,6 +75,7 @@ class MasterLink:
         self._last_ping = time.monotonic()
         self._link_cond = threading.Condition()
         self._reregistering = False
+        self._redetected = threading.Event()
         if self._on_reregister is not None:
             with self._lock:
                 self._start_thread(self._watch_pings, name=f"pings-{self.id}")
@@ -77,6 +98,15 @@ class MasterLink:
             logger.info("Agent %s: the master takes it for disconnected; re-registering",
                         self.id)
             self._lose_master()
+
+    def master_detected(self) -> None:
+        """A new leading master was detected (``Slave::detected``): DISCONNECTED, the agent
+        re-registers with it (a dead or terminating agent does nothing)."""
+        if self._crashed.is_set() or self.link_state not in (RUNNING, DISCONNECTED):
+            return
+        logger.info("Agent %s: new master detected; re-registering", self.id)
+        self._redetected.set()  # a re-registration under way starts its backoff again
+        self._lose_master()
 
     def _watch_pings(self) -> None:
         """Take the master for lost when no ping came for the total ping timeout."""
@@ -105,6 +135,7 @@ class MasterLink:
     def _reregister_loop(self) -> None:
         """Re-register until the master answers (``doReliableRegistration``)."""
         backoff = REGISTRATION_BACKOFF
+        self._redetected.clear()  # this first attempt goes to the master detected
         try:
             while not self._stopped:
                 answer = None
@@ -113,8 +144,11 @@ class MasterLink:
                 if answer is not None:
                     self._reregistered(answer)
                     return
-                time.sleep(random.uniform(0.5, 1.0) * backoff)
-                backoff = min(backoff * 2, REGISTRATION_BACKOFF_MAX)
+                if self._redetected.wait(random.uniform(0.5, 1.0) * backoff):
+                    self._redetected.clear()
+                    backoff = REGISTRATION_BACKOFF
+                else:
+                    backoff = min(backoff * 2, REGISTRATION_BACKOFF_MAX)
         finally:
             with self._lock:
                 self._reregistering = False

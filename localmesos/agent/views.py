@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from disauto.localmesos.agent import sandbox as sandbox_mod
+from disauto.localmesos.agent.config import AgentConfig
 from disauto.localmesos.containerizer.docker import ContainerProcess
 from disauto.localmesos.containerizer.monitor import ExecutorEntry
 from disauto.localmesos.containerizer.monitor import mem_limit_bytes
@@ -33,6 +34,25 @@ def _scalars(infos: list[Mapping[str, Any]]) -> dict[str, float]:
     return total
 
 
+def agent_info(config: AgentConfig, agent_id: str | None = None) -> dict[str, Any]:
+    """The ``AgentInfo`` JSON of an agent of ``config`` (without ``id`` before the master
+    gave it one: ``RegisterSlaveMessage``)."""
+    attributes: list[dict[str, Any]] = []
+    for name, value in config.attributes.items():
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            attributes.append({"name": name, "type": "SCALAR", "scalar": {"value": value}})
+        else:
+            text = str(value).lower() if isinstance(value, bool) else str(value)
+            attributes.append({"name": name, "type": "TEXT", "text": {"value": text}})
+    info: dict[str, Any] = {
+        "hostname": config.hostname,
+        "port": AGENT_PORT,
+        "resources": config.total().to_json(format="pre"),
+        "attributes": attributes,
+    }
+    return info if agent_id is None else {"id": {"value": agent_id}, **info}
+
+
 class AgentViews:
     """The agent's read-only views (part of :class:`localmesos.agent.agent.Agent`)."""
 
@@ -41,20 +61,7 @@ class AgentViews:
 
     def info(self) -> dict[str, Any]:
         """The ``AgentInfo`` JSON of this agent."""
-        attributes: list[dict[str, Any]] = []
-        for name, value in self.config.attributes.items():
-            if isinstance(value, int | float) and not isinstance(value, bool):
-                attributes.append({"name": name, "type": "SCALAR", "scalar": {"value": value}})
-            else:
-                text = str(value).lower() if isinstance(value, bool) else str(value)
-                attributes.append({"name": name, "type": "TEXT", "text": {"value": text}})
-        return {
-            "id": {"value": self.id},
-            "hostname": self.config.hostname,
-            "port": AGENT_PORT,
-            "resources": self.total.to_json(format="pre"),
-            "attributes": attributes,
-        }
+        return agent_info(self.config, self.id)
 
     def task_sandbox(self, framework_id: str, task_id: str) -> Path | None:
         """The sandbox directory of a task launched here (kept after it ends), if any."""

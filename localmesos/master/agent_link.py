@@ -1,7 +1,8 @@
 """How the master reaches an agent: what it needs of one, and the ordered queue of its calls.
 
 The master knows an agent only as an :class:`AgentLike` (the embedded
-:class:`localmesos.agent.agent.Agent` is one; the cluster hands it over). Nothing here blocks
+:class:`localmesos.agent.agent.Agent` is one, the cluster hands it over; an agent of another
+process is a :class:`~localmesos.master.remote_agent.RemoteAgent`). Nothing here blocks
 the master: an :class:`AgentLink` only queues calls for the one thread that makes them, so each
 agent sees the master's calls in the order they were made, as libprocess delivers messages.
 """
@@ -15,6 +16,7 @@ from typing import Any
 from typing import Protocol
 
 from disauto.common.resources import RoleResources
+from disauto.localmesos.master.remote_agent import RemoteAgent
 
 
 logger = logging.getLogger("disauto.localmesos.master")
@@ -70,6 +72,10 @@ class AgentLink:
             self._queue.put(None)
 
     def stop(self) -> None:
+        """Stop now (the master stops): an agent of another process gets none of the calls
+        still queued (each could wait for a dead host's timeout)."""
+        if isinstance(self.agent, RemoteAgent):
+            self.agent.close()
         if not self._stopped:
             self._stopped = True
             self._queue.put(None)
@@ -80,6 +86,8 @@ class AgentLink:
         while True:
             item = self._queue.get()
             if item is None:
+                if isinstance(self.agent, RemoteAgent):
+                    self.agent.close()  # the master talks to it no more through this link
                 return
             method, args = item
             try:

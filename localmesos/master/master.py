@@ -74,6 +74,7 @@ from disauto.localmesos.master.quota import QuotaMaster
 from disauto.localmesos.master.records import AgentRecord
 from disauto.localmesos.master.records import FrameworkRecord
 from disauto.localmesos.master.records import OfferRecord
+from disauto.localmesos.master.remote_agent import RemoteAgent
 from disauto.localmesos.master.subscriptions import Subscriptions
 from disauto.localmesos.master.tasks import TaskBookkeeping
 from disauto.localmesos.protocol import registration
@@ -297,8 +298,8 @@ class Master(Subscriptions, LaunchCalls, SchedulerCalls, TaskBookkeeping, OfferM
     def add_agent(self, agent: AgentLike) -> None:
         """Register an agent and trigger an allocation for it.
 
-        The agent is advertised (offer ``url``, ``pid`` in ``/master/state``) at the master's
-        own port, which serves the agent endpoints that exist here (``/files/*``).
+        An embedded agent is advertised (offer ``url``, ``pid`` in ``/master/state``) at the
+        master's own port, which serves its endpoints; a :class:`RemoteAgent` at its host's.
 
         Raises:
             ValueError: when it is registered already.
@@ -313,13 +314,22 @@ class Master(Subscriptions, LaunchCalls, SchedulerCalls, TaskBookkeeping, OfferM
         self._loop.trigger()
 
     def _register(self, agent: AgentLike, info: dict[str, Any]) -> AgentRecord:
-        """Under the lock: a registered agent record with its link to the agent."""
+        """Under the lock: a registered agent record with its link to the agent.
+
+        An embedded agent is served on the master's address (its ``port``, the IP of its pid);
+        an agent of another process (:class:`RemoteAgent`) on its host's.
+        """
         info = dict(info)
-        if self.port:
+        remote = agent if isinstance(agent, RemoteAgent) else None
+        if remote is not None:
+            info["port"] = remote.port
+        elif self.port:
             info["port"] = self.port
         link = AgentLink(agent)
         link.start()
-        record = AgentRecord(agent, link, info, time.time(), agent.total, ip=self.hostname)
+        record = AgentRecord(agent, link, info, time.time(), agent.total,
+                             ip=self.hostname if remote is None else remote.host,
+                             pid=None if remote is None else remote.pid)
         self.agents[agent.id] = record
         if agent.id not in self.agent_slots:
             self.agent_slots.append(agent.id)

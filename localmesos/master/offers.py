@@ -10,6 +10,7 @@ is free on it for that framework's role (:mod:`localmesos.master.allocator`).
 from __future__ import annotations
 
 from collections.abc import Mapping
+from collections.abc import Sequence
 import copy
 import logging
 import time
@@ -18,6 +19,7 @@ from typing import Any
 from disauto.common.resources import RoleResources
 from disauto.localmesos.master import allocator as alloc
 from disauto.localmesos.master import quota
+from disauto.localmesos.master.records import AgentRecord
 from disauto.localmesos.master.records import FrameworkRecord
 from disauto.localmesos.master.records import OfferRecord
 
@@ -126,12 +128,26 @@ class OfferMaking:
         """The agent's libprocess path, ``/slave(N)``: N counts agents in order of addition.
 
         Every embedded agent is served on the master's port, so each gets its own N (a real
-        agent is always ``slave(1)`` on its own host:port).
+        agent is always ``slave(1)`` on its own host:port); an agent of another process has
+        the path of its own pid (the N-th agent of its host).
         """
+        record = self.agents.get(agent_id)
+        if record is None and agent_id in self.unreachable:
+            record = self.unreachable[agent_id].record
+        if record is not None and record.pid is not None:
+            return "/" + record.pid.partition("@")[0]
         for index, known in enumerate(self.agent_slots, start=1):
             if known == agent_id:
                 return f"/slave({index})"
         return "/slave(1)"
+
+    def agent_pid(self, record: AgentRecord) -> str:
+        """The agent's libprocess pid, ``slave(N)@host:port``: where its endpoints are."""
+        if record.pid is not None:
+            return record.pid
+        hostname = str(record.info.get("hostname", self.hostname))
+        port = int(record.info.get("port", 5051))
+        return f"{self.agent_path(record.agent_id).lstrip('/')}@{hostname}:{port}"
 
     def agent_list(self) -> list[Any]:
         """The registered agents, in order of addition."""
@@ -148,6 +164,7 @@ class OfferMaking:
             allocation_role=grant.role if fw.multi_role else None)
         hostname = str(agent.info.get("hostname", self.hostname))
         port = int(agent.info.get("port", 5051))
+        ip = hostname if agent.pid is None else agent.ip
         offer: dict[str, Any] = {
             "id": {"value": offer_id},
             "framework_id": {"value": fw.framework_id},
@@ -155,7 +172,7 @@ class OfferMaking:
             "hostname": hostname,
             "url": {
                 "scheme": "http",
-                "address": {"hostname": hostname, "ip": hostname, "port": port},
+                "address": {"hostname": hostname, "ip": ip, "port": port},
                 "path": self.agent_path(grant.agent_id),
             },
             "resources": resources,
@@ -183,25 +200,41 @@ class OfferMaking:
 
     # -- files -----------------------------------------------------------------------------
 
-    _file_roots_cache: tuple[list[Mapping[str, Any]], dict[str, str]] | None = None
-    """(the agents' mappings it was built from, :meth:`file_roots`' answer)."""
+    _combined_roots: CombinedRoots | None = None
 
     def file_roots(self) -> dict[str, str]:
         """Virtual path → real directory for ``/files``: every agent's sandboxes (the same
-        mapping while they are the same: read it, do not change it).
-
-        Each sandbox is served under its real path, under Mesos' virtual path
-        ``/frameworks/<fw>/executors/<executor>/runs/latest`` and under the agent's
-        ``/slaves/<agent>/frameworks/<fw>/executors/<executor>/runs/latest``. Must not be
-        called with the master lock held (it asks the agents).
-        """
+        mapping while they are the same: read it, do not change it; see
+        :class:`CombinedRoots`). Must not be called with the master lock held (it asks the
+        agents)."""
         with self.lock:
             agents = [record.agent for record in self.agents.values()]
+            if self._combined_roots is None:
+                self._combined_roots = CombinedRoots()
+            combined = self._combined_roots
+        return combined.of(agents)
+
+
+class CombinedRoots:
+    """The ``/files`` roots of several agents (thread-safe; the last answer is kept).
+
+    Each sandbox is served under its real path, under Mesos' virtual path
+    ``/frameworks/<fw>/executors/<executor>/runs/latest`` and under the agent's
+    ``/slaves/<agent>/frameworks/<fw>/executors/<executor>/runs/latest``.
+    """
+
+    def __init__(self) -> None:
+        self._cache: tuple[list[Mapping[str, Any]], dict[str, str]] | None = None
+        """(the agents' mappings it was built from, :meth:`of`'s answer)."""
+
+    def of(self, agents: Sequence[Any]) -> dict[str, str]:
+        """The roots of ``agents``' ``file_roots`` (agents without one serve none here); the
+        same mapping while theirs are the same."""
         parts = [file_roots() for agent in agents
                  if (file_roots := getattr(agent, "file_roots", None)) is not None]
         # An agent answers the same mapping while its sandboxes are the same: so is this one
         # (the mappings are kept with it, so their ids are theirs).
-        cached = self._file_roots_cache
+        cached = self._cache
         if cached is not None and len(cached[0]) == len(parts) \
                 and all(a is b for a, b in zip(cached[0], parts, strict=True)):
             return cached[1]
@@ -213,5 +246,5 @@ class OfferMaking:
                 # /slaves/<a>/frameworks/<f>/executors/<e>/runs/latest -> /frameworks/...
                 if len(names) == 9 and names[1] == "slaves" and names[3] == "frameworks":
                     roots["/" + "/".join(names[3:])] = str(real)
-        self._file_roots_cache = (parts, roots)
+        self._cache = (parts, roots)
         return roots

@@ -19,11 +19,13 @@ As Mesos 1.11 (apache/mesos ``src/master/master.cpp``: ``SlaveObserver``, ``mark
 * **Re-registration.** An unreachable (or unknown) agent is admitted again: every task it
   reports comes back, and its framework gets the task's state with
   ``REASON_AGENT_REREGISTERED``, "Unreachable agent re-reregistered" (sic), whether it is
-  partition aware or not (Mesos >= 1.5). A registered agent (after a restart) is reconciled:
-  tasks it does not report are reconciled through it (it answers TASK_LOST/TASK_DROPPED),
-  executors it does not report are removed, tasks killed meanwhile are killed again. Either
-  way, frameworks the master removed are shut down on it, and a deactivated or draining
-  agent stays so (and is told to drain again).
+  partition aware or not (Mesos >= 1.5); a framework the master does not know (after a
+  failover of the master) is recovered, disconnected, from the agent's report
+  (``updateSlaveFrameworks``) until it subscribes again. A registered agent (after a
+  restart) is reconciled: tasks it does not report are reconciled through it (it answers
+  TASK_LOST/TASK_DROPPED), executors it does not report are removed, tasks killed meanwhile
+  are killed again. Either way, frameworks the master removed are shut down on it, and a
+  deactivated or draining agent stays so (and is told to drain again).
 * **Gone** (DRAIN_AGENT with ``mark_gone``, START_MAINTENANCE): the agent is removed and
   shut down; its tasks become TASK_GONE_BY_OPERATOR (``REASON_AGENT_REMOVED_BY_OPERATOR``;
   TASK_LOST, ``REASON_AGENT_REMOVED``, without PARTITION_AWARE). A gone agent may not
@@ -48,6 +50,7 @@ from disauto.localmesos.master.records import AgentRecord
 from disauto.localmesos.master.records import FrameworkRecord
 from disauto.localmesos.master.records import TaskRecord
 from disauto.localmesos.master.records import resources_of
+from disauto.localmesos.master.remote_agent import RemoteAgent
 from disauto.localmesos.protocol.registration import ReregisterAgent
 from disauto.localmesos.protocol.registration import Reregistered
 
@@ -310,6 +313,9 @@ class AgentHealth:
             record.agent = agent
             record.link = AgentLink(agent)
             record.link.start()
+        if isinstance(agent, RemoteAgent):  # its host may have moved
+            record.pid, record.ip = agent.pid, agent.host
+            record.info["port"] = agent.port
         record.reregistered_time = time.time()
         record.pinged = False
         record.ping_timeouts = 0

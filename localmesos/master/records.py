@@ -180,8 +180,13 @@ class AgentRecord:
     #: Whether the allocator offers it: connected and not deactivated (``Slave::active``).
     active: bool = True
     reregistered_time: float | None = None
-    #: The IP of its libprocess pid: the master's own (every agent is served on its port).
+    #: The IP of its libprocess pid: the master's own (every embedded agent is served on its
+    #: port), or its host's.
     ip: str = "127.0.0.1"
+    #: Its own libprocess pid (``slave(N)@host:port``) when it runs in another process
+    #: (:class:`~localmesos.master.remote_agent.RemoteAgent`); None for an embedded agent,
+    #: ``slave(N)`` of the master's address by order of registration.
+    pid: str | None = None
     #: A ping is unanswered, and how many in a row were (``SlaveObserver``).
     pinged: bool = False
     ping_timeouts: int = 0
@@ -197,7 +202,7 @@ class AgentRecord:
     @property
     def machine_id(self) -> tuple[str, str]:
         """Mesos' ``MachineID`` of the agent: (its hostname, the IP of its pid). Every embedded
-        agent is served at the master's address, so agents differ by hostname only."""
+        agent is served at the master's address, so those differ by hostname only."""
         return (str(self.info.get("hostname", "")), self.ip)
 
     @property

@@ -27,11 +27,15 @@ logger = logging.getLogger("disauto.localmesos.master")
 class TaskBookkeeping:
     """Status updates from agents; removing tasks, frameworks, offers (part of :class:`Master`)."""
 
-    def receive_status_update(self, status: dict[str, Any]) -> None:
+    def receive_status_update(self, status: dict[str, Any],
+                              latest_state: str | None = None) -> None:
         """Take a status update from an agent (any thread; the agent holds no lock).
 
         ``status`` is a TaskStatus carrying ``uuid``, ``agent_id``, ``executor_id`` and the
         routing-only ``framework_id`` (stripped before the update is forwarded).
+        ``latest_state``: the agent's latest state of the task, as an agent of another process
+        sends it with the update (``StatusUpdate.latest_state``, set in ``Slave::forward``);
+        an embedded agent is asked.
         """
         status = dict(status)
         fid = status.pop("framework_id", None)
@@ -40,10 +44,11 @@ class TaskBookkeeping:
         task_id = str((status.get("task_id") or {}).get("value", ""))
         # Mesos status updates carry the agent's latest state of the task, so the master learns
         # of a terminal state even while an earlier update waits for its acknowledgement.
-        latest: str | None = None
+        latest = latest_state
         with self.lock:
             record = self.agents.get(agent_id)
-        if record is not None and hasattr(record.agent, "latest_state") and framework_id:
+        if latest is None and record is not None and hasattr(record.agent, "latest_state") \
+                and framework_id:
             try:
                 latest = record.agent.latest_state(str(framework_id), task_id)
             except Exception:  # noqa: BLE001 - best effort

@@ -6,11 +6,13 @@ each waits for the other: Mesos' ``ReregisterSlaveMessage`` and ``SlaveReregiste
 The embedded master and agents meet only here and through the cluster's callbacks: an agent
 hands the master a :class:`ReregisterAgent` (its info, the tasks and executors it runs, the
 checkpointing frameworks they belong to) and gets a :class:`Reregistered` back (the tasks it
-must reconcile), or ``None`` when the message was lost or refused.
+must reconcile), or ``None`` when the message was lost or refused. Between processes both
+travel as JSON (``to_json``/``from_json``; :mod:`localmesos.protocol.libprocess`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from dataclasses import field
 from typing import Any
@@ -47,6 +49,16 @@ class AgentTaskReport:
     def task_id(self) -> str:
         return str(self.info["task_id"]["value"])
 
+    def to_json(self) -> dict[str, Any]:
+        return {"framework_id": self.framework_id, "info": self.info, "state": self.state,
+                "executor_id": self.executor_id, "status": self.status}
+
+    @classmethod
+    def from_json(cls, body: Mapping[str, Any]) -> AgentTaskReport:
+        """Raises: KeyError, TypeError, ValueError for a malformed report."""
+        return cls(str(body["framework_id"]), dict(body["info"]), str(body["state"]),
+                   str(body.get("executor_id", "")), dict(body.get("status") or {}))
+
 
 @dataclass(frozen=True)
 class ReregisterAgent:
@@ -60,6 +72,19 @@ class ReregisterAgent:
     #: ``FrameworkInfo`` of each framework it has tasks or executors of.
     frameworks: tuple[dict[str, Any], ...] = ()
 
+    def to_json(self) -> dict[str, Any]:
+        return {"agent_id": self.agent_id, "info": self.info,
+                "tasks": [task.to_json() for task in self.tasks],
+                "executors": list(self.executors), "frameworks": list(self.frameworks)}
+
+    @classmethod
+    def from_json(cls, body: Mapping[str, Any]) -> ReregisterAgent:
+        """Raises: KeyError, TypeError, ValueError for a malformed message."""
+        return cls(str(body["agent_id"]), dict(body["info"]),
+                   tuple(AgentTaskReport.from_json(t) for t in body.get("tasks") or ()),
+                   tuple(dict(e) for e in body.get("executors") or ()),
+                   tuple(dict(f) for f in body.get("frameworks") or ()))
+
 
 @dataclass(frozen=True)
 class Reregistered:
@@ -72,3 +97,15 @@ class Reregistered:
     #: Set when the master refuses the agent and tells it to shut down (``ShutdownMessage``):
     #: it was marked gone, or its machine is DOWN.
     shutdown: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        return {"reconcile": [{"framework_info": info, "task_id": task_id}
+                              for info, task_id in self.reconcile],
+                "total_ping_timeout": self.total_ping_timeout, "shutdown": self.shutdown}
+
+    @classmethod
+    def from_json(cls, body: Mapping[str, Any]) -> Reregistered:
+        """Raises: KeyError, TypeError, ValueError for a malformed answer."""
+        return cls(tuple((dict(item["framework_info"]), str(item["task_id"]))
+                         for item in body.get("reconcile") or ()),
+                   float(body["total_ping_timeout"]), str(body.get("shutdown", "")))

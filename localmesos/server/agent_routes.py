@@ -52,19 +52,23 @@ class AgentRoutes:
     """Answers the agents' requests.
 
     Args:
-        master: the master that knows the agents.
+        master: the master that knows the agents (None in a process of agents alone).
         agents: the running agents, the N-th being ``/slave(N)`` (default: the master's
-            registered agents).
+            registered agents; required without a master).
         readonly: principal → secret; when given, ``/slave(N)/state`` and
             ``/slave(N)/monitor/statistics`` need HTTP Basic authentication (Mesos
             ``--authenticate_http_readonly`` with the agent's ``--http_credentials``).
     """
 
-    def __init__(self, master: Master,
+    def __init__(self, master: Master | None,
                  agents: Callable[[], Sequence[Any]] | None = None,
                  readonly: Mapping[str, str] | None = None) -> None:
         self.master = master
-        self._agents = agents or master.agent_list
+        if agents is None:
+            if master is None:
+                raise ValueError("AgentRoutes needs a master or its agents")
+            agents = master.agent_list
+        self._agents = agents
         self._readonly = readonly
 
     def _refusal(self, request: Request) -> Response | None:

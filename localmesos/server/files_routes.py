@@ -12,9 +12,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 import mimetypes
 import os
+from typing import Protocol
 
 from disauto.localmesos.agent import sandbox
-from disauto.localmesos.master.master import Master
 from disauto.localmesos.server.http_auth import AGENT_READONLY_REALM
 from disauto.localmesos.server.http_auth import Refused
 from disauto.localmesos.server.http_auth import principal_of
@@ -29,16 +29,23 @@ _FILES_PATHS = frozenset({"/files/browse", "/files/browse.json", "/files/read",
                           "/files/read.json", "/files/download"})
 
 
+class FileRoots(Protocol):
+    """Whose sandboxes ``/files`` serves (:meth:`localmesos.master.master.Master.file_roots`)."""
+
+    def file_roots(self) -> dict[str, str]: ...
+
+
 class FilesRoutes:
     """Answers ``/files`` requests.
 
     Args:
-        master: the master whose agents' sandboxes are served.
+        master: whose agents' sandboxes are served (the master, or the host of agents of
+            another process than their master's: anything with ``file_roots``).
         readonly: principal → secret; when given, every ``/files`` read needs HTTP Basic
             authentication (the agents' ``--authenticate_http_readonly``).
     """
 
-    def __init__(self, master: Master, readonly: Mapping[str, str] | None = None) -> None:
+    def __init__(self, master: FileRoots, readonly: Mapping[str, str] | None = None) -> None:
         self.master = master
         self._readonly = readonly
 

@@ -4,8 +4,10 @@ In this order:
 
 0. On a master that does not lead (masters elected through ZooKeeper), the master's APIs and
    endpoints redirect to the leader, or answer 503 while none leads (:meth:`Router._not_leading`).
-1. The APIs, whatever the method (each refuses the methods it does not take): the scheduler and
-   operator APIs (:mod:`~localmesos.server.master_routes`), the executor API and an agent's
+1. The APIs, whatever the method (each refuses the methods it does not take): the messages of
+   agents in other processes (``/master/disauto.internal.*``, ignored by a master that does
+   not lead; :mod:`~localmesos.server.master_messages`), the scheduler and operator APIs
+   (:mod:`~localmesos.server.master_routes`), the executor API and an agent's
    ``/monitor/statistics`` (:mod:`~localmesos.server.agent_routes`).
 2. Any other method than ``GET``/``HEAD``: 405 on a path of the master's, the metrics, the
    files or the web UI; 404 elsewhere.
@@ -32,6 +34,7 @@ from disauto.localmesos.server.admin_routes import AdminRoutes
 from disauto.localmesos.server.agent_routes import AgentRoutes
 from disauto.localmesos.server.files_routes import FilesRoutes
 from disauto.localmesos.server.http_auth import ReadonlyAuth
+from disauto.localmesos.server.master_messages import MasterMessages
 from disauto.localmesos.server.master_routes import SCHEDULER_PATHS
 from disauto.localmesos.server.master_routes import MasterRoutes
 from disauto.localmesos.server.master_routes import master_route
@@ -66,6 +69,7 @@ class Router:
         self.agent_routes = AgentRoutes(master, agents, readonly.agents)
         self.admin_routes = None if admin is None else AdminRoutes(admin, credentials)
         self.files_routes = FilesRoutes(master, readonly.agents)
+        self.master_messages = MasterMessages(master)
 
     def dispatch(self, request: Request) -> Response | Subscription:
         """The answer to ``request`` (see the module docstring for the order)."""
@@ -75,6 +79,8 @@ class Router:
             if admin is not None:
                 return admin
         answer = self._not_leading(request, path)
+        if answer is None:
+            answer = self.master_messages.handle(request, path)
         if answer is None:
             answer = self.master_routes.api(request, path)
         if answer is None:

@@ -30,12 +30,15 @@ import socket
 import threading
 import time
 from typing import Any
+from typing import Protocol
 from typing import cast
 
 from disauto.localmesos.master.master import Master
 from disauto.localmesos.protocol.recordio import Subscription
 from disauto.localmesos.server.admin_routes import Admin
 from disauto.localmesos.server.http_auth import ReadonlyAuth
+from disauto.localmesos.server.messages import Request
+from disauto.localmesos.server.messages import Response
 from disauto.localmesos.server.messages import text
 from disauto.localmesos.server.routes import Router
 from disauto.localmesos.server.wire import BadRequest
@@ -47,11 +50,18 @@ from disauto.localmesos.server.wire import write_stream
 logger = logging.getLogger(__name__)
 
 
+class Dispatcher(Protocol):
+    """What answers each request (:class:`~localmesos.server.routes.Router`)."""
+
+    def dispatch(self, request: Request) -> Response | Subscription: ...
+
+
 class HttpServer:
     """The cluster's HTTP server (see the module docstring).
 
     Args:
-        master: the master whose API and state are served.
+        master: the master whose API and state are served (None with a ``router`` of
+            another process' agents alone).
         host: the address to bind (loopback by default).
         port: the port to bind; 0 picks a free one.
         credentials: principal → secret; when given, scheduler calls need HTTP Basic
@@ -61,11 +71,14 @@ class HttpServer:
         write_timeout: seconds a single socket write may block.
         max_connections: further connections are answered 503 and closed.
         readonly: who may read the read-only endpoints (:mod:`localmesos.server.http_auth`).
+        router: what answers each request (default: the master's
+            :class:`~localmesos.server.routes.Router`; ``credentials``, ``agents``, ``admin``
+            and ``readonly`` are its).
     """
 
     def __init__(
         self,
-        master: Master,
+        master: Master | None,
         *,
         host: str = "127.0.0.1",
         port: int = 0,
@@ -77,11 +90,16 @@ class HttpServer:
         agents: Callable[[], Sequence[Any]] | None = None,
         admin: Admin | None = None,
         readonly: ReadonlyAuth | None = None,
+        router: Dispatcher | None = None,
     ) -> None:
         self.master = master
         self._host = host
         self._port = port
-        self.router = Router(master, credentials, agents, admin, readonly)
+        if router is None:
+            if master is None:
+                raise ValueError("HttpServer needs a master or a router")
+            router = Router(master, credentials, agents, admin, readonly)
+        self.router = router
         self.max_body_bytes = max_body_bytes
         self.request_timeout = request_timeout
         self.write_timeout = write_timeout
@@ -264,6 +282,6 @@ class HttpServer:
         finally:
             if sub.on_closed is not None:
                 sub.on_closed(sub)
-            else:
+            elif self.master is not None:
                 self.master.subscription_closed(sub)
             sub.release()

@@ -35,7 +35,11 @@ def _run_main(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str]
     [
         (["--port", "99999"], "--port"),
         (["--port", "x"], "--port"),
-        (["--agents", "0"], "--agents"),
+        (["--agents", "-1"], "--agents"),
+        (["--agents-only"], "--agents-only"),
+        (["--agents-only", "--master", "nowhere"], "--master"),
+        (["--master", "127.0.0.1:5050"], "--master"),
+        (["--agents-only", "--master", "127.0.0.1:5050", "--agents", "0"], "--agents"),
         (["--cpus", "-2"], "--cpus"),
         (["--cpus", "nan"], "--cpus"),
         (["--mem", "lots"], "--mem"),
@@ -85,9 +89,9 @@ def test_help(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatc
     monkeypatch.setenv("COLUMNS", "80")
     assert main(["--help"]) == 0
     out = capsys.readouterr().out
-    for flag in ("--port", "--agents", "--cpus", "--mem", "--disk", "--gpus", "--ports",
-                 "--attributes", "--allocation-interval", "--heartbeat-interval", "--work-dir",
-                 "--credentials"):
+    for flag in ("--port", "--agents", "--agents-only", "--cpus", "--mem", "--disk", "--gpus",
+                 "--ports", "--attributes", "--allocation-interval", "--heartbeat-interval",
+                 "--work-dir", "--credentials"):
         assert flag in out
     # Fits 80 columns, its flags grouped by concern, each group's flags in it, defaults said.
     assert max(len(line) for line in out.splitlines()) <= 80, out
@@ -95,10 +99,12 @@ def test_help(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatc
               and line.endswith(":")]
     assert groups == ["options:", "cluster:", "agents:", "reservations and per-agent settings:",
                       "isolation:", "sandbox logs:", "agent health and recovery (Mesos' flags):",
-                      "authentication and authorization (Mesos' flags):", "output:",
+                      "authentication and authorization (Mesos' flags):",
+                      "masters elected through ZooKeeper:", "output:",
                       "admin (not Mesos calls; docs/local-mode.md):"]
     said = " ".join(out.split())
-    assert "--port N the master's port; 0 picks a free one (default 5050)" in said
+    assert "--port N the master's port; 0 picks a free one (default 5050;" in said
+    assert "--master HOST:PORT with --agents-only: the address of the master" in said
     assert "isolation: --isolation ISOLATORS" in said
     assert "da-cluster agent partition AGENT --master HOST:PORT [--for DURATION]" in said
     entries = re.split(r"\n  (?=-)", out)  # one per flag, with its wrapped help
@@ -363,3 +369,16 @@ def test_da_cluster_agent_reports_an_unreachable_cluster(
         capsys: pytest.CaptureFixture[str]) -> None:
     code, err = _run_main(capsys, "agent", "list", "--master", "127.0.0.1:1")
     assert code == 1 and err.startswith("da-cluster agent: error: cannot reach 127.0.0.1:1")
+
+
+def test_agents_alone_default_to_a_mesos_agents_port_and_a_master_alone_to_its_own() -> None:
+    from disauto.localmesos.cli import build_parser
+    from disauto.localmesos.cli import config_from_args
+    from disauto.localmesos.cli_flags import master_address
+
+    args = build_parser().parse_args(["--agents-only", "--master", "localhost:5050",
+                                      "--gpus", "0"])
+    assert (config_from_args(args).port, master_address(args)) == (5051, "localhost:5050")
+    args = build_parser().parse_args(["--agents", "0", "--gpus", "0"])
+    config = config_from_args(args)
+    assert (config.port, config.agents, master_address(args)) == (5050, 0, None)

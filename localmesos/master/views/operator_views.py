@@ -195,13 +195,12 @@ def agent_v1(
     """A ``Response.GetAgents.Agent`` (Mesos ``createAgentResponse``)."""
     info = dict(record.info)
     info.setdefault("port", 5051)
-    hostname = str(info.get("hostname", master.hostname))
     out: dict[str, Any] = {
         "agent_info": info,
         "active": record.active,
         "deactivated": record.agent_id in master.deactivated,
         "version": MESOS_VERSION,
-        "pid": f"{master.agent_path(record.agent_id).lstrip('/')}@{hostname}:{info['port']}",
+        "pid": master.agent_pid(record),
         "registered_time": time_info(record.registered_time),
     }
     if record.reregistered_time is not None:

@@ -192,7 +192,7 @@ def agent_json(
                 for role in record.total.reservation_roles}
     out: dict[str, Any] = {
         "id": record.agent_id,
-        "pid": f"{master.agent_path(record.agent_id).lstrip('/')}@{hostname}:{port}",
+        "pid": master.agent_pid(record),
         "hostname": hostname,
         "port": port,
         "registered_time": record.registered_time,
