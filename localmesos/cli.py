@@ -35,6 +35,8 @@ from typing import Any
 from typing import Protocol
 
 from disauto.common.zk_masters import ZK_LOG
+from disauto.common.zk_masters import LeaderWatch
+from disauto.common.zk_masters import ZooKeeperError
 from disauto.localmesos import admin_cli
 from disauto.localmesos import elected_cli
 from disauto.localmesos.agent_host import AgentHost
@@ -175,8 +177,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     # ZooKeeper's client warns of every refused connection; the one line of an error says it.
     ZK_LOG.setLevel(logging.INFO if args.verbose or args.debug else logging.ERROR)
+    if args.agents_only and args.zk is not None:
+        return _serve_agents_of_elected(args, config)
     if args.zk is not None or args.master_only or args.masters != "1":
-        return _serve_elected(args, config)
+        return _serve_elected(args, config, argv)
     master = master_address(args)
     if master is not None:
         host = AgentHost(config, fixed_leader(master))
@@ -185,7 +189,29 @@ def main(argv: Sequence[str] | None = None) -> int:
     return _serve(cluster, config, args.debug, lambda: _announce(cluster))
 
 
-def _serve_elected(args: argparse.Namespace, config: ClusterConfig) -> int:
+def _serve_agents_of_elected(args: argparse.Namespace, config: ClusterConfig) -> int:
+    """``--agents-only --zk URL``: agents that register with the master ZooKeeper names as
+    leader, and re-register with each next one (Mesos' agents with ``--master=zk://``)."""
+    try:
+        session_timeout = parse_duration(args.zk_session_timeout, flag="--zk-session-timeout")
+        watch = LeaderWatch(str(elected_cli.zk_url(args.zk)), session_timeout)
+    except UsageError as exc:
+        _error(str(exc))
+        return ExitStatus.USAGE
+    try:
+        watch.start()
+    except ZooKeeperError as exc:
+        _error(f"--zk: {exc}")
+        return ExitStatus.ERROR
+    try:
+        host = AgentHost(config, watch)
+        return _serve(host, config, args.debug, lambda: _announce_agents(host, str(watch.url)))
+    finally:
+        watch.stop()
+
+
+def _serve_elected(args: argparse.Namespace, config: ClusterConfig,
+                   argv: Sequence[str]) -> int:
     """``--zk``: one contending master (``--master-only``), or N of them and the agents."""
     try:
         if args.zk is None:
@@ -200,7 +226,8 @@ def _serve_elected(args: argparse.Namespace, config: ClusterConfig) -> int:
         return ExitStatus.USAGE
     if args.master_only:
         return elected_cli.serve_master(replace(config, agents=0), url, session_timeout)
-    return elected_cli.serve_masters(args, config, url, masters)
+    return elected_cli.serve_masters(argv, config, url, masters,
+                                     debug=args.debug)
 
 
 if __name__ == "__main__":

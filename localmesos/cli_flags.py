@@ -525,7 +525,8 @@ def config_from_args(args: argparse.Namespace) -> ClusterConfig:
 
 
 def master_address(args: argparse.Namespace) -> str | None:
-    """``--master`` of ``--agents-only`` (``HOST:PORT``), None without ``--agents-only``.
+    """``--master`` of ``--agents-only`` (``HOST:PORT``), None without ``--agents-only`` or
+    with ``--zk`` (the agents follow the election's leader).
 
     Raises:
         UsageError: one without the other, or not ``HOST:PORT``.
@@ -534,8 +535,13 @@ def master_address(args: argparse.Namespace) -> str | None:
         if args.master is not None:
             raise UsageError("--master: only with --agents-only (the master of those agents)")
         return None
+    if getattr(args, "zk", None) is not None:
+        if args.master is not None:
+            raise UsageError("--agents-only: give --master HOST:PORT or --zk URL, not both")
+        return None  # the leader ZooKeeper names
     if args.master is None:
-        raise UsageError("--agents-only needs --master HOST:PORT (the master to register with)")
+        raise UsageError("--agents-only needs --master HOST:PORT (the master to register with) "
+                         "or --zk URL (the masters' election)")
     host, _, port = args.master.strip().rpartition(":")
     if not host or not port.isdigit() or not 0 < int(port) <= 65535:
         raise UsageError(f"--master: invalid address {args.master!r}: expected HOST:PORT")

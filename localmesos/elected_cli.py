@@ -10,25 +10,32 @@ Example::
 (:mod:`localmesos.elected`) and exits 1, with one line, when its candidacy ends (as Mesos'
 master does: "Lost candidacy"). ``master list`` prints each contending master's address, its
 libprocess id and whether it leads, read from ZooKeeper as Mesos' detectors read it
-(:mod:`common.zk_masters`). Every error is one line, ``da-cluster: error: ...``.
+(:mod:`common.zk_masters`). ``--masters N`` runs N such masters, each its own process on
+``--port``, ``--port``+1, ... (started again when one exits, as a supervisor would), and the
+agents in its own process (:mod:`localmesos.agent_host`), which follow the leader through
+ZooKeeper. Every error is one line, ``da-cluster: error: ...``.
 """
 
 from __future__ import annotations
 
 import argparse
 from collections.abc import Sequence
+from dataclasses import replace
 import json
 import os
 import signal
+import subprocess
 import sys
 import threading
 from types import FrameType
 from typing import NoReturn
 
+from disauto.common.zk_masters import LeaderWatch
 from disauto.common.zk_masters import ZkUrl
 from disauto.common.zk_masters import ZooKeeperError
 from disauto.common.zk_masters import contenders
 from disauto.common.zk_masters import parse_zk
+from disauto.localmesos.agent_host import AgentHost
 from disauto.localmesos.cli_flags import PROG
 from disauto.localmesos.cli_flags import UsageError
 from disauto.localmesos.cli_flags import parse_duration
@@ -138,5 +145,118 @@ def serve_master(config: ClusterConfig, url: ZkUrl, session_timeout: float) -> i
         return 0
     finally:
         master.stop()
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+# -- da-cluster --zk --masters N ---------------------------------------------------------------
+
+#: Flags of ``da-cluster`` that take a value and are the supervisor's, not its masters'.
+_NOT_FOR_MASTERS = frozenset({"--masters", "--port", "--agents", "--work-dir"})
+#: Switches of the supervisor alone.
+_SWITCHES_NOT_FOR_MASTERS = frozenset({"--agents-only", "--master-only"})
+
+
+def master_argv(argv: Sequence[str], port: int) -> list[str]:
+    """A master's command line: ``da-cluster`` ``argv`` without the supervisor's own flags,
+    with ``--master-only --port PORT``."""
+    out: list[str] = []
+    skip = False
+    for arg in argv:
+        if skip:
+            skip = False
+            continue
+        name = arg.split("=", 1)[0]
+        if name in _NOT_FOR_MASTERS:
+            skip = "=" not in arg
+            continue
+        if name in _SWITCHES_NOT_FOR_MASTERS:
+            continue
+        out.append(arg)
+    return [sys.executable, "-m", "disauto.localmesos.cli", *out, "--master-only",
+            "--port", str(port)]
+
+
+class MasterProcesses:
+    """N ``--master-only`` children on their ports, each started again when it exits (as a
+    supervisor of Mesos masters does: a master that lost its candidacy exits on purpose)."""
+
+    def __init__(self, argv: Sequence[str], ports: Sequence[int]) -> None:
+        self.argv = list(argv)
+        self.ports = list(ports)
+        self.processes: dict[int, subprocess.Popen[str]] = {}
+
+    def start(self, port: int) -> None:
+        self.processes[port] = subprocess.Popen(  # noqa: S603 - our own module, no shell
+            master_argv(self.argv, port), stdout=subprocess.DEVNULL, text=True)
+
+    def start_all(self) -> None:
+        for port in self.ports:
+            self.start(port)
+
+    def restart_exited(self) -> None:
+        for port, process in list(self.processes.items()):
+            status = process.poll()
+            if status is not None:
+                print(f"{PROG}: the master on port {port} exited ({status}); starting it again",
+                      file=sys.stderr, flush=True)
+                self.start(port)
+
+    def stop(self) -> None:
+        for process in self.processes.values():
+            if process.poll() is None:
+                process.terminate()
+        for process in self.processes.values():
+            try:
+                process.wait(15)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait(5)
+
+
+def serve_masters(argv: Sequence[str], config: ClusterConfig, url: ZkUrl, masters: int, *,
+                  debug: bool = False) -> int:
+    """``--masters N``: N contending masters, each its own process (restarted when it exits),
+    and the agents in this process, following the leader through ZooKeeper. Serves until
+    SIGINT or SIGTERM; the exit status."""
+    base = config.port or 5050
+    ports = list(range(base, base + masters))
+    stop = threading.Event()
+
+    def _on_signal(signum: int, frame: FrameType | None) -> None:
+        stop.set()
+
+    previous = {sig: signal.signal(sig, _on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
+    children = MasterProcesses(argv, ports)
+    watch = LeaderWatch(str(url))
+    host: AgentHost | None = None
+    try:
+        try:
+            watch.start()
+        except ZooKeeperError as exc:
+            _error(f"--zk: {exc}")
+            return 1
+        children.start_all()
+        host = AgentHost(replace(config, port=base + masters), watch)
+        try:
+            host.start()
+        except OSError as exc:
+            if debug:
+                raise
+            _error(f"cannot serve the agents on port {base + masters}: {exc.strerror or exc}")
+            return 1
+        addresses = ", ".join(f"{config.host}:{port}" for port in ports)
+        print(f"Masters: {addresses} (elected through {url})", flush=True)
+        print(f"Agents: {host.address}", flush=True)
+        print(f"Work dir: {host.work_dir}", flush=True)
+        while not stop.wait(0.5):
+            children.restart_exited()
+        print("Stopping...", file=sys.stderr, flush=True)
+        return 0
+    finally:
+        if host is not None:
+            host.stop()
+        children.stop()
+        watch.stop()
         for sig, handler in previous.items():
             signal.signal(sig, handler)

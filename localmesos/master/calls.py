@@ -330,11 +330,19 @@ class SchedulerCalls:
 
     def _reconcile_unknown(self, fw: FrameworkRecord, task_id: str,
                            agent_id: str | None) -> None:
-        """A task the master does not have (``Master::reconcile`` cases 3 to 6): TASK_GONE on
-        a registered agent, TASK_UNREACHABLE (with ``unreachable_time``) on an unreachable
-        one, TASK_GONE_BY_OPERATOR on a gone one, TASK_UNKNOWN otherwise; TASK_LOST for
-        frameworks that are not partition aware."""
+        """A task the master does not have (``Master::reconcile`` cases 2 to 6): nothing while
+        its agent is one a recovered registry admitted that has not re-registered yet (the
+        framework asks again; after a failover it learns the task when the agent comes back),
+        TASK_GONE on a registered agent, TASK_UNREACHABLE (with ``unreachable_time``) on an
+        unreachable one, TASK_GONE_BY_OPERATOR on a gone one, TASK_UNKNOWN otherwise;
+        TASK_LOST for frameworks that are not partition aware."""
         extra: dict[str, Any] = {}
+        if agent_id is not None and agent_id in self.recovered_agents \
+                and agent_id not in self.agents and self.awaits_recovered_agents():
+            logger.info("Dropping reconciliation of task %s of framework %s: agent %s is "
+                        "recovered and has not re-registered", task_id, fw.framework_id,
+                        agent_id)
+            return
         if agent_id is not None and agent_id in self.agents:
             state, message = "TASK_GONE", "Reconciliation: Task is unknown to the agent"
         elif agent_id is not None and agent_id in self.unreachable:

@@ -192,6 +192,7 @@ class Master(Subscriptions, LaunchCalls, SchedulerCalls, TaskBookkeeping, OfferM
         #: Agents a recovered registry admitted (id → AgentInfo), which may re-register
         #: (:mod:`localmesos.master.registrar`).
         self.recovered_agents: dict[str, dict[str, Any]] = {}
+        self.recovered_until = 0.0
         #: Whether this master leads (always, alone; through ZooKeeper, once elected:
         #: :mod:`localmesos.master.contender`), and ``host:port`` of the one that does.
         self.elected = True
@@ -342,6 +343,11 @@ class Master(Subscriptions, LaunchCalls, SchedulerCalls, TaskBookkeeping, OfferM
         return self.agent_ping_timeout * self.max_agent_ping_timeouts
 
     # -- calls ---------------------------------------------------------------------------
+
+    def awaits_recovered_agents(self) -> bool:
+        """Whether the agents of a recovered registry may still re-register (within
+        ``agent_reregister_timeout`` of the recovery)."""
+        return bool(self.recovered_agents) and time.monotonic() < self.recovered_until
 
     def check_call(
         self, call: Mapping[str, Any], stream_id: str | None, principal: str | None = None

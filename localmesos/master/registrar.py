@@ -29,6 +29,7 @@ import copy
 import json
 import logging
 import threading
+import time
 from typing import TYPE_CHECKING
 from typing import Any
 
@@ -52,8 +53,11 @@ WRITE_INTERVAL = 0.25
 def snapshot(master: Master) -> dict[str, Any]:
     """What the registry holds of ``master`` now (JSON)."""
     with master.lock:
+        admitted = {aid: info for aid, info in master.recovered_agents.items()
+                    if master.awaits_recovered_agents()}
+        admitted.update({aid: record.info for aid, record in master.agents.items()})
         return {
-            "admitted": {aid: record.info for aid, record in master.agents.items()},
+            "admitted": admitted,
             "agent_slots": list(master.agent_slots),
             "unreachable": {aid: entry.time for aid, entry in master.unreachable.items()},
             "gone": dict(master.gone),
@@ -71,7 +75,12 @@ def snapshot(master: Master) -> dict[str, Any]:
 
 def restore(master: Master, registry: dict[str, Any]) -> None:
     """Take a recovered registry (before the master serves). Admitted and unreachable agents
-    are kept as ``recovered_agents``: they may re-register (with their tasks)."""
+    are kept as ``recovered_agents`` for ``agent_reregister_timeout`` (Mesos' "allowing 10mins
+    for agents to reregister"): they re-register with their tasks, and meanwhile a
+    reconciliation of a task on one is answered by nothing (``Master::reconcile``'s case 2).
+    Mesos then marks those still away unreachable; here they are forgotten (a reconciliation
+    answers TASK_UNKNOWN, which a framework takes for lost as it would TASK_UNREACHABLE's
+    end)."""
     with master.lock:
         master.agent_slots[:] = [str(a) for a in registry.get("agent_slots", [])]
         master.gone.update({str(k): float(v) for k, v in registry.get("gone", {}).items()})
@@ -92,6 +101,7 @@ def restore(master: Master, registry: dict[str, Any]) -> None:
             **{str(k): dict(v) for k, v in registry.get("admitted", {}).items()},
             **{str(k): {} for k in registry.get("unreachable", {})
                if k not in registry.get("admitted", {})}}
+        master.recovered_until = time.monotonic() + master.agent_reregister_timeout
 
 
 class Registrar:

@@ -181,8 +181,9 @@ class RealElected(ElectedCluster):
 
 
 class EmbeddedElected(ElectedCluster):
-    """``da-cluster --masters 3 --zk``: each master its own process, started by the
-    ``da-cluster`` that runs the agents; killed and started again one by one here."""
+    """Three ``da-cluster --zk --master-only`` processes and a ``da-cluster --agents-only
+    --zk`` (what ``da-cluster --masters 3 --zk`` runs, started one by one here so that each
+    can be killed and started again as the real ones are)."""
 
     kind = "embedded"
 
@@ -193,7 +194,8 @@ class EmbeddedElected(ElectedCluster):
         self.leader_index(60)
         self.agents = self._spawn("agents", [
             sys.executable, "-m", "disauto.localmesos.cli", "--agents-only", "--zk", zk,
-            "--resources", agent.resources, "--work-dir", str(work / "agents"), "--verbose"])
+            "--port", str(lasting_port()), "--resources", agent.resources,
+            "--work-dir", str(work / "agents"), "--verbose"])
         self.wait_agents(1)
 
     def _start_master(self, index: int) -> None:

@@ -84,7 +84,7 @@ def test_the_leader_killed_during_a_job_and_as_it_ends(
     started = time.monotonic()
     elected.kill_leader()
     took = in_use_after(elected, job.job_dir(), started)
-    assert elected.leader_index() != first or elected.kind == "embedded"
+    assert elected.leader_index() != first  # the killed one came back behind the others
     gate.touch()
     # As it ends: the last trials run; the leader dies again.
     until(lambda: sum(t["state"] == "COMPLETED" for t in trial_rows(job)) >= budget - 2,
