@@ -178,3 +178,72 @@ def test_no_zookeeper_and_bad_flags_are_one_line(tmp_path: Path) -> None:
         1, "da-cluster master: error: no ZooKeeper server answers at 127.0.0.1:1 within 1s")
     assert json.loads(run("master", "list", "--zk", "zk://127.0.0.1:1/m", "--json",
                           "--timeout", "1s").stdout or "{}") == {}
+
+
+def master_child(port: int) -> int:
+    """The pid of the ``--master-only`` process serving ``port`` (from /proc)."""
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            argv = (entry / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if b"--master-only" in argv and str(port).encode() in argv:
+            return int(entry.name)
+    raise AssertionError(f"no master process on port {port}")
+
+
+def active_agents(port: int) -> int:
+    try:
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+        conn.request("GET", "/master/slaves")
+        agents = json.loads(conn.getresponse().read())["slaves"]
+    except (OSError, ValueError, KeyError):
+        return 0
+    return sum(1 for agent in agents if agent.get("active"))
+
+
+def test_da_cluster_masters_3_elects_restarts_a_killed_master_and_moves_the_agents(
+        zookeeper: Any, tmp_path: Path) -> None:
+    zk = zookeeper.url("/elected-masters-3")
+    base = free_port()
+    while any(get(port, "/version")[0] for port in range(base, base + 4)):
+        base = free_port()
+    cluster = subprocess.Popen(  # noqa: S603 - our own module
+        [sys.executable, "-m", "disauto.localmesos.cli", "--zk", zk, "--masters", "3",
+         "--port", str(base), "--agents", "2", "--zk-session-timeout", "3secs",
+         "--work-dir", str(tmp_path / "agents")],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        assert cluster.stdout is not None
+        masters = cluster.stdout.readline().strip()
+        assert masters == (f"Masters: 127.0.0.1:{base}, 127.0.0.1:{base + 1}, "
+                           f"127.0.0.1:{base + 2} (elected through {zk})")
+        assert cluster.stdout.readline().strip() == f"Agents: 127.0.0.1:{base + 3}"
+        group = Masters(zk, tmp_path)
+        first = group.leader()
+        until_true(lambda: active_agents(first) == 2, 30)
+        assert len(contenders(zk)) == 3
+        os.kill(master_child(first), signal.SIGKILL)
+        second = group.leader()
+        assert second != first
+        until_true(lambda: active_agents(second) == 2, 30)  # the agents moved at once
+        until_true(lambda: len(contenders(zk)) == 3, 30)  # the killed one was started again
+        assert get(first, "/master/state") == (307, f"//127.0.0.1:{second}/master/state")
+    finally:
+        os.killpg(cluster.pid, signal.SIGTERM)
+        assert cluster.wait(60) == 0
+    assert cluster.stderr is not None
+    said = cluster.stderr.read()
+    assert f"the master on port {first} exited (-9); starting it again" in said, said
+    assert "Traceback" not in said
+
+
+def until_true(predicate: Any, within: float) -> None:
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(0.1)
+    raise AssertionError(f"not within {within}s")
