@@ -74,10 +74,6 @@ class FrameworkClient:
             metadata=self._metadata, timeout=self._timeout,
         )
 
-    def submit(self, number: int, assignment: Assignment, priority: int) -> common_pb2.Trial:
-        return self._retrying(self._stub.SubmitTrial, _submit_request(number, assignment,
-                                                                      priority)).trial
-
     def submit_many(
         self, trials: Sequence[tuple[int, Assignment]], priority: int
     ) -> list[common_pb2.Trial]:

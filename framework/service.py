@@ -92,13 +92,6 @@ class FrameworkServicer(framework_pb2_grpc.FrameworkServiceServicer):
         return handle(context, lambda: self._job.attach_appcore(request.address,
                                                                 request.certificate))
 
-    def SubmitTrial(  # noqa: N802
-        self, request: framework_pb2.SubmitTrialRequest, context: grpc.ServicerContext
-    ) -> framework_pb2.SubmitTrialReply:
-        self._require_job_token(context)
-        trials = handle(context, lambda: self._job.submit_trials([_submission(request)]))
-        return framework_pb2.SubmitTrialReply(trial=trials[0])
-
     def SubmitTrials(  # noqa: N802
         self, request: framework_pb2.SubmitTrialsRequest, context: grpc.ServicerContext
     ) -> framework_pb2.SubmitTrialsReply:

@@ -41,7 +41,7 @@ def client(framework: Framework) -> Iterator[FrameworkClient]:
 
 
 def _running_trial(framework: Framework, client: FrameworkClient, number: int = 1) -> None:
-    client.submit(number, ASSIGN, priority=0)
+    client.submit_many([(number, ASSIGN)], priority=0)
     assert framework.launch_trials() == [number]
 
 
@@ -98,7 +98,7 @@ def test_a_runner_still_running_after_the_grace_period_is_killed(
 
 def test_pruning_a_pending_trial_needs_no_kill_and_never_launches_it(
         framework: Framework, client: FrameworkClient) -> None:
-    client.submit(1, ASSIGN, priority=0)
+    client.submit_many([(1, ASSIGN)], priority=0)
     assert client.prune(1, "").state == common_pb2.PRUNED
     assert framework.launch_trials() == []
     assert framework.controller.tasks.live_task_ids() == ["appcore-1"]

@@ -53,6 +53,18 @@ def submit_request(number: int, assigned: dict[str, Any] = ASSIGN,
     return request
 
 
+def submit_one(stub: framework_pb2_grpc.FrameworkServiceStub,
+               request: framework_pb2.SubmitTrialRequest) -> common_pb2.Trial:
+    """One trial through SubmitTrials; the trial as recorded."""
+    reply = stub.SubmitTrials(framework_pb2.SubmitTrialsRequest(trials=[request]),
+                              metadata=GOOD, timeout=5)
+    return reply.trials[0]
+
+
+def batch(*requests: framework_pb2.SubmitTrialRequest) -> framework_pb2.SubmitTrialsRequest:
+    return framework_pb2.SubmitTrialsRequest(trials=list(requests))
+
+
 def code_of(call: Any, request: Any, metadata: Any = GOOD) -> tuple[grpc.StatusCode, str]:
     with pytest.raises(grpc.RpcError) as caught:
         result = call(request, metadata=metadata, timeout=5)
@@ -84,7 +96,7 @@ def test_every_appcore_call_needs_the_job_token(stub: framework_pb2_grpc.Framewo
                                                 framework: Framework, metadata: Any) -> None:
     calls = [
         (stub.AttachAppCore, framework_pb2.AttachAppCoreRequest(address="h:1")),
-        (stub.SubmitTrial, submit_request(1)),
+        (stub.SubmitTrials, batch(submit_request(1))),
         (stub.RecordReport, common_pb2.Report(trial_number=1)),
         (stub.WatchTrials, framework_pb2.WatchTrialsRequest()),
         (stub.FinishJob, framework_pb2.FinishJobRequest(outcome=framework_pb2.STOPPED)),
@@ -101,7 +113,7 @@ def test_every_appcore_call_needs_the_job_token(stub: framework_pb2_grpc.Framewo
 
 def test_attach_returns_the_job_and_what_is_recorded(
         stub: framework_pb2_grpc.FrameworkServiceStub, framework: Framework) -> None:
-    stub.SubmitTrial(submit_request(1), metadata=GOOD, timeout=5)
+    submit_one(stub, submit_request(1))
     reply = stub.AttachAppCore(framework_pb2.AttachAppCoreRequest(address="10.0.0.5:31000"),
                                metadata=GOOD, timeout=5)
     assert reply.spec == framework.config.search
@@ -117,12 +129,11 @@ def test_attach_returns_the_job_and_what_is_recorded(
 
 def test_submit_trial_and_its_errors(stub: framework_pb2_grpc.FrameworkServiceStub,
                                      framework: Framework) -> None:
-    trial = stub.SubmitTrial(submit_request(1, priority=2), metadata=GOOD, timeout=5).trial
+    trial = submit_one(stub, submit_request(1, priority=2))
     assert (trial.number, trial.state, trial.priority) == (1, common_pb2.PENDING, 2)
     assert framework.pending_calls == 1
     # A retry is idempotent.
-    assert stub.SubmitTrial(submit_request(1, priority=2), metadata=GOOD,
-                            timeout=5).trial == trial
+    assert submit_one(stub, submit_request(1, priority=2)) == trial
 
     cases = [
         (submit_request(1, {**ASSIGN, "layers": 3}), grpc.StatusCode.ALREADY_EXISTS,
@@ -138,11 +149,11 @@ def test_submit_trial_and_its_errors(stub: framework_pb2_grpc.FrameworkServiceSt
                   "parameter 'act': a ParamValue must set one of real, integer or text; "
                   "none is set"))
     for request, code, details in cases:
-        assert code_of(stub.SubmitTrial, request) == (code, details)
+        assert code_of(stub.SubmitTrials, batch(request)) == (code, details)
 
-    stub.SubmitTrial(submit_request(2), metadata=GOOD, timeout=5)
-    stub.SubmitTrial(submit_request(3), metadata=GOOD, timeout=5)
-    assert code_of(stub.SubmitTrial, submit_request(4)) == (
+    submit_one(stub, submit_request(2))
+    submit_one(stub, submit_request(3))
+    assert code_of(stub.SubmitTrials, batch(submit_request(4))) == (
         grpc.StatusCode.FAILED_PRECONDITION, "the trial budget of 3 is spent")
     assert [t.number for t in framework.controller.trials()] == [1, 2, 3]
 
@@ -173,7 +184,7 @@ def test_submit_trials_records_all_or_none(stub: framework_pb2_grpc.FrameworkSer
 
 def test_record_report_and_its_errors(stub: framework_pb2_grpc.FrameworkServiceStub,
                                       framework: Framework) -> None:
-    stub.SubmitTrial(submit_request(1), metadata=GOOD, timeout=5)
+    submit_one(stub, submit_request(1))
 
     def report(number: int, final: bool = False, step: int | None = None,
                **metrics: float) -> common_pb2.Report:
@@ -203,13 +214,13 @@ def test_finish_job(stub: framework_pb2_grpc.FrameworkServiceStub, framework: Fr
     assert code_of(stub.FinishJob, framework_pb2.FinishJobRequest(message="x")) == (
         grpc.StatusCode.INVALID_ARGUMENT, "outcome must be set")
     assert framework.controller.outcome is None
-    stub.SubmitTrial(submit_request(1), metadata=GOOD, timeout=5)
+    submit_one(stub, submit_request(1))
     stub.FinishJob(framework_pb2.FinishJobRequest(outcome=framework_pb2.SPACE_EXHAUSTED,
                                                   message="the grid is done"),
                    metadata=GOOD, timeout=5)
     assert framework.controller.outcome == (framework_pb2.SPACE_EXHAUSTED, "the grid is done")
     assert framework.store.get_meta(meta.OUTCOME) == "SPACE_EXHAUSTED"
-    assert code_of(stub.SubmitTrial, submit_request(2)) == (
+    assert code_of(stub.SubmitTrials, batch(submit_request(2))) == (
         grpc.StatusCode.FAILED_PRECONDITION, "the job has ended; no trial can be submitted")
     # A report after the end is ABORTED (AppCore tells its runner to stop), not recorded.
     assert code_of(stub.RecordReport, common_pb2.Report(
@@ -222,7 +233,7 @@ def test_finish_job(stub: framework_pb2_grpc.FrameworkServiceStub, framework: Fr
 
 def test_watch_trials_streams_events_and_ends_with_the_job(
         stub: framework_pb2_grpc.FrameworkServiceStub, framework: Framework) -> None:
-    stub.SubmitTrial(submit_request(1), metadata=GOOD, timeout=5)
+    submit_one(stub, submit_request(1))
     received: list[framework_pb2.TrialEvent] = []
     errors: list[BaseException] = []
 
@@ -236,7 +247,7 @@ def test_watch_trials_streams_events_and_ends_with_the_job(
 
     watcher = threading.Thread(target=watch, args=(0,))
     watcher.start()
-    stub.SubmitTrial(submit_request(2, {**ASSIGN, "layers": 4}), metadata=GOOD, timeout=5)
+    submit_one(stub, submit_request(2, {**ASSIGN, "layers": 4}))
     framework.launch_trials()  # trial 1 and 2: LAUNCHING then RUNNING
     stub.FinishJob(framework_pb2.FinishJobRequest(outcome=framework_pb2.STOPPED, message="s"),
                    metadata=GOOD, timeout=5)
