@@ -67,7 +67,7 @@ from disauto.framework.telemetry.monitor import StatisticsCollector
 from disauto.framework.telemetry.monitor import TelemetryLoop
 from disauto.framework.telemetry.processors import builtin_processors
 from disauto.framework.telemetry.registry import BuiltinCollector
-from disauto.framework.telemetry.registry import Registry
+from disauto.framework.telemetry.registry import TelemetryRegistry
 from disauto.framework.telemetry.scheduler import TelemetryScheduler
 from disauto.framework.webui.server import JobPageServer
 from disauto.framework.webui.sources import LiveJob
@@ -224,7 +224,7 @@ def _telemetry(store: JobStore, job_dir: Path, usage: TelemetryLoop | None,
     entries its user added) and its scheduler."""
     collectors = [BuiltinCollector(COLLECTOR_NAME, config.telemetry_interval,
                                    usage.measure)] if usage is not None else []
-    registry = Registry(store, collectors=collectors, processors=builtin_processors(),
+    registry = TelemetryRegistry(store, collectors=collectors, processors=builtin_processors(),
                         workdir=job_dir) if options.telemetry else None
     return Telemetry(usage, registry,
                      TelemetryScheduler(registry) if registry is not None else None)

@@ -22,7 +22,7 @@ from disauto.framework.slots import SlotTable
 from disauto.framework.spec import JobConfig
 from disauto.framework.store import JobStore
 from disauto.framework.telemetry.monitor import TelemetryLoop
-from disauto.framework.telemetry.registry import Registry
+from disauto.framework.telemetry.registry import TelemetryRegistry
 from disauto.framework.telemetry.scheduler import TelemetryScheduler
 from disauto.framework.webui.server import JobPageServer
 
@@ -65,7 +65,7 @@ class Telemetry:
     (None with telemetry off)."""
 
     usage: TelemetryLoop | None
-    registry: Registry | None
+    registry: TelemetryRegistry | None
     runs: TelemetryScheduler | None
 
     def start(self) -> None:

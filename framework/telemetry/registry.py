@@ -207,7 +207,7 @@ def entry_from_json(body: Mapping[str, Any], base: Entry | None = None) -> Entry
                  inputs=inputs, builtin=base.builtin if base else False)
 
 
-class Registry:
+class TelemetryRegistry:
     """The job's collectors and processors, their status, and running one of them.
 
     Thread safety: every method may be called from any thread (the scheduler's, its runs',

@@ -1,6 +1,6 @@
 """The telemetry scheduler: one thread that starts each registry entry at its interval.
 
-Each run goes on a short-lived thread of its own (``Registry.launch``), so that a slow or
+Each run goes on a short-lived thread of its own (``TelemetryRegistry.launch``), so that a slow or
 hanging collector delays nobody: a command past its timeout is killed, a built-in callable past
 its timeout is reported slow and not started again until it returns.
 """
@@ -11,7 +11,7 @@ import logging
 import threading
 import time
 
-from disauto.framework.telemetry.registry import Registry
+from disauto.framework.telemetry.registry import TelemetryRegistry
 
 
 logger = logging.getLogger(__name__)
@@ -25,7 +25,7 @@ class TelemetryScheduler:
         tick: how often (seconds) it looks for entries that are due.
     """
 
-    def __init__(self, registry: Registry, tick: float = 0.1) -> None:
+    def __init__(self, registry: TelemetryRegistry, tick: float = 0.1) -> None:
         self.registry = registry
         self._tick = tick
         self._stopped = threading.Event()

@@ -29,7 +29,7 @@ from disauto.framework.errors import InvalidArgumentError
 from disauto.framework.errors import JobError
 from disauto.framework.errors import NotFoundError
 from disauto.framework.telemetry.lines import sample_json
-from disauto.framework.telemetry.registry import Registry
+from disauto.framework.telemetry.registry import TelemetryRegistry
 from disauto.framework.telemetry.registry import recorded_registry
 from disauto.framework.webui.sources import ActionError
 from disauto.framework.webui.sources import JobSource
@@ -111,7 +111,7 @@ def names(source: JobSource) -> dict[str, Any]:
             "nodes": sorted({s["node"] for s in series}), "series": series}
 
 
-def _registry(source: JobSource, action: str) -> Registry:
+def _registry(source: JobSource, action: str) -> TelemetryRegistry:
     registry = source.registry()
     if registry is None:
         raise ActionError(409, f"cannot {action} here: this server reads job {source.job_id} "

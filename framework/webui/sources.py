@@ -28,7 +28,7 @@ from disauto.framework.errors import FailedPreconditionError
 from disauto.framework.errors import NotFoundError
 from disauto.framework.job import JobController
 from disauto.framework.store import JobStore
-from disauto.framework.telemetry.registry import Registry
+from disauto.framework.telemetry.registry import TelemetryRegistry
 from disauto.framework.webui.mirror import mirror_of
 from disauto.framework.webui.summary import Steps
 from disauto.framework.webui.views import Record
@@ -68,7 +68,7 @@ class JobSource(abc.ABC):
     def store(self) -> Iterator[JobStore]:
         """The job's store, to read (telemetry samples, the kept registry)."""
 
-    def registry(self) -> Registry | None:
+    def registry(self) -> TelemetryRegistry | None:
         """The running registry of collectors and processors, or None: this server reads
         the job from its record (or the job runs without telemetry), and cannot change it."""
         return None
@@ -106,7 +106,7 @@ class LiveJob(JobSource):
 
     def __init__(self, controller: JobController, folder: Path,
                  kill_tasks: Callable[[list[str]], None],
-                 registry: Registry | None = None) -> None:
+                 registry: TelemetryRegistry | None = None) -> None:
         super().__init__(controller.config.job_id, folder)
         self._controller = controller
         self._kill_tasks = kill_tasks
@@ -116,7 +116,7 @@ class LiveJob(JobSource):
     def store(self) -> Iterator[JobStore]:
         yield self._controller.store
 
-    def registry(self) -> Registry | None:
+    def registry(self) -> TelemetryRegistry | None:
         return self._registry
 
     def token(self) -> str:

@@ -24,7 +24,7 @@ from disauto.framework.errors import NotFoundError
 from disauto.framework.store import JobStore
 from disauto.framework.telemetry.processors import builtin_processors
 from disauto.framework.telemetry.registry import BuiltinCollector
-from disauto.framework.telemetry.registry import Registry
+from disauto.framework.telemetry.registry import TelemetryRegistry
 from disauto.framework.telemetry.registry import recorded_registry
 from disauto.framework.telemetry.scheduler import TelemetryScheduler
 
@@ -56,8 +56,8 @@ def node_load() -> Sequence[Sample]:
     return [Sample("node_load", "agent-1", time.time(), 0.5)]
 
 
-def registry_of(store: JobStore, tmp_path: Path) -> Registry:
-    return Registry(store, [BuiltinCollector("node_load", 1.0, node_load)],
+def registry_of(store: JobStore, tmp_path: Path) -> TelemetryRegistry:
+    return TelemetryRegistry(store, [BuiltinCollector("node_load", 1.0, node_load)],
                     builtin_processors(), workdir=tmp_path)
 
 
@@ -214,7 +214,7 @@ def test_the_scheduler_runs_each_entry_and_a_slow_one_holds_up_nobody(
     def failing() -> Sequence[Sample]:
         raise RuntimeError("the agent is gone")
 
-    registry = Registry(store, [BuiltinCollector("stuck", 0.2, stuck, timeout=0.3),
+    registry = TelemetryRegistry(store, [BuiltinCollector("stuck", 0.2, stuck, timeout=0.3),
                                 BuiltinCollector("failing", 0.2, failing),
                                 BuiltinCollector("node_load", 0.2, node_load)],
                         builtin_processors(interval=0.2), workdir=tmp_path)

@@ -13,7 +13,7 @@ import pytest
 
 from disauto.common import telemetry
 from disauto.framework.telemetry.processors import builtin_processors
-from disauto.framework.telemetry.registry import Registry
+from disauto.framework.telemetry.registry import TelemetryRegistry
 from disauto.framework.webui.server import JobPageServer
 from disauto.framework.webui.sources import LiveJob
 from disauto.framework.webui.sources import RecordedJob
@@ -38,12 +38,13 @@ def recorded(tmp_path: Path) -> Recorded:
 
 
 @pytest.fixture
-def registry(recorded: Recorded) -> Registry:
-    return Registry(recorded.store, processors=builtin_processors(), workdir=recorded.folder)
+def registry(recorded: Recorded) -> TelemetryRegistry:
+    return TelemetryRegistry(recorded.store, processors=builtin_processors(),
+                             workdir=recorded.folder)
 
 
 @pytest.fixture
-def client(recorded: Recorded, registry: Registry) -> Iterator[Client]:
+def client(recorded: Recorded, registry: TelemetryRegistry) -> Iterator[Client]:
     source = LiveJob(recorded.controller, recorded.folder, lambda _: None, registry)
     server = JobPageServer(lambda: {"job-test": source}, "127.0.0.1", "127.0.0.1",
                            single="job-test")
@@ -62,7 +63,7 @@ def send(client: Client, method: str, path: str, body: Any = None,
 
 @pytest.mark.parametrize("prefix", ["/jobs/job-test", ""])
 def test_the_registry_is_listed_added_to_changed_and_deleted(
-        client: Client, registry: Registry, prefix: str) -> None:
+        client: Client, registry: TelemetryRegistry, prefix: str) -> None:
     status, data = send(client, "GET", f"{prefix}/api/registry", token=None)
     assert status == 200 and data["live"] is True
     assert [(e["name"], e["builtin"]) for e in data["entries"]] == [("cpu_utilization", True)]
@@ -156,7 +157,7 @@ def test_a_duplicate_name_is_refused(client: Client) -> None:
 @pytest.mark.parametrize(("method", "path"), [("POST", "/api/registry"),
                                               ("PUT", "/api/registry/cpu_utilization"),
                                               ("DELETE", "/api/registry/cpu_utilization")])
-def test_writes_need_the_job_token(client: Client, registry: Registry, method: str,
+def test_writes_need_the_job_token(client: Client, registry: TelemetryRegistry, method: str,
                                    path: str) -> None:
     status, data = send(client, method, path, {"interval": 9}, token=None)
     assert status == 401 and data["error"].startswith("this action needs the job token")
@@ -166,7 +167,7 @@ def test_writes_need_the_job_token(client: Client, registry: Registry, method: s
 
 
 def test_a_job_served_from_its_record_reads_the_data_and_the_kept_registry(
-        recorded: Recorded, registry: Registry) -> None:
+        recorded: Recorded, registry: TelemetryRegistry) -> None:
     registry.add(ENTRY)
     registry.run("disk")
     source = RecordedJob("job-test", recorded.folder, lambda: "ended")
