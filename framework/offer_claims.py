@@ -65,7 +65,7 @@ class OfferClaims:
             out += [self._dressed(item, {}) for item in wanted.to_json(role=None)]
         return out
 
-    def dress(self, task: Mapping[str, Any]) -> dict[str, Any]:
+    def with_drawn_resources(self, task: Mapping[str, Any]) -> dict[str, Any]:
         """``task`` with its own resources drawn from the offer (its executor's, if new, are
         drawn where the executor is made)."""
         return {**task, "resources": self.draw(list(task.get("resources") or []))}

@@ -57,12 +57,12 @@ class OfferRevival:
         if has_pending():  # a task arrived after we looked: its wake() saw no suppress
             self.wake()
 
-    def declined_spare(self) -> None:
+    def declined_for_want_of_tasks(self) -> None:
         """Resources were declined (or left unused) for want of a task, just now."""
         with self._lock:
             self._spare_declined_at = time.monotonic()
 
-    def yielding(self, seconds: float) -> None:
+    def declined_on_purpose(self, seconds: float) -> None:
         """The policy declined on purpose, for ``seconds``: no REVIVE clears that filter."""
         with self._lock:
             self._yielding_until = max(self._yielding_until, time.monotonic() + seconds)

@@ -108,7 +108,7 @@ class RunnerOptions:
 
 
 @dataclass(frozen=True)
-class _Opened:
+class _OpenedRecord:
     """The record as this framework found it."""
 
     store: JobStore
@@ -161,7 +161,7 @@ def build_runner(config: JobConfig, job_dir: Path, master: MasterEndpoint,
 
 
 def _open_record(config: JobConfig, job_dir: Path, master: MasterEndpoint,
-                 options: RunnerOptions) -> _Opened:
+                 options: RunnerOptions) -> _OpenedRecord:
     """Open the job's record, read what an earlier framework of it left, write this one's."""
     store = JobStore(job_dir / paths.JOB_DB)
     previous = store.meta()
@@ -177,10 +177,10 @@ def _open_record(config: JobConfig, job_dir: Path, master: MasterEndpoint,
         meta.AGENT_PRINCIPAL: master.agent_principal or "",
         meta.RESUMED_AT if options.resume else meta.STARTED_AT: time.time()}
     store.set_meta_many(opening)
-    return _Opened(store, previous, same_master, checkpoint)
+    return _OpenedRecord(store, previous, same_master, checkpoint)
 
 
-def _master_side(config: JobConfig, opened: _Opened, master: MasterEndpoint) -> tuple[
+def _master_side(config: JobConfig, opened: _OpenedRecord, master: MasterEndpoint) -> tuple[
         MesosLink, OfferRevival, SandboxLogs, SlotTable | None]:
     """The link to the master, offer revival, the agents' sandboxes (read with the job's agent
     credentials) and the warm slots."""
@@ -195,7 +195,7 @@ def _master_side(config: JobConfig, opened: _Opened, master: MasterEndpoint) -> 
     return link, OfferRevival(link), SandboxLogs(auth=master.agent_auth), slots
 
 
-def _trials(config: JobConfig, job_dir: Path, opened: _Opened, options: RunnerOptions,
+def _trials(config: JobConfig, job_dir: Path, opened: _OpenedRecord, options: RunnerOptions,
             link: MesosLink, revival: OfferRevival, sandboxes: SandboxLogs,
             slots: SlotTable | None) -> tuple[JobController, TaskPlaces, TelemetryLoop | None]:
     """The trial book, telemetry keeping each trial's usage on it, and the controller."""
@@ -230,7 +230,7 @@ def _telemetry(store: JobStore, job_dir: Path, usage: TelemetryLoop | None,
                      TelemetryScheduler(registry) if registry is not None else None)
 
 
-def _listen(config: JobConfig, job_dir: Path, opened: _Opened, options: RunnerOptions,
+def _listen(config: JobConfig, job_dir: Path, opened: _OpenedRecord, options: RunnerOptions,
             controller: JobController, link: MesosLink, telemetry: Telemetry,
             advertise: str) -> Listeners:
     """Bind the job's servers (a resumed job's ports where free) and record where they are."""

@@ -267,7 +267,7 @@ class JobScheduler(Scheduler):
         warm = self._warm.warm_ups_wanted(list(plan.launches.values())) \
             if self._warm is not None else 0
         for view in views:
-            warm -= self._answer(driver, view, plan, warm)
+            warm -= self._launch_or_decline(driver, view, plan, warm)
         if self._warm is not None:
             self._warm.yield_agents(views, plan.deliberate)
         if not self._job.has_pending():
@@ -291,7 +291,7 @@ class JobScheduler(Scheduler):
         if self._policy.placement is not None:
             self._policy.observe_agents(self._agent_measures())
 
-    def _answer(self, driver: Any, view: OfferView, plan: Plan, warm: int) -> int:
+    def _launch_or_decline(self, driver: Any, view: OfferView, plan: Plan, warm: int) -> int:
         """Launch what the plan puts on ``view`` (and up to ``warm`` slot warm-ups), or decline
         it; how many warm-ups were started."""
         launches = plan.launches.get(view.id, [])
@@ -305,22 +305,22 @@ class JobScheduler(Scheduler):
         if warm > 0 and view.id not in plan.deliberate and self._warm is not None:
             warm_ups = self._warm.warm_ups(view, left, warm, claims)
             tasks += warm_ups
-        tasks = [claims.dress(task) for task in tasks]
+        tasks = [claims.with_drawn_resources(task) for task in tasks]
         if tasks:
             logger.info("launching %s on %s", ", ".join(_launch_name(t) for t in tasks),
                         view.hostname)
             driver.launchTasks(
                 [{"value": view.id}], tasks, {"refuse_seconds": LEFTOVER_REFUSE_SECONDS})
-            self._revival.declined_spare()
+            self._revival.declined_for_want_of_tasks()
             return len(warm_ups)
         refuse = plan.refuse_seconds.get(view.id, self._policy.decline_seconds)
         if refuse > 0 and view.id not in plan.deliberate and self._fits_waiting(view):
             refuse = SPARE_REFUSE_SECONDS
         self._decline(driver, [view], refuse)
         if view.id in plan.deliberate:
-            self._revival.yielding(refuse)
+            self._revival.declined_on_purpose(refuse)
         else:
-            self._revival.declined_spare()
+            self._revival.declined_for_want_of_tasks()
         return 0
 
     def _task_for(self, request: LaunchRequest, view: OfferView, claim: Resources,

@@ -131,7 +131,8 @@ class WarmSlots:
         if executor is None:
             executor = executor_info(executor_id, self._executor_command, self._launcher.uris,
                                      self._job.config.job_id, self._container(), gpus)
-            executor = claims.dress(executor)  # it lives on the offer's (reserved) resources
+            # It lives on the offer's (reserved) resources.
+            executor = claims.with_drawn_resources(executor)
             self._keep_info(executor_id, executor)
         if new:
             logger.info("starting slot %s on %s", executor_id, view.hostname)
@@ -165,9 +166,9 @@ class WarmSlots:
         tasks: list[dict[str, Any]] = []
         while len(tasks) < most and room.contains(trial) and left[0].contains(own):
             executor_id = self.table.start_idle(view.agent_id, role=view.role)
-            executor = claims.dress(executor_info(executor_id, self._executor_command,
-                                                  self._launcher.uris, config.job_id,
-                                                  container))
+            executor = claims.with_drawn_resources(executor_info(
+                executor_id, self._executor_command, self._launcher.uris, config.job_id,
+                container))
             self._keep_info(executor_id, executor)
             tasks.append(warm_up_task(executor, view.agent_id, config.job_id,
                                       config.launch_cmd, env, runner.cpus, runner.mem_mb,

@@ -132,11 +132,11 @@ class AppCoreLife:
             logger.info("AppCore %s: its agent came back", self.task_id)
         self.unreachable_since = None
 
-    def heard(self) -> None:
+    def called_framework(self) -> None:
         """AppCore called the framework just now."""
         self.heard_at = time.time()
 
-    def wait_again(self) -> None:
+    def relaunch_on_next_offer(self) -> None:
         """Launch it again on the next offer."""
         self.state = WAITING
 

@@ -53,11 +53,11 @@ from disauto.framework.job.progress import FrontSize
 from disauto.framework.job.progress import Progress
 from disauto.framework.job.progress import job_pace
 from disauto.framework.job.progress import snapshot
-from disauto.framework.job.silence import Silence
+from disauto.framework.job.silence import SilentLaunches
 from disauto.framework.job.status import Measures
 from disauto.framework.job.status import StatusEffects
 from disauto.framework.job.status import TaskStatuses
-from disauto.framework.job.stops import EarlyEnds
+from disauto.framework.job.stops import TrialStopper
 from disauto.framework.job.task_view import JobTasks
 from disauto.framework.job.update import UpdateRefusedError
 from disauto.framework.job.update import check_update
@@ -129,11 +129,11 @@ class JobController:
         self._lock = self._book.lock
         self._events = self._book.events
         self._appcore = AppCoreLife(store)
-        self._silence = Silence()
+        self._silence = SilentLaunches()
         self.tasks = JobTasks(self._book, self._appcore)
         """Where the job's tasks are and which still run (read only)."""
         self._intake = Intake(self._book, space_from_proto(config.search.space))
-        self._stops = EarlyEnds(self._book, on_kill, prune_grace)
+        self._stops = TrialStopper(self._book, on_kill, prune_grace)
         self._exits = TaskExits(self._book)
         self._front = FrontSize(Objectives.from_spec(config.search))
         self._statuses = TaskStatuses(self._config, self._book, self._appcore,
@@ -203,7 +203,7 @@ class JobController:
         with self._lock:
             if self._ended():
                 raise FailedPreconditionError("the job has ended")
-            self._appcore.heard()
+            self._appcore.called_framework()
             self._appcore.attach(address, certificate)
             return framework_pb2.AttachAppCoreReply(
                 spec=self.config.search_spec(),
@@ -243,7 +243,7 @@ class JobController:
         """
         with self._lock:
             self._book.require(report.trial)
-            self._appcore.heard()  # AppCore relays every report
+            self._appcore.called_framework()  # AppCore relays every report
             if self._ended():
                 # The job's answer is fixed when it ends: a result that arrives after the end
                 # (a trial still running when another reached the target) is not recorded.
@@ -287,7 +287,7 @@ class JobController:
                      timeout: float) -> tuple[list[framework_pb2.TrialEvent], bool]:
         """Events after ``sequence`` (waiting up to ``timeout`` for one); and whether it ended."""
         with self._lock:
-            self._appcore.heard()  # AppCore's WatchTrials stream asks again
+            self._appcore.called_framework()  # AppCore's WatchTrials stream asks again
             changes = self._events.after(sequence, timeout, ended=self._ended())
             return [self._event(seq, number) for seq, number in changes], self._ended()
 
@@ -424,7 +424,7 @@ class JobController:
         """Record a Mesos status update (before the scheduler acknowledges it); what the
         scheduler must do about it (the stale tasks to kill)."""
         self.store.add_task_update(status)
-        self._silence.heard(str(status.get("task_id", {}).get("value", "")))
+        self._silence.status_heard(str(status.get("task_id", {}).get("value", "")))
         with self._lock:
             effects = self._statuses.on(status)
         if effects.pending:

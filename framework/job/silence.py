@@ -28,7 +28,7 @@ busy master takes to answer an ACCEPT (reconciling a launch still in flight woul
 master answer that it does not know the task, and the trial run twice, the first killed)."""
 
 
-class Silence:
+class SilentLaunches:
     """The job's launches without a status update yet.
 
     Args:
@@ -45,7 +45,7 @@ class Silence:
         with self._lock:
             self._launched[task_id] = (agent_id, self._clock())
 
-    def heard(self, task_id: str) -> None:
+    def status_heard(self, task_id: str) -> None:
         """Mesos sent a status update of ``task_id``: it is no longer silent."""
         with self._lock:
             self._launched.pop(task_id, None)

@@ -232,7 +232,7 @@ class TaskStatuses:
             # Its agent was drained or taken away, or another process on the agent holds the
             # offered port: not AppCore's failure.
             logger.warning("AppCore %s ended (%s); launching it again", task_id, why)
-            life.wait_again()
+            life.relaunch_on_next_offer()
             return StatusEffects(pending=True)
         failures = life.failed()
         if failures > self._config().max_appcore_restarts:
@@ -240,7 +240,7 @@ class TaskStatuses:
             self._finish(framework_pb2.ERROR, f"AppCore failed {failures} times; last: {why}")
             return NOTHING
         logger.warning("AppCore %s ended (%s); relaunching it", task_id, why)
-        life.wait_again()
+        life.relaunch_on_next_offer()
         return StatusEffects(pending=True)
 
     def _on_trial(self, trial: TrialRow, state: str,
@@ -314,7 +314,7 @@ class TaskStatuses:
                            "it again", life.task_id, clock(life.unreachable_since))
             life.task_ended(UNREACHABLE)
             if not self._ended():
-                life.wait_again()
+                life.relaunch_on_next_offer()
                 pending = True
         return StatusEffects(pending=pending, abandoned=tuple(abandoned))
 

@@ -20,7 +20,7 @@ from disauto.framework.store import TrialRow
 logger = logging.getLogger("disauto.framework.job")
 
 
-class EarlyEnds:
+class TrialStopper:
     """Prunes and kills the trials of ``book``.
 
     Args:

@@ -68,11 +68,11 @@ def test_a_task_waiting_just_after_a_spare_decline_revives_unless_the_job_yields
     driver = Driver()
     link.subscribed(driver, "F-1", "m:5050")
     revival = OfferRevival(link)
-    revival.declined_spare()
+    revival.declined_for_want_of_tasks()
     revival.wake()
     assert driver.calls == [("revive", None)]
-    revival.yielding(REVIVE_WINDOW * 2)
-    revival.declined_spare()
+    revival.declined_on_purpose(REVIVE_WINDOW * 2)
+    revival.declined_for_want_of_tasks()
     revival.wake()  # the policy declined on purpose: its filter stands
     assert driver.calls == [("revive", None)]
 

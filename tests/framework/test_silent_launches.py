@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from disauto.framework.job import silence
-from disauto.framework.job.silence import Silence
+from disauto.framework.job.silence import SilentLaunches
 from tests.framework import mesos_1_11 as mesos
 from tests.framework.cluster_setup import Cluster
 
@@ -32,16 +32,16 @@ def gone(task_id: str, agent: str) -> dict[str, object]:
 
 def test_a_launch_is_silent_until_its_first_status_and_reconciled_after_the_bound() -> None:
     now = [100.0]
-    seen = Silence(clock=lambda: now[0])
+    seen = SilentLaunches(clock=lambda: now[0])
     seen.launched("trial-0001", "a1")
     seen.launched("appcore-1", "a2")
     now[0] += silence.SILENT_SECONDS - 1
     assert seen.silent() == []  # an ACCEPT may take a while on a busy master
-    seen.heard("appcore-1")
+    seen.status_heard("appcore-1")
     now[0] += 1
     assert seen.silent() == [("trial-0001", "a1")]
     assert seen.silent() == [("trial-0001", "a1")]  # asked again until Mesos answers
-    seen.heard("trial-0001")
+    seen.status_heard("trial-0001")
     assert seen.silent() == []
 
 

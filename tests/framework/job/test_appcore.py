@@ -45,7 +45,7 @@ def test_an_ended_task_waits_again_and_counts_its_failures(store: JobStore) -> N
     assert last_run(store)["state"] == "TASK_FAILED" and last_run(store)["ended_at"]
     assert life.endpoint()[0] == ""  # no address to give runners until it attaches again
     assert (life.failed(), life.failed()) == (1, 2)
-    life.wait_again()
+    life.relaunch_on_next_offer()
     assert life.waiting() and life.live_task_id() == "" and life.next_task_id() == "appcore-2"
     assert [life.port_taken() for _ in range(MAX_PORT_RETRIES + 1)] == [
         *([True] * MAX_PORT_RETRIES), False]
