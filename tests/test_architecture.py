@@ -53,8 +53,9 @@ ALLOWED: dict[str, frozenset[str]] = {
     "appcore": frozenset({"common", "protos"}),
     "framework": frozenset({"common", "protos"}),
     "submit": frozenset({"common", "protos", "appcore", "framework", "localmesos"}),
-    # The namespace's own __init__: the Python API's names, from submit (README).
-    "disauto": frozenset({"submit"}),
+    # The namespace's own __init__: the Python API's names, from submit (README), loaded on
+    # first use by common's lazy-attribute helper.
+    "disauto": frozenset({"submit", "common"}),
     "bench": frozenset(PACKAGES) - {"tools"},
     "tools": frozenset(),
 }
