@@ -34,8 +34,8 @@ from disauto.common.space import IntParam
 from disauto.common.space import RealParam
 from disauto.common.space import SearchSpace
 from disauto.common.trial_state import TrialState
-from tests.appcore.algorithms.contract import draw
-from tests.appcore.algorithms.contract import outcome
+from disauto.testing.algorithms import draw
+from disauto.testing.algorithms import outcome
 
 
 SPACE = SearchSpace((
