@@ -26,8 +26,9 @@ Size: no file of the product is over 800 lines, no class over 400 and no functio
 package by package (:data:`SIZE_LIMITED`).
 
 Each file is read and parsed once per session (:func:`_parsed`, :func:`_imports` and
-:func:`_violations` are cached), whatever number of tests read it; the module's tests run on
-one xdist worker (their group), so ``-n 2`` does not parse the tree twice.
+:func:`_violations` are cached), whatever number of tests read it; ``make test-fast`` runs
+with ``--dist loadscope``, which keeps a module's functions on one xdist worker, so its two
+workers do not parse the tree twice.
 """
 
 from __future__ import annotations
@@ -40,8 +41,6 @@ import sys
 
 import pytest
 
-
-pytestmark = pytest.mark.xdist_group("architecture")  # one worker: one parse of the tree
 
 ROOT = Path(__file__).resolve().parents[1]
 # The job record's meta: the keys are named in framework/meta.py alone, its table's SQL is the
