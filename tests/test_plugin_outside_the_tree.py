@@ -1,8 +1,8 @@
 """A plug-in outside the tree runs DisAuto's shipped contract suites (``disauto.testing``) on its
-own search algorithm and offer policy, as docs/extending.md shows: a package written into a
-temporary folder registers both, and pytest, started there in its own process, passes them; a
-plug-in whose algorithm ignores the seed and whose policy declines every offer fails exactly the
-checks of those rules."""
+own search algorithm, Bayesian backend (a sampler) and offer policy, as docs/extending.md shows:
+a package written into a temporary folder registers the three, and pytest, started there in its
+own process, passes them; a plug-in whose algorithm ignores the seed, whose backend drops the
+fixed points and whose policy declines every offer fails exactly the checks of those rules."""
 
 from __future__ import annotations
 
@@ -54,6 +54,33 @@ def draw(param, rng):
     return rng.choice(param.choices)
 '''
 
+BACKEND = '''\
+"""A backend (the model of --tuning-type bayesian) without a model: seeded draws."""
+
+import random
+
+from disauto.appcore.algorithms.bayesian import Backend
+from my_plugin.search import draw
+
+
+class CoinBackend(Backend):
+    NAME = "coin"
+
+    def add_known(self, assignment, value):
+        pass
+
+    def suggest(self, numbers, fixed):
+        return [dict(point) if point is not None else self._draw(number)
+                for number, point in zip(numbers, fixed, strict=True)]
+
+    def _draw(self, number):
+        rng = random.Random(f"{self.seed}:{number}")
+        return {param.name: draw(param, rng) for param in self.space}
+
+    def observe(self, number, value, state, constraints=()):
+        pass
+'''
+
 POLICY = '''\
 """A policy that fills each offer with the waiting requests that fit, in order."""
 
@@ -86,19 +113,26 @@ class FirstFitPolicy(OfferPolicy):
 
 CONFTEST = '''\
 from disauto.appcore.algorithms import ALGORITHMS
+from disauto.appcore.algorithms.bayesian import BACKENDS
 from disauto.framework.policies import POLICIES
 
 ALGORITHMS.register("coin-search", "my_plugin.search:CoinSearch")
+BACKENDS.register("coin", "my_plugin.backend:CoinBackend")
 POLICIES.register("first-fit", "my_plugin.policy:FirstFitPolicy")
 '''
 
 TESTS = '''\
 from disauto.testing.algorithms import SearchAlgorithmContract
+from disauto.testing.backends import BackendContract
 from disauto.testing.policies import OfferPolicyContract
 
 
 class TestCoinSearch(SearchAlgorithmContract):
     NAME = "coin-search"
+
+
+class TestCoinBackend(BackendContract):
+    NAME = "coin"
 
 
 class TestFirstFitPolicy(OfferPolicyContract):
@@ -108,6 +142,9 @@ class TestFirstFitPolicy(OfferPolicyContract):
 BREAKS = {
     # The seed no longer changes the sequence, though the class says it uses it.
     "search.py": ('random.Random(f"{self.seed}:{number}")', 'random.Random(f"{number}")'),
+    # A warm-start point is not issued as given.
+    "backend.py": ("dict(point) if point is not None else self._draw(number)",
+                   "self._draw(number)"),
     # Every offer declined on purpose: alone on a cluster, nothing is ever launched.
     "policy.py": ("        result, taken = Plan(), set()\n",
                   "        return Plan(refuse_seconds={o.id: 5.0 for o in offers},\n"
@@ -122,7 +159,7 @@ def write_plugin(root: Path, broken: bool = False) -> Path:
     package = root / "my_plugin"
     package.mkdir(parents=True)
     (package / "__init__.py").write_text("")
-    for name, text in (("search.py", SEARCH), ("policy.py", POLICY)):
+    for name, text in (("search.py", SEARCH), ("backend.py", BACKEND), ("policy.py", POLICY)):
         if broken:
             old, new = BREAKS[name]
             assert old in text
@@ -158,6 +195,7 @@ def test_a_broken_plug_in_fails_the_checks_of_the_rules_it_breaks(tmp_path: Path
     done = run_pytest(write_plugin(tmp_path / "plugin", broken=True))
     assert done.returncode == 1, done.stdout[-3000:] + done.stderr[-2000:]
     assert failed(done) == [
+        "test_my_plugin.py::TestCoinBackend::test_it_keeps_the_contract[fit]",
         "test_my_plugin.py::TestCoinSearch::test_the_seed_is_honoured",
         "test_my_plugin.py::TestFirstFitPolicy::test_it_keeps_the_contract[alone]",
         "test_my_plugin.py::TestFirstFitPolicy::test_it_keeps_the_contract[tells]",

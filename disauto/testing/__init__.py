@@ -8,6 +8,9 @@ outside it:
   (:class:`~disauto.appcore.algorithms.SearchAlgorithm`): the ``check_*`` functions, and
   :class:`~disauto.testing.algorithms.SearchAlgorithmContract`, a pytest base class that runs
   them all on a registered algorithm;
+* :mod:`disauto.testing.backends`: the Bayesian-backend contract
+  (:class:`~disauto.appcore.algorithms.bayesian.Backend`, the model behind ``bayesian``),
+  with :class:`~disauto.testing.backends.BackendContract`;
 * :mod:`disauto.testing.policies`: the offer-policy contract
   (:class:`~disauto.framework.policies.OfferPolicy`), likewise with
   :class:`~disauto.testing.policies.OfferPolicyContract`;
