@@ -67,8 +67,18 @@ bytecode: venv
 	$(PY) -m compileall -q -j 0 $(PACKAGES) disauto
 
 # The unit tests alone: nothing starts a process or a server (tests/conftest.py enforces it).
-test-fast: venv
-	$(PY) -m pytest -m "not integration and not slow"
+# About 45 s of CPU in one process, 9 s of it collecting, most of that compiling: where
+# PYTHONDONTWRITEBYTECODE is set (as on this machine) each run compiled every module again, and
+# pytest rewrote and compiled every test module again, in each worker. Unset here, and with
+# make bytecode, they are compiled once (collection 9 s -> 3.5 s of CPU). Two workers on the
+# 2-core machine, each module's functions and each class's methods on one worker (--dist
+# loadscope: the architecture tests parse the tree once, a class's fixtures are made once);
+# it beat --dist load in interleaved runs on the shared machine (docs/benchmarks.md, "The fast
+# tier"). (--dist loadgroup would be ignored: with pytest 9, xdist 3.8 cannot tag a group.)
+FAST_WORKERS ?= 2
+test-fast: venv bytecode
+	PYTHONDONTWRITEBYTECODE= $(PY) -m pytest -n $(FAST_WORKERS) --dist loadscope \
+	  -m "not integration and not slow"
 
 # A real random search on the embedded cluster with the fast example (4 trials in flight).
 demo: venv

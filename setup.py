@@ -29,9 +29,12 @@ NAMESPACED = ("common", "framework", "appcore", "submit", "protos", "localmesos"
 
 
 def layout() -> tuple[list[str], dict[str, str]]:
-    """(packages, package_dir): ``disauto.<folder>...`` from each folder, ``apprunner_sdk``."""
-    packages = ["disauto", "apprunner_sdk"]
-    package_dir = {"disauto": "disauto", "apprunner_sdk": "apprunner_sdk"}
+    """(packages, package_dir): ``disauto`` and its own subpackages (``disauto.testing``),
+    ``disauto.<folder>...`` from each folder, ``apprunner_sdk``."""
+    own = [f"disauto.{sub}" for sub in find_packages(str(ROOT / "disauto"))]  # disauto.testing
+    packages = ["disauto", *own, "apprunner_sdk"]
+    package_dir = {"disauto": "disauto", "apprunner_sdk": "apprunner_sdk",
+                   **{package: package.replace(".", "/") for package in own}}
     for folder in NAMESPACED:
         for package in [folder, *(f"{folder}.{sub}" for sub in find_packages(str(ROOT / folder)))]:
             packages.append(f"disauto.{package}")

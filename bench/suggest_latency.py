@@ -6,7 +6,7 @@ side of a job (:class:`~framework.job.JobController`, SQLite :class:`JobStore`, 
 gRPC server on loopback) whose store already holds that many COMPLETED trials, and starts a real
 AppCore for it: ``python -m disauto.appcore`` in its own process with the environment the framework
 gives its task (``--appcore thread`` runs the same code on a thread of this process instead, the
-wiring of ``tests/inprocess.py``). Then, ``reps`` times, it launches ``batch`` trials and
+wiring of ``disauto/testing/inprocess.py``). Then, ``reps`` times, it launches ``batch`` trials and
 records their final reports, lets them run for :data:`SETTLE_SECONDS` (AppCore handles the
 events of their launch meanwhile, as in a job whose trials run for minutes), ends them with
 Mesos TASK_FINISHED statuses through the controller (as the scheduler would), and measures the
@@ -43,12 +43,12 @@ from disauto.common.space import SearchSpace
 from disauto.common.trial_state import TrialState
 from disauto.protos import common_pb2
 from disauto.protos import framework_pb2
-from tests.inprocess import JOB_TOKEN
-from tests.inprocess import AppCore
-from tests.inprocess import Framework
-from tests.inprocess import free_port
-from tests.inprocess import job_config
-from tests.inprocess import wait_for
+from disauto.testing.inprocess import JOB_TOKEN
+from disauto.testing.inprocess import AppCore
+from disauto.testing.inprocess import Framework
+from disauto.testing.inprocess import free_port
+from disauto.testing.inprocess import job_config
+from disauto.testing.inprocess import wait_for
 
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -17,7 +17,8 @@ The Python API (``disauto.submit.api``; README, "The Python API")::
 
 ``disauto.submit`` is the package of ``da-submit`` and ``da-job``, so ``from disauto import
 submit`` gives that package, which makes itself callable (``submit/__init__.py``); calling it
-is :func:`disauto.submit.api.submit`. Importing ``disauto`` imports nothing else, so a runner
+is :func:`disauto.submit.api.submit`. Importing ``disauto`` imports nothing else but
+``disauto.common.registry`` (the lazy-attribute helper, standard library only), so a runner
 image that holds only the SDK, ``disauto.common`` and ``disauto.protos`` imports it too; the
 API's names are looked up when first used, so gRPC, pymesos and Optuna load only when a job is
 submitted or read.
@@ -25,8 +26,7 @@ submitted or read.
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from disauto.common.registry import lazy_attributes
 
 
 __version__ = "0.1.0"
@@ -37,16 +37,6 @@ API = ("optimize", "list_jobs", "load_job", "Job", "JobError", "JobLookupError",
 
 __all__ = ["submit", *API]
 
-
-def __getattr__(name: str) -> Any:
-    if name == "submit":
-        return importlib.import_module("disauto.submit")
-    if name in API:
-        return getattr(importlib.import_module("disauto.submit.api"), name)
-    raise AttributeError(f"module 'disauto' has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    """The public names, the API's among them though they load on first use, and the module's
-    own dunders (``dir(disauto)``, a notebook's completion); not what the module imports."""
-    return sorted({*__all__, *(name for name in globals() if name.startswith("__"))})
+# dir(disauto) shows __all__ and the dunders: what a notebook completes, not what is imported.
+__getattr__, __dir__ = lazy_attributes(__name__, {
+    "submit": "disauto.submit", **{name: f"disauto.submit.api:{name}" for name in API}})

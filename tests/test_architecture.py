@@ -7,7 +7,10 @@ alone; AppCore (``appcore``) and the framework (``framework``) stand on it too a
 other, nor on the embedded development master, so what runs against real Mesos never depends on
 it. ``submit`` puts a job together (only its start of the embedded cluster, ``submit/local.py``,
 reaches into ``localmesos``); the namespace package ``disauto`` itself gives the Python API's
-names, from ``submit`` alone; ``bench`` and ``tools`` are on top. No module imports another
+names, from ``submit`` alone; its ``disauto.testing`` (the contract suites a plug-in runs, and
+a job in one process) stands on the sides it tests; ``bench`` and ``tools`` are on top. Nothing
+of the product, ``disauto.testing`` or ``bench`` imports the tree's ``tests``, which are not
+installed (:data:`NOT_INSTALLED`). No module imports another
 package's private module (a name starting with ``_``). Installed, every package but the SDK is
 ``disauto.<package>``, and the code imports it by that name only.
 
@@ -21,11 +24,17 @@ master, the agents and the ``webui``. The top-level modules (``cluster``, ``clus
 
 Size: no file of the product is over 800 lines, no class over 400 and no function over 60,
 package by package (:data:`SIZE_LIMITED`).
+
+Each file is read and parsed once per session (:func:`_parsed`, :func:`_imports` and
+:func:`_violations` are cached), whatever number of tests read it; ``make test-fast`` runs
+with ``--dist loadscope``, which keeps a module's functions on one xdist worker, so its two
+workers do not parse the tree twice.
 """
 
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
 import re
 import sys
@@ -42,6 +51,12 @@ STORE_META_CALLS = frozenset({"get_meta", "set_meta", "set_meta_many"})
 META_SQL = re.compile(r"\b(FROM|INTO|UPDATE|TABLE)\s+meta\b", re.IGNORECASE)
 NAMESPACED = ("common", "protos", "localmesos", "executor", "appcore", "framework", "submit")
 PACKAGES = (*NAMESPACED, "apprunner_sdk", "bench", "tools", "disauto")
+#: The namespace's own subpackage (``disauto/testing``), a package of its own here.
+TESTING = "testing"
+#: The tree's tests: no package may import them (they are not installed).
+NOT_INSTALLED = "tests"
+#: Every package of this project an import may name.
+PROJECT = (*PACKAGES, TESTING, NOT_INSTALLED)
 
 # package → the packages of this project it may import.
 ALLOWED: dict[str, frozenset[str]] = {
@@ -53,9 +68,12 @@ ALLOWED: dict[str, frozenset[str]] = {
     "appcore": frozenset({"common", "protos"}),
     "framework": frozenset({"common", "protos"}),
     "submit": frozenset({"common", "protos", "appcore", "framework", "localmesos"}),
-    # The namespace's own __init__: the Python API's names, from submit (README).
-    "disauto": frozenset({"submit"}),
-    "bench": frozenset(PACKAGES) - {"tools"},
+    # The namespace's own __init__: the Python API's names, from submit (README), loaded on
+    # first use by common's lazy-attribute helper.
+    "disauto": frozenset({"submit", "common"}),
+    # The contract suites and a job in one process, for the tree's tests and a plug-in's.
+    TESTING: frozenset({"common", "protos", "apprunner_sdk", "appcore", "framework"}),
+    "bench": frozenset({*PACKAGES, TESTING}) - {"tools"},
     "tools": frozenset(),
 }
 # The modules of a package that may import localmesos (starting the embedded cluster).
@@ -85,9 +103,17 @@ def _modules() -> list[tuple[str, Path]]:
     return out
 
 
+@functools.cache
+def _parsed(path: Path) -> tuple[str, ast.Module]:
+    """The file's text and syntax tree, read once per session."""
+    text = path.read_text()
+    return text, ast.parse(text, filename=str(path))
+
+
+@functools.cache
 def _imports(name: str, path: Path) -> list[tuple[str, int]]:
     """Every module this file imports (relative imports resolved), with its line."""
-    tree = ast.parse(path.read_text(), filename=str(path))
+    tree = _parsed(path)[1]
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     found = []
     for node in ast.walk(tree):
@@ -148,16 +174,20 @@ def _check_room(importer: str, target: str, where: str, out: list[str]) -> None:
         out.append(where)
 
 
+@functools.cache
 def _violations() -> dict[str, list[str]]:
     found: dict[str, list[str]] = {"floors": [], "private": [], "localmesos": [], "bare": [],
-                                   "rooms": []}
+                                   "rooms": [], "tests": []}
     for name, path in MODULES:
         home = _package(name)
         for target, line in _imports(name, path):
             top = _package(target)
-            if top not in PACKAGES:
+            if top not in PROJECT:
                 continue
             where = _where(path, line, target)
+            if top == NOT_INSTALLED:
+                found["tests"].append(where)
+                continue
             if top in NAMESPACED and not target.startswith("disauto."):
                 found["bare"].append(where)
             _check_private(name, target, where, found["private"])
@@ -170,9 +200,6 @@ def _violations() -> dict[str, list[str]]:
                     and name not in LOCALMESOS_IMPORTERS[home]:
                 found["localmesos"].append(where)
     return found
-
-
-VIOLATIONS = _violations()
 
 
 def _graph(modules: list[tuple[str, Path]]) -> dict[str, set[str]]:
@@ -227,28 +254,52 @@ def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
 
 
 def test_every_import_runs_down_the_floors() -> None:
-    floors = VIOLATIONS["floors"]
+    floors = _violations()["floors"]
     assert floors == [], "imports that run up or across the floors:\n" + "\n".join(floors)
 
 
 def test_no_package_imports_another_packages_private_module() -> None:
-    private = VIOLATIONS["private"]
+    private = _violations()["private"]
     assert private == [], "private modules imported from outside:\n" + "\n".join(private)
 
 
 def test_only_the_embedded_cluster_start_imports_localmesos() -> None:
-    assert VIOLATIONS["localmesos"] == [], "\n".join(VIOLATIONS["localmesos"])
+    assert _violations()["localmesos"] == [], "\n".join(_violations()["localmesos"])
 
 
 def test_localmesos_rooms_import_only_the_rooms_below_them() -> None:
     """The master and the agent (with its containerizer) meet only through ``protocol``."""
-    rooms = VIOLATIONS["rooms"]
+    rooms = _violations()["rooms"]
     assert rooms == [], "imports across localmesos' rooms:\n" + "\n".join(rooms)
+
+
+def test_nothing_of_the_product_or_bench_imports_the_tests() -> None:
+    """The tests are not installed: what the product, ``disauto.testing`` or a benchmark needs
+    of them lives in ``disauto.testing``."""
+    scanned = {_package(name) for name, _ in MODULES}
+    assert {"bench", TESTING, *NAMESPACED, "apprunner_sdk"} <= scanned
+    assert _violations()["tests"] == [], "imports of the tests:\n" + "\n".join(
+        _violations()["tests"])
+
+
+def test_the_checker_sees_an_import_of_the_tests(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    probe = tmp_path / "probe.py"
+    probe.write_text("from tests.inprocess import AppCore\nimport tests.conftest\n")
+    monkeypatch.setattr(sys.modules[__name__], "MODULES", [("bench.probe", probe)])
+    monkeypatch.setattr(sys.modules[__name__], "ROOT", tmp_path)
+    _violations.cache_clear()
+    try:
+        assert _violations()["tests"] == ["probe.py:1 imports tests.inprocess",
+                                          "probe.py:1 imports tests.inprocess.AppCore",
+                                          "probe.py:2 imports tests.conftest"]
+    finally:
+        _violations.cache_clear()
 
 
 def test_packages_are_imported_by_their_installed_name() -> None:
     """``import framework`` would work only from the repository, and load a second copy."""
-    assert VIOLATIONS["bare"] == [], "\n".join(VIOLATIONS["bare"])
+    assert _violations()["bare"] == [], "\n".join(_violations()["bare"])
 
 
 @pytest.mark.parametrize("package", ["framework", "appcore", "apprunner_sdk", "common"])
@@ -318,7 +369,7 @@ MAX_FUNCTION_LINES = 60
 #: no file over MAX_FILE_LINES, no class over MAX_CLASS_LINES, no function over
 #: MAX_FUNCTION_LINES (issue 27; docs/design.md, "The floors").
 SIZE_LIMITED = ("localmesos", "common", "executor", "appcore", "apprunner_sdk", "framework",
-                "submit")
+                "submit", TESTING)
 #: Packages whose every function is also held to MAX_FUNCTION_LINES: all of them.
 FUNCTION_LIMITED = SIZE_LIMITED
 
@@ -331,10 +382,10 @@ def _too_large(package: str) -> list[str]:
         if _package(name) != package:
             continue
         where = path.relative_to(ROOT)
-        text = path.read_text()
+        text, tree = _parsed(path)
         if len(text.splitlines()) > MAX_FILE_LINES:
             out.append(f"{where}: {len(text.splitlines())} lines")
-        for node in ast.walk(ast.parse(text, filename=str(path))):
+        for node in ast.walk(tree):
             if isinstance(node, ast.ClassDef):
                 limit = MAX_CLASS_LINES
             elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) \
@@ -354,7 +405,7 @@ def test_no_file_over_800_lines_no_class_over_400_no_function_over_60(package: s
 
 
 def test_every_product_package_is_held_to_the_limits_or_listed() -> None:
-    product = {*NAMESPACED, "apprunner_sdk"} - {"protos"}
+    product = {*NAMESPACED, "apprunner_sdk", TESTING} - {"protos"}
     assert set(SIZE_LIMITED) == product
 
 
@@ -408,7 +459,7 @@ def _meta_by_name(name: str, path: Path) -> list[str]:
     to the store's meta calls, a key made elsewhere, SQL on the meta table outside the store."""
     found = []
     shown = path.relative_to(ROOT) if path.is_relative_to(ROOT) else path
-    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+    for node in ast.walk(_parsed(path)[1]):
         where = f"{shown}:{getattr(node, 'lineno', 0)}"
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
                 and node.func.attr in STORE_META_CALLS and node.args:
@@ -461,6 +512,6 @@ def test_product_code_says_what_and_why_not_which_ticket() -> None:
     the issue's number belongs in the commit and the issue, its reason in the code."""
     found = [f"{path.relative_to(ROOT)}:{number}: {line.strip()}"
              for name, path in MODULES if _package(name) in SIZE_LIMITED
-             for number, line in enumerate(path.read_text().splitlines(), start=1)
+             for number, line in enumerate(_parsed(path)[0].splitlines(), start=1)
              if TICKET.search(line)]
     assert found == []

@@ -16,9 +16,9 @@ that needs only ``sorted_trials`` does not import the controller and everything 
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING
-from typing import Any
+
+from disauto.common.registry import lazy_attributes
 
 
 if TYPE_CHECKING:
@@ -27,15 +27,11 @@ if TYPE_CHECKING:
     from disauto.framework.job.controller import JobController
     from disauto.framework.job.progress import Progress
 
-_HOMES = {"APPCORE_KEY": "controller", "JobController": "controller", "Progress": "progress",
-          "sorted_trials": "book"}
-"""Each name this package gives, by the module that defines it."""
-
 __all__ = ["APPCORE_KEY", "JobController", "Progress", "sorted_trials"]
 
-
-def __getattr__(name: str) -> Any:
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(importlib.import_module(f"{__name__}.{home}"), name)
+__getattr__, __dir__ = lazy_attributes(__name__, {
+    "APPCORE_KEY": f"{__name__}.controller:APPCORE_KEY",
+    "JobController": f"{__name__}.controller:JobController",
+    "Progress": f"{__name__}.progress:Progress",
+    "sorted_trials": f"{__name__}.book:sorted_trials",
+})

@@ -4,25 +4,34 @@
 ``dynamic`` is the paper's dynamic priority strategy and ``dynamic-plus`` an improved variant
 (:mod:`framework.policies.dynamic`, docs/dynamic-priority.md); ``deadline`` places by each job's
 deadline after EdgeFlow (:mod:`framework.policies.deadline`, docs/deadlines.md).
+
+Each policy's module is imported when the policy is first looked up in :data:`POLICIES` (or its
+class first read from this package), as the search algorithms are: a job imports the policy it
+runs, not every policy.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 from disauto.common.registry import Registry
+from disauto.common.registry import lazy_attributes
 from disauto.framework.policies._base import JobProgress
 from disauto.framework.policies._base import LaunchRequest
 from disauto.framework.policies._base import OfferPolicy
 from disauto.framework.policies._base import Plan
 from disauto.framework.policies._base import PolicySetting
 from disauto.framework.policies._base import PolicySettingsError
-from disauto.framework.policies.deadline import DeadlinePolicy
-from disauto.framework.policies.deadline import Standing
-from disauto.framework.policies.dynamic import DynamicPriorityPlusPolicy
-from disauto.framework.policies.dynamic import DynamicPriorityPolicy
-from disauto.framework.policies.fifo import FifoPolicy
 from disauto.framework.spec import TaskResources
+
+
+if TYPE_CHECKING:
+    from disauto.framework.policies.deadline import DeadlinePolicy
+    from disauto.framework.policies.deadline import Standing
+    from disauto.framework.policies.dynamic import DynamicPriorityPlusPolicy
+    from disauto.framework.policies.dynamic import DynamicPriorityPolicy
+    from disauto.framework.policies.fifo import FifoPolicy
 
 
 __all__ = [
@@ -42,18 +51,26 @@ __all__ = [
     "create_policy",
 ]
 
+
 class UnknownPolicyError(ValueError):
     """No offer policy has the requested name (the message lists the valid ones)."""
 
 
-POLICIES: Registry[OfferPolicy] = Registry(
-    "offer policy", "policies",
-    {policy.NAME: policy
-     for policy in (FifoPolicy, DynamicPriorityPolicy, DynamicPriorityPlusPolicy,
-                   DeadlinePolicy)},
-    error=UnknownPolicyError,
-)
-"""Policy name to its class."""
+POLICIES: Registry[OfferPolicy] = Registry("offer policy", "policies", {
+    "fifo": "disauto.framework.policies.fifo:FifoPolicy",
+    "dynamic": "disauto.framework.policies.dynamic:DynamicPriorityPolicy",
+    "dynamic-plus": "disauto.framework.policies.dynamic:DynamicPriorityPlusPolicy",
+    "deadline": "disauto.framework.policies.deadline:DeadlinePolicy",
+}, error=UnknownPolicyError)
+"""Policy name to its class, imported on first use."""
+
+__getattr__, __dir__ = lazy_attributes(__name__, {
+    "FifoPolicy": "disauto.framework.policies.fifo:FifoPolicy",
+    "DynamicPriorityPolicy": "disauto.framework.policies.dynamic:DynamicPriorityPolicy",
+    "DynamicPriorityPlusPolicy": "disauto.framework.policies.dynamic:DynamicPriorityPlusPolicy",
+    "DeadlinePolicy": "disauto.framework.policies.deadline:DeadlinePolicy",
+    "Standing": "disauto.framework.policies.deadline:Standing",
+})
 
 
 def create_policy(

@@ -21,10 +21,10 @@ from disauto.framework.telemetry.monitor import TelemetryLoop
 from disauto.protos import appcore_pb2_grpc
 from disauto.protos import common_pb2
 from disauto.protos import framework_pb2_grpc
-from tests.inprocess import AGENT
-from tests.inprocess import JOB_TOKEN
-from tests.inprocess import RunningJob
-from tests.inprocess import trial_metadata
+from disauto.testing.inprocess import AGENT
+from disauto.testing.inprocess import JOB_TOKEN
+from disauto.testing.inprocess import RunningJob
+from disauto.testing.inprocess import trial_metadata
 
 
 pytestmark = pytest.mark.integration  # starts gRPC servers

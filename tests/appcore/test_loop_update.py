@@ -21,8 +21,8 @@ from disauto.common.space import Assignment
 from disauto.common.space import space_from_proto
 from disauto.protos import common_pb2
 from disauto.protos import framework_pb2
-from tests.inprocess import job_config
-from tests.inprocess import wait_for
+from disauto.testing.inprocess import job_config
+from disauto.testing.inprocess import wait_for
 
 
 class Refused(grpc.RpcError):

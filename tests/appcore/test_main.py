@@ -20,11 +20,11 @@ from disauto.common import task_env
 from disauto.common.tokens import trial_token
 from disauto.framework.spec import JobConfig
 from disauto.protos import framework_pb2
-from tests.inprocess import JOB_TOKEN
-from tests.inprocess import Framework
-from tests.inprocess import free_port
-from tests.inprocess import job_config
-from tests.inprocess import wait_for
+from disauto.testing.inprocess import JOB_TOKEN
+from disauto.testing.inprocess import Framework
+from disauto.testing.inprocess import free_port
+from disauto.testing.inprocess import job_config
+from disauto.testing.inprocess import wait_for
 
 
 pytestmark = pytest.mark.integration  # starts processes or servers

@@ -17,10 +17,10 @@ from disauto.appcore.priority import priority_for
 from disauto.common.errors import InvalidSettingsError
 from disauto.common.report import Report
 from disauto.protos import framework_pb2
-from tests.inprocess import AppCore
-from tests.inprocess import Framework
-from tests.inprocess import job_config
-from tests.inprocess import wait_for
+from disauto.testing.inprocess import AppCore
+from disauto.testing.inprocess import Framework
+from disauto.testing.inprocess import job_config
+from disauto.testing.inprocess import wait_for
 
 
 pytestmark = pytest.mark.integration  # starts processes or servers

@@ -17,14 +17,14 @@ from disauto.common.tokens import trial_token
 from disauto.protos import appcore_pb2
 from disauto.protos import appcore_pb2_grpc
 from disauto.protos import framework_pb2
+from disauto.testing.inprocess import JOB_TOKEN
+from disauto.testing.inprocess import AppCore
+from disauto.testing.inprocess import Framework
+from disauto.testing.inprocess import job_config
+from disauto.testing.inprocess import trial_metadata
+from disauto.testing.inprocess import wait_for
 from tests.appcore.test_servicer import Stack
 from tests.appcore.test_servicer import error_of
-from tests.inprocess import JOB_TOKEN
-from tests.inprocess import AppCore
-from tests.inprocess import Framework
-from tests.inprocess import job_config
-from tests.inprocess import trial_metadata
-from tests.inprocess import wait_for
 
 
 pytestmark = pytest.mark.integration  # starts processes or servers

@@ -21,9 +21,9 @@ from apprunner_sdk import gpu
 from disauto.common.telemetry import GPU_MEMORY_USED
 from disauto.common.telemetry import GPU_UTILIZATION
 from disauto.framework.telemetry.monitor import TelemetryLoop
-from tests.inprocess import AGENT
-from tests.inprocess import RunningJob
-from tests.inprocess import wait_for
+from disauto.testing.inprocess import AGENT
+from disauto.testing.inprocess import RunningJob
+from disauto.testing.inprocess import wait_for
 
 
 pytestmark = pytest.mark.integration  # starts gRPC servers

@@ -4,8 +4,8 @@ Needs TensorFlow (``pip install -e '.[tf]'``). Without it these tests FAIL, sayi
 it: a skipped test would hide that the callback is untested.
 
 Standalone, the callback's reports are the SDK's JSON lines on stdout. Connected, a real
-in-process AppCore (tests/inprocess.py) records them in the job's SQLite store, and AppCore's
-"stop" answer sets ``model.stop_training``.
+in-process AppCore (disauto/testing/inprocess.py) records them in the job's SQLite store, and
+AppCore's "stop" answer sets ``model.stop_training``.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ import pytest
 
 import apprunner_sdk
 from disauto.common.report import Report
-from tests.inprocess import RunningJob
+from disauto.testing.inprocess import RunningJob
 
 
 pytestmark = pytest.mark.integration  # starts processes or servers

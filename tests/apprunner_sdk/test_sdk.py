@@ -27,10 +27,10 @@ from apprunner_sdk.client import ReportRejectedError
 from disauto.common import task_env
 from disauto.common.report import Report
 from disauto.common.tokens import trial_token
-from tests.inprocess import JOB_TOKEN
-from tests.inprocess import RunningJob
-from tests.inprocess import free_port
-from tests.inprocess import task_status
+from disauto.testing.inprocess import JOB_TOKEN
+from disauto.testing.inprocess import RunningJob
+from disauto.testing.inprocess import free_port
+from disauto.testing.inprocess import task_status
 
 
 pytestmark = pytest.mark.integration  # starts processes or servers

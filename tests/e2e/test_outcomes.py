@@ -22,10 +22,10 @@ import pytest
 from disauto.localmesos.cluster import ClusterConfig
 from disauto.localmesos.cluster import LocalCluster
 from disauto.submit.local import free_port_range
+from disauto.testing.inprocess import wait_for
 from tests.e2e.conftest import ROOT
 from tests.e2e.conftest import common_flags
 from tests.e2e.outcomes import check_ended
-from tests.inprocess import wait_for
 
 
 pytestmark = pytest.mark.slow

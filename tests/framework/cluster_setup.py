@@ -18,10 +18,10 @@ from disauto.framework.slots import SlotTable
 from disauto.framework.spec import JobConfig
 from disauto.framework.spec import TaskResources
 from disauto.framework.store import JobStore
+from disauto.testing.inprocess import JOB_TOKEN
+from disauto.testing.inprocess import job_config
 from tests.framework import mesos_1_11 as mesos
 from tests.framework.test_scheduler import RecordingDriver
-from tests.inprocess import JOB_TOKEN
-from tests.inprocess import job_config
 
 
 class ClusterDriver(RecordingDriver):

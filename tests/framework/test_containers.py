@@ -30,10 +30,10 @@ from disauto.framework.store import JobStore
 from disauto.framework.tasks import appcore_task
 from disauto.framework.tasks import trial_task
 from disauto.localmesos.containerizer.docker import container_image
+from disauto.testing.inprocess import JOB_TOKEN
+from disauto.testing.inprocess import job_config
 from tests.framework.test_scheduler import RecordingDriver
 from tests.framework.test_scheduler import env_of
-from tests.inprocess import JOB_TOKEN
-from tests.inprocess import job_config
 
 
 pytestmark = pytest.mark.integration  # starts processes or servers

@@ -20,7 +20,7 @@ from disauto.framework.policies import Standing
 from disauto.framework.spec import JobConfig
 from disauto.framework.store import TrialRow
 from disauto.submit.results import progress_line
-from tests.inprocess import job_config
+from disauto.testing.inprocess import job_config
 
 
 NOW = 1_800_000_000.0

@@ -16,11 +16,11 @@ from disauto.framework.spec import TaskResources
 from disauto.framework.store import JobStore
 from disauto.framework.telemetry.monitor import TelemetryLoop
 from disauto.submit.results import usage_lines
+from disauto.testing.inprocess import AGENT
+from disauto.testing.inprocess import JOB_TOKEN
+from disauto.testing.inprocess import job_config
 from tests.framework import mesos_1_11 as mesos
 from tests.framework.cluster_setup import Cluster
-from tests.inprocess import AGENT
-from tests.inprocess import JOB_TOKEN
-from tests.inprocess import job_config
 
 
 MB = 1024 * 1024

@@ -11,7 +11,7 @@ import pytest
 from disauto.framework import meta
 from disauto.framework.store import JobStore
 from disauto.framework.store import peek_meta
-from tests.inprocess import job_config
+from disauto.testing.inprocess import job_config
 
 
 def test_every_key_has_its_own_name() -> None:

@@ -13,10 +13,10 @@ from disauto.appcore.framework_client import FrameworkClient
 from disauto.common.report import Report
 from disauto.framework.tasks import task_name
 from disauto.protos import common_pb2
-from tests.inprocess import JOB_TOKEN
-from tests.inprocess import Framework
-from tests.inprocess import job_config
-from tests.inprocess import wait_for
+from disauto.testing.inprocess import JOB_TOKEN
+from disauto.testing.inprocess import Framework
+from disauto.testing.inprocess import job_config
+from disauto.testing.inprocess import wait_for
 
 
 pytestmark = pytest.mark.integration  # starts processes or servers

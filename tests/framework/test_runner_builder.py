@@ -16,8 +16,8 @@ from disauto.framework.runner_builder import RunnerOptions
 from disauto.framework.runner_builder import build_runner
 from disauto.framework.runtime import JobRunner
 from disauto.framework.store import JobStore
-from tests.inprocess import AGENT
-from tests.inprocess import job_config
+from disauto.testing.inprocess import AGENT
+from disauto.testing.inprocess import job_config
 
 
 pytestmark = pytest.mark.integration  # binds the job's servers

@@ -26,8 +26,8 @@ import pytest
 
 from disauto.common import slots
 from disauto.framework.sandbox_logs import SandboxLogs
-from tests.inprocess import free_port
-from tests.inprocess import task_status
+from disauto.testing.inprocess import free_port
+from disauto.testing.inprocess import task_status
 
 
 pytestmark = pytest.mark.integration  # starts processes or servers

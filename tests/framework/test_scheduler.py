@@ -28,9 +28,9 @@ from disauto.framework.scheduler import LEFTOVER_REFUSE_SECONDS
 from disauto.framework.scheduler import JobScheduler
 from disauto.framework.store import JobStore
 from disauto.protos import framework_pb2
-from tests.inprocess import JOB_TOKEN
-from tests.inprocess import job_config
-from tests.inprocess import task_status
+from disauto.testing.inprocess import JOB_TOKEN
+from disauto.testing.inprocess import job_config
+from disauto.testing.inprocess import task_status
 
 
 pytestmark = pytest.mark.integration  # starts processes or servers

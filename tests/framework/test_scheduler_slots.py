@@ -22,12 +22,12 @@ from disauto.framework.slots import EXECUTOR_MEM_MB
 from disauto.framework.slots import SlotTable
 from disauto.framework.spec import TaskResources
 from disauto.framework.store import JobStore
+from disauto.testing.inprocess import JOB_TOKEN
+from disauto.testing.inprocess import job_config
+from disauto.testing.inprocess import task_status
 from tests.framework.test_scheduler import URIS
 from tests.framework.test_scheduler import RecordingDriver
 from tests.framework.test_scheduler import Setup
-from tests.inprocess import JOB_TOKEN
-from tests.inprocess import job_config
-from tests.inprocess import task_status
 
 
 pytestmark = pytest.mark.integration  # the shared fixtures open a store

@@ -19,10 +19,10 @@ from disauto.framework.service import make_server
 from disauto.protos import common_pb2
 from disauto.protos import framework_pb2
 from disauto.protos import framework_pb2_grpc
-from tests.inprocess import JOB_TOKEN
-from tests.inprocess import Framework
-from tests.inprocess import job_config
-from tests.inprocess import trial_metadata
+from disauto.testing.inprocess import JOB_TOKEN
+from disauto.testing.inprocess import Framework
+from disauto.testing.inprocess import job_config
+from disauto.testing.inprocess import trial_metadata
 
 
 pytestmark = pytest.mark.integration  # starts processes or servers

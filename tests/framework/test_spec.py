@@ -10,7 +10,7 @@ from disauto.framework.spec import InputSpec
 from disauto.framework.spec import JobConfig
 from disauto.framework.spec import OutputSpec
 from disauto.framework.spec import TaskResources
-from tests.inprocess import job_config
+from disauto.testing.inprocess import job_config
 
 
 pytestmark = pytest.mark.integration  # starts processes or servers

@@ -17,7 +17,7 @@ from disauto.framework import meta
 from disauto.framework.store import SCHEMA_VERSION
 from disauto.framework.store import JobStore
 from disauto.framework.store import StoreError
-from tests.inprocess import task_status
+from disauto.testing.inprocess import task_status
 
 
 pytestmark = pytest.mark.integration  # starts processes or servers

@@ -18,7 +18,7 @@ from disauto.submit.local import agent_size
 from disauto.submit.local import cluster_work_dir
 from disauto.submit.local import oversubscription_note
 from disauto.submit.local import task_user_note
-from tests.inprocess import job_config
+from disauto.testing.inprocess import job_config
 
 
 pytestmark = pytest.mark.integration  # starts processes or servers

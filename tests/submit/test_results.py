@@ -20,7 +20,7 @@ from disauto.submit import fit
 from disauto.submit import results
 from disauto.submit.exit_status import ExitStatus
 from disauto.submit.exit_status import for_outcome
-from tests.inprocess import job_config
+from disauto.testing.inprocess import job_config
 
 
 def row(number: int, state: str, objective: float | None = None, **extra: object) -> TrialRow:

@@ -198,7 +198,7 @@ def test_cmaes_says_once_which_parameters_it_samples_at_random(
 
 def test_a_resumed_cmaes_job_says_it_again_and_an_odd_record_says_nothing() -> None:
     from disauto.submit.validate import search_notes
-    from tests.inprocess import job_config
+    from disauto.testing.inprocess import job_config
 
     cmaes = job_config(tuning_type="bayesian", settings={"backend": "cmaes"})
     (note,) = search_notes(cmaes.search)

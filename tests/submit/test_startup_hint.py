@@ -11,7 +11,7 @@ from disauto.common.trial_state import TrialState
 from disauto.framework.store import TrialRow
 from disauto.submit.startup_hint import startup_and_run
 from disauto.submit.startup_hint import startup_hint
-from tests.inprocess import job_config
+from disauto.testing.inprocess import job_config
 
 
 TASK = replace(job_config(), slot_mode="task", docker_image="disauto/apprunner:1")

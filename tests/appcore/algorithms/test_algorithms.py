@@ -24,7 +24,8 @@ def test_unknown_algorithm_lists_the_valid_names() -> None:
     with pytest.raises(UnknownAlgorithmError) as caught:
         algorithm_class("bayes")
     assert str(caught.value) == (
-        f"unknown search algorithm 'bayes'; valid algorithms: {', '.join(ALGORITHMS)}")
+        "unknown search algorithm 'bayes' (did you mean 'bayesian'?); valid algorithms: "
+        f"{', '.join(ALGORITHMS)}")
     assert {"grid-search", "random-search", "bayesian"} <= set(ALGORITHMS)
     assert isinstance(caught.value, SearchInputError)
     assert isinstance(caught.value, ValueError)

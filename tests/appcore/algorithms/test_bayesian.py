@@ -25,11 +25,11 @@ from disauto.common.space import RealParam
 from disauto.common.space import SearchSpace
 from disauto.common.trial_state import TrialState
 from disauto.protos import framework_pb2
-from tests.inprocess import AppCore
-from tests.inprocess import Framework
-from tests.inprocess import job_config
-from tests.inprocess import task_status
-from tests.inprocess import wait_for
+from disauto.testing.inprocess import AppCore
+from disauto.testing.inprocess import Framework
+from disauto.testing.inprocess import job_config
+from disauto.testing.inprocess import task_status
+from disauto.testing.inprocess import wait_for
 
 
 pytestmark = pytest.mark.integration  # starts processes or servers

@@ -1,6 +1,6 @@
-"""Every registered search algorithm keeps the contract (``contract.py``); the Bayesian one with
-every registered backend, in each mode. A made-up algorithm that keeps it passes every check, and
-one that breaks a rule fails the check of that rule."""
+"""Every registered search algorithm keeps the contract (``disauto/testing/algorithms.py``); the
+Bayesian one with every registered backend, in each mode. A made-up algorithm that keeps it
+passes every check, and one that breaks a rule fails the check of that rule."""
 
 from __future__ import annotations
 
@@ -17,8 +17,6 @@ from disauto.appcore.algorithms import FINISHED
 from disauto.appcore.algorithms import Finished
 from disauto.appcore.algorithms import SearchAlgorithm
 from disauto.appcore.algorithms import TrialRecord
-from disauto.appcore.algorithms import algorithm_class
-from disauto.appcore.algorithms import create_algorithm
 from disauto.appcore.algorithms.bayesian import BACKENDS
 from disauto.appcore.algorithms.bayesian import MODES
 from disauto.appcore.algorithms.bayesian import BayesianSearch
@@ -26,21 +24,22 @@ from disauto.common.setting_values import SettingSpec
 from disauto.common.setting_values import int_setting
 from disauto.common.space import Assignment
 from disauto.common.space import SearchSpace
-from tests.appcore.algorithms.contract import SPACE
-from tests.appcore.algorithms.contract import Make
-from tests.appcore.algorithms.contract import check_finite_or_not
-from tests.appcore.algorithms.contract import check_job_values_are_checked
-from tests.appcore.algorithms.contract import check_restore_continues
-from tests.appcore.algorithms.contract import (
-    check_restore_says_when_the_record_differs_from_the_search,
-)
-from tests.appcore.algorithms.contract import check_seed_is_honoured
-from tests.appcore.algorithms.contract import check_settings_are_checked
-from tests.appcore.algorithms.contract import check_suggestions_fit_the_space
-from tests.appcore.algorithms.contract import check_tell_takes_every_outcome
-from tests.appcore.algorithms.contract import check_trial_numbers_start_at_one
-from tests.appcore.algorithms.contract import draw
-from tests.appcore.algorithms.contract import sequence
+from disauto.testing.algorithms import SPACE
+from disauto.testing.algorithms import Make
+from disauto.testing.algorithms import SearchAlgorithmContract
+from disauto.testing.algorithms import Variant
+from disauto.testing.algorithms import check_finite_or_not
+from disauto.testing.algorithms import check_job_values_are_checked
+from disauto.testing.algorithms import check_restore_continues
+from disauto.testing.algorithms import check_restore_says_when_the_record_differs_from_the_search
+from disauto.testing.algorithms import check_seed_is_honoured
+from disauto.testing.algorithms import check_settings_are_checked
+from disauto.testing.algorithms import check_suggestions_fit_the_space
+from disauto.testing.algorithms import check_tell_takes_every_outcome
+from disauto.testing.algorithms import check_trial_numbers_start_at_one
+from disauto.testing.algorithms import draw
+from disauto.testing.algorithms import sequence
+from disauto.testing.algorithms import variant_of
 
 
 def _variants() -> dict[str, tuple[str, dict[str, str]]]:
@@ -58,73 +57,19 @@ def _variants() -> dict[str, tuple[str, dict[str, str]]]:
 VARIANTS = _variants()
 
 
-def maker(name: str, settings: Mapping[str, str]) -> Make:
-    def make(*, seed: int = 7, space: SearchSpace = SPACE,
-             parallelism: int = 1) -> SearchAlgorithm:
-        return create_algorithm(name, space, seed=seed, direction="maximize",
-                                settings=settings, parallelism=parallelism)
+class TestEveryRegisteredAlgorithm(SearchAlgorithmContract):
+    """:class:`SearchAlgorithmContract` (``disauto.testing``, what a plug-in runs too) over
+    :data:`VARIANTS`."""
 
-    return make
-
-
-@pytest.fixture(params=sorted(ALGORITHMS))
-def name(request: pytest.FixtureRequest) -> str:
-    return str(request.param)
+    @pytest.fixture(params=sorted(VARIANTS))
+    def variant(self, request: pytest.FixtureRequest) -> Variant:
+        algorithm, settings = VARIANTS[str(request.param)]
+        return variant_of(algorithm, settings)
 
 
-Variant = tuple[Make, type[SearchAlgorithm], dict[str, str]]
-"""A fresh instance's maker, the class, the settings."""
-
-
-@pytest.fixture(params=sorted(VARIANTS))
-def variant(request: pytest.FixtureRequest) -> Variant:
-    algorithm, settings = VARIANTS[str(request.param)]
-    return maker(algorithm, settings), algorithm_class(algorithm), settings
-
-
-def test_the_registry_names_each_class_by_its_name(name: str) -> None:
-    cls = algorithm_class(name)
-    assert issubclass(cls, SearchAlgorithm) and cls.NAME == name
-
-
-def test_suggestions_fit_the_space(variant: Variant) -> None:
-    """At parallelism 3 (synchronous batches, pending trials); the other checks' runs, at
-    parallelism 1 and 2, check every assignment too."""
-    check_suggestions_fit_the_space(sequence(variant[0], parallelism=3))
-
-
-def test_the_seed_is_honoured(variant: Variant) -> None:
-    check_seed_is_honoured(variant[0], variant[1].USES_SEED)
-
-
-@pytest.mark.parametrize("done", [0, 1, 4])
-def test_restore_continues_the_original_sequence(variant: Variant, done: int) -> None:
-    check_restore_continues(variant[0], done)
-
-
-def test_a_finite_search_ends_and_an_infinite_one_does_not(variant: Variant) -> None:
-    make, cls, settings = variant
-    check_finite_or_not(make, cls, settings)
-
-
-def test_tell_takes_every_outcome(variant: Variant) -> None:
-    check_tell_takes_every_outcome(variant[0])
-
-
-def test_trial_numbers_start_at_one(name: str) -> None:
-    check_trial_numbers_start_at_one(maker(name, {}))
-
-
-def test_restore_says_when_the_record_differs_from_the_search(variant: Variant) -> None:
-    check_restore_says_when_the_record_differs_from_the_search(variant[0])
-
-
-def test_settings_are_checked(name: str) -> None:
-    check_settings_are_checked(algorithm_class(name))
-
-
-def test_the_budget_seed_direction_and_parallelism_are_checked(name: str) -> None:
-    check_job_values_are_checked(algorithm_class(name))
+def test_every_registered_name_is_a_variant() -> None:
+    assert set(ALGORITHMS) - {BayesianSearch.NAME} <= set(VARIANTS)
+    assert {name for name, _ in VARIANTS.values()} == set(ALGORITHMS)
 
 
 # -- the checks are not vacuous -------------------------------------------------------------------

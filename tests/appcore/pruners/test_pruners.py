@@ -13,8 +13,8 @@ import apprunner_sdk
 from disauto.appcore.pruners import PRUNERS
 from disauto.appcore.pruners import pruner_class
 from disauto.common.errors import UnknownRuleError
-from tests.inprocess import RunningJob
-from tests.inprocess import wait_for
+from disauto.testing.inprocess import RunningJob
+from disauto.testing.inprocess import wait_for
 
 
 pytestmark = pytest.mark.integration  # starts processes or servers

@@ -15,8 +15,8 @@ from disauto.framework.job.book import TrialBook
 from disauto.framework.job.book import has_result
 from disauto.framework.job.book import sorted_trials
 from disauto.framework.store import JobStore
-from tests.inprocess import AGENT
-from tests.inprocess import task_status
+from disauto.testing.inprocess import AGENT
+from disauto.testing.inprocess import task_status
 
 
 def assignment(i: int) -> dict[str, object]:

@@ -30,9 +30,9 @@ from disauto.framework.tasks import task_name
 from disauto.framework.tasks import trial_task_id
 from disauto.protos import common_pb2
 from disauto.protos import framework_pb2
-from tests.inprocess import AGENT
-from tests.inprocess import job_config
-from tests.inprocess import task_status
+from disauto.testing.inprocess import AGENT
+from disauto.testing.inprocess import job_config
+from disauto.testing.inprocess import task_status
 
 
 pytestmark = pytest.mark.integration  # starts processes or servers

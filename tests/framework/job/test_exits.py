@@ -15,8 +15,8 @@ from disauto.framework.job.book import TrialBook
 from disauto.framework.job.exits import TaskExits
 from disauto.framework.spec import JobConfig
 from disauto.framework.store import JobStore
-from tests.inprocess import AGENT
-from tests.inprocess import job_config
+from disauto.testing.inprocess import AGENT
+from disauto.testing.inprocess import job_config
 
 
 GRACE = 30.0

@@ -17,9 +17,9 @@ from disauto.framework.job import sorted_trials
 from disauto.framework.job.book import trial_proto
 from disauto.framework.store import JobStore
 from disauto.framework.tasks import trial_task_id
-from tests.inprocess import AGENT
-from tests.inprocess import job_config
-from tests.inprocess import task_status
+from disauto.testing.inprocess import AGENT
+from disauto.testing.inprocess import job_config
+from disauto.testing.inprocess import task_status
 
 
 ASSIGN = {"lr": 0.01, "layers": 2, "act": "relu"}

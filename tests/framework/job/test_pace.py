@@ -14,8 +14,8 @@ from disauto.framework.job.pace import completion_rate
 from disauto.framework.job.progress import job_pace
 from disauto.framework.spec import JobConfig
 from disauto.framework.store import TrialRow
+from disauto.testing.inprocess import job_config
 from tests.framework.webui.records import Recorded
-from tests.inprocess import job_config
 
 
 NOW = 1_800_000_000.0

@@ -21,9 +21,9 @@ from disauto.framework.job.status import TaskStatuses
 from disauto.framework.job.status import describe_status
 from disauto.framework.store import JobStore
 from disauto.protos import framework_pb2
-from tests.inprocess import AGENT
-from tests.inprocess import job_config
-from tests.inprocess import task_status
+from disauto.testing.inprocess import AGENT
+from disauto.testing.inprocess import job_config
+from disauto.testing.inprocess import task_status
 
 
 class Telemetry:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from disauto.framework.job import task_user
-from tests.inprocess import task_status
+from disauto.testing.inprocess import task_status
 
 
 MESSAGE = ("Failed to create executor directory '/var/lib/mesos/slaves/S0/frameworks/F/"

@@ -21,7 +21,7 @@ from disauto.framework.job.update import updated_spec
 from disauto.framework.store import JobStore
 from disauto.protos import common_pb2
 from disauto.protos import framework_pb2
-from tests.inprocess import job_config
+from disauto.testing.inprocess import job_config
 
 
 @pytest.fixture

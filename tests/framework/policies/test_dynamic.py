@@ -32,8 +32,8 @@ from disauto.framework.scheduler import JobScheduler
 from disauto.framework.spec import TaskResources
 from disauto.framework.store import JobStore
 from disauto.localmesos.cluster import LocalCluster
-from tests.inprocess import JOB_TOKEN
-from tests.inprocess import job_config
+from disauto.testing.inprocess import JOB_TOKEN
+from disauto.testing.inprocess import job_config
 from tests.localmesos.cluster_support import DRIVER_LOCK
 from tests.localmesos.cluster_support import Drivers
 from tests.localmesos.cluster_support import framework_info

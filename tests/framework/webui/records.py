@@ -21,10 +21,10 @@ from disauto.framework.job import JobController
 from disauto.framework.store import JobStore
 from disauto.framework.tasks import trial_task_id
 from disauto.protos import common_pb2
-from tests.inprocess import AGENT
-from tests.inprocess import DEFAULT_SPACE
-from tests.inprocess import job_config
-from tests.inprocess import task_status
+from disauto.testing.inprocess import AGENT
+from disauto.testing.inprocess import DEFAULT_SPACE
+from disauto.testing.inprocess import job_config
+from disauto.testing.inprocess import task_status
 
 
 TOKEN = "job-token-for-tests"

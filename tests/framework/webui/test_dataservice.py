@@ -17,11 +17,11 @@ from disauto.framework.telemetry.registry import TelemetryRegistry
 from disauto.framework.webui.server import JobPageServer
 from disauto.framework.webui.sources import LiveJob
 from disauto.framework.webui.sources import RecordedJob
+from disauto.testing.inprocess import AGENT
 from tests.framework.webui.records import TOKEN
 from tests.framework.webui.records import Client
 from tests.framework.webui.records import Recorded
 from tests.framework.webui.records import record_telemetry
-from tests.inprocess import AGENT
 
 
 pytestmark = pytest.mark.integration  # starts an HTTP server

@@ -30,6 +30,7 @@ from disauto.framework.webui.sources import JobSource
 from disauto.framework.webui.sources import LiveJob
 from disauto.framework.webui.sources import RecordedJob
 from disauto.framework.webui.views import read_record
+from disauto.testing.inprocess import task_status
 from tests.browser import LAPTOP
 from tests.browser import box_of
 from tests.browser import watched_page
@@ -39,7 +40,6 @@ from tests.framework.webui.records import Recorded
 from tests.framework.webui.records import fresh_record
 from tests.framework.webui.test_page_layout import AGENT_ID
 from tests.framework.webui.test_page_layout import FAILURE_MESSAGE
-from tests.inprocess import task_status
 
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]  # a server and a browser

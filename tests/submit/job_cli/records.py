@@ -18,8 +18,8 @@ from typing import Any
 from disauto.common import paths
 from disauto.common.processes import start_time
 from disauto.framework import meta
+from disauto.testing.inprocess import AGENT
 from tests.framework.webui.records import Recorded
-from tests.inprocess import AGENT
 
 
 class JobRecord(Recorded):

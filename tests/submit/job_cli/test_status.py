@@ -11,9 +11,9 @@ import time
 
 from disauto.common.processes import start_time
 from disauto.framework import meta
+from disauto.testing.inprocess import AGENT
 from tests.framework.webui.records import ParetoRecorded
 from tests.framework.webui.records import record_pace
-from tests.inprocess import AGENT
 from tests.submit.job_cli.conftest import DaJob
 from tests.submit.job_cli.records import JobRecord
 

@@ -29,7 +29,7 @@ from disauto.framework.spec import JobConfig
 from disauto.framework.store import JobStore
 from disauto.protos import framework_pb2
 from disauto.submit import job_cli
-from tests.inprocess import job_config
+from disauto.testing.inprocess import job_config
 
 
 JOB = "update-job"

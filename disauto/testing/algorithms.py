@@ -1,10 +1,12 @@
 """The search-algorithm contract (:class:`~appcore.algorithms.SearchAlgorithm`) as checks that any
-implementation can be put through.
+implementation can be put through, and :class:`SearchAlgorithmContract`, a pytest base class
+that runs them all on one registered algorithm (a plug-in's, outside the tree, too).
 
-``test_contract.py`` runs every check on every registered algorithm (the Bayesian one with every
-registered backend in each mode), so a new algorithm is tested by being registered, and runs
-each check on a made-up implementation that breaks its rule, so that no check passes vacuously.
-A check raises ``AssertionError`` saying which rule was broken.
+The tree's ``tests/appcore/algorithms/test_contract.py`` runs every check on every registered
+algorithm (the Bayesian one with every registered backend in each mode), so a new algorithm is
+tested by being registered, and runs each check on a made-up implementation that breaks its
+rule, so that no check passes vacuously. A check raises ``AssertionError`` saying which rule
+was broken.
 
 The rules are those AppCore's trial loop (``appcore/loop.py``) and a restarted AppCore
 (``appcore/__main__.py``) rely on:
@@ -30,11 +32,16 @@ from collections.abc import Sequence
 import logging
 import math
 import random
+from typing import ClassVar
 from typing import Protocol
+
+import pytest
 
 from disauto.appcore.algorithms import FINISHED
 from disauto.appcore.algorithms import SearchAlgorithm
 from disauto.appcore.algorithms import TrialRecord
+from disauto.appcore.algorithms import algorithm_class
+from disauto.appcore.algorithms import create_algorithm
 from disauto.common.errors import InvalidAssignmentError
 from disauto.common.errors import InvalidSettingsError
 from disauto.common.space import Assignment
@@ -318,3 +325,85 @@ def check_restore_says_when_the_record_differs_from_the_search(make: Make) -> No
     text = restore_warning(make)
     assert "would not give them (first: trial 1)" in text, \
         f"restoring a changed trial 1 logged {text!r}"
+
+
+# -- the suite as a pytest base class ---------------------------------------------------------
+
+
+def maker(name: str, settings: Mapping[str, str]) -> Make:
+    """Fresh instances of the algorithm registered as ``name``, with ``settings``."""
+
+    def make(*, seed: int = 7, space: SearchSpace = SPACE,
+             parallelism: int = 1) -> SearchAlgorithm:
+        return create_algorithm(name, space, seed=seed, direction="maximize",
+                                settings=settings, parallelism=parallelism)
+
+    return make
+
+
+Variant = tuple[str, Make, type[SearchAlgorithm], Mapping[str, str]]
+"""The registered name, a fresh instance's maker, the class, the settings."""
+
+
+class SearchAlgorithmContract:
+    """Every check of this module, as the tests of a subclass (pytest collects ``Test*``).
+
+    Name the registered algorithm in ``NAME`` (and settings it runs with in ``SETTINGS``)::
+
+        class TestMySearch(SearchAlgorithmContract):
+            NAME = "my-search"
+
+    A suite over several algorithms or settings overrides the ``variant`` fixture with
+    parameters (the tree's ``tests/appcore/algorithms/test_contract.py`` does).
+    """
+
+    NAME: ClassVar[str] = ""
+    SETTINGS: ClassVar[Mapping[str, str]] = {}
+
+    @pytest.fixture
+    def variant(self) -> Variant:
+        """What the checks run on: ``NAME`` with ``SETTINGS``."""
+        return variant_of(self.NAME, self.SETTINGS)
+
+    def test_the_registry_names_the_class_by_its_name(self, variant: Variant) -> None:
+        name, _, cls, _ = variant
+        assert issubclass(cls, SearchAlgorithm) and cls.NAME == name, \
+            f"{name!r} is registered as {cls!r}, whose NAME is {cls.NAME!r}"
+
+    def test_suggestions_fit_the_space(self, variant: Variant) -> None:
+        """At parallelism 3 (synchronous batches, pending trials); the other checks' runs, at
+        parallelism 1 and 2, check every assignment too."""
+        check_suggestions_fit_the_space(sequence(variant[1], parallelism=3))
+
+    def test_the_seed_is_honoured(self, variant: Variant) -> None:
+        check_seed_is_honoured(variant[1], variant[2].USES_SEED)
+
+    @pytest.mark.parametrize("done", [0, 1, 4])
+    def test_restore_continues_the_original_sequence(self, variant: Variant, done: int) -> None:
+        check_restore_continues(variant[1], done)
+
+    def test_a_finite_search_ends_and_an_infinite_one_does_not(self, variant: Variant) -> None:
+        _, make, cls, settings = variant
+        check_finite_or_not(make, cls, settings)
+
+    def test_tell_takes_every_outcome(self, variant: Variant) -> None:
+        check_tell_takes_every_outcome(variant[1])
+
+    def test_trial_numbers_start_at_one(self, variant: Variant) -> None:
+        check_trial_numbers_start_at_one(variant[1])
+
+    def test_restore_says_when_the_record_differs_from_the_search(self, variant: Variant
+                                                                  ) -> None:
+        check_restore_says_when_the_record_differs_from_the_search(variant[1])
+
+    def test_settings_are_checked(self, variant: Variant) -> None:
+        check_settings_are_checked(variant[2])
+
+    def test_the_budget_seed_direction_and_parallelism_are_checked(self, variant: Variant
+                                                                    ) -> None:
+        check_job_values_are_checked(variant[2])
+
+
+def variant_of(name: str, settings: Mapping[str, str]) -> Variant:
+    """The registered algorithm ``name`` with ``settings``, as the suite's checks take it."""
+    return name, maker(name, settings), algorithm_class(name), dict(settings)
