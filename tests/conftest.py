@@ -198,6 +198,34 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.xdist_group("engines"))
 
 
+class _GroupedIds:
+    """``--dist loadgroup`` keeps the tests of one ``xdist_group`` on one worker by their id,
+    ``<nodeid>@<group>``. pytest-xdist 3.8 sets that id through ``item._nodeid``, which pytest 9
+    no longer reads (its nodeid is ``item._id``), and its hook ran before the markers above were
+    added: the grouped tests were spread over every worker. This hook runs last and gives each
+    grouped test that id itself."""
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_modifyitems(self, config: pytest.Config,
+                                      items: list[pytest.Item]) -> None:
+        from _pytest.nodeid import NodeId
+
+        # On the workers xdist says so in its own option (its controller's is ``dist``).
+        if not (config.getoption("dist", None) == "loadgroup"
+                or getattr(config.option, "loadgroup", False)):
+            return
+        for item in items:
+            groups = sorted({str(mark.args[0] if mark.args else mark.kwargs.get("name"))
+                             for mark in item.iter_markers("xdist_group")})
+            if groups and "@" not in item.nodeid:
+                item._id = NodeId.parse(  # noqa: SLF001 - see the class docstring
+                    f"{item.nodeid}@{'_'.join(groups)}")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.pluginmanager.register(_GroupedIds(), "disauto-xdist-grouped-ids")
+
+
 @pytest.fixture(scope="session")
 def zookeeper(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     """A real ZooKeeper server (Debian's package, installed if missing: ``tools/

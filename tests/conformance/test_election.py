@@ -29,7 +29,9 @@ from tests.e2e.test_production_cluster import trial_rows
 from tests.e2e.test_production_cluster import until
 
 
-pytestmark = [pytest.mark.slow, pytest.mark.integration]
+# 30 s each on the embedded cluster: make test-long runs them, and make test-mesos on both
+# clusters; tests/localmesos/test_elected.py covers the election itself in make test.
+pytestmark = [pytest.mark.slow, pytest.mark.integration, pytest.mark.long]
 
 HEARTBEAT = 15.0
 """The masters' heartbeat interval (Mesos' DEFAULT_HEARTBEAT_INTERVAL)."""
