@@ -56,7 +56,7 @@ class ElectedMaster:
         Raises:
             OSError: the port cannot be bound. ZooKeeperError: ZooKeeper does not answer.
         """
-        master = self.cluster.master if self.cluster_started() else None
+        master = self.cluster.master if self._cluster_started() else None
         if master is None:
             self.cluster.start()
             master = self.cluster.master
@@ -68,7 +68,7 @@ class ElectedMaster:
             on_leader=self._leader_changed, on_lost=self._lose, **kwargs)
         self._contender.start()
 
-    def cluster_started(self) -> bool:
+    def _cluster_started(self) -> bool:
         try:
             self.cluster.master  # noqa: B018 - raises while not started
         except RuntimeError:

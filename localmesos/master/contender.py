@@ -150,8 +150,7 @@ class MasterContender:
         except Exception as exc:  # noqa: BLE001 - a failed read leaves the old leader
             logger.warning("Cannot read the leading master: %s", exc)
             return
-        leader = next((c for c in found if c.znode != self.znode), None) \
-            if found and found[0].znode != self.znode else None
+        leader = found[0] if found and found[0].znode != self.znode else None
         if self.elected and leader is not None:
             self._lose(f"{leader.znode} leads now")
             return
