@@ -9,7 +9,9 @@ import http.client
 import json
 import os
 from pathlib import Path
+import random
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -207,9 +209,7 @@ def active_agents(port: int) -> int:
 def test_da_cluster_masters_3_elects_restarts_a_killed_master_and_moves_the_agents(
         zookeeper: Any, tmp_path: Path) -> None:
     zk = zookeeper.url("/elected-masters-3")
-    base = free_port()
-    while any(get(port, "/version")[0] for port in range(base, base + 4)):
-        base = free_port()
+    base = consecutive_free_ports(4)
     cluster = subprocess.Popen(  # noqa: S603 - our own module
         [sys.executable, "-m", "disauto.localmesos.cli", "--zk", zk, "--masters", "3",
          "--port", str(base), "--agents", "2", "--zk-session-timeout", "3secs",
@@ -218,6 +218,9 @@ def test_da_cluster_masters_3_elects_restarts_a_killed_master_and_moves_the_agen
     try:
         assert cluster.stdout is not None
         masters = cluster.stdout.readline().strip()
+        if not masters:
+            cluster.wait(30)
+            raise AssertionError(cluster.stderr.read() if cluster.stderr else "")
         assert masters == (f"Masters: 127.0.0.1:{base}, 127.0.0.1:{base + 1}, "
                            f"127.0.0.1:{base + 2} (elected through {zk})")
         assert cluster.stdout.readline().strip() == f"Agents: 127.0.0.1:{base + 3}"
@@ -238,6 +241,24 @@ def test_da_cluster_masters_3_elects_restarts_a_killed_master_and_moves_the_agen
     said = cluster.stderr.read()
     assert f"the master on port {first} exited (-9); starting it again" in said, said
     assert "Traceback" not in said
+
+
+def consecutive_free_ports(count: int) -> int:
+    """The first of ``count`` consecutive free ports below the kernel's ephemeral range (one
+    in it could be taken by an outgoing connection before the master binds it, and the
+    masters restarted on theirs must find them free again)."""
+    for base in random.sample(range(21000, 30000 - count), 200):
+        probes = [socket.socket() for _ in range(count)]
+        try:
+            for offset, probe in enumerate(probes):
+                probe.bind(("127.0.0.1", base + offset))
+        except OSError:
+            continue
+        finally:
+            for probe in probes:
+                probe.close()
+        return base
+    raise RuntimeError(f"no {count} consecutive free ports")
 
 
 def until_true(predicate: Any, within: float) -> None:
