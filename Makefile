@@ -74,7 +74,7 @@ bytecode: venv
 # 2-core machine, each module's functions and each class's methods on one worker (--dist
 # loadscope: the architecture tests parse the tree once, a class's fixtures are made once);
 # it beat --dist load in interleaved runs on the shared machine (docs/benchmarks.md, "The fast
-# tier"). (--dist loadgroup would be ignored: with pytest 9, xdist 3.8 cannot tag a group.)
+# tier"). (Nothing of this tier is in a --dist loadgroup group: it starts no engine.)
 FAST_WORKERS ?= 2
 test-fast: venv bytecode
 	PYTHONDONTWRITEBYTECODE= $(PY) -m pytest -n $(FAST_WORKERS) --dist loadscope \
