@@ -39,8 +39,9 @@ lint: venv
 	$(VENV)/bin/ruff check .
 
 # Three workers on the 2-core machine: the suite is whole jobs, partly waiting on their
-# processes; with two workers the CPU was 80 % busy (801 s), with three 92 % (696 s). The tests
-# that start Docker or the browser share one worker (tests/conftest.py).
+# processes, and two workers left the CPU a fifth idle. The tests that start Docker or the
+# browser share one worker (tests/conftest.py). A fresh clone: 2,996 tests, 499 s of pytest,
+# 9 min 24 s with the venv (2026-11-28, docs/benchmarks.md).
 WORKERS ?= 3
 test: venv bytecode
 	$(VENV)/bin/ruff check .
