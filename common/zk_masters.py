@@ -98,9 +98,9 @@ def parse_zk(uri: str) -> ZkUrl:
     return ZkUrl(hosts=hosts, path="/" + path.strip("/"), credentials=credentials)
 
 
-@contextlib.contextmanager
-def zk_client(url: ZkUrl, timeout: float = 5.0) -> Iterator[Any]:
-    """A started kazoo client of ``url``'s ensemble, stopped on exit.
+def start_client(url: ZkUrl, session_timeout: float = 10.0, timeout: float = 5.0) -> Any:
+    """A started kazoo client of ``url``'s ensemble (its session ``session_timeout`` long),
+    logging through :data:`ZK_LOG`; the caller stops it.
 
     Raises:
         ZooKeeperError: when no server of the ensemble answers within ``timeout`` seconds.
@@ -108,7 +108,7 @@ def zk_client(url: ZkUrl, timeout: float = 5.0) -> Iterator[Any]:
     from kazoo.client import KazooClient
     from kazoo.handlers.threading import KazooTimeoutError
 
-    client = KazooClient(hosts=url.hosts, timeout=timeout, auth_data=url.auth_data(),
+    client = KazooClient(hosts=url.hosts, timeout=session_timeout, auth_data=url.auth_data(),
                          logger=ZK_LOG,
                          connection_retry={"max_tries": -1, "delay": 0.1, "max_delay": 1.0})
     try:
@@ -117,6 +117,17 @@ def zk_client(url: ZkUrl, timeout: float = 5.0) -> Iterator[Any]:
         client.close()
         raise ZooKeeperError(
             f"no ZooKeeper server answers at {url.hosts} within {timeout:g}s") from None
+    return client
+
+
+@contextlib.contextmanager
+def zk_client(url: ZkUrl, timeout: float = 5.0) -> Iterator[Any]:
+    """A started kazoo client of ``url``'s ensemble, stopped on exit.
+
+    Raises:
+        ZooKeeperError: when no server of the ensemble answers within ``timeout`` seconds.
+    """
+    client = start_client(url, timeout, timeout)
     try:
         yield client
     finally:
@@ -238,18 +249,9 @@ class LeaderWatch:
         Raises:
             ZooKeeperError: no server of the ensemble answers within ``timeout`` seconds.
         """
-        from kazoo.client import KazooClient
-        from kazoo.handlers.threading import KazooTimeoutError
         from kazoo.recipe.watchers import ChildrenWatch
 
-        client = KazooClient(hosts=self.url.hosts, timeout=self.timeout,
-                             auth_data=self.url.auth_data(), logger=ZK_LOG)
-        try:
-            client.start(timeout=timeout)
-        except KazooTimeoutError:
-            client.close()
-            raise ZooKeeperError(
-                f"no ZooKeeper server answers at {self.url.hosts} within {timeout:g}s") from None
+        client = start_client(self.url, self.timeout, timeout)
         self._client = client
         client.ensure_path(self.url.path)
         self._read()

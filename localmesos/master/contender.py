@@ -27,11 +27,10 @@ import threading
 from typing import Any
 
 from disauto.common.zk_masters import MASTER_LABEL
-from disauto.common.zk_masters import ZK_LOG
 from disauto.common.zk_masters import Contender
 from disauto.common.zk_masters import ZkUrl
-from disauto.common.zk_masters import ZooKeeperError
 from disauto.common.zk_masters import read_contenders
+from disauto.common.zk_masters import start_client
 
 
 logger = logging.getLogger("disauto.localmesos.master")
@@ -80,19 +79,9 @@ class MasterContender:
         Raises:
             ZooKeeperError: ZooKeeper does not answer within ``timeout`` seconds.
         """
-        from kazoo.client import KazooClient
-        from kazoo.handlers.threading import KazooTimeoutError
         from kazoo.recipe.watchers import ChildrenWatch
 
-        client = KazooClient(hosts=self.url.hosts, timeout=self.session_timeout,
-                             auth_data=self.url.auth_data(), logger=ZK_LOG)
-        try:
-            client.start(timeout=timeout)
-        except KazooTimeoutError:
-            client.close()
-            raise ZooKeeperError(
-                f"no ZooKeeper server answers at {self.url.hosts} within {timeout:g}s"
-            ) from None
+        client = start_client(self.url, self.session_timeout, timeout)
         self._client = client
         client.add_listener(self._session_changed)
         client.ensure_path(self.url.path)
