@@ -31,6 +31,21 @@ STUDY_NAME = "disauto-early-stopping"
 """The name of every rule's in-memory study (Optuna's own would be random)."""
 
 
+def auto_or_positive_int(raw: str) -> str | int:
+    """A rung setting: ``auto`` (learnt from the first completed trial) or an integer >= 1.
+
+    Raises:
+        ValueError: anything else (the setting's check says what is valid).
+    """
+    text = raw.strip()
+    if text == "auto":
+        return text
+    value = int(text)
+    if value < 1:
+        raise ValueError(raw)
+    return value
+
+
 class OptunaPruner(Pruner):
     """A rule that delegates to an Optuna pruner: :attr:`OPTUNA_PRUNER` with the settings."""
 

@@ -22,6 +22,7 @@ from typing import Any
 from optuna.pruners import SuccessiveHalvingPruner
 
 from disauto.appcore.pruners._optuna import OptunaPruner
+from disauto.appcore.pruners._optuna import auto_or_positive_int
 from disauto.common.errors import InvalidSettingsError
 from disauto.common.setting_values import SettingSpec
 from disauto.common.setting_values import int_setting
@@ -30,23 +31,13 @@ from disauto.common.setting_values import int_setting
 __all__ = ["AsynchronousSuccessiveHalving"]
 
 
-def _min_resource(raw: str) -> str | int:
-    text = raw.strip()
-    if text == "auto":
-        return text
-    value = int(text)
-    if value < 1:
-        raise ValueError(raw)
-    return value
-
-
 class AsynchronousSuccessiveHalving(OptunaPruner):
     """Optuna's asynchronous successive halving (see the module docstring)."""
 
     NAME = "asha"
     OPTUNA_PRUNER = SuccessiveHalvingPruner
     SETTINGS: Mapping[str, SettingSpec] = {
-        "min_resource": SettingSpec("auto", _min_resource, "'auto' or an integer >= 1",
+        "min_resource": SettingSpec("auto", auto_or_positive_int, "'auto' or an integer >= 1",
                                     "the first rung's step"),
         "reduction_factor": int_setting(3, 2, "keep the top 1/reduction_factor at each rung"),
         "min_early_stopping_rate": int_setting(0, 0, "rungs skipped"),

@@ -25,22 +25,13 @@ from typing import Any
 from optuna.pruners import HyperbandPruner
 
 from disauto.appcore.pruners._optuna import OptunaPruner
+from disauto.appcore.pruners._optuna import auto_or_positive_int
 from disauto.common.errors import InvalidSettingsError
 from disauto.common.setting_values import SettingSpec
 from disauto.common.setting_values import int_setting
 
 
 __all__ = ["Hyperband"]
-
-
-def _max_resource(raw: str) -> str | int:
-    text = raw.strip()
-    if text == "auto":
-        return text
-    value = int(text)
-    if value < 1:
-        raise ValueError(raw)
-    return value
 
 
 class Hyperband(OptunaPruner):
@@ -50,7 +41,7 @@ class Hyperband(OptunaPruner):
     OPTUNA_PRUNER = HyperbandPruner
     SETTINGS: Mapping[str, SettingSpec] = {
         "min_resource": int_setting(1, 1, "the first rung's step of the most aggressive bracket"),
-        "max_resource": SettingSpec("auto", _max_resource, "'auto' or an integer >= 1",
+        "max_resource": SettingSpec("auto", auto_or_positive_int, "'auto' or an integer >= 1",
                                     "the most steps a trial reports"),
         "reduction_factor": int_setting(3, 2, "keep the top 1/reduction_factor at each rung"),
         "bootstrap_count": int_setting(0, 0, "trials at a rung before it stops any"),
