@@ -44,12 +44,6 @@ def pid_exists(pid: int) -> bool:
     return True
 
 
-def this_process() -> tuple[int, str]:
-    """(pid, start time) of this process."""
-    pid = os.getpid()
-    return pid, start_time(pid)
-
-
 def with_environment(name: str, value: str) -> list[int]:
     """Pids of this user's processes whose environment sets ``name=value`` (Linux ``/proc``)."""
     wanted = f"{name}={value}".encode()

@@ -29,11 +29,6 @@ re-registered agent's task in the state the agent reports, so a TASK_FAILED or T
 with it is the script's own end (a task the agent lost comes with a lost state)."""
 
 
-def is_terminal(state: str) -> bool:
-    """Whether Mesos sends no further update for a task in ``state``."""
-    return state in TERMINAL_TASK_STATES
-
-
 def has_ended_for_framework(state: str) -> bool:
     """Whether a framework stops waiting for a task in ``state`` (terminal, or unknown)."""
     return state in TERMINAL_TASK_STATES or state == "TASK_UNKNOWN"

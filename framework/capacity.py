@@ -104,14 +104,6 @@ def capacities(state: Any) -> list[AgentCapacity]:
             if isinstance(agent, Mapping) and agent.get("active", True)]
 
 
-def agent_totals(master_address: str, *, auth: tuple[str, str] | None = None,
-                 timeout: float = 5.0) -> list[dict[str, float]]:
-    """Each registered agent's total scalar resources (``cpus``, ``mem``, ``gpus``, ``disk``),
-    reservations included (see :func:`agent_capacities` for the errors)."""
-    return [agent.total for agent in agent_capacities(master_address, auth=auth,
-                                                      timeout=timeout)]
-
-
 def _capacity_of(agent: Mapping[str, Any]) -> AgentCapacity:
     """An agent of ``/master/slaves``: ``unreserved_resources`` and ``reserved_resources`` by
     role when the master writes them (Mesos does), else its ``resources`` as unreserved."""

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from disauto.common.task_states import TERMINAL_TASK_STATES
 from disauto.common.task_states import has_ended_for_framework
-from disauto.common.task_states import is_terminal
 from disauto.common.task_states import was_lost
 
 
@@ -14,7 +13,7 @@ def test_terminal_states_are_mesos_is_terminal_state() -> None:
         "TASK_DROPPED", "TASK_GONE", "TASK_GONE_BY_OPERATOR"}
     for state in ("TASK_STAGING", "TASK_STARTING", "TASK_RUNNING", "TASK_KILLING",
                   "TASK_UNREACHABLE", "TASK_UNKNOWN"):
-        assert not is_terminal(state)
+        assert state not in TERMINAL_TASK_STATES
 
 
 def test_a_framework_stops_waiting_for_an_unknown_task() -> None:

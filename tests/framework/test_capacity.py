@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from disauto.framework.capacity import agent_totals
+from disauto.framework.capacity import agent_capacities
 from disauto.framework.capacity import unfit
 from disauto.framework.spec import TaskResources
 from disauto.localmesos.cluster import ClusterConfig
@@ -49,11 +49,11 @@ def test_gpus_count() -> None:
     assert "--app-runner-gpus" in why and "gpus=1" in why
 
 
-def test_agent_totals_from_a_real_master(tmp_path: Path) -> None:
+def test_agent_capacities_from_a_real_master(tmp_path: Path) -> None:
     cluster = LocalCluster(ClusterConfig(agents=2, cpus=3, mem_mb=2048, disk_mb=1000,
                                          work_dir=tmp_path)).start()
     try:
-        agents = agent_totals(cluster.address)
+        agents = [agent.total for agent in agent_capacities(cluster.address)]
     finally:
         cluster.stop()
     assert [(a["cpus"], a["mem"], a["gpus"], a["disk"]) for a in agents] == [
@@ -62,4 +62,4 @@ def test_agent_totals_from_a_real_master(tmp_path: Path) -> None:
 
 def test_an_unreachable_master_raises_oserror() -> None:
     with pytest.raises(OSError):
-        agent_totals("127.0.0.1:9", timeout=2)
+        agent_capacities("127.0.0.1:9", timeout=2)
