@@ -22,6 +22,8 @@ from pymesos import MesosSchedulerDriver
 from pymesos.process import Process
 
 from disauto.common.heartbeats import SameAddress
+from disauto.common.zk_masters import is_zk
+from disauto.common.zk_masters import leading_master
 from disauto.framework.mesos_link import MesosLink
 
 
@@ -58,12 +60,22 @@ class JobSchedulerDriver(MesosSchedulerDriver):  # type: ignore[misc]  # untyped
         return conn
 
     def drop_stream(self) -> None:
-        """Close the event stream; pymesos subscribes again to the same master (its backoff
-        starts afresh). Calls made meanwhile fail as while disconnected. It waits for the
-        driver's lock, which a call to a frozen master holds until it times out (10 s)."""
+        """Close the event stream; pymesos subscribes again to the same master, or under a
+        ``zk://`` URL to the one ZooKeeper says leads now (its backoff starts afresh). Calls
+        made meanwhile fail as while disconnected. It waits for the driver's lock, which a call
+        to a frozen master holds until it times out (10 s)."""
         master = self.master
         if master is None or self.aborted:
             return
+        if is_zk(self.master_uri):
+            # Masters elected through ZooKeeper: subscribe to the one that leads now. The one
+            # that went silent may be a frozen old leader a redirect pointed at (a master that
+            # had not seen the election yet redirects to the leader it knew, as Mesos' does),
+            # which pymesos' detector, having fired already, would never leave.
+            try:
+                master = leading_master(self.master_uri, timeout=5.0) or master
+            except (ValueError, ConnectionError):
+                pass  # ZooKeeper out of reach: the same master again
         # Process's change_master, not the driver's: that one first asks the master's /version
         # (10 s against a frozen master) and forgets the version it knew when it gets none.
         Process.change_master(self, SameAddress(master))

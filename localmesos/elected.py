@@ -86,6 +86,10 @@ class ElectedMaster:
         self.cluster.stop()
 
     def _elected(self) -> None:
+        master = self.cluster.master
+        with master.lock:  # no redirect to the leader it replaces from now on
+            master.recovering = True
+            master.leader_address = None
         threading.Thread(target=self._recover, name="localmesos-recover", daemon=True).start()
 
     def _recover(self) -> None:
@@ -106,6 +110,7 @@ class ElectedMaster:
         keeper.start()
         with master.lock:
             master.elected = True
+            master.recovering = False
             master.leader_address = f"{master.hostname}:{master.port}"
         logger.info("Recovered the registry (%d agents admitted); leading at %s",
                     len(master.recovered_agents), master.leader_address)
@@ -114,6 +119,8 @@ class ElectedMaster:
     def _leader_changed(self, leader: Contender | None) -> None:
         master = self.cluster.master
         with master.lock:
+            if master.recovering or master.elected:
+                return  # a read of the group from before this master's election
             master.leader_address = None if leader is None else leader.address
         logger.info("Leading master: %s", "none" if leader is None else leader.address)
 

@@ -197,6 +197,8 @@ class Master(Subscriptions, LaunchCalls, SchedulerCalls, TaskBookkeeping, OfferM
         #: :mod:`localmesos.master.contender`), and ``host:port`` of the one that does.
         self.elected = True
         self.leader_address: str | None = None
+        #: Elected, and recovering its registry: its APIs answer 503 meanwhile.
+        self.recovering = False
         #: Writes the registry of an elected master at once (after an operator call).
         self.commit_registry: Callable[[], bool] | None = None
 

@@ -103,7 +103,9 @@ class Router:
         """On a master that does not lead, the answer of the master's APIs and endpoints
         (Mesos ``Master::Http::redirect``): 307 to the same path on the leader
         (protocol-relative), ``/master/redirect`` to the leader's base URL, 503 "No leader
-        elected" while none leads; None on the leader and for what any master serves
+        elected" while none leads, and 503 "Master has not finished recovery" on an elected
+        master still reading its registry (it no longer redirects to the leader it replaces,
+        which may be frozen); None on the leader and for what any master serves
         (``/version``, ``/health``, the metrics, the web UI)."""
         master = self.master_routes.master
         if master.elected:
@@ -112,6 +114,8 @@ class Router:
         if not (path in SCHEDULER_PATHS or path in operator_api.PATHS
                 or route not in (None, "health")):
             return None
+        if master.recovering:  # elected, its registry not read yet
+            return text(503, "Master has not finished recovery")
         leader = master.leader_address
         if leader is None:
             return text(503, "No leader elected")

@@ -152,7 +152,16 @@ class RealElected(ElectedCluster):
         super().__init__(work, zk, masters)
         self.prefix = prefix
         self.quorum = masters // 2 + 1
-        for index in range(masters):
+        self.agent: subprocess.Popen[bytes] | None = None
+        try:
+            self._start(agent)
+        except BaseException:
+            self.stop()  # nothing it started outlives a cluster that did not come up
+            raise
+
+    def _start(self, agent: AgentSpec) -> None:
+        prefix, work, zk = self.prefix, self.work, self.zk
+        for index in range(len(self.ports)):
             self._start_master(index)
         self.leader_index(120)
         self.agent = self._spawn("agent", [
@@ -174,7 +183,7 @@ class RealElected(ElectedCluster):
             "--allocation_interval=200ms"])
 
     def stop(self) -> None:
-        if self.agent.poll() is None:
+        if self.agent is not None and self.agent.poll() is None:
             os.killpg(self.agent.pid, signal.SIGKILL)
             self.agent.wait(10)
         super().stop()
@@ -189,7 +198,16 @@ class EmbeddedElected(ElectedCluster):
 
     def __init__(self, work: Path, zk: str, agent: AgentSpec, masters: int = 3) -> None:
         super().__init__(work, zk, masters)
-        for index in range(masters):
+        self.agents: subprocess.Popen[bytes] | None = None
+        try:
+            self._start(agent)
+        except BaseException:
+            self.stop()  # nothing it started outlives a cluster that did not come up
+            raise
+
+    def _start(self, agent: AgentSpec) -> None:
+        zk, work = self.zk, self.work
+        for index in range(len(self.ports)):
             self._start_master(index)
         self.leader_index(60)
         self.agents = self._spawn("agents", [
@@ -205,7 +223,7 @@ class EmbeddedElected(ElectedCluster):
             "--work-dir", str(self.work / f"master-{index}"), "--verbose"])
 
     def stop(self) -> None:
-        if self.agents.poll() is None:
+        if self.agents is not None and self.agents.poll() is None:
             os.killpg(self.agents.pid, signal.SIGTERM)
             try:
                 self.agents.wait(30)

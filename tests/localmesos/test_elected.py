@@ -51,6 +51,10 @@ def test_a_master_that_does_not_lead_redirects_or_says_none_leads() -> None:
     assert answer("/master/redirect/x")[0] == 404
     assert answer("/version")[0] == 200
     assert answer("/health")[0] == 200
+    # Elected, reading its registry: not a redirect to the leader it replaces (maybe frozen).
+    master.recovering, master.leader_address = True, None
+    assert answer("/api/v1/scheduler", "POST")[:3:2] == (503, b"Master has not finished recovery")
+    master.recovering = False
     master.elected = True
     assert answer("/master/state")[0] == 200
 
