@@ -116,6 +116,17 @@ class ElectedCluster(abc.ABC):
             process.wait(10)
         self._start_master(index)
 
+    def _come_up(self, agent: AgentSpec) -> None:
+        """Start the masters and the agents; stop what started if they do not come up."""
+        try:
+            self._start(agent)
+        except BaseException:
+            self.stop()  # nothing it started outlives a cluster that did not come up
+            raise
+
+    @abc.abstractmethod
+    def _start(self, agent: AgentSpec) -> None: ...
+
     @abc.abstractmethod
     def _start_master(self, index: int) -> None: ...
 
@@ -153,11 +164,7 @@ class RealElected(ElectedCluster):
         self.prefix = prefix
         self.quorum = masters // 2 + 1
         self.agent: subprocess.Popen[bytes] | None = None
-        try:
-            self._start(agent)
-        except BaseException:
-            self.stop()  # nothing it started outlives a cluster that did not come up
-            raise
+        self._come_up(agent)
 
     def _start(self, agent: AgentSpec) -> None:
         prefix, work, zk = self.prefix, self.work, self.zk
@@ -199,11 +206,7 @@ class EmbeddedElected(ElectedCluster):
     def __init__(self, work: Path, zk: str, agent: AgentSpec, masters: int = 3) -> None:
         super().__init__(work, zk, masters)
         self.agents: subprocess.Popen[bytes] | None = None
-        try:
-            self._start(agent)
-        except BaseException:
-            self.stop()  # nothing it started outlives a cluster that did not come up
-            raise
+        self._come_up(agent)
 
     def _start(self, agent: AgentSpec) -> None:
         zk, work = self.zk, self.work
