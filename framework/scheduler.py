@@ -207,8 +207,8 @@ class JobScheduler(Scheduler):
         self._link.registered.set()
 
     def disconnected(self, driver: Any) -> None:
-        logger.warning("disconnected from the Mesos master; pymesos re-subscribes")
-        self._link.went_away()
+        if self._link.went_away():
+            logger.warning("disconnected from the Mesos master; pymesos re-subscribes")
 
     def error(self, driver: Any, message: str) -> None:
         logger.error("Mesos master error: %s", message)
