@@ -26,7 +26,7 @@ import re
 from typing import Any
 
 
-DEFAULT_MAX_MB = 1024.0
+DEFAULT_MAX_BYTES = 1024 ** 3
 """``--checkpoint-max-size``'s default: a checkpoint of at most 1 GB."""
 DEFAULT_KEEP = 2
 """``--checkpoint-keep``'s default: the latest two of a trial's checkpoints are kept (the one

@@ -67,7 +67,7 @@ def checkpoint_env(config: JobConfig, trial: TrialRow) -> dict[str, str]:
     """What a trial's task is told of checkpoints: its try, the bounds, the shared folder with
     ``--checkpoint-dir``, and the checkpoint it resumes from, if any."""
     env = {task_env.TRIAL_TRY: str(trial.retries),
-           task_env.CHECKPOINT_MAX_BYTES: str(int(config.checkpoint_max_mb * 1024 * 1024)),
+           task_env.CHECKPOINT_MAX_BYTES: str(config.checkpoint_max_bytes),
            task_env.CHECKPOINT_KEEP: str(config.checkpoint_keep)}
     if config.checkpoint_dir:
         env[task_env.CHECKPOINT_DIR] = str(Path(config.checkpoint_dir) / config.job_id)
@@ -89,7 +89,7 @@ class JobCheckpoints:
     def __init__(self, config: JobConfig, job_dir: Path,
                  current_try: Callable[[int], int | None]) -> None:
         self.folder = CheckpointFolder(checkpoint_root(config, job_dir))
-        self.max_bytes = int(config.checkpoint_max_mb * 1024 * 1024)
+        self.max_bytes = config.checkpoint_max_bytes
         self.keep = config.checkpoint_keep
         self._record_dir = job_dir
         self._current_try = current_try

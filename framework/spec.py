@@ -17,7 +17,7 @@ from typing import Any
 from google.protobuf import json_format
 
 from disauto.common.checkpoints import DEFAULT_KEEP
-from disauto.common.checkpoints import DEFAULT_MAX_MB
+from disauto.common.checkpoints import DEFAULT_MAX_BYTES
 from disauto.protos import common_pb2
 
 
@@ -144,8 +144,8 @@ class JobConfig:
     checkpoint_dir: str = ""
     """``--checkpoint-dir``: a folder the agents and the framework share, where trials write
     their checkpoints (under the job's id); "": they are uploaded to the job's folder."""
-    checkpoint_max_mb: float = DEFAULT_MAX_MB
-    """``--checkpoint-max-size``: the largest checkpoint kept, in MB."""
+    checkpoint_max_bytes: int = DEFAULT_MAX_BYTES
+    """``--checkpoint-max-size``: the largest checkpoint kept, in bytes."""
     checkpoint_keep: int = DEFAULT_KEEP
     """``--checkpoint-keep``: how many of its checkpoints a trial keeps (the oldest dropped)."""
 

@@ -53,6 +53,7 @@ from disauto.submit.values import key_values
 from disauto.submit.values import pair
 from disauto.submit.values import positive_number
 from disauto.submit.values import roles
+from disauto.submit.values import size_bytes
 from disauto.submit.values import size_mb
 from disauto.submit.values import user_name
 
@@ -590,7 +591,8 @@ def _checkpoints(args: argparse.Namespace) -> dict[str, Any]:
                              "folder")
         folder = str(dest.resolve())
     return {"checkpoint_dir": folder,
-            "checkpoint_max_mb": size_mb("--checkpoint-max-size", args.checkpoint_max_size),
+            "checkpoint_max_bytes": size_bytes("--checkpoint-max-size",
+                                             args.checkpoint_max_size),
             "checkpoint_keep": int(positive_number("--checkpoint-keep", args.checkpoint_keep,
                                                    integer=True, most=1000))}
 
