@@ -9,14 +9,17 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 import json
+import os
 from pathlib import Path
 import subprocess
+import sys
 import time
 from typing import Any
 
 import pytest
 
 from disauto.framework.store import JobStore
+from tests.e2e.conftest import DaCluster
 from tests.e2e.conftest import Job
 from tests.e2e.conftest import common_flags
 from tests.e2e.conftest import master_state
@@ -148,17 +151,46 @@ def agent_of(url: str, name: str) -> str:
 def test_a_trial_whose_agent_is_drained_at_step_7_runs_again_from_step_7(
         submit: Any, workdir: Path) -> None:
     job = submit(*flags(workdir, "wait", "--local-agents", "2"))
-    gate = workdir / "marks" / "at-7"
-    deadline = time.monotonic() + 120
-    while not gate.exists():
-        assert time.monotonic() < deadline and job.process.poll() is None, job.output
-        time.sleep(0.1)
+    wait_for_step_7(workdir, job)
     url = job.master_url()
     agent = agent_of(url, "trial-0001")
     operator_call(url, {"type": "DRAIN_AGENT", "drain_agent": {"agent_id": {"value": agent}}})
     trial = check_resumed_at_7(job, workdir, "evicted")
     assert trial.evictions == 1 and trial.agent_id != agent
     assert "REASON_AGENT_DRAINING" in trial.tries[0]["message"]
+
+
+def wait_for_step_7(workdir: Path, job: Job) -> None:
+    gate = workdir / "marks" / "at-7"
+    deadline = time.monotonic() + 120
+    while not gate.exists():
+        assert time.monotonic() < deadline and job.process.poll() is None, job.output
+        time.sleep(0.1)
+
+
+@pytest.mark.long
+def test_a_trial_partitioned_past_the_bound_at_step_7_runs_again_from_step_7(
+        submit: Any, workdir: Path) -> None:
+    """A da-cluster of two agents that marks one unreachable within 3 s; the trial's agent is
+    cut off for 20 s, past --unreachable-timeout 2s: the trial runs again on the other agent
+    from its checkpoint, and its old task, back after the heal, is killed."""
+    cluster = DaCluster(workdir / "da-cluster", extra=(
+        "--agents", "2", "--agent-ping-timeout", "1secs", "--max-agent-ping-timeouts", "3"))
+    cluster.start()
+    try:
+        job = submit(*flags(workdir, "wait", "--master", cluster.address,
+                            "--unreachable-timeout", "2s"), env=cluster.env)
+        wait_for_step_7(workdir, job)
+        agent = agent_of(f"http://{cluster.address}", "trial-0001")
+        cut = subprocess.run(
+            [sys.executable, "-m", "disauto.localmesos.cli", "agent", "partition", agent,
+             "--master", cluster.address, "--for", "20s"], capture_output=True, text=True,
+            env={**os.environ, **cluster.env}, timeout=60, check=False)
+        assert cut.returncode == 0, cut.stderr
+        trial = check_resumed_at_7(job, workdir, "lost")
+        assert trial.agent_id != agent
+    finally:
+        cluster.kill()
 
 
 def trial_stderr(job: Job) -> str:
