@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 
 from disauto.framework.store import JobStore
+from tests.e2e.conftest import ROOT
 from tests.e2e.conftest import DaCluster
 from tests.e2e.conftest import Job
 from tests.e2e.conftest import common_flags
@@ -98,10 +99,10 @@ def recorded(job: Job) -> tuple[Any, list[dict[str, Any]]]:
         store.close()
 
 
-def check_resumed_at_7(job: Job, workdir: Path, outcome: str) -> Any:
+def check_resumed_at_7(job: Job, workdir: Path, outcome: str, ended: bool = False) -> Any:
     """The trial completed on its second try, which resumed from step 7; its steps and reports
     each once; its record and results.json say which try resumed from which step."""
-    assert job.wait(timeout=300) == 0, job.output
+    assert ended or job.wait(timeout=300) == 0, job.output
     assert steps_run(workdir) == [(0, s) for s in range(1, 8)] + [(1, s) for s in (8, 9, 10)]
     trial, reports = recorded(job)
     assert (trial.state, trial.retries, trial.objective) == ("COMPLETED", 1, 1.0)
@@ -191,6 +192,27 @@ def test_a_trial_partitioned_past_the_bound_at_step_7_runs_again_from_step_7(
         assert trial.agent_id != agent
     finally:
         cluster.kill()
+
+
+@pytest.mark.long
+def test_a_trial_found_gone_by_da_job_resume_runs_again_from_its_checkpoint(
+        submit: Any, workdir: Path) -> None:
+    """The framework is killed (-9) at step 7: its embedded cluster and the trial's task die
+    with it; ``da-job resume`` starts a new cluster, finds the trial gone and runs it again
+    from step 7."""
+    job = submit(*flags(workdir, "wait"))
+    wait_for_step_7(workdir, job)
+    job_id = job.job_dir().name
+    job.process.kill()
+    job.wait(timeout=60)
+    env = {**os.environ, "DISAUTO_HOME": str(workdir / "home"),
+           "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    resumed = subprocess.run([sys.executable, "-m", "disauto.submit.job_cli", "resume", job_id],
+                             cwd=workdir, env=env, capture_output=True, text=True, timeout=300,
+                             check=False)
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    resumed_job = Job(job.process, job.home, lines=[f"da-submit: job folder {job.job_dir()}"])
+    check_resumed_at_7(resumed_job, workdir, "lost", ended=True)
 
 
 def trial_stderr(job: Job) -> str:
