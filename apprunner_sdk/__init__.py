@@ -50,7 +50,6 @@ from apprunner_sdk.client import AppCoreUnreachableError
 from apprunner_sdk.client import ReportRejectedError
 from disauto.common import task_env
 from disauto.common import tls
-from disauto.common.checkpoints import CheckpointError
 from disauto.common.metrics import MetricError
 from disauto.common.metrics import check_constraints
 from disauto.common.metrics import check_metrics
@@ -260,6 +259,16 @@ def report(*, step: int | None = None, final: bool = False,
 def should_stop() -> bool:
     """True once AppCore answered a report with "stop" (the job ended or the trial was pruned)."""
     return _current().stop
+
+
+def __getattr__(name: str) -> Any:
+    """``CheckpointError``, imported when a script first asks for it: most never checkpoint,
+    and every trial pays the SDK's import."""
+    if name == "CheckpointError":
+        from disauto.common.checkpoints import CheckpointError
+
+        return CheckpointError
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def save_checkpoint(path_or_dir: str | os.PathLike[str], *, step: int) -> str:

@@ -10,6 +10,8 @@ from dataclasses import replace
 import json
 import os
 from pathlib import Path
+import subprocess
+import sys
 
 import pytest
 
@@ -148,3 +150,14 @@ def test_outside_disauto_a_save_is_a_line_and_nothing_is_loaded(
         apprunner_sdk.save_checkpoint("m.pt", step=-1)
     with pytest.raises(FileNotFoundError, match="save_checkpoint\\(\\): gone.pt does not exist"):
         apprunner_sdk.save_checkpoint("gone.pt", step=1)
+
+
+@pytest.mark.integration  # starts a Python
+def test_the_sdk_imports_nothing_of_checkpoints_until_a_script_uses_them() -> None:
+    probe = ("import sys, apprunner_sdk\n"
+             "print(sorted(m for m in sys.modules if 'checkpoint' in m or m == 'tarfile'))\n"
+             "from apprunner_sdk import CheckpointError\n"
+             "print(CheckpointError.__module__)\n")
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                         check=True, timeout=60).stdout.split("\n")
+    assert out[:2] == ["[]", "disauto.common.checkpoints"]
