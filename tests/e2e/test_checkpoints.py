@@ -11,6 +11,7 @@ from collections.abc import Iterator
 import json
 import os
 from pathlib import Path
+import signal
 import subprocess
 import sys
 import time
@@ -135,6 +136,17 @@ def test_with_checkpoint_dir_the_trial_writes_them_there_and_resumes_from_there(
     assert sorted(p.name for p in folder.iterdir()) == ["000009-step-9.ckpt",
                                                         "000010-step-10.ckpt"]
     assert not (job.job_dir() / "checkpoints").exists()
+
+
+def test_a_trial_whose_process_an_operator_kills_at_step_7_resumes_on_its_retry(
+        submit: Any, workdir: Path) -> None:
+    job = submit(*flags(workdir, "wait", "--trial-retries", "1"))
+    wait_for_step_7(workdir, job)
+    pids = job.trial_processes(1)
+    assert pids, job.output
+    for pid in pids:
+        os.kill(pid, signal.SIGKILL)
+    check_resumed_at_7(job, workdir, "failed")
 
 
 def agent_of(url: str, name: str) -> str:
