@@ -174,9 +174,9 @@ def page_calls(base: str) -> tuple[float, int, float, int]:
     """The page's first data call and its next periodic one, as ``static/job.js`` makes them:
     (seconds, bytes) of each."""
     first_s, body = _get(base + "api/page")
-    cursor = json.loads(body).get("cursor")
-    query = f"?since={urllib.parse.quote(json.dumps(cursor))}" if cursor is not None else ""
-    next_s, again = _get(base + "api/page" + query)
+    versions = json.loads(body).get("versions") or {}
+    have = ",".join(f"{name}:{version}" for name, version in versions.items())
+    next_s, again = _get(base + "api/page?have=" + urllib.parse.quote(have))
     return first_s, len(body), next_s, len(again)
 
 
