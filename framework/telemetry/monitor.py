@@ -33,6 +33,7 @@ from typing import Any
 from urllib.request import urlopen
 
 from disauto.common import telemetry
+from disauto.common.kept_http import KeptConnections
 from disauto.common.task_usage import TaskUsage
 from disauto.common.telemetry import Sample
 from disauto.framework.telemetry.usage import UsageAccumulator
@@ -57,8 +58,10 @@ class TaskPlace:
     """Whether the executor ran something before this trial (a warm slot)."""
 
 
-def get_json(url: str, timeout: float) -> Any:
-    """GET ``url`` and parse its JSON answer."""
+def get_json(url: str, timeout: float, kept: KeptConnections | None = None) -> Any:
+    """GET ``url`` and parse its JSON answer (on one of ``kept``'s connections, if given)."""
+    if kept is not None:
+        return json.loads(kept.get(url, timeout=timeout).decode("utf-8", "replace"))
     with urlopen(url, timeout=timeout) as response:  # noqa: S310 - an agent's URL
         return json.loads(response.read().decode("utf-8", "replace"))
 
@@ -78,12 +81,14 @@ class StatisticsCollector:
     def __init__(self, endpoints: Callable[[], Mapping[str, str]],
                  framework_id: Callable[[], str], places: Callable[[], Iterable[TaskPlace]],
                  *, timeout: float = 2.0,
-                 fetch: Callable[[str, float], Any] = get_json) -> None:
+                 fetch: Callable[[str, float], Any] | None = None) -> None:
         self._endpoints = endpoints
         self._framework_id = framework_id
         self._places = places
         self._timeout = timeout
-        self._fetch = fetch
+        self._kept = KeptConnections()
+        """The polls' connections, kept alive from one poll to the next (one a second)."""
+        self._fetch = fetch or (lambda url, timeout: get_json(url, timeout, self._kept))
         self._previous: dict[tuple[str, str, str], tuple[float, float]] = {}
         self._agent_cpus: dict[str, float] = {}
         self._baselines: dict[int, float] = {}
