@@ -26,11 +26,11 @@ def test_a_waves_cost_comes_from_the_whole_run_and_from_the_trials_span() -> Non
     assert slot_lines("1 task mode", slower, "", 2.5 / 8)[0].met is False
 
 
-def test_memory_growth_leaves_out_the_start_and_needs_three_samples() -> None:
-    memory = [(100, 100_000_000, 1), (200, 110_000_000, 1), (600, 111_638_400, 1)]
-    assert growth_per_trial(memory) == pytest.approx(1_638_400 / 400)
+def test_memory_growth_is_taken_after_the_first_thousand_trials() -> None:
+    memory = [(500, 100_000_000, 1), (1000, 110_000_000, 1), (1600, 112_457_600, 1)]
+    assert growth_per_trial(memory) == pytest.approx(2_457_600 / 600)
     assert growth_per_trial(memory) / KB == pytest.approx(4.0)
-    assert math.isnan(growth_per_trial(memory[:2]))
+    assert math.isnan(growth_per_trial(memory[:2]))  # one sample after 1,000: no slope
 
 
 def test_each_figure_stands_beside_its_target_with_the_load() -> None:
