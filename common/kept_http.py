@@ -5,7 +5,8 @@ embedded cluster each call then cost a TCP connection and a server thread, and t
 log collector alone made two or three per trial (``/files/browse``, ``/files/read``). Here each
 ``host:port`` keeps its idle connections (at most :data:`IDLE_PER_HOST`) for the next call; a
 kept connection the server closed meanwhile (an idle keep-alive connection it dropped) is
-replaced and the GET sent again once (a GET changes nothing). ``https`` URLs are left to
+replaced and the GET sent again once (a GET changes nothing); one that timed out is not (the
+caller waits one timeout, not two). ``https`` URLs are left to
 ``urlopen`` (their certificate checks are its). Errors are ``urlopen``'s: an answer other than
 2xx raises :class:`urllib.error.HTTPError` with its code; no answer an :class:`OSError`.
 """
@@ -57,10 +58,10 @@ class KeptConnections:
         conn, kept = self._take(key, timeout)
         try:
             status, reason, answer_headers, body, reusable = _exchange(conn, target, headers)
-        except (OSError, HTTPException):
+        except (OSError, HTTPException) as err:
             conn.close()
-            if not kept:
-                raise
+            if not kept or isinstance(err, TimeoutError):
+                raise  # a server that does not answer in time is not asked twice
             conn, kept = self._new(key, timeout), False  # the server dropped the idle one
             try:
                 status, reason, answer_headers, body, reusable = _exchange(conn, target, headers)

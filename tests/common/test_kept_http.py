@@ -8,6 +8,7 @@ from http.server import BaseHTTPRequestHandler
 from http.server import ThreadingHTTPServer
 import socket
 import threading
+import time
 from urllib.error import HTTPError
 
 import pytest
@@ -29,6 +30,10 @@ class _Handler(BaseHTTPRequestHandler):
             self.server.open.append(self.connection)
 
     def do_GET(self) -> None:  # noqa: N802 - http.server's name
+        with self.server.lock:
+            self.server.requests += 1
+        if self.path == "/slow":
+            time.sleep(1.5)
         if self.path == "/missing":
             body, status = b'{"error": "no such file"}', 404
         else:
@@ -52,7 +57,11 @@ class _Server(ThreadingHTTPServer):
         super().__init__(("127.0.0.1", 0), _Handler)
         self.lock = threading.Lock()
         self.connections = 0
+        self.requests = 0
         self.open: list[object] = []
+
+    def handle_error(self, request: object, client_address: object) -> None:
+        pass  # a client that gave up on /slow: its broken pipe is expected
 
     def drop_idle(self) -> None:
         """Close every connection it holds, as a server dropping idle keep-alive ones."""
@@ -114,3 +123,14 @@ def test_an_error_answer_is_urlopens_http_error_and_no_answer_an_os_error(
     server.drop_idle()
     with pytest.raises(OSError):
         kept.get(f"http://127.0.0.1:{port}/gone", timeout=2.0)
+
+
+def test_a_server_that_does_not_answer_in_time_is_asked_once(server: _Server) -> None:
+    kept = KeptConnections()
+    assert kept.get(_url(server, "/a")) == b"/a|"  # a kept connection, as for a poll
+    started = time.monotonic()
+    with pytest.raises(TimeoutError):
+        kept.get(_url(server, "/slow"), timeout=0.5)
+    assert time.monotonic() - started < 1.4
+    assert server.requests == 2
+    kept.close()
