@@ -117,7 +117,7 @@ bench-scale: venv
 bench-scale-short: venv
 	$(PY) -m bench.scale --short
 
-# Issue 38's targets in a few minutes on 2 cores: reduced versions of bench.warm_slots (task mode,
+# The performance targets in a few minutes on 2 cores (docs/benchmarks.md): reduced versions of bench.warm_slots (task mode,
 # preloaded slots) and bench.scale's job, each figure beside its target, with the load average.
 bench-quick: venv
 	$(PY) -m bench.quick

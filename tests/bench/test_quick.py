@@ -16,7 +16,7 @@ from bench.warm_slots import Result
 
 
 def test_a_waves_cost_comes_from_the_whole_run_and_from_the_trials_span() -> None:
-    # 64 trials of 1 s, 8 at a time: 8 waves; the 10.5 s whole run is 0.3125 s a wave.
+    # 64 trials of 1 s, 8 at a time: 8 waves; a 10.5 s whole run is 0.3125 s a wave.
     result = Result("disauto-task", parallelism=8, seconds=1.0, trials=64, wall=9.0, total=10.5)
     assert per_wave(result) == pytest.approx((0.3125, 0.125))
     whole, span = slot_lines("1 task mode", result, "0.5 -> 1.0", 2.5 / 8)
