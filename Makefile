@@ -117,8 +117,9 @@ bench-scale: venv
 bench-scale-short: venv
 	$(PY) -m bench.scale --short
 
-# The performance targets in a few minutes on 2 cores (docs/benchmarks.md): reduced versions of bench.warm_slots (task mode,
-# preloaded slots) and bench.scale's job, each figure beside its target, with the load average.
+# The performance targets in a few minutes on 2 cores (docs/benchmarks.md): reduced versions of
+# bench.warm_slots (task mode, preloaded slots) and bench.scale's job, each figure beside its
+# target, with the load average.
 bench-quick: venv
 	$(PY) -m bench.quick
 
