@@ -47,9 +47,10 @@ class MasterState:
     counters), ``quota`` (``quotas``), ``maintenance`` (``schedule``, ``machines``,
     ``inverse_*``), ``drain`` (``draining``, ``deactivated``), ``partitions`` (``agents``,
     ``agent_slots``, ``unreachable``, ``gone``); the façade :class:`Master` (``hostname``,
-    ``port``, ``next_agent``, ``started``, ``stopped``, ``observers``), the registrar and
-    the contender (``recovered_*``, ``elected``, ``leader_address``, ``recovering``,
-    ``commit_registry``, and the tables they restore). Every part counts into ``metrics``.
+    ``port``, ``next_agent``, ``started``, ``stopped``, ``observers``), an elected master
+    (``localmesos/elected.py``: ``elected``, ``leader_address``, ``recovering``,
+    ``commit_registry``) and the registrar it recovers with (``recovered_*`` and the tables of
+    the registry). Every part counts into ``metrics``.
     """
 
     # -- configuration (the constructor's arguments; fixed once the master runs) --------------
