@@ -500,6 +500,61 @@ def test_the_composition_checker_sees_a_class_made_of_mixins(tmp_path: Path) -> 
     assert found == [f"b.py Big: {2 + 2 * (MAX_CLASS_LINES // 2 + 1)} lines with its bases"]
 
 
+#: The composed rooms: each declares its parts' table and their protocols in ``parts.py``.
+COMPOSED_ROOMS = ("master", "agent")
+
+
+def _offered(parts: Path) -> dict[str, set[str]]:
+    """Part name → the methods its protocol names, read from a room's ``parts.py``: the
+    fields of its ``*Parts`` table, each typed with a protocol of that module."""
+    tree = _parsed(parts)[1]
+    protocols = {node.name: {item.name for item in node.body
+                             if isinstance(item, ast.FunctionDef)}
+                 for node in tree.body if isinstance(node, ast.ClassDef)
+                 and any(getattr(base, "id", None) == "Protocol" for base in node.bases)}
+    table = next(node for node in tree.body
+                 if isinstance(node, ast.ClassDef) and node.name.endswith("Parts"))
+    return {item.target.id: protocols.get(ast.unparse(item.annotation), {"*"})
+            for item in table.body
+            if isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name)}
+
+
+def _calls_past_the_protocols(room: Path) -> list[str]:
+    """``file:line parts.X.Y`` for each ``self.parts.X.Y`` of a room where X is no part of
+    its table or Y no method of X's protocol."""
+    offered = _offered(room / "parts.py")
+    out = []
+    for path in sorted(room.glob("*.py")):
+        for node in ast.walk(_parsed(path)[1]):
+            if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Attribute) \
+                    and isinstance(node.value.value, ast.Attribute) \
+                    and node.value.value.attr == "parts" \
+                    and getattr(node.value.value.value, "id", None) == "self":
+                part, method = node.value.attr, node.attr
+                names = offered.get(part, set())
+                if method not in names and "*" not in names:
+                    out.append(f"{path.name}:{node.lineno} parts.{part}.{method}")
+    return out
+
+
+@pytest.mark.parametrize("room", COMPOSED_ROOMS)
+def test_the_parts_call_each_other_only_through_their_protocols(room: str) -> None:
+    """A part of the embedded master or agent reaches another only by a method the protocol
+    of ``parts.py`` names: the named interface is the whole of what one part knows of another."""
+    assert _calls_past_the_protocols(ROOT / "localmesos" / room) == []
+
+
+def test_the_protocol_checker_sees_a_call_past_the_protocol(tmp_path: Path) -> None:
+    (tmp_path / "parts.py").write_text(
+        "from typing import Protocol\n\n\nclass Killing(Protocol):\n"
+        "    def kill(self) -> None: ...\n\n\nclass RoomParts:\n    killing: Killing\n")
+    (tmp_path / "part.py").write_text(
+        "class Part:\n    def run(self) -> None:\n        self.parts.killing.kill()\n"
+        "        self.parts.killing.escalate()\n        self.parts.other.go()\n")
+    assert _calls_past_the_protocols(tmp_path) == ["part.py:4 parts.killing.escalate",
+                                                  "part.py:5 parts.other.go"]
+
+
 def _spelled(node: ast.expr | None) -> bool:
     """Whether an expression spells text itself: a string, an f-string, or text joined on."""
     if isinstance(node, ast.Constant):
