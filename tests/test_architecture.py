@@ -23,7 +23,9 @@ master, the agents and the ``webui``. The top-level modules (``cluster``, ``clus
 ``cli``, ``reaper``) put the cluster together and may import any room; no room imports them.
 
 Size: no file of the product is over 800 lines, no class over 400 and no function over 60,
-package by package (:data:`SIZE_LIMITED`).
+package by package (:data:`SIZE_LIMITED`); in ``localmesos`` (:data:`COMPOSED`) a class counts
+the lines of its in-project base classes too, so the embedded master and agent stay composed of
+parts they hold, not mixins they inherit.
 
 Each file is read and parsed once per session (:func:`_parsed`, :func:`_imports` and
 :func:`_violations` are cached), whatever number of tests read it; ``make test-fast`` runs
@@ -421,6 +423,136 @@ def test_the_size_checker_sees_a_large_class(
         f"probe.py:1 Big: {MAX_CLASS_LINES + 1} lines",
         f"probe.py:{MAX_CLASS_LINES + 4} long: {MAX_FUNCTION_LINES + 1} lines",
     ]
+
+
+# -- composition ------------------------------------------------------------------------------
+
+#: Packages whose classes are held to MAX_CLASS_LINES counted with their in-project base
+#: classes: a class that gathers mixins is as large as all of them (docs/design.md, "The
+#: floors": the embedded master and agent are façades over parts, not sums of mixins).
+COMPOSED = ("localmesos",)
+
+
+def _classes(name: str, path: Path) -> dict[str, tuple[int, list[tuple[str, str]]]]:
+    """Each class of a module: its lines and its bases that name a class of this project, as
+    ``(module, class name)`` (a base of the module itself, or imported from one of ours)."""
+    tree = _parsed(path)[1]
+    imported = {}
+    for node in tree.body:
+        if isinstance(node, ast.ImportFrom) and node.module in KNOWN and not node.level:
+            imported.update({alias.asname or alias.name: (node.module, alias.name)
+                             for alias in node.names})
+    local = {node.name for node in tree.body if isinstance(node, ast.ClassDef)}
+    out = {}
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.ClassDef):
+            continue
+        bases = [(name, base.id) if base.id in local else imported[base.id]
+                 for base in node.bases
+                 if isinstance(base, ast.Name) and (base.id in local or base.id in imported)]
+        out[node.name] = ((node.end_lineno or node.lineno) - node.lineno + 1, bases)
+    return out
+
+
+def _mixed_too_large(modules: list[tuple[str, Path]], package: str) -> list[str]:
+    """``path:line class: N lines with its bases`` for each class of ``package`` whose lines
+    and its in-project base classes' (recursively, each once) are over MAX_CLASS_LINES."""
+    table = {(name, cls): info for name, path in modules
+             for cls, info in _classes(name, path).items()}
+    out = []
+    for name, path in modules:
+        if _package(name) != package:
+            continue
+        for cls, (lines, bases) in _classes(name, path).items():
+            seen: set[tuple[str, str]] = set()
+            todo = list(bases)
+            while todo:
+                base = todo.pop()
+                if base in seen or base not in table:
+                    continue
+                seen.add(base)
+                lines += table[base][0]
+                todo += table[base][1]
+            if seen and lines > MAX_CLASS_LINES:
+                out.append(f"{path.relative_to(ROOT)} {cls}: {lines} lines with its bases")
+    return out
+
+
+@pytest.mark.parametrize("package", COMPOSED)
+def test_no_class_over_400_lines_counted_with_its_mixins(package: str) -> None:
+    """A class made of in-project base classes counts their lines as its own: the embedded
+    master and agent are façades over parts they hold, not a sum of mixins."""
+    assert _mixed_too_large(MODULES, package) == []
+
+
+def test_the_composition_checker_sees_a_class_made_of_mixins(tmp_path: Path) -> None:
+    body = "    def f(self) -> None:\n        pass\n" * (MAX_CLASS_LINES // 4)
+    (tmp_path / "a.py").write_text(f"class A:\n{body}\n\nclass Error(ValueError):\n    pass\n")
+    (tmp_path / "b.py").write_text(
+        "from disauto.localmesos.a import A\nfrom disauto.localmesos.a import Error\n\n\n"
+        f"class B:\n{body}\n\nclass Big(A, B):\n    pass\n\n\n"
+        "class Small(B):\n    pass\n\n\nclass Failure(Error):\n    pass\n")
+    modules = [(f"disauto.localmesos.{n}", tmp_path / f"{n}.py") for n in "ab"]
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(sys.modules[__name__], "KNOWN", {n for n, _ in modules})
+        patch.setattr(sys.modules[__name__], "ROOT", tmp_path)
+        found = _mixed_too_large(modules, "localmesos")
+    assert found == [f"b.py Big: {2 + 2 * (MAX_CLASS_LINES // 2 + 1)} lines with its bases"]
+
+
+#: The composed rooms: each declares its parts' table and their protocols in ``parts.py``.
+COMPOSED_ROOMS = ("master", "agent")
+
+
+def _offered(parts: Path) -> dict[str, set[str]]:
+    """Part name → the methods its protocol names, read from a room's ``parts.py``: the
+    fields of its ``*Parts`` table, each typed with a protocol of that module."""
+    tree = _parsed(parts)[1]
+    protocols = {node.name: {item.name for item in node.body
+                             if isinstance(item, ast.FunctionDef)}
+                 for node in tree.body if isinstance(node, ast.ClassDef)
+                 and any(getattr(base, "id", None) == "Protocol" for base in node.bases)}
+    table = next(node for node in tree.body
+                 if isinstance(node, ast.ClassDef) and node.name.endswith("Parts"))
+    return {item.target.id: protocols.get(ast.unparse(item.annotation), {"*"})
+            for item in table.body
+            if isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name)}
+
+
+def _calls_past_the_protocols(room: Path) -> list[str]:
+    """``file:line parts.X.Y`` for each ``self.parts.X.Y`` of a room where X is no part of
+    its table or Y no method of X's protocol."""
+    offered = _offered(room / "parts.py")
+    out = []
+    for path in sorted(room.glob("*.py")):
+        for node in ast.walk(_parsed(path)[1]):
+            if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Attribute) \
+                    and isinstance(node.value.value, ast.Attribute) \
+                    and node.value.value.attr == "parts" \
+                    and getattr(node.value.value.value, "id", None) == "self":
+                part, method = node.value.attr, node.attr
+                names = offered.get(part, set())
+                if method not in names and "*" not in names:
+                    out.append(f"{path.name}:{node.lineno} parts.{part}.{method}")
+    return out
+
+
+@pytest.mark.parametrize("room", COMPOSED_ROOMS)
+def test_the_parts_call_each_other_only_through_their_protocols(room: str) -> None:
+    """A part of the embedded master or agent reaches another only by a method the protocol
+    of ``parts.py`` names: the named interface is the whole of what one part knows of another."""
+    assert _calls_past_the_protocols(ROOT / "localmesos" / room) == []
+
+
+def test_the_protocol_checker_sees_a_call_past_the_protocol(tmp_path: Path) -> None:
+    (tmp_path / "parts.py").write_text(
+        "from typing import Protocol\n\n\nclass Killing(Protocol):\n"
+        "    def kill(self) -> None: ...\n\n\nclass RoomParts:\n    killing: Killing\n")
+    (tmp_path / "part.py").write_text(
+        "class Part:\n    def run(self) -> None:\n        self.parts.killing.kill()\n"
+        "        self.parts.killing.escalate()\n        self.parts.other.go()\n")
+    assert _calls_past_the_protocols(tmp_path) == ["part.py:4 parts.killing.escalate",
+                                                  "part.py:5 parts.other.go"]
 
 
 def _spelled(node: ast.expr | None) -> bool:
