@@ -39,7 +39,6 @@ from collections.abc import Mapping
 from collections.abc import Sequence
 from dataclasses import dataclass
 import math
-from typing import Any
 
 import numpy as np
 import optuna
@@ -54,7 +53,6 @@ from disauto.appcore.algorithms.random import draw
 from disauto.appcore.algorithms.random import from_optuna_value
 from disauto.appcore.algorithms.random import suggest
 from disauto.appcore.algorithms.random import to_optuna_distribution
-from disauto.common.errors import InvalidSettingsError
 from disauto.common.setting_values import int_setting
 from disauto.common.space import Assignment
 from disauto.common.space import CategoricalParam
@@ -139,7 +137,8 @@ class PopulationBasedTraining(SearchAlgorithm):
     * ``resample_probability`` (default 0.25): the chance that explore draws a parameter from
       the prior instead of perturbing (or, for a choice, keeping) it.
 
-    One objective only. Thread safety and call order: as
+    Trials are ranked by the first objective (what ``report(..., step=…)`` carries, as the
+    early-stopping rules read it), in its direction. Thread safety and call order: as
     :class:`~appcore.algorithms.SearchAlgorithm`, with :meth:`intermediate` among the calls.
     """
 
@@ -166,13 +165,6 @@ class PopulationBasedTraining(SearchAlgorithm):
         self._parents: dict[int, int] = {}
         self.exploits: dict[int, Exploit] = {}
         """The exploit each new trial came from, by the new trial's number."""
-
-    @classmethod
-    def _validate_objectives(cls, settings: Mapping[str, Any], count: int) -> None:
-        if count != 1:
-            raise InvalidSettingsError(
-                f"algorithm {cls.NAME!r} ranks trials by one objective; this search has "
-                f"{count} (--objective takes one name with --tuning-type pbt)")
 
     # -- suggestions ---------------------------------------------------------------------------
 

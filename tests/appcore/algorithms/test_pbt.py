@@ -139,11 +139,6 @@ def test_bad_settings_are_one_line(settings: dict[str, str], needle: str) -> Non
     assert needle in str(caught.value) and "\n" not in str(caught.value)
 
 
-def test_one_objective_only() -> None:
-    with pytest.raises(InvalidSettingsError, match="ranks trials by one objective"):
-        PopulationBasedTraining.validate(SPACE, {}, 10, objectives=2)
-
-
 def test_restore_keeps_the_lineage_and_the_population() -> None:
     original = _pbt(perturbation_interval="1")
     scores = {1: 1.0, 2: 0.0, 3: 0.5, 4: 0.6}
