@@ -11,6 +11,7 @@ from collections.abc import Iterator
 import json
 import os
 from pathlib import Path
+import signal
 import subprocess
 import sys
 import time
@@ -137,6 +138,17 @@ def test_with_checkpoint_dir_the_trial_writes_them_there_and_resumes_from_there(
     assert not (job.job_dir() / "checkpoints").exists()
 
 
+def test_a_trial_whose_process_an_operator_kills_at_step_7_resumes_on_its_retry(
+        submit: Any, workdir: Path) -> None:
+    job = submit(*flags(workdir, "wait", "--trial-retries", "1"))
+    wait_for_step_7(workdir, job)
+    pids = job.trial_processes(1)
+    assert pids, job.output
+    for pid in pids:
+        os.kill(pid, signal.SIGKILL)
+    check_resumed_at_7(job, workdir, "failed")
+
+
 def agent_of(url: str, name: str) -> str:
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
@@ -149,16 +161,18 @@ def agent_of(url: str, name: str) -> str:
 
 
 @pytest.mark.long
-def test_a_trial_whose_agent_is_drained_at_step_7_runs_again_from_step_7(
-        submit: Any, workdir: Path) -> None:
+@pytest.mark.parametrize("mark_gone", [False, True], ids=["drained", "drained and gone"])
+def test_a_trial_whose_agent_is_drained_or_gone_at_step_7_runs_again_from_step_7(
+        submit: Any, workdir: Path, mark_gone: bool) -> None:
     job = submit(*flags(workdir, "wait", "--local-agents", "2"))
     wait_for_step_7(workdir, job)
     url = job.master_url()
     agent = agent_of(url, "trial-0001")
-    operator_call(url, {"type": "DRAIN_AGENT", "drain_agent": {"agent_id": {"value": agent}}})
+    operator_call(url, {"type": "DRAIN_AGENT", "drain_agent": {
+        "agent_id": {"value": agent}, "mark_gone": mark_gone}})
     trial = check_resumed_at_7(job, workdir, "evicted")
     assert trial.evictions == 1 and trial.agent_id != agent
-    assert "REASON_AGENT_DRAINING" in trial.tries[0]["message"]
+    assert "REASON_AGENT_DRAINING" in trial.tries[0]["message"], trial.tries[0]
 
 
 def wait_for_step_7(workdir: Path, job: Job) -> None:
