@@ -92,3 +92,9 @@ def test_no_trial_is_replaced_once_the_budget_has_none_left(jobs: list[PbtJob]) 
     assert job.report_all(1, scores) == []
     assert job.report_all(2, scores) == []
     assert job.framework.pruned == []
+
+
+def test_a_restarted_appcore_is_told_each_trial_s_parent() -> None:
+    history = [common_pb2.Trial(number=1, state=common_pb2.RUNNING),
+               common_pb2.Trial(number=5, state=common_pb2.RUNNING, parent=1)]
+    assert [r.parent for r in TrialLoop.records(history)] == [None, 1]

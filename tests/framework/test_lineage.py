@@ -79,6 +79,9 @@ def test_a_child_resumes_from_a_copy_of_its_parent_s_latest_checkpoint(served: S
     assert (shown["parent"], shown["from_step"]) == (1, 4)
     assert shown["explored"] == {"lr": {"old": 0.01, "new": 0.012}}
     assert trial_dict(served.book.require(1))["explored"] is None
+    # A restarted AppCore restores who descends from whom.
+    restored = {t.number: t.parent for t in served.book.history("accuracy")}
+    assert restored == {1: 0, 2: 0, 3: 1}
     # A retried submission answers the recorded trial and copies nothing again.
     served.checkpoints.save(1, 0, 6, 4, [b"at 6"])
     served.client.submit_many([(3, explored)], priority=0, parents={3: 1})
