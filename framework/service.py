@@ -28,6 +28,7 @@ from disauto.framework import errors
 from disauto.framework.checkpoints import JobCheckpoints
 from disauto.framework.checkpoints import StaleTryError
 from disauto.framework.job import JobController
+from disauto.framework.lineage import start_points
 from disauto.protos import common_pb2
 from disauto.protos import framework_pb2
 from disauto.protos import framework_pb2_grpc
@@ -104,8 +105,10 @@ class FrameworkServicer(framework_pb2_grpc.FrameworkServiceServicer):
         self, request: framework_pb2.SubmitTrialsRequest, context: grpc.ServicerContext
     ) -> framework_pb2.SubmitTrialsReply:
         self._require_job_token(context)
+        starts = handle(context, lambda: start_points(request.trials, self._job.rows_to_read,
+                                                      self._checkpoints))
         trials = handle(context, lambda: self._job.submit_trials(
-            [_submission(item) for item in request.trials]))
+            [_submission(item) for item in request.trials], starts))
         return framework_pb2.SubmitTrialsReply(trials=trials)
 
     def RecordReport(  # noqa: N802

@@ -161,13 +161,17 @@ class TrialRow:
     """The checkpoint its current try resumes from, ``{"trial", "step", "name"}`` (its own
     trial's, or the trial a copied one came from); None: it starts from scratch. An earlier
     try's is in its ``tries``."""
+    lineage: dict[str, Any] | None = None
+    """Where it descends from when it started from another trial's checkpoint (Population
+    Based Training's exploit): ``{"parent", "from_step" (None: the parent had no checkpoint,
+    it started from scratch), "parent_assignment"}``; None: it did not."""
 
     @property
     def terminal(self) -> bool:
         return self.state.is_finished()
 
 
-_JSON_COLUMNS = ("metrics", "assignment", "constraints", "tries", "resumed_from")
+_JSON_COLUMNS = ("metrics", "assignment", "constraints", "tries", "resumed_from", "lineage")
 """Trial columns kept as JSON text."""
 
 
@@ -620,6 +624,7 @@ def _trial_from_row(row: dict[str, Any], assignment: dict[str, Any],
         constraints=tuple(json.loads(row["constraints"])) if row.get("constraints") else None,
         tries=[] if tries == "[]" else json.loads(tries),
         resumed_from=json.loads(row["resumed_from"]) if row.get("resumed_from") else None,
+        lineage=json.loads(row["lineage"]) if row.get("lineage") else None,
     )
 
 
@@ -631,6 +636,7 @@ _ADDED_COLUMNS = (("trials", "retries", "INTEGER NOT NULL DEFAULT 0"),
                   ("trials", "unreachable_since", "REAL"),
                   ("trials", "tries", "TEXT NOT NULL DEFAULT '[]'"),
                   ("trials", "resumed_from", "TEXT"),
+                  ("trials", "lineage", "TEXT"),
                   *(("trials", name, "REAL") for name in USAGE_COLUMNS))
 
 

@@ -30,6 +30,7 @@ from disauto.framework.job.memory_kill import KILLED_NEED
 from disauto.framework.job.memory_kill import MEMORY_LIMITATION
 from disauto.framework.job.memory_kill import killed_need_bytes
 from disauto.framework.job.pace import Pace
+from disauto.framework.lineage import explored
 from disauto.framework.meta import JobMeta
 from disauto.framework.spec import JobConfig
 from disauto.framework.store import TrialRow
@@ -256,14 +257,20 @@ def trial_dict(trial: TrialRow) -> dict[str, Any]:
     none above 0; ``tries``: its earlier tries, each ``{"task_id", "outcome", "message",
     "ended_at", "metrics", "reports", "resumed_from"}``, empty when its first try was its only
     one; ``resumed_from``: the checkpoint its last try resumed from, ``{"trial", "step",
-    "name"}``, or None: from scratch)."""
+    "name"}``, or None: from scratch; with Population Based Training, ``parent``: the trial
+    whose checkpoint it started from, ``from_step``: that checkpoint's step, ``explored``: each
+    parameter changed from the parent's, ``{"old", "new"}``; all None for a trial that did
+    not descend from another)."""
     return {"number": trial.number, "state": str(trial.state), "objective": trial.objective,
             "assignment": trial.assignment, "metrics": trial.metrics,
             "training_seconds": trial.training_seconds, "task_id": trial.task_id,
             "message": trial.message, "usage": trial.usage.as_columns(),
             "constraints": None if trial.constraints is None else list(trial.constraints),
             "feasible": is_feasible(trial.constraints), "tries": list(trial.tries),
-            "resumed_from": trial.resumed_from}
+            "resumed_from": trial.resumed_from,
+            "parent": trial.lineage["parent"] if trial.lineage else None,
+            "from_step": trial.lineage.get("from_step") if trial.lineage else None,
+            "explored": explored(trial.lineage, trial.assignment)}
 
 
 def retried_lines(trials: Sequence[TrialRow], shown: int = 5) -> list[str]:

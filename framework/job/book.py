@@ -99,6 +99,8 @@ def trial_proto(trial: TrialRow) -> common_pb2.Trial:
         proto.assignment[name].CopyFrom(value)
     if trial.objective is not None:
         proto.objective = trial.objective
+    if trial.lineage:
+        proto.parent = int(trial.lineage["parent"])
     return proto
 
 

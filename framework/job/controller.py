@@ -48,6 +48,7 @@ from disauto.framework.job.events import SPEC_CHANGED
 from disauto.framework.job.events import stream
 from disauto.framework.job.exits import TaskExits
 from disauto.framework.job.intake import Intake
+from disauto.framework.job.intake import Start
 from disauto.framework.job.intake import Submission
 from disauto.framework.job.progress import FrontSize
 from disauto.framework.job.progress import Progress
@@ -139,9 +140,8 @@ class JobController:
         self._statuses = TaskStatuses(self._config, self._book, self._appcore,
                                       ended=self._ended, finish=self.finish,
                                       log_tail=log_tail, measures=measures)
-        # The job's start, not this framework's: a resumed job's progress line counts from
-        # it, as its time budget does, and a trial that waits since before the resume does
-        # not wait "since" a moment before the line's zero.
+        # The job's start, not this framework's: a resumed job's progress line and time budget
+        # count from it, and a trial waiting since before the resume waits from before zero.
         self._started = store.get_meta(meta.STARTED_AT) or time.time()
         self._outcome: int | None = None
         self._outcome_message = ""
@@ -214,8 +214,10 @@ class JobController:
                      priority: int) -> common_pb2.Trial:
         return self.submit_trials([(number, assignment, priority)])[0]
 
-    def submit_trials(self, trials: Sequence[Submission]) -> list[common_pb2.Trial]:
-        """Record new trials ``(number, assignment, priority)``: all of them, or none.
+    def submit_trials(self, trials: Sequence[Submission],
+                      starts: Mapping[int, Start] | None = None) -> list[common_pb2.Trial]:
+        """Record new trials ``(number, assignment, priority)``: all of them, or none (those in
+        ``starts`` from another trial's checkpoint, ``framework/lineage.py``).
 
         Idempotent per number: a number already recorded with the same assignment answers the
         recorded trial (a retried call), with another assignment it is refused. Every trial is
@@ -226,7 +228,7 @@ class JobController:
         with self._lock:
             if self._ended():
                 raise FailedPreconditionError("the job has ended; no trial can be submitted")
-            fresh = self._intake.submit(trials, self.config.search.max_trials)
+            fresh = self._intake.submit(trials, self.config.search.max_trials, starts)
             protos = [trial_proto(self._book.require(number)) for number, _, _ in trials]
         if fresh:
             self._on_pending()

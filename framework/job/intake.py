@@ -35,6 +35,21 @@ from disauto.framework.store import TrialRow
 Submission = tuple[int, Mapping[str, Any], int]
 """A submitted trial: ``(number, assignment, priority)``."""
 
+Start = tuple[dict[str, Any], dict[str, Any] | None]
+"""How a new trial starts from another's checkpoint (Population Based Training's exploit,
+``framework/lineage.py``): its lineage and the resume point of the copied checkpoint (None:
+the parent had none; it starts from scratch)."""
+
+
+def descend(book: TrialBook, number: int, start: Start) -> None:
+    """Record new trial ``number``'s lineage and the checkpoint its first try resumes from,
+    before it can be launched (under the job's lock)."""
+    lineage, point = start
+    book.require(number).lineage = lineage
+    book.store.update_trial(number, lineage=lineage)
+    if point is not None:
+        book.resume_from(number, point)
+
 
 class Intake:
     """Checks and records what is sent in for the job whose trials ``book`` holds.
@@ -48,8 +63,10 @@ class Intake:
         self._book = book
         self._space = space
 
-    def submit(self, trials: Sequence[Submission], budget: int) -> list[Submission]:
-        """Record the new trials of a submission (within ``budget`` trials in all); the new.
+    def submit(self, trials: Sequence[Submission], budget: int,
+               starts: Mapping[int, Start] | None = None) -> list[Submission]:
+        """Record the new trials of a submission (within ``budget`` trials in all), each in
+        ``starts`` descending from another trial; the new.
 
         Raises:
             InvalidArgumentError: a number below 1 or given twice, an assignment outside the
@@ -84,6 +101,9 @@ class Intake:
                 else f"{len(fresh)} new trials would exceed the trial budget of {budget} "
                      f"({recorded} recorded)")
         self._book.add(fresh)
+        for number, _, _ in fresh:
+            if starts and number in starts:
+                descend(self._book, number, starts[number])
         return fresh
 
     def gpu_samples(self, number: int, readings: Sequence[GpuReading]) -> list[Sample]:

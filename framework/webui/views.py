@@ -44,6 +44,7 @@ from disauto.common.trial_state import TrialState
 from disauto.framework import meta
 from disauto.framework.job import sorted_trials
 from disauto.framework.job.progress import job_pace
+from disauto.framework.lineage import explored
 from disauto.framework.meta import JobMeta
 from disauto.framework.spec import JobConfig
 from disauto.framework.store import JobStore
@@ -252,6 +253,28 @@ def trial_view(trial: TrialRow, intermediate: Sequence[tuple[int, float]],
     }
 
 
+LINEAGE_MOST = 500
+"""The lineage view's most recent descents (a long PBT job's page stays bounded)."""
+
+
+def lineage_view(trials: Sequence[TrialRow]) -> dict[str, Any] | None:
+    """Which trial descends from which (Population Based Training: a trial started from
+    another's checkpoint, ``framework/lineage.py``): each descent ``{"trial", "parent",
+    "from_step", "explored"}`` (the last :data:`LINEAGE_MOST`), and every trial they name with
+    its state and objective; None when no trial descends from another."""
+    edges = [{"trial": t.number, "parent": int(t.lineage["parent"]),
+              "from_step": t.lineage.get("from_step"),
+              "explored": explored(t.lineage, t.assignment)}
+             for t in trials if t.lineage]
+    if not edges:
+        return None
+    shown = edges[-LINEAGE_MOST:]
+    named = {e["trial"] for e in shown} | {e["parent"] for e in shown}
+    return {"edges": shown, "total": len(edges),
+            "trials": {str(t.number): {"state": str(t.state), "objective": t.objective}
+                       for t in trials if t.number in named}}
+
+
 def intermediate_values(reports: Sequence[Mapping[str, Any]],
                         objective: str) -> dict[int, list[tuple[int, float]]]:
     """Each trial's objective by step, from its non-final reports, in the order reported."""
@@ -456,6 +479,7 @@ def page_data(record: Record, wait: float | None = None, query: TableQuery = FIR
         "summary": kept.summary,
         "importance": importance_view(record, wait=wait),
         "pareto": kept.pareto,
+        "lineage": lineage_view(record.trials),
         "telemetry": {"available": kept.telemetry, "note": TELEMETRY_NOTE},
     }
     versions = {name: version_of(value) for name, value in sections.items()}
