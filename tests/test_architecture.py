@@ -515,3 +515,77 @@ def test_product_code_says_what_and_why_not_which_ticket() -> None:
              for number, line in enumerate(_parsed(path)[0].splitlines(), start=1)
              if TICKET.search(line)]
     assert found == []
+
+
+# -- repeats ----------------------------------------------------------------------------------
+
+#: How many lines (blank, comment-only and import lines aside) the product may not repeat.
+REPEAT_LINES = 12
+
+
+def _kept_lines(path: Path) -> list[tuple[str, int]]:
+    """``(line with its whitespace normalised, line number)`` of each line a repeat counts:
+    not blank, not a comment alone, not part of an import statement."""
+    text, tree = _parsed(path)
+    imports = {number for node in ast.walk(tree) if isinstance(node, ast.Import | ast.ImportFrom)
+               for number in range(node.lineno, (node.end_lineno or node.lineno) + 1)}
+    kept = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        words = " ".join(line.split())
+        if words and not words.startswith("#") and number not in imports:
+            kept.append((words, number))
+    return kept
+
+
+def _repeats(modules: list[tuple[str, Path]], size: int = REPEAT_LINES) -> list[str]:
+    """``a.py:10-24 ~ b.py:40-54`` for each run of ``size`` or more kept lines that stands,
+    to the letter, in two places of ``modules``; a longer run is one row, not one a line."""
+    kept = {path: _kept_lines(path) for _, path in modules}
+    seen: dict[tuple[str, ...], tuple[Path, int]] = {}
+    # (first file, second file, distance) → its runs, each [first window, last window] in the
+    # first file: the windows one step apart at the same distance make one run.
+    runs: dict[tuple[Path, Path, int], list[list[int]]] = {}
+    for _, path in modules:
+        lines = kept[path]
+        for start in range(len(lines) - size + 1):
+            window = tuple(words for words, _ in lines[start:start + size])
+            if window not in seen:
+                seen[window] = (path, start)
+                continue
+            first, at = seen[window]
+            pair = runs.setdefault((first, path, start - at), [])
+            if pair and at == pair[-1][1] + 1:
+                pair[-1][1] = at
+            else:
+                pair.append([at, at])
+    found = []
+    for (first, second, distance), pair in runs.items():
+        for begin, last in pair:
+            a = kept[first][begin][1], kept[first][last + size - 1][1]
+            b = kept[second][begin + distance][1], kept[second][last + distance + size - 1][1]
+            found.append(f"{_shown(first)}:{a[0]}-{a[1]} ~ {_shown(second)}:{b[0]}-{b[1]}")
+    return sorted(found)
+
+
+def _shown(path: Path) -> Path:
+    return path.relative_to(ROOT) if path.is_relative_to(ROOT) else path
+
+
+def test_no_twelve_lines_of_the_product_repeat() -> None:
+    """Logic written twice drifts apart; where it is the same it is one function both call."""
+    product = [(name, path) for name, path in MODULES if _package(name) in SIZE_LIMITED]
+    assert _repeats(product) == [], "repeated runs of lines:\n" + "\n".join(_repeats(product))
+
+
+def test_the_repeat_checker_sees_a_repeat(tmp_path: Path) -> None:
+    """A repeat is found across files whatever its indentation or the blank
+    lines, comments and imports between; eleven shared lines are not a repeat."""
+    body = [f"    value_{n} = compute({n})" for n in range(REPEAT_LINES)]
+    (tmp_path / "a.py").write_text("import os\n\ndef one():\n" + "\n".join(body) + "\n")
+    (tmp_path / "b.py").write_text(
+        "def two():\n    if True:\n" + "\n".join(
+            ("    " + line + "\n\n        # a note\n" if n == 3 else "    " + line)
+            for n, line in enumerate(body)) + "\n        return 1\n")
+    (tmp_path / "c.py").write_text("def three():\n" + "\n".join(body[1:]) + "\n")
+    found = _repeats([(name, tmp_path / f"{name}.py") for name in "abc"])
+    assert found == [f"{tmp_path / 'a.py'}:4-15 ~ {tmp_path / 'b.py'}:3-17"]
