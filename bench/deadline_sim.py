@@ -48,14 +48,14 @@ import statistics
 from disauto.appcore.priority import ConvergencePriority
 from disauto.common.resources import Resources
 from disauto.common.trial_state import TrialState
-from disauto.framework.job.progress import job_progress
-from disauto.framework.offers import OfferView
 from disauto.framework.policies import LaunchRequest
 from disauto.framework.policies import OfferPolicy
+from disauto.framework.policies import OfferView
 from disauto.framework.policies import create_policy
-from disauto.framework.spec import JobConfig
-from disauto.framework.spec import TaskResources
-from disauto.framework.store import TrialRow
+from disauto.framework.record import JobConfig
+from disauto.framework.record import TaskResources
+from disauto.framework.record import TrialRow
+from disauto.framework.record import job_progress
 from disauto.protos import common_pb2
 
 

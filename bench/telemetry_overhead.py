@@ -30,8 +30,8 @@ import threading
 import time
 from typing import Any
 
-from disauto.framework.telemetry.monitor import StatisticsCollector
-from disauto.framework.telemetry.monitor import TaskPlace
+from disauto.framework.run import StatisticsCollector
+from disauto.framework.run import TaskPlace
 from disauto.localmesos.containerizer.monitor import ExecutorEntry
 from disauto.localmesos.containerizer.monitor import ResourceMonitor
 

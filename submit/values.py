@@ -14,7 +14,7 @@ import re
 
 from disauto.common.resources import ResourceError
 from disauto.common.resources import parse_size_mb
-from disauto.framework.roles import role_problem
+from disauto.framework.run import role_problem
 from disauto.submit.parser import UsageError
 
 

@@ -48,6 +48,8 @@ ROOT = Path(__file__).resolve().parents[1]
 META_MODULE = "disauto.framework.meta"
 META_TABLE_OWNER = "disauto.framework.store"
 STORE_META_CALLS = frozenset({"get_meta", "set_meta", "set_meta_many"})
+#: ``JobRecord.write``: its meta values as a mapping of typed keys.
+RECORD_META_WRITE = "write"
 META_SQL = re.compile(r"\b(FROM|INTO|UPDATE|TABLE)\s+meta\b", re.IGNORECASE)
 NAMESPACED = ("common", "protos", "localmesos", "executor", "appcore", "framework", "submit")
 PACKAGES = (*NAMESPACED, "apprunner_sdk", "bench", "tools", "disauto")
@@ -141,7 +143,7 @@ KNOWN = {name for name, _ in MODULES}
 
 
 def _where(path: Path, line: int, target: str) -> str:
-    return f"{path.relative_to(ROOT)}:{line} imports {target}"
+    return f"{_shown(path)}:{line} imports {target}"
 
 
 def _check_private(importer: str, target: str, where: str, out: list[str]) -> None:
@@ -280,6 +282,61 @@ def test_nothing_of_the_product_or_bench_imports_the_tests() -> None:
     assert {"bench", TESTING, *NAMESPACED, "apprunner_sdk"} <= scanned
     assert _violations()["tests"] == [], "imports of the tests:\n" + "\n".join(
         _violations()["tests"])
+
+
+FRAMEWORK = "disauto.framework"
+#: The packages that use the framework: each through its public modules alone.
+FRAMEWORK_USERS = ("submit", TESTING, "bench")
+#: How many public modules the framework may have (its ``__init__``'s ``__all__``).
+MAX_FRAMEWORK_FACES = 5
+
+
+def _framework_faces() -> frozenset[str]:
+    """The framework's public modules, as its ``__init__.py`` lists them in ``__all__``."""
+    for node in _parsed(ROOT / "framework" / "__init__.py")[1].body:
+        if isinstance(node, ast.Assign) and any(getattr(target, "id", "") == "__all__"
+                                                for target in node.targets):
+            return frozenset(f"{FRAMEWORK}.{name}" for name in ast.literal_eval(node.value))
+    return frozenset()
+
+
+def _behind_the_faces(modules: list[tuple[str, Path]], faces: frozenset[str]) -> list[str]:
+    """Where a user of the framework imports one of its modules that is not a public one."""
+    found = []
+    for name, path in modules:
+        if _package(name) not in FRAMEWORK_USERS:
+            continue
+        for target, line in _imports(name, path):
+            if target.startswith(FRAMEWORK + ".") \
+                    and ".".join(target.split(".")[:3]) not in faces:
+                found.append(_where(path, line, target))
+    return found
+
+
+def test_the_framework_is_used_through_its_public_modules_only() -> None:
+    """``submit``, ``disauto.testing`` and ``bench`` see the framework through the few modules
+    its ``__init__`` lists (the job's record, running it, the control channel, the policies,
+    the page), so that its internals can change without them."""
+    faces = _framework_faces()
+    assert 0 < len(faces) <= MAX_FRAMEWORK_FACES, sorted(faces)
+    assert faces <= KNOWN, sorted(faces - KNOWN)
+    found = _behind_the_faces(MODULES, faces)
+    assert found == [], "imports past the framework's public modules:\n" + "\n".join(found)
+
+
+def test_the_face_checker_sees_an_import_behind_them(tmp_path: Path) -> None:
+    probe = tmp_path / "probe.py"
+    probe.write_text("from disauto.framework import meta\n"
+                     "from disauto.framework.store import JobStore\n"
+                     "from disauto.framework.record import JobRecord\n"
+                     "from disauto.framework import record\n")
+    faces = frozenset({f"{FRAMEWORK}.record"})
+    assert _behind_the_faces([("disauto.submit.probe", probe)], faces) == [
+        f"{probe}:1 imports disauto.framework.meta",
+        f"{probe}:2 imports disauto.framework.store",
+        f"{probe}:2 imports disauto.framework.store.JobStore",
+    ]
+    assert _behind_the_faces([("disauto.appcore.probe", probe)], faces) == []
 
 
 def test_the_checker_sees_an_import_of_the_tests(
@@ -467,6 +524,11 @@ def _meta_by_name(name: str, path: Path) -> list[str]:
             keys = first.keys if isinstance(first, ast.Dict) else [first]
             if any(_spelled(key) for key in keys):
                 found.append(f"{where} passes a meta key as text to {node.func.attr}")
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
+                and node.func.attr == RECORD_META_WRITE and node.args \
+                and isinstance(node.args[0], ast.Dict) \
+                and any(_spelled(key) for key in node.args[0].keys):
+            found.append(f"{where} passes a meta key as text to {node.func.attr}")
         elif _reads_meta_by_name(node):
             found.append(f"{where} reads a meta value by its name")
         elif isinstance(node, ast.Call) and name != META_MODULE and (
@@ -498,10 +560,12 @@ def test_the_meta_checker_sees_a_key_spelled_out(tmp_path: Path) -> None:
                      "job.meta.get('pid')\n"
                      'store.set_meta(meta.OUTCOME, "STOPPED")\n'
                      'job.meta[meta.PID]\n'
-                     'meta["config"] if "config" in meta else None\n')
+                     'meta["config"] if "config" in meta else None\n'
+                     'record.write({"state": "ENDED"})\n'
+                     'out.write("text")\n')
     found = _meta_by_name("disauto.framework.probe", probe)
     assert sorted(int(line.split(" ", 1)[0].rsplit(":", 1)[1]) for line in found) == [
-        1, 2, 3, 4, 5, 6, 7, 10, 10]
+        1, 2, 3, 4, 5, 6, 7, 10, 10, 11]
 
 
 TICKET = re.compile(r"\bissues? \d+\b", re.IGNORECASE)

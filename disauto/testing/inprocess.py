@@ -42,13 +42,13 @@ from disauto.common.space import space_from_proto
 from disauto.common.space import space_to_proto
 from disauto.common.task_env import TOKEN_METADATA
 from disauto.common.tokens import trial_token
-from disauto.framework.job import APPCORE_KEY
-from disauto.framework.job import JobController
-from disauto.framework.service import make_server as make_framework_server
-from disauto.framework.spec import JobConfig
-from disauto.framework.spec import TaskResources
-from disauto.framework.store import JobStore
-from disauto.framework.tasks import task_name
+from disauto.framework.record import JobConfig
+from disauto.framework.record import JobStore
+from disauto.framework.record import TaskResources
+from disauto.framework.run import APPCORE_KEY
+from disauto.framework.run import JobController
+from disauto.framework.run import make_server as make_framework_server
+from disauto.framework.run import task_name
 from disauto.protos import common_pb2
 from disauto.protos import framework_pb2
 

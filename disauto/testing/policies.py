@@ -35,17 +35,17 @@ from typing import ClassVar
 import pytest
 
 from disauto.common.resources import Resources
-from disauto.framework.agent_measures import AgentMeasures
-from disauto.framework.agent_measures import AgentRecord
-from disauto.framework.offers import OfferView
+from disauto.framework.policies import PLACEMENT_SETTINGS
 from disauto.framework.policies import POLICIES
+from disauto.framework.policies import AgentMeasures
+from disauto.framework.policies import AgentRecord
 from disauto.framework.policies import JobProgress
 from disauto.framework.policies import LaunchRequest
 from disauto.framework.policies import OfferPolicy
+from disauto.framework.policies import OfferView
 from disauto.framework.policies import Plan
 from disauto.framework.policies import PolicySettingsError
-from disauto.framework.policies.placement import PLACEMENT_SETTINGS
-from disauto.framework.spec import TaskResources
+from disauto.framework.record import TaskResources
 
 
 RUNNER = TaskResources(cpus=2.0, mem_mb=1024.0)
