@@ -19,7 +19,7 @@ from disauto.common.resources import Resources
 from disauto.common.tokens import trial_token
 from disauto.framework.containers import container_info
 from disauto.framework.containers import task_environment
-from disauto.framework.job import JobController
+from disauto.framework.job.ports import SchedulerPort
 from disauto.framework.mesos_link import MesosLink
 from disauto.framework.offers import OfferView
 from disauto.framework.tasks import appcore_task
@@ -40,7 +40,7 @@ class Launcher:
         appcore_bind: where AppCore listens; "" for the host name of its offer.
     """
 
-    def __init__(self, controller: JobController, link: MesosLink, framework_address: str, *,
+    def __init__(self, controller: SchedulerPort, link: MesosLink, framework_address: str, *,
                  uris: Sequence[Mapping[str, Any]] = (),
                  trial_env: Mapping[str, str] | None = None,
                  tls_env: Mapping[str, str] | None = None, appcore_bind: str = "") -> None:

@@ -30,7 +30,7 @@ from disauto.framework.agent_measures import AgentMeasures
 from disauto.framework.agent_measures import agent_measures
 from disauto.framework.authorization import registration_refusal
 from disauto.framework.job import APPCORE_KEY
-from disauto.framework.job import JobController
+from disauto.framework.job.ports import SchedulerPort
 from disauto.framework.job.progress import job_progress
 from disauto.framework.launcher import Launcher
 from disauto.framework.maintenance import HORIZON_SECONDS
@@ -110,7 +110,7 @@ class JobScheduler(Scheduler):
 
     def __init__(
         self,
-        controller: JobController,
+        controller: SchedulerPort,
         policy: OfferPolicy,
         framework_address: str,
         uris: Sequence[Mapping[str, Any]] = (),

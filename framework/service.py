@@ -21,7 +21,7 @@ from disauto.common.tls import ServerTls
 from disauto.common.tokens import check_job_token
 from disauto.common.tokens import check_trial_token
 from disauto.framework import errors
-from disauto.framework.job import JobController
+from disauto.framework.job.ports import TrialService
 from disauto.protos import common_pb2
 from disauto.protos import framework_pb2
 from disauto.protos import framework_pb2_grpc
@@ -71,7 +71,7 @@ class FrameworkServicer(framework_pb2_grpc.FrameworkServiceServicer):
     refused: its runners would otherwise report in plain text.
     """
 
-    def __init__(self, controller: JobController, *, tls: bool = False) -> None:
+    def __init__(self, controller: TrialService, *, tls: bool = False) -> None:
         self._job = controller
         self._tls = tls
 
@@ -147,7 +147,7 @@ class FrameworkServicer(framework_pb2_grpc.FrameworkServiceServicer):
         return framework_pb2.ResolveAppCoreReply(address=address, certificate=certificate)
 
 
-def make_server(controller: JobController, host: str, port: int = 0, *,
+def make_server(controller: TrialService, host: str, port: int = 0, *,
                 tls: ServerTls | None = None) -> tuple[grpc.Server, int]:
     """A (not started) gRPC server for ``controller`` on ``host``, and the port it bound;
     TLS only with ``tls`` (key PEM, certificate PEM).

@@ -24,7 +24,7 @@ from disauto.common.slots import is_warmup_task
 from disauto.common.task_states import has_ended_for_framework
 from disauto.framework import meta
 from disauto.framework.job import APPCORE_KEY
-from disauto.framework.job import JobController
+from disauto.framework.job.ports import SchedulerPort
 from disauto.framework.launcher import Launcher
 from disauto.framework.mesos_link import MesosLink
 from disauto.framework.offer_claims import OfferClaims
@@ -62,7 +62,7 @@ class WarmSlots:
             resumed framework adopts are read from ``/master/frameworks``).
     """
 
-    def __init__(self, table: SlotTable, controller: JobController, link: MesosLink,
+    def __init__(self, table: SlotTable, controller: SchedulerPort, link: MesosLink,
                  launcher: Launcher, *, executor_command: str, preload: Preload | None,
                  master_auth: tuple[str, str] | None) -> None:
         self.table = table

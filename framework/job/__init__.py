@@ -1,11 +1,12 @@
 """One job's state machine, behind the :class:`JobController` facade.
 
 The controller (``controller.py``) is what the framework's other parts talk to: the gRPC
-servicer for AppCore, the Mesos scheduler, the run loop and the job page. Behind it each part
-has one job: the trial book (``book.py``), AppCore's life (``appcore.py``), the event log that
-WatchTrials streams (``events.py``), what AppCore and runners send in (``intake.py``), how a
-Mesos status update ends a trial or AppCore (``status.py``), how long a trial's task may run
-(``exits.py``: ``--trial-timeout``, ``--trial-exit-grace``), ``da-job update``'s rules
+servicer for AppCore, the Mesos scheduler, the run loop, the job page and the control channel;
+each but the run loop through its port (``ports.py``), which lists only what it asks. Behind it
+each part has one job: the trial book (``book.py``), AppCore's life (``appcore.py``), the event
+log that WatchTrials streams (``events.py``), what AppCore and runners send in (``intake.py``),
+how a Mesos status update ends a trial or AppCore (``status.py``), how long a trial's task may
+run (``exits.py``: ``--trial-timeout``, ``--trial-exit-grace``), ``da-job update``'s rules
 (``update.py``), the requests of the control channel (``desk.py``), the job's progress as the
 deadline policy reads it (``progress.py``), the launches Mesos has not answered yet
 (``silence.py``) and the job's TLS identity in its folder (``tls.py``).

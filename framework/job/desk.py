@@ -19,7 +19,7 @@ from disauto.framework.control import Request
 from disauto.framework.control import UpdateSearch
 from disauto.framework.errors import FailedPreconditionError
 from disauto.framework.errors import NotFoundError
-from disauto.framework.job.controller import JobController
+from disauto.framework.job.ports import JobControl
 from disauto.framework.job.update import UpdateRefusedError
 from disauto.protos import framework_pb2
 
@@ -36,7 +36,7 @@ class ControlDesk:
         kill_tasks: kills Mesos tasks by id (a killed trial's task).
     """
 
-    def __init__(self, channel: ControlChannel, controller: JobController,
+    def __init__(self, channel: ControlChannel, controller: JobControl,
                  kill_tasks: Callable[[list[str]], None]) -> None:
         self._channel = channel
         self._controller = controller

@@ -26,7 +26,7 @@ from disauto.framework.control import KillJob
 from disauto.framework.control import KillTrial
 from disauto.framework.errors import FailedPreconditionError
 from disauto.framework.errors import NotFoundError
-from disauto.framework.job import JobController
+from disauto.framework.job.ports import PageView
 from disauto.framework.store import JobStore
 from disauto.framework.telemetry.registry import TelemetryRegistry
 from disauto.framework.webui.mirror import mirror_of
@@ -104,7 +104,7 @@ class LiveJob(JobSource):
         kill_tasks: kills Mesos tasks by id (the scheduler's).
     """
 
-    def __init__(self, controller: JobController, folder: Path,
+    def __init__(self, controller: PageView, folder: Path,
                  kill_tasks: Callable[[list[str]], None],
                  registry: TelemetryRegistry | None = None) -> None:
         super().__init__(controller.config.job_id, folder)
