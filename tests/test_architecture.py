@@ -22,8 +22,13 @@ through ``protocol`` and the callbacks the cluster wires. The HTTP ``server`` ro
 master, the agents and the ``webui``. The top-level modules (``cluster``, ``cluster_process``,
 ``cli``, ``reaper``) put the cluster together and may import any room; no room imports them.
 
+The framework's faces: ``submit``, ``disauto.testing`` and ``bench`` import only the public
+modules ``framework/__init__.py`` lists in ``__all__`` (at most :data:`MAX_FRAMEWORK_FACES`);
+the rest of the framework is private.
+
 Size: no file of the product is over 800 lines, no class over 400 and no function over 60,
-package by package (:data:`SIZE_LIMITED`).
+package by package (:data:`SIZE_LIMITED`). Repeats: no run of :data:`REPEAT_LINES` lines (blank,
+comment-only and import lines aside, whitespace normalised) stands twice in the product.
 
 Each file is read and parsed once per session (:func:`_parsed`, :func:`_imports` and
 :func:`_violations` are cached), whatever number of tests read it; ``make test-fast`` runs
