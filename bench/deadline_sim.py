@@ -3,8 +3,8 @@ offer policy (issue 19); :mod:`bench.deadline` runs it (``python -m bench.deadli
 :mod:`bench.deadline_real` puts real jobs beside it.
 
 A no-overhead simulation that drives the *real* policy objects (``framework.policies``: their
-``plan`` on :class:`~framework.offers.OfferView` offers, the deadline policy's ``observe`` with
-the same :func:`~framework.job.progress.job_progress` the scheduler builds, Algorithm 1 of
+``plan`` on :class:`~framework._offers.OfferView` offers, the deadline policy's ``observe`` with
+the same :func:`~framework._job.progress.job_progress` the scheduler builds, Algorithm 1 of
 ``appcore.priority`` for the dynamic policies' trial priorities) against a model of the Mesos
 master:
 

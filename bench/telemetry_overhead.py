@@ -7,7 +7,7 @@ with one child, as an AppRunner task's shell and script), then:
 
 * **agent side**: builds the endpoint's answer (:class:`localmesos.monitor.ResourceMonitor`:
   one pass over ``/proc``, the sessions' figures) and encodes it as JSON, ``--polls`` times;
-* **poller side**: the framework's :class:`framework.telemetry.monitor.StatisticsCollector`
+* **poller side**: the framework's :class:`framework._telemetry.monitor.StatisticsCollector`
   polls a real HTTP server (a thread of this process) that serves that answer, ``--polls``
   times, mapping every executor to a trial.
 

@@ -19,45 +19,45 @@ from typing import Any
 
 from disauto.common import paths
 from disauto.common.registry import lazy_attributes
-from disauto.framework import meta
+from disauto.framework import _meta as meta
+from disauto.framework._meta import JobMeta
+from disauto.framework._meta import MetaKey
+from disauto.framework._spec import JobConfig
+from disauto.framework._store import JobStore
+from disauto.framework._store import TrialRow
+from disauto.framework._store import peek_meta
 from disauto.framework.control import ControlChannel
-from disauto.framework.meta import JobMeta
-from disauto.framework.meta import MetaKey
-from disauto.framework.spec import JobConfig
-from disauto.framework.store import JobStore
-from disauto.framework.store import TrialRow
-from disauto.framework.store import peek_meta
 
 
 if TYPE_CHECKING:
-    from disauto.framework.deadline_status import deadline_note
-    from disauto.framework.job.book import sorted_trials
-    from disauto.framework.job.memory_kill import KILLED_NEED
-    from disauto.framework.job.memory_kill import MEMORY_LIMITATION
-    from disauto.framework.job.memory_kill import killed_need_bytes
-    from disauto.framework.job.pace import RATE_WINDOW
-    from disauto.framework.job.pace import Pace
-    from disauto.framework.job.progress import Progress
-    from disauto.framework.job.progress import job_pace
-    from disauto.framework.job.progress import job_progress
-    from disauto.framework.job.progress import unreachable_note
-    from disauto.framework.job.update import UpdateRefusedError
-    from disauto.framework.job.update import check_update
-    from disauto.framework.job.update import describe_change
-    from disauto.framework.job.update import updated_spec
-    from disauto.framework.recorded_end import RecordedEnd
-    from disauto.framework.recorded_end import needs_no_master
-    from disauto.framework.spec import DEFAULT_MASTER_TIMEOUT
-    from disauto.framework.spec import DEFAULT_TRIAL_EXIT_GRACE
-    from disauto.framework.spec import DEFAULT_UNREACHABLE_TIMEOUT
-    from disauto.framework.spec import InputSpec
-    from disauto.framework.spec import OutputSpec
-    from disauto.framework.spec import TaskResources
-    from disauto.framework.store import DiskFullError
-    from disauto.framework.store import StoreError
-    from disauto.framework.store import is_disk_full
-    from disauto.framework.telemetry.usage import megabytes
-    from disauto.framework.telemetry.usage import suggested_memory_mb
+    from disauto.framework._deadline_status import deadline_note
+    from disauto.framework._job.book import sorted_trials
+    from disauto.framework._job.memory_kill import KILLED_NEED
+    from disauto.framework._job.memory_kill import MEMORY_LIMITATION
+    from disauto.framework._job.memory_kill import killed_need_bytes
+    from disauto.framework._job.pace import RATE_WINDOW
+    from disauto.framework._job.pace import Pace
+    from disauto.framework._job.progress import Progress
+    from disauto.framework._job.progress import job_pace
+    from disauto.framework._job.progress import job_progress
+    from disauto.framework._job.progress import unreachable_note
+    from disauto.framework._job.update import UpdateRefusedError
+    from disauto.framework._job.update import check_update
+    from disauto.framework._job.update import describe_change
+    from disauto.framework._job.update import updated_spec
+    from disauto.framework._recorded_end import RecordedEnd
+    from disauto.framework._recorded_end import needs_no_master
+    from disauto.framework._spec import DEFAULT_MASTER_TIMEOUT
+    from disauto.framework._spec import DEFAULT_TRIAL_EXIT_GRACE
+    from disauto.framework._spec import DEFAULT_UNREACHABLE_TIMEOUT
+    from disauto.framework._spec import InputSpec
+    from disauto.framework._spec import OutputSpec
+    from disauto.framework._spec import TaskResources
+    from disauto.framework._store import DiskFullError
+    from disauto.framework._store import StoreError
+    from disauto.framework._store import is_disk_full
+    from disauto.framework._telemetry.usage import megabytes
+    from disauto.framework._telemetry.usage import suggested_memory_mb
 
 
 __all__ = [
@@ -72,34 +72,34 @@ __all__ = [
 
 # Loaded on first use: a reader of one name does not import every part behind the others.
 __getattr__, __dir__ = lazy_attributes(__name__, {
-    "DEFAULT_MASTER_TIMEOUT": "disauto.framework.spec:DEFAULT_MASTER_TIMEOUT",
-    "DEFAULT_TRIAL_EXIT_GRACE": "disauto.framework.spec:DEFAULT_TRIAL_EXIT_GRACE",
-    "DEFAULT_UNREACHABLE_TIMEOUT": "disauto.framework.spec:DEFAULT_UNREACHABLE_TIMEOUT",
-    "DiskFullError": "disauto.framework.store:DiskFullError",
-    "InputSpec": "disauto.framework.spec:InputSpec",
-    "KILLED_NEED": "disauto.framework.job.memory_kill:KILLED_NEED",
-    "MEMORY_LIMITATION": "disauto.framework.job.memory_kill:MEMORY_LIMITATION",
-    "OutputSpec": "disauto.framework.spec:OutputSpec",
-    "Pace": "disauto.framework.job.pace:Pace",
-    "Progress": "disauto.framework.job.progress:Progress",
-    "RATE_WINDOW": "disauto.framework.job.pace:RATE_WINDOW",
-    "RecordedEnd": "disauto.framework.recorded_end:RecordedEnd",
-    "StoreError": "disauto.framework.store:StoreError",
-    "TaskResources": "disauto.framework.spec:TaskResources",
-    "UpdateRefusedError": "disauto.framework.job.update:UpdateRefusedError",
-    "check_update": "disauto.framework.job.update:check_update",
-    "deadline_note": "disauto.framework.deadline_status:deadline_note",
-    "describe_change": "disauto.framework.job.update:describe_change",
-    "is_disk_full": "disauto.framework.store:is_disk_full",
-    "job_pace": "disauto.framework.job.progress:job_pace",
-    "job_progress": "disauto.framework.job.progress:job_progress",
-    "killed_need_bytes": "disauto.framework.job.memory_kill:killed_need_bytes",
-    "megabytes": "disauto.framework.telemetry.usage:megabytes",
-    "needs_no_master": "disauto.framework.recorded_end:needs_no_master",
-    "sorted_trials": "disauto.framework.job.book:sorted_trials",
-    "suggested_memory_mb": "disauto.framework.telemetry.usage:suggested_memory_mb",
-    "unreachable_note": "disauto.framework.job.progress:unreachable_note",
-    "updated_spec": "disauto.framework.job.update:updated_spec",
+    "DEFAULT_MASTER_TIMEOUT": "disauto.framework._spec:DEFAULT_MASTER_TIMEOUT",
+    "DEFAULT_TRIAL_EXIT_GRACE": "disauto.framework._spec:DEFAULT_TRIAL_EXIT_GRACE",
+    "DEFAULT_UNREACHABLE_TIMEOUT": "disauto.framework._spec:DEFAULT_UNREACHABLE_TIMEOUT",
+    "DiskFullError": "disauto.framework._store:DiskFullError",
+    "InputSpec": "disauto.framework._spec:InputSpec",
+    "KILLED_NEED": "disauto.framework._job.memory_kill:KILLED_NEED",
+    "MEMORY_LIMITATION": "disauto.framework._job.memory_kill:MEMORY_LIMITATION",
+    "OutputSpec": "disauto.framework._spec:OutputSpec",
+    "Pace": "disauto.framework._job.pace:Pace",
+    "Progress": "disauto.framework._job.progress:Progress",
+    "RATE_WINDOW": "disauto.framework._job.pace:RATE_WINDOW",
+    "RecordedEnd": "disauto.framework._recorded_end:RecordedEnd",
+    "StoreError": "disauto.framework._store:StoreError",
+    "TaskResources": "disauto.framework._spec:TaskResources",
+    "UpdateRefusedError": "disauto.framework._job.update:UpdateRefusedError",
+    "check_update": "disauto.framework._job.update:check_update",
+    "deadline_note": "disauto.framework._deadline_status:deadline_note",
+    "describe_change": "disauto.framework._job.update:describe_change",
+    "is_disk_full": "disauto.framework._store:is_disk_full",
+    "job_pace": "disauto.framework._job.progress:job_pace",
+    "job_progress": "disauto.framework._job.progress:job_progress",
+    "killed_need_bytes": "disauto.framework._job.memory_kill:killed_need_bytes",
+    "megabytes": "disauto.framework._telemetry.usage:megabytes",
+    "needs_no_master": "disauto.framework._recorded_end:needs_no_master",
+    "sorted_trials": "disauto.framework._job.book:sorted_trials",
+    "suggested_memory_mb": "disauto.framework._telemetry.usage:suggested_memory_mb",
+    "unreachable_note": "disauto.framework._job.progress:unreachable_note",
+    "updated_spec": "disauto.framework._job.update:updated_spec",
 })
 
 

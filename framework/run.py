@@ -17,29 +17,29 @@ from disauto.common.registry import lazy_attributes
 
 
 if TYPE_CHECKING:
-    from disauto.framework.capacity import describe as describe_capacity
-    from disauto.framework.containers import DEFAULT_CONTAINERIZER
-    from disauto.framework.containers import ContainerConfigError
-    from disauto.framework.containers import check_container_flags
-    from disauto.framework.job import APPCORE_KEY
-    from disauto.framework.job import JobController
-    from disauto.framework.job.tls import keep as keep_tls_identity
-    from disauto.framework.job.tls import kept as kept_tls_identity
-    from disauto.framework.master_endpoint import MasterEndpoint
-    from disauto.framework.master_endpoint import MasterUnreachableError
-    from disauto.framework.roles import role_problem
-    from disauto.framework.runner_builder import RunnerOptions
-    from disauto.framework.runner_builder import build_runner
-    from disauto.framework.runtime import JobRunner
-    from disauto.framework.runtime import MasterAwayError
-    from disauto.framework.sandbox_logs import SandboxLogs
-    from disauto.framework.service import make_server
-    from disauto.framework.slots import EXECUTOR_CPUS
-    from disauto.framework.slots import EXECUTOR_MEM_MB
-    from disauto.framework.slots import carved
-    from disauto.framework.tasks import task_name
-    from disauto.framework.telemetry.monitor import StatisticsCollector
-    from disauto.framework.telemetry.monitor import TaskPlace
+    from disauto.framework._capacity import describe as describe_capacity
+    from disauto.framework._containers import DEFAULT_CONTAINERIZER
+    from disauto.framework._containers import ContainerConfigError
+    from disauto.framework._containers import check_container_flags
+    from disauto.framework._job import APPCORE_KEY
+    from disauto.framework._job import JobController
+    from disauto.framework._job.tls import keep as keep_tls_identity
+    from disauto.framework._job.tls import kept as kept_tls_identity
+    from disauto.framework._master_endpoint import MasterEndpoint
+    from disauto.framework._master_endpoint import MasterUnreachableError
+    from disauto.framework._roles import role_problem
+    from disauto.framework._runner_builder import RunnerOptions
+    from disauto.framework._runner_builder import build_runner
+    from disauto.framework._runtime import JobRunner
+    from disauto.framework._runtime import MasterAwayError
+    from disauto.framework._sandbox_logs import SandboxLogs
+    from disauto.framework._service import make_server
+    from disauto.framework._slots import EXECUTOR_CPUS
+    from disauto.framework._slots import EXECUTOR_MEM_MB
+    from disauto.framework._slots import carved
+    from disauto.framework._tasks import task_name
+    from disauto.framework._telemetry.monitor import StatisticsCollector
+    from disauto.framework._telemetry.monitor import TaskPlace
 
 
 __all__ = [
@@ -53,27 +53,27 @@ __all__ = [
 
 # Loaded on first use: a reader of one name does not import every part behind the others.
 __getattr__, __dir__ = lazy_attributes(__name__, {
-    "APPCORE_KEY": "disauto.framework.job:APPCORE_KEY",
-    "ContainerConfigError": "disauto.framework.containers:ContainerConfigError",
-    "DEFAULT_CONTAINERIZER": "disauto.framework.containers:DEFAULT_CONTAINERIZER",
-    "EXECUTOR_CPUS": "disauto.framework.slots:EXECUTOR_CPUS",
-    "EXECUTOR_MEM_MB": "disauto.framework.slots:EXECUTOR_MEM_MB",
-    "JobController": "disauto.framework.job:JobController",
-    "JobRunner": "disauto.framework.runtime:JobRunner",
-    "MasterAwayError": "disauto.framework.runtime:MasterAwayError",
-    "MasterEndpoint": "disauto.framework.master_endpoint:MasterEndpoint",
-    "MasterUnreachableError": "disauto.framework.master_endpoint:MasterUnreachableError",
-    "RunnerOptions": "disauto.framework.runner_builder:RunnerOptions",
-    "SandboxLogs": "disauto.framework.sandbox_logs:SandboxLogs",
-    "build_runner": "disauto.framework.runner_builder:build_runner",
-    "carved": "disauto.framework.slots:carved",
-    "check_container_flags": "disauto.framework.containers:check_container_flags",
-    "describe_capacity": "disauto.framework.capacity:describe",
-    "keep_tls_identity": "disauto.framework.job.tls:keep",
-    "kept_tls_identity": "disauto.framework.job.tls:kept",
-    "make_server": "disauto.framework.service:make_server",
-    "role_problem": "disauto.framework.roles:role_problem",
-    "task_name": "disauto.framework.tasks:task_name",
-    "StatisticsCollector": "disauto.framework.telemetry.monitor:StatisticsCollector",
-    "TaskPlace": "disauto.framework.telemetry.monitor:TaskPlace",
+    "APPCORE_KEY": "disauto.framework._job:APPCORE_KEY",
+    "ContainerConfigError": "disauto.framework._containers:ContainerConfigError",
+    "DEFAULT_CONTAINERIZER": "disauto.framework._containers:DEFAULT_CONTAINERIZER",
+    "EXECUTOR_CPUS": "disauto.framework._slots:EXECUTOR_CPUS",
+    "EXECUTOR_MEM_MB": "disauto.framework._slots:EXECUTOR_MEM_MB",
+    "JobController": "disauto.framework._job:JobController",
+    "JobRunner": "disauto.framework._runtime:JobRunner",
+    "MasterAwayError": "disauto.framework._runtime:MasterAwayError",
+    "MasterEndpoint": "disauto.framework._master_endpoint:MasterEndpoint",
+    "MasterUnreachableError": "disauto.framework._master_endpoint:MasterUnreachableError",
+    "RunnerOptions": "disauto.framework._runner_builder:RunnerOptions",
+    "SandboxLogs": "disauto.framework._sandbox_logs:SandboxLogs",
+    "build_runner": "disauto.framework._runner_builder:build_runner",
+    "carved": "disauto.framework._slots:carved",
+    "check_container_flags": "disauto.framework._containers:check_container_flags",
+    "describe_capacity": "disauto.framework._capacity:describe",
+    "keep_tls_identity": "disauto.framework._job.tls:keep",
+    "kept_tls_identity": "disauto.framework._job.tls:kept",
+    "make_server": "disauto.framework._service:make_server",
+    "role_problem": "disauto.framework._roles:role_problem",
+    "task_name": "disauto.framework._tasks:task_name",
+    "StatisticsCollector": "disauto.framework._telemetry.monitor:StatisticsCollector",
+    "TaskPlace": "disauto.framework._telemetry.monitor:TaskPlace",
 })

@@ -374,7 +374,7 @@ class _Run:
         return str(self._cluster.address)
 
     def _build(self, master: str) -> JobRunner:
-        """The job's framework, wired (framework/runner_builder.py), and how it was asked for
+        """The job's framework, wired (framework/_runner_builder.py), and how it was asked for
         in the record (``da-job resume`` submits it so again)."""
         from disauto.framework.run import MasterEndpoint
         from disauto.framework.run import RunnerOptions

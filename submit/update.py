@@ -2,7 +2,7 @@
 
 The values are checked as ``da-submit`` checks its flags (the same validators), a budget also
 against what the job's algorithm can ever issue (grid search's grid, as at submission) and
-against the trials already submitted (:func:`~framework.job.update.check_update`). Then:
+against the trials already submitted (:func:`~framework._job.update.check_update`). Then:
 
 * a running job: the request goes through its record's control channel
   (``framework/control.py``); its framework applies it (checking it again against the live job,

@@ -81,7 +81,7 @@ def key_values(flag: str, items: Sequence[str]) -> dict[str, str]:
 
 
 def roles(items: Sequence[str], flag: str = "--role") -> tuple[str, ...]:
-    """Repeated Mesos roles, each valid (``framework/roles.py``) and given once, in order."""
+    """Repeated Mesos roles, each valid (``framework/_roles.py``) and given once, in order."""
     seen: list[str] = []
     for role in items:
         problem = role_problem(role)

@@ -48,10 +48,10 @@ import pytest
 
 
 ROOT = Path(__file__).resolve().parents[1]
-# The job record's meta: the keys are named in framework/meta.py alone, its table's SQL is the
+# The job record's meta: the keys are named in framework/_meta.py alone, its table's SQL is the
 # store's; every other installed module reads and writes through the typed keys.
-META_MODULE = "disauto.framework.meta"
-META_TABLE_OWNER = "disauto.framework.store"
+META_MODULE = "disauto.framework._meta"
+META_TABLE_OWNER = "disauto.framework._store"
 STORE_META_CALLS = frozenset({"get_meta", "set_meta", "set_meta_many"})
 #: ``JobRecord.write``: its meta values as a mapping of typed keys.
 RECORD_META_WRITE = "write"
@@ -138,7 +138,7 @@ def _imports(name: str, path: Path) -> list[tuple[str, int]]:
 
 
 def _package(module: str) -> str:
-    """The project package a module name belongs to (``disauto.framework.job`` → framework)."""
+    """The project package a module name belongs to (``disauto.framework._job`` → framework)."""
     parts = module.split(".")
     return parts[1] if parts[0] == "disauto" and len(parts) > 1 else parts[0]
 
@@ -331,15 +331,15 @@ def test_the_framework_is_used_through_its_public_modules_only() -> None:
 
 def test_the_face_checker_sees_an_import_behind_them(tmp_path: Path) -> None:
     probe = tmp_path / "probe.py"
-    probe.write_text("from disauto.framework import meta\n"
-                     "from disauto.framework.store import JobStore\n"
+    probe.write_text("from disauto.framework import _meta as meta\n"
+                     "from disauto.framework._store import JobStore\n"
                      "from disauto.framework.record import JobRecord\n"
                      "from disauto.framework import record\n")
     faces = frozenset({f"{FRAMEWORK}.record"})
     assert _behind_the_faces([("disauto.submit.probe", probe)], faces) == [
-        f"{probe}:1 imports disauto.framework.meta",
-        f"{probe}:2 imports disauto.framework.store",
-        f"{probe}:2 imports disauto.framework.store.JobStore",
+        f"{probe}:1 imports disauto.framework._meta",
+        f"{probe}:2 imports disauto.framework._store",
+        f"{probe}:2 imports disauto.framework._store.JobStore",
     ]
     assert _behind_the_faces([("disauto.appcore.probe", probe)], faces) == []
 
@@ -517,7 +517,7 @@ def _reads_meta_by_name(node: ast.AST) -> bool:
 
 
 def _meta_by_name(name: str, path: Path) -> list[str]:
-    """Where a module names a meta key itself instead of through framework/meta.py: text given
+    """Where a module names a meta key itself instead of through framework/_meta.py: text given
     to the store's meta calls, a key made elsewhere, SQL on the meta table outside the store."""
     found = []
     shown = path.relative_to(ROOT) if path.is_relative_to(ROOT) else path
@@ -548,7 +548,7 @@ def _meta_by_name(name: str, path: Path) -> list[str]:
 
 def test_job_meta_is_read_and_written_through_its_typed_keys_only() -> None:
     """A key spelled where it is used drifts (a typo reads as "never recorded"); the typed keys
-    of framework/meta.py are the one place a key's name, type and format live."""
+    of framework/_meta.py are the one place a key's name, type and format live."""
     offenders = [line for name, path in MODULES if _package(name) in NAMESPACED
                  for line in _meta_by_name(name, path)]
     assert offenders == [], "\n".join(offenders)

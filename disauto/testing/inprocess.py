@@ -1,15 +1,15 @@
 """A whole DisAuto job in this process, for the framework, AppCore and SDK tests.
 
-Everything here is the real code: a :class:`~framework.job.JobController` over a
-:class:`~framework.store.JobStore` in a temporary folder, behind the framework's real gRPC server
-(:func:`framework.service.make_server`) on a free loopback port; AppCore's real
+Everything here is the real code: a :class:`~framework._job.JobController` over a
+:class:`~framework._store.JobStore` in a temporary folder, behind the framework's real gRPC server
+(:func:`framework._service.make_server`) on a free loopback port; AppCore's real
 :class:`~appcore.framework_client.FrameworkClient`, search algorithm,
 :class:`~appcore.loop.TrialLoop` and gRPC servicer, put together as ``-m disauto.appcore`` does.
 
 Only Mesos is absent. The tests play the part of the pymesos scheduler by calling the controller's
 scheduler-facing API -- ``launch_requests``, ``appcore_launched``, ``trial_launched`` and
 ``on_status`` with Mesos-shaped ``TaskStatus`` dicts -- which is exactly what
-:class:`framework.scheduler.JobScheduler` calls. The real master and agents are exercised by the
+:class:`framework._scheduler.JobScheduler` calls. The real master and agents are exercised by the
 local-mode and end-to-end tests.
 """
 

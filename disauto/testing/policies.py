@@ -1,7 +1,7 @@
 """The offer-policy contract (:class:`~framework.policies.OfferPolicy`) as checks that any policy
 can be put through, and :class:`OfferPolicyContract`, a pytest base class that runs them all on
 one registered policy (a plug-in's, outside the tree, too). The rules are those the scheduler
-relies on (``framework/scheduler.py``: one ``place`` per ``resourceOffers``
+relies on (``framework/_scheduler.py``: one ``place`` per ``resourceOffers``
 callback, each planned claim launched as is, each other offer declined with its filter):
 
 * it plans only resources an offer holds: the claims on an offer fit in it together (no port

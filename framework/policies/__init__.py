@@ -17,19 +17,19 @@ from typing import TYPE_CHECKING
 
 from disauto.common.registry import Registry
 from disauto.common.registry import lazy_attributes
+from disauto.framework._spec import TaskResources
 from disauto.framework.policies._base import JobProgress
 from disauto.framework.policies._base import LaunchRequest
 from disauto.framework.policies._base import OfferPolicy
 from disauto.framework.policies._base import Plan
 from disauto.framework.policies._base import PolicySetting
 from disauto.framework.policies._base import PolicySettingsError
-from disauto.framework.spec import TaskResources
 
 
 if TYPE_CHECKING:
-    from disauto.framework.agent_measures import AgentMeasures
-    from disauto.framework.agent_measures import AgentRecord
-    from disauto.framework.offers import OfferView
+    from disauto.framework._agent_measures import AgentMeasures
+    from disauto.framework._agent_measures import AgentRecord
+    from disauto.framework._offers import OfferView
     from disauto.framework.policies.deadline import DeadlinePolicy
     from disauto.framework.policies.deadline import Standing
     from disauto.framework.policies.dynamic import DynamicPriorityPlusPolicy
@@ -81,9 +81,9 @@ __getattr__, __dir__ = lazy_attributes(__name__, {
     "Standing": "disauto.framework.policies.deadline:Standing",
     # What a policy reads: the offers as the job sees them, the agents' measures, and the
     # placement settings every policy takes.
-    "OfferView": "disauto.framework.offers:OfferView",
-    "AgentMeasures": "disauto.framework.agent_measures:AgentMeasures",
-    "AgentRecord": "disauto.framework.agent_measures:AgentRecord",
+    "OfferView": "disauto.framework._offers:OfferView",
+    "AgentMeasures": "disauto.framework._agent_measures:AgentMeasures",
+    "AgentRecord": "disauto.framework._agent_measures:AgentRecord",
     "PLACEMENT_SETTINGS": "disauto.framework.policies.placement:PLACEMENT_SETTINGS",
 })
 

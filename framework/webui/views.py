@@ -41,13 +41,13 @@ from disauto.common.space import CategoricalParam
 from disauto.common.space import IntParam
 from disauto.common.space import space_from_proto
 from disauto.common.trial_state import TrialState
-from disauto.framework import meta
-from disauto.framework.job import sorted_trials
-from disauto.framework.job.progress import job_pace
-from disauto.framework.meta import JobMeta
-from disauto.framework.spec import JobConfig
-from disauto.framework.store import JobStore
-from disauto.framework.store import TrialRow
+from disauto.framework import _meta as meta
+from disauto.framework._job import sorted_trials
+from disauto.framework._job.progress import job_pace
+from disauto.framework._meta import JobMeta
+from disauto.framework._spec import JobConfig
+from disauto.framework._store import JobStore
+from disauto.framework._store import TrialRow
 from disauto.framework.webui.importance import ImportanceCache
 from disauto.framework.webui.importance import importances
 from disauto.framework.webui.importance_worker import ImportanceWorker

@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
-from disauto.framework.mesos_link import MesosLink
-from disauto.framework.scheduler_driver import CALL_TIMEOUT
-from disauto.framework.scheduler_driver import JobSchedulerDriver
+from disauto.framework._mesos_link import MesosLink
+from disauto.framework._scheduler_driver import CALL_TIMEOUT
+from disauto.framework._scheduler_driver import JobSchedulerDriver
 
 
 pytestmark = pytest.mark.integration

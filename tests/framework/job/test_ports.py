@@ -10,20 +10,20 @@ from pathlib import Path
 
 import pytest
 
-from disauto.framework.job import JobController
-from disauto.framework.job import ports
+from disauto.framework._job import JobController
+from disauto.framework._job import ports
 from disauto.framework.record import JobStore
 from disauto.testing.inprocess import job_config
 
 
 #: Each caller of the controller (its module) → the port it is typed against.
 CALLERS = {
-    "disauto.framework.service": ports.TrialService,
-    "disauto.framework.scheduler": ports.SchedulerPort,
-    "disauto.framework.launcher": ports.SchedulerPort,
-    "disauto.framework.warm_slots": ports.SchedulerPort,
+    "disauto.framework._service": ports.TrialService,
+    "disauto.framework._scheduler": ports.SchedulerPort,
+    "disauto.framework._launcher": ports.SchedulerPort,
+    "disauto.framework._warm_slots": ports.SchedulerPort,
     "disauto.framework.webui.sources": ports.PageView,
-    "disauto.framework.job.desk": ports.JobControl,
+    "disauto.framework._job.desk": ports.JobControl,
 }
 
 

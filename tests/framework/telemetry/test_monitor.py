@@ -17,9 +17,9 @@ import pytest
 
 from disauto.common import telemetry
 from disauto.common.telemetry import Sample
-from disauto.framework.telemetry.monitor import StatisticsCollector
-from disauto.framework.telemetry.monitor import TaskPlace
-from disauto.framework.telemetry.processors import CpuUtilization
+from disauto.framework._telemetry.monitor import StatisticsCollector
+from disauto.framework._telemetry.monitor import TaskPlace
+from disauto.framework._telemetry.processors import CpuUtilization
 from tests.localmesos.cluster_support import RawFramework
 from tests.localmesos.cluster_support import command_task
 from tests.localmesos.cluster_support import running_cluster
