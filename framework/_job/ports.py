@@ -7,7 +7,7 @@ methods cannot reach it:
 
 * :class:`TrialService`: AppCore's gRPC servicer (``framework/_service.py``);
 * :class:`SchedulerPort`: the Mesos scheduler's callbacks (``framework/_scheduler.py``) and the
-  launcher and warm slots they use (``launcher.py``, ``warm_slots.py``);
+  launcher and warm slots they use (``_launcher.py``, ``_warm_slots.py``);
 * :class:`PageView`: the job page's live source (``framework/webui/sources.py``);
 * :class:`JobControl`: the control channel's reader (``framework/_job/desk.py``).
 
