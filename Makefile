@@ -9,6 +9,7 @@ PACKAGES := appcore apprunner_sdk common executor framework localmesos protos su
 
 .PHONY: all venv protos bytecode lint test test-fast test-long test-mesos demo bench clean bench-suggest bench-quality bench-early-stopping
 .PHONY: bench-paper bench-paper-full bench-scale bench-scale-short bench-default-path
+.PHONY: bench-quick
 
 all: test
 
@@ -115,6 +116,12 @@ bench-scale: venv
 	$(PY) -m bench.tpe_window
 bench-scale-short: venv
 	$(PY) -m bench.scale --short
+
+# The performance targets in a few minutes on 2 cores (docs/benchmarks.md): reduced versions of
+# bench.warm_slots (task mode, preloaded slots) and bench.scale's job, each figure beside its
+# target, with the load average.
+bench-quick: venv
+	$(PY) -m bench.quick
 
 # Issue 5: the paper's Tables 2-4 (FIFO, dynamic, dynamic-plus) and the plots in docs/.
 # bench-paper is the reduced matrix (3 runs per cell, about 1.2 h on 2 cores); bench-paper-full

@@ -9,6 +9,17 @@
             break
     report(accuracy=acc, final=True)             # the trial's result
 
+A long trial checkpoints, so that a try run again (its agent drained, lost, or its script
+failed under ``--trial-retries``) goes on where the last one was instead of from step 0::
+
+    start = 0
+    if (saved := load_checkpoint()) is not None:    # this try resumes: the latest checkpoint
+        model.load(saved); start = checkpoint_step() + 1
+    for epoch in range(start, 10):
+        ...
+        model.save("model.pt"); save_checkpoint("model.pt", step=epoch)
+        report(accuracy=acc, step=epoch)
+
 A search of several objectives (``da-submit --objective accuracy,latency``) needs each of them in
 the final report (``report(accuracy=acc, latency=ms, final=True)``); a constrained one gets the
 trial's constraints with it (``report(accuracy=acc, final=True, constraints=[mem_gb - 4])``: a
@@ -46,10 +57,14 @@ from disauto.common.metrics import check_metrics
 
 __all__ = [
     "AppCoreUnreachableError",
+    "CheckpointError",
     "ReportRejectedError",
+    "checkpoint_step",
     "get_params",
+    "load_checkpoint",
     "output_path",
     "report",
+    "save_checkpoint",
     "should_stop",
     "trial_number",
 ]
@@ -244,3 +259,67 @@ def report(*, step: int | None = None, final: bool = False,
 def should_stop() -> bool:
     """True once AppCore answered a report with "stop" (the job ended or the trial was pruned)."""
     return _current().stop
+
+
+def __getattr__(name: str) -> Any:
+    """``CheckpointError``, imported when a script first asks for it: most never checkpoint,
+    and every trial pays the SDK's import."""
+    if name == "CheckpointError":
+        from disauto.common.checkpoints import CheckpointError
+
+        return CheckpointError
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def save_checkpoint(path_or_dir: str | os.PathLike[str], *, step: int) -> str:
+    """Save a file or a folder as the trial's checkpoint at ``step``; its name.
+
+    It is uploaded to the framework (stored in the job's folder), or written to
+    ``--checkpoint-dir`` when the job has one; whole or not at all. The trial keeps its latest
+    ``--checkpoint-keep`` checkpoints (the oldest dropped). Outside DisAuto a line on standard
+    output says what would have been saved.
+
+    Raises:
+        TypeError: ``step`` is not a non-negative int.
+        FileNotFoundError: ``path_or_dir`` does not exist.
+        CheckpointError: it was not saved, in one line: over ``--checkpoint-max-size``, the
+            disk full, the framework unreachable, or this try is over (a later one runs).
+            The checkpoints saved before are kept, and the trial may go on.
+    """
+    if isinstance(step, bool) or not isinstance(step, numbers.Integral) or step < 0:
+        raise TypeError(f"save_checkpoint(): step must be a non-negative int, got {step!r}")
+    source = Path(path_or_dir)
+    if not source.exists():
+        raise FileNotFoundError(f"save_checkpoint(): {source} does not exist")
+    from apprunner_sdk import checkpoints  # here: a script that never checkpoints pays nothing
+
+    return checkpoints.save(source, int(step), os.environ)
+
+
+def load_checkpoint() -> Path | None:
+    """The checkpoint this try resumes from, or None when it starts from scratch.
+
+    A try runs again from its trial's latest checkpoint when the one before was lost (its agent
+    drained, gone or partitioned past ``--unreachable-timeout``, its task killed) or failed
+    (``--trial-retries``). The checkpoint is fetched into the sandbox on the first call; the
+    path is the file or folder as it was saved (its own name). ``checkpoint_step()`` is its
+    step: go on after it.
+
+    Raises:
+        CheckpointError: it could not be fetched (one line).
+    """
+    from apprunner_sdk import checkpoints
+
+    return checkpoints.load(os.environ)
+
+
+def checkpoint_step() -> int | None:
+    """The step of the checkpoint this try resumes from (``load_checkpoint()``'s), or None."""
+    text = os.environ.get(task_env.RESUME_CHECKPOINT, "")
+    if not text:
+        return None
+    try:
+        step = json.loads(text).get("step")
+    except (json.JSONDecodeError, AttributeError):
+        return None
+    return int(step) if isinstance(step, int) else None

@@ -42,6 +42,7 @@ from collections.abc import Mapping
 from collections.abc import Sequence
 import contextlib
 import logging
+import os
 import threading
 import time
 from typing import Any
@@ -49,12 +50,6 @@ from typing import Any
 from disauto.common.gpu_samples import MAX_SAMPLES
 from disauto.common.gpu_samples import GpuReading
 
-
-with contextlib.suppress(ImportError):
-    # Imported with the SDK, not at the trial's first get_params(): a trial forked from a warm
-    # slot's pre-imported interpreter (--slot-preload) then finds it imported; importing it
-    # there cost each trial 0.2 s on a busy 2-core machine (bench.scale).
-    import pynvml  # type: ignore[import-not-found,unused-ignore]  # noqa: F401
 
 logger = logging.getLogger(__name__)
 
@@ -86,6 +81,17 @@ def visible_devices(environ: Mapping[str, str]) -> list[str] | None:
     if VISIBLE_DEVICES not in environ:
         return None
     return [part.strip() for part in environ[VISIBLE_DEVICES].split(",") if part.strip()]
+
+
+if visible_devices(os.environ) != []:
+    with contextlib.suppress(ImportError):
+        # Imported with the SDK, not at the trial's first get_params(): a trial forked from a
+        # warm slot's pre-imported interpreter (--slot-preload) then finds it imported; importing
+        # it there cost each trial 0.2 s on a busy 2-core machine (bench.scale). Not where the
+        # agent gave the process no GPU (CUDA_VISIBLE_DEVICES set and empty: every trial of a
+        # CPU job on the embedded agents): its trials never read NVML (start_sampler), and the
+        # import (pynvml and ctypes, 20 ms of a task's start) would be spent for nothing.
+        import pynvml  # type: ignore[import-not-found,unused-ignore]  # noqa: F401
 
 
 class NvmlMeasure:

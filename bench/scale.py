@@ -174,9 +174,9 @@ def page_calls(base: str) -> tuple[float, int, float, int]:
     """The page's first data call and its next periodic one, as ``static/job.js`` makes them:
     (seconds, bytes) of each."""
     first_s, body = _get(base + "api/page")
-    cursor = json.loads(body).get("cursor")
-    query = f"?since={urllib.parse.quote(json.dumps(cursor))}" if cursor is not None else ""
-    next_s, again = _get(base + "api/page" + query)
+    versions = json.loads(body).get("versions") or {}
+    have = ",".join(f"{name}:{version}" for name, version in versions.items())
+    next_s, again = _get(base + "api/page?have=" + urllib.parse.quote(have))
     return first_s, len(body), next_s, len(again)
 
 
@@ -201,8 +201,9 @@ class _Watch:
     """Follows a running job: its processes' memory and, at each probe point, a probe."""
 
     def __init__(self, process: subprocess.Popen[bytes], home: Path, env: dict[str, str],
-                 probes: Sequence[int], figures: JobFigures) -> None:
+                 probes: Sequence[int], figures: JobFigures, memory_step: int = 1000) -> None:
         self._process = process
+        self._memory_step = memory_step
         self._home = home
         self._env = env
         self._probes = sorted(probes)
@@ -222,7 +223,8 @@ class _Watch:
 
     def _run(self) -> None:
         figures = self._figures
-        next_thousand = 1000
+        step = self._memory_step
+        next_thousand = step
         while self._process.poll() is None:
             time.sleep(0.5)
             db = self._db()
@@ -239,7 +241,7 @@ class _Watch:
                                 cpu_seconds(self._appcore) if self._appcore else 0.0))
             if ended >= next_thousand and submit_now:
                 figures.memory.append((ended, submit_now, appcore_now))
-                next_thousand = (ended // 1000 + 1) * 1000
+                next_thousand = (ended // step + 1) * step
             if self._probes and ended >= self._probes[0] and submit_now:
                 self._probes.pop(0)
                 taken = probe(db.parent.name, self._env, _page_url(db), ended)
@@ -262,8 +264,9 @@ def _page_url(db: Path) -> str:
 
 
 def run_job(work: Path, algorithm: str, trials: int, parallelism: int, steps: int,
-            seconds: float, probes: Sequence[int]) -> JobFigures:
-    """One job of the job part, followed while it runs and measured after."""
+            seconds: float, probes: Sequence[int], memory_step: int = 1000) -> JobFigures:
+    """One job of the job part, followed while it runs and measured after (the processes'
+    memory each ``memory_step`` trials)."""
     home = work / "home"
     env = _env(home)
     command = submit_command(work, algorithm, trials, parallelism, steps, seconds)
@@ -271,7 +274,7 @@ def run_job(work: Path, algorithm: str, trials: int, parallelism: int, steps: in
     started = time.monotonic()
     process = subprocess.Popen(command, cwd=work, env=env, stdout=subprocess.DEVNULL,
                                stderr=subprocess.PIPE)
-    watch = _Watch(process, home, env, probes, figures)
+    watch = _Watch(process, home, env, probes, figures, memory_step)
     watch.start()
     _, err = process.communicate(timeout=6 * 3600)
     figures.total = time.monotonic() - started

@@ -34,6 +34,9 @@ TLS_CERT = "cert.pem"
 """The framework's certificate (PEM) in ``TLS``."""
 TLS_KEY = "key.pem"
 """Its private key (PEM, 0600) in ``TLS``: it never leaves the job folder."""
+CHECKPOINTS = "checkpoints"
+"""The trials' checkpoints uploaded to the framework, one folder a trial
+(:mod:`common.checkpoints`)."""
 SHIPPED = "shipped"
 """In an exported job (``da-job export``): the files it shipped to its tasks (``--files``), as
 they were when it was exported."""

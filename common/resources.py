@@ -65,6 +65,18 @@ def parse_size_mb(text: str | float | int, *, what: str = "size") -> float:
     return round(mb, 3)
 
 
+def parse_size_bytes(text: str, *, what: str = "size") -> int:
+    """Parse a size as :func:`parse_size_mb` does, into bytes, exactly (``100KB`` is 102400).
+
+    Raises:
+        ResourceError: naming ``what`` and the accepted forms.
+    """
+    parse_size_mb(text, what=what)  # the same forms, the same one line for a bad one
+    match = _SIZE_RE.match(text)
+    assert match is not None
+    return round(float(match.group(1)) * _SIZE_UNITS_MB[match.group(2).lower()] * 1024 * 1024)
+
+
 def _round(value: float) -> float:
     return round(value * _PRECISION) / _PRECISION
 

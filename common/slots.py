@@ -232,12 +232,6 @@ def _read_preload(body: object) -> Preload:
                    tuple(str(m) for m in body.get("optional", [])))
 
 
-def read_task_data(data: str) -> tuple[str, dict[str, str]]:
-    """(command, environment) of a slot task's ``data``."""
-    task = read_slot_task(data)
-    return task.command, task.environment
-
-
 def preload_modules(declared: Sequence[str]) -> tuple[str, ...]:
     """The modules a slot's interpreter imports: the SDK (whose gRPC import is most of a small
     trial's start) and then the user's, each once, in order."""

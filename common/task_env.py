@@ -60,6 +60,25 @@ MASTER_ADDR = "DISAUTO_MASTER_ADDR"
 FRAMEWORK_ID = "DISAUTO_FRAMEWORK_ID"
 """The job's Mesos FrameworkID (AppCore and runners), for the same look-up."""
 
+TRIAL_TRY = "DISAUTO_TRIAL_TRY"
+"""Which try of the trial this task is (runners): 0 for its first launch, then its retries. A
+checkpoint a lost try saves after a later one started is refused."""
+
+RESUME_CHECKPOINT = "DISAUTO_RESUME_CHECKPOINT"
+"""The checkpoint the try resumes from (runners), JSON ``{"trial", "step", "name"}``: the trial
+whose training it continues (itself, or the trial a copied checkpoint came from), the step, and
+the file's name in the trial's checkpoint folder; unset when it starts from scratch."""
+
+CHECKPOINT_DIR = "DISAUTO_CHECKPOINT_DIR"
+"""``--checkpoint-dir DST``'s folder of the job, ``DST/<job id>`` (runners): the trial writes
+its checkpoints there itself; unset: they are uploaded to the framework."""
+
+CHECKPOINT_MAX_BYTES = "DISAUTO_CHECKPOINT_MAX_BYTES"
+"""The largest checkpoint the job keeps, in bytes (runners; ``--checkpoint-max-size``)."""
+
+CHECKPOINT_KEEP = "DISAUTO_CHECKPOINT_KEEP"
+"""How many of its checkpoints a trial keeps (runners; ``--checkpoint-keep``)."""
+
 FRAMEWORK_ADDRESS_LABEL = "disauto.framework_address"
 """The FrameworkInfo label that carries the framework's gRPC address (``host:port``); a resumed
 framework re-subscribes with its new address in it."""

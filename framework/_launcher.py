@@ -17,6 +17,7 @@ from typing import Any
 from disauto.common import task_env
 from disauto.common.resources import Resources
 from disauto.common.tokens import trial_token
+from disauto.framework._checkpoints import checkpoint_env
 from disauto.framework._containers import container_info
 from disauto.framework._containers import task_environment
 from disauto.framework._job.ports import SchedulerPort
@@ -101,7 +102,7 @@ class Launcher:
             uris=self.uris,
             output_dir=output_dir,
             output_name=config.output.name if config.output else "",
-            extra_env=self.runner_environment(),
+            extra_env={**self.runner_environment(), **checkpoint_env(config, trial)},
             container=container,
             retries=trial.retries,
         )

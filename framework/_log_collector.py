@@ -253,6 +253,7 @@ class LogCollector:
         if self._thread.is_alive():
             self._thread.join(10)
         self.poll()
+        self._logs.close()  # its kept connections (a later read opens one again)
 
     def _run(self) -> None:
         while not self._stop.wait(self._interval):

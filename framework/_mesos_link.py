@@ -80,16 +80,20 @@ class MesosLink:
         self._watch.heard()
         self._heard_at = time.time()
 
-    def went_away(self) -> None:
+    def went_away(self) -> bool:
         """The subscription broke (pymesos subscribes again): the master is away since the
-        last event heard from it."""
+        last event heard from it. Whether it was not away already (a master that redirects
+        pymesos to itself, as a restarted one does while ZooKeeper still holds its old
+        session's znode, breaks it thousands of times before a leader is elected)."""
         with self._lock:
-            if self._away_since is None:
-                heard = self._watch.last_heard()
-                if heard is None:
-                    self._away_since, self._away_at = self._watch.now(), time.time()
-                else:
-                    self._away_since, self._away_at = heard, self._heard_at
+            if self._away_since is not None:
+                return False
+            heard = self._watch.last_heard()
+            if heard is None:
+                self._away_since, self._away_at = self._watch.now(), time.time()
+            else:
+                self._away_since, self._away_at = heard, self._heard_at
+            return True
 
     # -- what the others read --------------------------------------------------------------
 

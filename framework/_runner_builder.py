@@ -39,6 +39,8 @@ from disauto.common.slots import Preload
 from disauto.common.slots import preload_modules
 from disauto.common.tokens import new_job_token
 from disauto.framework import _meta as meta
+from disauto.framework._checkpoints import JobCheckpoints
+from disauto.framework._checkpoints import running_try
 from disauto.framework._fileserver import FileServer
 from disauto.framework._job import JobController
 from disauto.framework._job.book import TrialBook
@@ -126,12 +128,12 @@ def build_runner(config: JobConfig, job_dir: Path, master: MasterEndpoint,
     options = options or RunnerOptions()
     opened = _open_record(config, job_dir, master, options)
     link, revival, sandboxes, slots = _master_side(config, opened, master)
-    controller, places, usage = _trials(config, job_dir, opened, options, link, revival,
-                                        sandboxes, slots)
+    controller, places, usage, checkpoints = _trials(config, job_dir, opened, options, link,
+                                                     revival, sandboxes, slots)
     advertise = options.advertise_host or advertise_host_for(master.uri)
     telemetry = _telemetry(opened.store, job_dir, usage, config, options)
-    listeners = _listen(config, job_dir, opened, options, controller, link, telemetry,
-                        advertise)
+    listeners = _listen(config, job_dir, opened, options, (controller, checkpoints), link,
+                        telemetry, advertise)
     policy = create_policy(options.offer_policy, config.offer_policy_settings,
                            runner=config.runner)
     # Policies that rank jobs (deadline) exchange standings through the master alone.
@@ -197,9 +199,12 @@ def _master_side(config: JobConfig, opened: _OpenedRecord, master: MasterEndpoin
 
 def _trials(config: JobConfig, job_dir: Path, opened: _OpenedRecord, options: RunnerOptions,
             link: MesosLink, revival: OfferRevival, sandboxes: SandboxLogs,
-            slots: SlotTable | None) -> tuple[JobController, TaskPlaces, TelemetryLoop | None]:
-    """The trial book, telemetry keeping each trial's usage on it, and the controller."""
-    book = TrialBook(opened.store)
+            slots: SlotTable | None
+            ) -> tuple[JobController, TaskPlaces, TelemetryLoop | None, JobCheckpoints]:
+    """The trial book, telemetry keeping each trial's usage on it, the controller, and the
+    trials' checkpoints (a try run again resumes from its trial's latest)."""
+    checkpoints = JobCheckpoints(config, job_dir, lambda number: running_try(book, number))
+    book = TrialBook(opened.store, checkpoints.resume_point)
     places = TaskPlaces(book, slots, sandboxes, link)
     # The built-in collector: the agents' /monitor/statistics every --telemetry-interval.
     usage = TelemetryLoop([StatisticsCollector(sandboxes.endpoints, link.framework_id,
@@ -215,7 +220,7 @@ def _trials(config: JobConfig, job_dir: Path, opened: _OpenedRecord, options: Ru
         controller.requeue_in_flight("the job resumed on a new cluster")
     elif options.resume:
         controller.adopt_appcore()
-    return controller, places, usage
+    return controller, places, usage, checkpoints
 
 
 def _telemetry(store: JobStore, job_dir: Path, usage: TelemetryLoop | None,
@@ -231,13 +236,14 @@ def _telemetry(store: JobStore, job_dir: Path, usage: TelemetryLoop | None,
 
 
 def _listen(config: JobConfig, job_dir: Path, opened: _OpenedRecord, options: RunnerOptions,
-            controller: JobController, link: MesosLink, telemetry: Telemetry,
-            advertise: str) -> Listeners:
+            served: tuple[JobController, JobCheckpoints], link: MesosLink,
+            telemetry: Telemetry, advertise: str) -> Listeners:
     """Bind the job's servers (a resumed job's ports where free) and record where they are."""
+    controller = served[0]
     previous = opened.previous if options.resume else meta.JobMeta()
     bind = options.bind_host or advertise
     files = FileServer(job_dir, advertise, bind, port=previous[meta.FILES_PORT])
-    server, grpc_port = _bind(controller, bind, previous[meta.GRPC_PORT], options.tls)
+    server, grpc_port = _bind(served, bind, previous[meta.GRPC_PORT], options.tls)
     source = LiveJob(controller, job_dir, link.kill, telemetry.registry)
     page = JobPageServer({config.job_id: source}.copy, bind, advertise,
                          port=previous[meta.WEBUI_PORT], single=config.job_id)
@@ -250,18 +256,19 @@ def _listen(config: JobConfig, job_dir: Path, opened: _OpenedRecord, options: Ru
     return listeners
 
 
-def _bind(controller: JobController, host: str, port: int,
+def _bind(served: tuple[JobController, JobCheckpoints], host: str, port: int,
           tls: Identity | None) -> tuple[grpc.Server, int]:
     """The framework's gRPC server on ``host``: on ``port`` (a resumed job's), else on a free
     port; TLS alone with ``tls``."""
     key_cert = (tls.key_pem, tls.cert_pem) if tls else None
+    controller, checkpoints = served
     if port:
         try:
-            return make_server(controller, host, port, tls=key_cert)
+            return make_server(controller, host, port, tls=key_cert, checkpoints=checkpoints)
         except OSError:
             logger.warning("port %d of the framework's gRPC service is taken; AppCore and "
                            "runners still running will not find this framework", port)
-    return make_server(controller, host, tls=key_cert)
+    return make_server(controller, host, tls=key_cert, checkpoints=checkpoints)
 
 
 def _preload(config: JobConfig) -> Preload | None:

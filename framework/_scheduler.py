@@ -207,8 +207,8 @@ class JobScheduler(Scheduler):
         self._link.registered.set()
 
     def disconnected(self, driver: Any) -> None:
-        logger.warning("disconnected from the Mesos master; pymesos re-subscribes")
-        self._link.went_away()
+        if self._link.went_away():
+            logger.warning("disconnected from the Mesos master; pymesos re-subscribes")
 
     def error(self, driver: Any, message: str) -> None:
         logger.error("Mesos master error: %s", message)
@@ -272,6 +272,16 @@ class JobScheduler(Scheduler):
             self._warm.yield_agents(views, plan.deliberate)
         if not self._job.has_pending():
             self._revival.suppress(driver, self._job.has_pending)
+        elif self._arrived_since(requests):
+            # A trial submitted after the plan read the requests woke nothing (the job was
+            # neither suppressed nor had it filtered anything yet); what this callback left
+            # unused is filtered until the master's next batch allocation (up to 1 s).
+            self._revival.wake()
+
+    def _arrived_since(self, requests: Sequence[LaunchRequest]) -> bool:
+        """Whether something waits now that was not among ``requests``."""
+        planned = {request.key for request in requests}
+        return any(request.key not in planned for request in self._job.launch_requests())
 
     def _off_maintenance(self, driver: Any, views: Sequence[OfferView]) -> list[OfferView]:
         """The offers whose agent has no maintenance within the time a trial may take; the

@@ -7,6 +7,13 @@ event, heartbeats included, to :meth:`MesosLink.heard` first (SUBSCRIBED with it
 and :meth:`drop_stream` closes the stream the way pymesos does when the master changes, after
 which pymesos subscribes again (``common/heartbeats.py``).
 
+Under a ``zk://`` URL it follows the leader ZooKeeper names and no other: a master's 307 is
+not followed, as Mesos' own scheduler library does not (``src/scheduler/scheduler.cpp``: "This
+could happen if the detector detects a new leading master before master itself realizes it
+(e.g., ZK watch delay)"). pymesos follows it, and a master that had not seen the election yet
+sent it to the frozen leader it replaced, where it stayed until its heartbeats were overdue.
+The SUBSCRIBE to the leader is tried again every :data:`REDIRECT_RETRY` seconds instead.
+
 Its calls (ACCEPT, REVIVE, KILL, ...) time out after :data:`CALL_TIMEOUT`: pymesos means 10 s
 (``MesosSchedulerDriver._timeout``), but its constructor's ``timeout`` (a day by default, also
 how long it retries connecting) shadows it, so a call to a frozen master waited a day, holding
@@ -16,6 +23,9 @@ the driver's lock (and the job's, for a REVIVE made as AppCore submits trials) a
 from __future__ import annotations
 
 from http.client import HTTPConnection
+import logging
+import threading
+import time
 from typing import Any
 
 from pymesos import MesosSchedulerDriver
@@ -27,8 +37,14 @@ from disauto.common.zk_masters import leading_master
 from disauto.framework._mesos_link import MesosLink
 
 
+logger = logging.getLogger(__name__)
+
 CALL_TIMEOUT = 10.0
 """Seconds a call to the master may take (connecting, sending, the answer)."""
+
+REDIRECT_RETRY = 0.5
+"""Seconds before a SUBSCRIBE that a master redirected is tried again at the leader that
+ZooKeeper names (under ``zk://``)."""
 
 
 class JobSchedulerDriver(MesosSchedulerDriver):  # type: ignore[misc]  # untyped
@@ -43,6 +59,8 @@ class JobSchedulerDriver(MesosSchedulerDriver):  # type: ignore[misc]  # untyped
                  link: MesosLink, **kwargs: Any) -> None:
         super().__init__(sched, framework, master_uri, **kwargs)
         self._link = link
+        self._detector_calls = threading.local()
+        self._redirects = 0
 
     def on_event(self, event: dict[str, Any]) -> None:
         interval = None
@@ -50,6 +68,39 @@ class JobSchedulerDriver(MesosSchedulerDriver):  # type: ignore[misc]  # untyped
             interval = (event.get("subscribed") or {}).get("heartbeat_interval_seconds")
         self._link.heard(float(interval) if isinstance(interval, (int, float)) else None)
         super().on_event(event)
+
+    def onNewMasterDetectedMessage(self, data: Any) -> None:  # noqa: N802 - pymesos' name
+        self._detector_calls.active = True
+        try:
+            super().onNewMasterDetectedMessage(data)
+        finally:
+            self._detector_calls.active = False
+
+    def onNoMasterDetectedMessage(self) -> None:  # noqa: N802 - pymesos' name
+        self._detector_calls.active = True
+        try:
+            super().onNoMasterDetectedMessage()
+        finally:
+            self._detector_calls.active = False
+
+    def change_master(self, master: str | None) -> None:
+        """The master to subscribe to: as pymesos does, except that under ``zk://`` a
+        redirect (any call but the detector's) is not followed; the I/O thread, which is
+        not subscribed while it is redirected, waits :data:`REDIRECT_RETRY` and subscribes
+        to the detected leader again."""
+        if is_zk(self.master_uri) and not getattr(self._detector_calls, "active", False):
+            self._redirects += 1
+            if self._redirects % 100 == 1:
+                logger.info("master %s redirected the subscription to %s; subscribing to the "
+                            "leader ZooKeeper names once it leads", self.master, master)
+            time.sleep(REDIRECT_RETRY)
+            return
+        super().change_master(master)
+
+    @property
+    def redirects_ignored(self) -> int:
+        """How many redirects were not followed (under ``zk://``)."""
+        return self._redirects
 
     def _get_conn(self) -> HTTPConnection | None:
         """The calls' connection (None while not subscribed), made with :data:`CALL_TIMEOUT`."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from collections.abc import Iterator
+import itertools
 import logging
 from typing import NoReturn
 from typing import TypeVar
@@ -12,6 +13,9 @@ import grpc
 
 from disauto.common import gpu_samples
 from disauto.common import grpc_server
+from disauto.common.checkpoints import CheckpointDiskFullError
+from disauto.common.checkpoints import CheckpointError
+from disauto.common.checkpoints import CheckpointTooLargeError
 from disauto.common.errors import InvalidAssignmentError
 from disauto.common.report import Report
 from disauto.common.space import Assignment
@@ -21,6 +25,8 @@ from disauto.common.tls import ServerTls
 from disauto.common.tokens import check_job_token
 from disauto.common.tokens import check_trial_token
 from disauto.framework import _errors as errors
+from disauto.framework._checkpoints import JobCheckpoints
+from disauto.framework._checkpoints import StaleTryError
 from disauto.framework._job.ports import TrialService
 from disauto.protos import common_pb2
 from disauto.protos import framework_pb2
@@ -71,9 +77,11 @@ class FrameworkServicer(framework_pb2_grpc.FrameworkServiceServicer):
     refused: its runners would otherwise report in plain text.
     """
 
-    def __init__(self, controller: TrialService, *, tls: bool = False) -> None:
+    def __init__(self, controller: TrialService, *, tls: bool = False,
+                 checkpoints: JobCheckpoints | None = None) -> None:
         self._job = controller
         self._tls = tls
+        self._checkpoints = checkpoints
 
     def _require_job_token(self, context: grpc.ServicerContext) -> None:
         if not check_job_token(self._job.job_token, token_of(context)):
@@ -141,21 +149,80 @@ class FrameworkServicer(framework_pb2_grpc.FrameworkServiceServicer):
     def ResolveAppCore(  # noqa: N802
         self, request: framework_pb2.ResolveAppCoreRequest, context: grpc.ServicerContext
     ) -> framework_pb2.ResolveAppCoreReply:
-        if not check_trial_token(self._job.job_token, request.trial_number, token_of(context)):
-            context.abort(grpc.StatusCode.UNAUTHENTICATED, "missing or wrong trial token")
+        self._require_trial_token(request.trial_number, context)
         address, certificate = self._job.tasks.appcore_endpoint()
         return framework_pb2.ResolveAppCoreReply(address=address, certificate=certificate)
 
+    def SaveCheckpoint(  # noqa: N802
+        self, request_iterator: Iterator[framework_pb2.CheckpointChunk],
+        context: grpc.ServicerContext,
+    ) -> framework_pb2.SaveCheckpointReply:
+        checkpoints = self._checkpoints_or_abort(context)
+        chunks = iter(request_iterator)
+        first = next(chunks, None)
+        if first is None:
+            context.abort(grpc.StatusCode.INVALID_ARGUMENT, "a checkpoint without a chunk")
+        assert first is not None  # abort raises
+        self._require_trial_token(first.trial_number, context)
+        if first.step < 0 or first.size < 0:
+            context.abort(grpc.StatusCode.INVALID_ARGUMENT,
+                          "a checkpoint's step and size are not negative")
+        data = itertools.chain((first.data,), (chunk.data for chunk in chunks))
+        try:
+            saved, dropped = checkpoints.save(first.trial_number, first.try_index, first.step,
+                                              first.size, data)
+        except CheckpointError as err:
+            logger.warning("trial %d: checkpoint at step %d not kept: %s", first.trial_number,
+                           first.step, err)
+            context.abort(_checkpoint_code(err), str(err))
+        return framework_pb2.SaveCheckpointReply(name=saved.name, dropped=dropped)
+
+    def LoadCheckpoint(  # noqa: N802
+        self, request: framework_pb2.LoadCheckpointRequest, context: grpc.ServicerContext
+    ) -> Iterator[framework_pb2.CheckpointChunk]:
+        checkpoints = self._checkpoints_or_abort(context)
+        self._require_trial_token(request.trial_number, context)
+        try:
+            chunks = checkpoints.chunks(request.trial_number, request.name)
+        except CheckpointError as err:
+            context.abort(grpc.StatusCode.NOT_FOUND, str(err))
+        for data in chunks:
+            yield framework_pb2.CheckpointChunk(trial_number=request.trial_number, data=data)
+
+    def _checkpoints_or_abort(self, context: grpc.ServicerContext) -> JobCheckpoints:
+        if self._checkpoints is None:
+            context.abort(grpc.StatusCode.FAILED_PRECONDITION,
+                          "this framework keeps no checkpoints")
+        assert self._checkpoints is not None  # abort raises
+        return self._checkpoints
+
+    def _require_trial_token(self, number: int, context: grpc.ServicerContext) -> None:
+        if not check_trial_token(self._job.job_token, number, token_of(context)):
+            context.abort(grpc.StatusCode.UNAUTHENTICATED, "missing or wrong trial token")
+
+
+def _checkpoint_code(err: CheckpointError) -> grpc.StatusCode:
+    """How a refused checkpoint is answered: too large INVALID_ARGUMENT, the disk full
+    RESOURCE_EXHAUSTED, a try that is over FAILED_PRECONDITION."""
+    if isinstance(err, CheckpointTooLargeError):
+        return grpc.StatusCode.INVALID_ARGUMENT
+    if isinstance(err, CheckpointDiskFullError):
+        return grpc.StatusCode.RESOURCE_EXHAUSTED
+    if isinstance(err, StaleTryError):
+        return grpc.StatusCode.FAILED_PRECONDITION
+    return grpc.StatusCode.INTERNAL
+
 
 def make_server(controller: TrialService, host: str, port: int = 0, *,
-                tls: ServerTls | None = None) -> tuple[grpc.Server, int]:
+                tls: ServerTls | None = None,
+                checkpoints: JobCheckpoints | None = None) -> tuple[grpc.Server, int]:
     """A (not started) gRPC server for ``controller`` on ``host``, and the port it bound;
     TLS only with ``tls`` (key PEM, certificate PEM).
 
     Raises:
         OSError: the port cannot be bound.
     """
-    servicer = FrameworkServicer(controller, tls=tls is not None)
+    servicer = FrameworkServicer(controller, tls=tls is not None, checkpoints=checkpoints)
     return grpc_server.make_server(
         lambda server: framework_pb2_grpc.add_FrameworkServiceServicer_to_server(servicer, server),
         host, port, what="the framework's gRPC server", tls=tls)

@@ -16,6 +16,8 @@ from typing import Any
 
 from google.protobuf import json_format
 
+from disauto.common.checkpoints import DEFAULT_KEEP
+from disauto.common.checkpoints import DEFAULT_MAX_BYTES
 from disauto.protos import common_pb2
 
 
@@ -139,6 +141,13 @@ class JobConfig:
     unreachable_timeout: float = DEFAULT_UNREACHABLE_TIMEOUT
     """Seconds a trial (or AppCore) whose agent is unreachable is waited for before it runs
     again elsewhere (``--unreachable-timeout``)."""
+    checkpoint_dir: str = ""
+    """``--checkpoint-dir``: a folder the agents and the framework share, where trials write
+    their checkpoints (under the job's id); "": they are uploaded to the job's folder."""
+    checkpoint_max_bytes: int = DEFAULT_MAX_BYTES
+    """``--checkpoint-max-size``: the largest checkpoint kept, in bytes."""
+    checkpoint_keep: int = DEFAULT_KEEP
+    """``--checkpoint-keep``: how many of its checkpoints a trial keeps (the oldest dropped)."""
 
     @property
     def subscribed_roles(self) -> tuple[str, ...]:

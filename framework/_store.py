@@ -157,13 +157,17 @@ class TrialRow:
     """Its earlier tries, oldest first, each ``{"task_id", "outcome" ("failed": its script
     failed; "lost": the cluster lost its task), "message", "ended_at", "metrics", "reports"}``
     (framework/_job/book.py); the trial's own task, state and message are its last try's."""
+    resumed_from: dict[str, Any] | None = None
+    """The checkpoint its current try resumes from, ``{"trial", "step", "name"}`` (its own
+    trial's, or the trial a copied one came from); None: it starts from scratch. An earlier
+    try's is in its ``tries``."""
 
     @property
     def terminal(self) -> bool:
         return self.state.is_finished()
 
 
-_JSON_COLUMNS = ("metrics", "assignment", "constraints", "tries")
+_JSON_COLUMNS = ("metrics", "assignment", "constraints", "tries", "resumed_from")
 """Trial columns kept as JSON text."""
 
 
@@ -615,6 +619,7 @@ def _trial_from_row(row: dict[str, Any], assignment: dict[str, Any],
         usage=TrialUsage(**{name: row.get(name) for name in USAGE_COLUMNS}),
         constraints=tuple(json.loads(row["constraints"])) if row.get("constraints") else None,
         tries=[] if tries == "[]" else json.loads(tries),
+        resumed_from=json.loads(row["resumed_from"]) if row.get("resumed_from") else None,
     )
 
 
@@ -625,6 +630,7 @@ _ADDED_COLUMNS = (("trials", "retries", "INTEGER NOT NULL DEFAULT 0"),
                   ("trials", "evictions", "INTEGER NOT NULL DEFAULT 0"),
                   ("trials", "unreachable_since", "REAL"),
                   ("trials", "tries", "TEXT NOT NULL DEFAULT '[]'"),
+                  ("trials", "resumed_from", "TEXT"),
                   *(("trials", name, "REAL") for name in USAGE_COLUMNS))
 
 

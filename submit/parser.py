@@ -66,6 +66,7 @@ def build_parser() -> argparse.ArgumentParser:
     _search_flags(parser)
     _cluster_flags(parser)
     _container_flags(parser)
+    _checkpoint_flags(parser)
     _output_flags(parser)
     return parser
 
@@ -253,6 +254,20 @@ def _container_flags(parser: argparse.ArgumentParser) -> None:
                             help="how Mesos runs the images: mesos (default; the Mesos "
                                  "containerizer with a Docker image, the only one with GPUs) or "
                                  "docker (the Docker containerizer)")
+
+
+def _checkpoint_flags(parser: argparse.ArgumentParser) -> None:
+    """Where trials' checkpoints go (apprunner_sdk.save_checkpoint) and how many are kept."""
+    kept = parser.add_argument_group("checkpoints (README: Checkpoints)")
+    kept.add_argument("--checkpoint-dir", metavar="DST",
+                      help="a folder every agent and this machine share: trials write their "
+                           "checkpoints to DST/<job id>/ themselves (default: uploaded to the "
+                           "job's folder over the framework's gRPC service)")
+    kept.add_argument("--checkpoint-max-size", default="1GB", metavar="SIZE",
+                      help="the largest checkpoint kept (default 1GB); a larger one is refused "
+                           "with one line to the trial, which goes on")
+    kept.add_argument("--checkpoint-keep", default="2", metavar="N",
+                      help="checkpoints kept per trial, the oldest dropped (default 2)")
 
 
 def _output_flags(parser: argparse.ArgumentParser) -> None:

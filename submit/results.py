@@ -254,13 +254,16 @@ def _cells(rows: Sequence[Sequence[Any]], missing: str) -> list[list[str]]:
 def trial_dict(trial: TrialRow) -> dict[str, Any]:
     """A trial as results.json lists it (``constraints``: as reported, or None; ``feasible``:
     none above 0; ``tries``: its earlier tries, each ``{"task_id", "outcome", "message",
-    "ended_at", "metrics", "reports"}``, empty when its first try was its only one)."""
+    "ended_at", "metrics", "reports", "resumed_from"}``, empty when its first try was its only
+    one; ``resumed_from``: the checkpoint its last try resumed from, ``{"trial", "step",
+    "name"}``, or None: from scratch)."""
     return {"number": trial.number, "state": str(trial.state), "objective": trial.objective,
             "assignment": trial.assignment, "metrics": trial.metrics,
             "training_seconds": trial.training_seconds, "task_id": trial.task_id,
             "message": trial.message, "usage": trial.usage.as_columns(),
             "constraints": None if trial.constraints is None else list(trial.constraints),
-            "feasible": is_feasible(trial.constraints), "tries": list(trial.tries)}
+            "feasible": is_feasible(trial.constraints), "tries": list(trial.tries),
+            "resumed_from": trial.resumed_from}
 
 
 def retried_lines(trials: Sequence[TrialRow], shown: int = 5) -> list[str]:
@@ -272,8 +275,10 @@ def retried_lines(trials: Sequence[TrialRow], shown: int = 5) -> list[str]:
         ends = "; ".join(f"try {i} ({done['task_id']}) {done['outcome']}: "
                          f"{cause(str(done['message']))}"
                          for i, done in enumerate(trial.tries, 1))
-        lines.append(f"trial-{trial.number:04d} {trial.state} on try {len(trial.tries) + 1}; "
-                     f"{ends}")
+        resumed = f" (resumed from step {trial.resumed_from['step']})" \
+            if trial.resumed_from else ""
+        lines.append(f"trial-{trial.number:04d} {trial.state} on try {len(trial.tries) + 1}"
+                     f"{resumed}; {ends}")
     if len(retried) > shown:
         lines.append(f"... {len(retried) - shown} more retried trials (results.json: tries)")
     return lines

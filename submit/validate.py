@@ -53,6 +53,7 @@ from disauto.submit.values import key_values
 from disauto.submit.values import pair
 from disauto.submit.values import positive_number
 from disauto.submit.values import roles
+from disauto.submit.values import size_bytes
 from disauto.submit.values import size_mb
 from disauto.submit.values import user_name
 
@@ -337,7 +338,7 @@ def validate(args: argparse.Namespace) -> Submission:
         telemetry_interval=_telemetry_interval(args.telemetry_interval),
         trial_retries=int(positive_number("--trial-retries", args.trial_retries, integer=True,
                                           zero=True, most=MAX_TRIAL_RETRIES)),
-        **times, **where,
+        **times, **where, **_checkpoints(args),
     )
     if args.master == "local":
         _check_local(config)
@@ -577,6 +578,23 @@ def _files_and_inputs(args: argparse.Namespace) -> tuple[tuple[str, ...],
                              "or another --input); NAMEs must be unique")
         inputs.append(InputSpec(source, name))
     return tuple(files), tuple(inputs)
+
+
+def _checkpoints(args: argparse.Namespace) -> dict[str, Any]:
+    """``--checkpoint-dir``, ``--checkpoint-max-size`` and ``--checkpoint-keep`` (JobConfig's
+    fields of those names)."""
+    folder = ""
+    if args.checkpoint_dir:
+        dest = Path(args.checkpoint_dir).expanduser()
+        if dest.exists() and not dest.is_dir():
+            raise UsageError(f"--checkpoint-dir: {args.checkpoint_dir}: exists and is not a "
+                             "folder")
+        folder = str(dest.resolve())
+    return {"checkpoint_dir": folder,
+            "checkpoint_max_bytes": size_bytes("--checkpoint-max-size",
+                                             args.checkpoint_max_size),
+            "checkpoint_keep": int(positive_number("--checkpoint-keep", args.checkpoint_keep,
+                                                   integer=True, most=1000))}
 
 
 def _output(text: str | None) -> OutputSpec | None:

@@ -13,6 +13,7 @@ import pwd
 import re
 
 from disauto.common.resources import ResourceError
+from disauto.common.resources import parse_size_bytes
 from disauto.common.resources import parse_size_mb
 from disauto.framework.run import role_problem
 from disauto.submit.parser import UsageError
@@ -39,6 +40,13 @@ def positive_number(flag: str, text: str, *, integer: bool = False, zero: bool =
         limit = f" and <= {most:g}" if most is not None else ""
         raise UsageError(f"{flag}: invalid value {text!r}: expected {kind} {bound}{limit}")
     return value
+
+
+def size_bytes(flag: str, text: str) -> int:
+    try:
+        return parse_size_bytes(text, what=flag)
+    except ResourceError as err:
+        raise UsageError(str(err)) from None
 
 
 def size_mb(flag: str, text: str) -> float:

@@ -12,6 +12,7 @@ it across the book, AppCore's life and the event log when one step changes sever
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from collections.abc import Iterable
 from collections.abc import Mapping
 from collections.abc import Sequence
@@ -128,10 +129,14 @@ class TrialBook:
 
     Args:
         store: the job's record.
+        resume_point: the checkpoint a trial's next try resumes from (its latest), or None.
     """
 
-    def __init__(self, store: JobStore) -> None:
+    def __init__(self, store: JobStore,
+                 resume_point: Callable[[int], dict[str, Any] | None] = lambda number: None
+                 ) -> None:
         self.store = store
+        self._resume_point = resume_point
         self.lock = threading.RLock()
         self.events = EventLog(self.lock)
         self._trials: dict[int, TrialRow] = {t.number: t for t in store.trials()}
@@ -335,7 +340,7 @@ class TrialBook:
         trial's ``tries`` (how it ended, ``outcome``: lost, evicted by the cluster's operator or
         failed by its script; why, ``failure`` or else ``message``; what it reported) and the
         trial starts over, its metrics and unfinished result gone with the try (its reports
-        stay recorded)."""
+        stay recorded), from its latest checkpoint if it saved one (``resumed_from``)."""
         with self.lock:
             fields: dict[str, Any] = {"task_id": "", "agent_id": ""}
             if trial.task_id:
@@ -344,13 +349,22 @@ class TrialBook:
                 trial.evictions += int(outcome == TRY_EVICTED)
                 trial.metrics, trial.objective, trial.training_seconds = {}, None, 0.0
                 trial.final_reported, trial.constraints = False, None
+                trial.resumed_from = self._resume_point(trial.number) or trial.resumed_from
                 fields.update(retries=trial.retries, evictions=trial.evictions,
                               tries=trial.tries, metrics={}, objective=None,
-                              training_seconds=0.0, final_reported=False, constraints=None)
+                              training_seconds=0.0, final_reported=False, constraints=None,
+                              resumed_from=trial.resumed_from)
             trial.task_id = ""
             trial.agent_id = ""
             self.store.update_trial(trial.number, **fields)
             self.set_state(trial, TrialState.PENDING, message)
+
+    def resume_from(self, number: int, point: dict[str, Any] | None) -> None:
+        """Launch trial ``number``'s next try from ``point`` (``copy_checkpoint``'s)."""
+        with self.lock:
+            trial = self.require(number)
+            trial.resumed_from = point
+            self.store.update_trial(number, resumed_from=point)
 
     def mark_unreachable(self, trial: TrialRow, since: float, message: str) -> None:
         """Mesos says the agent of the trial's task has been unreachable since ``since``: the
@@ -369,11 +383,13 @@ class TrialBook:
 
     def _try_of(self, trial: TrialRow, outcome: str, message: str) -> dict[str, Any]:
         """The record of the trial's try that just ended (its task still set): its task, how
-        and when it ended, its metrics and how many of the trial's reports it made."""
+        and when it ended, its metrics, how many of the trial's reports it made and the
+        checkpoint it resumed from (None: from scratch)."""
         earlier = sum(int(done.get("reports", 0)) for done in trial.tries)
         return {"task_id": trial.task_id, "outcome": outcome, "message": message,
                 "ended_at": time.time(), "metrics": dict(trial.metrics),
-                "reports": max(0, len(self.store.reports(trial.number)) - earlier)}
+                "reports": max(0, len(self.store.reports(trial.number)) - earlier),
+                "resumed_from": trial.resumed_from}
 
     def reported(self, trial: TrialRow, report: Report, metrics: Mapping[str, float],
                  fields: Mapping[str, Any]) -> None:

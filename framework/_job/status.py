@@ -137,6 +137,9 @@ class Measures(Protocol):
         """Take what the kernel said when the trial's memory limit killed it: the most it
         used, and its container's limit."""
 
+    def trial_ended(self, trial: int) -> None:
+        """The trial's task ended and what was measured of it is recorded."""
+
 
 class TaskStatuses:
     """The status updates of one job's tasks.
@@ -251,6 +254,7 @@ class TaskStatuses:
             exact = task_usage.read_status_data(status.get("data"))
             if exact is not None:  # the executor measured the task when it ended
                 self._measures.record_exact(trial.number, exact)
+            self._measures.trial_ended(trial.number)
         if trial.terminal:
             if ended:
                 self._book.outliving.task_ended(trial.task_id)

@@ -21,6 +21,7 @@ store.
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Callable
 from collections.abc import Iterable
 from collections.abc import Mapping
@@ -33,6 +34,7 @@ from typing import Any
 from urllib.request import urlopen
 
 from disauto.common import telemetry
+from disauto.common.kept_http import KeptConnections
 from disauto.common.task_usage import TaskUsage
 from disauto.common.telemetry import Sample
 from disauto.framework._telemetry.usage import UsageAccumulator
@@ -57,8 +59,10 @@ class TaskPlace:
     """Whether the executor ran something before this trial (a warm slot)."""
 
 
-def get_json(url: str, timeout: float) -> Any:
-    """GET ``url`` and parse its JSON answer."""
+def get_json(url: str, timeout: float, kept: KeptConnections | None = None) -> Any:
+    """GET ``url`` and parse its JSON answer (on one of ``kept``'s connections, if given)."""
+    if kept is not None:
+        return json.loads(kept.get(url, timeout=timeout).decode("utf-8", "replace"))
     with urlopen(url, timeout=timeout) as response:  # noqa: S310 - an agent's URL
         return json.loads(response.read().decode("utf-8", "replace"))
 
@@ -78,12 +82,14 @@ class StatisticsCollector:
     def __init__(self, endpoints: Callable[[], Mapping[str, str]],
                  framework_id: Callable[[], str], places: Callable[[], Iterable[TaskPlace]],
                  *, timeout: float = 2.0,
-                 fetch: Callable[[str, float], Any] = get_json) -> None:
+                 fetch: Callable[[str, float], Any] | None = None) -> None:
         self._endpoints = endpoints
         self._framework_id = framework_id
         self._places = places
         self._timeout = timeout
-        self._fetch = fetch
+        self._kept = KeptConnections()
+        """The polls' connections, kept alive from one poll to the next (one a second)."""
+        self._fetch = fetch or (lambda url, timeout: get_json(url, timeout, self._kept))
         self._previous: dict[tuple[str, str, str], tuple[float, float]] = {}
         self._agent_cpus: dict[str, float] = {}
         self._baselines: dict[int, float] = {}
@@ -169,6 +175,11 @@ class StatisticsCollector:
         return self._agent_cpus[agent_id]
 
 
+ENDED_KEPT = 1000
+"""Ended trials whose usage summary the loop keeps (Mesos' master keeps as many completed tasks
+of a framework, ``max_completed_tasks_per_framework``)."""
+
+
 class TelemetryLoop:
     """The built-in collector as the registry runs it: polls ``collectors``, keeps each
     measured trial's usage (:class:`common.telemetry.TrialUsage`) in the store, so that it is
@@ -187,6 +198,28 @@ class TelemetryLoop:
         self._store = store
         self._lock = threading.Lock()
         self._usage: dict[int, UsageAccumulator] = {}
+        self._ended: OrderedDict[int, None] = OrderedDict()
+        """Trials whose task ended, oldest first: their summaries go after :data:`ENDED_KEPT`."""
+
+    @property
+    def held(self) -> int:
+        """How many trials' summaries the loop holds (live ones and the last ended ones)."""
+        with self._lock:
+            return len(self._usage)
+
+    def trial_ended(self, trial: int) -> None:
+        """The trial's task ended and its usage is in the store: its summary stays for the
+        last :data:`ENDED_KEPT` ended trials (what a memory kill's note reads, a sample still
+        on its way), then goes, so that what the loop holds does not grow with the job's
+        finished trials. A trial launched again starts a summary afresh."""
+        with self._lock:
+            if trial not in self._usage:
+                return
+            self._ended[trial] = None
+            self._ended.move_to_end(trial)
+            while len(self._ended) > ENDED_KEPT:
+                gone, _ = self._ended.popitem(last=False)
+                self._usage.pop(gone, None)
 
     def poll(self) -> list[Sample]:
         """One measurement, its samples stored too (the last one, when the job ends)."""

@@ -35,7 +35,10 @@ class Try:
     ended_at: float | None
     metrics: Mapping[str, float]
     intermediate_values: Mapping[int, float]
-    """The first objective by step, as this try reported it."""
+    """The first objective by step: as this try reported it, after the steps of the try it
+    continued up to its checkpoint's when it resumed from one."""
+    resumed_from_step: int | None = None
+    """The step of the trial's checkpoint this try resumed from; None: from scratch."""
 
 
 @dataclass(frozen=True)
@@ -53,7 +56,8 @@ class Trial:
     values: tuple[float, ...] | None
     """Every objective's value, in order, once all were reported."""
     intermediate_values: Mapping[int, float]
-    """The first objective by step (``report(..., step=N)``) of its last try."""
+    """The first objective by step (``report(..., step=N)``) of its last try (after those of
+    the try it continued, up to the checkpoint's step, when it resumed from one)."""
     constraints: tuple[float, ...] | None
     feasible: bool
     usage: Mapping[str, float | None]
@@ -65,6 +69,8 @@ class Trial:
     """Its earlier tries, oldest first (empty when it ran once)."""
     started_at: float | None
     ended_at: float | None
+    resumed_from_step: int | None = None
+    """The step of the trial's checkpoint its last try resumed from; None: from scratch."""
 
 
 @dataclass(frozen=True)
@@ -176,22 +182,44 @@ def _trial(row: TrialRow, reports: Sequence[Mapping[str, Any]],
            objectives: Objectives) -> Trial:
     """A trial from its row and its reports (split among its tries by their counts)."""
     first = objectives.names[0]
-    tries, start = [], 0
+    tries: list[Try] = []
+    start = 0
     for done in row.tries:
         made = int(done.get("reports", 0))
+        step = _own_step(row.number, done.get("resumed_from"))
         tries.append(Try(str(done.get("task_id", "")), str(done.get("outcome", "")),
                          str(done.get("message", "")), done.get("ended_at"),
                          dict(done.get("metrics") or {}),
-                         _steps(reports[start:start + made], first)))
+                         _continued(tries, step, _steps(reports[start:start + made], first)),
+                         step))
         start += made
+    step = _own_step(row.number, row.resumed_from)
     return Trial(
         number=row.number, state=str(row.state), assignment=dict(row.assignment),
         metrics=dict(row.metrics), objective=row.objective,
-        values=objectives.values(row.metrics), intermediate_values=_steps(reports[start:], first),
+        values=objectives.values(row.metrics),
+        intermediate_values=_continued(tries, step, _steps(reports[start:], first)),
         constraints=row.constraints, feasible=is_feasible(row.constraints),
         usage=row.usage.as_columns(), training_seconds=row.training_seconds,
         task_id=row.task_id, message=row.message, tries=tuple(tries),
-        started_at=row.started_at, ended_at=row.ended_at)
+        started_at=row.started_at, ended_at=row.ended_at, resumed_from_step=step)
+
+
+def _own_step(number: int, point: Mapping[str, Any] | None) -> int | None:
+    """The step of trial ``number``'s own checkpoint a try resumed from (None: from scratch,
+    or from another trial's)."""
+    if not point or point.get("trial") != number or not isinstance(point.get("step"), int):
+        return None
+    return int(point["step"])
+
+
+def _continued(earlier: Sequence[Try], step: int | None,
+               own: dict[int, float]) -> dict[int, float]:
+    """A try's curve: the one of the try before it up to ``step`` when it resumed from there,
+    then its own steps."""
+    if step is None or not earlier:
+        return own
+    return {**{s: v for s, v in earlier[-1].intermediate_values.items() if s <= step}, **own}
 
 
 def _steps(reports: Sequence[Mapping[str, Any]], objective: str) -> dict[int, float]:

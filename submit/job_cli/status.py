@@ -69,7 +69,8 @@ def run(args: argparse.Namespace, out: IO[str]) -> ExitStatus:
         "usage": results_mod.usage_summary(job.trials, config.runner.mem_mb),
         "trial_retries": int(config.trial_retries),
         "retried": [{"trial": t.number, "state": str(t.state), "task": t.task_id,
-                     "tries": list(t.tries)} for t in job.trials if t.tries],
+                     "tries": list(t.tries), "resumed_from": t.resumed_from}
+                    for t in job.trials if t.tries],
         "last_failure": _last_failure(job),
     }
     objectives = Objectives.from_spec(config.search)

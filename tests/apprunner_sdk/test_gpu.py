@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 import os
+import subprocess
 import sys
 
 import pytest
@@ -101,6 +102,28 @@ def test_with_pynvml_but_no_driver_there_is_no_sampler() -> None:
 def test_a_trial_the_agent_gave_no_gpu_has_no_sampler_whatever_measures() -> None:
     gpu._use_measure_for_tests(Figures((50.0, 1e9)), interval=0.05)
     assert gpu.start_sampler({"CUDA_VISIBLE_DEVICES": ""}, _refuse) is None
+
+
+def _imported_with_the_sdk(visible: str | None) -> set[str]:
+    """Which of pynvml and ctypes a fresh interpreter has imported after ``import apprunner_sdk``
+    with ``CUDA_VISIBLE_DEVICES`` set to ``visible`` (None: unset)."""
+    env = {k: v for k, v in os.environ.items() if k != gpu.VISIBLE_DEVICES}
+    if visible is not None:
+        env[gpu.VISIBLE_DEVICES] = visible
+    code = ("import sys, apprunner_sdk; "
+            "print(' '.join(m for m in ('pynvml', 'ctypes') if m in sys.modules))")
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                          text=True, check=True, timeout=60)
+    return set(done.stdout.split())
+
+
+def test_a_process_the_agent_gave_no_gpu_imports_no_nvml_with_the_sdk() -> None:
+    pytest.importorskip("pynvml", reason="the test extra installs nvidia-ml-py")
+    # A CPU trial on the embedded agents (CUDA_VISIBLE_DEVICES=""): no NVML, no ctypes at its
+    # start; a GPU trial, or one on a real Mesos agent (unset), finds pynvml imported.
+    assert _imported_with_the_sdk("") == set()
+    assert _imported_with_the_sdk("0") == {"pynvml", "ctypes"}
+    assert "pynvml" in _imported_with_the_sdk(None)
 
 
 def _refuse(readings: object) -> None:

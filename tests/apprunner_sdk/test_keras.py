@@ -159,3 +159,31 @@ def test_the_keras_example_trains_and_reports(monkeypatch: pytest.MonkeyPatch,
     assert lines[-1]["metrics"]["val_accuracy"] == pytest.approx(
         history.history["val_accuracy"][-1])
     assert lines[-1]["metrics"]["val_accuracy"] > 0.5  # it learns (10 classes: chance is 0.1)
+
+
+def test_checkpoints_every_n_epochs_and_a_resumed_try_goes_on_from_the_next_epoch(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Through a shared --checkpoint-dir folder (no service needed): epochs 1 and 3 of four
+    are saved (every 2), the latest kept; a try run again loads those weights and goes on
+    from epoch 4."""
+    keras, _ = require_keras()
+    from apprunner_sdk import checkpoints
+    from apprunner_sdk.keras import CheckpointCallback
+
+    monkeypatch.chdir(tmp_path)
+    shared = tmp_path / "shared"
+    monkeypatch.setenv("DISAUTO_TRIAL_NUMBER", "1")
+    monkeypatch.setenv("DISAUTO_CHECKPOINT_DIR", str(shared))
+    monkeypatch.setenv("DISAUTO_CHECKPOINT_KEEP", "1")
+    model, _ = fit(keras, CheckpointCallback(every=2), epochs=4)
+    [kept] = (shared / "trial-0001").iterdir()
+    assert kept.name == "000002-step-3.ckpt"
+    monkeypatch.setenv("DISAUTO_RESUME_CHECKPOINT",
+                       json.dumps({"trial": 1, "step": 3, "name": kept.name}))
+    checkpoints.forget()
+    fresh = keras.Sequential([keras.Input(shape=(4,)), keras.layers.Dense(2)])
+    assert CheckpointCallback().restore(fresh) == 4
+    for mine, theirs in zip(fresh.get_weights(), model.get_weights(), strict=True):
+        np.testing.assert_array_equal(mine, theirs)
+    with pytest.raises(ValueError, match="every must be an int >= 1, got 0"):
+        CheckpointCallback(every=0)

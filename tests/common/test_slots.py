@@ -9,13 +9,14 @@ from disauto.common import slots
 
 def test_task_data_round_trips() -> None:
     data = slots.task_data("python train.py", {"A": "1", "B": "x y"})
-    assert slots.read_task_data(data) == ("python train.py", {"A": "1", "B": "x y"})
+    task = slots.read_slot_task(data)
+    assert (task.command, task.environment) == ("python train.py", {"A": "1", "B": "x y"})
 
 
 @pytest.mark.parametrize("data", ["", "not base64!", "e30=", "eyJjb21tYW5kIjogIiJ9"])
 def test_bad_task_data_is_one_error(data: str) -> None:
     with pytest.raises(slots.TaskDataError):
-        slots.read_task_data(data)
+        slots.read_slot_task(data)
 
 
 def test_names() -> None:

@@ -182,7 +182,7 @@ class RealMesos(Cluster):
             str(prefix / "sbin" / "mesos-master"), "--ip=127.0.0.1", f"--port={port}",
             "--hostname=127.0.0.1", f"--work_dir={work / 'master'}", "--registry=in_memory",
             "--allocation_interval=200ms"])
-        until(self._master_serves, 60, f"mesos-master did not serve:\n{self.logs()}")
+        until(self._master_serves, 60, lambda: f"mesos-master did not serve:\n{self.logs()}")
         self._agent_ports = [lasting_port() for _ in agents]
         # Each agent keeps its resources across restarts: a Mesos agent whose resources changed
         # refuses to recover its checkpointed state ("Incompatible agent info detected").

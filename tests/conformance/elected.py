@@ -67,7 +67,7 @@ class ElectedCluster(abc.ABC):
                 return None
             return index
         found = until(lambda: (index := serving()) is not None and [index], within,
-                      f"no master leads under {self.zk}:\n{self.logs()}")
+                      lambda: f"no master leads under {self.zk}:\n{self.logs()}")
         return int(found[0])
 
     def state(self) -> dict[str, Any]:
@@ -146,7 +146,11 @@ class ElectedCluster(abc.ABC):
                 process.wait(10)
 
     def logs(self) -> str:
-        parts = []
+        try:
+            parts = ["--- contenders under the ZooKeeper path (the lowest leads): " + ", ".join(
+                f"{c.znode} {c.address}" for c in contenders(self.zk))]
+        except (ValueError, ConnectionError) as error:
+            parts = [f"--- contenders: ZooKeeper did not answer: {error}"]
         for log in sorted(self.work.glob("*.log")):
             lines = log.read_text(errors="replace").splitlines()[-30:]
             parts.append(f"--- {log.name}\n" + "\n".join(lines))

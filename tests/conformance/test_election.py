@@ -66,11 +66,18 @@ def framework_at(cluster: ElectedCluster, job_name: str) -> bool:
         f.get("labels", "")) + f.get("name", "") for f in frameworks)
 
 
+def job_log(job_dir: Path, lines: int = 60) -> str:
+    """The last lines of the job's own log."""
+    log = job_dir / "da-submit.log"
+    return "\n".join(log.read_text(errors="replace").splitlines()[-lines:]) if log.exists() \
+        else "(none)"
+
+
 def in_use_after(cluster: ElectedCluster, job_dir: Path, started: float) -> float:
     """Seconds from ``started`` until the new leader has the job's framework again."""
     until(lambda: framework_at(cluster, job_dir.name), IN_USE_WITHIN,
-          f"the job's framework was not at the new leader within {IN_USE_WITHIN:g}s:\n"
-          f"{cluster.logs()}")
+          lambda: f"the job's framework was not at the new leader within {IN_USE_WITHIN:g}s:"
+          f"\n{cluster.logs()}\n--- da-submit.log\n{job_log(job_dir)}")
     return time.monotonic() - started
 
 

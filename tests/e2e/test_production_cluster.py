@@ -122,15 +122,17 @@ class Cluster:
                 "get_agents"]["agents"]), within, "the cluster never came back whole")
 
 
-def until(predicate: Callable[[], Any], within: float, what: str) -> Any:
-    """Poll ``predicate`` until it is truthy; its value."""
+def until(predicate: Callable[[], Any], within: float,
+          what: str | Callable[[], str]) -> Any:
+    """Poll ``predicate`` until it is truthy; its value. ``what`` says what did not happen:
+    a callable is asked when it did not, so that the logs it shows are those of then."""
     deadline = time.monotonic() + within
     while time.monotonic() < deadline:
         value = predicate()
         if value:
             return value
         time.sleep(0.2)
-    raise AssertionError(what)
+    raise AssertionError(what if isinstance(what, str) else what())
 
 
 @pytest.fixture(scope="module")
@@ -215,7 +217,7 @@ def running(job: Job, count: int, within: float = 60.0) -> list[dict[str, Any]]:
     def ready() -> list[dict[str, Any]]:
         trials = [t for t in trial_rows(job) if t["state"] == "RUNNING"]
         return trials if len(trials) >= count else []
-    return until(ready, within, f"{count} trials never ran at once:\n{job.output}")
+    return until(ready, within, lambda: f"{count} trials never ran at once:\n{job.output}")
 
 
 def trial_rows(job: Job) -> list[dict[str, Any]]:

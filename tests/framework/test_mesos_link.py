@@ -39,13 +39,14 @@ def test_how_long_the_master_has_been_away() -> None:
     link = MesosLink()
     link.subscribed(Driver(), "F-1", "m:5050")
     assert link.away_for() == 0.0 and link.master_away_at == 0.0
-    link.went_away()
+    assert link.went_away()  # the scheduler says so once
     first = link.master_away_at
     time.sleep(0.05)
-    link.went_away()  # a second disconnect does not restart the count
+    assert not link.went_away()  # a second disconnect does not restart the count
     assert link.away_for() >= 0.05 and link.master_away_at == first > 0
     link.resubscribed(Driver(), "")
     assert link.away_for() == 0.0 and link.master_address() == "m:5050"
+    assert link.went_away()  # away again after it came back
 
 
 def test_offers_are_suppressed_once_and_revived_when_something_waits() -> None:

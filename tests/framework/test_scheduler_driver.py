@@ -12,6 +12,8 @@ from typing import Any
 
 import pytest
 
+from disauto.common.zk_masters import parse_zk
+from disauto.common.zk_masters import start_client
 from disauto.framework._mesos_link import MesosLink
 from disauto.framework._scheduler_driver import CALL_TIMEOUT
 from disauto.framework._scheduler_driver import JobSchedulerDriver
@@ -24,9 +26,14 @@ class SilentMaster:
     """Answers each SUBSCRIBE to ``path`` with ``events`` (a SUBSCRIBED, a HEARTBEAT), then
     keeps the connection open and silent; any other request is 404 (``/version``)."""
 
-    def __init__(self, path: bytes, events: list[dict[str, Any]]) -> None:
+    def __init__(self, path: bytes, events: list[dict[str, Any]],
+                 redirect_to: str | None = None) -> None:
         self.path = path
         self.events = events
+        self.redirect_to = redirect_to
+        """While set, each SUBSCRIBE gets a 307 to this ``host:port`` (a master that has not
+        seen the election yet sends the framework to the leader it knew)."""
+        self.redirected = 0
         self.subscribes: list[dict[str, Any]] = []
         self._server = socket.create_server(("127.0.0.1", 0))
         self._open: list[socket.socket] = []
@@ -46,6 +53,12 @@ class SilentMaster:
             head, body = request.split(b"\r\n\r\n", 1)
             if not head.startswith(b"POST " + self.path):
                 conn.sendall(b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n")
+                conn.close()
+                continue
+            if self.redirect_to is not None:
+                self.redirected += 1
+                conn.sendall(b"HTTP/1.1 307 Temporary Redirect\r\nContent-Length: 0\r\n"
+                             b"Location: //%s%s\r\n\r\n" % (self.redirect_to.encode(), self.path))
                 conn.close()
                 continue
             length = int(head.lower().split(b"content-length: ")[1].split(b"\r\n")[0])
@@ -117,3 +130,43 @@ def test_a_call_to_the_master_times_out_in_seconds_not_in_a_day() -> None:
     driver._master, driver.stream_id = "127.0.0.1:5050", "s-1"  # noqa: SLF001 - subscribed
     conn = driver._get_conn()  # noqa: SLF001 - the calls' connection (not connected yet)
     assert conn is not None and conn.timeout == CALL_TIMEOUT == 10.0
+
+
+def test_under_zk_a_redirect_to_a_master_zookeeper_does_not_name_is_not_followed(
+        zookeeper: Any) -> None:
+    """A master that has not seen the election yet redirects the SUBSCRIBE to the leader it
+    knew (frozen: it accepts connections and answers nothing); the driver stays with the master
+    ZooKeeper names, as Mesos' scheduler library does, and subscribes once that one leads."""
+    frozen = socket.create_server(("127.0.0.1", 0))  # never accepted: it answers nothing
+    frozen_address = f"127.0.0.1:{frozen.getsockname()[1]}"
+    master = SilentMaster(b"/api/v1/scheduler", [
+        {"type": "SUBSCRIBED", "subscribed": {"framework_id": {"value": "F-1"},
+                                              "heartbeat_interval_seconds": 15}}],
+        redirect_to=frozen_address)
+    url = zookeeper.url("/driver-redirect")
+    client = start_client(parse_zk(url))
+    host, port = master.address.split(":")
+    client.create("/driver-redirect/json.info_", json.dumps(
+        {"id": "m-2", "hostname": host, "port": int(port),
+         "address": {"ip": host, "port": int(port)}}).encode(), sequence=True, makepath=True)
+    link = MesosLink()
+    driver = JobSchedulerDriver(Scheduler(link), {"user": "u", "name": "n"}, url, link=link,
+                                use_addict=False, implicit_acknowledgements=False)
+    driver.start()
+    try:
+        deadline = time.monotonic() + 30
+        while master.redirected < 3 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert master.redirected >= 3 and driver.redirects_ignored >= 3
+        assert str(driver.master) == master.address  # not the frozen one
+        master.redirect_to = None  # it has learned that it leads
+        while not master.subscribes and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert master.subscribes and str(driver.master) == master.address
+    finally:
+        driver.stop(failover=True)
+        driver.join()
+        master.close()
+        frozen.close()
+        client.stop()
+        client.close()

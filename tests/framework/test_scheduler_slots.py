@@ -86,7 +86,8 @@ def test_trials_run_on_slots_that_are_reused(warm: WarmSetup) -> None:
     assert first["executor"]["command"] == {
         "value": "run-executor", "shell": True, "uris": URIS,
         "environment": {"variables": [{"name": "PYTHONUNBUFFERED", "value": "1"}]}}
-    command, env = slots.read_task_data(first["data"])
+    task = slots.read_slot_task(first["data"])
+    command, env = task.command, task.environment
     assert command == warm.controller.config.launch_cmd and env["DISAUTO_TRIAL_NUMBER"] == "1"
     warm.scheduler.statusUpdate(warm.driver, task_status("trial-0001", "TASK_FINISHED"))
     warm.submit(3)

@@ -51,7 +51,8 @@ def test_a_command_task_becomes_a_task_of_the_slot() -> None:
                              [{"value": "http://f/train.py"}], "job")
     out = as_slot_task(task, executor)
     assert "command" not in out and out["executor"] == executor
-    assert slots.read_task_data(out["data"]) == ("python train.py", {"A": "1"})
+    task = slots.read_slot_task(out["data"])
+    assert (task.command, task.environment) == ("python train.py", {"A": "1"})
     assert executor["command"]["uris"] == [{"value": "http://f/train.py"}]
     assert executor["type"] == "CUSTOM"
 

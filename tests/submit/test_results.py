@@ -97,7 +97,7 @@ def test_written_results(tmp_path: Path) -> None:
         "training_seconds": 3.75, "task_id": "trial-0003", "message": "",
         "usage": {"peak_rss_bytes": None, "mean_rss_bytes": None, "cpu_seconds": None,
                   "mean_gpu_utilization": None, "peak_gpu_memory_bytes": None},
-        "constraints": None, "feasible": True, "tries": []}
+        "constraints": None, "feasible": True, "tries": [], "resumed_from": None}
     assert data["trials"][4]["message"] == "TASK_FAILED: exit 1"
     assert data["trials"][4]["objective"] is None
 

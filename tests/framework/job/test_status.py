@@ -32,6 +32,7 @@ class Telemetry:
     def __init__(self) -> None:
         self.exact: list[tuple[int, TaskUsage]] = []
         self.killed: list[tuple[int, float | None, float | None]] = []
+        self.ended: list[int] = []
 
     def memory_note(self, trial: int) -> str:
         return f"measured peak 612 MB of trial {trial}"
@@ -45,6 +46,9 @@ class Telemetry:
     def record_memory_kill(self, trial: int, used_bytes: float | None,
                            limit_bytes: float | None) -> None:
         self.killed.append((trial, used_bytes, limit_bytes))
+
+    def trial_ended(self, trial: int) -> None:
+        self.ended.append(trial)
 
 
 class Statuses:
@@ -98,6 +102,7 @@ def test_a_trial_killed_for_its_memory_says_what_was_measured(statuses: Statuses
                        "320M; measured peak 612 MB of trial 1; stderr: Traceback: boom")
     assert [(n, u.cpu_seconds) for n, u in statuses.telemetry.exact] == [(1, 1.5)]
     assert statuses.telemetry.killed == [(1, None, None)]
+    assert statuses.telemetry.ended == [1]  # telemetry may let its summary go in time
 
 
 def test_appcore_is_relaunched_until_it_failed_past_its_restarts(tmp_path: Path) -> None:

@@ -8,6 +8,7 @@ from collections.abc import Iterator
 import contextlib
 from http.server import BaseHTTPRequestHandler
 from http.server import ThreadingHTTPServer
+from pathlib import Path
 import socket
 import sys
 import threading
@@ -17,8 +18,12 @@ import pytest
 
 from disauto.common import telemetry
 from disauto.common.telemetry import Sample
+from disauto.framework._job.book import TrialBook
+from disauto.framework._store import JobStore
+from disauto.framework._telemetry import monitor
 from disauto.framework._telemetry.monitor import StatisticsCollector
 from disauto.framework._telemetry.monitor import TaskPlace
+from disauto.framework._telemetry.monitor import TelemetryLoop
 from disauto.framework._telemetry.processors import CpuUtilization
 from tests.localmesos.cluster_support import RawFramework
 from tests.localmesos.cluster_support import command_task
@@ -136,3 +141,32 @@ def test_unreachable_and_garbage_agents_are_skipped_and_the_others_read() -> Non
     assert {s.node for s in samples} == {agent_id}
     assert {s.trial for s in samples} == {1, None}
     assert _named(samples, telemetry.MEM_RSS) and _named(samples, telemetry.CPU_UTILIZATION)
+
+
+def test_the_loop_holds_its_live_trials_and_the_last_ended_not_every_finished_one(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(monitor, "ENDED_KEPT", 50)
+    store = JobStore(tmp_path / "job.db")
+    book = TrialBook(store)
+    book.add([(n, {"lr": 0.1}, 0) for n in range(1, 302)])
+    loop = TelemetryLoop([], book)
+    mb = 1 << 20
+    try:
+        loop.record_samples([Sample(telemetry.MEM_RSS, "agent-1", 0.0, 7 * mb, trial=1)])
+        for n in range(2, 302):  # trial 1 runs on; 300 trials end one after the other
+            loop.record_samples([Sample(telemetry.MEM_RSS, "agent-1", float(n), n * mb,
+                                        trial=n)])
+            loop.trial_ended(n)
+            assert loop.held <= 1 + 50
+        assert loop.held == 1 + 50
+        # What went is in the record; the live trial and the last ended ones are still held.
+        assert [book.require(n).usage.peak_rss_bytes for n in (1, 2, 301)] == \
+            [7 * mb, 2 * mb, 301 * mb]
+        assert loop.memory_note(301) == "measured peak 301 MB"
+        assert loop.memory_note(1) == "measured peak 7 MB"
+        assert loop.memory_note(2) == ""
+        # A trial launched again after its summary went starts a new one.
+        loop.record_samples([Sample(telemetry.MEM_RSS, "agent-1", 400.0, 3 * mb, trial=2)])
+        assert loop.memory_note(2) == "measured peak 3 MB"
+    finally:
+        store.close()

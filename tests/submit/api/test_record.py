@@ -68,6 +68,24 @@ def test_intermediate_values_are_the_last_trys_and_each_try_keeps_its_own(
         0: pytest.approx(PARETO_POINTS[1][0] - 0.1)}
 
 
+def test_a_try_that_resumed_from_a_checkpoint_continues_the_curve_it_resumed(
+        made: ParetoRecorded) -> None:
+    # Trial 10's first try reports steps 0-2 and fails; its second resumes from step 1's
+    # checkpoint and reports step 2 again: the curve is the first try's up to 1, then its own.
+    for step, value in enumerate((0.2, 0.3, 0.35)):
+        made.report(10, {"accuracy": value}, step=step)
+    made.status(10, 0, "TASK_FAILED", message="exited with status 3")
+    made.store.update_trial(10, resumed_from={"trial": 10, "step": 1,
+                                              "name": "000002-step-1.ckpt"})
+    made.run(10, 1)
+    made.report(10, {"accuracy": 0.5}, step=2)
+    trial = load_job("job-pareto-1").trial(10)
+    assert (trial.resumed_from_step, trial.intermediate_values) == (1, {0: 0.2, 1: 0.3, 2: 0.5})
+    [first] = trial.tries
+    assert (first.resumed_from_step, first.intermediate_values) == (None, {0: 0.2, 1: 0.3,
+                                                                           2: 0.35})
+
+
 def test_to_dataframe_has_a_row_per_trial(made: ParetoRecorded) -> None:
     record = load_job("job-pareto-1")
     frame = record.to_dataframe()

@@ -29,7 +29,8 @@ SCHEMA_KEYS = {"schema", "job_id", "app_name", "state", "outcome", "message", "e
                "started_at", "ended_at", "duration_seconds", "best", "usage", "trials",
                "objectives", "directions", "pareto_front", "infeasible_trials", "trial_retries"}
 TRIAL_KEYS = {"number", "state", "objective", "assignment", "metrics", "training_seconds",
-              "task_id", "message", "usage", "constraints", "feasible", "tries"}
+              "task_id", "message", "usage", "constraints", "feasible", "tries",
+              "resumed_from"}
 
 
 def shape(document: dict[str, Any]) -> tuple[set[str], set[str], set[str]]:

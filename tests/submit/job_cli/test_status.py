@@ -116,6 +116,18 @@ def test_a_retried_trial_shows_each_earlier_try(da_job: DaJob, home: Path) -> No
                                            (9, "FAILED", "trial-0009.1", ["trial-0009"])]
 
 
+def test_a_retried_trial_that_resumed_from_a_checkpoint_says_from_which_step(
+        da_job: DaJob, home: Path) -> None:
+    made = ParetoRecorded(home / "jobs" / "job-p", state=meta.ENDED)
+    point = {"trial": 8, "step": 7, "name": "000007-step-7.ckpt"}
+    made.store.update_trial(8, resumed_from=point)
+    said = " ".join(da_job("status", "job-p")[1].split())
+    assert "retried: trial-0008 COMPLETED on try 2 (resumed from step 7); try 1 (trial-0008) " \
+        "failed: TASK_FAILED: exited with status 1" in said
+    shown = json.loads(da_job("status", "job-p", "--json")[1])
+    assert [r["resumed_from"] for r in shown["retried"]] == [point, None]
+
+
 def test_a_job_of_several_objectives_lists_its_front_not_a_best(da_job: DaJob,
                                                                 home: Path) -> None:
     ParetoRecorded(home / "jobs" / "job-p", state=meta.ENDED)
