@@ -15,10 +15,10 @@ from typing import IO
 import webbrowser
 
 from disauto.common import paths
-from disauto.framework.webui.server import JobPageServer
-from disauto.framework.webui.sources import JobSource
-from disauto.framework.webui.sources import RecordedJob
-from disauto.framework.webui.views import compute_importance_in_worker
+from disauto.framework.webui import JobPageServer
+from disauto.framework.webui import JobSource
+from disauto.framework.webui import RecordedJob
+from disauto.framework.webui import compute_importance_in_worker
 from disauto.submit.fit import columns
 from disauto.submit.fit import short_path
 from disauto.submit.jobs import load

@@ -23,7 +23,7 @@ A trial that ends otherwise (its script completed, failed, or another rule stopp
 replaced by a fresh draw from the prior, so the population keeps its size until the trial
 budget (``--max-trials``: every trial counts, the exploits' too) is spent; then no trial is
 replaced and those in flight run to their end. The new trial resumes from a copy of the
-parent's checkpoint (the framework copies it: ``framework/checkpoints.py``); the record keeps its
+parent's checkpoint (the framework copies it: ``framework/_checkpoints.py``); the record keeps its
 lineage (``parent``, the step it resumed from, the parent's assignment).
 
 Determinism: a fresh draw depends on ``(seed, n)`` only; an exploit's parent on

@@ -41,14 +41,14 @@ from disauto.common.space import CategoricalParam
 from disauto.common.space import IntParam
 from disauto.common.space import space_from_proto
 from disauto.common.trial_state import TrialState
-from disauto.framework import meta
-from disauto.framework.job import sorted_trials
-from disauto.framework.job.progress import job_pace
-from disauto.framework.lineage import explored
-from disauto.framework.meta import JobMeta
-from disauto.framework.spec import JobConfig
-from disauto.framework.store import JobStore
-from disauto.framework.store import TrialRow
+from disauto.framework import _meta as meta
+from disauto.framework._job import sorted_trials
+from disauto.framework._job.progress import job_pace
+from disauto.framework._lineage import explored
+from disauto.framework._meta import JobMeta
+from disauto.framework._spec import JobConfig
+from disauto.framework._store import JobStore
+from disauto.framework._store import TrialRow
 from disauto.framework.webui.importance import ImportanceCache
 from disauto.framework.webui.importance import importances
 from disauto.framework.webui.importance_worker import ImportanceWorker
@@ -259,7 +259,7 @@ LINEAGE_MOST = 500
 
 def lineage_view(trials: Sequence[TrialRow]) -> dict[str, Any] | None:
     """Which trial descends from which (Population Based Training: a trial started from
-    another's checkpoint, ``framework/lineage.py``): each descent ``{"trial", "parent",
+    another's checkpoint, ``framework/_lineage.py``): each descent ``{"trial", "parent",
     "from_step", "explored"}`` (the last :data:`LINEAGE_MOST`), and every trial they name with
     its state and objective; None when no trial descends from another."""
     edges = [{"trial": t.number, "parent": int(t.lineage["parent"]),

@@ -57,19 +57,10 @@ class Sandboxing(Protocol):
 class Reporting(Protocol):
     """What the ``reports`` part offers: status updates of tasks."""
 
-    def emit(
-        self,
-        task: AgentTask,
-        state: str,
-        *,
-        source: str = "SOURCE_EXECUTOR",
-        message: str | None = None,
-        reason: str | None = None,
-        pid: int | None = None,
-        healthy: bool | None = None,
-        only_live: bool = False,
-        limitation: dict[str, Any] | None = None,
-    ) -> None: ...
+    def emit(self, task: AgentTask, state: str, *, source: str = "SOURCE_EXECUTOR",
+             message: str | None = None, reason: str | None = None, pid: int | None = None,
+             healthy: bool | None = None, only_live: bool = False,
+             limitation: dict[str, Any] | None = None) -> None: ...
 
     def bare_status(
         self,

@@ -16,13 +16,13 @@ import pytest
 
 from disauto.appcore.framework_client import FrameworkClient
 from disauto.common import task_env
-from disauto.framework.checkpoints import JobCheckpoints
-from disauto.framework.checkpoints import checkpoint_env
-from disauto.framework.checkpoints import running_try
-from disauto.framework.job import JobController
-from disauto.framework.job.book import TrialBook
-from disauto.framework.service import make_server
-from disauto.framework.store import JobStore
+from disauto.framework._checkpoints import JobCheckpoints
+from disauto.framework._checkpoints import checkpoint_env
+from disauto.framework._checkpoints import running_try
+from disauto.framework._job import JobController
+from disauto.framework._job.book import TrialBook
+from disauto.framework._service import make_server
+from disauto.framework._store import JobStore
 from disauto.submit.results import trial_dict
 from disauto.testing.inprocess import JOB_TOKEN
 from disauto.testing.inprocess import job_config

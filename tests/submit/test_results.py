@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 
 from disauto.common.objectives import Objectives
-from disauto.framework.job import Progress
-from disauto.framework.job import sorted_trials
-from disauto.framework.job.pace import Pace
-from disauto.framework.meta import JobMeta
-from disauto.framework.store import TrialRow
+from disauto.framework._job import Progress
+from disauto.framework._job import sorted_trials
+from disauto.framework._job.pace import Pace
+from disauto.framework._meta import JobMeta
+from disauto.framework._store import TrialRow
 from disauto.protos import framework_pb2
 from disauto.submit import fit
 from disauto.submit import results

@@ -130,7 +130,7 @@ function frontText(front) {
     + front.first.map((n) => "#" + n).join(", ") + more + ")";
 }
 
-// The rate and, while the job runs, the ETA of its budget (job.pace, framework/job/pace.py):
+// The rate and, while the job runs, the ETA of its budget (job.pace, framework/_job/pace.py):
 // "—" until a trial has ended (the rate) or has a measured time (the ETA).
 function paceFacts(job) {
   const pace = job.pace || {};

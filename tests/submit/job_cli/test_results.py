@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from disauto.common.trial_state import TrialState
-from disauto.framework import meta
+from disauto.framework import _meta as meta
 from disauto.submit import results
 from disauto.submit.jobs import find
 from tests.framework.webui.records import INFEASIBLE
