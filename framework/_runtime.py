@@ -32,6 +32,7 @@ from disauto.framework._store import DiskFullError
 from disauto.framework.webui import report
 from disauto.framework.webui.views import compute_importance_in_worker
 from disauto.framework.webui.views import read_record
+from disauto.framework.webui.views import stop_importance_worker
 from disauto.protos import framework_pb2
 
 
@@ -86,6 +87,7 @@ class JobRunner:
         self._recorded_agents: dict[str, str] = {}
         self._driver: JobSchedulerDriver | None = None
         self._stopped = False
+        self._importance_worker = False  # this job asked for the page's importance worker
 
     # -- starting ------------------------------------------------------------------------------
 
@@ -116,6 +118,7 @@ class JobRunner:
             return
         self._parts.logs.start()
         compute_importance_in_worker()  # it imports Optuna's evaluators while the job runs
+        self._importance_worker = True
         self._telemetry.start()
         if self._parts.peers is not None:
             self._parts.peers.start()
@@ -418,6 +421,9 @@ class JobRunner:
     def _shutdown_services(self) -> None:
         self._keep(self._telemetry.stop)  # it records the last figures
         self._listeners.stop()
+        if self._importance_worker:
+            self._importance_worker = False
+            stop_importance_worker()
 
     def _collect_best_output(self) -> None:
         """Copy the best trial's output to ``DST/NAME`` (``--output DST#NAME``)."""

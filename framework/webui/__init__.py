@@ -19,8 +19,10 @@ if TYPE_CHECKING:
     from disauto.framework.webui.sources import JobSource
     from disauto.framework.webui.sources import RecordedJob
     from disauto.framework.webui.views import compute_importance_in_worker
+    from disauto.framework.webui.views import stop_importance_worker
 
-__all__ = ["JobPageServer", "JobSource", "RecordedJob", "compute_importance_in_worker"]
+__all__ = ["JobPageServer", "JobSource", "RecordedJob", "compute_importance_in_worker",
+           "stop_importance_worker"]
 
 # Loaded on first use: the framework's parts that import one of the page's modules do not
 # load the server and everything behind it.
@@ -29,4 +31,5 @@ __getattr__, __dir__ = lazy_attributes(__name__, {
     "JobSource": f"{__name__}.sources:JobSource",
     "RecordedJob": f"{__name__}.sources:RecordedJob",
     "compute_importance_in_worker": f"{__name__}.views:compute_importance_in_worker",
+    "stop_importance_worker": f"{__name__}.views:stop_importance_worker",
 })

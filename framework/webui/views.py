@@ -340,26 +340,33 @@ def pareto_view(record: Record) -> dict[str, Any] | None:
 
 _IMPORTANCE = ImportanceCache()
 _WORKER: ImportanceWorker | None = None
+_WORKER_USERS = 0
+"""The jobs and servers of this process that asked for the worker and have not stopped."""
 
 
 def compute_importance_in_worker() -> None:
     """Have this process's pages and reports compute parameter importance in a worker process
-    (``importance_worker.py``, started when first needed): the framework calls it when its
-    job starts."""
-    global _WORKER
+    (``importance_worker.py``, started when first needed): a job's framework calls it when
+    the job starts, ``da-job ui`` when it serves; each calls :func:`stop_importance_worker`
+    when it ends."""
+    global _WORKER, _WORKER_USERS
+    _WORKER_USERS += 1
     if _WORKER is None:
         _WORKER = ImportanceWorker()
         _IMPORTANCE.use(_WORKER.compute)
 
 
-def compute_importance_here() -> None:
-    """End the worker of :func:`compute_importance_in_worker`, if any: parameter importance is
-    computed in this process again (a test's server, after it)."""
-    global _WORKER
-    if _WORKER is not None:
+def stop_importance_worker() -> None:
+    """One user of :func:`compute_importance_in_worker` is done; once none is left (jobs of a
+    notebook run side by side in one process), the worker ends and parameter importance is
+    computed in this process again."""
+    global _WORKER, _WORKER_USERS
+    _WORKER_USERS = max(0, _WORKER_USERS - 1)
+    if _WORKER is not None and _WORKER_USERS == 0:
         _WORKER.stop()
         _WORKER = None
         _IMPORTANCE.use(importances)
+
 
 MAX_IMPORTANCE_TRIALS = 1000
 """Parameter importance is computed over at most this many trials (an even sample by number
