@@ -8,7 +8,7 @@ PROTO_STAMP := protos/.generated
 PACKAGES := appcore apprunner_sdk common executor framework localmesos protos submit bench
 
 .PHONY: all venv protos bytecode lint test test-fast test-long test-mesos demo bench clean bench-suggest bench-quality bench-early-stopping
-.PHONY: bench-paper bench-paper-full bench-scale bench-scale-short bench-default-path
+.PHONY: bench-paper bench-paper-full bench-scale bench-scale-short bench-default-path bench-pbt
 .PHONY: bench-quick
 
 all: test
@@ -103,6 +103,10 @@ bench-quality: venv
 
 bench-early-stopping: venv
 	$(PY) -m bench.early_stopping
+
+# Population Based Training against random search, the same trial-steps, 5 seeds (a second).
+bench-pbt: venv
+	$(PY) -m bench.pbt --seeds 5
 
 # Issue 36 (docs/benchmarks.md, The default path): make demo's search with a task per trial
 # and with the default (warm slots, --slot-preload auto), interleaved; about 3 minutes on 2 cores.

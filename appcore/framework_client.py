@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from collections.abc import Iterator
+from collections.abc import Mapping
 from collections.abc import Sequence
 import logging
 import time
@@ -75,11 +76,14 @@ class FrameworkClient:
         )
 
     def submit_many(
-        self, trials: Sequence[tuple[int, Assignment]], priority: int
+        self, trials: Sequence[tuple[int, Assignment]], priority: int,
+        parents: Mapping[int, int] | None = None,
     ) -> list[common_pb2.Trial]:
-        """Submit several trials in one call (one transaction: all are recorded or none)."""
+        """Submit several trials in one call (one transaction: all are recorded or none); a
+        trial in ``parents`` starts from that trial's latest checkpoint (PBT's exploit)."""
+        parents = parents or {}
         request = framework_pb2.SubmitTrialsRequest(
-            trials=[_submit_request(number, assignment, priority)
+            trials=[_submit_request(number, assignment, priority, parents.get(number, 0))
                     for number, assignment in trials])
         return list(self._retrying(self._stub.SubmitTrials, request).trials)
 
@@ -127,9 +131,9 @@ class FrameworkClient:
 
 
 def _submit_request(
-    number: int, assignment: Assignment, priority: int
+    number: int, assignment: Assignment, priority: int, parent: int = 0
 ) -> framework_pb2.SubmitTrialRequest:
-    request = framework_pb2.SubmitTrialRequest(number=number, priority=priority)
+    request = framework_pb2.SubmitTrialRequest(number=number, priority=priority, parent=parent)
     for name, value in assignment_to_proto(assignment).items():
         request.assignment[name].CopyFrom(value)
     return request

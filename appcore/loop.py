@@ -182,7 +182,7 @@ class TrialLoop:
         objectives = objectives or Objectives(("objective",), ("maximize",))
         return [TrialRecord(trial.number, assignment_from_proto(trial.assignment),
                             _told_value(trial, state, objectives), state,
-                            tuple(trial.constraints))
+                            tuple(trial.constraints), trial.parent or None)
                 for trial, state in _replayed(history)]
 
     @staticmethod
@@ -272,7 +272,8 @@ class TrialLoop:
             batch.append((number, suggestion))
         if batch:
             try:
-                self._framework.submit_many(batch, priority=self.priority.priority)
+                self._framework.submit_many(batch, priority=self.priority.priority,
+                                            parents=self._parents(batch))
             except grpc.RpcError as err:
                 if err.code() == grpc.StatusCode.FAILED_PRECONDITION:
                     # The budget was lowered (its spec event follows) or the job ended (the
@@ -288,6 +289,11 @@ class TrialLoop:
             self._in_flight.update(number for number, _ in batch)
         if self._exhausted:
             self._check_end()
+
+    def _parents(self, batch: Sequence[tuple[int, Assignment]]) -> dict[int, int]:
+        """The trials of ``batch`` that start from another trial's checkpoint, and which."""
+        parents = {number: self._algorithm.parent_of(number) for number, _ in batch}
+        return {number: parent for number, parent in parents.items() if parent}
 
     def _count_terminal(self, trial: common_pb2.Trial) -> None:
         if trial.state == common_pb2.COMPLETED:
@@ -400,16 +406,25 @@ class TrialLoop:
             if report.final and trial.HasField("objective") and self._reaches_target(trial):
                 self._finish(framework_pb2.TARGET_REACHED,
                              f"trial {number} reached {self._target_text(trial)}")
-            prune = (not report.final and step is not None and objective in metrics
-                     and not self.finished
-                     and self._pruner.report(number, step, metrics[objective]))
-            if not prune:
+            intermediate = (not report.final and step is not None and objective in metrics
+                            and not self.finished)
+            prune = intermediate and self._pruner.report(number, step, metrics[objective])
+            replace = intermediate and not prune and self._algorithm.intermediate(
+                number, step, metrics[objective], may_replace=self._may_add_trial())
+            if not (prune or replace):
                 return self.finished
-            message = (f"stopped early by {self._pruner.describe()} at step {step} "
+            message = (f"replaced at step {step} ({objective}={metrics[objective]:g}): in the "
+                       "bottom of the population, a new trial continues a better trial's "
+                       "checkpoint" if replace else
+                       f"stopped early by {self._pruner.describe()} at step {step} "
                        f"({objective}={metrics[objective]:g})")
         logger.info("trial %d: %s", number, message)
         self._framework.prune(number, message)
         return True
+
+    def _may_add_trial(self) -> bool:
+        """Whether the budget allows one more trial than those submitted and held."""
+        return self._counts.submitted + len(self._held) < self._spec.max_trials
 
     def _reaches_target(self, trial: common_pb2.Trial) -> bool:
         """Whether a feasible trial's result reaches the target (every objective's)."""

@@ -3,8 +3,8 @@ offer policy (issue 19); :mod:`bench.deadline` runs it (``python -m bench.deadli
 :mod:`bench.deadline_real` puts real jobs beside it.
 
 A no-overhead simulation that drives the *real* policy objects (``framework.policies``: their
-``plan`` on :class:`~framework.offers.OfferView` offers, the deadline policy's ``observe`` with
-the same :func:`~framework.job.progress.job_progress` the scheduler builds, Algorithm 1 of
+``plan`` on :class:`~framework._offers.OfferView` offers, the deadline policy's ``observe`` with
+the same :func:`~framework._job.progress.job_progress` the scheduler builds, Algorithm 1 of
 ``appcore.priority`` for the dynamic policies' trial priorities) against a model of the Mesos
 master:
 
@@ -48,14 +48,14 @@ import statistics
 from disauto.appcore.priority import ConvergencePriority
 from disauto.common.resources import Resources
 from disauto.common.trial_state import TrialState
-from disauto.framework.job.progress import job_progress
-from disauto.framework.offers import OfferView
 from disauto.framework.policies import LaunchRequest
 from disauto.framework.policies import OfferPolicy
+from disauto.framework.policies import OfferView
 from disauto.framework.policies import create_policy
-from disauto.framework.spec import JobConfig
-from disauto.framework.spec import TaskResources
-from disauto.framework.store import TrialRow
+from disauto.framework.record import JobConfig
+from disauto.framework.record import TaskResources
+from disauto.framework.record import TrialRow
+from disauto.framework.record import job_progress
 from disauto.protos import common_pb2
 
 

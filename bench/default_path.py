@@ -30,7 +30,7 @@ import sys
 import tempfile
 import time
 
-from disauto.framework.store import JobStore
+from disauto.framework.record import JobStore
 from disauto.submit.startup_hint import startup_and_run
 
 

@@ -23,13 +23,13 @@ import statistics
 import time
 from typing import Any
 
-from disauto.framework.offers import OfferView
 from disauto.framework.policies import POLICIES
 from disauto.framework.policies import JobProgress
 from disauto.framework.policies import LaunchRequest
+from disauto.framework.policies import OfferView
 from disauto.framework.policies import Standing
 from disauto.framework.policies import create_policy
-from disauto.framework.spec import TaskResources
+from disauto.framework.record import TaskResources
 
 
 RUNNER = TaskResources(cpus=1.0, mem_mb=512.0)

@@ -38,8 +38,8 @@ from disauto import submit
 import disauto.submit.api
 imported = time.perf_counter() - started
 from disauto.common import paths
-from disauto.framework import meta
-from disauto.framework.store import peek_meta
+from disauto.framework.record import meta
+from disauto.framework.record import peek_meta
 
 seen = {}
 done = threading.Event()

@@ -2,7 +2,7 @@
 
 Run with ``python -m bench.suggest_latency`` (``make bench-suggest``). For each algorithm and
 each history size (10, 100, 1000 finished trials) it builds, in this process, the real framework
-side of a job (:class:`~framework.job.JobController`, SQLite :class:`JobStore`, the framework's
+side of a job (:class:`~framework._job.JobController`, SQLite :class:`JobStore`, the framework's
 gRPC server on loopback) whose store already holds that many COMPLETED trials, and starts a real
 AppCore for it: ``python -m disauto.appcore`` in its own process with the environment the framework
 gives its task (``--appcore thread`` runs the same code on a thread of this process instead, the

@@ -7,7 +7,7 @@ with one child, as an AppRunner task's shell and script), then:
 
 * **agent side**: builds the endpoint's answer (:class:`localmesos.monitor.ResourceMonitor`:
   one pass over ``/proc``, the sessions' figures) and encodes it as JSON, ``--polls`` times;
-* **poller side**: the framework's :class:`framework.telemetry.monitor.StatisticsCollector`
+* **poller side**: the framework's :class:`framework._telemetry.monitor.StatisticsCollector`
   polls a real HTTP server (a thread of this process) that serves that answer, ``--polls``
   times, mapping every executor to a trial.
 
@@ -30,8 +30,8 @@ import threading
 import time
 from typing import Any
 
-from disauto.framework.telemetry.monitor import StatisticsCollector
-from disauto.framework.telemetry.monitor import TaskPlace
+from disauto.framework.run import StatisticsCollector
+from disauto.framework.run import TaskPlace
 from disauto.localmesos.containerizer.monitor import ExecutorEntry
 from disauto.localmesos.containerizer.monitor import ResourceMonitor
 

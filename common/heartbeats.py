@@ -10,7 +10,7 @@ subscribe again: a master or agent that is frozen (``kill -STOP``), or cut off w
 connection being closed, sends nothing and breaks nothing. pymesos 0.3.15 only calls its
 heartbeat hook.
 
-The framework (``framework/mesos_link.py``) and a warm slot's executor (``executor/driver.py``)
+The framework (``framework/_mesos_link.py``) and a warm slot's executor (``executor/driver.py``)
 each keep a :class:`HeartbeatWatch` and, once it is :meth:`~HeartbeatWatch.overdue`, hand their
 pymesos driver the master's address as a :class:`SameAddress`: pymesos' I/O loop closes the
 stream and subscribes again when it is told a master address that differs from the one it holds

@@ -46,7 +46,7 @@ def is_feasible(constraints: Sequence[float] | None) -> bool:
 
 class RecordedTrial(Protocol):
     """What a trial of the record must offer for its objectives to be read
-    (``framework.store.TrialRow`` does)."""
+    (``framework._store.TrialRow`` does)."""
 
     @property
     def number(self) -> int: ...

@@ -11,7 +11,7 @@ from pathlib import Path
 
 
 JOB_DB = "job.db"
-"""The job's SQLite record (:mod:`framework.store`)."""
+"""The job's SQLite record (:mod:`framework._store`)."""
 LOG = "da-submit.log"
 """The log of the process that ran the job."""
 RESULTS_JSON = "results.json"
@@ -19,7 +19,7 @@ RESULTS_CSV = "results.csv"
 REPORT = "report.html"
 """The job page as one self-contained file, written when the job ends (:mod:`framework.webui`)."""
 TASK_LOGS = "logs"
-"""Each task's stdout and stderr, copied while it runs (:mod:`framework.log_collector`)."""
+"""Each task's stdout and stderr, copied while it runs (:mod:`framework._log_collector`)."""
 CLUSTER = "cluster"
 """The embedded cluster's sandboxes, for ``--master local``."""
 TOKEN = "job.token"

@@ -135,7 +135,7 @@ def lazy_attributes(package: str, homes: Mapping[str, str]
     Example (a package's ``__init__``)::
 
         __getattr__, __dir__ = lazy_attributes(__name__, {
-            "JobController": "disauto.framework.job.controller:JobController"})
+            "JobController": "disauto.framework._job.controller:JobController"})
     """
 
     def __getattr__(name: str) -> Any:

@@ -156,7 +156,7 @@ class SlotTask:
 
 @dataclass(frozen=True)
 class Warmup:
-    """A warm-up task (``framework/slots.py`` warm_up_task): the slot starts what its trials
+    """A warm-up task (``framework/_slots.py`` warm_up_task): the slot starts what its trials
     will share -- its container, sized for trials of ``cpus`` and ``mem_mb``, and its
     pre-imported interpreter -- before the first trial is sent, and the task then ends
     TASK_FINISHED (TASK_FAILED with the reason when the slot cannot be prepared)."""

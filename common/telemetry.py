@@ -3,7 +3,7 @@
 A **sample** is one figure of one data name, measured on one node (a Mesos agent id) at one
 time, and belonging to one trial when it measures a trial's task (``trial`` is ``None`` for a
 figure of the whole node). Collectors produce samples; processors derive samples from samples;
-the job store keeps them (``framework/store.py``: table ``telemetry``) and the data service
+the job store keeps them (``framework/_store.py``: table ``telemetry``) and the data service
 serves them by name, node and trial. A trial's *usage* is the summary kept with the trial
 itself (its columns in the job store, ``results.json``/``.csv``, ``da-job status``).
 
@@ -62,7 +62,7 @@ class TrialUsage:
     peak_gpu_memory_bytes: float | None = None
 
     def as_columns(self) -> dict[str, float | None]:
-        """The job store's trial columns of this usage (``framework/store.py``)."""
+        """The job store's trial columns of this usage (``framework/_store.py``)."""
         return {name: getattr(self, name) for name in USAGE_COLUMNS}
 
 

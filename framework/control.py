@@ -1,18 +1,18 @@
 """The control channel: what another process asks of a running job, and the job's answers.
 
-One table of the job's record carries both (``control``, ``framework/store.py``). Whoever asks
+One table of the job's record carries both (``control``, ``framework/_store.py``). Whoever asks
 — ``da-job kill`` and ``da-job update``, the job page's kills (the framework's own page and the
 one ``da-job ui`` serves from the record) — writes a typed request with :meth:`ControlChannel.ask`
 and, if it wants the outcome, waits for the typed answer in the same row
 (:meth:`ControlChannel.wait`). The framework's run loop is the one reader: each round it takes
 the requests not answered yet (:meth:`ControlChannel.unanswered`), has each carried out
-(``framework/job/desk.py``) and writes its answer (:meth:`ControlChannel.answer`). A request
+(``framework/_job/desk.py``) and writes its answer (:meth:`ControlChannel.answer`). A request
 this version cannot read — a kind it does not know, a garbled body — is answered with one line
 saying so, never acted on.
 
 The channel replaces the meta keys ``control``, ``kill_trials`` and ``update_request`` /
 ``update_result`` of earlier versions: a record that holds them stays readable, and nothing acts
-on them (``framework/meta.py`` keeps their names). A new request is a dataclass here (its
+on them (``framework/_meta.py`` keeps their names). A new request is a dataclass here (its
 ``kind`` and ``from_body``), in :data:`REQUESTS`, and a case in the desk.
 """
 
@@ -27,7 +27,7 @@ import time
 from typing import Any
 from typing import ClassVar
 
-from disauto.framework.store import JobStore
+from disauto.framework._store import JobStore
 
 
 KILLED_FROM_PAGE = "killed from the job page"

@@ -29,16 +29,15 @@ from disauto.common.trial_state import TrialState
 from disauto.common.zk_masters import ZooKeeperError
 from disauto.common.zk_masters import is_zk
 from disauto.common.zk_masters import resolve_master
-from disauto.framework import meta as meta_keys
 from disauto.framework.control import Answer
-from disauto.framework.control import ControlChannel
 from disauto.framework.control import Request
-from disauto.framework.job import sorted_trials
-from disauto.framework.meta import JobMeta
-from disauto.framework.spec import JobConfig
-from disauto.framework.store import JobStore
-from disauto.framework.store import StoreError
-from disauto.framework.store import TrialRow
+from disauto.framework.record import JobConfig
+from disauto.framework.record import JobMeta
+from disauto.framework.record import JobRecord
+from disauto.framework.record import StoreError
+from disauto.framework.record import TrialRow
+from disauto.framework.record import meta as meta_keys
+from disauto.framework.record import sorted_trials
 from disauto.protos import common_pb2
 
 
@@ -143,17 +142,17 @@ def load(folder: Path) -> Job:
     if not db.is_file():
         raise JobLookupError(f"{folder} holds no job record ({paths.JOB_DB})")
     try:
-        store = JobStore(db)
+        record = JobRecord.open(db)
     except StoreError as err:
         raise UnreadableRecordError(folder.name, folder, _cause(err)) from None
     try:
-        meta = store.meta()
-        trials = store.trials()
-        runs = store.appcore_runs()
+        meta = record.meta()
+        trials = record.trials()
+        runs = record.appcore_runs()
     except (sqlite3.DatabaseError, ValueError, KeyError) as err:  # a page of it is garbage
         raise UnreadableRecordError(folder.name, folder, _cause(err)) from None
     finally:
-        store.close()
+        record.close()
     if not meta.has(meta_keys.CONFIG):
         raise JobLookupError(f"{folder} holds no job record (no configuration recorded)")
     return Job(meta[meta_keys.JOB_ID] or folder.name, folder, meta, trials,
@@ -217,13 +216,10 @@ def ask(job: Job, request: Request, wait: float) -> Answer:
     Raises:
         NoAnswerError: the job stopped running first, or did not answer in time.
     """
-    store = JobStore(job.folder / paths.JOB_DB)
-    try:
-        channel = ControlChannel(store)
+    with JobRecord.in_folder(job.folder) as record:
+        channel = record.control()
         return channel.wait(channel.ask(request), wait,
                             running=lambda: find(job.job_id).state == "running")
-    finally:
-        store.close()
 
 
 class MasterQueryError(ConnectionError):

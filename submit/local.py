@@ -12,10 +12,10 @@ import stat
 import sys
 
 from disauto.common import paths
-from disauto.framework.slots import EXECUTOR_CPUS
-from disauto.framework.slots import EXECUTOR_MEM_MB
-from disauto.framework.slots import carved
-from disauto.framework.spec import JobConfig
+from disauto.framework.record import JobConfig
+from disauto.framework.run import EXECUTOR_CPUS
+from disauto.framework.run import EXECUTOR_MEM_MB
+from disauto.framework.run import carved
 from disauto.localmesos.agent.config import default_mem_mb
 from disauto.localmesos.cluster import ClusterConfig
 from disauto.localmesos.cluster import LocalCluster

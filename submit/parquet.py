@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from disauto.common.objectives import Objectives
-from disauto.framework.store import TrialRow
+from disauto.framework.record import TrialRow
 from disauto.submit import results
 
 

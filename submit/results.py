@@ -25,18 +25,19 @@ from disauto.common.messages import cause
 from disauto.common.objectives import Objectives
 from disauto.common.objectives import is_feasible
 from disauto.common.trial_state import TrialState
-from disauto.framework import meta
-from disauto.framework.job import Progress
-from disauto.framework.job import sorted_trials
-from disauto.framework.job.memory_kill import KILLED_NEED
-from disauto.framework.job.memory_kill import MEMORY_LIMITATION
-from disauto.framework.job.memory_kill import killed_need_bytes
-from disauto.framework.job.pace import Pace
-from disauto.framework.meta import JobMeta
-from disauto.framework.spec import JobConfig
-from disauto.framework.store import TrialRow
-from disauto.framework.telemetry.usage import megabytes
-from disauto.framework.telemetry.usage import suggested_memory_mb
+from disauto.framework.record import KILLED_NEED
+from disauto.framework.record import MEMORY_LIMITATION
+from disauto.framework.record import JobConfig
+from disauto.framework.record import JobMeta
+from disauto.framework.record import Pace
+from disauto.framework.record import Progress
+from disauto.framework.record import TrialRow
+from disauto.framework.record import explored
+from disauto.framework.record import killed_need_bytes
+from disauto.framework.record import megabytes
+from disauto.framework.record import meta
+from disauto.framework.record import sorted_trials
+from disauto.framework.record import suggested_memory_mb
 from disauto.protos import common_pb2
 from disauto.submit import fit
 from disauto.submit.fit import Part
@@ -260,14 +261,20 @@ def trial_dict(trial: TrialRow) -> dict[str, Any]:
     none above 0; ``tries``: its earlier tries, each ``{"task_id", "outcome", "message",
     "ended_at", "metrics", "reports", "resumed_from"}``, empty when its first try was its only
     one; ``resumed_from``: the checkpoint its last try resumed from, ``{"trial", "step",
-    "name"}``, or None: from scratch)."""
+    "name"}``, or None: from scratch; with Population Based Training, ``parent``: the trial
+    whose checkpoint it started from, ``from_step``: that checkpoint's step, ``explored``: each
+    parameter changed from the parent's, ``{"old", "new"}``; all None for a trial that did
+    not descend from another)."""
     return {"number": trial.number, "state": str(trial.state), "objective": trial.objective,
             "assignment": trial.assignment, "metrics": trial.metrics,
             "training_seconds": trial.training_seconds, "task_id": trial.task_id,
             "message": trial.message, "usage": trial.usage.as_columns(),
             "constraints": None if trial.constraints is None else list(trial.constraints),
             "feasible": is_feasible(trial.constraints), "tries": list(trial.tries),
-            "resumed_from": trial.resumed_from}
+            "resumed_from": trial.resumed_from,
+            "parent": trial.lineage["parent"] if trial.lineage else None,
+            "from_step": trial.lineage.get("from_step") if trial.lineage else None,
+            "explored": explored(trial.lineage, trial.assignment)}
 
 
 def retried_lines(trials: Sequence[TrialRow], shown: int = 5) -> list[str]:

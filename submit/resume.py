@@ -18,7 +18,7 @@ from typing import IO
 
 from disauto.common.processes import with_environment
 from disauto.common.task_env import JOB_ID
-from disauto.framework import meta
+from disauto.framework.record import meta
 from disauto.submit.exit_status import ExitStatus
 from disauto.submit.job_lock import JobLock
 from disauto.submit.jobs import Job

@@ -26,12 +26,13 @@ from disauto.common.messages import cause_first
 from disauto.common.objectives import Objectives
 from disauto.common.tls import FRAMEWORK_SERVER_NAME
 from disauto.common.trial_state import TrialState
-from disauto.framework import meta
-from disauto.framework.capacity import describe
-from disauto.framework.job import tls as job_tls
-from disauto.framework.store import DiskFullError
-from disauto.framework.store import is_disk_full
-from disauto.framework.store import peek_meta
+from disauto.framework.record import DiskFullError
+from disauto.framework.record import JobRecord
+from disauto.framework.record import is_disk_full
+from disauto.framework.record import meta
+from disauto.framework.run import describe_capacity
+from disauto.framework.run import keep_tls_identity
+from disauto.framework.run import kept_tls_identity
 from disauto.protos import common_pb2
 from disauto.protos import framework_pb2
 from disauto.submit.exit_status import ExitStatus
@@ -51,9 +52,9 @@ from disauto.submit.validate import Submission
 
 
 if TYPE_CHECKING:
-    from disauto.framework.recorded_end import RecordedEnd
-    from disauto.framework.runtime import JobRunner
-    from disauto.framework.store import TrialRow
+    from disauto.framework.record import RecordedEnd
+    from disauto.framework.record import TrialRow
+    from disauto.framework.run import JobRunner
 
 
 logger = logging.getLogger(__name__)
@@ -188,7 +189,7 @@ def detach(job_id: str, python_args: Sequence[str], out: IO[str],
         codes = {int(status) for status in ExitStatus}
         return ExitStatus(process.returncode) if process.returncode in codes else ExitStatus.ERROR
     print(f"{PROG}: job {job_id} runs in the background (pid {process.pid})", file=out)
-    page = peek_meta(job_dir / paths.JOB_DB)[meta.WEBUI_URL]
+    page = JobRecord.peek(job_dir / paths.JOB_DB)[meta.WEBUI_URL]
     if page:
         print(job_page_lines(page, (job_dir / paths.TOKEN).read_text().strip()), file=out)
     # One command a line, and only commands that do no harm when the whole block is pasted:
@@ -215,7 +216,7 @@ def _registered(job_dir: Path, pid: int) -> bool:
     db = job_dir / paths.JOB_DB
     if not db.exists():
         return False
-    recorded = peek_meta(db)
+    recorded = JobRecord.peek(db)
     return recorded[meta.PID] == pid and recorded[meta.FRAMEWORK_REGISTERED]
 
 
@@ -331,7 +332,7 @@ class _Run:
         return self._status
 
     def _phases(self) -> ExitStatus:
-        from disauto.framework.recorded_end import needs_no_master
+        from disauto.framework.record import needs_no_master
 
         if self._resume and needs_no_master(self._job_dir, self._submission.master == "local"):
             return self._finish_recorded()
@@ -343,7 +344,7 @@ class _Run:
     def _finish_recorded(self) -> ExitStatus:
         """A job whose framework died after its end was recorded and after which nothing of
         it runs: finished from its record alone (its report, results and closed record)."""
-        from disauto.framework.recorded_end import RecordedEnd
+        from disauto.framework.record import RecordedEnd
 
         ending = self._ending = RecordedEnd(self._submission.config, self._job_dir)
         _print(self._out, f"{PROG}: the job had ended before its framework died; finishing its "
@@ -373,11 +374,11 @@ class _Run:
         return str(self._cluster.address)
 
     def _build(self, master: str) -> JobRunner:
-        """The job's framework, wired (framework/runner_builder.py), and how it was asked for
+        """The job's framework, wired (framework/_runner_builder.py), and how it was asked for
         in the record (``da-job resume`` submits it so again)."""
-        from disauto.framework.master_endpoint import MasterEndpoint
-        from disauto.framework.runner_builder import RunnerOptions
-        from disauto.framework.runner_builder import build_runner  # imports pymesos
+        from disauto.framework.run import MasterEndpoint
+        from disauto.framework.run import RunnerOptions
+        from disauto.framework.run import build_runner  # imports pymesos
 
         submission = self._submission
         runner = self._runner = build_runner(
@@ -396,7 +397,7 @@ class _Run:
 
     def _subscribe(self, runner: JobRunner) -> ExitStatus | None:
         """Serve and subscribe; an exit status when the master would not have it."""
-        from disauto.framework.master_endpoint import MasterUnreachableError
+        from disauto.framework.run import MasterUnreachableError
 
         job_id = self._submission.config.job_id
         try:
@@ -418,11 +419,11 @@ class _Run:
 
     def _follow(self, runner: JobRunner) -> ExitStatus:
         """Show the job's progress until it ends; its exit status."""
-        from disauto.framework.runtime import MasterAwayError
+        from disauto.framework.run import MasterAwayError
 
         config = self._submission.config
-        show = _ProgressPrinter(self._out, config.search.objective,
-                                quiet=self._submission.quiet, wants=describe(config.runner))
+        show = _ProgressPrinter(self._out, config.search.objective, quiet=self._submission.quiet,
+                                wants=describe_capacity(config.runner))
         try:
             runner.wait(poll=lambda: show(runner.controller.progress(), runner.master_note()))
         except MasterAwayError as error:
@@ -479,11 +480,11 @@ def job_identity(job_dir: Path, submission: Submission, resume: bool) -> Identit
         CertificateError: a resumed job's kept files are unusable.
     """
     if resume:
-        return job_tls.kept(job_dir)
+        return kept_tls_identity(job_dir)
     if submission.tls is None:
         return None
     identity = submission.tls.identity or generate(FRAMEWORK_SERVER_NAME)
-    job_tls.keep(job_dir, identity)
+    keep_tls_identity(job_dir, identity)
     return identity
 
 

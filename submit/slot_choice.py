@@ -29,7 +29,7 @@ from disauto.common.python_command import NotAPythonCommandError
 from disauto.common.python_command import PythonCommand
 from disauto.common.python_command import parse_python_command
 from disauto.common.slots import SLOT_MODES
-from disauto.framework.spec import InputSpec
+from disauto.framework.record import InputSpec
 from disauto.submit.parser import UsageError
 
 

@@ -20,8 +20,8 @@ import statistics
 from disauto.common.python_command import NotAPythonCommandError
 from disauto.common.python_command import parse_python_command
 from disauto.common.trial_state import TrialState
-from disauto.framework.spec import JobConfig
-from disauto.framework.store import TrialRow
+from disauto.framework.record import JobConfig
+from disauto.framework.record import TrialRow
 
 
 DEFAULT_APPCORE = "-m disauto.appcore"

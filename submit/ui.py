@@ -15,10 +15,11 @@ from typing import IO
 import webbrowser
 
 from disauto.common import paths
-from disauto.framework.webui.server import JobPageServer
-from disauto.framework.webui.sources import JobSource
-from disauto.framework.webui.sources import RecordedJob
-from disauto.framework.webui.views import compute_importance_in_worker
+from disauto.framework.webui import JobPageServer
+from disauto.framework.webui import JobSource
+from disauto.framework.webui import RecordedJob
+from disauto.framework.webui import compute_importance_in_worker
+from disauto.framework.webui import stop_importance_worker
 from disauto.submit.fit import columns
 from disauto.submit.fit import short_path
 from disauto.submit.jobs import load
@@ -67,3 +68,4 @@ def serve(host: str, port: int, out: IO[str], open_browser: bool = False) -> Non
         server.serve_forever()
     finally:
         server.stop()
+        stop_importance_worker()

@@ -2,7 +2,7 @@
 
 The values are checked as ``da-submit`` checks its flags (the same validators), a budget also
 against what the job's algorithm can ever issue (grid search's grid, as at submission) and
-against the trials already submitted (:func:`~framework.job.update.check_update`). Then:
+against the trials already submitted (:func:`~framework._job.update.check_update`). Then:
 
 * a running job: the request goes through its record's control channel
   (``framework/control.py``); its framework applies it (checking it again against the live job,
@@ -15,15 +15,14 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from disauto.common import paths
-from disauto.framework import meta
 from disauto.framework.control import NoAnswerError
 from disauto.framework.control import UpdateSearch
-from disauto.framework.job.update import UpdateRefusedError
-from disauto.framework.job.update import check_update
-from disauto.framework.job.update import describe_change
-from disauto.framework.job.update import updated_spec
-from disauto.framework.store import JobStore
+from disauto.framework.record import JobRecord
+from disauto.framework.record import UpdateRefusedError
+from disauto.framework.record import check_update
+from disauto.framework.record import describe_change
+from disauto.framework.record import meta
+from disauto.framework.record import updated_spec
 from disauto.submit.exit_status import ExitStatus
 from disauto.submit.jobs import Job
 from disauto.submit.jobs import ask
@@ -68,11 +67,8 @@ def update_interrupted(job: Job, request: UpdateSearch) -> str:
     """
     old = job.config
     new = replace(old, search=updated_spec(old.search, request))
-    store = JobStore(job.folder / paths.JOB_DB)
-    try:
-        store.set_meta(meta.CONFIG, new)
-    finally:
-        store.close()
+    with JobRecord.in_folder(job.folder) as record:
+        record.write({meta.CONFIG: new})
     return describe_change(old.search, new.search)
 
 

@@ -34,13 +34,13 @@ from disauto.common.slots import EXECUTOR_MODULE
 from disauto.common.space import space_from_proto
 from disauto.common.space import space_to_proto
 from disauto.framework.policies import POLICIES
-from disauto.framework.spec import DEFAULT_MASTER_TIMEOUT
-from disauto.framework.spec import DEFAULT_TRIAL_EXIT_GRACE
-from disauto.framework.spec import DEFAULT_UNREACHABLE_TIMEOUT
-from disauto.framework.spec import InputSpec
-from disauto.framework.spec import JobConfig
-from disauto.framework.spec import OutputSpec
-from disauto.framework.spec import TaskResources
+from disauto.framework.record import DEFAULT_MASTER_TIMEOUT
+from disauto.framework.record import DEFAULT_TRIAL_EXIT_GRACE
+from disauto.framework.record import DEFAULT_UNREACHABLE_TIMEOUT
+from disauto.framework.record import InputSpec
+from disauto.framework.record import JobConfig
+from disauto.framework.record import OutputSpec
+from disauto.framework.record import TaskResources
 from disauto.protos import common_pb2
 from disauto.submit.params import load_parameter_file
 from disauto.submit.parser import POLICY_SETTING
@@ -116,9 +116,9 @@ def _job_id(app_name: str) -> str:
 
 def _containers(args: argparse.Namespace, gpus: int) -> tuple[str, str, str]:
     """``(--docker-image, --app-core-docker-image, --containerizer)``, checked together."""
-    from disauto.framework.containers import DEFAULT_CONTAINERIZER
-    from disauto.framework.containers import ContainerConfigError
-    from disauto.framework.containers import check_container_flags
+    from disauto.framework.run import DEFAULT_CONTAINERIZER
+    from disauto.framework.run import ContainerConfigError
+    from disauto.framework.run import check_container_flags
 
     docker_image = args.docker_image if args.docker_image is not None else ""
     appcore_image = args.app_core_docker_image if args.app_core_docker_image is not None else ""

@@ -15,7 +15,7 @@ import re
 from disauto.common.resources import ResourceError
 from disauto.common.resources import parse_size_bytes
 from disauto.common.resources import parse_size_mb
-from disauto.framework.roles import role_problem
+from disauto.framework.run import role_problem
 from disauto.submit.parser import UsageError
 
 
@@ -89,7 +89,7 @@ def key_values(flag: str, items: Sequence[str]) -> dict[str, str]:
 
 
 def roles(items: Sequence[str], flag: str = "--role") -> tuple[str, ...]:
-    """Repeated Mesos roles, each valid (``framework/roles.py``) and given once, in order."""
+    """Repeated Mesos roles, each valid (``framework/_roles.py``) and given once, in order."""
     seen: list[str] = []
     for role in items:
         problem = role_problem(role)

@@ -22,8 +22,15 @@ through ``protocol`` and the callbacks the cluster wires. The HTTP ``server`` ro
 master, the agents and the ``webui``. The top-level modules (``cluster``, ``cluster_process``,
 ``cli``, ``reaper``) put the cluster together and may import any room; no room imports them.
 
+The framework's faces: ``submit``, ``disauto.testing`` and ``bench`` import only the public
+modules ``framework/__init__.py`` lists in ``__all__`` (at most :data:`MAX_FRAMEWORK_FACES`);
+the rest of the framework is private.
+
 Size: no file of the product is over 800 lines, no class over 400 and no function over 60,
-package by package (:data:`SIZE_LIMITED`).
+package by package (:data:`SIZE_LIMITED`); in ``localmesos`` (:data:`COMPOSED`) a class counts
+the lines of its in-project base classes too, so the embedded master and agent stay composed of
+parts they hold, not mixins they inherit. Repeats: no run of :data:`REPEAT_LINES` lines (blank,
+comment-only and import lines aside, whitespace normalised) stands twice in the product.
 
 Each file is read and parsed once per session (:func:`_parsed`, :func:`_imports` and
 :func:`_violations` are cached), whatever number of tests read it; ``make test-fast`` runs
@@ -43,11 +50,13 @@ import pytest
 
 
 ROOT = Path(__file__).resolve().parents[1]
-# The job record's meta: the keys are named in framework/meta.py alone, its table's SQL is the
+# The job record's meta: the keys are named in framework/_meta.py alone, its table's SQL is the
 # store's; every other installed module reads and writes through the typed keys.
-META_MODULE = "disauto.framework.meta"
-META_TABLE_OWNER = "disauto.framework.store"
+META_MODULE = "disauto.framework._meta"
+META_TABLE_OWNER = "disauto.framework._store"
 STORE_META_CALLS = frozenset({"get_meta", "set_meta", "set_meta_many"})
+#: ``JobRecord.write``: its meta values as a mapping of typed keys.
+RECORD_META_WRITE = "write"
 META_SQL = re.compile(r"\b(FROM|INTO|UPDATE|TABLE)\s+meta\b", re.IGNORECASE)
 NAMESPACED = ("common", "protos", "localmesos", "executor", "appcore", "framework", "submit")
 PACKAGES = (*NAMESPACED, "apprunner_sdk", "bench", "tools", "disauto")
@@ -131,7 +140,7 @@ def _imports(name: str, path: Path) -> list[tuple[str, int]]:
 
 
 def _package(module: str) -> str:
-    """The project package a module name belongs to (``disauto.framework.job`` → framework)."""
+    """The project package a module name belongs to (``disauto.framework._job`` → framework)."""
     parts = module.split(".")
     return parts[1] if parts[0] == "disauto" and len(parts) > 1 else parts[0]
 
@@ -141,7 +150,7 @@ KNOWN = {name for name, _ in MODULES}
 
 
 def _where(path: Path, line: int, target: str) -> str:
-    return f"{path.relative_to(ROOT)}:{line} imports {target}"
+    return f"{_shown(path)}:{line} imports {target}"
 
 
 def _check_private(importer: str, target: str, where: str, out: list[str]) -> None:
@@ -280,6 +289,61 @@ def test_nothing_of_the_product_or_bench_imports_the_tests() -> None:
     assert {"bench", TESTING, *NAMESPACED, "apprunner_sdk"} <= scanned
     assert _violations()["tests"] == [], "imports of the tests:\n" + "\n".join(
         _violations()["tests"])
+
+
+FRAMEWORK = "disauto.framework"
+#: The packages that use the framework: each through its public modules alone.
+FRAMEWORK_USERS = ("submit", TESTING, "bench")
+#: How many public modules the framework may have (its ``__init__``'s ``__all__``).
+MAX_FRAMEWORK_FACES = 5
+
+
+def _framework_faces() -> frozenset[str]:
+    """The framework's public modules, as its ``__init__.py`` lists them in ``__all__``."""
+    for node in _parsed(ROOT / "framework" / "__init__.py")[1].body:
+        if isinstance(node, ast.Assign) and any(getattr(target, "id", "") == "__all__"
+                                                for target in node.targets):
+            return frozenset(f"{FRAMEWORK}.{name}" for name in ast.literal_eval(node.value))
+    return frozenset()
+
+
+def _behind_the_faces(modules: list[tuple[str, Path]], faces: frozenset[str]) -> list[str]:
+    """Where a user of the framework imports one of its modules that is not a public one."""
+    found = []
+    for name, path in modules:
+        if _package(name) not in FRAMEWORK_USERS:
+            continue
+        for target, line in _imports(name, path):
+            if target.startswith(FRAMEWORK + ".") \
+                    and ".".join(target.split(".")[:3]) not in faces:
+                found.append(_where(path, line, target))
+    return found
+
+
+def test_the_framework_is_used_through_its_public_modules_only() -> None:
+    """``submit``, ``disauto.testing`` and ``bench`` see the framework through the few modules
+    its ``__init__`` lists (the job's record, running it, the control channel, the policies,
+    the page), so that its internals can change without them."""
+    faces = _framework_faces()
+    assert 0 < len(faces) <= MAX_FRAMEWORK_FACES, sorted(faces)
+    assert faces <= KNOWN, sorted(faces - KNOWN)
+    found = _behind_the_faces(MODULES, faces)
+    assert found == [], "imports past the framework's public modules:\n" + "\n".join(found)
+
+
+def test_the_face_checker_sees_an_import_behind_them(tmp_path: Path) -> None:
+    probe = tmp_path / "probe.py"
+    probe.write_text("from disauto.framework import _meta as meta\n"
+                     "from disauto.framework._store import JobStore\n"
+                     "from disauto.framework.record import JobRecord\n"
+                     "from disauto.framework import record\n")
+    faces = frozenset({f"{FRAMEWORK}.record"})
+    assert _behind_the_faces([("disauto.submit.probe", probe)], faces) == [
+        f"{probe}:1 imports disauto.framework._meta",
+        f"{probe}:2 imports disauto.framework._store",
+        f"{probe}:2 imports disauto.framework._store.JobStore",
+    ]
+    assert _behind_the_faces([("disauto.appcore.probe", probe)], faces) == []
 
 
 def test_the_checker_sees_an_import_of_the_tests(
@@ -423,6 +487,136 @@ def test_the_size_checker_sees_a_large_class(
     ]
 
 
+# -- composition ------------------------------------------------------------------------------
+
+#: Packages whose classes are held to MAX_CLASS_LINES counted with their in-project base
+#: classes: a class that gathers mixins is as large as all of them (docs/design.md, "The
+#: floors": the embedded master and agent are façades over parts, not sums of mixins).
+COMPOSED = ("localmesos",)
+
+
+def _classes(name: str, path: Path) -> dict[str, tuple[int, list[tuple[str, str]]]]:
+    """Each class of a module: its lines and its bases that name a class of this project, as
+    ``(module, class name)`` (a base of the module itself, or imported from one of ours)."""
+    tree = _parsed(path)[1]
+    imported = {}
+    for node in tree.body:
+        if isinstance(node, ast.ImportFrom) and node.module in KNOWN and not node.level:
+            imported.update({alias.asname or alias.name: (node.module, alias.name)
+                             for alias in node.names})
+    local = {node.name for node in tree.body if isinstance(node, ast.ClassDef)}
+    out = {}
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.ClassDef):
+            continue
+        bases = [(name, base.id) if base.id in local else imported[base.id]
+                 for base in node.bases
+                 if isinstance(base, ast.Name) and (base.id in local or base.id in imported)]
+        out[node.name] = ((node.end_lineno or node.lineno) - node.lineno + 1, bases)
+    return out
+
+
+def _mixed_too_large(modules: list[tuple[str, Path]], package: str) -> list[str]:
+    """``path:line class: N lines with its bases`` for each class of ``package`` whose lines
+    and its in-project base classes' (recursively, each once) are over MAX_CLASS_LINES."""
+    table = {(name, cls): info for name, path in modules
+             for cls, info in _classes(name, path).items()}
+    out = []
+    for name, path in modules:
+        if _package(name) != package:
+            continue
+        for cls, (lines, bases) in _classes(name, path).items():
+            seen: set[tuple[str, str]] = set()
+            todo = list(bases)
+            while todo:
+                base = todo.pop()
+                if base in seen or base not in table:
+                    continue
+                seen.add(base)
+                lines += table[base][0]
+                todo += table[base][1]
+            if seen and lines > MAX_CLASS_LINES:
+                out.append(f"{path.relative_to(ROOT)} {cls}: {lines} lines with its bases")
+    return out
+
+
+@pytest.mark.parametrize("package", COMPOSED)
+def test_no_class_over_400_lines_counted_with_its_mixins(package: str) -> None:
+    """A class made of in-project base classes counts their lines as its own: the embedded
+    master and agent are façades over parts they hold, not a sum of mixins."""
+    assert _mixed_too_large(MODULES, package) == []
+
+
+def test_the_composition_checker_sees_a_class_made_of_mixins(tmp_path: Path) -> None:
+    body = "    def f(self) -> None:\n        pass\n" * (MAX_CLASS_LINES // 4)
+    (tmp_path / "a.py").write_text(f"class A:\n{body}\n\nclass Error(ValueError):\n    pass\n")
+    (tmp_path / "b.py").write_text(
+        "from disauto.localmesos.a import A\nfrom disauto.localmesos.a import Error\n\n\n"
+        f"class B:\n{body}\n\nclass Big(A, B):\n    pass\n\n\n"
+        "class Small(B):\n    pass\n\n\nclass Failure(Error):\n    pass\n")
+    modules = [(f"disauto.localmesos.{n}", tmp_path / f"{n}.py") for n in "ab"]
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(sys.modules[__name__], "KNOWN", {n for n, _ in modules})
+        patch.setattr(sys.modules[__name__], "ROOT", tmp_path)
+        found = _mixed_too_large(modules, "localmesos")
+    assert found == [f"b.py Big: {2 + 2 * (MAX_CLASS_LINES // 2 + 1)} lines with its bases"]
+
+
+#: The composed rooms: each declares its parts' table and their protocols in ``parts.py``.
+COMPOSED_ROOMS = ("master", "agent")
+
+
+def _offered(parts: Path) -> dict[str, set[str]]:
+    """Part name → the methods its protocol names, read from a room's ``parts.py``: the
+    fields of its ``*Parts`` table, each typed with a protocol of that module."""
+    tree = _parsed(parts)[1]
+    protocols = {node.name: {item.name for item in node.body
+                             if isinstance(item, ast.FunctionDef)}
+                 for node in tree.body if isinstance(node, ast.ClassDef)
+                 and any(getattr(base, "id", None) == "Protocol" for base in node.bases)}
+    table = next(node for node in tree.body
+                 if isinstance(node, ast.ClassDef) and node.name.endswith("Parts"))
+    return {item.target.id: protocols.get(ast.unparse(item.annotation), {"*"})
+            for item in table.body
+            if isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name)}
+
+
+def _calls_past_the_protocols(room: Path) -> list[str]:
+    """``file:line parts.X.Y`` for each ``self.parts.X.Y`` of a room where X is no part of
+    its table or Y no method of X's protocol."""
+    offered = _offered(room / "parts.py")
+    out = []
+    for path in sorted(room.glob("*.py")):
+        for node in ast.walk(_parsed(path)[1]):
+            if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Attribute) \
+                    and isinstance(node.value.value, ast.Attribute) \
+                    and node.value.value.attr == "parts" \
+                    and getattr(node.value.value.value, "id", None) == "self":
+                part, method = node.value.attr, node.attr
+                names = offered.get(part, set())
+                if method not in names and "*" not in names:
+                    out.append(f"{path.name}:{node.lineno} parts.{part}.{method}")
+    return out
+
+
+@pytest.mark.parametrize("room", COMPOSED_ROOMS)
+def test_the_parts_call_each_other_only_through_their_protocols(room: str) -> None:
+    """A part of the embedded master or agent reaches another only by a method the protocol
+    of ``parts.py`` names: the named interface is the whole of what one part knows of another."""
+    assert _calls_past_the_protocols(ROOT / "localmesos" / room) == []
+
+
+def test_the_protocol_checker_sees_a_call_past_the_protocol(tmp_path: Path) -> None:
+    (tmp_path / "parts.py").write_text(
+        "from typing import Protocol\n\n\nclass Killing(Protocol):\n"
+        "    def kill(self) -> None: ...\n\n\nclass RoomParts:\n    killing: Killing\n")
+    (tmp_path / "part.py").write_text(
+        "class Part:\n    def run(self) -> None:\n        self.parts.killing.kill()\n"
+        "        self.parts.killing.escalate()\n        self.parts.other.go()\n")
+    assert _calls_past_the_protocols(tmp_path) == ["part.py:4 parts.killing.escalate",
+                                                  "part.py:5 parts.other.go"]
+
+
 def _spelled(node: ast.expr | None) -> bool:
     """Whether an expression spells text itself: a string, an f-string, or text joined on."""
     if isinstance(node, ast.Constant):
@@ -455,7 +649,7 @@ def _reads_meta_by_name(node: ast.AST) -> bool:
 
 
 def _meta_by_name(name: str, path: Path) -> list[str]:
-    """Where a module names a meta key itself instead of through framework/meta.py: text given
+    """Where a module names a meta key itself instead of through framework/_meta.py: text given
     to the store's meta calls, a key made elsewhere, SQL on the meta table outside the store."""
     found = []
     shown = path.relative_to(ROOT) if path.is_relative_to(ROOT) else path
@@ -467,6 +661,11 @@ def _meta_by_name(name: str, path: Path) -> list[str]:
             keys = first.keys if isinstance(first, ast.Dict) else [first]
             if any(_spelled(key) for key in keys):
                 found.append(f"{where} passes a meta key as text to {node.func.attr}")
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
+                and node.func.attr == RECORD_META_WRITE and node.args \
+                and isinstance(node.args[0], ast.Dict) \
+                and any(_spelled(key) for key in node.args[0].keys):
+            found.append(f"{where} passes a meta key as text to {node.func.attr}")
         elif _reads_meta_by_name(node):
             found.append(f"{where} reads a meta value by its name")
         elif isinstance(node, ast.Call) and name != META_MODULE and (
@@ -481,7 +680,7 @@ def _meta_by_name(name: str, path: Path) -> list[str]:
 
 def test_job_meta_is_read_and_written_through_its_typed_keys_only() -> None:
     """A key spelled where it is used drifts (a typo reads as "never recorded"); the typed keys
-    of framework/meta.py are the one place a key's name, type and format live."""
+    of framework/_meta.py are the one place a key's name, type and format live."""
     offenders = [line for name, path in MODULES if _package(name) in NAMESPACED
                  for line in _meta_by_name(name, path)]
     assert offenders == [], "\n".join(offenders)
@@ -498,10 +697,12 @@ def test_the_meta_checker_sees_a_key_spelled_out(tmp_path: Path) -> None:
                      "job.meta.get('pid')\n"
                      'store.set_meta(meta.OUTCOME, "STOPPED")\n'
                      'job.meta[meta.PID]\n'
-                     'meta["config"] if "config" in meta else None\n')
+                     'meta["config"] if "config" in meta else None\n'
+                     'record.write({"state": "ENDED"})\n'
+                     'out.write("text")\n')
     found = _meta_by_name("disauto.framework.probe", probe)
     assert sorted(int(line.split(" ", 1)[0].rsplit(":", 1)[1]) for line in found) == [
-        1, 2, 3, 4, 5, 6, 7, 10, 10]
+        1, 2, 3, 4, 5, 6, 7, 10, 10, 11]
 
 
 TICKET = re.compile(r"\bissues? \d+\b", re.IGNORECASE)
@@ -515,3 +716,77 @@ def test_product_code_says_what_and_why_not_which_ticket() -> None:
              for number, line in enumerate(_parsed(path)[0].splitlines(), start=1)
              if TICKET.search(line)]
     assert found == []
+
+
+# -- repeats ----------------------------------------------------------------------------------
+
+#: How many lines (blank, comment-only and import lines aside) the product may not repeat.
+REPEAT_LINES = 12
+
+
+def _kept_lines(path: Path) -> list[tuple[str, int]]:
+    """``(line with its whitespace normalised, line number)`` of each line a repeat counts:
+    not blank, not a comment alone, not part of an import statement."""
+    text, tree = _parsed(path)
+    imports = {number for node in ast.walk(tree) if isinstance(node, ast.Import | ast.ImportFrom)
+               for number in range(node.lineno, (node.end_lineno or node.lineno) + 1)}
+    kept = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        words = " ".join(line.split())
+        if words and not words.startswith("#") and number not in imports:
+            kept.append((words, number))
+    return kept
+
+
+def _repeats(modules: list[tuple[str, Path]], size: int = REPEAT_LINES) -> list[str]:
+    """``a.py:10-24 ~ b.py:40-54`` for each run of ``size`` or more kept lines that stands,
+    to the letter, in two places of ``modules``; a longer run is one row, not one a line."""
+    kept = {path: _kept_lines(path) for _, path in modules}
+    seen: dict[tuple[str, ...], tuple[Path, int]] = {}
+    # (first file, second file, distance) → its runs, each [first window, last window] in the
+    # first file: the windows one step apart at the same distance make one run.
+    runs: dict[tuple[Path, Path, int], list[list[int]]] = {}
+    for _, path in modules:
+        lines = kept[path]
+        for start in range(len(lines) - size + 1):
+            window = tuple(words for words, _ in lines[start:start + size])
+            if window not in seen:
+                seen[window] = (path, start)
+                continue
+            first, at = seen[window]
+            pair = runs.setdefault((first, path, start - at), [])
+            if pair and at == pair[-1][1] + 1:
+                pair[-1][1] = at
+            else:
+                pair.append([at, at])
+    found = []
+    for (first, second, distance), pair in runs.items():
+        for begin, last in pair:
+            a = kept[first][begin][1], kept[first][last + size - 1][1]
+            b = kept[second][begin + distance][1], kept[second][last + distance + size - 1][1]
+            found.append(f"{_shown(first)}:{a[0]}-{a[1]} ~ {_shown(second)}:{b[0]}-{b[1]}")
+    return sorted(found)
+
+
+def _shown(path: Path) -> Path:
+    return path.relative_to(ROOT) if path.is_relative_to(ROOT) else path
+
+
+def test_no_twelve_lines_of_the_product_repeat() -> None:
+    """Logic written twice drifts apart; where it is the same it is one function both call."""
+    product = [(name, path) for name, path in MODULES if _package(name) in SIZE_LIMITED]
+    assert _repeats(product) == [], "repeated runs of lines:\n" + "\n".join(_repeats(product))
+
+
+def test_the_repeat_checker_sees_a_repeat(tmp_path: Path) -> None:
+    """A repeat is found across files whatever its indentation or the blank
+    lines, comments and imports between; eleven shared lines are not a repeat."""
+    body = [f"    value_{n} = compute({n})" for n in range(REPEAT_LINES)]
+    (tmp_path / "a.py").write_text("import os\n\ndef one():\n" + "\n".join(body) + "\n")
+    (tmp_path / "b.py").write_text(
+        "def two():\n    if True:\n" + "\n".join(
+            ("    " + line + "\n\n        # a note\n" if n == 3 else "    " + line)
+            for n, line in enumerate(body)) + "\n        return 1\n")
+    (tmp_path / "c.py").write_text("def three():\n" + "\n".join(body[1:]) + "\n")
+    found = _repeats([(name, tmp_path / f"{name}.py") for name in "abc"])
+    assert found == [f"{tmp_path / 'a.py'}:4-15 ~ {tmp_path / 'b.py'}:3-17"]

@@ -84,7 +84,7 @@ class CoinBackend(Backend):
 POLICY = '''\
 """A policy that fills each offer with the waiting requests that fit, in order."""
 
-from disauto.framework.offers import fit
+from disauto.framework._offers import fit
 from disauto.framework.policies import OfferPolicy
 from disauto.framework.policies import Plan
 

@@ -47,6 +47,7 @@ ALGORITHMS: Registry[SearchAlgorithm] = Registry("search algorithm", "algorithms
     "grid-search": "disauto.appcore.algorithms.grid:GridSearch",
     "random-search": "disauto.appcore.algorithms.random:RandomSearch",
     "bayesian": "disauto.appcore.algorithms.bayesian:BayesianSearch",
+    "pbt": "disauto.appcore.algorithms.pbt:PopulationBasedTraining",
 }, error=UnknownAlgorithmError)
 """Algorithm name to its class, imported on first use."""
 

@@ -90,6 +90,8 @@ class TrialRecord:
             if the trial reported it.
         state: ``TrialState.RUNNING`` for a trial still in flight, else how it ended.
         constraints: What the trial reported with its result (``<= 0``: satisfied).
+        parent: The trial whose checkpoint this one started from (Population Based Training's
+            exploit), or None: it started from scratch.
     """
 
     number: int
@@ -97,6 +99,7 @@ class TrialRecord:
     value: ObjectiveValue | None
     state: TrialState
     constraints: tuple[float, ...] = ()
+    parent: int | None = None
 
 
 class SearchAlgorithm(Configurable, abc.ABC):
@@ -229,6 +232,29 @@ class SearchAlgorithm(Configurable, abc.ABC):
             state: How the trial ended.
             constraints: What the trial reported with its result; ``<= 0`` is satisfied.
         """
+
+    def intermediate(self, trial_number: int, step: int, value: float, *,
+                     may_replace: bool) -> bool:
+        """Learn an intermediate result of a trial in flight (its objective at ``step``); True
+        when the trial should be stopped and replaced. The default ignores it (False).
+
+        An algorithm that replaces trials (Population Based Training) answers True only when
+        ``may_replace`` (the budget allows one more trial): the loop then stops the trial
+        (recorded PRUNED) and the next trial asked is its replacement, started from the
+        checkpoint of the trial :meth:`parent_of` names.
+
+        Args:
+            trial_number: An asked trial still in flight.
+            step: The step of the report.
+            value: The objective's value at that step.
+            may_replace: Whether a new trial may be submitted in its place.
+        """
+        return False
+
+    def parent_of(self, trial_number: int) -> int | None:
+        """The trial whose latest checkpoint the asked trial ``trial_number`` starts from, or
+        None (the default): it starts from scratch."""
+        return None
 
     @abc.abstractmethod
     def restore(self, history: Sequence[TrialRecord]) -> None:

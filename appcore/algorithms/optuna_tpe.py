@@ -1,62 +1,12 @@
 """Backend ``tpe`` of ``bayesian`` (the default): Optuna's Tree-structured Parzen Estimator.
 
-The sampler is Optuna's ``TPESampler`` with ``multivariate=True`` (one joint model of all
-parameters, which Optuna's benchmarks show beats independent ones on correlated objectives) and
-``constant_liar=True``: trials still running count as the worst result seen, so parallel
-suggestions (asynchronous slots, or the members of a synchronous batch) spread out instead of
-collapsing onto one point. The first ``n_startup_trials`` results are drawn at random (Optuna's
-own ``RandomSampler``). Warm-start results count toward them.
-
-Determinism: a fresh ``TPESampler`` seeded with :func:`~appcore.algorithms._base.trial_seed`
-of the trial's number suggests each trial, so the suggestion depends on the study's trials and
-the number only -- the property :meth:`~appcore.algorithms.bayesian.BayesianSearch.restore`
-relies on. Building the sampler costs microseconds; the model is rebuilt on every ask anyway.
-
-Several objectives: the same sampler is Optuna's multi-objective TPE (MOTPE: the good trials are
-the first non-domination ranks), for ``--objective a,b``. Constraints: a trial's reported
-constraints are set on its Optuna trial, and Optuna's TPE ranks infeasible trials below the
-feasible ones (c-TPE), in either case.
-
-Conditional spaces (``"when"``): a trial has only its active parameters, so the joint model is
-Optuna's ``group=True`` one -- the space is split into the groups of parameters that occur
-together, each modelled jointly -- and the sampler infers the space from the trials as Optuna
-does for define-by-run searches.
-
-Speed: the job's search space is fixed and, without conditions, every trial has all of its
-parameters, so the sampler is told the space instead of inferring it: Optuna's ``TPESampler``
-otherwise intersects the distributions of every finished trial on each ask (its cache of that
-intersection lives in the sampler, which is fresh for each trial here) -- about a fifth of an
-ask at 1000 trials. Once the model is used (``n_startup_trials >= 1`` results in) that
-intersection *is* the space, so the suggestions are the same.
-
-Speed, the normal log-CDF: Optuna's TPE scores each candidate against every trial's truncated
-normal kernel, and for that it needs ``log Phi(x)`` -- which Optuna, having no SciPy dependency,
-computes by its own scalar port of SciPy's ``log_ndtr`` called element by element from Python
-(``optuna.samplers._tpe._truncnorm._log_ndtr``; about 24,000 calls, three quarters of an ask at
-1000 trials). While this sampler asks, that one function is SciPy's vectorized
-``scipy.special.log_ndtr``, the function it ports (scoped to the ask: other users of Optuna in
-the process keep Optuna's): everything else, the search math included,
-stays Optuna's. The two agree to 6e-8 relative (Optuna's branch for ``x > 6`` uses
-``log(1 - q) ~ -q``; SciPy is the exact one), and a whole search suggests the same assignments:
-the same integers and choices, reals equal to the last few bits (``tests/appcore/algorithms/
-test_optuna_tpe.py``). Through AppCore's gRPC path a suggestion at 1000
-trials went from 101 ms to 22 ms (p50; ``docs/benchmarks.md``).
-
-Speed at thousands of trials, the window: Optuna's TPE builds its two densities from every
-finished trial on each ask, in Python loops (the trials' internal values, the split into good
-and bad, the constraints), so an ask grew with the study: 280 ms p50, 530 ms p99 at 10,000
-trials. The sampler here learns from a window of the study (the ``tpe_window``
-setting, :data:`WINDOW` by default; 0 turns it off): the :data:`KEPT_BEST` best completed trials,
-the most recent finished ones up to the window, and the trials still running (the constant
-liar's); a window under :data:`KEPT_BEST` holds those best alone. Optuna's split takes the good
-trials as the best ``min(ceil(0.1 n), 25)``, which the kept best always hold (feasible ones,
-when most of the best 100 broke a constraint, may fall out), so the good density is the same as
-without a window; the bad one is learnt from the recent trials instead of all. Its effect on
-the search, measured on test functions: ``bench/tpe_window.py`` and ``docs/benchmarks.md``
-(Scale). With several
-objectives the window is the most recent trials and the running ones (a "best" needs one
-objective). The window depends on the study's trials only, so a restored search suggests as the
-original did.
+Optuna's ``TPESampler`` (``multivariate=True``, ``constant_liar=True``; MOTPE with several
+objectives, c-TPE with constraints, ``group=True`` for conditional spaces), a fresh one seeded
+by :func:`~appcore.algorithms._base.trial_seed` for each trial so that a restored search suggests
+as the original did. For speed it is told the fixed space, scores with SciPy's vectorized
+``log_ndtr`` during its ask, and learns from a window of the study (``tpe_window``,
+:data:`WINDOW`; :data:`KEPT_BEST` best kept): docs/design.md, "The tpe backend"; the figures
+are in docs/benchmarks.md.
 """
 
 from __future__ import annotations

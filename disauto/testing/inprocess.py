@@ -1,15 +1,15 @@
 """A whole DisAuto job in this process, for the framework, AppCore and SDK tests.
 
-Everything here is the real code: a :class:`~framework.job.JobController` over a
-:class:`~framework.store.JobStore` in a temporary folder, behind the framework's real gRPC server
-(:func:`framework.service.make_server`) on a free loopback port; AppCore's real
+Everything here is the real code: a :class:`~framework._job.JobController` over a
+:class:`~framework._store.JobStore` in a temporary folder, behind the framework's real gRPC server
+(:func:`framework._service.make_server`) on a free loopback port; AppCore's real
 :class:`~appcore.framework_client.FrameworkClient`, search algorithm,
 :class:`~appcore.loop.TrialLoop` and gRPC servicer, put together as ``-m disauto.appcore`` does.
 
 Only Mesos is absent. The tests play the part of the pymesos scheduler by calling the controller's
 scheduler-facing API -- ``launch_requests``, ``appcore_launched``, ``trial_launched`` and
 ``on_status`` with Mesos-shaped ``TaskStatus`` dicts -- which is exactly what
-:class:`framework.scheduler.JobScheduler` calls. The real master and agents are exercised by the
+:class:`framework._scheduler.JobScheduler` calls. The real master and agents are exercised by the
 local-mode and end-to-end tests.
 """
 
@@ -42,13 +42,13 @@ from disauto.common.space import space_from_proto
 from disauto.common.space import space_to_proto
 from disauto.common.task_env import TOKEN_METADATA
 from disauto.common.tokens import trial_token
-from disauto.framework.job import APPCORE_KEY
-from disauto.framework.job import JobController
-from disauto.framework.service import make_server as make_framework_server
-from disauto.framework.spec import JobConfig
-from disauto.framework.spec import TaskResources
-from disauto.framework.store import JobStore
-from disauto.framework.tasks import task_name
+from disauto.framework.record import JobConfig
+from disauto.framework.record import JobStore
+from disauto.framework.record import TaskResources
+from disauto.framework.run import APPCORE_KEY
+from disauto.framework.run import JobController
+from disauto.framework.run import make_server as make_framework_server
+from disauto.framework.run import task_name
 from disauto.protos import common_pb2
 from disauto.protos import framework_pb2
 

@@ -1,7 +1,7 @@
 """The offer-policy contract (:class:`~framework.policies.OfferPolicy`) as checks that any policy
 can be put through, and :class:`OfferPolicyContract`, a pytest base class that runs them all on
 one registered policy (a plug-in's, outside the tree, too). The rules are those the scheduler
-relies on (``framework/scheduler.py``: one ``place`` per ``resourceOffers``
+relies on (``framework/_scheduler.py``: one ``place`` per ``resourceOffers``
 callback, each planned claim launched as is, each other offer declined with its filter):
 
 * it plans only resources an offer holds: the claims on an offer fit in it together (no port
@@ -35,17 +35,17 @@ from typing import ClassVar
 import pytest
 
 from disauto.common.resources import Resources
-from disauto.framework.agent_measures import AgentMeasures
-from disauto.framework.agent_measures import AgentRecord
-from disauto.framework.offers import OfferView
+from disauto.framework.policies import PLACEMENT_SETTINGS
 from disauto.framework.policies import POLICIES
+from disauto.framework.policies import AgentMeasures
+from disauto.framework.policies import AgentRecord
 from disauto.framework.policies import JobProgress
 from disauto.framework.policies import LaunchRequest
 from disauto.framework.policies import OfferPolicy
+from disauto.framework.policies import OfferView
 from disauto.framework.policies import Plan
 from disauto.framework.policies import PolicySettingsError
-from disauto.framework.policies.placement import PLACEMENT_SETTINGS
-from disauto.framework.spec import TaskResources
+from disauto.framework.record import TaskResources
 
 
 RUNNER = TaskResources(cpus=2.0, mem_mb=1024.0)

@@ -17,25 +17,32 @@ from typing import TYPE_CHECKING
 
 from disauto.common.registry import Registry
 from disauto.common.registry import lazy_attributes
+from disauto.framework._spec import TaskResources
 from disauto.framework.policies._base import JobProgress
 from disauto.framework.policies._base import LaunchRequest
 from disauto.framework.policies._base import OfferPolicy
 from disauto.framework.policies._base import Plan
 from disauto.framework.policies._base import PolicySetting
 from disauto.framework.policies._base import PolicySettingsError
-from disauto.framework.spec import TaskResources
 
 
 if TYPE_CHECKING:
+    from disauto.framework._agent_measures import AgentMeasures
+    from disauto.framework._agent_measures import AgentRecord
+    from disauto.framework._offers import OfferView
     from disauto.framework.policies.deadline import DeadlinePolicy
     from disauto.framework.policies.deadline import Standing
     from disauto.framework.policies.dynamic import DynamicPriorityPlusPolicy
     from disauto.framework.policies.dynamic import DynamicPriorityPolicy
     from disauto.framework.policies.fifo import FifoPolicy
+    from disauto.framework.policies.placement import PLACEMENT_SETTINGS
 
 
 __all__ = [
+    "PLACEMENT_SETTINGS",
     "POLICIES",
+    "AgentMeasures",
+    "AgentRecord",
     "DeadlinePolicy",
     "DynamicPriorityPlusPolicy",
     "DynamicPriorityPolicy",
@@ -43,10 +50,12 @@ __all__ = [
     "JobProgress",
     "LaunchRequest",
     "OfferPolicy",
+    "OfferView",
     "Plan",
     "PolicySetting",
     "PolicySettingsError",
     "Standing",
+    "TaskResources",
     "UnknownPolicyError",
     "create_policy",
 ]
@@ -70,6 +79,12 @@ __getattr__, __dir__ = lazy_attributes(__name__, {
     "DynamicPriorityPlusPolicy": "disauto.framework.policies.dynamic:DynamicPriorityPlusPolicy",
     "DeadlinePolicy": "disauto.framework.policies.deadline:DeadlinePolicy",
     "Standing": "disauto.framework.policies.deadline:Standing",
+    # What a policy reads: the offers as the job sees them, the agents' measures, and the
+    # placement settings every policy takes.
+    "OfferView": "disauto.framework._offers:OfferView",
+    "AgentMeasures": "disauto.framework._agent_measures:AgentMeasures",
+    "AgentRecord": "disauto.framework._agent_measures:AgentRecord",
+    "PLACEMENT_SETTINGS": "disauto.framework.policies.placement:PLACEMENT_SETTINGS",
 })
 
 

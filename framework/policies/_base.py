@@ -26,11 +26,11 @@ from typing import ClassVar
 from disauto.common.resources import Resources
 from disauto.common.setting_values import Configurable
 from disauto.common.setting_values import SettingSpec
-from disauto.framework.agent_measures import AgentMeasures
-from disauto.framework.offers import OfferView
+from disauto.framework._agent_measures import AgentMeasures
+from disauto.framework._offers import OfferView
+from disauto.framework._spec import TaskResources
 from disauto.framework.policies.placement import PLACEMENT_SETTINGS
 from disauto.framework.policies.placement import Placement
-from disauto.framework.spec import TaskResources
 
 
 @dataclass(frozen=True)

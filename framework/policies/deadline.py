@@ -16,7 +16,7 @@ trials, the trials still to run and the slots it holds -- and turns that into a 
   to the least first (shortest remaining processing time, what keeps the mean job time low;
   docs/deadlines.md has the figures).
 
-Jobs publish their standing (a FrameworkInfo label, :mod:`framework.peers`) and read the others'.
+Jobs publish their standing (a FrameworkInfo label, :mod:`framework._peers`) and read the others'.
 For each slot of a fitting offer a job asks whether a peer that waits and could use the offer
 ranks ahead of it: tier 0 before tier 1; within tier 0 the smaller ``priority`` first (closest to
 missing); within tier 1 the least remaining work (or the larger ``gain``) first. If one does,
@@ -49,8 +49,8 @@ from typing import ClassVar
 
 from disauto.common.resources import Resources
 from disauto.common.setting_values import non_negative_number
-from disauto.framework.offers import OfferView
-from disauto.framework.offers import fit
+from disauto.framework._offers import OfferView
+from disauto.framework._offers import fit
 from disauto.framework.policies._base import JobProgress
 from disauto.framework.policies._base import LaunchRequest
 from disauto.framework.policies._base import OfferPolicy

@@ -51,13 +51,13 @@ from typing import ClassVar
 from disauto.common.resources import Resources
 from disauto.common.setting_values import int_setting
 from disauto.common.setting_values import non_negative_number
-from disauto.framework.offers import OfferView
-from disauto.framework.offers import fit
+from disauto.framework._offers import OfferView
+from disauto.framework._offers import fit
+from disauto.framework._spec import TaskResources
 from disauto.framework.policies._base import LaunchRequest
 from disauto.framework.policies._base import OfferPolicy
 from disauto.framework.policies._base import Plan
 from disauto.framework.policies._base import PolicySetting
-from disauto.framework.spec import TaskResources
 
 
 __all__ = ["DynamicPriorityPlusPolicy", "DynamicPriorityPolicy", "trial_slots"]

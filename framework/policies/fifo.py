@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from disauto.common.resources import Resources
-from disauto.framework.offers import OfferView
-from disauto.framework.offers import fit
+from disauto.framework._offers import OfferView
+from disauto.framework._offers import fit
 from disauto.framework.policies._base import LaunchRequest
 from disauto.framework.policies._base import OfferPolicy
 from disauto.framework.policies._base import Plan

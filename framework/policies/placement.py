@@ -36,9 +36,9 @@ from typing import Any
 from disauto.common.setting_values import SettingSpec
 from disauto.common.setting_values import int_setting
 from disauto.common.setting_values import non_negative_number
-from disauto.framework.agent_measures import AgentMeasures
-from disauto.framework.agent_measures import AgentRecord
-from disauto.framework.offers import OfferView
+from disauto.framework._agent_measures import AgentMeasures
+from disauto.framework._agent_measures import AgentRecord
+from disauto.framework._offers import OfferView
 
 
 __all__ = ["MODES", "PLACEMENT_SETTINGS", "Arrangement", "Placement"]

@@ -16,8 +16,8 @@ from typing import Any
 from disauto.common.objectives import Objectives
 from disauto.common.objectives import is_feasible
 from disauto.common.trial_state import TrialState
-from disauto.framework import meta
-from disauto.framework.store import TrialRow
+from disauto.framework import _meta as meta
+from disauto.framework._store import TrialRow
 from disauto.framework.webui.sources import ActionError
 from disauto.framework.webui.sources import JobSource
 

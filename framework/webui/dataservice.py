@@ -23,14 +23,14 @@ from collections.abc import Mapping
 import math
 from typing import Any
 
-from disauto.framework.errors import AlreadyExistsError
-from disauto.framework.errors import FailedPreconditionError
-from disauto.framework.errors import InvalidArgumentError
-from disauto.framework.errors import JobError
-from disauto.framework.errors import NotFoundError
-from disauto.framework.telemetry.lines import sample_json
-from disauto.framework.telemetry.registry import TelemetryRegistry
-from disauto.framework.telemetry.registry import recorded_registry
+from disauto.framework._errors import AlreadyExistsError
+from disauto.framework._errors import FailedPreconditionError
+from disauto.framework._errors import InvalidArgumentError
+from disauto.framework._errors import JobError
+from disauto.framework._errors import NotFoundError
+from disauto.framework._telemetry.lines import sample_json
+from disauto.framework._telemetry.registry import TelemetryRegistry
+from disauto.framework._telemetry.registry import recorded_registry
 from disauto.framework.webui.sources import ActionError
 from disauto.framework.webui.sources import JobSource
 

@@ -17,8 +17,8 @@ from pathlib import Path
 import threading
 import time
 
-from disauto.framework.store import JobStore
-from disauto.framework.store import TrialRow
+from disauto.framework._store import JobStore
+from disauto.framework._store import TrialRow
 
 
 SETTLE_SECONDS = 120.0

@@ -19,16 +19,16 @@ import time
 
 from disauto.common import paths
 from disauto.common.trial_state import TrialState
-from disauto.framework import meta
+from disauto.framework import _meta as meta
+from disauto.framework._errors import FailedPreconditionError
+from disauto.framework._errors import NotFoundError
+from disauto.framework._job.ports import PageView
+from disauto.framework._store import JobStore
+from disauto.framework._telemetry.registry import TelemetryRegistry
 from disauto.framework.control import KILLED_FROM_PAGE
 from disauto.framework.control import ControlChannel
 from disauto.framework.control import KillJob
 from disauto.framework.control import KillTrial
-from disauto.framework.errors import FailedPreconditionError
-from disauto.framework.errors import NotFoundError
-from disauto.framework.job import JobController
-from disauto.framework.store import JobStore
-from disauto.framework.telemetry.registry import TelemetryRegistry
 from disauto.framework.webui.mirror import mirror_of
 from disauto.framework.webui.summary import Steps
 from disauto.framework.webui.views import Record
@@ -104,7 +104,7 @@ class LiveJob(JobSource):
         kill_tasks: kills Mesos tasks by id (the scheduler's).
     """
 
-    def __init__(self, controller: JobController, folder: Path,
+    def __init__(self, controller: PageView, folder: Path,
                  kill_tasks: Callable[[list[str]], None],
                  registry: TelemetryRegistry | None = None) -> None:
         super().__init__(controller.config.job_id, folder)

@@ -27,7 +27,7 @@ from typing import Any
 
 from disauto.common.objectives import is_feasible
 from disauto.common.trial_state import TrialState
-from disauto.framework.store import TrialRow
+from disauto.framework._store import TrialRow
 
 
 MAX_POINTS = 800

@@ -22,7 +22,7 @@ import operator
 from typing import Any
 
 from disauto.common.trial_state import TrialState
-from disauto.framework.store import TrialRow
+from disauto.framework._store import TrialRow
 
 
 PAGE_ROWS = 50

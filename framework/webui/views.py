@@ -41,14 +41,15 @@ from disauto.common.space import CategoricalParam
 from disauto.common.space import IntParam
 from disauto.common.space import space_from_proto
 from disauto.common.trial_state import TrialState
-from disauto.framework import meta
-from disauto.framework.job import sorted_trials
-from disauto.framework.job.progress import PaceBasis
-from disauto.framework.job.progress import pace_basis
-from disauto.framework.meta import JobMeta
-from disauto.framework.spec import JobConfig
-from disauto.framework.store import JobStore
-from disauto.framework.store import TrialRow
+from disauto.framework import _meta as meta
+from disauto.framework._job import sorted_trials
+from disauto.framework._job.progress import PaceBasis
+from disauto.framework._job.progress import pace_basis
+from disauto.framework._lineage import explored
+from disauto.framework._meta import JobMeta
+from disauto.framework._spec import JobConfig
+from disauto.framework._store import JobStore
+from disauto.framework._store import TrialRow
 from disauto.framework.webui.importance import ImportanceCache
 from disauto.framework.webui.importance import importances
 from disauto.framework.webui.importance_worker import ImportanceWorker
@@ -255,6 +256,28 @@ def trial_view(trial: TrialRow, intermediate: Sequence[tuple[int, float]],
     }
 
 
+LINEAGE_MOST = 500
+"""The lineage view's most recent descents (a long PBT job's page stays bounded)."""
+
+
+def lineage_view(trials: Sequence[TrialRow]) -> dict[str, Any] | None:
+    """Which trial descends from which (Population Based Training: a trial started from
+    another's checkpoint, ``framework/_lineage.py``): each descent ``{"trial", "parent",
+    "from_step", "explored"}`` (the last :data:`LINEAGE_MOST`), and every trial they name with
+    its state and objective; None when no trial descends from another."""
+    edges = [{"trial": t.number, "parent": int(t.lineage["parent"]),
+              "from_step": t.lineage.get("from_step"),
+              "explored": explored(t.lineage, t.assignment)}
+             for t in trials if t.lineage]
+    if not edges:
+        return None
+    shown = edges[-LINEAGE_MOST:]
+    named = {e["trial"] for e in shown} | {e["parent"] for e in shown}
+    return {"edges": shown, "total": len(edges),
+            "trials": {str(t.number): {"state": str(t.state), "objective": t.objective}
+                       for t in trials if t.number in named}}
+
+
 def intermediate_values(reports: Sequence[Mapping[str, Any]],
                         objective: str) -> dict[int, list[tuple[int, float]]]:
     """Each trial's objective by step, from its non-final reports, in the order reported."""
@@ -320,26 +343,33 @@ def pareto_view(record: Record) -> dict[str, Any] | None:
 
 _IMPORTANCE = ImportanceCache()
 _WORKER: ImportanceWorker | None = None
+_WORKER_USERS = 0
+"""The jobs and servers of this process that asked for the worker and have not stopped."""
 
 
 def compute_importance_in_worker() -> None:
     """Have this process's pages and reports compute parameter importance in a worker process
-    (``importance_worker.py``, started when first needed): the framework calls it when its
-    job starts."""
-    global _WORKER
+    (``importance_worker.py``, started when first needed): a job's framework calls it when
+    the job starts, ``da-job ui`` when it serves; each calls :func:`stop_importance_worker`
+    when it ends."""
+    global _WORKER, _WORKER_USERS
+    _WORKER_USERS += 1
     if _WORKER is None:
         _WORKER = ImportanceWorker()
         _IMPORTANCE.use(_WORKER.compute)
 
 
-def compute_importance_here() -> None:
-    """End the worker of :func:`compute_importance_in_worker`, if any: parameter importance is
-    computed in this process again (a test's server, after it)."""
-    global _WORKER
-    if _WORKER is not None:
+def stop_importance_worker() -> None:
+    """One user of :func:`compute_importance_in_worker` is done; once none is left (jobs of a
+    notebook run side by side in one process), the worker ends and parameter importance is
+    computed in this process again."""
+    global _WORKER, _WORKER_USERS
+    _WORKER_USERS = max(0, _WORKER_USERS - 1)
+    if _WORKER is not None and _WORKER_USERS == 0:
         _WORKER.stop()
         _WORKER = None
         _IMPORTANCE.use(importances)
+
 
 MAX_IMPORTANCE_TRIALS = 1000
 """Parameter importance is computed over at most this many trials (an even sample by number
@@ -459,6 +489,7 @@ def page_data(record: Record, wait: float | None = None, query: TableQuery = FIR
         "summary": kept.summary,
         "importance": importance_view(record, wait=wait),
         "pareto": kept.pareto,
+        "lineage": lineage_view(record.trials),
         "telemetry": {"available": kept.telemetry, "note": TELEMETRY_NOTE},
     }
     versions = {name: version_of(value) for name, value in sections.items()}

@@ -25,12 +25,20 @@ A task with a CUSTOM ``ExecutorInfo`` goes to its executor, launched once per ex
 served over the v1 executor HTTP API (:mod:`localmesos.agent.executors`,
 :mod:`localmesos.agent.executor_api`).
 
-Layout: :class:`Agent` holds the tables, the lifecycle and the calls from the master; each
-concern is a mixin in its own module: :mod:`~localmesos.agent.launch` (one task's launch path),
-:mod:`~localmesos.agent.killing` (a task's kill and its escalation),
-:mod:`~localmesos.agent.executors` (the executor host), :mod:`~localmesos.agent.reports` (status
-updates of its tasks) and :mod:`~localmesos.agent.views` (its info, state and usage);
-:mod:`~localmesos.agent.config` is what it offers.
+Layout: :class:`Agent` is a thin façade. It owns one declared state object,
+:class:`~localmesos.agent.state.AgentState` (its tables, their lock, its configuration), and one
+object per part, each given the state and the table of the other parts
+(:class:`~localmesos.agent.parts.AgentParts`, whose protocols are what the parts offer one
+another): :mod:`~localmesos.agent.launch` (one task's launch path),
+:mod:`~localmesos.agent.task_sandbox`, :mod:`~localmesos.agent.killing` (a task's kill and its
+escalation), :mod:`~localmesos.agent.executors`, :mod:`~localmesos.agent.executor_calls` and
+:mod:`~localmesos.agent.executor_process` (the executor host),
+:mod:`~localmesos.agent.reports` (status updates of its tasks), :mod:`~localmesos.agent.views`
+(its info, state and usage), :mod:`~localmesos.agent.recovery`,
+:mod:`~localmesos.agent.master_link`, :mod:`~localmesos.agent.draining` and
+:mod:`~localmesos.agent.isolation`. The façade keeps the calls from the master and the
+lifecycle, and hands the other public methods to their part; :mod:`~localmesos.agent.config` is
+what it offers.
 
 Thread safety: every public method may be called from any thread and returns quickly; the work
 of a task runs on a thread of its own. ``send_update`` is always called on the status-update
@@ -41,7 +49,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from collections.abc import Mapping
-import contextlib
 import logging
 from pathlib import Path
 import threading
@@ -56,41 +63,38 @@ from disauto.localmesos.agent.checkpoint import MetaDir
 from disauto.localmesos.agent.config import AgentConfig
 from disauto.localmesos.agent.config import AgentRuntime
 from disauto.localmesos.agent.draining import AgentDraining
+from disauto.localmesos.agent.executor_calls import ExecutorCalls
+from disauto.localmesos.agent.executor_process import ExecutorProcesses
 from disauto.localmesos.agent.executor_run import EXECUTOR_HEARTBEAT_INTERVAL
-from disauto.localmesos.agent.executor_run import ExecutorRun
 from disauto.localmesos.agent.executors import ExecutorHost
 from disauto.localmesos.agent.isolation import AgentIsolation
 from disauto.localmesos.agent.killing import TaskKilling
 from disauto.localmesos.agent.launch import TaskLauncher
-from disauto.localmesos.agent.master_link import DISCONNECTED
-from disauto.localmesos.agent.master_link import RECOVERING
 from disauto.localmesos.agent.master_link import MasterLink
+from disauto.localmesos.agent.parts import AgentParts
 from disauto.localmesos.agent.recovery import AgentRecovery
 from disauto.localmesos.agent.reports import TaskReports
+from disauto.localmesos.agent.state import DISCONNECTED
+from disauto.localmesos.agent.state import RECOVERING
+from disauto.localmesos.agent.state import AgentState
+from disauto.localmesos.agent.state import ExecutorExited
+from disauto.localmesos.agent.state import ExecutorMessage
 from disauto.localmesos.agent.status_updates import StatusUpdateManager
+from disauto.localmesos.agent.task_sandbox import TaskSandboxes
 from disauto.localmesos.agent.views import AgentViews
 from disauto.localmesos.containerizer import cpu_quota
 from disauto.localmesos.containerizer import docker as docker_mod
 from disauto.localmesos.containerizer.docker import DockerContainerizer
 from disauto.localmesos.containerizer.launcher import Launcher
-from disauto.localmesos.containerizer.monitor import ResourceMonitor
 from disauto.localmesos.protocol.recordio import EventObserver
+from disauto.localmesos.protocol.recordio import Subscription
+from disauto.localmesos.protocol.registration import ReregisterAgent
 
 
 logger = logging.getLogger(__name__)
 
 
-# -- tasks ------------------------------------------------------------------------------------
-
-
-ExecutorExited = Callable[[str, str, str, int], None]
-"""``(agent_id, framework_id, executor_id, wait status)``: an executor ended."""
-ExecutorMessage = Callable[[str, str, str, str], None]
-"""``(agent_id, framework_id, executor_id, base64 data)``: an executor's MESSAGE."""
-
-
-class Agent(TaskLauncher, TaskKilling, ExecutorHost, TaskReports, AgentViews, AgentRecovery,
-            MasterLink, AgentDraining, AgentIsolation):
+class Agent:
     """One embedded Mesos agent (see the module docstring).
 
     Args:
@@ -144,26 +148,18 @@ class Agent(TaskLauncher, TaskKilling, ExecutorHost, TaskReports, AgentViews, Ag
         runtime: AgentRuntime | None = None,
     ) -> None:
         sandbox_mod.check_id(agent_id, what="agent id")
-        self._sandbox_logging = sandbox_logging
-        self.id = agent_id
-        self.config = config
-        self.work_dir = Path(work_dir)
-        self._default_kill_grace = default_kill_grace
-        self._master_endpoint = master_endpoint
-        self._fetch_timeout = fetch_timeout
-        self._environment = environment
-        self._on_executor_exited = on_executor_exited
-        self._on_executor_message = on_executor_message
-        self._executor_registration_timeout = executor_registration_timeout
-        self._executor_shutdown_grace = executor_shutdown_grace
-        self._executor_heartbeat_interval = executor_heartbeat_interval
-        self._executor_observers: list[EventObserver] = []
-        #: The libprocess id executors are told (``MESOS_SLAVE_PID``); the cluster sets it.
-        self.libprocess_id = "slave(1)"
-        self.total = config.total()
-        self._init_tables()
         runtime = runtime or AgentRuntime()
-        self._updates = StatusUpdateManager(
+        self.agent_state = state = AgentState(
+            agent_id, config, Path(work_dir), runtime, default_kill_grace=default_kill_grace,
+            master_endpoint=master_endpoint, fetch_timeout=fetch_timeout,
+            environment=environment, sandbox_logging=sandbox_logging,
+            on_executor_exited=on_executor_exited, on_executor_message=on_executor_message,
+            executor_registration_timeout=executor_registration_timeout,
+            executor_shutdown_grace=executor_shutdown_grace,
+            executor_heartbeat_interval=executor_heartbeat_interval,
+        )
+        self._compose()
+        state.updates = StatusUpdateManager(
             send_update,
             retry_interval=retry_interval,
             retry_interval_max=retry_interval_max,
@@ -174,50 +170,47 @@ class Agent(TaskLauncher, TaskKilling, ExecutorHost, TaskReports, AgentViews, Ag
         self._start_runtime(runtime)
         self._start_isolation(containerizer)
 
-    def _init_tables(self) -> None:
-        """What the agent knows: its tasks, sandboxes, executors, free GPUs, threads."""
-        self._lock = threading.Lock()
-        self._tasks: dict[tuple[str, str], AgentTask] = {}
-        self._sandboxes: dict[tuple[str, str], tuple[str, Path]] = {}  # -> (executor id, dir)
-        self._removed_frameworks: set[str] = set()
-        self._executors: dict[tuple[str, str], ExecutorRun] = {}
-        self._completed_executors: list[ExecutorRun] = []
-        self._free_gpus: list[int] = list(self.config.gpu_devices)
-        self._threads: set[threading.Thread] = set()
-        self._stopped = False
+    def _compose(self) -> None:
+        """Make the parts, each given the state and the table of the others."""
+        state, parts = self.agent_state, AgentParts()
+        self.parts = parts
+        self.launch = parts.launch = TaskLauncher(state, parts)
+        self.task_sandboxes = parts.task_sandboxes = TaskSandboxes(state, parts)
+        self.killing = parts.killing = TaskKilling(state, parts)
+        self.executor_host = parts.executor_host = ExecutorHost(state, parts)
+        self.executor_calls = ExecutorCalls(state, parts)
+        self.executor_processes = parts.executor_processes = ExecutorProcesses(state, parts)
+        self.reports = parts.reports = TaskReports(state, parts)
+        self.views = parts.views = AgentViews(state, parts)
+        self.recovery = parts.recovery = AgentRecovery(state, parts)
+        self.master_link = parts.master_link = MasterLink(state, parts)
+        self.draining = parts.draining = AgentDraining(state, parts)
+        self.isolator = parts.isolator = AgentIsolation(state, parts)
+        parts.stop = self.stop
+        parts.agent = self
 
     def _start_runtime(self, runtime: AgentRuntime) -> None:
-        """Its launcher, checkpoint, link to the master and draining state."""
-        self._launcher = runtime.launcher or Launcher(self.id)
-        self._meta = MetaDir(self.work_dir, self.id)
-        self._crashed = threading.Event()
-        self._executor_reregistration_timeout = runtime.executor_reregistration_timeout
-        self._on_pong = runtime.on_pong
-        self._on_reregister = runtime.on_reregister
-        self._drain_config: dict[str, Any] | None = None
-        self._isolation = runtime.isolation
-        self._cgroups_enable_cfs = runtime.cgroups_enable_cfs
-        self._switch_user = runtime.switch_user
-        self._executor_secret = runtime.executor_secret
+        """Its launcher, checkpoint and link to the master."""
+        state = self.agent_state
+        state.launcher = runtime.launcher or Launcher(state.id)
+        state.meta = MetaDir(state.work_dir, state.id)
         # Registered by the cluster (``registered``) or, recovering, by re-registering.
-        self.link_state = RECOVERING if runtime.recover else DISCONNECTED
+        state.link_state = RECOVERING if runtime.recover else DISCONNECTED
         if not runtime.recover:
-            self._meta.write_agent(self.info())
-        self._start_master_link(runtime.total_ping_timeout)
+            state.meta.write_agent(self.info())
+        self.master_link.start_master_link(runtime.total_ping_timeout)
 
     def _start_isolation(self, containerizer: DockerContainerizer | None) -> None:
         """The agent's CPU group (below full speed), containerizer and usage monitor; containers
         of dead agents are removed when the engine is reachable."""
-        self._cpu_group: cpu_quota.CpuGroup | None = None
-        if self.config.speed < 1:
-            self._cpu_group = cpu_quota.CpuGroup(cpu_quota.group_name(self.id),
-                                                 self.config.speed * self.config.cpus)
-        self._containers = containerizer or DockerContainerizer(self.id)
-        self._ran_containers = False
-        self._monitor = ResourceMonitor()
+        state = self.agent_state
+        if state.config.speed < 1:
+            state.cpu_group = cpu_quota.CpuGroup(cpu_quota.group_name(state.id),
+                                                 state.config.speed * state.config.cpus)
+        state.containers = containerizer or DockerContainerizer(state.id)
         if docker_mod.engine_available():
-            with self._lock:
-                self._start_thread(self._containers.reap_orphans, name=f"reap-{self.id}")
+            with state.lock:
+                state.start_thread(state.containers.reap_orphans, name=f"reap-{state.id}")
 
     # -- task lifecycle ------------------------------------------------------------------
 
@@ -227,12 +220,13 @@ class Agent(TaskLauncher, TaskKilling, ExecutorHost, TaskReports, AgentViews, Ag
 
         A task with an ``executor`` goes to that custom executor; ``launch_executor`` says
         whether the master charged a new executor for it (see
-        :meth:`ExecutorHost._launch_on_executor`).
+        :meth:`ExecutorHost.launch_on_executor`).
 
         Raises:
             ValueError: when the TaskInfo has no ``task_id.value`` or the framework info no
                 ``id.value`` (the master always sets both).
         """
+        state = self.agent_state
         framework_id = (framework_info.get("id") or {}).get("value")
         task_id = (task.get("task_id") or {}).get("value")
         if not isinstance(framework_id, str) or not framework_id:
@@ -251,27 +245,27 @@ class Agent(TaskLauncher, TaskKilling, ExecutorHost, TaskReports, AgentViews, Ag
             container_id=str(uuid.uuid4()),
             info=task,
             framework_info=framework_info,
-            kill_grace=self._default_kill_grace,
+            kill_grace=state.default_kill_grace,
         )
-        if self._dropped_while_draining(record):
+        if self.draining.dropped_while_draining(record):
             return
-        with self._lock:
-            if self._stopped:
-                logger.warning("Agent %s is stopped: not launching task %s", self.id, task_id)
+        with state.lock:
+            if state.stopped:
+                logger.warning("Agent %s is stopped: not launching task %s", state.id, task_id)
                 return
-            existing = self._tasks.get(record.key)
+            existing = state.tasks.get(record.key)
             if existing is not None:
                 logger.warning(
                     "Ignoring duplicate launch of task %s of framework %s", task_id, framework_id
                 )
                 return
-            self._removed_frameworks.discard(framework_id)
-            self._tasks[record.key] = record
+            state.removed_frameworks.discard(framework_id)
+            state.tasks[record.key] = record
             if not executor_info:
-                self._checkpoint_launch(record, None)
-                self._start_thread(self._run_task, record, name=f"task-{task_id}")
+                self.recovery.checkpoint_launch(record, None)
+                state.start_thread(self.launch.run_task, record, name=f"task-{task_id}")
         if executor_info:
-            self._launch_on_executor(record, launch_executor)
+            self.executor_host.launch_on_executor(record, launch_executor)
 
     def kill_task(
         self, framework_id: str, task_id: str, grace_period: float | None = None
@@ -284,50 +278,51 @@ class Agent(TaskLauncher, TaskKilling, ExecutorHost, TaskReports, AgentViews, Ag
         killed only ever brings its SIGKILL forward. A task still fetching is not started and
         ends TASK_KILLED. Unknown and already finished tasks are ignored.
         """
-        with self._lock:
-            task = self._tasks.get((framework_id, task_id))
+        with self.agent_state.lock:
+            task = self.agent_state.tasks.get((framework_id, task_id))
             if task is None or task.terminal:
                 logger.info("Ignoring kill of unknown or finished task %s", task_id)
                 return
             if not task.info.get("executor"):
-                self._request_kill(task, grace_period)
+                self.killing.request_kill(task, grace_period)
                 return
-        self._kill_on_executor(task, grace_period)
+        self.executor_host.kill_on_executor(task, grace_period)
 
     def acknowledge(self, framework_id: str, task_id: str, uuid_b64: str) -> bool:
         """Acknowledge a status update (checkpointed first); ``False`` for an unknown or
         duplicate uuid."""
-        pending = self._updates.pending(framework_id, task_id)
+        pending = self.agent_state.updates.pending(framework_id, task_id)
         if not pending or pending[0]["uuid"] != uuid_b64:
             return False
-        self._checkpoint_ack(framework_id, task_id, uuid_b64)
-        return self._updates.acknowledge(framework_id, task_id, uuid_b64)
+        self.recovery.checkpoint_ack(framework_id, task_id, uuid_b64)
+        return self.agent_state.updates.acknowledge(framework_id, task_id, uuid_b64)
 
     def resend_unacknowledged(self, framework_id: str) -> int:
         """Re-send now the unacknowledged head update of each of the framework's tasks (on
         re-subscription); returns how many."""
-        return self._updates.resend(framework_id)
+        return self.agent_state.updates.resend(framework_id)
 
     def shutdown_framework(self, framework_id: str) -> None:
         """The framework was removed: kill its tasks and drop its pending updates.
 
         Updates its tasks produce afterwards are dropped too, as the master has forgotten it.
         """
-        with self._lock:
-            self._removed_frameworks.add(framework_id)
-            for task in list(self._tasks.values()):
+        state = self.agent_state
+        with state.lock:
+            state.removed_frameworks.add(framework_id)
+            for task in list(state.tasks.values()):
                 if task.framework_id != framework_id:
                     continue
                 if task.terminal:
-                    del self._tasks[task.key]
+                    del state.tasks[task.key]
                 elif not task.info.get("executor"):
-                    self._request_kill(task, None)
-            self._shutdown_framework_executors(framework_id)
-        dropped = self._updates.remove_framework(framework_id)
+                    self.killing.request_kill(task, None)
+            self.executor_host.shutdown_framework_executors(framework_id)
+        dropped = state.updates.remove_framework(framework_id)
         logger.info(
             "Shut down framework %s on agent %s (%d update streams dropped)",
             framework_id,
-            self.id,
+            state.id,
             dropped,
         )
 
@@ -335,19 +330,19 @@ class Agent(TaskLauncher, TaskKilling, ExecutorHost, TaskReports, AgentViews, Ag
     def recovering(self) -> bool:
         """Whether executors must wait (503): the agent died, or recovers from its
         checkpoint."""
-        return self._crashed.is_set() or self.link_state == RECOVERING
+        return self.agent_state.recovering
 
     @property
     def executor_observers(self) -> list[EventObserver]:
         """The observers of executor events (a restarted agent takes them over)."""
-        with self._lock:
-            return list(self._executor_observers)
+        with self.agent_state.lock:
+            return list(self.agent_state.executor_observers)
 
     def add_executor_event_observer(self, observer: EventObserver) -> None:
         """Call ``observer(framework_id, event)`` for every event sent to an executor (from
         streams opened afterwards)."""
-        with self._lock:
-            self._executor_observers.append(observer)
+        with self.agent_state.lock:
+            self.agent_state.executor_observers.append(observer)
 
     # -- shutdown ------------------------------------------------------------------------
 
@@ -362,85 +357,146 @@ class Agent(TaskLauncher, TaskKilling, ExecutorHost, TaskReports, AgentViews, Ag
                 (kill policy, else the agent's default).
             timeout: upper bound in seconds on the wait for each thread.
         """
-        with self._lock:
-            first = not self._stopped
-            self._stopped = True
-            crashed = self._crashed.is_set()
-        with self._link_cond:
-            self._link_cond.notify_all()
+        state = self.agent_state
+        with state.lock:
+            first = not state.stopped
+            state.stopped = True
+            crashed = state.crashed.is_set()
+        with state.link_cond:
+            state.link_cond.notify_all()
         if first:
-            self._updates.stop()
-            with self._lock:
-                for task in self._tasks.values():
+            state.updates.stop()
+            with state.lock:
+                for task in state.tasks.values():
                     if not task.terminal and not task.info.get("executor"):
-                        self._request_kill(task, grace_period)
-                self._stop_executors(grace_period)
+                        self.killing.request_kill(task, grace_period)
+                self.executor_host.stop_executors(grace_period)
         while True:
-            with self._lock:
-                alive = [t for t in self._threads if t.is_alive()]
-                self._threads = set(alive)
+            with state.lock:
+                alive = [t for t in state.threads if t.is_alive()]
+                state.threads = set(alive)
             alive = [t for t in alive if t is not threading.current_thread()]
             if not alive:
                 break
             for thread in alive:
                 thread.join(timeout)
             if any(t.is_alive() for t in alive):
-                logger.warning("Agent %s: threads still running after stop", self.id)
+                logger.warning("Agent %s: threads still running after stop", state.id)
                 break
-        with self._lock:
-            ran_containers, self._ran_containers = self._ran_containers, False
+        with state.lock:
+            ran_containers, state.ran_containers = state.ran_containers, False
         if ran_containers:
-            self._containers.remove_own()
-        if self._cpu_group is not None and not crashed:
-            self._cpu_group.remove()
-
-    def _in_cpu_group(self) -> contextlib.AbstractContextManager[None]:
-        """Processes started in this block get the agent's CPU share (its speed)."""
-        if self._cpu_group is None:
-            return contextlib.nullcontext()
-        return self._cpu_group.attached()
+            state.containers.remove_own()
+        if state.cpu_group is not None and not crashed:
+            state.cpu_group.remove()
 
     @property
     def cpu_group(self) -> cpu_quota.CpuGroup | None:
         """The agent's CPU group (None at full speed)."""
-        return self._cpu_group
+        return self.agent_state.cpu_group
 
     # -- internals -----------------------------------------------------------------------
-
-    def _start_thread(self, target: Callable[..., Any], *args: Any, name: str) -> None:
-        """Under the lock: start and track a worker thread."""
-        self._threads = {t for t in self._threads if t.is_alive()}
-        thread = threading.Thread(target=target, args=args, name=name, daemon=True)
-        self._threads.add(thread)
-        thread.start()
 
     def _forget_task(self, framework_id: str, task_id: str) -> None:
         """The terminal update was acknowledged: forget the task (its sandbox stays), and its
         executor's checkpoint once nothing of it is left; a draining agent may be drained."""
-        with self._lock:
-            task = self._tasks.get((framework_id, task_id))
+        state = self.agent_state
+        with state.lock:
+            task = state.tasks.get((framework_id, task_id))
             if task is not None and task.terminal:
-                del self._tasks[task.key]
-                self._forget_checkpoint(framework_id, task.executor_id)
-        self._update_drain_status()
+                del state.tasks[task.key]
+                self.recovery.forget_checkpoint(framework_id, task.executor_id)
+        self.draining.update_drain_status()
 
-    def _run_task(self, task: AgentTask) -> None:
-        """The thread of one task: prepare, fetch, run, wait, report."""
-        try:
-            self._run_task_steps(task)
-        except Exception as exc:
-            logger.exception("Task %s: agent error", task.task_id)
-            with self._lock:
-                terminal = task.terminal
-            if not terminal:
-                self._fail(
-                    task,
-                    f"Embedded agent error: {type(exc).__name__}: {exc}",
-                    "REASON_EXECUTOR_TERMINATED",
-                )
-        finally:
-            task.done.set()
-            with self._lock:
-                if task.gpus:  # Never leak GPUs, whatever happened.
-                    self._free_gpus.extend(task.gpus)
-                    task.gpus = ()
+    # -- the parts' entry points other code calls ------------------------------------------
+
+    def shutdown_executor(self, framework_id: str, executor_id: str) -> None:
+        self.executor_host.shutdown_executor(framework_id, executor_id)
+
+    def framework_message(self, framework_id: str, executor_id: str, data: str) -> None:
+        self.executor_host.framework_message(framework_id, executor_id, data)
+
+    @property
+    def executor_secret(self) -> bytes | None:
+        return self.executor_calls.executor_secret
+
+    def executor_call(
+        self, call: Mapping[str, Any], authorization: str | None = None
+    ) -> Subscription | tuple[int, str]:
+        return self.executor_calls.executor_call(call, authorization)
+
+    def knows_executor(self, framework_id: str, executor_id: str) -> bool:
+        return self.executor_calls.knows_executor(framework_id, executor_id)
+
+    def knows_framework(self, framework_id: str) -> bool:
+        return self.executor_calls.knows_framework(framework_id)
+
+    def info(self) -> dict[str, Any]:
+        return self.views.info()
+
+    def task_sandbox(self, framework_id: str, task_id: str) -> Path | None:
+        return self.views.task_sandbox(framework_id, task_id)
+
+    def file_roots(self) -> dict[str, Path]:
+        return self.views.file_roots()
+
+    def monitor_statistics(self) -> list[dict[str, Any]]:
+        return self.views.monitor_statistics()
+
+    def running_tasks(self) -> list[tuple[str, str]]:
+        return self.views.running_tasks()
+
+    def state(self) -> dict[str, Any]:
+        return self.views.state_json()
+
+    def latest_state(self, framework_id: str, task_id: str) -> str | None:
+        return self.views.latest_state(framework_id, task_id)
+
+    def unacknowledged_updates(self, framework_id: str, task_id: str) -> list[dict[str, Any]]:
+        return self.views.unacknowledged_updates(framework_id, task_id)
+
+    @property
+    def free_gpus(self) -> tuple[int, ...]:
+        return self.views.free_gpus
+
+    def crash(self) -> None:
+        self.recovery.crash()
+
+    def recover(self) -> None:
+        self.recovery.recover()
+
+    def reregistration(self) -> ReregisterAgent:
+        return self.recovery.reregistration()
+
+    def registered(self) -> None:
+        self.master_link.registered()
+
+    def ping(self, connected: bool) -> None:
+        self.master_link.ping(connected)
+
+    def master_detected(self) -> None:
+        self.master_link.master_detected()
+
+    def shutdown(self, message: str) -> None:
+        self.master_link.shutdown(message)
+
+    def drain(self, config: dict[str, Any]) -> None:
+        self.draining.drain(config)
+
+
+def _forwarded(name: str) -> property:
+    """``agent.<name>``: reads and writes ``agent.agent_state.<name>``."""
+
+    def read(agent: Agent) -> Any:
+        return getattr(agent.agent_state, name)
+
+    def write(agent: Agent, value: Any) -> None:
+        setattr(agent.agent_state, name, value)
+
+    return property(read, write, doc=f"``agent_state.{name}`` (:class:`AgentState`).")
+
+
+#: What other code reads (and the cluster sets) of an agent: its state's public fields.
+FORWARDED = ("id", "config", "work_dir", "total", "libprocess_id", "link_state")
+for _name in FORWARDED:
+    setattr(Agent, _name, _forwarded(_name))

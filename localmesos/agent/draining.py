@@ -23,6 +23,8 @@ from typing import Any
 
 from disauto.localmesos.agent.agent_task import AgentTask
 from disauto.localmesos.agent.executor_run import partition_aware
+from disauto.localmesos.agent.parts import AgentParts
+from disauto.localmesos.agent.state import AgentState
 from disauto.localmesos.protocol.messages import duration_seconds
 
 
@@ -43,33 +45,35 @@ def _capped_grace(task: AgentTask, max_grace: float | None) -> float | None:
 class AgentDraining:
     """Draining (part of :class:`localmesos.agent.agent.Agent`)."""
 
-    _drain_config: dict[str, Any] | None
+    def __init__(self, state: AgentState, parts: AgentParts) -> None:
+        self.state = state
+        self.parts = parts
 
     def drain(self, config: dict[str, Any]) -> None:
         """The master's ``DrainSlaveMessage``: kill everything, report it as drained."""
-        with self._lock:
-            tasks = [t for t in self._tasks.values() if not t.terminal]
-            if not tasks and not self._executors:
+        with self.state.lock:
+            tasks = [t for t in self.state.tasks.values() if not t.terminal]
+            if not tasks and not self.state.executors:
                 logger.info("Agent %s has nothing to drain: draining is already complete",
-                            self.id)
+                            self.state.id)
                 return
-            self._drain_config = dict(config)
-            if not self._crashed.is_set():
-                self._meta.write_drain(self._drain_config)
+            self.state.drain_config = dict(config)
+            if not self.state.crashed.is_set():
+                self.state.meta.write_drain(self.state.drain_config)
         max_grace = duration_seconds(config.get("max_grace_period"))
-        logger.info("Agent %s drains %d task(s) (max grace period %s)", self.id, len(tasks),
+        logger.info("Agent %s drains %d task(s) (max grace period %s)", self.state.id, len(tasks),
                     "none" if max_grace is None else f"{max_grace:g}s")
         for task in tasks:
             grace = _capped_grace(task, max_grace)
             if task.info.get("executor"):
-                self._kill_on_executor(task, grace)
+                self.parts.executor_host.kill_on_executor(task, grace)
                 continue
-            with self._lock:
-                self._request_kill(task, grace)
+            with self.state.lock:
+                self.parts.killing.request_kill(task, grace)
 
-    def _decorate(self, framework_info: Mapping[str, Any], status: dict[str, Any]) -> None:
+    def decorate(self, framework_info: Mapping[str, Any], status: dict[str, Any]) -> None:
         """Under the lock: a status of a draining agent says so (``statusUpdate``)."""
-        config = self._drain_config
+        config = self.state.drain_config
         if config is None or status.get("state") not in ("TASK_KILLING", "TASK_KILLED"):
             return
         status["reason"] = "REASON_AGENT_DRAINING"
@@ -78,24 +82,24 @@ class AgentDraining:
             # process still has its grace period (the agent keeps it until it ends).
             status["state"] = "TASK_GONE_BY_OPERATOR"
 
-    def _dropped_while_draining(self, task: AgentTask) -> bool:
+    def dropped_while_draining(self, task: AgentTask) -> bool:
         """A task given to a draining agent is dropped (``Slave::run``)."""
-        if self._drain_config is None:
+        if self.state.drain_config is None:
             return False
         state = "TASK_DROPPED" if partition_aware(task.framework_info) else "TASK_LOST"
-        logger.warning("Agent %s drops task %s: it is draining", self.id, task.task_id)
-        status = self._bare_status(task.framework_id, task.task_id, state,
+        logger.warning("Agent %s drops task %s: it is draining", self.state.id, task.task_id)
+        status = self.parts.reports.bare_status(task.framework_id, task.task_id, state,
                                    "Task was received while agent was already draining",
                                    "REASON_AGENT_DRAINING", executor_id=task.executor_id)
-        self._updates.update(task.framework_id, task.task_id, status)
+        self.state.updates.update(task.framework_id, task.task_id, status)
         return True
 
-    def _update_drain_status(self) -> None:
+    def update_drain_status(self) -> None:
         """The drain is over once nothing is left (``updateDrainStatus``)."""
-        with self._lock:
-            if self._drain_config is None or self._tasks or self._executors:
+        with self.state.lock:
+            if self.state.drain_config is None or self.state.tasks or self.state.executors:
                 return
-            self._drain_config = None
-            if not self._crashed.is_set():
-                self._meta.write_drain(None)
-        logger.info("Agent %s finished draining", self.id)
+            self.state.drain_config = None
+            if not self.state.crashed.is_set():
+                self.state.meta.write_drain(None)
+        logger.info("Agent %s finished draining", self.state.id)

@@ -1,16 +1,14 @@
 """A custom executor's process on an embedded agent: launched with Mesos' executor
 environment, given a registration deadline, and what happens when it ends.
 
-A mixin of :class:`localmesos.agent.executors.ExecutorHost` (apache/mesos
+The agent's ``executor_processes`` part (:mod:`localmesos.agent.parts`; apache/mesos
 ``src/slave/slave.cpp``: ``launchExecutor``, ``executorEnvironment``,
 ``registerExecutorTimeout``, ``executorTerminated``); each run has a thread of its own.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from collections.abc import Mapping
-import contextlib
 import logging
 import os
 from typing import Any
@@ -28,6 +26,8 @@ from disauto.localmesos.agent.fetcher import FetchCancelled
 from disauto.localmesos.agent.fetcher import FetchError
 from disauto.localmesos.agent.fetcher import fetch_uris
 from disauto.localmesos.agent.launch import sweep_sandbox
+from disauto.localmesos.agent.parts import AgentParts
+from disauto.localmesos.agent.state import AgentState
 from disauto.localmesos.agent.task_sandbox import task_user
 from disauto.localmesos.containerizer import command as command_mod
 from disauto.localmesos.containerizer.cgroups import IsolationError
@@ -45,31 +45,30 @@ class ExecutorProcesses:
     """Starts, times and ends custom executors' processes (part of
     :class:`localmesos.agent.agent.Agent`)."""
 
-    _in_cpu_group: Callable[[], contextlib.AbstractContextManager[None]]
+    def __init__(self, state: AgentState, parts: AgentParts) -> None:
+        self.state = state
+        self.parts = parts
+
     """A block whose new processes get the agent's CPU share
     (:mod:`localmesos.containerizer.cpu_quota`)."""
-    _destroy: Callable[[ExecutorRun], None]
     """SIGKILL an executor's process group (:class:`localmesos.agent.executors.ExecutorHost`)."""
-    _executor_reregistration_timeout: float
     """``--executor_reregistration_timeout`` (``MESOS_SUBSCRIPTION_BACKOFF_MAX``)."""
-    _switch_user: bool
     """Run executors as their users (Mesos ``--switch_user``), or as the agent's own."""
-    _executor_secret: bytes | None
     """The key of its executors' tokens (:mod:`localmesos.agent.executor_auth`), or None."""
 
-    def _run_executor(self, run: ExecutorRun) -> None:
+    def run_executor(self, run: ExecutorRun) -> None:
         """The thread of one executor run: sandbox, fetch, spawn, wait, clean up."""
         returncode: int | None = None
         try:
             container = self._spawn_executor(run)
             if container is not None:
-                returncode = self._await_exit(container)
+                returncode = self.parts.launch.await_exit(container)
         except Exception as exc:  # noqa: BLE001 - the run must end, whatever happened
             logger.exception("Executor %s: agent error", run.executor_id)
             run.pending_termination = ("TASK_FAILED", "REASON_EXECUTOR_TERMINATED",
                                        f"Embedded agent error: {type(exc).__name__}: {exc}")
         finally:
-            self._executor_terminated(run, returncode)
+            self.executor_terminated(run, returncode)
 
     def _spawn_executor(self, run: ExecutorRun) -> Container | None:
         """Start the executor's command in its container; None (with
@@ -85,9 +84,9 @@ class ExecutorProcesses:
                 raise LaunchError("The embedded agent runs custom executors as processes only: "
                                   "'ExecutorInfo.container' is not supported")
             fetch_uris(command.get("uris") or [], run.sandbox, cancel=run.cancel,
-                       timeout=self._fetch_timeout)
+                       timeout=self.state.fetch_timeout)
             run_as = command_mod.resolve_user(
-                task_user(run.framework_info, command, switch=self._switch_user))
+                task_user(run.framework_info, command, switch=self.state.runtime.switch_user))
             executable, argv = command_mod.command_line(command)
             env = self._executor_environment(run, command, run_as)
             if run_as is not None:
@@ -115,14 +114,14 @@ class ExecutorProcesses:
             FetchCancelled: it was shut down (or the agent died) meanwhile.
             LaunchError, CpuQuotaError, IsolationError: it could not start.
         """
-        isolation = self._isolate(run.container_id, self._executor_resources(run),
+        isolation = self.parts.isolator.isolate(run.container_id, self._executor_resources(run),
                                   executor=True)
-        with self._lock:
-            if run.cancel.is_set() or self._crashed.is_set():
+        with self.state.lock:
+            if run.cancel.is_set() or self.state.crashed.is_set():
                 isolation.destroy()
                 raise FetchCancelled("the executor was shut down while it was launched")
             try:
-                with self._in_cpu_group(), isolation.attached():
+                with self.state.in_cpu_group(), isolation.attached():
                     process = CommandProcess.spawn(
                         executable, argv, env=env, cwd=run.sandbox,
                         stdout=run.sandbox / "stdout", stderr=run.sandbox / "stderr",
@@ -131,12 +130,12 @@ class ExecutorProcesses:
                 isolation.destroy()
                 raise
             run.process = process
-            container = self._launcher.launched(run.container_id, process, isolation)
-            self._update_executor_isolation(run)
-            self._start_thread(self._registration_timeout, run,
+            container = self.state.launcher.launched(run.container_id, process, isolation)
+            self.parts.isolator.update_executor_isolation(run)
+            self.state.start_thread(self._registration_timeout, run,
                                name=f"register-{run.executor_id}")
         isolation.watch(container)
-        self._checkpoint_pid(run.framework_info, run.framework_id, run.executor_id,
+        self.parts.recovery.checkpoint_pid(run.framework_info, run.framework_id, run.executor_id,
                              run.container_id, process.pid)
         logger.info("Launched executor %s of framework %s (pid %d)", run.executor_id,
                     run.framework_id, process.pid)
@@ -146,35 +145,36 @@ class ExecutorProcesses:
                               run_as: command_mod.RunAs | None) -> dict[str, str]:
         """Mesos ``executorEnvironment`` (plus the sandbox variables of the containerizer)."""
         grace = duration_seconds(run.info.get("shutdown_grace_period"))
-        ids = command_mod.TaskIds(run.framework_id, run.executor_id, "", self.id)
+        ids = command_mod.TaskIds(run.framework_id, run.executor_id, "", self.state.id)
         env = command_mod.task_environment(
-            base=os.environ if self._environment is None else self._environment,
+            base=os.environ if self.state.environment is None else self.state.environment,
             command=command, sandbox=run.sandbox, ids=ids,
-            agent_endpoint=self._master_endpoint,
-            shutdown_grace_period=self._executor_shutdown_grace if grace is None else grace,
-            run_as=run_as, gpus=run.gpus if self.config.gpu_count > 0 else None,
+            agent_endpoint=self.state.master_endpoint,
+            shutdown_grace_period=self.state.executor_shutdown_grace if grace is None else grace,
+            run_as=run_as, gpus=run.gpus if self.state.config.gpu_count > 0 else None,
         )
         env.pop("MESOS_TASK_ID", None)
         env.update({
-            "MESOS_SLAVE_PID": f"{self.libprocess_id}@{self._master_endpoint}",
+            "MESOS_SLAVE_PID": f"{self.state.libprocess_id}@{self.state.master_endpoint}",
             **command_mod.checkpoint_environment(bool(run.framework_info.get("checkpoint")),
-                                                 self._executor_reregistration_timeout),
+                                                 self.state.runtime.executor_reregistration_timeout),
             "MESOS_HTTP_COMMAND_EXECUTOR": "0",
             "LIBPROCESS_PORT": "0",
             # Embedded only: a Mesos agent's interval is a constant the executor knows.
-            EXECUTOR_HEARTBEAT_ENV: mesos_duration(self._executor_heartbeat_interval),
+            EXECUTOR_HEARTBEAT_ENV: mesos_duration(self.state.executor_heartbeat_interval),
         })
-        if self._executor_secret is not None:
+        if self.state.runtime.executor_secret is not None:
             env[executor_auth.TOKEN_VARIABLE] = executor_auth.token_for(
-                self._executor_secret, run.framework_id, run.executor_id, run.container_id)
+                self.state.runtime.executor_secret, run.framework_id, run.executor_id,
+                run.container_id)
         env.update(command_mod.command_environment(command))
         return env
 
     def _registration_timeout(self, run: ExecutorRun) -> None:
-        timeout = self._executor_registration_timeout
+        timeout = self.state.executor_registration_timeout
         if run.settled.wait(timeout):
             return
-        with self._lock:
+        with self.state.lock:
             if run.state != REGISTERING:
                 return
             logger.info("Killing executor %s: it did not subscribe within %gs",
@@ -183,19 +183,19 @@ class ExecutorProcesses:
             run.pending_termination = (
                 "TASK_FAILED", "REASON_EXECUTOR_REGISTRATION_TIMEOUT",
                 f"Executor did not register within {mesos_duration(timeout)}")
-        self._destroy(run)
+        self.parts.executor_host.destroy(run)
 
     def _executor_resources(self, run: ExecutorRun) -> Resources:
         """The resources of the executor itself (its tasks' are added as they come)."""
         return Resources.from_json(list(run.info.get("resources") or []))
 
-    def _executor_terminated(self, run: ExecutorRun, returncode: int | None) -> None:
+    def executor_terminated(self, run: ExecutorRun, returncode: int | None) -> None:
         """The executor ended: fail its live tasks, tell the master (Mesos
         ``executorTerminated``); a dead agent does nothing (the next one does it)."""
-        if self._crashed.is_set():
+        if self.state.crashed.is_set():
             return
         run.returncode = returncode
-        container = self._launcher.get(run.container_id)
+        container = self.state.launcher.get(run.container_id)
         limitation = None
         if container is not None and container.isolation is not None:
             limitation = container.isolation.limitation(container)
@@ -203,37 +203,38 @@ class ExecutorProcesses:
             run.pending_termination = ("TASK_FAILED", limitation["reason"],
                                        limitation["message"])
         sweep_sandbox(run.sandbox)
-        with self._lock:
+        with self.state.lock:
             run.state = TERMINATED
-            self._free_gpus.extend(run.gpus)
+            self.state.free_gpus.extend(run.gpus)
             run.gpus = ()
             run.exited.set()
             run.settled.set()
             if run.stream is not None:
                 run.stream.close()
                 run.stream = None
-            if self._executors.get(run.key) is run:
-                del self._executors[run.key]
-            self._completed_executors.append(run)
-            live = [t for t in self._tasks.values()
+            if self.state.executors.get(run.key) is run:
+                del self.state.executors[run.key]
+            self.state.completed_executors.append(run)
+            live = [t for t in self.state.tasks.values()
                     if t.framework_id == run.framework_id and t.executor_id == run.executor_id
                     and t.info.get("executor") and not t.terminal]
             live = [t for t in live if t.container_id == run.container_id]
         state, reason, message = run.pending_termination or (
             "TASK_FAILED", "REASON_EXECUTOR_TERMINATED", "Executor terminated")
         for task in live:
-            self._emit(task, state, source="SOURCE_AGENT", message=message, reason=reason,
-                       limitation=None if limitation is None else {
-                           "resources": limitation["resources"]})
-        self._launcher.forget(run.container_id)
-        with self._lock:
-            self._forget_checkpoint(run.framework_id, run.executor_id)
-        self._update_drain_status()
+            self.parts.reports.emit(
+                task, state, source="SOURCE_AGENT", message=message, reason=reason,
+                limitation=None if limitation is None else {"resources": limitation["resources"]})
+        self.state.launcher.forget(run.container_id)
+        with self.state.lock:
+            self.parts.recovery.forget_checkpoint(run.framework_id, run.executor_id)
+        self.parts.draining.update_drain_status()
         status = executor_api.wait_status(returncode)
         logger.info("Executor %s of framework %s terminated (wait status %d)", run.executor_id,
                     run.framework_id, status)
-        if self._on_executor_exited is not None:
+        if self.state.on_executor_exited is not None:
             try:
-                self._on_executor_exited(self.id, run.framework_id, run.executor_id, status)
+                self.state.on_executor_exited(self.state.id, run.framework_id, run.executor_id,
+                                              status)
             except Exception:  # noqa: BLE001 - the master's problem, not the run's
                 logger.exception("Reporting the exit of executor %s failed", run.executor_id)

@@ -1,6 +1,6 @@
 """Custom executors on an embedded agent: launched once, fed tasks over the v1 executor API.
 
-The executor host, a mixin of :class:`localmesos.agent.agent.Agent`: this module takes the
+The executor host, the agent's ``executor_host`` part: this module takes the
 master's word (launch, kill, shutdown, message), :mod:`~localmesos.agent.executor_process` runs
 the executors' processes and :mod:`~localmesos.agent.executor_calls` serves their calls; each
 run is an :class:`~localmesos.agent.executor_run.ExecutorRun`. What a Mesos 1.11 agent does for
@@ -65,8 +65,6 @@ from disauto.common.resources import Resources
 from disauto.localmesos.agent import executor_api
 from disauto.localmesos.agent import sandbox as sandbox_mod
 from disauto.localmesos.agent.agent_task import AgentTask
-from disauto.localmesos.agent.executor_calls import ExecutorCalls
-from disauto.localmesos.agent.executor_process import ExecutorProcesses
 from disauto.localmesos.agent.executor_run import REGISTERING
 from disauto.localmesos.agent.executor_run import RUNNING
 from disauto.localmesos.agent.executor_run import TERMINATED
@@ -74,7 +72,9 @@ from disauto.localmesos.agent.executor_run import TERMINATING
 from disauto.localmesos.agent.executor_run import ExecutorRun
 from disauto.localmesos.agent.executor_run import partition_aware
 from disauto.localmesos.agent.launch import sweep_sandbox
+from disauto.localmesos.agent.parts import AgentParts
 from disauto.localmesos.agent.sandbox import SandboxCreationError
+from disauto.localmesos.agent.state import AgentState
 from disauto.localmesos.agent.task_sandbox import task_user
 from disauto.localmesos.protocol.messages import duration_seconds
 
@@ -82,15 +82,19 @@ from disauto.localmesos.protocol.messages import duration_seconds
 logger = logging.getLogger("disauto.localmesos.agent")
 
 
-class ExecutorHost(ExecutorCalls, ExecutorProcesses):
+class ExecutorHost:
     """Runs custom executors as the master asks (part of :class:`localmesos.agent.agent.Agent`):
     launches, kills, shutdowns and messages; their processes are
     :class:`~localmesos.agent.executor_process.ExecutorProcesses`, their calls
     :class:`~localmesos.agent.executor_calls.ExecutorCalls`."""
 
+    def __init__(self, state: AgentState, parts: AgentParts) -> None:
+        self.state = state
+        self.parts = parts
+
     # -- from the master -------------------------------------------------------------------
 
-    def _launch_on_executor(self, task: AgentTask, launch_executor: bool | None) -> None:
+    def launch_on_executor(self, task: AgentTask, launch_executor: bool | None) -> None:
         """Give a task of a custom executor to its executor, launching it when needed.
 
         ``launch_executor`` is the master's word (Mesos ``RunTaskMessage.launch_executor``):
@@ -102,8 +106,8 @@ class ExecutorHost(ExecutorCalls, ExecutorProcesses):
         shutdown: ExecutorRun | None = None
         launch: ExecutorRun | None = None
         never_launched = False
-        with self._lock:
-            run = self._executors.get((task.framework_id, task.executor_id))
+        with self.state.lock:
+            run = self.state.executors.get((task.framework_id, task.executor_id))
             if launch_executor is True and run is not None:
                 drop, shutdown = "Master wants to launch executor, but one already exists", run
             elif launch_executor is False and run is None:
@@ -118,25 +122,26 @@ class ExecutorHost(ExecutorCalls, ExecutorProcesses):
             if drop is None and run is not None:
                 task.container_id = run.container_id
                 task.sandbox = run.sandbox
-                self._sandboxes[task.key] = (run.executor_id, run.sandbox)
-                self._checkpoint_launch(task, info, run.gpus)
-                self._update_executor_isolation(run)
+                self.state.sandboxes[task.key] = (run.executor_id, run.sandbox)
+                self.parts.recovery.checkpoint_launch(task, info, run.gpus)
+                self.parts.isolator.update_executor_isolation(run)
                 if run.state == RUNNING and run.stream is not None:
-                    self._deliver(run, task)
+                    self.deliver(run, task)
                 else:
                     run.queued[task.task_id] = task.info
         if drop is not None:
             state = "TASK_DROPPED" if partition_aware(task.framework_info) else "TASK_LOST"
-            self._emit(task, state, source="SOURCE_AGENT", message=drop,
+            self.parts.reports.emit(task, state, source="SOURCE_AGENT", message=drop,
                        reason="REASON_EXECUTOR_TERMINATED")
             if shutdown is not None:
                 self.shutdown_executor(shutdown.framework_id, shutdown.executor_id)
-            if never_launched and self._on_executor_exited is not None:
+            if never_launched and self.state.on_executor_exited is not None:
                 # The master charged the executor: it is told none runs (status -1, as Mesos).
-                self._on_executor_exited(self.id, task.framework_id, task.executor_id, -1)
+                self.state.on_executor_exited(self.state.id, task.framework_id,
+                                              task.executor_id, -1)
         if launch is not None:
-            with self._lock:
-                self._start_thread(self._run_executor, launch,
+            with self.state.lock:
+                self.state.start_thread(self.parts.executor_processes.run_executor, launch,
                                    name=f"executor-{launch.executor_id}")
 
     def _new_run(self, task: AgentTask, info: dict[str, Any]) -> ExecutorRun:
@@ -147,13 +152,14 @@ class ExecutorHost(ExecutorCalls, ExecutorProcesses):
             SandboxCreationError: the sandbox cannot be made or given to that user.
         """
         container_id = str(uuid.uuid4())
-        user = task_user(task.framework_info, info.get("command"), switch=self._switch_user)
-        path = sandbox_mod.create_sandbox(self.work_dir, self.id, task.framework_id,
+        user = task_user(task.framework_info, info.get("command"),
+                         switch=self.state.runtime.switch_user)
+        path = sandbox_mod.create_sandbox(self.state.work_dir, self.state.id, task.framework_id,
                                           task.executor_id, container_id, user=user)
         run = ExecutorRun(task.framework_id, task.executor_id, info, task.framework_info,
                           container_id, path)
         self._assign_executor_gpus(run)
-        self._executors[run.key] = run
+        self.state.executors[run.key] = run
         return run
 
     def _assign_executor_gpus(self, run: ExecutorRun) -> None:
@@ -168,27 +174,27 @@ class ExecutorHost(ExecutorCalls, ExecutorProcesses):
         if wanted != int(wanted):
             run.gpu_error = f"The 'gpus' resource must be a whole number, got {wanted:g}"
             return
-        if int(wanted) > len(self._free_gpus):
+        if int(wanted) > len(self.state.free_gpus):
             run.gpu_error = (f"The executor needs {int(wanted)} GPUs but only "
-                             f"{len(self._free_gpus)} of agent {self.id}'s "
-                             f"{self.config.gpu_count} are free")
+                             f"{len(self.state.free_gpus)} of agent {self.state.id}'s "
+                             f"{self.state.config.gpu_count} are free")
             return
-        self._free_gpus.sort()
-        run.gpus = tuple(self._free_gpus[:int(wanted)])
-        del self._free_gpus[:int(wanted)]
+        self.state.free_gpus.sort()
+        run.gpus = tuple(self.state.free_gpus[:int(wanted)])
+        del self.state.free_gpus[:int(wanted)]
 
-    def _deliver(self, run: ExecutorRun, task: AgentTask) -> None:
+    def deliver(self, run: ExecutorRun, task: AgentTask) -> None:
         """Under the lock: LAUNCH a task on the subscribed executor."""
         run.launched.add(task.task_id)
         run.ever_sent = True
         run.send(executor_api.launch(task.info))
 
-    def _kill_on_executor(self, task: AgentTask, grace_period: float | None) -> None:
+    def kill_on_executor(self, task: AgentTask, grace_period: float | None) -> None:
         """Kill a task of a custom executor (Mesos ``Slave::kill``)."""
         killed = False
         shutdown = False
-        with self._lock:
-            run = self._executors.get((task.framework_id, task.executor_id))
+        with self.state.lock:
+            run = self.state.executors.get((task.framework_id, task.executor_id))
             if run is None or run.state in (TERMINATING, TERMINATED):
                 logger.info("Ignoring kill of task %s: its executor is gone or terminating",
                             task.task_id)
@@ -203,7 +209,7 @@ class ExecutorHost(ExecutorCalls, ExecutorProcesses):
             else:  # queued: REGISTERING runs hold every task they were given
                 killed = True
         if killed:
-            self._emit(task, "TASK_KILLED", source="SOURCE_AGENT",
+            self.parts.reports.emit(task, "TASK_KILLED", source="SOURCE_AGENT",
                        message="Killed before delivery to the executor",
                        reason="REASON_TASK_KILLED_DURING_LAUNCH")
         if shutdown:
@@ -212,15 +218,15 @@ class ExecutorHost(ExecutorCalls, ExecutorProcesses):
     def shutdown_executor(self, framework_id: str, executor_id: str) -> None:
         """SHUTDOWN the executor, then kill it after its grace period (Mesos
         ``_shutdownExecutor``). Unknown and terminating executors are ignored."""
-        with self._lock:
-            run = self._executors.get((framework_id, executor_id))
+        with self.state.lock:
+            run = self.state.executors.get((framework_id, executor_id))
             if run is None or run.state not in (REGISTERING, RUNNING):
                 logger.info("Ignoring shutdown of unknown or terminating executor %s",
                             executor_id)
                 return
-            self._begin_shutdown(run, None)
+            self.begin_shutdown(run, None)
 
-    def _begin_shutdown(self, run: ExecutorRun, grace_period: float | None) -> None:
+    def begin_shutdown(self, run: ExecutorRun, grace_period: float | None) -> None:
         """Under the lock: TERMINATING, SHUTDOWN sent, the kill scheduled."""
         run.state = TERMINATING
         run.send(executor_api.SHUTDOWN)
@@ -228,21 +234,22 @@ class ExecutorHost(ExecutorCalls, ExecutorProcesses):
         if grace_period is None:
             grace_period = duration_seconds(run.info.get("shutdown_grace_period"))
         if grace_period is None:
-            grace_period = self._executor_shutdown_grace
+            grace_period = self.state.executor_shutdown_grace
         logger.info("Shutting down executor %s of framework %s (grace %gs)", run.executor_id,
                     run.framework_id, grace_period)
-        self._start_thread(self._kill_after, run, grace_period, name=f"shutdown-{run.executor_id}")
+        self.state.start_thread(self._kill_after, run, grace_period,
+                                name=f"shutdown-{run.executor_id}")
 
     def _kill_after(self, run: ExecutorRun, seconds: float) -> None:
         if run.exited.wait(max(0.0, seconds)):
             return
         logger.info("Executor %s outlived its grace period: killing it", run.executor_id)
-        self._destroy(run)
+        self.destroy(run)
 
-    def _destroy(self, run: ExecutorRun) -> None:
+    def destroy(self, run: ExecutorRun) -> None:
         """SIGKILL the executor's process group and what it left in its sandbox (not once the
         agent died: its executors outlive it)."""
-        if self._crashed.is_set():
+        if self.state.crashed.is_set():
             return
         run.cancel.set()
         process = run.process
@@ -252,22 +259,22 @@ class ExecutorHost(ExecutorCalls, ExecutorProcesses):
 
     def framework_message(self, framework_id: str, executor_id: str, data: str) -> None:
         """A scheduler's MESSAGE: to the executor if it is subscribed (dropped otherwise)."""
-        with self._lock:
-            run = self._executors.get((framework_id, executor_id))
+        with self.state.lock:
+            run = self.state.executors.get((framework_id, executor_id))
             if run is None or run.state != RUNNING or run.stream is None:
                 logger.warning("Dropping message for executor %s: it is not running",
                                executor_id)
                 return
             run.send(executor_api.message(data))
 
-    def _shutdown_framework_executors(self, framework_id: str) -> None:
+    def shutdown_framework_executors(self, framework_id: str) -> None:
         """Under the lock: shut down every executor of a removed framework."""
-        for run in list(self._executors.values()):
+        for run in list(self.state.executors.values()):
             if run.framework_id == framework_id and run.state in (REGISTERING, RUNNING):
-                self._begin_shutdown(run, None)
+                self.begin_shutdown(run, None)
 
-    def _stop_executors(self, grace_period: float | None) -> None:
+    def stop_executors(self, grace_period: float | None) -> None:
         """Under the lock (agent stop): shut every executor down."""
-        for run in list(self._executors.values()):
+        for run in list(self.state.executors.values()):
             if run.state in (REGISTERING, RUNNING):
-                self._begin_shutdown(run, grace_period)
+                self.begin_shutdown(run, grace_period)

@@ -17,6 +17,8 @@ from typing import Any
 from disauto.common.resources import ResourceError
 from disauto.common.resources import Resources
 from disauto.localmesos.agent.executor_run import ExecutorRun
+from disauto.localmesos.agent.parts import AgentParts
+from disauto.localmesos.agent.state import AgentState
 from disauto.localmesos.containerizer.cgroups import ContainerCgroups
 from disauto.localmesos.containerizer.cgroups import IsolationError
 from disauto.localmesos.containerizer.cgroups import NoIsolation
@@ -34,21 +36,22 @@ Isolation = ContainerCgroups | NoIsolation
 class AgentIsolation:
     """The isolators of the agent's containers (part of :class:`localmesos.agent.agent.Agent`)."""
 
-    _isolation: frozenset[str]
-    _cgroups_enable_cfs: bool
+    def __init__(self, state: AgentState, parts: AgentParts) -> None:
+        self.state = state
+        self.parts = parts
 
-    def _isolate(self, container_id: str, resources: Resources, *,
+    def isolate(self, container_id: str, resources: Resources, *,
                  executor: bool) -> Isolation:
         """The isolation of a new container, its limits set.
 
         Raises:
             IsolationError: when its cgroups cannot be made.
         """
-        if not self._isolation & {"cgroups/cpu", "cgroups/mem"}:
+        if not self.state.runtime.isolation & {"cgroups/cpu", "cgroups/mem"}:
             return NoIsolation()
-        parent = self._cpu_group.path if self._cpu_group is not None else None
-        cgroups = ContainerCgroups(container_id, self._isolation,
-                                   cfs=self._cgroups_enable_cfs, cpu_parent=parent)
+        parent = self.state.cpu_group.path if self.state.cpu_group is not None else None
+        cgroups = ContainerCgroups(container_id, self.state.runtime.isolation,
+                                   cfs=self.state.runtime.cgroups_enable_cfs, cpu_parent=parent)
         cpus, mem = resources.scalar("cpus"), resources.scalar("mem")
         if not executor:
             cpus, mem = cpus + COMMAND_EXECUTOR_CPUS, mem + COMMAND_EXECUTOR_MEM_MB
@@ -59,13 +62,13 @@ class AgentIsolation:
             raise
         return cgroups
 
-    def _update_executor_isolation(self, run: ExecutorRun) -> None:
+    def update_executor_isolation(self, run: ExecutorRun) -> None:
         """Under the lock: an executor's container grows with the tasks it is given."""
-        container = self._launcher.get(run.container_id)
+        container = self.state.launcher.get(run.container_id)
         if container is None or container.isolation is None:
             return
         items: list[Any] = list(run.info.get("resources") or [])
-        for task in self._tasks.values():
+        for task in self.state.tasks.values():
             if task.container_id == run.container_id and not task.terminal:
                 items += list(task.info.get("resources") or [])
         try:

@@ -13,7 +13,7 @@ gracePeriod)``, ``escalated``):
   brings the SIGKILL forward, to the first kill's start plus its grace (at once when that has
   passed); a longer grace changes nothing; no second SIGTERM or TASK_KILLING.
 
-A mixin of :class:`localmesos.agent.agent.Agent`; the lock is the agent's.
+The agent's ``killing`` part (:mod:`localmesos.agent.parts`); the lock is the agent's.
 """
 
 from __future__ import annotations
@@ -24,6 +24,8 @@ import time
 from typing import Any
 
 from disauto.localmesos.agent.agent_task import AgentTask
+from disauto.localmesos.agent.parts import AgentParts
+from disauto.localmesos.agent.state import AgentState
 from disauto.localmesos.protocol.messages import duration_seconds
 
 
@@ -46,22 +48,24 @@ def _grace_seconds(kill_policy: Any) -> float | None:
 class TaskKilling:
     """Kills tasks' processes (part of :class:`localmesos.agent.agent.Agent`)."""
 
-    _default_kill_grace: float
+    def __init__(self, state: AgentState, parts: AgentParts) -> None:
+        self.state = state
+        self.parts = parts
 
-    def _request_kill(self, task: AgentTask, grace_period: float | None) -> None:
+    def request_kill(self, task: AgentTask, grace_period: float | None) -> None:
         """Under the lock: mark the task killed and start killing its process if it has one.
 
         ``grace_period`` (a kill's own) overrides the task's kill policy; a task already being
         killed has its SIGKILL brought forward when this grace ends sooner (see
         :meth:`_escalate`).
         """
-        if self._crashed.is_set():
+        if self.state.crashed.is_set():
             return
         if grace_period is not None:
             grace = max(0.0, grace_period)
         else:
             policy_grace = _grace_seconds(task.info.get("kill_policy"))
-            grace = self._default_kill_grace if policy_grace is None else policy_grace
+            grace = self.state.default_kill_grace if policy_grace is None else policy_grace
         if task.kill_requested:
             self._escalate(task, grace)
             return
@@ -69,7 +73,7 @@ class TaskKilling:
         task.kill_requested = True
         task.cancel.set()
         if task.process is not None:
-            self._start_killer(task)
+            self.start_killer(task)
 
     def _escalate(self, task: AgentTask, grace: float) -> None:
         """Under the lock: another kill of a task being killed (``executor.cpp``: "The
@@ -86,9 +90,9 @@ class TaskKilling:
         remaining = max(0.0, deadline - time.monotonic())
         logger.info("Task %s: SIGKILL brought forward to %.3g s from now", task.task_id,
                     remaining)
-        self._start_thread(task.process.kill_after, remaining, name=f"kill-{task.task_id}")
+        self.state.start_thread(task.process.kill_after, remaining, name=f"kill-{task.task_id}")
 
-    def _start_killer(self, task: AgentTask) -> None:
+    def start_killer(self, task: AgentTask) -> None:
         """Under the lock: kill ``task.process`` on a thread of its own; the first time,
         TASK_KILLING goes first to a framework with TASK_KILLING_STATE (Mesos' command
         executor, ``src/launcher/executor.cpp`` ``kill``; not for ``max_completion_time``)."""
@@ -101,10 +105,10 @@ class TaskKilling:
         task.kill_started = time.monotonic()
         task.kill_deadline = task.kill_started + task.kill_grace
         logger.info("Killing task %s (grace %.3g s)", task.task_id, task.kill_grace)
-        self._start_thread(self._kill_process, task, process, announce,
+        self.state.start_thread(self._kill_process, task, process, announce,
                            name=f"kill-{task.task_id}")
 
     def _kill_process(self, task: AgentTask, process: Any, announce: bool) -> None:
         if announce:
-            self._emit(task, "TASK_KILLING", only_live=True)
+            self.parts.reports.emit(task, "TASK_KILLING", only_live=True)
         process.kill(task.kill_grace)

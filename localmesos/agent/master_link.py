@@ -18,7 +18,7 @@ As a Mesos 1.11 agent (apache/mesos ``src/slave/slave.cpp``: ``ping``, ``pingTim
   ``REASON_RECONCILIATION``. Told to shut down (it was marked gone, its machine is DOWN), it
   stops, killing its tasks.
 
-A mixin of :class:`localmesos.agent.agent.Agent`; the messages themselves travel through the
+The agent's ``master_link`` part (:mod:`localmesos.agent.parts`); the messages travel through the
 callbacks the cluster wires (``on_pong``, ``on_reregister``), which a partition cuts.
 """
 
@@ -33,6 +33,11 @@ import time
 from typing import Any
 
 from disauto.localmesos.agent.executor_run import partition_aware
+from disauto.localmesos.agent.parts import AgentParts
+from disauto.localmesos.agent.state import DISCONNECTED
+from disauto.localmesos.agent.state import RUNNING
+from disauto.localmesos.agent.state import TERMINATING
+from disauto.localmesos.agent.state import AgentState
 from disauto.localmesos.protocol.registration import REGISTRATION_BACKOFF
 from disauto.localmesos.protocol.registration import REGISTRATION_BACKOFF_MAX
 from disauto.localmesos.protocol.registration import ReregisterAgent
@@ -40,10 +45,6 @@ from disauto.localmesos.protocol.registration import Reregistered
 
 
 logger = logging.getLogger("disauto.localmesos.agent")
-
-#: Mesos' agent states (``Slave::State``).
-RECOVERING, DISCONNECTED, RUNNING, TERMINATING = (
-    "RECOVERING", "DISCONNECTED", "RUNNING", "TERMINATING")
 
 Reregister = Callable[[Any, ReregisterAgent], Reregistered | None]
 """``(agent, report) -> answer``: the master's ``reregister_agent``, None when lost."""
@@ -69,78 +70,82 @@ class MasterCallbacks:
 class MasterLink:
     """Pings and re-registration (part of :class:`localmesos.agent.agent.Agent`)."""
 
-    def _start_master_link(self, total_ping_timeout: float) -> None:
+    def __init__(self, state: AgentState, parts: AgentParts) -> None:
+        self.state = state
+        self.parts = parts
+
+    def start_master_link(self, total_ping_timeout: float) -> None:
         """Watch the master's pings, when there is a master to re-register with."""
         self._total_ping_timeout = total_ping_timeout
         self._last_ping = time.monotonic()
-        self._link_cond = threading.Condition()
         self._reregistering = False
         self._redetected = threading.Event()
-        if self._on_reregister is not None:
-            with self._lock:
-                self._start_thread(self._watch_pings, name=f"pings-{self.id}")
+        if self.state.runtime.on_reregister is not None:
+            with self.state.lock:
+                self.state.start_thread(self._watch_pings, name=f"pings-{self.state.id}")
 
     def registered(self) -> None:
         """The master registered the agent (``SlaveRegisteredMessage``): from now on it expects
         the master's pings."""
         self._last_ping = time.monotonic()
-        self.link_state = RUNNING
+        self.state.link_state = RUNNING
 
     def ping(self, connected: bool) -> None:
         """The master's ping (``PingSlaveMessage``): answer it (``PongSlaveMessage``); a dead
         agent answers nothing."""
-        if self._crashed.is_set():
+        if self.state.crashed.is_set():
             return
         self._last_ping = time.monotonic()
-        if self._on_pong is not None:
-            self._on_pong(self.id)
-        if not connected and self.link_state == RUNNING:
+        if self.state.runtime.on_pong is not None:
+            self.state.runtime.on_pong(self.state.id)
+        if not connected and self.state.link_state == RUNNING:
             logger.info("Agent %s: the master takes it for disconnected; re-registering",
-                        self.id)
+                        self.state.id)
             self._lose_master()
 
     def master_detected(self) -> None:
         """A new leading master was detected (``Slave::detected``): DISCONNECTED, the agent
         re-registers with it (a dead or terminating agent does nothing)."""
-        if self._crashed.is_set() or self.link_state not in (RUNNING, DISCONNECTED):
+        if self.state.crashed.is_set() or self.state.link_state not in (RUNNING, DISCONNECTED):
             return
-        logger.info("Agent %s: new master detected; re-registering", self.id)
+        logger.info("Agent %s: new master detected; re-registering", self.state.id)
         self._redetected.set()  # a re-registration under way starts its backoff again
         self._lose_master()
 
     def _watch_pings(self) -> None:
         """Take the master for lost when no ping came for the total ping timeout."""
-        with self._link_cond:
-            while not self._stopped:
-                self._link_cond.wait(min(1.0, self._total_ping_timeout / 4))
+        with self.state.link_cond:
+            while not self.state.stopped:
+                self.state.link_cond.wait(min(1.0, self._total_ping_timeout / 4))
                 silent = time.monotonic() - self._last_ping
-                if self.link_state == RUNNING and silent > self._total_ping_timeout:
+                if self.state.link_state == RUNNING and silent > self._total_ping_timeout:
                     logger.info("Agent %s: no pings from the master within %.3gs; "
-                                "re-registering", self.id, self._total_ping_timeout)
+                                "re-registering", self.state.id, self._total_ping_timeout)
                     self._lose_master()
 
     def _lose_master(self) -> None:
         """DISCONNECTED: hold status updates back and re-register."""
-        self.link_state = DISCONNECTED
-        self._updates.pause()
-        self._start_reregistration()
+        self.state.link_state = DISCONNECTED
+        self.state.updates.pause()
+        self.start_reregistration()
 
-    def _start_reregistration(self) -> None:
-        with self._lock:
-            if self._reregistering or self._stopped:
+    def start_reregistration(self) -> None:
+        with self.state.lock:
+            if self._reregistering or self.state.stopped:
                 return
             self._reregistering = True
-            self._start_thread(self._reregister_loop, name=f"reregister-{self.id}")
+            self.state.start_thread(self._reregister_loop, name=f"reregister-{self.state.id}")
 
     def _reregister_loop(self) -> None:
         """Re-register until the master answers (``doReliableRegistration``)."""
         backoff = REGISTRATION_BACKOFF
         self._redetected.clear()  # this first attempt goes to the master detected
         try:
-            while not self._stopped:
+            while not self.state.stopped:
                 answer = None
-                if self._on_reregister is not None:
-                    answer = self._on_reregister(self, self.reregistration())
+                if self.state.runtime.on_reregister is not None:
+                    answer = self.state.runtime.on_reregister(
+                        self.parts.agent, self.parts.recovery.reregistration())
                 if answer is not None:
                     self._reregistered(answer)
                     return
@@ -150,44 +155,45 @@ class MasterLink:
                 else:
                     backoff = min(backoff * 2, REGISTRATION_BACKOFF_MAX)
         finally:
-            with self._lock:
+            with self.state.lock:
                 self._reregistering = False
 
     def _reregistered(self, answer: Reregistered) -> None:
         """The master's answer (``Slave::reregistered``)."""
         if answer.shutdown:
-            logger.warning("Agent %s is told to shut down: %s", self.id, answer.shutdown)
-            self.link_state = TERMINATING
+            logger.warning("Agent %s is told to shut down: %s", self.state.id, answer.shutdown)
+            self.state.link_state = TERMINATING
             self._start_stop()
             return
         self._total_ping_timeout = answer.total_ping_timeout
         self._last_ping = time.monotonic()
-        self.link_state = RUNNING
-        logger.info("Agent %s re-registered with the master", self.id)
+        self.state.link_state = RUNNING
+        logger.info("Agent %s re-registered with the master", self.state.id)
         for framework_info, task_id in answer.reconcile:
             self._reconcile_unknown(framework_info, task_id)
-        self._updates.resume()
+        self.state.updates.resume()
 
     def _reconcile_unknown(self, framework_info: dict[str, Any], task_id: str) -> None:
         """A task the master knows here and the agent does not."""
-        with self._lock:
-            known = (framework_info["id"]["value"], task_id) in self._tasks
+        with self.state.lock:
+            known = (framework_info["id"]["value"], task_id) in self.state.tasks
         if known:
             return
         state = "TASK_DROPPED" if partition_aware(framework_info) else "TASK_LOST"
         logger.warning("Agent %s reconciling task %s in state %s: task unknown to the agent",
-                       self.id, task_id, state)
-        status = self._bare_status(framework_info["id"]["value"], task_id, state,
+                       self.state.id, task_id, state)
+        status = self.parts.reports.bare_status(framework_info["id"]["value"], task_id, state,
                                    "Reconciliation: task unknown to the agent",
                                    "REASON_RECONCILIATION")
-        self._updates.update(framework_info["id"]["value"], task_id, status)
+        self.state.updates.update(framework_info["id"]["value"], task_id, status)
 
     def shutdown(self, message: str) -> None:
         """The master tells the agent to shut down (``ShutdownMessage``)."""
-        logger.warning("Agent %s shuts down: %s", self.id, message)
-        self.link_state = TERMINATING
+        logger.warning("Agent %s shuts down: %s", self.state.id, message)
+        self.state.link_state = TERMINATING
         self._start_stop()
 
     def _start_stop(self) -> None:
         """Stop on a thread of its own (``stop`` joins the agent's threads, this one too)."""
-        threading.Thread(target=self.stop, name=f"shutdown-{self.id}", daemon=True).start()
+        threading.Thread(target=self.parts.stop, name=f"shutdown-{self.state.id}",
+                         daemon=True).start()

@@ -2,8 +2,9 @@
 reliable stream to the master (:mod:`localmesos.agent.status_updates`), the task's record and
 GPUs updated with it.
 
-A mixin of :class:`localmesos.agent.agent.Agent` (the sources and fields of its updates are in
-its module docstring). Updates of a removed framework's tasks are dropped.
+The agent's ``reports`` part (:mod:`localmesos.agent.parts`; the sources and fields of its
+updates are in :mod:`localmesos.agent.agent`'s docstring). Updates of a removed framework's
+tasks are dropped.
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ from typing import Any
 import uuid
 
 from disauto.localmesos.agent.agent_task import AgentTask
+from disauto.localmesos.agent.parts import AgentParts
+from disauto.localmesos.agent.state import AgentState
 from disauto.localmesos.agent.status_updates import TERMINAL_STATES
 
 
@@ -28,6 +31,10 @@ def _new_uuid() -> str:
 class TaskReports:
     """Turns a task's new state into its status update (part of
     :class:`localmesos.agent.agent.Agent`)."""
+
+    def __init__(self, state: AgentState, parts: AgentParts) -> None:
+        self.state = state
+        self.parts = parts
 
     def _status(
         self,
@@ -45,7 +52,7 @@ class TaskReports:
             "task_id": {"value": task.task_id},
             "state": state,
             "source": source,
-            "agent_id": {"value": self.id},
+            "agent_id": {"value": self.state.id},
             "executor_id": {"value": task.executor_id},
             "timestamp": time.time(),
             "uuid": _new_uuid(),
@@ -65,7 +72,7 @@ class TaskReports:
         status["container_status"] = container_status
         return status
 
-    def _emit(
+    def emit(
         self,
         task: AgentTask,
         state: str,
@@ -83,10 +90,10 @@ class TaskReports:
         not once the task is terminal)."""
         status = self._status(task, state, source=source, message=message, reason=reason, pid=pid,
                               healthy=healthy, limitation=limitation)
-        with self._lock:
+        with self.state.lock:
             if only_live and task.terminal:
                 return
-            self._decorate(task.framework_info, status)
+            self.parts.draining.decorate(task.framework_info, status)
             # A drain's TASK_KILLING reported as TASK_GONE_BY_OPERATOR ends the task for its
             # framework, not its process: the task stays the agent's until that ends.
             ended = state in TERMINAL_STATES
@@ -94,13 +101,13 @@ class TaskReports:
             task.state = state
             if ended:
                 task.terminal = True
-                self._free_gpus.extend(task.gpus)
+                self.state.free_gpus.extend(task.gpus)
                 task.gpus = ()
-            dropped = task.framework_id in self._removed_frameworks
+            dropped = task.framework_id in self.state.removed_frameworks
             if dropped and task.terminal:
-                self._tasks.pop(task.key, None)
+                self.state.tasks.pop(task.key, None)
             if not dropped:
-                self._queue_update(task, status)
+                self.queue_update(task, status)
         if dropped:
             logger.debug("Dropping %s of task %s: framework removed", state, task.task_id)
             return
@@ -113,27 +120,27 @@ class TaskReports:
             f": {message}" if message else "",
         )
 
-    def _bare_status(self, framework_id: str, task_id: str, state: str, message: str,
+    def bare_status(self, framework_id: str, task_id: str, state: str, message: str,
                      reason: str, *, executor_id: str = "") -> dict[str, Any]:
         """An update the agent makes for a task it holds no record of (SOURCE_AGENT)."""
         status: dict[str, Any] = {
             "task_id": {"value": task_id}, "state": state, "source": "SOURCE_AGENT",
-            "agent_id": {"value": self.id}, "timestamp": time.time(), "uuid": _new_uuid(),
+            "agent_id": {"value": self.state.id}, "timestamp": time.time(), "uuid": _new_uuid(),
             "message": message, "reason": reason, "framework_id": {"value": framework_id},
         }
         if executor_id:
             status["executor_id"] = {"value": executor_id}
         return status
 
-    def _queue_update(self, task: AgentTask, status: dict[str, Any]) -> None:
+    def queue_update(self, task: AgentTask, status: dict[str, Any]) -> None:
         """Under the lock: the update into the task's reliable stream, checkpointed first
         when its framework checkpoints (``TaskStatusUpdateManager::update``)."""
-        if self._crashed.is_set():
+        if self.state.crashed.is_set():
             return  # a dead agent sends nothing
-        self._checkpoint_update(task, status)
-        self._updates.update(task.framework_id, task.task_id, status)
+        self.parts.recovery.checkpoint_update(task, status)
+        self.state.updates.update(task.framework_id, task.task_id, status)
 
-    def _fail(self, task: AgentTask, message: str, reason: str | None,
+    def fail(self, task: AgentTask, message: str, reason: str | None,
               source: str = "SOURCE_AGENT") -> None:
         """Fail a launch; the reason also goes to the sandbox's stderr, as Mesos' fetcher does."""
         if task.sandbox is not None:
@@ -142,10 +149,10 @@ class TaskReports:
                     err.write(f"{message}\n")
             except OSError:
                 pass
-        self._emit(task, "TASK_FAILED", source=source, message=message, reason=reason)
+        self.emit(task, "TASK_FAILED", source=source, message=message, reason=reason)
 
-    def _killed_during_launch(self, task: AgentTask) -> None:
-        self._emit(
+    def killed_during_launch(self, task: AgentTask) -> None:
+        self.emit(
             task,
             "TASK_KILLED",
             source="SOURCE_AGENT",

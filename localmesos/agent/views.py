@@ -1,8 +1,8 @@
 """What an embedded agent shows: its ``AgentInfo``, its ``/state``, its executors' usage
 (``/monitor/statistics``), its sandboxes and its tasks' states.
 
-A mixin of :class:`localmesos.agent.agent.Agent`: each view reads the agent's tables under its
-lock and changes nothing.
+The agent's ``views`` part (:mod:`localmesos.agent.parts`): each view reads the agent's tables
+under its lock and changes nothing.
 """
 
 from __future__ import annotations
@@ -13,6 +13,8 @@ from typing import Any
 
 from disauto.localmesos.agent import sandbox as sandbox_mod
 from disauto.localmesos.agent.config import AgentConfig
+from disauto.localmesos.agent.parts import AgentParts
+from disauto.localmesos.agent.state import AgentState
 from disauto.localmesos.containerizer.docker import ContainerProcess
 from disauto.localmesos.containerizer.monitor import ExecutorEntry
 from disauto.localmesos.containerizer.monitor import mem_limit_bytes
@@ -56,17 +58,21 @@ def agent_info(config: AgentConfig, agent_id: str | None = None) -> dict[str, An
 class AgentViews:
     """The agent's read-only views (part of :class:`localmesos.agent.agent.Agent`)."""
 
+    def __init__(self, state: AgentState, parts: AgentParts) -> None:
+        self.state = state
+        self.parts = parts
+
     _file_roots_cache: tuple[int, dict[str, Path]] | None = None
     """(sandboxes when built, :meth:`file_roots`' answer); callers do not change it."""
 
     def info(self) -> dict[str, Any]:
         """The ``AgentInfo`` JSON of this agent."""
-        return agent_info(self.config, self.id)
+        return agent_info(self.state.config, self.state.id)
 
     def task_sandbox(self, framework_id: str, task_id: str) -> Path | None:
         """The sandbox directory of a task launched here (kept after it ends), if any."""
-        with self._lock:
-            entry = self._sandboxes.get((framework_id, task_id))
+        with self.state.lock:
+            entry = self.state.sandboxes.get((framework_id, task_id))
         return entry[1] if entry else None
 
     def file_roots(self) -> dict[str, Path]:
@@ -76,24 +82,24 @@ class AgentViews:
         Every sandbox is served under its real path and under Mesos'
         ``/slaves/<agent>/frameworks/<fw>/executors/<executor>/runs/latest``.
         """
-        with self._lock:
+        with self.state.lock:
             # The table only grows (a task's sandbox is kept after it ends), so its size says
             # whether the roots changed: a warm slot's thousands of tasks share one sandbox,
             # and building the roots from every task on each /files request made the log
             # collector's calls cost in proportion to the tasks ever run.
             cached = self._file_roots_cache
-            if cached is not None and cached[0] == len(self._sandboxes):
+            if cached is not None and cached[0] == len(self.state.sandboxes):
                 return cached[1]
-            size = len(self._sandboxes)
+            size = len(self.state.sandboxes)
             entries = {(key[0], executor, path)
-                       for key, (executor, path) in self._sandboxes.items()}
+                       for key, (executor, path) in self.state.sandboxes.items()}
         roots: dict[str, Path] = {}
         for framework_id, executor_id, path in entries:
             roots[str(path)] = path
-            roots[sandbox_mod.latest_virtual_path(self.id, framework_id, executor_id)] = (
+            roots[sandbox_mod.latest_virtual_path(self.state.id, framework_id, executor_id)] = (
                 path.parent / "latest"
             )
-        with self._lock:
+        with self.state.lock:
             self._file_roots_cache = (size, roots)
         return roots
 
@@ -107,8 +113,8 @@ class AgentViews:
         ``mem_limit_bytes`` are the resources of the executor and its live tasks.
         """
         entries = []
-        with self._lock:
-            for task in self._tasks.values():
+        with self.state.lock:
+            for task in self.state.tasks.values():
                 if task.terminal or task.process is None or task.info.get("executor"):
                     continue
                 scalars = _scalars([task.info])
@@ -122,13 +128,13 @@ class AgentViews:
                     cgroups=task.process.cgroups
                     if isinstance(task.process, ContainerProcess) else None,
                 ))
-            for run in self._executors.values():
+            for run in self.state.executors.values():
                 if run.process is None or run.process.exited:
                     continue
                 infos = [run.info] + [
-                    self._tasks[(run.framework_id, task_id)].info for task_id in run.launched
-                    if (run.framework_id, task_id) in self._tasks
-                    and not self._tasks[(run.framework_id, task_id)].terminal
+                    self.state.tasks[(run.framework_id, task_id)].info for task_id in run.launched
+                    if (run.framework_id, task_id) in self.state.tasks
+                    and not self.state.tasks[(run.framework_id, task_id)].terminal
                 ]
                 scalars = _scalars(infos)
                 entries.append(ExecutorEntry(
@@ -138,24 +144,24 @@ class AgentViews:
                     container=False, cpus_limit=scalars.get("cpus"),
                     mem_limit_bytes=mem_limit_bytes(scalars.get("mem", 0.0)),
                 ))
-        return self._monitor.statistics(entries)
+        return self.state.monitor.statistics(entries)
 
     def running_tasks(self) -> list[tuple[str, str]]:
         """``(framework_id, task_id)`` of every task that has not reached a terminal state."""
-        with self._lock:
-            return [key for key, task in self._tasks.items() if not task.terminal]
+        with self.state.lock:
+            return [key for key, task in self.state.tasks.items() if not task.terminal]
 
-    def state(self) -> dict[str, Any]:
+    def state_json(self) -> dict[str, Any]:
         """The agent's ``/state`` as a Mesos agent serves it (the parts tools read).
 
         ``frameworks[].executors[]`` lists executors with a live task and
         ``completed_executors[]`` the others, each with its sandbox ``directory`` — what the
         web UI and DisAuto's framework use to find a task's stdout/stderr.
         """
-        with self._lock:
-            sandboxes = dict(self._sandboxes)
-            live = {key: task.state for key, task in self._tasks.items() if not task.terminal}
-            runs = {run.sandbox: run for run in self._executors.values()}
+        with self.state.lock:
+            sandboxes = dict(self.state.sandboxes)
+            live = {key: task.state for key, task in self.state.tasks.items() if not task.terminal}
+            runs = {run.sandbox: run for run in self.state.executors.values()}
             for run in runs.values():  # an executor with no task yet is listed too
                 sandboxes.setdefault((run.framework_id, ""), (run.executor_id, run.sandbox))
         frameworks: dict[str, dict[str, Any]] = {}
@@ -179,9 +185,9 @@ class AgentViews:
             if (framework_id, task_id) in live:
                 executor["tasks"].append({"id": task_id, "state": live[(framework_id, task_id)]})
         return {
-            "id": self.id,
-            "hostname": self.config.hostname,
-            "resources": self.total.to_state(),
+            "id": self.state.id,
+            "hostname": self.state.config.hostname,
+            "resources": self.state.total.to_state(),
             "frameworks": list(frameworks.values()),
             "completed_frameworks": [],
         }
@@ -189,16 +195,16 @@ class AgentViews:
     def latest_state(self, framework_id: str, task_id: str) -> str | None:
         """The task's current state on this agent (which may be ahead of the updates the
         framework has acknowledged), or ``None`` once forgotten."""
-        with self._lock:
-            task = self._tasks.get((framework_id, task_id))
+        with self.state.lock:
+            task = self.state.tasks.get((framework_id, task_id))
             return task.state if task else None
 
     def unacknowledged_updates(self, framework_id: str, task_id: str) -> list[dict[str, Any]]:
         """Copies of the task's updates not yet acknowledged, oldest first."""
-        return self._updates.pending(framework_id, task_id)
+        return self.state.updates.pending(framework_id, task_id)
 
     @property
     def free_gpus(self) -> tuple[int, ...]:
         """GPU indices not assigned to a running task."""
-        with self._lock:
-            return tuple(sorted(self._free_gpus))
+        with self.state.lock:
+            return tuple(sorted(self.state.free_gpus))

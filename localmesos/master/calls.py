@@ -1,9 +1,10 @@
 """The embedded master's non-SUBSCRIBE scheduler calls: the dispatch table, one handler per
 call type, and the status updates the master makes itself (reconciliation, invalid tasks).
 
-A mixin of :class:`localmesos.master.master.Master`; it runs under the master's lock. Every
-call type of ``validation.CALL_TYPES`` but SUBSCRIBE and UNKNOWN has an entry in ``_HANDLERS``;
-UNKNOWN is answered 501 by ``_on_unknown``. ACCEPT's work is in :mod:`localmesos.master.launch`.
+The master's ``calls`` part (:mod:`localmesos.master.parts`); it runs under the master's lock.
+Every call type of ``validation.CALL_TYPES`` but SUBSCRIBE and UNKNOWN has an entry in
+``_HANDLERS``; UNKNOWN is answered 501 by ``_on_unknown``. ACCEPT's work is in
+:mod:`localmesos.master.launch`.
 """
 
 from __future__ import annotations
@@ -17,12 +18,14 @@ from typing import Any
 from disauto.localmesos.master import allocator as alloc
 from disauto.localmesos.master import offer_constraints
 from disauto.localmesos.master import validation
+from disauto.localmesos.master.parts import MasterParts
 from disauto.localmesos.master.records import PARTITION_AWARE_STATES
 from disauto.localmesos.master.records import TERMINAL_STATES
 from disauto.localmesos.master.records import FrameworkRecord
 from disauto.localmesos.master.records import TaskRecord
 from disauto.localmesos.master.records import id_value
 from disauto.localmesos.master.records import uuid_bytes
+from disauto.localmesos.master.state import MasterState
 from disauto.localmesos.protocol.messages import duration_seconds
 from disauto.localmesos.protocol.protojson import CallError
 
@@ -58,7 +61,11 @@ _HANDLERS = {
 class SchedulerCalls:
     """The dispatch of the non-SUBSCRIBE calls and their handlers (part of :class:`Master`)."""
 
-    def _dispatch(self, fw: FrameworkRecord, call: Mapping[str, Any]) -> CallResult:
+    def __init__(self, state: MasterState, parts: MasterParts) -> None:
+        self.state = state
+        self.parts = parts
+
+    def dispatch(self, fw: FrameworkRecord, call: Mapping[str, Any]) -> CallResult:
         """Run the handler of a validated call's type (``_on_unknown`` for a type without one)."""
         handler = getattr(self, _HANDLERS.get(call["type"], "_on_unknown"))
         return handler(fw, call)  # type: ignore[no-any-return]
@@ -66,9 +73,9 @@ class SchedulerCalls:
     # One handler per call type, each answering (HTTP status, body, run an allocation now).
 
     def _on_teardown(self, fw: FrameworkRecord, call: Mapping[str, Any]) -> CallResult:
-        self._count("messages_unregister_framework")
+        self.state.count("messages_unregister_framework")
         logger.info("Framework %s (%s) tears down", fw.framework_id, fw.name)
-        self._remove_framework(fw)
+        self.parts.tasks.remove_framework(fw)
         return ACCEPTED
 
     def _on_body(self, fw: FrameworkRecord, call: Mapping[str, Any]) -> CallResult:
@@ -76,6 +83,10 @@ class SchedulerCalls:
         method, key = _BODY_HANDLERS[call["type"]]
         getattr(self, method)(fw, call[key])
         return ACCEPTED
+
+    def _accept(self, fw: FrameworkRecord, accept: Mapping[str, Any]) -> None:
+        """ACCEPT: the launch part's work."""
+        self.parts.launch.accept(fw, accept)
 
     def _on_revive(self, fw: FrameworkRecord, call: Mapping[str, Any]) -> CallResult:
         return 202, None, self._revive(fw, call.get("revive", {}).get("roles", []))
@@ -92,12 +103,12 @@ class SchedulerCalls:
         """ACCEPT_INVERSE_OFFERS and DECLINE_INVERSE_OFFERS (:mod:`..maintenance`)."""
         accept = call["type"] == "ACCEPT_INVERSE_OFFERS"
         body = call["accept_inverse_offers" if accept else "decline_inverse_offers"]
-        self._answer_inverse_offers(fw, body, "ACCEPT" if accept else "DECLINE")
+        self.parts.maintenance.answer_inverse_offers(fw, body, "ACCEPT" if accept else "DECLINE")
         return ACCEPTED
 
     def _on_counted(self, fw: FrameworkRecord, call: Mapping[str, Any]) -> CallResult:
         """A call the master only counts (no operations are ever made)."""
-        self._count(_COUNTED[call["type"]])
+        self.state.count(_COUNTED[call["type"]])
         return ACCEPTED
 
     def _on_reconcile_operations(self, fw: FrameworkRecord,
@@ -113,7 +124,7 @@ class SchedulerCalls:
         logger.warning("Received 'UNKNOWN' call from framework %s", fw.framework_id)
         return 501, None, False
 
-    def _send_master_update(
+    def send_master_update(
         self,
         fw: FrameworkRecord,
         *,
@@ -148,15 +159,16 @@ class SchedulerCalls:
     # -- DECLINE / REVIVE / SUPPRESS -----------------------------------------------------
 
     def _decline(self, fw: FrameworkRecord, decline: Mapping[str, Any]) -> None:
-        self._count("messages_decline_offers")
+        self.state.count("messages_decline_offers")
         refuse = decline.get("filters", {}).get("refuse_seconds", alloc.DEFAULT_REFUSE_SECONDS)
         for oid in (str(o["value"]) for o in decline.get("offer_ids", [])):
-            offer = self.offers.get(oid)
+            offer = self.state.offers.get(oid)
             if offer is None or offer.framework_id != fw.framework_id:
                 continue  # unknown offers are ignored
-            self._remove_offer(offer)
+            self.parts.tasks.remove_offer(offer)
             fw.count("offers/declined")
-            self._recover_with_filter(fw, offer.role, offer.agent_id, offer.resources, refuse)
+            self.parts.launch.recover_with_filter(fw, offer.role, offer.agent_id,
+                                                  offer.resources, refuse)
 
     def _valid_roles(self, fw: FrameworkRecord, roles: list[str]) -> set[str] | None:
         if not roles:
@@ -167,18 +179,18 @@ class SchedulerCalls:
         return set(roles)
 
     def _revive(self, fw: FrameworkRecord, roles: list[str]) -> bool:
-        self._count("messages_revive_offers")
+        self.state.count("messages_revive_offers")
         wanted = self._valid_roles(fw, roles)
         if wanted is None:
             logger.warning("Dropping REVIVE of framework %s: invalid roles %s", fw.framework_id,
                            roles)
             return False
         fw.suppressed_roles -= wanted
-        self.filters.clear(fw.framework_id, wanted)
+        self.state.filters.clear(fw.framework_id, wanted)
         return True
 
     def _suppress(self, fw: FrameworkRecord, roles: list[str]) -> None:
-        self._count("messages_suppress_offers")
+        self.state.count("messages_suppress_offers")
         wanted = self._valid_roles(fw, roles)
         if wanted is None:
             logger.warning(
@@ -201,17 +213,17 @@ class SchedulerCalls:
             raise CallError(f"'UpdateFramework.offer_constraints' are not valid: {error}")
         fw.offer_constraints, fw.constraints_filter = constraints, compiled
         suppressed = set(update.get("suppressed_roles", []))
-        self._apply_framework_info(fw, info)
+        self.parts.subscriptions.apply_framework_info(fw, info)
         revived = fw.suppressed_roles - suppressed
         fw.suppressed_roles = suppressed & set(fw.roles)
         if revived:
-            self.filters.clear(fw.framework_id, revived)
-        self._count("messages_update_framework")
+            self.state.filters.clear(fw.framework_id, revived)
+        self.state.count("messages_update_framework")
 
     # -- KILL / SHUTDOWN / MESSAGE -------------------------------------------------------
 
     def _kill(self, fw: FrameworkRecord, kill: Mapping[str, Any]) -> None:
-        self._count("messages_kill_task")
+        self.state.count("messages_kill_task")
         task_id = str(kill["task_id"]["value"])
         agent_id = id_value(kill.get("agent_id"))
         task = fw.tasks.get(task_id)
@@ -235,13 +247,13 @@ class SchedulerCalls:
             return
         grace = duration_seconds(kill.get("kill_policy", {}).get("grace_period"))
         task.kill_sent = True
-        self.agents[task.agent_id].link.post("kill_task", fw.framework_id, task_id, grace)
+        self.state.agents[task.agent_id].link.post("kill_task", fw.framework_id, task_id, grace)
 
     def _shutdown_executor(self, fw: FrameworkRecord, shutdown: Mapping[str, Any]) -> None:
-        self._count("messages_shutdown_executor")
+        self.state.count("messages_shutdown_executor")
         agent_id = str(shutdown["agent_id"]["value"])
         executor_id = str(shutdown["executor_id"]["value"])
-        record = self.agents.get(agent_id)
+        record = self.state.agents.get(agent_id)
         if record is None:
             logger.warning("Ignoring SHUTDOWN on unknown agent %s", agent_id)
             return
@@ -259,10 +271,10 @@ class SchedulerCalls:
                 record.link.post("kill_task", fw.framework_id, task.task_id, None)
 
     def _message(self, fw: FrameworkRecord, message: Mapping[str, Any]) -> None:
-        self._count("messages_framework_to_executor")
+        self.state.count("messages_framework_to_executor")
         agent_id = str(message["agent_id"]["value"])
-        record = self.agents.get(agent_id)
-        self._count(
+        record = self.state.agents.get(agent_id)
+        self.state.count(
             "invalid_framework_to_executor_messages"
             if record is None
             else "valid_framework_to_executor_messages"
@@ -283,29 +295,29 @@ class SchedulerCalls:
     # -- ACKNOWLEDGE ---------------------------------------------------------------------
 
     def _acknowledge(self, fw: FrameworkRecord, ack: Mapping[str, Any]) -> None:
-        self._count("messages_status_update_acknowledgement")
+        self.state.count("messages_status_update_acknowledgement")
         agent_id = str(ack["agent_id"]["value"])
         task_id = str(ack["task_id"]["value"])
         uuid_b64 = str(ack["uuid"])
-        record = self.agents.get(agent_id)
+        record = self.state.agents.get(agent_id)
         if record is None:
             logger.warning(
                 "Cannot send status update acknowledgement for task %s of framework %s to "
                 "unknown agent %s", task_id, fw.framework_id, agent_id,
             )
-            self._count("invalid_status_update_acknowledgements")
+            self.state.count("invalid_status_update_acknowledgements")
             return
         task = fw.tasks.get(task_id)
         if task is not None:
             if task.status_update_state is None:
-                self._count("invalid_status_update_acknowledgements")
+                self.state.count("invalid_status_update_acknowledgements")
                 return
             if (
                 task.status_update_state in TERMINAL_STATES
                 and task.status_update_uuid == uuid_bytes(uuid_b64)
             ):
-                self._remove_task(fw, task)
-        self._count("valid_status_update_acknowledgements")
+                self.parts.tasks.remove_task(fw, task)
+        self.state.count("valid_status_update_acknowledgements")
         record.link.post("acknowledge", fw.framework_id, task_id, uuid_b64)
 
     # -- RECONCILE -----------------------------------------------------------------------
@@ -314,7 +326,7 @@ class SchedulerCalls:
         self, fw: FrameworkRecord, tasks: list[Mapping[str, Any]], *, count: bool = True
     ) -> None:
         if count:
-            self._count("messages_reconcile_tasks")
+            self.state.count("messages_reconcile_tasks")
         if not tasks:
             for task in fw.tasks.values():
                 self._reconcile_known(fw, task)
@@ -337,23 +349,23 @@ class SchedulerCalls:
         unreachable one, TASK_GONE_BY_OPERATOR on a gone one, TASK_UNKNOWN otherwise;
         TASK_LOST for frameworks that are not partition aware."""
         extra: dict[str, Any] = {}
-        if agent_id is not None and agent_id in self.recovered_agents \
-                and agent_id not in self.agents and self.awaits_recovered_agents():
+        if agent_id is not None and agent_id in self.state.recovered_agents \
+                and agent_id not in self.state.agents and self.state.awaits_recovered_agents():
             logger.info("Dropping reconciliation of task %s of framework %s: agent %s is "
                         "recovered and has not re-registered", task_id, fw.framework_id,
                         agent_id)
             return
-        if agent_id is not None and agent_id in self.agents:
+        if agent_id is not None and agent_id in self.state.agents:
             state, message = "TASK_GONE", "Reconciliation: Task is unknown to the agent"
-        elif agent_id is not None and agent_id in self.unreachable:
+        elif agent_id is not None and agent_id in self.state.unreachable:
             state, message = "TASK_UNREACHABLE", "Reconciliation: Task is unreachable"
             extra["unreachable_time"] = {
-                "nanoseconds": int(round(self.unreachable[agent_id].time * 1e9))}
-        elif agent_id is not None and agent_id in self.gone:
+                "nanoseconds": int(round(self.state.unreachable[agent_id].time * 1e9))}
+        elif agent_id is not None and agent_id in self.state.gone:
             state, message = "TASK_GONE_BY_OPERATOR", "Reconciliation: Task is gone"
         else:
             state, message = "TASK_UNKNOWN", "Reconciliation: Task is unknown"
-        self._send_master_update(fw, task_id=task_id, agent_id=agent_id, state=state,
+        self.send_master_update(fw, task_id=task_id, agent_id=agent_id, state=state,
                                  reason="REASON_RECONCILIATION", message=message, extra=extra)
 
     def _reconcile_known(self, fw: FrameworkRecord, task: TaskRecord) -> None:
@@ -361,7 +373,7 @@ class SchedulerCalls:
         extra: dict[str, Any] = {}
         if task.statuses and "healthy" in task.statuses[-1]:
             extra["healthy"] = task.statuses[-1]["healthy"]
-        self._send_master_update(
+        self.send_master_update(
             fw,
             task_id=task.task_id,
             agent_id=task.agent_id,
@@ -373,7 +385,7 @@ class SchedulerCalls:
         )
 
     def _reconcile_operations(self, operations: list[Mapping[str, Any]]) -> dict[str, Any]:
-        self._count("messages_reconcile_operations")
+        self.state.count("messages_reconcile_operations")
         statuses = []
         for op in operations:
             status: dict[str, Any] = {

@@ -25,7 +25,9 @@ import logging
 import time
 from typing import Any
 
+from disauto.localmesos.master.parts import MasterParts
 from disauto.localmesos.master.records import AgentRecord
+from disauto.localmesos.master.state import MasterState
 from disauto.localmesos.protocol.protojson import CallError
 
 
@@ -46,14 +48,18 @@ def drain_config(max_grace_period: Mapping[str, Any] | None, mark_gone: bool) ->
 class DrainMaster:
     """DRAIN_AGENT, DEACTIVATE_AGENT and REACTIVATE_AGENT (part of :class:`Master`)."""
 
+    def __init__(self, state: MasterState, parts: MasterParts) -> None:
+        self.state = state
+        self.parts = parts
+
     def _known_agent(self, agent_id: str) -> AgentRecord | None:
         """Under the lock: the registered agent, or None for an unreachable one.
 
         Raises:
             CallError: 400 ``Unknown agent`` when it is neither.
         """
-        record = self.agents.get(agent_id)
-        if record is None and agent_id not in self.unreachable:
+        record = self.state.agents.get(agent_id)
+        if record is None and agent_id not in self.state.unreachable:
             raise CallError("Unknown agent")
         return record
 
@@ -65,9 +71,9 @@ class DrainMaster:
             CallError: 400 (unknown agent, an agent under maintenance, a negative grace
                 period).
         """
-        with self.lock:
-            record = self.agents.get(agent_id)
-            if record is not None and self.unavailability_of(record) is not None:
+        with self.state.lock:
+            record = self.state.agents.get(agent_id)
+            if record is not None and self.parts.maintenance.unavailability_of(record) is not None:
                 hostname, ip = record.machine_id
                 raise CallError(f"Agent {agent_id} is part of a maintenance schedule under "
                                 f"Machine {hostname}@{ip}")
@@ -75,15 +81,15 @@ class DrainMaster:
             config = drain_config(max_grace_period, mark_gone)
             if config.get("max_grace_period", {}).get("nanoseconds", 0) < 0:
                 raise CallError("'max_grace_period' must be non-negative")
-            self.draining[agent_id] = {"state": "DRAINING", "config": config}
-            self.deactivated.add(agent_id)
+            self.state.draining[agent_id] = {"state": "DRAINING", "config": config}
+            self.state.deactivated.add(agent_id)
             if record is None:
                 return
             logger.info("Transitioning agent %s to the DRAINING state", agent_id)
-            self._deactivate(record)
+            self.parts.partitions.deactivate(record)
             record.drain_started = time.time()
             record.link.post("drain", dict(config))
-            self._check_drained(record)
+            self.check_drained(record)
 
     def deactivate_agent(self, agent_id: str) -> None:
         """DEACTIVATE_AGENT.
@@ -91,11 +97,11 @@ class DrainMaster:
         Raises:
             CallError: 400 ``Unknown agent``.
         """
-        with self.lock:
+        with self.state.lock:
             record = self._known_agent(agent_id)
-            self.deactivated.add(agent_id)
+            self.state.deactivated.add(agent_id)
             if record is not None:
-                self._deactivate(record)
+                self.parts.partitions.deactivate(record)
 
     def reactivate_agent(self, agent_id: str) -> None:
         """REACTIVATE_AGENT.
@@ -104,35 +110,36 @@ class DrainMaster:
             CallError: 400 for an unknown agent, one not deactivated or still DRAINING; 409
                 when it was removed meanwhile.
         """
-        with self.lock:
+        with self.state.lock:
             self._known_agent(agent_id)
-            if agent_id not in self.deactivated:
+            if agent_id not in self.state.deactivated:
                 raise CallError("Agent is not deactivated")
-            if self.draining.get(agent_id, {}).get("state") == "DRAINING":
+            if self.state.draining.get(agent_id, {}).get("state") == "DRAINING":
                 raise CallError("Agent is still in the DRAINING state")
-            self.draining.pop(agent_id, None)
-            self.deactivated.discard(agent_id)
-            record = self.agents.get(agent_id)
+            self.state.draining.pop(agent_id, None)
+            self.state.deactivated.discard(agent_id)
+            record = self.state.agents.get(agent_id)
             if record is None:
                 raise CallError("Agent removed while processing the call", 409)
             record.drain_started = None
             if record.connected:
                 logger.info("Reactivating agent %s", agent_id)
                 record.active = True
-        self._loop.trigger()
+        self.state.loop.trigger()
 
-    def _check_drained(self, record: AgentRecord) -> None:
+    def check_drained(self, record: AgentRecord) -> None:
         """Under the lock: a DRAINING agent the master holds no task on is DRAINED, or gone
         with ``mark_gone`` (``checkAndTransitionDrainingAgent``)."""
-        drain = self.draining.get(record.agent_id)
+        drain = self.state.draining.get(record.agent_id)
         if drain is None or drain["state"] == "DRAINED":
             return
-        if any(t.agent_id == record.agent_id for fw in self.frameworks.values()
+        if any(t.agent_id == record.agent_id for fw in self.state.frameworks.values()
                for t in fw.tasks.values()):
             return
         if drain["config"].get("mark_gone"):
             logger.info("Marking agent %s in the DRAINED state as gone", record.agent_id)
-            self.remove_agent_by_operator(record, "Agent has been marked gone", gone=True)
+            self.parts.partitions.remove_agent_by_operator(
+                record, "Agent has been marked gone", gone=True)
             return
         logger.info("Agent %s successfully marked as DRAINED", record.agent_id)
         drain["state"] = "DRAINED"

@@ -1,7 +1,7 @@
 """The embedded master's ACCEPT: offers checked, tasks validated and launched, resources recovered.
 
-A mixin of :class:`localmesos.master.master.Master`; it runs under the master's lock. The task
-and executor checks are :mod:`localmesos.master.task_validation`.
+The master's ``launch`` part (:mod:`localmesos.master.parts`); it runs under the master's lock.
+The task and executor checks are :mod:`localmesos.master.task_validation`.
 """
 
 from __future__ import annotations
@@ -15,12 +15,14 @@ from typing import Any
 from disauto.common.resources import RoleResources
 from disauto.localmesos.master import allocator as alloc
 from disauto.localmesos.master.authorizer import task_user
+from disauto.localmesos.master.parts import MasterParts
 from disauto.localmesos.master.records import AgentRecord
 from disauto.localmesos.master.records import ExecutorRecord
 from disauto.localmesos.master.records import FrameworkRecord
 from disauto.localmesos.master.records import TaskRecord
 from disauto.localmesos.master.records import mesos_resources_str
 from disauto.localmesos.master.records import resources_of
+from disauto.localmesos.master.state import MasterState
 from disauto.localmesos.master.task_validation import custom_executor_error
 from disauto.localmesos.master.task_validation import group_executor_error
 from disauto.localmesos.master.task_validation import group_tasks_error
@@ -34,6 +36,10 @@ logger = logging.getLogger("disauto.localmesos.master")
 class LaunchCalls:
     """ACCEPT and its LAUNCH / LAUNCH_GROUP operations (part of :class:`Master`)."""
 
+    def __init__(self, state: MasterState, parts: MasterParts) -> None:
+        self.state = state
+        self.parts = parts
+
     def _offers_error(self, fw: FrameworkRecord, offer_ids: list[str]) -> str | None:
         if not offer_ids:
             return "No offers specified"
@@ -43,12 +49,12 @@ class LaunchCalls:
                 return f"Duplicate offer {oid} in offer list"
             seen.add(oid)
         for oid in offer_ids:
-            if oid not in self.offers:
+            if oid not in self.state.offers:
                 return f"Offer {oid} is no longer valid"
         agent_id: str | None = None
         role: str | None = None
         for oid in offer_ids:
-            offer = self.offers[oid]
+            offer = self.state.offers[oid]
             if offer.framework_id != fw.framework_id:
                 return (
                     f"Offer {oid} has invalid framework {offer.framework_id} while framework "
@@ -68,16 +74,16 @@ class LaunchCalls:
                 )
         return None
 
-    def _accept(self, fw: FrameworkRecord, accept: Mapping[str, Any]) -> None:
-        self._count("messages_launch_tasks")
+    def accept(self, fw: FrameworkRecord, accept: Mapping[str, Any]) -> None:
+        self.state.count("messages_launch_tasks")
         offer_ids = [str(o["value"]) for o in accept.get("offer_ids", [])]
         operations = accept.get("operations", [])
         error = self._offers_error(fw, offer_ids)
         if error is not None:
             for oid in offer_ids:
-                offer = self.offers.get(oid)
+                offer = self.state.offers.get(oid)
                 if offer is not None and offer.framework_id == fw.framework_id:
-                    self._remove_offer(offer)  # recovered without a filter
+                    self.parts.tasks.remove_offer(offer)  # recovered without a filter
             logger.warning(
                 "ACCEPT call of framework %s used invalid offers %s: %s",
                 fw.framework_id, offer_ids, error,
@@ -85,8 +91,9 @@ class LaunchCalls:
             state = "TASK_DROPPED" if fw.partition_aware else "TASK_LOST"
             for operation in operations:
                 for task in self._operation_tasks(operation):
-                    self._count_task_state(fw, state, "SOURCE_MASTER", "REASON_INVALID_OFFERS")
-                    self._send_master_update(
+                    self.state.count_task_state(fw, state, "SOURCE_MASTER",
+                                                "REASON_INVALID_OFFERS")
+                    self.parts.calls.send_master_update(
                         fw,
                         task_id=task["task_id"]["value"],
                         agent_id=task["agent_id"]["value"],
@@ -96,13 +103,13 @@ class LaunchCalls:
                     )
             return
 
-        offers = [self.offers[oid] for oid in offer_ids]
+        offers = [self.state.offers[oid] for oid in offer_ids]
         for offer in offers:
-            self._remove_offer(offer)
+            self.parts.tasks.remove_offer(offer)
         fw.count("offers/accepted", len(offers))
         agent_id = offers[0].agent_id
         role = offers[0].role
-        agent = self.agents[agent_id]
+        agent = self.state.agents[agent_id]
         available = RoleResources()
         for offer in offers:
             available = available + offer.resources
@@ -125,7 +132,7 @@ class LaunchCalls:
                 self._operation_unsupported(fw, operation, agent_id)
 
         refuse = accept.get("filters", {}).get("refuse_seconds", alloc.DEFAULT_REFUSE_SECONDS)
-        self._recover_with_filter(fw, role, agent_id, available, refuse)
+        self.recover_with_filter(fw, role, agent_id, available, refuse)
 
     @staticmethod
     def _operation_tasks(operation: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -159,7 +166,7 @@ class LaunchCalls:
                 }
             )
 
-    def _recover_with_filter(
+    def recover_with_filter(
         self,
         fw: FrameworkRecord,
         role: str,
@@ -167,9 +174,9 @@ class LaunchCalls:
         unused: RoleResources,
         refuse_seconds: float | None,
     ) -> None:
-        timeout = alloc.refuse_timeout(refuse_seconds, self.allocation_interval)
+        timeout = alloc.refuse_timeout(refuse_seconds, self.state.allocation_interval)
         if timeout is not None and not unused.is_empty():
-            self.filters.add(
+            self.state.filters.add(
                 fw.framework_id, role, agent_id, unused, timeout, time.monotonic()
             )
 
@@ -212,7 +219,7 @@ class LaunchCalls:
         if executor is not None:
             launch_executor = (agent.agent_id, executor["executor_id"]["value"]) not in (
                 fw.executors)
-            executor_id = self._register_executor(fw, agent, role, executor, hosted=True)
+            executor_id = self.register_executor(fw, agent, role, executor, hosted=True)
         self._add_task(fw, agent, role, task, executor_id)
         agent.link.post("launch_task", copy.deepcopy(fw.info), copy.deepcopy(task),
                         launch_executor)
@@ -253,7 +260,7 @@ class LaunchCalls:
             for task in tasks:
                 self._task_invalid(fw, task, error)
             return available
-        executor_id = self._register_executor(fw, agent, role, executor)
+        executor_id = self.register_executor(fw, agent, role, executor)
         members = tuple(task["task_id"]["value"] for task in tasks)
         for task in tasks:
             record = self._add_task(fw, agent, role, task, executor_id)
@@ -284,7 +291,7 @@ class LaunchCalls:
         return total
 
     @staticmethod
-    def _register_executor(
+    def register_executor(
         fw: FrameworkRecord,
         agent: AgentRecord,
         role: str,
@@ -326,7 +333,7 @@ class LaunchCalls:
             executor_record = fw.executors.get((agent.agent_id, executor_id))
             if executor_record is not None:
                 executor_record.tasks.add(record.task_id)
-        self._count("tasks_launched")
+        self.state.count("tasks_launched")
         logger.info(
             "Launching task %s of framework %s on agent %s with %s",
             record.task_id, fw.framework_id, agent.agent_id, record.resources,
@@ -338,19 +345,19 @@ class LaunchCalls:
         a task whose user the ``run_tasks`` ACLs do not allow its framework's principal, or
         None."""
         user = task_user(task, fw.info)
-        if self.acls.may_run(fw.info.get("principal"), user):
+        if self.state.acls.may_run(fw.info.get("principal"), user):
             return None
         return (f"Not authorized to launch task {task['task_id']['value']} of framework "
                 f"{fw.framework_id} under user '{user}'")
 
     def _task_invalid(self, fw: FrameworkRecord, task: Mapping[str, Any], error: str,
                       reason: str = "REASON_TASK_INVALID") -> None:
-        self._count_task_state(fw, "TASK_ERROR", "SOURCE_MASTER", reason)
+        self.state.count_task_state(fw, "TASK_ERROR", "SOURCE_MASTER", reason)
         logger.warning(
             "Task %s of framework %s is refused: %s",
             task["task_id"]["value"], fw.framework_id, error,
         )
-        self._send_master_update(
+        self.parts.calls.send_master_update(
             fw,
             task_id=task["task_id"]["value"],
             agent_id=task["agent_id"]["value"],

@@ -28,43 +28,23 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 import copy
-from dataclasses import dataclass
-from dataclasses import field
 import ipaddress
 import logging
 import time
 from typing import Any
 
 from disauto.localmesos.master.offer_filters import inverse_refuse_timeout
+from disauto.localmesos.master.parts import MasterParts
 from disauto.localmesos.master.records import AgentRecord
 from disauto.localmesos.master.records import FrameworkRecord
+from disauto.localmesos.master.records import InverseOfferRecord
+from disauto.localmesos.master.records import Machine
+from disauto.localmesos.master.records import MachineKey
+from disauto.localmesos.master.state import MasterState
 from disauto.localmesos.protocol.protojson import CallError
 
 
 logger = logging.getLogger("disauto.localmesos.master")
-
-MachineKey = tuple[str, str]
-
-
-@dataclass
-class Machine:
-    """A machine in the maintenance schedule (``MachineInfo``)."""
-
-    id: dict[str, str]
-    mode: str = "DRAINING"
-    unavailability: dict[str, Any] | None = None
-
-
-@dataclass
-class InverseOfferRecord:
-    """An outstanding inverse offer."""
-
-    offer_id: str
-    framework_id: str
-    agent_id: str
-    json: dict[str, Any]
-    statuses: dict[str, Any] = field(default_factory=dict)
-
 
 def machine_key(machine_id: Mapping[str, Any]) -> MachineKey:
     """The key of a ``MachineID``: hostname (lowercased) and IP."""
@@ -135,12 +115,16 @@ def schedule_error(schedule: Mapping[str, Any], machines: Mapping[MachineKey, Ma
 class MaintenanceMaster:
     """Maintenance schedules and inverse offers (part of :class:`Master`)."""
 
+    def __init__(self, state: MasterState, parts: MasterParts) -> None:
+        self.state = state
+        self.parts = parts
+
     # -- the schedule ----------------------------------------------------------------------
 
     def maintenance_schedule(self) -> dict[str, Any]:
         """``maintenance.Schedule`` (``{}`` when there is none)."""
-        with self.lock:
-            return copy.deepcopy(self.schedule)
+        with self.state.lock:
+            return copy.deepcopy(self.state.schedule)
 
     def update_maintenance_schedule(self, schedule: Mapping[str, Any]) -> None:
         """UPDATE_MAINTENANCE_SCHEDULE.
@@ -148,44 +132,44 @@ class MaintenanceMaster:
         Raises:
             CallError: 400 with Mesos' message for an invalid schedule.
         """
-        with self.lock:
-            error = schedule_error(schedule, self.machines)
+        with self.state.lock:
+            error = schedule_error(schedule, self.state.machines)
             if error is not None:
                 raise CallError(error)
             windows = {machine_key(m): (m, w.get("unavailability"))
                        for w in schedule.get("windows", []) for m in w.get("machine_ids", [])}
-            for key, machine in list(self.machines.items()):
+            for key, machine in list(self.state.machines.items()):
                 if key not in windows:
-                    del self.machines[key]
+                    del self.state.machines[key]
                     self._update_unavailability(key, None)
                 elif machine.mode != "UP":
                     machine.unavailability = copy.deepcopy(windows[key][1])
                     self._update_unavailability(key, machine.unavailability)
             for key, (machine_id, unavailability) in windows.items():
-                if key not in self.machines:
-                    self.machines[key] = Machine(dict(machine_id), "DRAINING",
+                if key not in self.state.machines:
+                    self.state.machines[key] = Machine(dict(machine_id), "DRAINING",
                                                  copy.deepcopy(unavailability))
                     self._update_unavailability(key, unavailability)
-            self.schedule = copy.deepcopy(dict(schedule)) if schedule.get("windows") else {}
-        self._loop.trigger()
+            self.state.schedule = copy.deepcopy(dict(schedule)) if schedule.get("windows") else {}
+        self.state.loop.trigger()
 
     def _machine_agents(self, key: MachineKey) -> list[AgentRecord]:
-        return [a for a in self.agents.values() if machine_key(
+        return [a for a in self.state.agents.values() if machine_key(
             {"hostname": a.machine_id[0], "ip": a.machine_id[1]}) == key]
 
     def _update_unavailability(self, key: MachineKey, unavailability: Any) -> None:
         """Under the lock: offers and inverse offers of the machine's agents are rescinded so
         that the frameworks learn the new unavailability at once (``updateUnavailability``)."""
         for agent in self._machine_agents(key):
-            for offer in [o for o in self.offers.values() if o.agent_id == agent.agent_id]:
-                self._rescind(offer)
-            self._rescind_inverse_offers(agent.agent_id)
-            self.inverse_filters.clear(agent_id=agent.agent_id)
-            self.inverse_statuses.pop(agent.agent_id, None)
+            for offer in [o for o in self.state.offers.values() if o.agent_id == agent.agent_id]:
+                self.parts.tasks.rescind(offer)
+            self.rescind_inverse_offers(agent.agent_id)
+            self.state.inverse_filters.clear(agent_id=agent.agent_id)
+            self.state.inverse_statuses.pop(agent.agent_id, None)
 
     def unavailability_of(self, agent: AgentRecord) -> dict[str, Any] | None:
         """Under the lock: the ``Unavailability`` of the agent's machine, if scheduled."""
-        machine = self.machines.get(machine_key(
+        machine = self.state.machines.get(machine_key(
             {"hostname": agent.machine_id[0], "ip": agent.machine_id[1]}))
         if machine is None or machine.unavailability is None:
             return None
@@ -193,9 +177,9 @@ class MaintenanceMaster:
 
     def machine_is_down(self, info: Mapping[str, Any]) -> bool:
         """Whether an agent advertising ``info`` is on a DOWN machine."""
-        with self.lock:
-            machine = self.machines.get(machine_key(
-                {"hostname": info.get("hostname", ""), "ip": self.hostname}))
+        with self.state.lock:
+            machine = self.state.machines.get(machine_key(
+                {"hostname": info.get("hostname", ""), "ip": self.state.hostname}))
             return machine is not None and machine.mode == "DOWN"
 
     # -- machine modes ---------------------------------------------------------------------
@@ -206,14 +190,15 @@ class MaintenanceMaster:
         Raises:
             CallError: 400 for an invalid list or a machine not DRAINING.
         """
-        with self.lock:
+        with self.state.lock:
             self._check_modes(machine_ids, "DRAINING", "is not in DRAINING mode and cannot "
                                                        "be brought down")
             for machine_id in machine_ids:
                 key = machine_key(machine_id)
                 for agent in self._machine_agents(key):
-                    self.remove_agent_by_operator(agent, "Operator initiated 'Machine DOWN'")
-                self.machines[key].mode = "DOWN"
+                    self.parts.partitions.remove_agent_by_operator(
+                        agent, "Operator initiated 'Machine DOWN'")
+                self.state.machines[key].mode = "DOWN"
 
     def stop_maintenance(self, machine_ids: list[Mapping[str, Any]]) -> None:
         """STOP_MAINTENANCE: DOWN machines come back UP and leave the schedule.
@@ -221,18 +206,18 @@ class MaintenanceMaster:
         Raises:
             CallError: 400 for an invalid list or a machine not DOWN.
         """
-        with self.lock:
+        with self.state.lock:
             self._check_modes(machine_ids, "DOWN", "is not in DOWN mode and cannot be "
                                                    "brought up")
             keys = {machine_key(m) for m in machine_ids}
             for key in keys:
-                del self.machines[key]
+                del self.state.machines[key]
             windows = []
-            for window in self.schedule.get("windows", []):
+            for window in self.state.schedule.get("windows", []):
                 kept = [m for m in window["machine_ids"] if machine_key(m) not in keys]
                 if kept:
                     windows.append({**window, "machine_ids": kept})
-            self.schedule = {"windows": windows} if windows else {}
+            self.state.schedule = {"windows": windows} if windows else {}
 
     def _check_modes(self, machine_ids: list[Mapping[str, Any]], mode: str,
                      problem: str) -> None:
@@ -240,7 +225,7 @@ class MaintenanceMaster:
         if error is not None:
             raise CallError(error)
         for machine_id in machine_ids:
-            machine = self.machines.get(machine_key(machine_id))
+            machine = self.state.machines.get(machine_key(machine_id))
             if machine is None:
                 raise CallError(f"Machine '{_machine_json(machine_id)}' is not part of a "
                                 "maintenance schedule")
@@ -250,15 +235,15 @@ class MaintenanceMaster:
     def maintenance_status(self) -> dict[str, Any]:
         """``maintenance.ClusterStatus``: DRAINING machines with the inverse offer answers of
         their agents' frameworks, DOWN machines."""
-        with self.lock:
+        with self.state.lock:
             draining, down = [], []
-            for key, machine in sorted(self.machines.items()):
+            for key, machine in sorted(self.state.machines.items()):
                 if machine.mode == "DOWN":
                     down.append(dict(machine.id))
                     continue
                 entry: dict[str, Any] = {"id": dict(machine.id)}
                 statuses = [s for agent in self._machine_agents(key)
-                            for s in self.inverse_statuses.get(agent.agent_id, {}).values()]
+                            for s in self.state.inverse_statuses.get(agent.agent_id, {}).values()]
                 if statuses:
                     entry["statuses"] = copy.deepcopy(statuses)
                 draining.append(entry)
@@ -271,81 +256,81 @@ class MaintenanceMaster:
 
     # -- inverse offers --------------------------------------------------------------------
 
-    def _make_inverse_offers(self, now: float) -> None:
+    def make_inverse_offers(self, now: float) -> None:
         """Under the lock, after an allocation run: inverse offers to the frameworks that use
         or are offered resources on agents of scheduled machines (``generateInverseOffers``)."""
-        outstanding = {(i.framework_id, i.agent_id) for i in self.inverse_offers.values()}
+        outstanding = {(i.framework_id, i.agent_id) for i in self.state.inverse_offers.values()}
         per_framework: dict[str, list[dict[str, Any]]] = {}
-        for agent in self.agents.values():
+        for agent in self.state.agents.values():
             unavailability = self.unavailability_of(agent)
             if unavailability is None or not agent.active:
                 continue
-            for fw in self.frameworks.values():
+            for fw in self.state.frameworks.values():
                 key = (fw.framework_id, agent.agent_id)
                 if not fw.connected or fw.subscription is None or key in outstanding:
                     continue
-                if not _holds_on(fw, agent.agent_id) or self.inverse_filters.is_filtered(
+                if not _holds_on(fw, agent.agent_id) or self.state.inverse_filters.is_filtered(
                         fw.framework_id, agent.agent_id, now):
                     continue
                 per_framework.setdefault(fw.framework_id, []).append(
                     self._new_inverse_offer(fw, agent, unavailability))
         for fid, offers in per_framework.items():
-            fw = self.frameworks[fid]
+            fw = self.state.frameworks[fid]
             fw.subscription.send({"type": "INVERSE_OFFERS",
                                   "inverse_offers": {"inverse_offers": offers}})
 
     def _new_inverse_offer(self, fw: FrameworkRecord, agent: AgentRecord,
                            unavailability: dict[str, Any]) -> dict[str, Any]:
-        offer_id = f"{self.master_id}-O{self._next_offer}"
-        self._next_offer += 1
-        hostname = str(agent.info.get("hostname", self.hostname))
+        offer_id = f"{self.state.master_id}-O{self.state.next_offer}"
+        self.state.next_offer += 1
+        hostname = str(agent.info.get("hostname", self.state.hostname))
         offer = {
             "id": {"value": offer_id},
             "url": {"scheme": "http",
                     "address": {"hostname": hostname, "ip": agent.ip,
                                 "port": int(agent.info.get("port", 5051))},
-                    "path": self.agent_path(agent.agent_id)},
+                    "path": self.parts.allocation.agent_path(agent.agent_id)},
             "framework_id": {"value": fw.framework_id},
             "agent_id": {"value": agent.agent_id},
             "unavailability": unavailability,
         }
-        self.inverse_offers[offer_id] = InverseOfferRecord(
+        self.state.inverse_offers[offer_id] = InverseOfferRecord(
             offer_id, fw.framework_id, agent.agent_id, offer)
         fw.count("inverse_offers/sent")
         return offer
 
-    def _answer_inverse_offers(self, fw: FrameworkRecord, body: Mapping[str, Any],
+    def answer_inverse_offers(self, fw: FrameworkRecord, body: Mapping[str, Any],
                                status: str) -> None:
         """ACCEPT_INVERSE_OFFERS or DECLINE_INVERSE_OFFERS: each known inverse offer of the
         framework is answered, recorded for the maintenance status and filtered for
         ``refuse_seconds``; unknown ones are ignored."""
-        self._count(f"messages_{status.lower()}_inverse_offers")
+        self.state.count(f"messages_{status.lower()}_inverse_offers")
         refuse = (body.get("filters") or {}).get("refuse_seconds")
         now = time.monotonic()
         for oid in (str(o["value"]) for o in body.get("inverse_offer_ids", [])):
-            offer = self.inverse_offers.get(oid)
+            offer = self.state.inverse_offers.get(oid)
             if offer is None or offer.framework_id != fw.framework_id:
                 logger.warning("Ignoring %s of inverse offer %s: it is no longer valid",
                                status.lower(), oid)
                 continue
-            del self.inverse_offers[oid]
+            del self.state.inverse_offers[oid]
             fw.count(f"inverse_offers/{status.lower()}ed")
-            self.inverse_statuses.setdefault(offer.agent_id, {})[fw.framework_id] = {
+            self.state.inverse_statuses.setdefault(offer.agent_id, {})[fw.framework_id] = {
                 "status": status, "framework_id": {"value": fw.framework_id},
                 "timestamp": {"nanoseconds": int(time.time() * 1e9)}}
-            self.inverse_filters.add(fw.framework_id, offer.agent_id,
+            self.state.inverse_filters.add(fw.framework_id, offer.agent_id,
                                      inverse_refuse_timeout(refuse), now)
 
-    def _rescind_inverse_offers(self, agent_id: str | None = None,
+    def rescind_inverse_offers(self, agent_id: str | None = None,
                                 framework_id: str | None = None) -> None:
         """Under the lock: RESCIND_INVERSE_OFFER for the agent's (or framework's) inverse
         offers."""
-        for offer in list(self.inverse_offers.values()):
+        for offer in list(self.state.inverse_offers.values()):
             if agent_id not in (None, offer.agent_id) or framework_id not in (
                     None, offer.framework_id):
                 continue
-            del self.inverse_offers[offer.offer_id]
-            fw = self.frameworks.get(offer.framework_id)
+            del self.state.inverse_offers[offer.offer_id]
+            fw = self.state.frameworks.get(offer.framework_id)
             if fw is not None and fw.subscription is not None:
                 fw.subscription.send({"type": "RESCIND_INVERSE_OFFER", "rescind_inverse_offer": {
                     "inverse_offer_id": {"value": offer.offer_id}}})

@@ -28,64 +28,66 @@ posted to that agent's :class:`AgentLink`, a queue served by one thread, so call
 agent in the order the master made them and an agent may call back (``receive_status_update``)
 from any thread at any time.
 
-Layout: :class:`Master` holds the state, the lifecycle and the call dispatch; each concern is a
-mixin in its own module: :mod:`~localmesos.master.subscriptions` (SUBSCRIBE, disconnection,
-failover timers), :mod:`~localmesos.master.calls` (the other scheduler calls),
-:mod:`~localmesos.master.launch` (ACCEPT), :mod:`~localmesos.master.tasks` (status updates,
-removing tasks and frameworks) and :mod:`~localmesos.master.offers` (allocation runs and
-offers). :mod:`~localmesos.master.records` holds what the master knows,
-:mod:`~localmesos.master.agent_link` its calls into agents and
-:mod:`~localmesos.protocol.recordio` its event streams; :mod:`localmesos.master.views` renders
+Layout: :class:`Master` is a thin façade. It owns one declared state object,
+:class:`~localmesos.master.state.MasterState` (what the master knows, and the lock), and one
+object per part, each given the state and the table of the other parts
+(:class:`~localmesos.master.parts.MasterParts`, whose protocols are what the parts offer one
+another): :mod:`~localmesos.master.subscriptions` (SUBSCRIBE, disconnection, failover timers),
+:mod:`~localmesos.master.calls` (the other scheduler calls), :mod:`~localmesos.master.launch`
+(ACCEPT), :mod:`~localmesos.master.tasks` (status updates, removing tasks and frameworks),
+:mod:`~localmesos.master.offers` (allocation runs and offers),
+:mod:`~localmesos.master.quota_master`, :mod:`~localmesos.master.maintenance`,
+:mod:`~localmesos.master.drain` and :mod:`~localmesos.master.partitions` (agents' health).
+The façade keeps the lifecycle, the call checks and dispatch, and the public methods other code
+calls, each handed to its part; ``master.<field>`` reads and writes ``master.state.<field>``.
+:mod:`~localmesos.master.records` holds the records,
+:mod:`~localmesos.master.agent_link` the calls into agents and
+:mod:`~localmesos.protocol.recordio` the event streams; :mod:`localmesos.master.views` renders
 ``/master/state``, ``/metrics/snapshot`` and the other read-only endpoints.
 """
 
 from __future__ import annotations
 
-from collections import deque
-from collections.abc import Callable
 from collections.abc import Mapping
 from collections.abc import Sequence
+import dataclasses
 import logging
 import random
 import threading
-import time
 from typing import Any
 import uuid
 
 from disauto.common.resources import Resources
 from disauto.localmesos.master import allocator as alloc
 from disauto.localmesos.master.agent_link import AgentLike
-from disauto.localmesos.master.agent_link import AgentLink
+from disauto.localmesos.master.allocation_loop import AllocationLoop
 from disauto.localmesos.master.authorizer import Acls
 from disauto.localmesos.master.calls import SchedulerCalls
 from disauto.localmesos.master.drain import DrainMaster
 from disauto.localmesos.master.launch import LaunchCalls
-from disauto.localmesos.master.maintenance import InverseOfferRecord
-from disauto.localmesos.master.maintenance import Machine
-from disauto.localmesos.master.maintenance import MachineKey
 from disauto.localmesos.master.maintenance import MaintenanceMaster
-from disauto.localmesos.master.offer_filters import InverseOfferFilters
 from disauto.localmesos.master.offer_timeout import OfferTimeouts
 from disauto.localmesos.master.offers import OfferMaking
 from disauto.localmesos.master.partitions import AgentHealth
-from disauto.localmesos.master.partitions import UnreachableAgent
-from disauto.localmesos.master.quota import Quota
-from disauto.localmesos.master.quota import QuotaMaster
+from disauto.localmesos.master.parts import MasterParts
+from disauto.localmesos.master.quota_master import QuotaMaster
 from disauto.localmesos.master.records import AgentRecord
 from disauto.localmesos.master.records import FrameworkRecord
-from disauto.localmesos.master.records import OfferRecord
-from disauto.localmesos.master.remote_agent import RemoteAgent
+from disauto.localmesos.master.state import MasterState
 from disauto.localmesos.master.subscriptions import Subscriptions
 from disauto.localmesos.master.tasks import TaskBookkeeping
 from disauto.localmesos.protocol import registration
 from disauto.localmesos.protocol.protojson import CallError
 from disauto.localmesos.protocol.recordio import EventObserver
+from disauto.localmesos.protocol.recordio import Subscription
+from disauto.localmesos.protocol.registration import ReregisterAgent
+from disauto.localmesos.protocol.registration import Reregistered
 
 
 logger = logging.getLogger(__name__)
 
-class Master(Subscriptions, LaunchCalls, SchedulerCalls, TaskBookkeeping, OfferMaking,
-             QuotaMaster, MaintenanceMaster, DrainMaster, AgentHealth):
+
+class Master:
     """The embedded master (see the module docstring).
 
     Args:
@@ -139,120 +141,72 @@ class Master(Subscriptions, LaunchCalls, SchedulerCalls, TaskBookkeeping, OfferM
             raise ValueError(f"allocation_interval must be > 0, got {allocation_interval}")
         if not heartbeat_interval > 0:
             raise ValueError(f"heartbeat_interval must be > 0, got {heartbeat_interval}")
-        self.lock = threading.RLock()
-        self.master_id = str(uuid.uuid4())
-        self.hostname = hostname
-        self.port = 0
-        self.allocation_interval = allocation_interval
-        self.heartbeat_interval = heartbeat_interval
-        self.weights = dict(weights or {})
-        self.min_allocatable = tuple(min_allocatable)
-        self.max_completed_tasks_per_framework = max_completed_tasks_per_framework
-        self.max_failover_timeout = max_failover_timeout
-        self.authenticate = authenticate
-        self.acls = acls or Acls()
-        self.extra_flags = dict(flags or {})
-        self.start_time = time.time()
-        self.frameworks: dict[str, FrameworkRecord] = {}
-        self.completed_frameworks: deque[FrameworkRecord] = deque(
-            maxlen=max_completed_frameworks
+        self.state = MasterState(
+            allocation_interval=allocation_interval, heartbeat_interval=heartbeat_interval,
+            weights=dict(weights or {}), min_allocatable=tuple(min_allocatable),
+            max_completed_frameworks=max_completed_frameworks,
+            max_completed_tasks_per_framework=max_completed_tasks_per_framework,
+            max_failover_timeout=max_failover_timeout, authenticate=authenticate,
+            acls=acls or Acls(), extra_flags=dict(flags or {}), offer_timeout=offer_timeout,
+            agent_ping_timeout=agent_ping_timeout,
+            max_agent_ping_timeouts=max_agent_ping_timeouts,
+            agent_reregister_timeout=agent_reregister_timeout,
+            registry_max_agent_age=registry_max_agent_age, rng=rng or random.Random(),
+            master_id=str(uuid.uuid4()), hostname=hostname,
         )
-        self.agents: dict[str, AgentRecord] = {}
-        self.offers: dict[str, OfferRecord] = {}
-        self.filters = alloc.OfferFilters()
-        self.metrics: dict[str, float] = {}
-        self._rng = rng or random.Random()
-        self._observers: list[EventObserver] = []
-        self._next_framework = 0
-        self._next_offer = 0
-        self._next_agent = 0
-        self._removed_ids: set[str] = set()
-        self.agent_ping_timeout = agent_ping_timeout
-        self.max_agent_ping_timeouts = max_agent_ping_timeouts
-        self.agent_reregister_timeout = agent_reregister_timeout
-        self.registry_max_agent_age = registry_max_agent_age
-        self._init_registry()
-        self._init_loops(allocation_interval, offer_timeout)
-
-    def _init_registry(self) -> None:
-        """What Mesos keeps in its registry and beside it: quotas, the maintenance schedule,
-        unreachable and gone agents, draining and deactivated ones, inverse offers."""
-        self.quotas: dict[str, Quota] = {}
-        self.schedule: dict[str, Any] = {}
-        self.machines: dict[MachineKey, Machine] = {}
-        self.inverse_offers: dict[str, InverseOfferRecord] = {}
-        self.inverse_statuses: dict[str, dict[str, Any]] = {}
-        self.inverse_filters = InverseOfferFilters()
-        self.unreachable: dict[str, UnreachableAgent] = {}
-        self.gone: dict[str, float] = {}
-        self.draining: dict[str, dict[str, Any]] = {}
-        self.deactivated: set[str] = set()
-        #: Agent ids in order of first registration: ``/slave(N)`` is the N-th, for good.
-        self.agent_slots: list[str] = []
-        #: Agents a recovered registry admitted (id → AgentInfo), which may re-register
-        #: (:mod:`localmesos.master.registrar`).
-        self.recovered_agents: dict[str, dict[str, Any]] = {}
-        self.recovered_until = 0.0
-        #: Whether this master leads (always, alone; through ZooKeeper, once elected:
-        #: :mod:`localmesos.master.contender`), and ``host:port`` of the one that does.
-        self.elected = True
-        self.leader_address: str | None = None
-        #: Elected, and recovering its registry: its APIs answer 503 meanwhile.
-        self.recovering = False
-        #: Writes the registry of an elected master at once (after an operator call).
-        self.commit_registry: Callable[[], bool] | None = None
-
-    def _init_loops(self, allocation_interval: float, offer_timeout: float | None) -> None:
-        """The allocation loop, the failover timers' thread, the offer timeouts and the
-        allocation and event counters (nothing runs before :meth:`start`)."""
-        self._loop = alloc.AllocationLoop(self._allocate, allocation_interval)
-        self._timer_cond = threading.Condition(self.lock)
-        self._timer_thread = threading.Thread(
-            target=self._timer_loop, name="localmesos-master-timers", daemon=True
-        )
-        self._started = False
-        self._stopped = False
-        self.offer_timeout = offer_timeout
+        self._compose()
+        self.state.loop = AllocationLoop(self.allocation.allocate, allocation_interval)
         self._offer_timeouts = (
-            None if offer_timeout is None else OfferTimeouts(self, offer_timeout)
+            None if offer_timeout is None
+            else OfferTimeouts(self.state, self.tasks.rescind, offer_timeout)
         )
-        self.allocation_runs = 0
-        self.last_allocation_ms = 0.0
-        #: Durations (ms) of the most recent allocation runs, for timer percentiles.
-        self.allocation_run_ms: deque[float] = deque(maxlen=1000)
         self._event_count_lock = threading.Lock()
-        self._observers.append(self._count_event)
+        self.state.observers.append(self._count_event)
+
+    def _compose(self) -> None:
+        """Make the parts, each given the state and the table of the others."""
+        state, parts = self.state, MasterParts()
+        self.parts = parts
+        self.subscriptions = parts.subscriptions = Subscriptions(state, parts)
+        self.calls = parts.calls = SchedulerCalls(state, parts)
+        self.launch = parts.launch = LaunchCalls(state, parts)
+        self.tasks = parts.tasks = TaskBookkeeping(state, parts)
+        self.allocation = parts.allocation = OfferMaking(state, parts)
+        self.quota = QuotaMaster(state, parts)
+        self.maintenance = parts.maintenance = MaintenanceMaster(state, parts)
+        self.drain = parts.drain = DrainMaster(state, parts)
+        self.partitions = parts.partitions = AgentHealth(state, parts)
 
     # -- lifecycle -----------------------------------------------------------------------
 
     def set_address(self, hostname: str, port: int) -> None:
         """Record where the master is reachable (known once the HTTP server is bound)."""
-        with self.lock:
-            self.hostname = hostname
-            self.port = port
+        with self.state.lock:
+            self.state.hostname = hostname
+            self.state.port = port
 
     @property
     def pid(self) -> str:
         """The libprocess PID (``master@host:port``)."""
-        return f"master@{self.hostname}:{self.port}"
+        return self.state.pid
 
     def start(self) -> None:
         """Start the allocation loop and the failover timers (idempotent)."""
-        with self.lock:
-            if self._started:
+        with self.state.lock:
+            if self.state.started:
                 return
-            self._started = True
-        self._loop.start()
-        self._timer_thread.start()
-        self._start_health()
+            self.state.started = True
+        self.state.loop.start()
+        self.subscriptions.start_timers()
+        self.partitions.start_health()
         if self._offer_timeouts is not None:
             self._offer_timeouts.start()
-        self._loop.trigger()
+        self.state.loop.trigger()
 
     def close_streams(self) -> None:
         """Close every event stream (the first step of shutting down)."""
-        with self.lock:
-            for fw in self.frameworks.values():
+        with self.state.lock:
+            for fw in self.state.frameworks.values():
                 if fw.subscription is not None:
                     fw.subscription.close()
 
@@ -262,22 +216,19 @@ class Master(Subscriptions, LaunchCalls, SchedulerCalls, TaskBookkeeping, OfferM
         The agents themselves are stopped by their owner
         (:class:`localmesos.cluster.LocalCluster`).
         """
-        with self.lock:
-            if self._stopped:
+        with self.state.lock:
+            if self.state.stopped:
                 return
-            self._stopped = True
-            self._timer_cond.notify_all()
-            if self._started:
-                self._health_cond.notify_all()
-            links = [record.link for record in self.agents.values()]
+            self.state.stopped = True
+            started = self.state.started
+            links = [record.link for record in self.state.agents.values()]
         self.close_streams()
         if self._offer_timeouts is not None:
             self._offer_timeouts.stop()
-        self._loop.stop()
-        if self._timer_thread.is_alive():
-            self._timer_thread.join()
-        if self._started and self._health_thread.is_alive():
-            self._health_thread.join()
+        self.state.loop.stop()
+        self.subscriptions.stop_timers()
+        if started:
+            self.partitions.stop_health()
         for link in links:
             link.stop()
 
@@ -286,16 +237,16 @@ class Master(Subscriptions, LaunchCalls, SchedulerCalls, TaskBookkeeping, OfferM
 
         Observers run on master and HTTP threads and must be quick and never raise.
         """
-        with self.lock:
-            self._observers.append(observer)
+        with self.state.lock:
+            self.state.observers.append(observer)
 
     # -- agents --------------------------------------------------------------------------
 
     def next_agent_id(self) -> str:
         """Mint an agent id (``<master id>-S<n>``)."""
-        with self.lock:
-            agent_id = f"{self.master_id}-S{self._next_agent}"
-            self._next_agent += 1
+        with self.state.lock:
+            agent_id = f"{self.state.master_id}-S{self.state.next_agent}"
+            self.state.next_agent += 1
             return agent_id
 
     def add_agent(self, agent: AgentLike) -> None:
@@ -307,49 +258,25 @@ class Master(Subscriptions, LaunchCalls, SchedulerCalls, TaskBookkeeping, OfferM
         Raises:
             ValueError: when it is registered already.
         """
-        with self.lock:
-            if agent.id in self.agents:
+        with self.state.lock:
+            if agent.id in self.state.agents:
                 raise ValueError(f"agent {agent.id} is already registered")
-            self._register(agent, agent.info())
-            self._count("messages_register_slave")
-            self._count("slave_registrations")
+            self.partitions.register(agent, agent.info())
+            self.state.count("messages_register_slave")
+            self.state.count("slave_registrations")
         logger.info("Added agent %s (%s)", agent.id, agent.total)
-        self._loop.trigger()
-
-    def _register(self, agent: AgentLike, info: dict[str, Any]) -> AgentRecord:
-        """Under the lock: a registered agent record with its link to the agent.
-
-        An embedded agent is served on the master's address (its ``port``, the IP of its pid);
-        an agent of another process (:class:`RemoteAgent`) on its host's.
-        """
-        info = dict(info)
-        remote = agent if isinstance(agent, RemoteAgent) else None
-        if remote is not None:
-            info["port"] = remote.port
-        elif self.port:
-            info["port"] = self.port
-        link = AgentLink(agent)
-        link.start()
-        record = AgentRecord(agent, link, info, time.time(), agent.total,
-                             ip=self.hostname if remote is None else remote.host,
-                             pid=None if remote is None else remote.pid)
-        self.agents[agent.id] = record
-        if agent.id not in self.agent_slots:
-            self.agent_slots.append(agent.id)
-        return record
+        self.state.loop.trigger()
 
     @property
     def total_ping_timeout(self) -> float:
-        """``agent_ping_timeout × max_agent_ping_timeouts``: how long an agent waits for a
-        ping before it re-registers (``MasterSlaveConnection``)."""
-        return self.agent_ping_timeout * self.max_agent_ping_timeouts
+        """``agent_ping_timeout × max_agent_ping_timeouts`` (:class:`MasterState`)."""
+        return self.state.total_ping_timeout
 
     # -- calls ---------------------------------------------------------------------------
 
     def awaits_recovered_agents(self) -> bool:
-        """Whether the agents of a recovered registry may still re-register (within
-        ``agent_reregister_timeout`` of the recovery)."""
-        return bool(self.recovered_agents) and time.monotonic() < self.recovered_until
+        """Whether the agents of a recovered registry may still re-register."""
+        return self.state.awaits_recovered_agents()
 
     def check_call(
         self, call: Mapping[str, Any], stream_id: str | None, principal: str | None = None
@@ -367,7 +294,7 @@ class Master(Subscriptions, LaunchCalls, SchedulerCalls, TaskBookkeeping, OfferM
                 missing or wrong ``Mesos-Stream-Id``.
         """
         fid = str(call["framework_id"]["value"])
-        fw = self.frameworks.get(fid)
+        fw = self.state.frameworks.get(fid)
         if fw is None:
             raise CallError("Framework cannot be found")
         owner = str(fw.info.get("principal", ""))
@@ -402,39 +329,133 @@ class Master(Subscriptions, LaunchCalls, SchedulerCalls, TaskBookkeeping, OfferM
             CallError: see :meth:`check_call`; also 400 for an invalid UPDATE_FRAMEWORK.
         """
         kind = call["type"]
-        with self.lock:
+        with self.state.lock:
             fw = self.check_call(call, stream_id, principal)
             fw.count("calls")
             fw.count(f"calls/{kind.lower()}")
-            status, body, trigger = self._dispatch(fw, call)
+            status, body, trigger = self.calls.dispatch(fw, call)
         if trigger:
-            self._loop.trigger()
+            self.state.loop.trigger()
         return status, body
-
-    def _count(self, metric: str, n: float = 1) -> None:
-        self.metrics[metric] = self.metrics.get(metric, 0) + n
-
-    def _count_task_state(
-        self, fw: FrameworkRecord, state: str, source: str | None, reason: str | None
-    ) -> None:
-        """Under the lock: a task of ``fw`` reached the terminal ``state``; as Mesos, count
-        ``tasks_<state>``, the framework's ``tasks/terminal/<state>`` and, for a status with a
-        reason, ``<state>/<source>/<reason>``."""
-        self._count(state.replace("TASK_", "tasks_").lower())
-        fw.count(f"tasks/terminal/{state.lower()}")
-        if reason:
-            self._count(f"{state}/{source or 'SOURCE_MASTER'}/{reason}".lower())
 
     @property
     def allocation_latency_ms(self) -> tuple[float, ...]:
         """Recent allocation-run latencies (request to start), for the timer metric."""
-        return tuple(self._loop.latency_ms)
+        return tuple(self.state.loop.latency_ms)
 
     def _count_event(self, framework_id: str, event: Mapping[str, Any]) -> None:
         """Event observer: the per-framework ``events`` and ``events/<type>`` counters."""
-        fw = self.frameworks.get(framework_id)
+        fw = self.state.frameworks.get(framework_id)
         if fw is None:
             return
         with self._event_count_lock:
             fw.count("events")
             fw.count(f"events/{str(event.get('type', 'unknown')).lower()}")
+
+    # -- the parts' entry points other code calls ------------------------------------------
+
+    # -- subscriptions (subscriptions.py)
+    def master_info(self) -> dict[str, Any]:
+        return self.subscriptions.master_info()
+
+    def subscribe(self, call: Mapping[str, Any]) -> Subscription:
+        return self.subscriptions.subscribe(call)
+
+    def subscription_closed(self, sub: Subscription) -> None:
+        self.subscriptions.subscription_closed(sub)
+
+    # -- tasks (tasks.py)
+    def receive_status_update(
+        self, status: dict[str, Any], latest_state: str | None = None
+    ) -> None:
+        self.tasks.receive_status_update(status, latest_state)
+
+    def exited_executor(
+        self, agent_id: str, framework_id: str, executor_id: str, status: int
+    ) -> None:
+        self.tasks.exited_executor(agent_id, framework_id, executor_id, status)
+
+    def executor_message(
+        self, agent_id: str, framework_id: str, executor_id: str, data: str
+    ) -> None:
+        self.tasks.executor_message(agent_id, framework_id, executor_id, data)
+
+    # -- allocation (offers.py)
+    def agent_path(self, agent_id: str) -> str:
+        return self.allocation.agent_path(agent_id)
+
+    def agent_pid(self, record: AgentRecord) -> str:
+        return self.allocation.agent_pid(record)
+
+    def agent_list(self) -> list[Any]:
+        return self.allocation.agent_list()
+
+    def file_roots(self) -> dict[str, str]:
+        return self.allocation.file_roots()
+
+    # -- quota (quota_master.py)
+    def quota_status(self) -> dict[str, Any]:
+        return self.quota.quota_status()
+
+    def update_quota(self, configs: list[Mapping[str, Any]], force: bool) -> None:
+        self.quota.update_quota(configs, force)
+
+    def set_quota(self, request: Mapping[str, Any]) -> None:
+        self.quota.set_quota(request)
+
+    def remove_quota(self, role: str) -> None:
+        self.quota.remove_quota(role)
+
+    # -- maintenance (maintenance.py)
+    def maintenance_schedule(self) -> dict[str, Any]:
+        return self.maintenance.maintenance_schedule()
+
+    def update_maintenance_schedule(self, schedule: Mapping[str, Any]) -> None:
+        self.maintenance.update_maintenance_schedule(schedule)
+
+    def start_maintenance(self, machine_ids: list[Mapping[str, Any]]) -> None:
+        self.maintenance.start_maintenance(machine_ids)
+
+    def stop_maintenance(self, machine_ids: list[Mapping[str, Any]]) -> None:
+        self.maintenance.stop_maintenance(machine_ids)
+
+    def maintenance_status(self) -> dict[str, Any]:
+        return self.maintenance.maintenance_status()
+
+    # -- drain (drain.py)
+    def drain_agent(
+        self, agent_id: str, max_grace_period: Mapping[str, Any] | None, mark_gone: bool
+    ) -> None:
+        self.drain.drain_agent(agent_id, max_grace_period, mark_gone)
+
+    def deactivate_agent(self, agent_id: str) -> None:
+        self.drain.deactivate_agent(agent_id)
+
+    def reactivate_agent(self, agent_id: str) -> None:
+        self.drain.reactivate_agent(agent_id)
+
+    # -- partitions (partitions.py)
+    def pong(self, agent_id: str) -> None:
+        self.partitions.pong(agent_id)
+
+    def agent_disconnected(self, agent_id: str) -> None:
+        self.partitions.agent_disconnected(agent_id)
+
+    def reregister_agent(self, agent: AgentLike, report: ReregisterAgent) -> Reregistered | None:
+        return self.partitions.reregister_agent(agent, report)
+
+
+def _forwarded(name: str) -> property:
+    """``master.<name>``: reads and writes ``master.state.<name>``."""
+
+    def read(master: Master) -> Any:
+        return getattr(master.state, name)
+
+    def write(master: Master, value: Any) -> None:
+        setattr(master.state, name, value)
+
+    return property(read, write, doc=f"``state.{name}`` (:class:`MasterState`).")
+
+
+for _field in dataclasses.fields(MasterState):
+    setattr(Master, _field.name, _forwarded(_field.name))

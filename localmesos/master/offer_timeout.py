@@ -8,31 +8,28 @@ Mesos default), offers never time out and no thread runs.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 import logging
 import threading
 import time
-from typing import Protocol
 
 from disauto.localmesos.master.records import OfferRecord
+from disauto.localmesos.master.state import MasterState
 
 
 logger = logging.getLogger("disauto.localmesos.master")
 
 
-class _Rescinder(Protocol):
-    lock: threading.RLock
-    offers: dict[str, OfferRecord]
-
-    def _rescind(self, offer: OfferRecord) -> None: ...
-
-
 class OfferTimeouts:
     """A thread that rescinds offers older than ``timeout`` seconds (by ``OfferRecord.made``)."""
 
-    def __init__(self, master: _Rescinder, timeout: float) -> None:
+    def __init__(
+        self, state: MasterState, rescind: Callable[[OfferRecord], None], timeout: float
+    ) -> None:
         if not timeout > 0:
             raise ValueError(f"offer_timeout must be > 0, got {timeout}")
-        self._master = master
+        self._state = state
+        self._rescind = rescind
         self.timeout = timeout
         self._stop = threading.Event()
         self._thread = threading.Thread(
@@ -49,13 +46,13 @@ class OfferTimeouts:
 
     def rescind_expired(self, now: float) -> float:
         """Rescind the expired offers; returns the seconds until the next one expires."""
-        with self._master.lock:
+        with self._state.lock:
             wait = self.timeout
-            for offer in list(self._master.offers.values()):
+            for offer in list(self._state.offers.values()):
                 left = offer.made + self.timeout - now
                 if left <= 0:
                     logger.info("Offer %s timed out; rescinding it", offer.offer_id)
-                    self._master._rescind(offer)  # noqa: SLF001 - the master's own step
+                    self._rescind(offer)
                 else:
                     wait = min(wait, left)
             return wait

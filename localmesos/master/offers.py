@@ -1,10 +1,11 @@
 """The embedded master's allocation runs and the offers they make; agents' endpoints.
 
-A mixin of :class:`localmesos.master.master.Master`. ``_allocate`` runs on the allocation loop's
-thread and takes the master's lock for the whole run, so a run sees one consistent state;
-``agent_state`` and ``file_roots`` call into agents and so do it outside the lock; the rest runs
-under it. Without quota an agent is offered to the first framework that may take it, all of what
-is free on it for that framework's role (:mod:`localmesos.master.allocator`).
+The master's ``allocation`` part (:mod:`localmesos.master.parts`). ``allocate`` runs on the
+allocation loop's thread and takes the master's lock for the whole run, so a run sees one
+consistent state; ``agent_state`` and ``file_roots`` call into agents and so do it outside the
+lock; the rest runs under it. Without quota an agent is offered to the first framework that may
+take it, all of what is free on it for that framework's role
+(:mod:`localmesos.master.allocator`).
 """
 
 from __future__ import annotations
@@ -19,9 +20,11 @@ from typing import Any
 from disauto.common.resources import RoleResources
 from disauto.localmesos.master import allocator as alloc
 from disauto.localmesos.master import quota
+from disauto.localmesos.master.parts import MasterParts
 from disauto.localmesos.master.records import AgentRecord
 from disauto.localmesos.master.records import FrameworkRecord
 from disauto.localmesos.master.records import OfferRecord
+from disauto.localmesos.master.state import MasterState
 
 
 logger = logging.getLogger("disauto.localmesos.master")
@@ -30,14 +33,18 @@ logger = logging.getLogger("disauto.localmesos.master")
 class OfferMaking:
     """Allocation runs, offers, where agents and their sandboxes are (part of :class:`Master`)."""
 
+    def __init__(self, state: MasterState, parts: MasterParts) -> None:
+        self.state = state
+        self.parts = parts
+
     def _allocations(
         self,
     ) -> tuple[dict[str, RoleResources], dict[str, dict[str, RoleResources]]]:
         """Under the lock: (used + offered per agent, allocation per framework per role)."""
         per_agent: dict[str, RoleResources] = {agent_id: RoleResources()
-                                               for agent_id in self.agents}
+                                               for agent_id in self.state.agents}
         per_fw: dict[str, dict[str, RoleResources]] = {}
-        for fw in self.frameworks.values():
+        for fw in self.state.frameworks.values():
             per_fw[fw.framework_id] = fw.held_by_role()
             items = [t for t in fw.tasks.values() if not t.recovered]
             for held in [*items, *fw.executors.values(), *fw.offers.values()]:
@@ -52,10 +59,10 @@ class OfferMaking:
         per_agent, per_fw = self._allocations()
         agents = [
             alloc.AgentCandidate(agent_id, record.total - per_agent[agent_id], record.has_gpus)
-            for agent_id, record in self.agents.items() if record.active
+            for agent_id, record in self.state.agents.items() if record.active
         ]
         frameworks = []
-        for fw in self.frameworks.values():
+        for fw in self.state.frameworks.values():
             roles = tuple(r for r in fw.roles if r not in fw.suppressed_roles)
             if not fw.connected or not roles:
                 continue
@@ -70,34 +77,35 @@ class OfferMaking:
 
     def _quota_state(self) -> alloc.QuotaState:
         """Under the lock: the quotas and what each role with one consumes now."""
-        return alloc.QuotaState(dict(self.quotas), {
-            role: quota.consumed(role, self.agents.values(), self.frameworks.values(),
+        return alloc.QuotaState(dict(self.state.quotas), {
+            role: quota.consumed(role, self.state.agents.values(), self.state.frameworks.values(),
                                  offered=True)
-            for role in self.quotas
+            for role in self.state.quotas
         })
 
-    def _allocate(self) -> None:
+    def allocate(self) -> None:
         """One allocation run (on the allocation loop's thread): offers, then inverse offers."""
         started = time.perf_counter()
-        with self.lock:
-            if self._stopped:
+        with self.state.lock:
+            if self.state.stopped:
                 return
             agents, frameworks = self._candidates()
             total = RoleResources()
-            for record in self.agents.values():
+            for record in self.state.agents.values():
                 total = total + record.total
             now = time.monotonic()
             grants = alloc.allocate(
                 agents, frameworks, total=total,
                 is_filtered=lambda f, r, a, res: self._is_filtered(f, r, a, res, now),
-                weights=self.weights, min_allocatable=self.min_allocatable, rng=self._rng,
+                weights=self.state.weights, min_allocatable=self.state.min_allocatable,
+                rng=self.state.rng,
                 quota=self._quota_state(),
             )
             self._send_offers(grants)
-            self._make_inverse_offers(now)
-            self.allocation_runs += 1
-            self.last_allocation_ms = (time.perf_counter() - started) * 1000.0
-            self.allocation_run_ms.append(self.last_allocation_ms)
+            self.parts.maintenance.make_inverse_offers(now)
+            self.state.allocation_runs += 1
+            self.state.last_allocation_ms = (time.perf_counter() - started) * 1000.0
+            self.state.allocation_run_ms.append(self.state.last_allocation_ms)
 
     def _send_offers(self, grants: list[alloc.Grant]) -> None:
         """Under the lock: one OFFERS event per framework with its grants."""
@@ -105,7 +113,7 @@ class OfferMaking:
         for grant in grants:
             by_framework.setdefault(grant.framework_id, []).append(grant)
         for fid, fw_grants in by_framework.items():
-            fw = self.frameworks[fid]
+            fw = self.state.frameworks[fid]
             if fw.subscription is None:
                 continue
             offers = [self._make_offer(fw, grant) for grant in fw_grants]
@@ -119,10 +127,10 @@ class OfferMaking:
     ) -> bool:
         """Under the lock: whether a decline filter or the framework's offer constraints keep
         ``agent_id`` from being offered to ``role`` of the framework."""
-        fw = self.frameworks[framework_id]
-        if fw.constraints_filter.excludes(role, self.agents[agent_id].info):
+        fw = self.state.frameworks[framework_id]
+        if fw.constraints_filter.excludes(role, self.state.agents[agent_id].info):
             return True
-        return self.filters.is_filtered(framework_id, role, agent_id, resources, now)
+        return self.state.filters.is_filtered(framework_id, role, agent_id, resources, now)
 
     def agent_path(self, agent_id: str) -> str:
         """The agent's libprocess path, ``/slave(N)``: N counts agents in order of addition.
@@ -131,12 +139,12 @@ class OfferMaking:
         agent is always ``slave(1)`` on its own host:port); an agent of another process has
         the path of its own pid (the N-th agent of its host).
         """
-        record = self.agents.get(agent_id)
-        if record is None and agent_id in self.unreachable:
-            record = self.unreachable[agent_id].record
+        record = self.state.agents.get(agent_id)
+        if record is None and agent_id in self.state.unreachable:
+            record = self.state.unreachable[agent_id].record
         if record is not None and record.pid is not None:
             return "/" + record.pid.partition("@")[0]
-        for index, known in enumerate(self.agent_slots, start=1):
+        for index, known in enumerate(self.state.agent_slots, start=1):
             if known == agent_id:
                 return f"/slave({index})"
         return "/slave(1)"
@@ -145,24 +153,24 @@ class OfferMaking:
         """The agent's libprocess pid, ``slave(N)@host:port``: where its endpoints are."""
         if record.pid is not None:
             return record.pid
-        hostname = str(record.info.get("hostname", self.hostname))
+        hostname = str(record.info.get("hostname", self.state.hostname))
         port = int(record.info.get("port", 5051))
         return f"{self.agent_path(record.agent_id).lstrip('/')}@{hostname}:{port}"
 
     def agent_list(self) -> list[Any]:
         """The registered agents, in order of addition."""
-        with self.lock:
-            return [record.agent for record in self.agents.values()]
+        with self.state.lock:
+            return [record.agent for record in self.state.agents.values()]
 
     def _make_offer(self, fw: FrameworkRecord, grant: alloc.Grant) -> dict[str, Any]:
-        offer_id = f"{self.master_id}-O{self._next_offer}"
-        self._next_offer += 1
-        agent = self.agents[grant.agent_id]
+        offer_id = f"{self.state.master_id}-O{self.state.next_offer}"
+        self.state.next_offer += 1
+        agent = self.state.agents[grant.agent_id]
         refined = "RESERVATION_REFINEMENT" in fw.capabilities
         resources = grant.resources.to_json(
             format="post" if refined else "pre",
             allocation_role=grant.role if fw.multi_role else None)
-        hostname = str(agent.info.get("hostname", self.hostname))
+        hostname = str(agent.info.get("hostname", self.state.hostname))
         port = int(agent.info.get("port", 5051))
         ip = hostname if agent.pid is None else agent.ip
         offer: dict[str, Any] = {
@@ -188,13 +196,13 @@ class OfferMaking:
             offer["executor_ids"] = executor_ids
         if fw.multi_role:
             offer["allocation_info"] = {"role": grant.role}
-        unavailability = self.unavailability_of(agent)
+        unavailability = self.parts.maintenance.unavailability_of(agent)
         if unavailability is not None:
             offer["unavailability"] = unavailability
         record = OfferRecord(
             offer_id, fw.framework_id, grant.agent_id, grant.role, grant.resources, offer
         )
-        self.offers[offer_id] = record
+        self.state.offers[offer_id] = record
         fw.offers[offer_id] = record
         return offer
 
@@ -207,8 +215,8 @@ class OfferMaking:
         mapping while they are the same: read it, do not change it; see
         :class:`CombinedRoots`). Must not be called with the master lock held (it asks the
         agents)."""
-        with self.lock:
-            agents = [record.agent for record in self.agents.values()]
+        with self.state.lock:
+            agents = [record.agent for record in self.state.agents.values()]
             if self._combined_roots is None:
                 self._combined_roots = CombinedRoots()
             combined = self._combined_roots

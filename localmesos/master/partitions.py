@@ -35,8 +35,6 @@ As Mesos 1.11 (apache/mesos ``src/master/master.cpp``: ``SlaveObserver``, ``mark
 from __future__ import annotations
 
 import copy
-from dataclasses import dataclass
-from dataclasses import field
 import logging
 import threading
 import time
@@ -44,28 +42,21 @@ from typing import Any
 
 from disauto.localmesos.master.agent_link import AgentLike
 from disauto.localmesos.master.agent_link import AgentLink
+from disauto.localmesos.master.parts import MasterParts
 from disauto.localmesos.master.records import PARTITION_AWARE_STATES
 from disauto.localmesos.master.records import TERMINAL_STATES
 from disauto.localmesos.master.records import AgentRecord
 from disauto.localmesos.master.records import FrameworkRecord
 from disauto.localmesos.master.records import TaskRecord
+from disauto.localmesos.master.records import UnreachableAgent
 from disauto.localmesos.master.records import resources_of
 from disauto.localmesos.master.remote_agent import RemoteAgent
+from disauto.localmesos.master.state import MasterState
 from disauto.localmesos.protocol.registration import ReregisterAgent
 from disauto.localmesos.protocol.registration import Reregistered
 
 
 logger = logging.getLogger("disauto.localmesos.master")
-
-
-@dataclass
-class UnreachableAgent:
-    """An agent in the registry's unreachable list."""
-
-    record: AgentRecord
-    time: float
-    #: framework id → ids of its tasks that were on the agent.
-    tasks: dict[str, set[str]] = field(default_factory=dict)
 
 
 def _time_info(seconds: float) -> dict[str, int]:
@@ -84,44 +75,56 @@ def mesos_duration(seconds: float) -> str:
 class AgentHealth:
     """Pings, unreachable agents, disconnections and re-registrations (part of :class:`Master`)."""
 
-    def _start_health(self) -> None:
-        self._health_cond = threading.Condition(self.lock)
+    def __init__(self, state: MasterState, parts: MasterParts) -> None:
+        self.state = state
+        self.parts = parts
+
+    def start_health(self) -> None:
+        """Start pinging the agents."""
+        self._health_cond = threading.Condition(self.state.lock)
         self._health_thread = threading.Thread(target=self._health_loop,
                                                name="localmesos-master-pings", daemon=True)
         self._health_thread.start()
 
+    def stop_health(self) -> None:
+        """Wake the ping thread to see ``state.stopped`` (set first), and join it."""
+        with self.state.lock:
+            self._health_cond.notify_all()
+        if self._health_thread.is_alive():
+            self._health_thread.join()
+
     def _health_loop(self) -> None:
         """Ping every agent each ``agent_ping_timeout`` (``SlaveObserver``)."""
-        with self.lock:
-            while not self._stopped:
-                self._health_cond.wait(self.agent_ping_timeout)
-                if self._stopped:
+        with self.state.lock:
+            while not self.state.stopped:
+                self._health_cond.wait(self.state.agent_ping_timeout)
+                if self.state.stopped:
                     return
                 self._health_tick(time.monotonic())
 
     def _health_tick(self, now: float) -> None:
         """Under the lock: count unanswered pings, mark the silent agents unreachable, ping
         the others; time out disconnected agents; forget old unreachable ones."""
-        for record in list(self.agents.values()):
+        for record in list(self.state.agents.values()):
             if record.pinged:
                 record.ping_timeouts += 1
-                if record.ping_timeouts >= self.max_agent_ping_timeouts:
-                    self._count("slave_unreachable_scheduled")
-                    self._count("slave_unreachable_completed")
+                if record.ping_timeouts >= self.state.max_agent_ping_timeouts:
+                    self.state.count("slave_unreachable_scheduled")
+                    self.state.count("slave_unreachable_completed")
                     self._mark_unreachable(record, "health check timed out")
                     continue
             if (record.reregister_deadline is not None and now >= record.reregister_deadline
                     and not record.connected):
-                self._count("slave_unreachable_scheduled")
-                self._count("slave_unreachable_completed")
+                self.state.count("slave_unreachable_scheduled")
+                self.state.count("slave_unreachable_completed")
                 self._mark_unreachable(record, (
                     "agent did not reregister within "
-                    f"{mesos_duration(self.agent_reregister_timeout)} after disconnecting"))
+                    f"{mesos_duration(self.state.agent_reregister_timeout)} after disconnecting"))
                 continue
             record.pinged = True
             record.link.post("ping", record.connected)
-        cutoff = time.time() - self.registry_max_agent_age
-        for agent_id in [a for a, u in self.unreachable.items() if u.time < cutoff]:
+        cutoff = time.time() - self.state.registry_max_agent_age
+        for agent_id in [a for a, u in self.state.unreachable.items() if u.time < cutoff]:
             self._forget_unreachable(agent_id)
 
     def _forget_unreachable(self, agent_id: str) -> None:
@@ -129,18 +132,18 @@ class AgentHealth:
         longer than ``registry_max_agent_age``, and the frameworks' unreachable tasks that
         were on it (``Master::_doRegistryGc``)."""
         logger.info("Removing unreachable agent %s from the registry (older than %s)",
-                    agent_id, mesos_duration(self.registry_max_agent_age))
-        entry = self.unreachable.pop(agent_id)
+                    agent_id, mesos_duration(self.state.registry_max_agent_age))
+        entry = self.state.unreachable.pop(agent_id)
         for framework_id, task_ids in entry.tasks.items():
-            fw = self.frameworks.get(framework_id)
+            fw = self.state.frameworks.get(framework_id)
             if fw is not None:
                 for task_id in task_ids:
                     fw.unreachable_tasks.pop(task_id, None)
 
     def pong(self, agent_id: str) -> None:
         """The agent answered a ping (``SlaveObserver::pong``)."""
-        with self.lock:
-            record = self.agents.get(agent_id)
+        with self.state.lock:
+            record = self.state.agents.get(agent_id)
             if record is not None:
                 record.pinged = False
                 record.ping_timeouts = 0
@@ -150,11 +153,11 @@ class AgentHealth:
     def _mark_unreachable(self, record: AgentRecord, message: str) -> None:
         """Under the lock: the agent goes to the unreachable list (``markUnreachable``)."""
         logger.info("Marking agent %s unreachable: %s", record.agent_id, message)
-        self._count("slave_removals")
-        self._count("slave_removals/reason_unhealthy")
+        self.state.count("slave_removals")
+        self.state.count("slave_removals/reason_unhealthy")
         now = time.time()
         entry = UnreachableAgent(record, now)
-        self.unreachable[record.agent_id] = entry
+        self.state.unreachable[record.agent_id] = entry
         entry.tasks = self._remove_agent(record, message, now)
         self._send_agent_lost(record.agent_id)
 
@@ -165,11 +168,11 @@ class AgentHealth:
         logger.info("Removing agent %s: %s", record.agent_id, message)
         record.link.post("shutdown", message)
         if gone:
-            self.gone[record.agent_id] = time.time()
-            self.draining.pop(record.agent_id, None)
-            self.deactivated.discard(record.agent_id)
-        self._count("slave_removals")
-        self._count("slave_removals/reason_unregistered")
+            self.state.gone[record.agent_id] = time.time()
+            self.state.draining.pop(record.agent_id, None)
+            self.state.deactivated.discard(record.agent_id)
+        self.state.count("slave_removals")
+        self.state.count("slave_removals/reason_unregistered")
         self._remove_agent(record, message, None)
         self._send_agent_lost(record.agent_id)
 
@@ -179,10 +182,10 @@ class AgentHealth:
         ``unreachable_time``) or TASK_GONE_BY_OPERATOR (without), TASK_LOST for frameworks
         that are not partition aware; returns the unreachable tasks by framework."""
         agent_id = record.agent_id
-        self.agents.pop(agent_id, None)
+        self.state.agents.pop(agent_id, None)
         record.link.stop_later()
         kept: dict[str, set[str]] = {}
-        for fw in list(self.frameworks.values()):
+        for fw in list(self.state.frameworks.values()):
             for task in [t for t in fw.tasks.values() if t.agent_id == agent_id]:
                 self._task_removed_with_agent(fw, task, message, unreachable_time)
                 if unreachable_time is not None:
@@ -190,9 +193,9 @@ class AgentHealth:
             for key in [k for k in fw.executors if k[0] == agent_id]:
                 del fw.executors[key]
             for offer in [o for o in fw.offers.values() if o.agent_id == agent_id]:
-                self._rescind(offer)
-        self._rescind_inverse_offers(agent_id=agent_id)
-        self.inverse_statuses.pop(agent_id, None)
+                self.parts.tasks.rescind(offer)
+        self.parts.maintenance.rescind_inverse_offers(agent_id=agent_id)
+        self.state.inverse_statuses.pop(agent_id, None)
         return kept
 
     def _task_removed_with_agent(self, fw: FrameworkRecord, task: TaskRecord, message: str,
@@ -230,8 +233,8 @@ class AgentHealth:
         task.status_update_state = state
         task.statuses.append(status)
         if not was_terminal and state in TERMINAL_STATES:
-            self._count_task_state(fw, state, "SOURCE_MASTER", reason)
-        self._recover_task(fw, task)
+            self.state.count_task_state(fw, state, "SOURCE_MASTER", reason)
+        self.parts.tasks.recover_task(fw, task)
         if fw.connected and fw.subscription is not None:
             fw.subscription.send({"type": "UPDATE", "update": {"status": status}})
         else:
@@ -241,7 +244,7 @@ class AgentHealth:
     def _send_agent_lost(self, agent_id: str) -> None:
         """Under the lock: FAILURE naming the agent to every connected framework
         (``sendSlaveLost``; pymesos calls ``slaveLost``)."""
-        for fw in self.frameworks.values():
+        for fw in self.state.frameworks.values():
             if fw.connected and fw.subscription is not None:
                 fw.subscription.send({"type": "FAILURE",
                                       "failure": {"agent_id": {"value": agent_id}}})
@@ -251,16 +254,16 @@ class AgentHealth:
 
     def agent_disconnected(self, agent_id: str) -> None:
         """The connection to the agent broke: its process is gone (``Master::exited``)."""
-        with self.lock:
-            record = self.agents.get(agent_id)
+        with self.state.lock:
+            record = self.state.agents.get(agent_id)
             if record is None or not record.connected:
                 return
             logger.info("Agent %s disconnected", agent_id)
             record.connected = False
-            record.reregister_deadline = time.monotonic() + self.agent_reregister_timeout
-            self._deactivate(record)
+            record.reregister_deadline = time.monotonic() + self.state.agent_reregister_timeout
+            self.deactivate(record)
             hostname = str(record.info.get("hostname", ""))
-            for fw in list(self.frameworks.values()):
+            for fw in list(self.state.frameworks.values()):
                 if fw.info.get("checkpoint"):
                     continue
                 self._remove_framework_from_agent(fw, record, hostname)
@@ -272,38 +275,60 @@ class AgentHealth:
         for task in [t for t in fw.tasks.values() if t.agent_id == record.agent_id]:
             self._master_transition(fw, task, "TASK_LOST", "REASON_AGENT_DISCONNECTED",
                                     f"Agent {hostname} disconnected", {})
-            self._remove_task(fw, task)
+            self.parts.tasks.remove_task(fw, task)
         for key in [k for k in fw.executors if k[0] == record.agent_id]:
             del fw.executors[key]
 
-    def _deactivate(self, record: AgentRecord) -> None:
+    def deactivate(self, record: AgentRecord) -> None:
         """Under the lock: no more offers of the agent (``Master::deactivate``)."""
         record.active = False
-        for offer in [o for o in self.offers.values() if o.agent_id == record.agent_id]:
-            self._rescind(offer)
-        self._rescind_inverse_offers(agent_id=record.agent_id)
+        for offer in [o for o in self.state.offers.values() if o.agent_id == record.agent_id]:
+            self.parts.tasks.rescind(offer)
+        self.parts.maintenance.rescind_inverse_offers(agent_id=record.agent_id)
 
     # -- re-registration -------------------------------------------------------------------
+
+    def register(self, agent: AgentLike, info: dict[str, Any]) -> AgentRecord:
+        """Under the lock: a registered agent record with its link to the agent.
+
+        An embedded agent is served on the master's address (its ``port``, the IP of its pid);
+        an agent of another process (:class:`RemoteAgent`) on its host's.
+        """
+        info = dict(info)
+        remote = agent if isinstance(agent, RemoteAgent) else None
+        if remote is not None:
+            info["port"] = remote.port
+        elif self.state.port:
+            info["port"] = self.state.port
+        link = AgentLink(agent)
+        link.start()
+        record = AgentRecord(agent, link, info, time.time(), agent.total,
+                             ip=self.state.hostname if remote is None else remote.host,
+                             pid=None if remote is None else remote.pid)
+        self.state.agents[agent.id] = record
+        if agent.id not in self.state.agent_slots:
+            self.state.agent_slots.append(agent.id)
+        return record
 
     def reregister_agent(self, agent: AgentLike, report: ReregisterAgent) -> Reregistered | None:
         """An agent re-registers (any thread). None when it is ignored; a ``shutdown``
         answer when it is refused (gone, or on a DOWN machine)."""
-        self._count("messages_reregister_slave")
-        if self.machine_is_down(report.info):
+        self.state.count("messages_reregister_slave")
+        if self.parts.maintenance.machine_is_down(report.info):
             return Reregistered(shutdown="Machine is `DOWN`")
-        with self.lock:
-            if self._stopped:
+        with self.state.lock:
+            if self.state.stopped:
                 return None
-            if report.agent_id in self.gone:
+            if report.agent_id in self.state.gone:
                 return Reregistered(shutdown="Agent has been marked gone")
-            known = self.agents.get(report.agent_id)
+            known = self.state.agents.get(report.agent_id)
             if known is not None:
                 answer = self._reregister_known(known, agent, report)
             else:
                 answer = self._readmit(agent, report)
-            self._count("slave_reregistrations")
+            self.state.count("slave_reregistrations")
             self._after_reregistration(report)
-        self._loop.trigger()
+        self.state.loop.trigger()
         return answer
 
     def _relink(self, record: AgentRecord, agent: AgentLike) -> None:
@@ -327,54 +352,54 @@ class AgentHealth:
         self._relink(record, agent)
         reported = {(t.framework_id, t.task_id) for t in report.tasks}
         reconcile: list[tuple[dict[str, Any], str]] = []
-        for fw in self.frameworks.values():
+        for fw in self.state.frameworks.values():
             for task in fw.tasks.values():
                 if task.agent_id == record.agent_id and (fw.framework_id,
                                                          task.task_id) not in reported:
                     reconcile.append((dict(fw.info), task.task_id))
         executors = {(e["framework_id"]["value"], e["executor_id"]["value"])
                      for e in report.executors}
-        for fw in self.frameworks.values():
+        for fw in self.state.frameworks.values():
             for key in [k for k in fw.executors if k[0] == record.agent_id]:
                 if (fw.framework_id, key[1]) not in executors and fw.executors[key].hosted:
                     del fw.executors[key]
         for task_report in report.tasks:
-            fw = self.frameworks.get(task_report.framework_id)
+            fw = self.state.frameworks.get(task_report.framework_id)
             task = fw.tasks.get(task_report.task_id) if fw is not None else None
             if task is not None and task.kill_sent and task_report.state not in TERMINAL_STATES:
                 record.link.post("kill_task", fw.framework_id, task.task_id, None)
         record.connected = True
         record.reregister_deadline = None
-        if record.agent_id not in self.deactivated:
+        if record.agent_id not in self.state.deactivated:
             record.active = True
-        return Reregistered(tuple(reconcile), self.total_ping_timeout)
+        return Reregistered(tuple(reconcile), self.state.total_ping_timeout)
 
     def _readmit(self, agent: AgentLike, report: ReregisterAgent) -> Reregistered:
         """Under the lock: an unreachable or unknown agent is admitted again with the tasks
         it reports (``__reregisterSlave``)."""
-        entry = self.unreachable.pop(report.agent_id, None)
+        entry = self.state.unreachable.pop(report.agent_id, None)
         message = ("Unreachable agent re-reregistered" if entry is not None
                    else "Unknown agent reregistered")
         logger.info("Agent %s: %s", report.agent_id, message)
-        record = self._register(agent, report.info)
+        record = self.register(agent, report.info)
         record.reregistered_time = time.time()
-        record.active = report.agent_id not in self.deactivated
+        record.active = report.agent_id not in self.state.deactivated
         self._recover_frameworks(report)
         for task_report in report.tasks:
-            fw = self.frameworks.get(task_report.framework_id)
+            fw = self.state.frameworks.get(task_report.framework_id)
             if fw is None:
                 continue
             self._readmit_task(fw, record, task_report, message)
         for executor in report.executors:
-            fw = self.frameworks.get(executor["framework_id"]["value"])
+            fw = self.state.frameworks.get(executor["framework_id"]["value"])
             if fw is not None:
-                self._register_executor(fw, record, self._role_of(fw, executor), executor,
-                                        hosted=True)
-        for fw in self.frameworks.values():
+                self.parts.launch.register_executor(fw, record, self._role_of(fw, executor),
+                                                    executor, hosted=True)
+        for fw in self.state.frameworks.values():
             for task in fw.tasks.values():
                 if task.executor_id and (task.agent_id, task.executor_id) in fw.executors:
                     fw.executors[(task.agent_id, task.executor_id)].tasks.add(task.task_id)
-        return Reregistered((), self.total_ping_timeout)
+        return Reregistered((), self.state.total_ping_timeout)
 
     def _recover_frameworks(self, report: ReregisterAgent) -> None:
         """Under the lock: the frameworks a re-admitted agent runs tasks of, which this
@@ -383,9 +408,10 @@ class AgentHealth:
         again (Mesos ``Master::__reregisterSlave``, ``recoverFramework``)."""
         for info in report.frameworks:
             fid = (info.get("id") or {}).get("value")
-            if not fid or fid in self.frameworks or fid in self._removed_ids:
+            if not fid or fid in self.state.frameworks or fid in self.state.removed_ids:
                 continue
-            fw = self._add_framework(fid, copy.deepcopy(dict(info)), recovered=True)
+            fw = self.parts.subscriptions.add_framework(fid, copy.deepcopy(dict(info)),
+                                                        recovered=True)
             fw.connected = False
             fw.unregistered_time = time.time()
             logger.info("Recovered framework %s (%s) from agent %s", fid, fw.name,
@@ -432,16 +458,16 @@ class AgentHealth:
     def _after_reregistration(self, report: ReregisterAgent) -> None:
         """Under the lock: removed frameworks are shut down on the agent, a draining agent
         drains again."""
-        record = self.agents[report.agent_id]
+        record = self.state.agents[report.agent_id]
         on_agent = {t.framework_id for t in report.tasks} | {
             f["id"]["value"] for f in report.frameworks if f.get("id")}
         for fid in on_agent:
-            if fid in self._removed_ids:
+            if fid in self.state.removed_ids:
                 logger.info("Shutting down framework %s on re-registered agent %s", fid,
                             report.agent_id)
                 record.link.post("shutdown_framework", fid)
-        drain = self.draining.get(report.agent_id)
+        drain = self.state.draining.get(report.agent_id)
         if drain is not None:
             record.active = False
             record.link.post("drain", dict(drain["config"]))
-            self._check_drained(record)
+            self.parts.drain.check_drained(record)

@@ -1,7 +1,7 @@
 """What the embedded master knows of tasks, executors, offers, frameworks and agents.
 
-Plain records, read and changed only under the master's lock (``Master.lock``). Invariants the
-master's mixins keep:
+Plain records, read and changed only under the master's lock (``MasterState.lock``). Invariants
+the master's parts keep:
 
 * A task stays in ``FrameworkRecord.tasks`` until its terminal update is acknowledged (or its
   framework is removed); then it moves to the bounded ``completed_tasks``. ``recovered`` turns
@@ -234,3 +234,36 @@ def mesos_resources_str(resources: RoleResources) -> str:
 def resources_of(items: Iterable[Mapping[str, Any]]) -> RoleResources:
     """Task/executor resources with their reservations (allocation info ignored)."""
     return RoleResources.from_json(items)
+
+
+@dataclass
+class UnreachableAgent:
+    """An agent in the registry's unreachable list."""
+
+    record: AgentRecord
+    time: float
+    #: framework id → ids of its tasks that were on the agent.
+    tasks: dict[str, set[str]] = field(default_factory=dict)
+
+
+MachineKey = tuple[str, str]
+
+
+@dataclass
+class Machine:
+    """A machine in the maintenance schedule (``MachineInfo``)."""
+
+    id: dict[str, str]
+    mode: str = "DRAINING"
+    unavailability: dict[str, Any] | None = None
+
+
+@dataclass
+class InverseOfferRecord:
+    """An outstanding inverse offer."""
+
+    offer_id: str
+    framework_id: str
+    agent_id: str
+    json: dict[str, Any]
+    statuses: dict[str, Any] = field(default_factory=dict)

@@ -33,9 +33,9 @@ import time
 from typing import TYPE_CHECKING
 from typing import Any
 
-from disauto.localmesos.master.maintenance import Machine
 from disauto.localmesos.master.maintenance import machine_key
 from disauto.localmesos.master.quota import Quota
+from disauto.localmesos.master.records import Machine
 
 
 if TYPE_CHECKING:

@@ -1,10 +1,10 @@
 """The embedded master's book-keeping of tasks, frameworks and offers as agents report.
 
-A mixin of :class:`localmesos.master.master.Master`. ``receive_status_update`` is called by agents
-from any thread and takes the master's lock itself (asking the agent for the task's latest
-state before, never under it); everything else runs under the lock. A task's resources are
-recovered once, on its first terminal state; it leaves ``tasks`` only when that update is
-acknowledged or its framework is removed.
+The master's ``tasks`` part (:mod:`localmesos.master.parts`). ``receive_status_update`` is
+called by agents from any thread and takes the master's lock itself (asking the agent for the
+task's latest state before, never under it); everything else runs under the lock. A task's
+resources are recovered once, on its first terminal state; it leaves ``tasks`` only when that
+update is acknowledged or its framework is removed.
 """
 
 from __future__ import annotations
@@ -14,11 +14,13 @@ import logging
 import time
 from typing import Any
 
+from disauto.localmesos.master.parts import MasterParts
 from disauto.localmesos.master.records import TERMINAL_STATES
 from disauto.localmesos.master.records import FrameworkRecord
 from disauto.localmesos.master.records import OfferRecord
 from disauto.localmesos.master.records import TaskRecord
 from disauto.localmesos.master.records import uuid_bytes
+from disauto.localmesos.master.state import MasterState
 
 
 logger = logging.getLogger("disauto.localmesos.master")
@@ -26,6 +28,10 @@ logger = logging.getLogger("disauto.localmesos.master")
 
 class TaskBookkeeping:
     """Status updates from agents; removing tasks, frameworks, offers (part of :class:`Master`)."""
+
+    def __init__(self, state: MasterState, parts: MasterParts) -> None:
+        self.state = state
+        self.parts = parts
 
     def receive_status_update(self, status: dict[str, Any],
                               latest_state: str | None = None) -> None:
@@ -45,31 +51,31 @@ class TaskBookkeeping:
         # Mesos status updates carry the agent's latest state of the task, so the master learns
         # of a terminal state even while an earlier update waits for its acknowledgement.
         latest = latest_state
-        with self.lock:
-            record = self.agents.get(agent_id)
+        with self.state.lock:
+            record = self.state.agents.get(agent_id)
         if latest is None and record is not None and hasattr(record.agent, "latest_state") \
                 and framework_id:
             try:
                 latest = record.agent.latest_state(str(framework_id), task_id)
             except Exception:  # noqa: BLE001 - best effort
                 latest = None
-        with self.lock:
-            self._count("messages_status_update")
-            fw = self.frameworks.get(str(framework_id)) if framework_id else None
+        with self.state.lock:
+            self.state.count("messages_status_update")
+            fw = self.state.frameworks.get(str(framework_id)) if framework_id else None
             if fw is None:
                 logger.info(
                     "Ignoring status update %s of task %s: unknown framework %s",
                     status.get("state"), task_id, framework_id,
                 )
-                self._count("invalid_status_updates")
+                self.state.count("invalid_status_updates")
                 return
             if fw.connected and fw.subscription is not None:
                 fw.subscription.send({"type": "UPDATE", "update": {"status": status}})
             task = fw.tasks.get(task_id)
             if task is None:
-                self._count("invalid_status_updates")
+                self.state.count("invalid_status_updates")
                 return
-            self._count("valid_status_updates")
+            self.state.count("valid_status_updates")
             # Recovered resources wait for the next batch allocation, as in Mesos.
             self._update_task(fw, task, status, latest)
 
@@ -93,13 +99,13 @@ class TaskBookkeeping:
             task.statuses.append({k: v for k, v in status.items() if k not in ("data", "uuid")})
         if not was_terminal and task.state in TERMINAL_STATES:
             same = task.state == state
-            self._count_task_state(
+            self.state.count_task_state(
                 fw,
                 task.state,
                 status.get("source") if same else None,
                 status.get("reason") if same else None,
             )
-            self._recover_task(fw, task)
+            self.recover_task(fw, task)
             if task.group and task.state != "TASK_FINISHED":
                 self._end_group(fw, task)
 
@@ -108,11 +114,11 @@ class TaskBookkeeping:
     ) -> None:
         """An agent's executor exited (Mesos ``Master::exitedExecutor``; any thread): its
         resources are recovered and a connected framework gets FAILURE."""
-        with self.lock:
-            self._count("messages_exited_executor")
-            fw = self.frameworks.get(framework_id)
+        with self.state.lock:
+            self.state.count("messages_exited_executor")
+            fw = self.state.frameworks.get(framework_id)
             key = (agent_id, executor_id)
-            if agent_id not in self.agents or fw is None or key not in fw.executors:
+            if agent_id not in self.state.agents or fw is None or key not in fw.executors:
                 logger.warning("Ignoring unknown exited executor '%s' of framework %s on "
                                "agent %s", executor_id, framework_id, agent_id)
                 return
@@ -136,16 +142,16 @@ class TaskBookkeeping:
     ) -> None:
         """An executor's MESSAGE (Mesos ``Master::executorMessage``; any thread): to the
         framework as MESSAGE when it is connected, dropped otherwise."""
-        with self.lock:
-            self._count("messages_executor_to_framework")
-            fw = self.frameworks.get(framework_id)
-            if agent_id not in self.agents or fw is None or not fw.connected or (
+        with self.state.lock:
+            self.state.count("messages_executor_to_framework")
+            fw = self.state.frameworks.get(framework_id)
+            if agent_id not in self.state.agents or fw is None or not fw.connected or (
                 fw.subscription is None
             ):
                 logger.warning("Not forwarding executor message of executor '%s' of framework "
                                "%s: the framework is unknown or disconnected", executor_id,
                                framework_id)
-                self._count("invalid_executor_to_framework_messages")
+                self.state.count("invalid_executor_to_framework_messages")
                 return
             fw.subscription.send({
                 "type": "MESSAGE",
@@ -153,16 +159,17 @@ class TaskBookkeeping:
                             "executor_id": {"value": executor_id}, "data": data},
             })
             fw.count("events/message")
-            self._count("valid_executor_to_framework_messages")
+            self.state.count("valid_executor_to_framework_messages")
 
     def _end_group(self, fw: FrameworkRecord, failed: TaskRecord) -> None:
         """A task of a group failed or was killed: kill the rest (as the default executor)."""
         for task_id in failed.group:
             task = fw.tasks.get(task_id)
             if task is not None and task is not failed and task.state not in TERMINAL_STATES:
-                self.agents[task.agent_id].link.post("kill_task", fw.framework_id, task_id, None)
+                self.state.agents[task.agent_id].link.post("kill_task", fw.framework_id, task_id,
+                                                           None)
 
-    def _recover_task(self, fw: FrameworkRecord, task: TaskRecord) -> None:
+    def recover_task(self, fw: FrameworkRecord, task: TaskRecord) -> None:
         """Return a task's resources (and its executor's, when it was the last task)."""
         if task.recovered:
             return
@@ -175,22 +182,22 @@ class TaskBookkeeping:
                 if not executor.tasks and not executor.hosted:
                     del fw.executors[key]
 
-    def _remove_task(self, fw: FrameworkRecord, task: TaskRecord) -> None:
+    def remove_task(self, fw: FrameworkRecord, task: TaskRecord) -> None:
         """Move a task whose terminal update was acknowledged to the completed tasks; a
         draining agent with no task left is drained."""
-        self._recover_task(fw, task)
+        self.recover_task(fw, task)
         fw.tasks.pop(task.task_id, None)
         fw.completed_tasks.append(task)
-        record = self.agents.get(task.agent_id)
+        record = self.state.agents.get(task.agent_id)
         if record is not None:
-            self._check_drained(record)
+            self.parts.drain.check_drained(record)
 
     # -- removal -------------------------------------------------------------------------
 
-    def _remove_framework(self, fw: FrameworkRecord) -> None:
+    def remove_framework(self, fw: FrameworkRecord) -> None:
         now = time.time()
         for offer in list(fw.offers.values()):
-            self._remove_offer(offer)
+            self.remove_offer(offer)
         for task in list(fw.tasks.values()):
             if task.state not in TERMINAL_STATES:
                 task.state = "TASK_KILLED"
@@ -204,18 +211,18 @@ class TaskBookkeeping:
                         "timestamp": now,
                     }
                 )
-                self._count_task_state(
+                self.state.count_task_state(
                     fw, "TASK_KILLED", "SOURCE_MASTER", "REASON_FRAMEWORK_REMOVED"
                 )
-            self._remove_task(fw, task)
+            self.remove_task(fw, task)
         fw.completed_tasks.extend(fw.unreachable_tasks.values())
         fw.unreachable_tasks.clear()
         fw.executors.clear()
-        for offer_id in [i for i, o in self.inverse_offers.items()
+        for offer_id in [i for i, o in self.state.inverse_offers.items()
                          if o.framework_id == fw.framework_id]:
-            del self.inverse_offers[offer_id]
-        self.inverse_filters.clear(framework_id=fw.framework_id)
-        for record in self.agents.values():
+            del self.state.inverse_offers[offer_id]
+        self.state.inverse_filters.clear(framework_id=fw.framework_id)
+        for record in self.state.agents.values():
             record.link.post("shutdown_framework", fw.framework_id)
         if fw.subscription is not None:
             fw.subscription.close()
@@ -223,24 +230,24 @@ class TaskBookkeeping:
         fw.connected = False
         fw.failover_deadline = None
         fw.unregistered_time = now
-        self.filters.clear(fw.framework_id)
-        self.frameworks.pop(fw.framework_id, None)
-        self.completed_frameworks.append(fw)
-        self._removed_ids.add(fw.framework_id)
+        self.state.filters.clear(fw.framework_id)
+        self.state.frameworks.pop(fw.framework_id, None)
+        self.state.completed_frameworks.append(fw)
+        self.state.removed_ids.add(fw.framework_id)
         logger.info("Removed framework %s (%s)", fw.framework_id, fw.name)
 
     # -- offers --------------------------------------------------------------------------
 
-    def _remove_offer(self, offer: OfferRecord) -> None:
-        self.offers.pop(offer.offer_id, None)
-        fw = self.frameworks.get(offer.framework_id)
+    def remove_offer(self, offer: OfferRecord) -> None:
+        self.state.offers.pop(offer.offer_id, None)
+        fw = self.state.frameworks.get(offer.framework_id)
         if fw is not None:
             fw.offers.pop(offer.offer_id, None)
 
-    def _rescind(self, offer: OfferRecord) -> None:
-        self._remove_offer(offer)
-        self._count("offers_rescinded")
-        fw = self.frameworks.get(offer.framework_id)
+    def rescind(self, offer: OfferRecord) -> None:
+        self.remove_offer(offer)
+        self.state.count("offers_rescinded")
+        fw = self.state.frameworks.get(offer.framework_id)
         if fw is not None:
             fw.count("offers/rescinded")
             if fw.subscription is not None:

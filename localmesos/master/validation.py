@@ -10,7 +10,7 @@ to the schema here; the messages they carry (``FrameworkInfo``, ``TaskInfo``...)
 :mod:`localmesos.protocol.messages`.
 
 Also here: the pieces of framework and task validation that do not need master state (task IDs,
-roles, durations), used by the master's mixins.
+roles, durations), used by the master's parts.
 """
 
 from __future__ import annotations

@@ -26,11 +26,11 @@ import time
 from typing import Any
 
 from disauto.common import paths
-from disauto.framework import meta
 from disauto.framework.control import KILLED_WITH_API
 from disauto.framework.control import KillJob
 from disauto.framework.control import NoAnswerError
-from disauto.framework.store import peek_meta
+from disauto.framework.record import JobRecord as StoredRecord
+from disauto.framework.record import meta
 from disauto.submit import jobs
 from disauto.submit.api.options import PARAMETER_FILE
 from disauto.submit.api.options import PARAMETERS
@@ -107,7 +107,7 @@ class Status:
 class _Starting:
     """The job's process, as the handle that started it knows it, until it has recorded the
     job. Until then the record is only peeked at, read-only: opening a record that is being
-    made (:class:`framework.store.JobStore`) would make its tables too, beside its process."""
+    made (:class:`framework.record.JobRecord`) would make its tables too, beside its process."""
 
     def __init__(self, process: subprocess.Popen[bytes], output_from: int) -> None:
         self.process = process
@@ -126,7 +126,7 @@ class _Starting:
         db = folder / paths.JOB_DB
         while not self.recorded:
             ended = self.process.poll() is not None  # before the peek: it may record, then end
-            if peek_meta(db)[meta.PID] == self.process.pid:
+            if StoredRecord.peek(db)[meta.PID] == self.process.pid:
                 self.recorded = True
             elif ended or time.monotonic() >= deadline:
                 raise SubmitError(self._error(job_id, folder))

@@ -33,8 +33,8 @@ from disauto.common import paths
 from disauto.common.shipped_function import FILE_NAME
 from disauto.common.shipped_function import ShippingError
 from disauto.common.shipped_function import dumps
-from disauto.framework import meta
-from disauto.framework.store import peek_meta
+from disauto.framework.record import JobRecord as StoredRecord
+from disauto.framework.record import meta
 from disauto.submit.api.handle import Job
 from disauto.submit.api.handle import JobError
 from disauto.submit.api.handle import SubmitError
@@ -172,7 +172,7 @@ def _until_ended(job: Job) -> JobRecord:
             pass  # it had ended meanwhile
         raise
     if status.state == "ended" and not status.done \
-            and not peek_meta(job.folder / paths.JOB_DB)[meta.FRAMEWORK_REGISTERED]:
+            and not StoredRecord.peek(job.folder / paths.JOB_DB)[meta.FRAMEWORK_REGISTERED]:
         raise SubmitError(status.message or f"job {job.job_id} ended as it started "
                           f"({status.outcome}); its output: {job.folder / paths.DETACHED_OUT}")
     return job.load()

@@ -16,11 +16,10 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from disauto.common import paths
 from disauto.common.objectives import Objectives
 from disauto.common.objectives import is_feasible
-from disauto.framework.store import JobStore
-from disauto.framework.store import TrialRow
+from disauto.framework.record import JobRecord as StoredRecord
+from disauto.framework.record import TrialRow
 from disauto.submit import jobs
 from disauto.submit import results
 
@@ -157,11 +156,8 @@ def load_job(job_id: str, *, folder: Path | None = None) -> JobRecord:
         JobLookupError: no such job, or the prefix names several.
     """
     job = jobs.load(folder) if folder is not None else jobs.find(job_id)
-    store = JobStore(job.folder / paths.JOB_DB)
-    try:
-        reports = store.reports()
-    finally:
-        store.close()
+    with StoredRecord.in_folder(job.folder) as stored:
+        reports = stored.results()
     objectives = Objectives.from_spec(job.config.search)
     by_trial: dict[int, list[Mapping[str, Any]]] = {}
     for report in reports:

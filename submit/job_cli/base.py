@@ -13,8 +13,8 @@ import re
 from typing import IO
 from typing import Any
 
-from disauto.framework import meta
-from disauto.framework.store import TrialRow
+from disauto.framework.record import TrialRow
+from disauto.framework.record import meta
 from disauto.submit.exit_status import ExitStatus
 from disauto.submit.jobs import Job
 

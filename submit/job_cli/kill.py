@@ -7,12 +7,11 @@ import argparse
 import time
 from typing import IO
 
-from disauto.common import paths
 from disauto.common.trial_state import TrialState
-from disauto.framework import meta
 from disauto.framework.control import KillJob
 from disauto.framework.control import NoAnswerError
-from disauto.framework.store import JobStore
+from disauto.framework.record import JobRecord
+from disauto.framework.record import meta
 from disauto.submit.exit_status import ExitStatus
 from disauto.submit.job_cli.base import JOB
 from disauto.submit.job_cli.base import PROG
@@ -63,25 +62,22 @@ def _closed_interrupted(job_id: str) -> bool:
         with held(folder):
             if find(job_id).state != "interrupted":
                 return False
-            store = JobStore(folder / paths.JOB_DB)
-            try:  # nothing runs its framework: close its record here
-                _close_interrupted(store)
-            finally:
-                store.close()
+            with JobRecord.in_folder(folder) as record:  # nothing runs its framework
+                _close_interrupted(record)
     except JobLockedError as error:
         raise JobCommandError(f"{error}; try again once it runs") from None
     return True
 
 
-def _close_interrupted(store: JobStore) -> None:
+def _close_interrupted(record: JobRecord) -> None:
     now = time.time()
-    for trial in store.trials():
+    for trial in record.trials():
         if trial.state.is_in_flight():
-            store.update_trial(trial.number, state=TrialState.KILLED, ended_at=now,
-                               message="the job was killed while interrupted")
-    store.set_meta_many({meta.STATE: meta.ENDED, meta.OUTCOME: "JOB_KILLED",
-                         meta.ENDED_AT: now,
-                         meta.OUTCOME_MESSAGE: "killed with da-job kill while interrupted"})
+            record.update_trial(trial.number, state=TrialState.KILLED, ended_at=now,
+                                message="the job was killed while interrupted")
+    record.write({meta.STATE: meta.ENDED, meta.OUTCOME: "JOB_KILLED",
+                  meta.ENDED_AT: now,
+                  meta.OUTCOME_MESSAGE: "killed with da-job kill while interrupted"})
 
 
 COMMAND = Command(

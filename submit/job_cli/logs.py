@@ -19,8 +19,8 @@ from typing import IO
 
 from disauto.common import paths
 from disauto.common.trial_state import TrialState
-from disauto.framework import meta
-from disauto.framework.store import TrialRow
+from disauto.framework.record import TrialRow
+from disauto.framework.record import meta
 from disauto.submit.exit_status import ExitStatus
 from disauto.submit.fit import wrap
 from disauto.submit.job_cli.base import JOB
@@ -256,7 +256,7 @@ def _logs_from_agent(job: Job, source: Source, endpoints: dict[str, str], follow
     the embedded one's) with the job's agent credentials, followed while the job stays
     interrupted. A warm slot's task's sandbox is a folder of its slot's executor's
     (``source.slot``)."""
-    from disauto.framework.sandbox_logs import SandboxLogs
+    from disauto.framework.run import SandboxLogs
 
     logs = SandboxLogs(endpoints=endpoints, auth=auth)
     framework_id = job.meta[meta.FRAMEWORK_ID]

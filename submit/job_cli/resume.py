@@ -6,7 +6,7 @@ import argparse
 import sys
 from typing import IO
 
-from disauto.framework import meta
+from disauto.framework.record import meta
 from disauto.submit.exit_status import ExitStatus
 from disauto.submit.job_cli.base import JOB
 from disauto.submit.job_cli.base import Command

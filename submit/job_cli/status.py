@@ -13,13 +13,13 @@ from disauto.common.durations import format_duration
 from disauto.common.messages import cause_first
 from disauto.common.objectives import Objectives
 from disauto.common.trial_state import TrialState
-from disauto.framework import meta
-from disauto.framework.deadline_status import deadline_note
-from disauto.framework.job.pace import RATE_WINDOW
-from disauto.framework.job.pace import Pace
-from disauto.framework.job.progress import job_pace
-from disauto.framework.job.progress import unreachable_note
-from disauto.framework.telemetry.usage import megabytes
+from disauto.framework.record import RATE_WINDOW
+from disauto.framework.record import Pace
+from disauto.framework.record import deadline_note
+from disauto.framework.record import job_pace
+from disauto.framework.record import megabytes
+from disauto.framework.record import meta
+from disauto.framework.record import unreachable_note
 from disauto.submit import results as results_mod
 from disauto.submit.exit_status import ExitStatus
 from disauto.submit.fit import clip

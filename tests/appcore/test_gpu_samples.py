@@ -17,7 +17,7 @@ from disauto.common import gpu_samples
 from disauto.common.gpu_samples import MAX_SAMPLES
 from disauto.common.gpu_samples import GpuReading
 from disauto.common.tokens import trial_token
-from disauto.framework.telemetry.monitor import TelemetryLoop
+from disauto.framework._telemetry.monitor import TelemetryLoop
 from disauto.protos import appcore_pb2_grpc
 from disauto.protos import common_pb2
 from disauto.protos import framework_pb2_grpc

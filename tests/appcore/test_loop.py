@@ -25,7 +25,7 @@ from disauto.common.space import IntParam
 from disauto.common.space import SearchSpace
 from disauto.common.space import assignment_from_proto
 from disauto.common.trial_state import TrialState
-from disauto.framework.job import APPCORE_KEY
+from disauto.framework._job import APPCORE_KEY
 from disauto.protos import common_pb2
 from disauto.protos import framework_pb2
 from disauto.testing.inprocess import AGENT
@@ -340,7 +340,7 @@ def test_a_retried_try_is_no_failure_to_the_search(tmp_path: Path) -> None:
     spends its budget of three."""
     from dataclasses import replace
 
-    from disauto.framework.tasks import trial_task_id
+    from disauto.framework._tasks import trial_task_id
 
     framework = Framework(tmp_path, replace(job_config(max_trials=3, parallelism=1,
                                                        max_failed_trials=0), trial_retries=1))

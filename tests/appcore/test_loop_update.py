@@ -7,6 +7,7 @@ WatchTrials stream from a queue, as the framework's events would arrive.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from collections.abc import Mapping
 from collections.abc import Sequence
 import queue
 import threading
@@ -46,8 +47,8 @@ class StandIn:
         self._events: queue.SimpleQueue[framework_pb2.TrialEvent | None] = queue.SimpleQueue()
         self._sequence = 0
 
-    def submit_many(self, trials: Sequence[tuple[int, Assignment]],
-                    priority: int) -> list[common_pb2.Trial]:
+    def submit_many(self, trials: Sequence[tuple[int, Assignment]], priority: int,
+                    parents: Mapping[int, int] | None = None) -> list[common_pb2.Trial]:
         if self.refuse_submit:
             self.refuse_submit -= 1
             raise Refused()

@@ -2,7 +2,8 @@
 framework.
 
 The framework side is a real JobController and gRPC service; the test gives the process the
-environment the framework's TaskInfo gives it (framework/tasks.py) and plays Mesos and the runners.
+environment the framework's TaskInfo gives it (framework/_tasks.py) and plays Mesos and the
+runners.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from apprunner_sdk.client import AppCoreClient
 from disauto.appcore.algorithms import ALGORITHMS
 from disauto.common import task_env
 from disauto.common.tokens import trial_token
-from disauto.framework.spec import JobConfig
+from disauto.framework._spec import JobConfig
 from disauto.protos import framework_pb2
 from disauto.testing.inprocess import JOB_TOKEN
 from disauto.testing.inprocess import Framework

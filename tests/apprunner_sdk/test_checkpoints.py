@@ -19,13 +19,13 @@ import apprunner_sdk
 from apprunner_sdk import checkpoints
 from disauto.common import task_env
 from disauto.common.tokens import trial_token
-from disauto.framework.checkpoints import JobCheckpoints
-from disauto.framework.checkpoints import checkpoint_env
-from disauto.framework.checkpoints import running_try
-from disauto.framework.job import JobController
-from disauto.framework.job.book import TrialBook
-from disauto.framework.service import make_server
-from disauto.framework.store import JobStore
+from disauto.framework._checkpoints import JobCheckpoints
+from disauto.framework._checkpoints import checkpoint_env
+from disauto.framework._checkpoints import running_try
+from disauto.framework._job import JobController
+from disauto.framework._job.book import TrialBook
+from disauto.framework._service import make_server
+from disauto.framework._store import JobStore
 from disauto.testing.inprocess import JOB_TOKEN
 from disauto.testing.inprocess import job_config
 

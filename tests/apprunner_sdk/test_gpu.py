@@ -21,7 +21,7 @@ import apprunner_sdk
 from apprunner_sdk import gpu
 from disauto.common.telemetry import GPU_MEMORY_USED
 from disauto.common.telemetry import GPU_UTILIZATION
-from disauto.framework.telemetry.monitor import TelemetryLoop
+from disauto.framework._telemetry.monitor import TelemetryLoop
 from disauto.testing.inprocess import AGENT
 from disauto.testing.inprocess import RunningJob
 from disauto.testing.inprocess import wait_for
@@ -46,7 +46,7 @@ def job(tmp_path: os.PathLike[str]) -> Iterator[RunningJob]:
     from pathlib import Path
 
     running = RunningJob(Path(tmp_path), max_trials=4, parallelism=2)
-    # As framework/runtime.py wires it: GPU samples go through the telemetry loop.
+    # As framework/_runtime.py wires it: GPU samples go through the telemetry loop.
     running.framework.controller.gpu_samples = TelemetryLoop(
         [], running.framework.controller).record_samples
     yield running

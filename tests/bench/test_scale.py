@@ -12,7 +12,7 @@ from bench.scale_cluster import run_cluster
 from bench.scale_offers import RUNNER
 from bench.scale_offers import offer_json
 from bench.scale_offers import policy_table
-from disauto.framework.offers import OfferView
+from disauto.framework._offers import OfferView
 from disauto.framework.policies import POLICIES
 from disauto.framework.policies import LaunchRequest
 from disauto.framework.policies import create_policy

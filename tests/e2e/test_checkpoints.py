@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from disauto.framework.store import JobStore
+from disauto.framework._store import JobStore
 from tests.e2e.conftest import ROOT
 from tests.e2e.conftest import DaCluster
 from tests.e2e.conftest import Job

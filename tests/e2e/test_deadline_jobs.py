@@ -14,7 +14,7 @@ from urllib.request import urlopen
 
 import pytest
 
-from disauto.framework.peers import STANDING_LABEL
+from disauto.framework._peers import STANDING_LABEL
 from tests.e2e.conftest import DaCluster
 from tests.e2e.conftest import common_flags
 from tests.e2e.conftest import nothing_left

@@ -144,7 +144,7 @@ def test_a_framework_taken_away_ends_the_job_with_one_line_and_a_true_record(
         # The operator's teardown (Mesos' /teardown endpoint; here through the master).
         master = cluster.master
         with master.lock:
-            master._remove_framework(master.frameworks[fw["id"]])  # noqa: SLF001
+            master.tasks.remove_framework(master.frameworks[fw["id"]])
 
     started = time.monotonic()
     assert job.wait(timeout=60) == 7, job.output

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from disauto.framework.store import JobStore
-from disauto.framework.store import TrialRow
+from disauto.framework._store import JobStore
+from disauto.framework._store import TrialRow
 from tests.e2e.conftest import common_flags
 
 

@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 
 from disauto.common.objectives import is_feasible
-from disauto.framework.store import JobStore
-from disauto.framework.store import TrialRow
+from disauto.framework._store import JobStore
+from disauto.framework._store import TrialRow
 from disauto.submit.params import load_parameter_file
 from tests.e2e.conftest import ROOT
 from tests.e2e.conftest import Job

@@ -180,7 +180,7 @@ def test_a_killed_executor_takes_its_tasks_with_it() -> None:
 
 def test_a_warm_up_task_starts_the_slots_interpreter_before_its_first_trial(
         tmp_path: Path) -> None:
-    """A warm-up task (``framework/slots.py`` warm_up_task) starts the pre-imported
+    """A warm-up task (``framework/_slots.py`` warm_up_task) starts the pre-imported
     interpreter and ends FINISHED; the next trial is forked from that very interpreter. One
     that names a module that cannot be imported ends FAILED, naming it."""
     script = tmp_path / "trial.py"

@@ -10,14 +10,14 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from disauto.framework.job import JobController
+from disauto.framework._job import JobController
+from disauto.framework._scheduler import JobScheduler
+from disauto.framework._slots import SlotTable
+from disauto.framework._spec import JobConfig
+from disauto.framework._spec import TaskResources
+from disauto.framework._store import JobStore
 from disauto.framework.policies import FifoPolicy
 from disauto.framework.policies import create_policy
-from disauto.framework.scheduler import JobScheduler
-from disauto.framework.slots import SlotTable
-from disauto.framework.spec import JobConfig
-from disauto.framework.spec import TaskResources
-from disauto.framework.store import JobStore
 from disauto.testing.inprocess import JOB_TOKEN
 from disauto.testing.inprocess import job_config
 from tests.framework import mesos_1_11 as mesos

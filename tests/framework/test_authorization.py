@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from disauto.framework.authorization import launch_refusal
-from disauto.framework.authorization import registration_refusal
+from disauto.framework._authorization import launch_refusal
+from disauto.framework._authorization import registration_refusal
 
 
 def test_a_refused_registration_names_the_acl_and_the_roles() -> None:

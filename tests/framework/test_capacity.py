@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from disauto.framework.capacity import agent_capacities
-from disauto.framework.capacity import unfit
-from disauto.framework.spec import TaskResources
+from disauto.framework._capacity import agent_capacities
+from disauto.framework._capacity import unfit
+from disauto.framework._spec import TaskResources
 from disauto.localmesos.cluster import ClusterConfig
 from disauto.localmesos.cluster import LocalCluster
 

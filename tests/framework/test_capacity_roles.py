@@ -7,10 +7,10 @@ from typing import Any
 
 import pytest
 
-from disauto.framework.capacity import AgentCapacity
-from disauto.framework.capacity import capacities
-from disauto.framework.capacity import unfit
-from disauto.framework.spec import TaskResources
+from disauto.framework._capacity import AgentCapacity
+from disauto.framework._capacity import capacities
+from disauto.framework._capacity import unfit
+from disauto.framework._spec import TaskResources
 
 
 def agent(hostname: str, unreserved: dict[str, Any],

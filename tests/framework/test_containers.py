@@ -15,20 +15,20 @@ from typing import Any
 import pytest
 
 from disauto.common.resources import Resources
-from disauto.framework.containers import SANDBOX_PATH
-from disauto.framework.containers import ContainerConfigError
-from disauto.framework.containers import check_container_flags
-from disauto.framework.containers import container_info
-from disauto.framework.containers import task_environment
-from disauto.framework.job import JobController
+from disauto.framework._containers import SANDBOX_PATH
+from disauto.framework._containers import ContainerConfigError
+from disauto.framework._containers import check_container_flags
+from disauto.framework._containers import container_info
+from disauto.framework._containers import task_environment
+from disauto.framework._job import JobController
+from disauto.framework._scheduler import JobScheduler
+from disauto.framework._spec import JobConfig
+from disauto.framework._spec import OutputSpec
+from disauto.framework._spec import TaskResources
+from disauto.framework._store import JobStore
+from disauto.framework._tasks import appcore_task
+from disauto.framework._tasks import trial_task
 from disauto.framework.policies import FifoPolicy
-from disauto.framework.scheduler import JobScheduler
-from disauto.framework.spec import JobConfig
-from disauto.framework.spec import OutputSpec
-from disauto.framework.spec import TaskResources
-from disauto.framework.store import JobStore
-from disauto.framework.tasks import appcore_task
-from disauto.framework.tasks import trial_task
 from disauto.localmesos.containerizer.docker import container_image
 from disauto.testing.inprocess import JOB_TOKEN
 from disauto.testing.inprocess import job_config

@@ -13,6 +13,8 @@ import time
 import pytest
 
 from disauto.common.trial_state import TrialState
+from disauto.framework._job.desk import ControlDesk
+from disauto.framework._store import JobStore
 from disauto.framework.control import Answer
 from disauto.framework.control import ControlChannel
 from disauto.framework.control import KillJob
@@ -20,8 +22,6 @@ from disauto.framework.control import KillTrial
 from disauto.framework.control import NoAnswerError
 from disauto.framework.control import Request
 from disauto.framework.control import UpdateSearch
-from disauto.framework.job.desk import ControlDesk
-from disauto.framework.store import JobStore
 from disauto.submit import job_cli
 from tests.framework.webui.records import Recorded
 

@@ -8,17 +8,17 @@ import json
 import pytest
 
 from disauto.common.trial_state import TrialState
-from disauto.framework.deadline_status import deadline_forms
-from disauto.framework.deadline_status import deadline_note
-from disauto.framework.job import Progress
-from disauto.framework.job.pace import Pace
-from disauto.framework.job.progress import job_progress
-from disauto.framework.peers import STANDING_LABEL
-from disauto.framework.peers import standings_from_frameworks
-from disauto.framework.peers import with_label
+from disauto.framework._deadline_status import deadline_forms
+from disauto.framework._deadline_status import deadline_note
+from disauto.framework._job import Progress
+from disauto.framework._job.pace import Pace
+from disauto.framework._job.progress import job_progress
+from disauto.framework._peers import STANDING_LABEL
+from disauto.framework._peers import standings_from_frameworks
+from disauto.framework._peers import with_label
+from disauto.framework._spec import JobConfig
+from disauto.framework._store import TrialRow
 from disauto.framework.policies import Standing
-from disauto.framework.spec import JobConfig
-from disauto.framework.store import TrialRow
 from disauto.submit.results import progress_line
 from disauto.testing.inprocess import job_config
 

@@ -13,8 +13,8 @@ from urllib.request import urlopen
 
 import pytest
 
-from disauto.framework.fileserver import FileServer
-from disauto.framework.spec import InputSpec
+from disauto.framework._fileserver import FileServer
+from disauto.framework._spec import InputSpec
 
 
 pytestmark = pytest.mark.integration  # starts processes or servers

@@ -16,8 +16,8 @@ from urllib.parse import urlparse
 import pytest
 
 from disauto.common import slots
-from disauto.framework.log_collector import LogCollector
-from disauto.framework.sandbox_logs import SandboxLogs
+from disauto.framework._log_collector import LogCollector
+from disauto.framework._sandbox_logs import SandboxLogs
 from tests.framework.test_sandbox_logs import FRAMEWORK
 from tests.framework.test_sandbox_logs import FakeAgent as HttpAgent
 from tests.framework.test_sandbox_logs import offer_from

@@ -11,10 +11,10 @@ import time
 
 import pytest
 
-from disauto.framework.maintenance import INVERSE_REFUSE_SECONDS
-from disauto.framework.maintenance import REFUSE_SECONDS
-from disauto.framework.maintenance import Unavailability
-from disauto.framework.maintenance import refuse_seconds
+from disauto.framework._maintenance import INVERSE_REFUSE_SECONDS
+from disauto.framework._maintenance import REFUSE_SECONDS
+from disauto.framework._maintenance import Unavailability
+from disauto.framework._maintenance import refuse_seconds
 from tests.framework import mesos_1_11 as mesos
 from tests.framework.cluster_setup import Cluster
 

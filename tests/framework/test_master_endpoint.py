@@ -11,9 +11,9 @@ import time
 
 import pytest
 
-from disauto.framework.master_endpoint import MasterUnreachableError
-from disauto.framework.master_endpoint import check_credentials
-from disauto.framework.master_endpoint import check_master
+from disauto.framework._master_endpoint import MasterUnreachableError
+from disauto.framework._master_endpoint import check_credentials
+from disauto.framework._master_endpoint import check_master
 from disauto.localmesos.cluster import ClusterConfig
 from disauto.localmesos.cluster import LocalCluster
 

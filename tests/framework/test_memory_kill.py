@@ -9,12 +9,12 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from disauto.framework.job import JobController
-from disauto.framework.job.book import TrialBook
-from disauto.framework.job.memory_kill import MemoryKill
-from disauto.framework.spec import TaskResources
-from disauto.framework.store import JobStore
-from disauto.framework.telemetry.monitor import TelemetryLoop
+from disauto.framework._job import JobController
+from disauto.framework._job.book import TrialBook
+from disauto.framework._job.memory_kill import MemoryKill
+from disauto.framework._spec import TaskResources
+from disauto.framework._store import JobStore
+from disauto.framework._telemetry.monitor import TelemetryLoop
 from disauto.submit.results import usage_lines
 from disauto.testing.inprocess import AGENT
 from disauto.testing.inprocess import JOB_TOKEN

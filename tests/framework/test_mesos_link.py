@@ -8,9 +8,9 @@ import time
 from typing import Any
 
 from disauto.common.heartbeats import HeartbeatWatch
-from disauto.framework.mesos_link import MesosLink
-from disauto.framework.revival import REVIVE_WINDOW
-from disauto.framework.revival import OfferRevival
+from disauto.framework._mesos_link import MesosLink
+from disauto.framework._revival import REVIVE_WINDOW
+from disauto.framework._revival import OfferRevival
 from tests.common.test_heartbeats import Clock
 from tests.framework.test_scheduler import RecordingDriver
 

@@ -8,9 +8,9 @@ import sqlite3
 
 import pytest
 
-from disauto.framework import meta
-from disauto.framework.store import JobStore
-from disauto.framework.store import peek_meta
+from disauto.framework import _meta as meta
+from disauto.framework._store import JobStore
+from disauto.framework._store import peek_meta
 from disauto.testing.inprocess import job_config
 
 

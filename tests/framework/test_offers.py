@@ -6,9 +6,9 @@ import random
 from typing import Any
 
 from disauto.common.resources import Resources
-from disauto.framework.offers import OfferView
-from disauto.framework.offers import fit
-from disauto.framework.spec import TaskResources
+from disauto.framework._offers import OfferView
+from disauto.framework._offers import fit
+from disauto.framework._spec import TaskResources
 
 
 def scalar(name: str, value: float, **extra: Any) -> dict[str, Any]:

@@ -12,8 +12,8 @@ import time
 import pytest
 
 from disauto.common.report import Report
-from disauto.framework.errors import FailedPreconditionError
-from disauto.framework.job.progress import unreachable_note
+from disauto.framework._errors import FailedPreconditionError
+from disauto.framework._job.progress import unreachable_note
 from disauto.protos import framework_pb2
 from tests.framework import mesos_1_11 as mesos
 from tests.framework.cluster_setup import Cluster

@@ -11,7 +11,7 @@ import pytest
 
 from disauto.appcore.framework_client import FrameworkClient
 from disauto.common.report import Report
-from disauto.framework.tasks import task_name
+from disauto.framework._tasks import task_name
 from disauto.protos import common_pb2
 from disauto.testing.inprocess import JOB_TOKEN
 from disauto.testing.inprocess import Framework

@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 
 from disauto.common.resources import Resources
-from disauto.framework import meta
-from disauto.framework.offer_claims import OfferClaims
-from disauto.framework.offers import OfferView
+from disauto.framework import _meta as meta
+from disauto.framework._offer_claims import OfferClaims
+from disauto.framework._offers import OfferView
 from tests.framework import mesos_1_11 as mesos
 from tests.framework.cluster_setup import Cluster
 

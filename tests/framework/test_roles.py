@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from disauto.framework.roles import allocatable_to
-from disauto.framework.roles import role_problem
-from disauto.framework.roles import usable_by
+from disauto.framework._roles import allocatable_to
+from disauto.framework._roles import role_problem
+from disauto.framework._roles import usable_by
 
 
 @pytest.mark.parametrize("role", ["*", "ml", "eng/ml", "a.b", "team-1/gpu_pool"])

@@ -10,12 +10,12 @@ from typing import Any
 import pytest
 
 from disauto.common.trial_state import TrialState
-from disauto.framework import meta
-from disauto.framework.master_endpoint import MasterEndpoint
-from disauto.framework.runner_builder import RunnerOptions
-from disauto.framework.runner_builder import build_runner
-from disauto.framework.runtime import JobRunner
-from disauto.framework.store import JobStore
+from disauto.framework import _meta as meta
+from disauto.framework._master_endpoint import MasterEndpoint
+from disauto.framework._runner_builder import RunnerOptions
+from disauto.framework._runner_builder import build_runner
+from disauto.framework._runtime import JobRunner
+from disauto.framework._store import JobStore
 from disauto.testing.inprocess import AGENT
 from disauto.testing.inprocess import job_config
 

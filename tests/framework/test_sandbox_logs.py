@@ -25,7 +25,7 @@ from urllib.parse import urlsplit
 import pytest
 
 from disauto.common import slots
-from disauto.framework.sandbox_logs import SandboxLogs
+from disauto.framework._sandbox_logs import SandboxLogs
 from disauto.testing.inprocess import free_port
 from disauto.testing.inprocess import task_status
 

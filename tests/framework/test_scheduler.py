@@ -18,15 +18,15 @@ import pytest
 
 from disauto.common import task_env
 from disauto.common.tokens import trial_token
-from disauto.framework import meta
-from disauto.framework.job import JobController
+from disauto.framework import _meta as meta
+from disauto.framework._job import JobController
+from disauto.framework._sandbox_logs import SandboxLogs
+from disauto.framework._scheduler import IDLE_REFUSE_SECONDS
+from disauto.framework._scheduler import LEFTOVER_REFUSE_SECONDS
+from disauto.framework._scheduler import JobScheduler
+from disauto.framework._store import JobStore
 from disauto.framework.policies import FifoPolicy
 from disauto.framework.policies import Plan
-from disauto.framework.sandbox_logs import SandboxLogs
-from disauto.framework.scheduler import IDLE_REFUSE_SECONDS
-from disauto.framework.scheduler import LEFTOVER_REFUSE_SECONDS
-from disauto.framework.scheduler import JobScheduler
-from disauto.framework.store import JobStore
 from disauto.protos import framework_pb2
 from disauto.testing.inprocess import JOB_TOKEN
 from disauto.testing.inprocess import job_config

@@ -14,9 +14,9 @@ import pytest
 
 from disauto.common.zk_masters import parse_zk
 from disauto.common.zk_masters import start_client
-from disauto.framework.mesos_link import MesosLink
-from disauto.framework.scheduler_driver import CALL_TIMEOUT
-from disauto.framework.scheduler_driver import JobSchedulerDriver
+from disauto.framework._mesos_link import MesosLink
+from disauto.framework._scheduler_driver import CALL_TIMEOUT
+from disauto.framework._scheduler_driver import JobSchedulerDriver
 
 
 pytestmark = pytest.mark.integration

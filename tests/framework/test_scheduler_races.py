@@ -16,13 +16,13 @@ from typing import Any
 
 import pytest
 
-from disauto.framework.offers import OfferView
+from disauto.framework._offers import OfferView
+from disauto.framework._scheduler import SPARE_REFUSE_SECONDS
 from disauto.framework.policies import DynamicPriorityPolicy
 from disauto.framework.policies import FifoPolicy
 from disauto.framework.policies import LaunchRequest
 from disauto.framework.policies import OfferPolicy
 from disauto.framework.policies import Plan
-from disauto.framework.scheduler import SPARE_REFUSE_SECONDS
 from tests.framework.test_scheduler import RecordingDriver
 from tests.framework.test_scheduler import Setup
 

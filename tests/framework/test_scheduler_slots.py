@@ -12,16 +12,16 @@ import pytest
 
 from disauto.common import slots
 from disauto.common.python_command import parse_python_command
-from disauto.framework import meta
-from disauto.framework.job import JobController
+from disauto.framework import _meta as meta
+from disauto.framework._job import JobController
+from disauto.framework._sandbox_logs import SandboxLogs
+from disauto.framework._scheduler import JobScheduler
+from disauto.framework._slots import EXECUTOR_CPUS
+from disauto.framework._slots import EXECUTOR_MEM_MB
+from disauto.framework._slots import SlotTable
+from disauto.framework._spec import TaskResources
+from disauto.framework._store import JobStore
 from disauto.framework.policies import FifoPolicy
-from disauto.framework.sandbox_logs import SandboxLogs
-from disauto.framework.scheduler import JobScheduler
-from disauto.framework.slots import EXECUTOR_CPUS
-from disauto.framework.slots import EXECUTOR_MEM_MB
-from disauto.framework.slots import SlotTable
-from disauto.framework.spec import TaskResources
-from disauto.framework.store import JobStore
 from disauto.testing.inprocess import JOB_TOKEN
 from disauto.testing.inprocess import job_config
 from disauto.testing.inprocess import task_status

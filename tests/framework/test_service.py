@@ -13,9 +13,9 @@ import pytest
 
 from disauto.common.space import assignment_to_proto
 from disauto.common.tokens import trial_token
-from disauto.framework import meta
-from disauto.framework.job import JobController
-from disauto.framework.service import make_server
+from disauto.framework import _meta as meta
+from disauto.framework._job import JobController
+from disauto.framework._service import make_server
 from disauto.protos import common_pb2
 from disauto.protos import framework_pb2
 from disauto.protos import framework_pb2_grpc

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from disauto.framework.job import silence
-from disauto.framework.job.silence import SilentLaunches
+from disauto.framework._job import silence
+from disauto.framework._job.silence import SilentLaunches
 from tests.framework import mesos_1_11 as mesos
 from tests.framework.cluster_setup import Cluster
 

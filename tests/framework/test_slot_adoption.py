@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from disauto.framework.slot_adoption import RunningSlot
-from disauto.framework.slot_adoption import slots_of
+from disauto.framework._slot_adoption import RunningSlot
+from disauto.framework._slot_adoption import slots_of
 
 
 def test_mesos_model_and_v1_forms_are_read_and_other_executors_ignored() -> None:

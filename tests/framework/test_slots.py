@@ -1,12 +1,12 @@
-"""The warm-slot book-keeping and task conversion (framework/slots.py)."""
+"""The warm-slot book-keeping and task conversion (framework/_slots.py)."""
 
 from __future__ import annotations
 
 from disauto.common import slots
-from disauto.framework.slots import SlotTable
-from disauto.framework.slots import as_slot_task
-from disauto.framework.slots import container_spec
-from disauto.framework.slots import executor_info
+from disauto.framework._slots import SlotTable
+from disauto.framework._slots import as_slot_task
+from disauto.framework._slots import container_spec
+from disauto.framework._slots import executor_info
 
 
 def test_a_freed_slot_is_taken_again_on_its_agent_only() -> None:

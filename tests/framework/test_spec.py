@@ -6,10 +6,10 @@ import json
 
 import pytest
 
-from disauto.framework.spec import InputSpec
-from disauto.framework.spec import JobConfig
-from disauto.framework.spec import OutputSpec
-from disauto.framework.spec import TaskResources
+from disauto.framework._spec import InputSpec
+from disauto.framework._spec import JobConfig
+from disauto.framework._spec import OutputSpec
+from disauto.framework._spec import TaskResources
 from disauto.testing.inprocess import job_config
 
 

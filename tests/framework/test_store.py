@@ -13,10 +13,10 @@ import pytest
 from disauto.common import telemetry
 from disauto.common.telemetry import Sample
 from disauto.common.telemetry import TrialUsage
-from disauto.framework import meta
-from disauto.framework.store import SCHEMA_VERSION
-from disauto.framework.store import JobStore
-from disauto.framework.store import StoreError
+from disauto.framework import _meta as meta
+from disauto.framework._store import SCHEMA_VERSION
+from disauto.framework._store import JobStore
+from disauto.framework._store import StoreError
 from disauto.testing.inprocess import task_status
 
 
@@ -278,7 +278,7 @@ def test_an_older_store_gains_the_usage_columns(db_path: Path) -> None:
 
 def test_a_full_disk_is_one_error_naming_it_and_keeps_what_was_recorded(
         store: JobStore, db_path: Path) -> None:
-    from disauto.framework.store import DiskFullError
+    from disauto.framework._store import DiskFullError
 
     store.add_trials([(n, {"x": n / 10}, 0) for n in range(1, 4)])
     store.set_meta(meta.OUTCOME, "")

@@ -9,10 +9,10 @@ import pytest
 
 from disauto.common import task_env
 from disauto.common.resources import Resources
-from disauto.framework.tasks import appcore_task
-from disauto.framework.tasks import first_port
-from disauto.framework.tasks import task_name
-from disauto.framework.tasks import trial_task
+from disauto.framework._tasks import appcore_task
+from disauto.framework._tasks import first_port
+from disauto.framework._tasks import task_name
+from disauto.framework._tasks import trial_task
 
 
 CLAIM = Resources({"cpus": 1.0, "mem": 256.0}, {"ports": [(31005, 31005)]})

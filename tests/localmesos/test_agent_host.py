@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from disauto.framework.sandbox_logs import SandboxLogs
+from disauto.framework._sandbox_logs import SandboxLogs
 from disauto.localmesos.agent_host import AgentHost
 from disauto.localmesos.cluster import ClusterConfig
 from disauto.localmesos.cluster import LocalCluster

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from disauto.framework import meta
+from disauto.framework import _meta as meta
 from disauto.submit.cli import main
 from disauto.submit.exit_status import ExitStatus
 from disauto.submit.parser import build_parser

@@ -8,7 +8,7 @@ import pwd
 
 import pytest
 
-from disauto.framework.spec import DEFAULT_UNREACHABLE_TIMEOUT
+from disauto.framework._spec import DEFAULT_UNREACHABLE_TIMEOUT
 from disauto.submit.cli import main
 from disauto.submit.exit_status import ExitStatus
 from disauto.submit.parser import build_parser

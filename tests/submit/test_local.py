@@ -11,8 +11,8 @@ import tempfile
 
 import pytest
 
-from disauto.framework.spec import JobConfig
-from disauto.framework.spec import TaskResources
+from disauto.framework._spec import JobConfig
+from disauto.framework._spec import TaskResources
 from disauto.localmesos.agent.config import default_mem_mb
 from disauto.submit.local import agent_size
 from disauto.submit.local import cluster_work_dir

@@ -9,7 +9,7 @@ import pytest
 
 from disauto.common.objectives import Objectives
 from disauto.common.trial_state import TrialState
-from disauto.framework.store import TrialRow
+from disauto.framework._store import TrialRow
 from disauto.submit import parquet
 
 

@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 
 from disauto.common.objectives import Objectives
-from disauto.framework.job import Progress
-from disauto.framework.job import sorted_trials
-from disauto.framework.job.pace import Pace
-from disauto.framework.meta import JobMeta
-from disauto.framework.store import TrialRow
+from disauto.framework._job import Progress
+from disauto.framework._job import sorted_trials
+from disauto.framework._job.pace import Pace
+from disauto.framework._meta import JobMeta
+from disauto.framework._store import TrialRow
 from disauto.protos import framework_pb2
 from disauto.submit import fit
 from disauto.submit import results
@@ -97,7 +97,8 @@ def test_written_results(tmp_path: Path) -> None:
         "training_seconds": 3.75, "task_id": "trial-0003", "message": "",
         "usage": {"peak_rss_bytes": None, "mean_rss_bytes": None, "cpu_seconds": None,
                   "mean_gpu_utilization": None, "peak_gpu_memory_bytes": None},
-        "constraints": None, "feasible": True, "tries": [], "resumed_from": None}
+        "constraints": None, "feasible": True, "tries": [], "resumed_from": None,
+        "parent": None, "from_step": None, "explored": None}
     assert data["trials"][4]["message"] == "TASK_FAILED: exit 1"
     assert data["trials"][4]["objective"] is None
 

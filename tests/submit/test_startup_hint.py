@@ -8,7 +8,7 @@ from dataclasses import replace
 import pytest
 
 from disauto.common.trial_state import TrialState
-from disauto.framework.store import TrialRow
+from disauto.framework._store import TrialRow
 from disauto.submit.startup_hint import startup_and_run
 from disauto.submit.startup_hint import startup_hint
 from disauto.testing.inprocess import job_config

@@ -134,7 +134,7 @@ function frontText(front) {
     + front.first.map((n) => "#" + n).join(", ") + more + ")";
 }
 
-// The rate and, while the job runs, the ETA of its budget (job.pace, framework/job/pace.py):
+// The rate and, while the job runs, the ETA of its budget (job.pace, framework/_job/pace.py):
 // "—" until a trial has ended (the rate) or has a measured time (the ETA).
 function paceFacts(job) {
   const pace = job.pace || {};
@@ -925,6 +925,63 @@ async function pollLog() {
   }
 }
 
+// -- lineage (Population Based Training): which trial descends from which, as a tree
+
+function fmtValue(value) {
+  return typeof value === "number" ? fmtNumber(value) : String(value);
+}
+
+function lineageLabel(number, trials, edge) {
+  const trial = trials[String(number)] || {};
+  let text = "trial " + number + (trial.state ? " " + trial.state : "");
+  if (trial.objective !== null && trial.objective !== undefined) {
+    text += " (" + fmtNumber(trial.objective) + ")";
+  }
+  if (!edge) return [text, ""];
+  const from = edge.from_step === null
+    ? " from scratch: trial " + edge.parent + " had no checkpoint"
+    : " from trial " + edge.parent + "'s step " + edge.from_step;
+  const changes = Object.entries(edge.explored || {})
+    .map(([name, change]) => name + " " + fmtValue(change.old) + " → " + fmtValue(change.new));
+  return [text, from + (changes.length ? "; " + changes.join(", ") : "")];
+}
+
+function renderLineage(lineage) {
+  $("lineage-box").hidden = !lineage;
+  if (!lineage) return;
+  const children = new Map();
+  const edgeOf = new Map();
+  for (const edge of lineage.edges) {
+    edgeOf.set(edge.trial, edge);
+    if (!children.has(edge.parent)) children.set(edge.parent, []);
+    children.get(edge.parent).push(edge.trial);
+  }
+  const item = (number) => {
+    const li = document.createElement("li");
+    li.dataset.trial = number;
+    const [text, change] = lineageLabel(number, lineage.trials, edgeOf.get(number));
+    const label = document.createElement("span");
+    label.textContent = text;
+    const detail = document.createElement("span");
+    detail.className = "change";
+    detail.textContent = change;
+    li.append(label, detail);
+    const kids = children.get(number);
+    if (kids) {
+      const list = document.createElement("ul");
+      list.append(...kids.map(item));
+      li.append(list);
+    }
+    return li;
+  };
+  const roots = [...children.keys()].filter((n) => !edgeOf.has(n)).sort((a, b) => a - b);
+  $("lineage").replaceChildren(...roots.map(item));
+  $("lineage-note").textContent = lineage.edges.length + " trials started from another's "
+    + "checkpoint" + (lineage.total > lineage.edges.length
+      ? " (the last " + lineage.edges.length + " of " + lineage.total + " shown)" : "")
+    + "; each goes on from its parent's step with its parameters explored.";
+}
+
 // -- the loop: every 1.5 s while the job runs; not at all once it has ended
 
 function render(answer) {
@@ -945,6 +1002,7 @@ function render(answer) {
       if (page.loadPlotly) page.loadPlotly();
     });
   }
+  renderLineage(data.lineage);
   showResultPlots(data.summary);  // at once, not once Plotly is there
   drawPlots();
   $("telemetry-note").textContent = OFFLINE

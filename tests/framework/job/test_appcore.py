@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from disauto.framework.job.appcore import MAX_PORT_RETRIES
-from disauto.framework.job.appcore import AppCoreLife
-from disauto.framework.store import JobStore
+from disauto.framework._job.appcore import MAX_PORT_RETRIES
+from disauto.framework._job.appcore import AppCoreLife
+from disauto.framework._store import JobStore
 
 
 @pytest.fixture

@@ -9,12 +9,12 @@ import pytest
 
 from disauto.common.report import Report
 from disauto.common.trial_state import TrialState
-from disauto.framework.errors import FailedPreconditionError
-from disauto.framework.errors import NotFoundError
-from disauto.framework.job.book import TrialBook
-from disauto.framework.job.book import has_result
-from disauto.framework.job.book import sorted_trials
-from disauto.framework.store import JobStore
+from disauto.framework._errors import FailedPreconditionError
+from disauto.framework._errors import NotFoundError
+from disauto.framework._job.book import TrialBook
+from disauto.framework._job.book import has_result
+from disauto.framework._job.book import sorted_trials
+from disauto.framework._store import JobStore
 from disauto.testing.inprocess import AGENT
 from disauto.testing.inprocess import task_status
 

@@ -1,7 +1,7 @@
 """The JobController state machine over a real SQLite job store.
 
 The scheduler-facing calls (launch_requests, appcore_launched, trial_launched, on_status) are made
-here with Mesos-shaped TaskStatus dicts, as framework.scheduler.JobScheduler makes them.
+here with Mesos-shaped TaskStatus dicts, as framework._scheduler.JobScheduler makes them.
 """
 
 from __future__ import annotations
@@ -17,17 +17,17 @@ from typing import Any
 import pytest
 
 from disauto.common.report import Report
-from disauto.framework import meta
-from disauto.framework.errors import AlreadyExistsError
-from disauto.framework.errors import FailedPreconditionError
-from disauto.framework.errors import InvalidArgumentError
-from disauto.framework.errors import NotFoundError
-from disauto.framework.job import APPCORE_KEY
-from disauto.framework.job import JobController
-from disauto.framework.spec import JobConfig
-from disauto.framework.store import JobStore
-from disauto.framework.tasks import task_name
-from disauto.framework.tasks import trial_task_id
+from disauto.framework import _meta as meta
+from disauto.framework._errors import AlreadyExistsError
+from disauto.framework._errors import FailedPreconditionError
+from disauto.framework._errors import InvalidArgumentError
+from disauto.framework._errors import NotFoundError
+from disauto.framework._job import APPCORE_KEY
+from disauto.framework._job import JobController
+from disauto.framework._spec import JobConfig
+from disauto.framework._store import JobStore
+from disauto.framework._tasks import task_name
+from disauto.framework._tasks import trial_task_id
 from disauto.protos import common_pb2
 from disauto.protos import framework_pb2
 from disauto.testing.inprocess import AGENT
@@ -316,7 +316,7 @@ def test_the_end_completes_running_trials_with_a_final_result(job: Job) -> None:
 
 
 def test_a_report_after_the_end_is_not_recorded(job: Job) -> None:
-    from disauto.framework.errors import JobEndedError
+    from disauto.framework._errors import JobEndedError
 
     job.controller.submit_trial(1, ASSIGN, priority=0)
     job.launch(1)
@@ -655,7 +655,7 @@ def test_appcore_failing_beyond_its_restarts_ends_the_job_in_error(
 
 def test_appcore_whose_port_was_taken_launches_again_without_counting_a_failure(
         make: Callable[..., Job]) -> None:
-    from disauto.framework.job.appcore import MAX_PORT_RETRIES
+    from disauto.framework._job.appcore import MAX_PORT_RETRIES
 
     job = make(max_appcore_restarts=0)  # a single real failure would end the job
     for attempt in range(1, MAX_PORT_RETRIES + 1):

@@ -8,14 +8,14 @@ from pathlib import Path
 import pytest
 
 from disauto.common.trial_state import TrialState
-from disauto.framework import meta
+from disauto.framework import _meta as meta
+from disauto.framework._job.desk import ControlDesk
 from disauto.framework.control import Answer
 from disauto.framework.control import ControlChannel
 from disauto.framework.control import KillJob
 from disauto.framework.control import KillTrial
 from disauto.framework.control import Request
 from disauto.framework.control import UpdateSearch
-from disauto.framework.job.desk import ControlDesk
 from disauto.protos import framework_pb2
 from tests.framework.webui.records import Recorded
 

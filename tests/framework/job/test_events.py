@@ -5,8 +5,8 @@ from __future__ import annotations
 import threading
 import time
 
-from disauto.framework.job.events import SPEC_CHANGED
-from disauto.framework.job.events import EventLog
+from disauto.framework._job.events import SPEC_CHANGED
+from disauto.framework._job.events import EventLog
 
 
 def test_events_are_numbered_in_order_and_read_after_a_sequence() -> None:

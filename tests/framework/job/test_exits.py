@@ -1,4 +1,4 @@
-"""How long a trial's task may run (framework/job/exits.py), on a fake clock: a trial whose
+"""How long a trial's task may run (framework/_job/exits.py), on a fake clock: a trial whose
 final result is in gets ``--trial-exit-grace`` to exit, then it is COMPLETED (its result kept)
 and its task handed back to kill; ``--trial-timeout`` bounds every trial, reported or not."""
 
@@ -11,10 +11,10 @@ import pytest
 
 from disauto.common.report import Report
 from disauto.common.trial_state import TrialState
-from disauto.framework.job.book import TrialBook
-from disauto.framework.job.exits import TaskExits
-from disauto.framework.spec import JobConfig
-from disauto.framework.store import JobStore
+from disauto.framework._job.book import TrialBook
+from disauto.framework._job.exits import TaskExits
+from disauto.framework._spec import JobConfig
+from disauto.framework._store import JobStore
 from disauto.testing.inprocess import AGENT
 from disauto.testing.inprocess import job_config
 

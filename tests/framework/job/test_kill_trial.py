@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from disauto.common.trial_state import TrialState
-from disauto.framework.errors import FailedPreconditionError
-from disauto.framework.errors import NotFoundError
+from disauto.framework._errors import FailedPreconditionError
+from disauto.framework._errors import NotFoundError
 from disauto.protos import framework_pb2
 from tests.framework.webui.records import Recorded
 

@@ -11,12 +11,12 @@ import pytest
 
 from disauto.common.objectives import Objectives
 from disauto.common.report import Report
-from disauto.framework.errors import InvalidArgumentError
-from disauto.framework.job import JobController
-from disauto.framework.job import sorted_trials
-from disauto.framework.job.book import trial_proto
-from disauto.framework.store import JobStore
-from disauto.framework.tasks import trial_task_id
+from disauto.framework._errors import InvalidArgumentError
+from disauto.framework._job import JobController
+from disauto.framework._job import sorted_trials
+from disauto.framework._job.book import trial_proto
+from disauto.framework._store import JobStore
+from disauto.framework._tasks import trial_task_id
 from disauto.testing.inprocess import AGENT
 from disauto.testing.inprocess import job_config
 from disauto.testing.inprocess import task_status

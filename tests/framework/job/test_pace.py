@@ -8,13 +8,13 @@ from pathlib import Path
 import pytest
 
 from disauto.common.trial_state import TrialState
-from disauto.framework.deadline_status import deadline_note
-from disauto.framework.job.pace import Pace
-from disauto.framework.job.pace import completion_rate
-from disauto.framework.job.progress import job_pace
-from disauto.framework.job.progress import pace_basis
-from disauto.framework.spec import JobConfig
-from disauto.framework.store import TrialRow
+from disauto.framework._deadline_status import deadline_note
+from disauto.framework._job.pace import Pace
+from disauto.framework._job.pace import completion_rate
+from disauto.framework._job.progress import job_pace
+from disauto.framework._job.progress import pace_basis
+from disauto.framework._spec import JobConfig
+from disauto.framework._store import TrialRow
 from disauto.testing.inprocess import job_config
 from tests.framework.webui.records import Recorded
 

@@ -1,8 +1,8 @@
-"""Reading Mesos' refusal to run a task as its user (framework/job/task_user.py)."""
+"""Reading Mesos' refusal to run a task as its user (framework/_job/task_user.py)."""
 
 from __future__ import annotations
 
-from disauto.framework.job import task_user
+from disauto.framework._job import task_user
 from disauto.testing.inprocess import task_status
 
 

@@ -10,15 +10,15 @@ from pathlib import Path
 
 import pytest
 
-from disauto.framework import meta
+from disauto.framework import _meta as meta
+from disauto.framework._errors import FailedPreconditionError
+from disauto.framework._job import JobController
+from disauto.framework._job.update import UpdateRefusedError
+from disauto.framework._job.update import check_update
+from disauto.framework._job.update import describe_change
+from disauto.framework._job.update import updated_spec
+from disauto.framework._store import JobStore
 from disauto.framework.control import UpdateSearch
-from disauto.framework.errors import FailedPreconditionError
-from disauto.framework.job import JobController
-from disauto.framework.job.update import UpdateRefusedError
-from disauto.framework.job.update import check_update
-from disauto.framework.job.update import describe_change
-from disauto.framework.job.update import updated_spec
-from disauto.framework.store import JobStore
 from disauto.protos import common_pb2
 from disauto.protos import framework_pb2
 from disauto.testing.inprocess import job_config

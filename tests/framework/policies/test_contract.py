@@ -11,8 +11,9 @@ from collections.abc import Sequence
 import pytest
 
 from disauto.common.resources import Resources
-from disauto.framework.offers import OfferView
-from disauto.framework.offers import fit
+from disauto.framework._offers import OfferView
+from disauto.framework._offers import fit
+from disauto.framework._spec import TaskResources
 from disauto.framework.policies import POLICIES
 from disauto.framework.policies import LaunchRequest
 from disauto.framework.policies import OfferPolicy
@@ -20,7 +21,6 @@ from disauto.framework.policies import Plan
 from disauto.framework.policies import PolicySetting
 from disauto.framework.policies import UnknownPolicyError
 from disauto.framework.policies import create_policy
-from disauto.framework.spec import TaskResources
 from disauto.testing.policies import CHECKS
 from disauto.testing.policies import RUNNER
 from disauto.testing.policies import OfferPolicyContract

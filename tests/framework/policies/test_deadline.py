@@ -16,7 +16,8 @@ from typing import Any
 import pytest
 
 from disauto.common.resources import Resources
-from disauto.framework.offers import OfferView
+from disauto.framework._offers import OfferView
+from disauto.framework._spec import TaskResources
 from disauto.framework.policies import DeadlinePolicy
 from disauto.framework.policies import JobProgress
 from disauto.framework.policies import LaunchRequest
@@ -29,7 +30,6 @@ from disauto.framework.policies.deadline import rank_key
 from disauto.framework.policies.deadline import remaining_work
 from disauto.framework.policies.deadline import standing_of
 from disauto.framework.policies.deadline import work_class
-from disauto.framework.spec import TaskResources
 
 
 RUNNER = TaskResources(cpus=4.0, mem_mb=4096.0)

@@ -2,8 +2,8 @@
 
 The first half feeds the policies offers as a scheduler would (one ``plan`` per
 ``resourceOffers`` callback) and checks what they launch and decline. The second half runs the
-framework's real :class:`~framework.scheduler.JobScheduler` with a real
-:class:`~framework.job.JobController` and job store under pymesos' real driver, against the
+framework's real :class:`~framework._scheduler.JobScheduler` with a real
+:class:`~framework._job.JobController` and job store under pymesos' real driver, against the
 embedded master: a low-priority job declines, and another framework gets the resources; alone on
 an idle cluster, a job wins its priority back.
 """
@@ -18,8 +18,11 @@ from typing import Any
 import pytest
 
 from disauto.common.resources import Resources
-from disauto.framework.job import JobController
-from disauto.framework.offers import OfferView
+from disauto.framework._job import JobController
+from disauto.framework._offers import OfferView
+from disauto.framework._scheduler import JobScheduler
+from disauto.framework._spec import TaskResources
+from disauto.framework._store import JobStore
 from disauto.framework.policies import DynamicPriorityPlusPolicy
 from disauto.framework.policies import DynamicPriorityPolicy
 from disauto.framework.policies import FifoPolicy
@@ -28,9 +31,6 @@ from disauto.framework.policies import OfferPolicy
 from disauto.framework.policies import PolicySettingsError
 from disauto.framework.policies import create_policy
 from disauto.framework.policies.dynamic import trial_slots
-from disauto.framework.scheduler import JobScheduler
-from disauto.framework.spec import TaskResources
-from disauto.framework.store import JobStore
 from disauto.localmesos.cluster import LocalCluster
 from disauto.testing.inprocess import JOB_TOKEN
 from disauto.testing.inprocess import job_config

@@ -4,10 +4,10 @@ contract, ``test_contract.py``)."""
 from __future__ import annotations
 
 from disauto.common.resources import Resources
-from disauto.framework.offers import OfferView
+from disauto.framework._offers import OfferView
+from disauto.framework._spec import TaskResources
 from disauto.framework.policies import FifoPolicy
 from disauto.framework.policies import LaunchRequest
-from disauto.framework.spec import TaskResources
 
 
 CPU_TASK = TaskResources(cpus=1.0, mem_mb=256.0)

@@ -18,16 +18,16 @@ from disauto.common.resources import Resources
 from disauto.common.telemetry import AGENT_CPU_UTILIZATION
 from disauto.common.telemetry import Sample
 from disauto.common.telemetry import TrialUsage
-from disauto.framework.agent_measures import AgentMeasures
-from disauto.framework.agent_measures import agent_measures
-from disauto.framework.agent_measures import is_infrastructure_failure
-from disauto.framework.offers import OfferView
+from disauto.framework._agent_measures import AgentMeasures
+from disauto.framework._agent_measures import agent_measures
+from disauto.framework._agent_measures import is_infrastructure_failure
+from disauto.framework._offers import OfferView
+from disauto.framework._spec import TaskResources
+from disauto.framework._store import JobStore
 from disauto.framework.policies import LaunchRequest
 from disauto.framework.policies import OfferPolicy
 from disauto.framework.policies import PolicySettingsError
 from disauto.framework.policies import create_policy
-from disauto.framework.spec import TaskResources
-from disauto.framework.store import JobStore
 
 
 RUNNER = TaskResources(cpus=1.0, mem_mb=256.0)

@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 
 from disauto.common.telemetry import Sample
-from disauto.framework.telemetry.lines import LineError
-from disauto.framework.telemetry.lines import format_lines
-from disauto.framework.telemetry.lines import parse_line
-from disauto.framework.telemetry.lines import parse_lines
+from disauto.framework._telemetry.lines import LineError
+from disauto.framework._telemetry.lines import format_lines
+from disauto.framework._telemetry.lines import parse_line
+from disauto.framework._telemetry.lines import parse_lines
 
 
 def test_a_full_line_and_a_minimal_line() -> None:

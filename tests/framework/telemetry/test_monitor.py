@@ -18,13 +18,13 @@ import pytest
 
 from disauto.common import telemetry
 from disauto.common.telemetry import Sample
-from disauto.framework.job.book import TrialBook
-from disauto.framework.store import JobStore
-from disauto.framework.telemetry import monitor
-from disauto.framework.telemetry.monitor import StatisticsCollector
-from disauto.framework.telemetry.monitor import TaskPlace
-from disauto.framework.telemetry.monitor import TelemetryLoop
-from disauto.framework.telemetry.processors import CpuUtilization
+from disauto.framework._job.book import TrialBook
+from disauto.framework._store import JobStore
+from disauto.framework._telemetry import monitor
+from disauto.framework._telemetry.monitor import StatisticsCollector
+from disauto.framework._telemetry.monitor import TaskPlace
+from disauto.framework._telemetry.monitor import TelemetryLoop
+from disauto.framework._telemetry.processors import CpuUtilization
 from tests.localmesos.cluster_support import RawFramework
 from tests.localmesos.cluster_support import command_task
 from tests.localmesos.cluster_support import running_cluster

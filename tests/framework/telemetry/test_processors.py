@@ -8,9 +8,9 @@ import pytest
 
 from disauto.common import telemetry
 from disauto.common.telemetry import Sample
-from disauto.framework.store import JobStore
-from disauto.framework.telemetry.processors import LAST_KEPT
-from disauto.framework.telemetry.processors import CpuUtilization
+from disauto.framework._store import JobStore
+from disauto.framework._telemetry.processors import LAST_KEPT
+from disauto.framework._telemetry.processors import CpuUtilization
 
 
 def cpu(node: str, trial: int, when: float, user: float, system: float) -> list[Sample]:

@@ -16,17 +16,17 @@ import pytest
 
 from disauto.common import telemetry
 from disauto.common.telemetry import Sample
-from disauto.framework import meta
-from disauto.framework.errors import AlreadyExistsError
-from disauto.framework.errors import FailedPreconditionError
-from disauto.framework.errors import InvalidArgumentError
-from disauto.framework.errors import NotFoundError
-from disauto.framework.store import JobStore
-from disauto.framework.telemetry.processors import builtin_processors
-from disauto.framework.telemetry.registry import BuiltinCollector
-from disauto.framework.telemetry.registry import TelemetryRegistry
-from disauto.framework.telemetry.registry import recorded_registry
-from disauto.framework.telemetry.scheduler import TelemetryScheduler
+from disauto.framework import _meta as meta
+from disauto.framework._errors import AlreadyExistsError
+from disauto.framework._errors import FailedPreconditionError
+from disauto.framework._errors import InvalidArgumentError
+from disauto.framework._errors import NotFoundError
+from disauto.framework._store import JobStore
+from disauto.framework._telemetry.processors import builtin_processors
+from disauto.framework._telemetry.registry import BuiltinCollector
+from disauto.framework._telemetry.registry import TelemetryRegistry
+from disauto.framework._telemetry.registry import recorded_registry
+from disauto.framework._telemetry.scheduler import TelemetryScheduler
 
 
 PY = sys.executable

@@ -5,8 +5,8 @@ from __future__ import annotations
 from disauto.common import telemetry
 from disauto.common.task_usage import TaskUsage
 from disauto.common.telemetry import Sample
-from disauto.framework.telemetry.usage import UsageAccumulator
-from disauto.framework.telemetry.usage import suggested_memory_mb
+from disauto.framework._telemetry.usage import UsageAccumulator
+from disauto.framework._telemetry.usage import suggested_memory_mb
 
 
 _MB = 1 << 20

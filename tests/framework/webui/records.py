@@ -17,10 +17,10 @@ from disauto.common.space import RealParam
 from disauto.common.space import SearchSpace
 from disauto.common.telemetry import Sample
 from disauto.common.telemetry import TrialUsage
-from disauto.framework import meta
-from disauto.framework.job import JobController
-from disauto.framework.store import JobStore
-from disauto.framework.tasks import trial_task_id
+from disauto.framework import _meta as meta
+from disauto.framework._job import JobController
+from disauto.framework._store import JobStore
+from disauto.framework._tasks import trial_task_id
 from disauto.protos import common_pb2
 from disauto.testing.inprocess import AGENT
 from disauto.testing.inprocess import DEFAULT_SPACE

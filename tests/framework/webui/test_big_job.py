@@ -19,8 +19,8 @@ import pytest
 
 from disauto.framework.webui.server import JobPageServer
 from disauto.framework.webui.sources import RecordedJob
-from disauto.framework.webui.views import compute_importance_here
 from disauto.framework.webui.views import compute_importance_in_worker
+from disauto.framework.webui.views import stop_importance_worker
 from tests.framework.webui.records import big_record
 
 
@@ -56,7 +56,7 @@ def big(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Big]:
         yield Big(folder, server.job_url("job-big"), home)
     finally:
         server.stop()
-        compute_importance_here()
+        stop_importance_worker()
 
 
 def _get(url: str) -> tuple[float, bytes]:

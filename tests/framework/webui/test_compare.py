@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from disauto.common.trial_state import TrialState
-from disauto.framework import meta
-from disauto.framework.store import TrialRow
+from disauto.framework import _meta as meta
+from disauto.framework._store import TrialRow
 from disauto.framework.webui.compare import MOST
 from disauto.framework.webui.compare import best_so_far
 from disauto.framework.webui.compare import compare_data

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from disauto.framework import meta
+from disauto.framework import _meta as meta
 from disauto.framework.webui.compare import compare_data
 from disauto.framework.webui.server import JobPageServer
 from disauto.submit.ui import RecordedJobs

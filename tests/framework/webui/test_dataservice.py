@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 
 from disauto.common import telemetry
-from disauto.framework.telemetry.processors import builtin_processors
-from disauto.framework.telemetry.registry import TelemetryRegistry
+from disauto.framework._telemetry.processors import builtin_processors
+from disauto.framework._telemetry.registry import TelemetryRegistry
 from disauto.framework.webui.server import JobPageServer
 from disauto.framework.webui.sources import LiveJob
 from disauto.framework.webui.sources import RecordedJob

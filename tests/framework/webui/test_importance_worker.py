@@ -15,6 +15,7 @@ from disauto.common.space import CategoricalParam
 from disauto.common.space import RealParam
 from disauto.common.space import SearchSpace
 from disauto.framework.webui import importance_worker
+from disauto.framework.webui import views
 from disauto.framework.webui.importance import importances
 
 
@@ -58,3 +59,21 @@ def test_trials_too_few_to_rank_start_no_worker(tmp_path: Path) -> None:
         assert started.exists()
     finally:
         worker.stop()
+
+
+def test_the_worker_ends_when_the_last_job_of_the_process_that_asked_for_it_ends() -> None:
+    """Two jobs of one process (a notebook's) share the worker: the first to end keeps it for
+    the other, the last ends it and its process, and importance is computed here again."""
+    views.compute_importance_in_worker()
+    views.compute_importance_in_worker()
+    worker = views._WORKER  # noqa: SLF001 - the module's worker, read to check its life
+    assert worker is not None
+    assert set(worker.compute(SPACE, COMPLETED, True)["values"]) == {"lr", "kernel"}
+    process = worker._process  # noqa: SLF001 - its process, to see it end
+    views.stop_importance_worker()
+    assert views._WORKER is worker  # noqa: SLF001 - the other job still uses it
+    views.stop_importance_worker()
+    assert views._WORKER is None  # noqa: SLF001
+    assert process is not None and process.wait(30) is not None  # it ended
+    views.stop_importance_worker()  # one stop too many changes nothing
+    assert views._WORKER is None  # noqa: SLF001

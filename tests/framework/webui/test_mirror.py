@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 import sqlite3
 
-from disauto.framework.store import JobStore
+from disauto.framework._store import JobStore
 from disauto.framework.webui.mirror import RecordMirror
 from tests.framework.webui.records import big_record
 

@@ -19,11 +19,11 @@ from typing import Any
 import pytest
 
 from disauto.common.report import Report
-from disauto.framework import meta
+from disauto.framework import _meta as meta
+from disauto.framework._job import JobController
+from disauto.framework._job.desk import ControlDesk
+from disauto.framework._tasks import trial_task_id
 from disauto.framework.control import ControlChannel
-from disauto.framework.job import JobController
-from disauto.framework.job.desk import ControlDesk
-from disauto.framework.tasks import trial_task_id
 from disauto.framework.webui import report
 from disauto.framework.webui.server import JobPageServer
 from disauto.framework.webui.sources import JobSource

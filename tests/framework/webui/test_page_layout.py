@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from disauto.common.trial_state import TrialState
-from disauto.framework import meta
+from disauto.framework import _meta as meta
 from disauto.framework.webui.server import JobPageServer
 from disauto.framework.webui.sources import LiveJob
 from disauto.framework.webui.sources import RecordedJob

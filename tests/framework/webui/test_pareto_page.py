@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from disauto.framework import meta
+from disauto.framework import _meta as meta
 from disauto.framework.webui import report
 from disauto.framework.webui.server import JobPageServer
 from disauto.framework.webui.sources import LiveJob

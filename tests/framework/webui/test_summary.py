@@ -4,7 +4,7 @@ exact where the page draws a line from it (the best so far, which skips infeasib
 from __future__ import annotations
 
 from disauto.common.trial_state import TrialState
-from disauto.framework.store import TrialRow
+from disauto.framework._store import TrialRow
 from disauto.framework.webui import summary as summary_mod
 from disauto.framework.webui.summary import summary
 

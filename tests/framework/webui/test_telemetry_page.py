@@ -13,7 +13,7 @@ import pytest
 from disauto.common.telemetry import GPU_MEMORY_USED
 from disauto.common.telemetry import GPU_UTILIZATION
 from disauto.common.telemetry import Sample
-from disauto.framework import meta
+from disauto.framework import _meta as meta
 from disauto.framework.webui import report
 from disauto.framework.webui.server import JobPageServer
 from disauto.framework.webui.sources import LiveJob

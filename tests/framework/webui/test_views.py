@@ -15,7 +15,7 @@ from disauto.common.space import IntParam
 from disauto.common.space import RealParam
 from disauto.common.space import SearchSpace
 from disauto.common.trial_state import TrialState
-from disauto.framework.job import sorted_trials
+from disauto.framework._job import sorted_trials
 from disauto.framework.webui import report
 from disauto.framework.webui import views
 from disauto.framework.webui.importance import MIN_TRIALS

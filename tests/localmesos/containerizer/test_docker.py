@@ -20,8 +20,8 @@ import pytest
 
 from disauto.common import task_env
 from disauto.common.resources import Resources
-from disauto.framework.containers import container_info
-from disauto.framework.tasks import trial_task
+from disauto.framework._containers import container_info
+from disauto.framework._tasks import trial_task
 from disauto.localmesos.agent.agent import Agent
 from disauto.localmesos.agent.config import AgentConfig
 from disauto.localmesos.containerizer import docker as docker_mod

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from disauto.framework.store import JobStore
+from disauto.framework._store import JobStore
 from tests.e2e.conftest import ROOT
 from tests.e2e.conftest import nothing_left
 

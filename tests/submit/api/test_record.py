@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 from disauto import load_job
-from disauto.framework import meta
+from disauto.framework import _meta as meta
 from disauto.submit.jobs import JobLookupError
 from tests.framework.webui.records import INFEASIBLE
 from tests.framework.webui.records import PARETO_FRONT

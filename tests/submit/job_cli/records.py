@@ -17,7 +17,7 @@ from typing import Any
 
 from disauto.common import paths
 from disauto.common.processes import start_time
-from disauto.framework import meta
+from disauto.framework import _meta as meta
 from disauto.testing.inprocess import AGENT
 from tests.framework.webui.records import Recorded
 

@@ -12,7 +12,7 @@ import statistics
 
 import pytest
 
-from disauto.framework import meta
+from disauto.framework import _meta as meta
 from disauto.submit.api.record import load_job
 from disauto.submit.job_cli import compare
 from disauto.submit.jobs import find

@@ -90,7 +90,7 @@ def test_an_unreadable_record_is_marked_and_the_others_are_listed(
 
 def test_a_job_of_several_objectives_shows_its_fronts_size_not_a_best(
         da_job: DaJob, home: Path, job_record: Callable[..., JobRecord]) -> None:
-    from disauto.framework import meta
+    from disauto.framework import _meta as meta
     from tests.framework.webui.records import ParetoRecorded
 
     ParetoRecorded(home / "jobs" / "job-pareto-20261126-060756-33fd", state=meta.ENDED)

@@ -10,7 +10,7 @@ import threading
 import time
 
 from disauto.common.trial_state import TrialState
-from disauto.framework import meta
+from disauto.framework import _meta as meta
 from disauto.submit.job_cli import table
 from tests.submit.job_cli.conftest import DaJob
 from tests.submit.job_cli.records import JobRecord

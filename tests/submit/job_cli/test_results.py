@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from disauto.common.trial_state import TrialState
-from disauto.framework import meta
+from disauto.framework import _meta as meta
 from disauto.submit import results
 from disauto.submit.jobs import find
 from tests.framework.webui.records import INFEASIBLE
@@ -30,7 +30,7 @@ SCHEMA_KEYS = {"schema", "job_id", "app_name", "state", "outcome", "message", "e
                "objectives", "directions", "pareto_front", "infeasible_trials", "trial_retries"}
 TRIAL_KEYS = {"number", "state", "objective", "assignment", "metrics", "training_seconds",
               "task_id", "message", "usage", "constraints", "feasible", "tries",
-              "resumed_from"}
+              "resumed_from", "parent", "from_step", "explored"}
 
 
 def shape(document: dict[str, Any]) -> tuple[set[str], set[str], set[str]]:

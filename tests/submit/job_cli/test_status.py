@@ -10,7 +10,7 @@ from pathlib import Path
 import time
 
 from disauto.common.processes import start_time
-from disauto.framework import meta
+from disauto.framework import _meta as meta
 from disauto.testing.inprocess import AGENT
 from tests.framework.webui.records import ParetoRecorded
 from tests.framework.webui.records import record_pace

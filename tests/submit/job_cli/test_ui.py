@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from disauto.framework import meta
+from disauto.framework import _meta as meta
 from disauto.submit import job_cli
 from disauto.submit.job_cli import ui
 from disauto.submit.run import job_page_lines

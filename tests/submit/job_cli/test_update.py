@@ -19,14 +19,14 @@ import pytest
 from disauto.common.processes import start_time
 from disauto.common.space import CategoricalParam
 from disauto.common.space import SearchSpace
-from disauto.framework import meta
+from disauto.framework import _meta as meta
+from disauto.framework._job import JobController
+from disauto.framework._job.desk import ControlDesk
+from disauto.framework._spec import JobConfig
+from disauto.framework._store import JobStore
 from disauto.framework.control import Asked
 from disauto.framework.control import ControlChannel
 from disauto.framework.control import UpdateSearch
-from disauto.framework.job import JobController
-from disauto.framework.job.desk import ControlDesk
-from disauto.framework.spec import JobConfig
-from disauto.framework.store import JobStore
 from disauto.protos import framework_pb2
 from disauto.submit import job_cli
 from disauto.testing.inprocess import job_config
