@@ -360,8 +360,15 @@ class JobRunner:
             self.store.set_meta(meta.STATE, meta.ENDED)
 
     def _write_report(self) -> None:
-        if not self.store.full:
-            report.write(self.job_dir, read_record(self.store, "ended"))
+        """Write report.html, its parameter importance computed by the page's worker, which
+        then ends (a da-submit of one job exits soon after; a notebook's goes on)."""
+        try:
+            if not self.store.full:
+                report.write(self.job_dir, read_record(self.store, "ended"))
+        finally:
+            if self._importance_worker:
+                self._importance_worker = False
+                stop_importance_worker()
 
     def _end_tasks(self, grace: float, finishing_grace: float) -> None:
         """Kill the job's tasks (those writing a final result after ``finishing_grace``) and
@@ -421,9 +428,6 @@ class JobRunner:
     def _shutdown_services(self) -> None:
         self._keep(self._telemetry.stop)  # it records the last figures
         self._listeners.stop()
-        if self._importance_worker:
-            self._importance_worker = False
-            stop_importance_worker()
 
     def _collect_best_output(self) -> None:
         """Copy the best trial's output to ``DST/NAME`` (``--output DST#NAME``)."""

@@ -173,7 +173,8 @@ def write_plugin(root: Path, broken: bool = False) -> Path:
 def run_pytest(root: Path) -> subprocess.CompletedProcess[str]:
     """pytest on the plug-in's folder, from there, in a process of its own (the plug-in on its
     path, this checkout's DisAuto installed)."""
-    env = {**os.environ, "PYTHONPATH": str(root), "PYTHONDONTWRITEBYTECODE": "1"}
+    env = {**{k: v for k, v in os.environ.items() if k != "PYTEST_ADDOPTS"},  # not ours
+           "PYTHONPATH": str(root), "PYTHONDONTWRITEBYTECODE": "1"}
     return subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-rf", "-p", "no:cacheprovider", str(root)],
         cwd=root, env=env, capture_output=True, text=True, timeout=240, check=False)

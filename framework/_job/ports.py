@@ -29,6 +29,7 @@ from typing import Protocol
 if TYPE_CHECKING:
     from disauto.common.gpu_samples import GpuReading
     from disauto.common.report import Report
+    from disauto.framework._job.intake import Start
     from disauto.framework._job.intake import Submission
     from disauto.framework._job.status import StatusEffects
     from disauto.framework._job.task_view import JobTasks
@@ -42,7 +43,8 @@ if TYPE_CHECKING:
 
 
 class TrialService(Protocol):
-    """What AppCore's servicer asks: attach, submit, report, prune, watch, finish."""
+    """What AppCore's servicer asks: attach, submit (a PBT replacement from another trial's
+    checkpoint: the trials it reads), report, prune, watch, finish."""
 
     job_token: str
     tasks: JobTasks
@@ -50,7 +52,10 @@ class TrialService(Protocol):
     def attach_appcore(self, address: str,
                        certificate: str = "") -> framework_pb2.AttachAppCoreReply: ...
 
-    def submit_trials(self, trials: Sequence[Submission]) -> list[common_pb2.Trial]: ...
+    def submit_trials(self, trials: Sequence[Submission],
+                      starts: Mapping[int, Start] | None = None) -> list[common_pb2.Trial]: ...
+
+    def rows_to_read(self) -> list[TrialRow]: ...
 
     def record_report(self, report: Report) -> common_pb2.Trial: ...
 

@@ -155,7 +155,7 @@ def test_under_zk_a_redirect_to_a_master_zookeeper_does_not_name_is_not_followed
     driver.start()
     try:
         deadline = time.monotonic() + 30
-        while master.redirected < 3 and time.monotonic() < deadline:
+        while driver.redirects_ignored < 3 and time.monotonic() < deadline:
             time.sleep(0.05)
         assert master.redirected >= 3 and driver.redirects_ignored >= 3
         assert str(driver.master) == master.address  # not the frozen one
