@@ -16,7 +16,7 @@ Reduced versions of the benches the targets come from, run one after the other o
 4. **the page and the record**: after that job, the page's periodic data call (ms, bytes) from
    ``da-job ui`` and ``da-job results --format json`` (seconds and CPU), at the job's size (the
    targets are for 10,000 trials; ``tests/framework/webui/test_big_job.py`` checks the bytes
-   there);
+   there), and the page's first paint of its table in a browser, cold (``bench.page_paint``);
 5. **16 cores**: not measured here.
 
 Every figure is printed with the load average before and after it: on a machine others share,
@@ -32,6 +32,7 @@ from dataclasses import dataclass
 import math
 import os
 from pathlib import Path
+import re
 import resource
 import subprocess
 import sys
@@ -168,7 +169,30 @@ def record_lines(work: Path, trials: int) -> list[Line]:
                       f"KB; periodic call {next_s * 1000:.0f} ms, {next_b / 1000:.1f} KB "
                       f"({trials} trials)", "<= 100 ms, <= 100 KB at 10,000",
                       next_b <= 100_000 and first_b <= 100_000 and next_s <= 0.1, load))
+    lines.append(paint_line(db.parent, trials))
     return lines
+
+
+def painted_ms(output: str) -> float | None:
+    """The cold load's paint in ``bench.page_paint``'s output (ms; None: not there)."""
+    found = re.search(r"cold load: table painted (\d+) ms", output)
+    return float(found.group(1)) if found else None
+
+
+def paint_line(folder: Path, trials: int) -> Line:
+    """The page's first paint of the job in ``folder``, a cold server in a process of its own."""
+    def run() -> subprocess.CompletedProcess[str]:
+        return subprocess.run(  # noqa: S603 - our own module
+            [sys.executable, "-m", "bench.page_paint", str(folder), "--loads", "0"],
+            capture_output=True, text=True, timeout=600, check=False)
+
+    done, load = measured(run)
+    painted = painted_ms(done.stdout)
+    if painted is None:
+        why = (done.stderr.strip().splitlines() or ["no output"])[-1]
+        return Line("4 paint", f"not measured: {why}", "<= 2 s at 10,000", None, load)
+    return Line("4 paint", f"table painted {painted:.0f} ms after navigation, cold ({trials} "
+                           "trials)", "<= 2 s at 10,000", painted <= 2000, load)
 
 
 def table(lines: Sequence[Line]) -> str:

@@ -39,7 +39,9 @@ DIRECTIONS: tuple[Direction, ...] = ("maximize", "minimize")
 
 def is_feasible(constraints: Sequence[float] | None) -> bool:
     """Whether a trial with these reported constraints is feasible (all ``<= 0``; none: yes)."""
-    return all(value <= 0.0 for value in constraints or ())
+    if not constraints:  # most trials: no generator (called per trial in every ranking)
+        return True
+    return all(value <= 0.0 for value in constraints)
 
 
 class RecordedTrial(Protocol):

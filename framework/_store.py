@@ -597,6 +597,19 @@ def _trials_from_rows(names: Sequence[str], rows: Sequence[Sequence[Any]]) -> li
     return [_trial_from_row(d, a, m) for d, a, m in zip(dicts, assignments, metrics, strict=True)]
 
 
+_STATES = {str(state): state for state in TrialState}
+"""Each stored state name's :class:`TrialState` (a dict read, not the enum's call, per row)."""
+_NO_USAGE = TrialUsage()
+"""The usage of every trial nothing was measured of (one shared, frozen instance)."""
+
+
+def _usage(row: dict[str, Any]) -> TrialUsage:
+    values = [row.get(name) for name in USAGE_COLUMNS]
+    if not any(value is not None for value in values):
+        return _NO_USAGE
+    return TrialUsage(**dict(zip(USAGE_COLUMNS, values, strict=True)))
+
+
 def _trial_from_row(row: dict[str, Any], assignment: dict[str, Any],
                     metrics: dict[str, float]) -> TrialRow:
     """A trial's row, its assignment's and metrics' JSON decoded already."""
@@ -604,7 +617,7 @@ def _trial_from_row(row: dict[str, Any], assignment: dict[str, Any],
     return TrialRow(
         number=int(row["number"]),
         assignment=assignment,
-        state=TrialState(row["state"]),
+        state=_STATES.get(row["state"]) or TrialState(row["state"]),
         priority=int(row["priority"]),
         task_id=str(row["task_id"]),
         agent_id=str(row["agent_id"]),
@@ -620,7 +633,7 @@ def _trial_from_row(row: dict[str, Any], assignment: dict[str, Any],
         created_at=float(row["created_at"]),
         started_at=row["started_at"],
         ended_at=row["ended_at"],
-        usage=TrialUsage(**{name: row.get(name) for name in USAGE_COLUMNS}),
+        usage=_usage(row),
         constraints=tuple(json.loads(row["constraints"])) if row.get("constraints") else None,
         tries=[] if tries == "[]" else json.loads(tries),
         resumed_from=json.loads(row["resumed_from"]) if row.get("resumed_from") else None,

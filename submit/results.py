@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable
 from collections.abc import Iterator
 from collections.abc import Mapping
@@ -10,6 +11,7 @@ from contextlib import contextmanager
 import csv
 from dataclasses import dataclass
 from dataclasses import field
+from functools import cached_property
 import json
 import os
 from pathlib import Path
@@ -136,12 +138,14 @@ def _param_names(trials: Sequence[TrialRow], order: Sequence[str]) -> list[str]:
     return names
 
 
-def search_keys(trials: Sequence[TrialRow], objectives: Objectives) -> dict[str, Any]:
+def search_keys(trials: Sequence[TrialRow], objectives: Objectives,
+                front: list[int] | None = None) -> dict[str, Any]:
     """results.json's keys on the objectives: their names and directions, the Pareto front
     (the numbers of the completed, feasible trials no other dominates; with one objective the
-    trials with the best value) and the infeasible trials (a constraint above 0)."""
+    trials with the best value; ``front``: found already) and the infeasible trials (a
+    constraint above 0)."""
     return {"objectives": list(objectives.names), "directions": list(objectives.directions),
-            "pareto_front": objectives.front(trials),
+            "pareto_front": objectives.front(trials) if front is None else front,
             "infeasible_trials": infeasible(trials)}
 
 
@@ -318,13 +322,23 @@ class JobFacts:
     def objectives(self) -> Objectives:
         return Objectives.from_spec(self.config.search)
 
+    @cached_property
+    def ranked(self) -> list[TrialRow]:
+        """The trials best first (:func:`sorted_trials`), ranked once for every part."""
+        return sorted_trials(self.trials, self.maximize)
+
+    @cached_property
+    def front(self) -> list[int]:
+        """The Pareto front's numbers (:meth:`Objectives.front`), found once for every part."""
+        return self.objectives.front(self.trials)
+
 def _job_part(record: JobFacts) -> dict[str, Any]:
     config, search = record.config, record.config.search
     interrupted = record.state == "interrupted"
     started = record.meta[meta.STARTED_AT]
     ended = record.meta[meta.ENDED_AT] if record.state == "ended" else None
-    counts = {str(state): sum(1 for t in record.trials if t.state == state)
-              for state in TrialState}
+    tally = Counter(t.state for t in record.trials)
+    counts = {str(state): tally[state] for state in TrialState}
     return {
         "schema": SCHEMA, "job_id": record.meta[meta.JOB_ID] or config.job_id,
         "app_name": config.app_name, "state": record.state,
@@ -336,7 +350,7 @@ def _job_part(record: JobFacts) -> dict[str, Any]:
         else "minimize", "seed": search.seed,
         "budget": int(search.max_trials), "parallelism": int(search.parallelism),
         "trial_retries": int(config.trial_retries),
-        "done": sum(1 for t in record.trials if TrialState(t.state).is_finished()),
+        "done": sum(n for state, n in tally.items() if TrialState(state).is_finished()),
         "counts": counts,
         "started_at": started, "ended_at": ended,
         "duration_seconds": round(max(0.0, (ended or record.now) - started), 1)
@@ -345,7 +359,7 @@ def _job_part(record: JobFacts) -> dict[str, Any]:
 
 
 def _best_part(record: JobFacts) -> dict[str, Any]:
-    ranked = sorted_trials(record.trials, record.maximize)
+    ranked = record.ranked
     best = ranked[0] if ranked and ranked[0].state == TrialState.COMPLETED \
         and is_feasible(ranked[0].constraints) else None
     return {"best": None if best is None else {
@@ -357,11 +371,14 @@ def _usage_part(record: JobFacts) -> dict[str, Any]:
 
 
 def _search_part(record: JobFacts) -> dict[str, Any]:
-    return search_keys(record.trials, record.objectives)
+    return search_keys(record.trials, record.objectives, record.front)
 
 
 def _trials_part(record: JobFacts) -> dict[str, Any]:
-    ordered, _ = _ordered(record.trials, record.maximize, record.objectives)
+    ordered = record.ranked
+    if record.objectives.several:  # the front first, as _ordered
+        front = set(record.front)
+        ordered = sorted(ordered, key=lambda t: t.number not in front)
     return {"trials": [trial_dict(t) for t in ordered]}
 
 

@@ -19,6 +19,7 @@ status`` and the job page:
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Sequence
 from dataclasses import dataclass
 import math
@@ -80,14 +81,27 @@ def completion_rate(trials: Sequence[TrialRow], now: float,
                     window: float = RATE_WINDOW) -> float | None:
     """Trials that ended in the last ``window`` seconds before ``now``, per minute of the
     window (or of the time since the first trial started, if shorter); None before any ended."""
-    ends = [t.ended_at for t in trials if t.state in _ENDED and t.ended_at]
+    return rate_of(*ended_times(trials), now, window)
+
+
+def ended_times(trials: Sequence[TrialRow]) -> tuple[tuple[float, ...], float | None]:
+    """What :func:`rate_of` reads of ``trials``: when each ended trial ended, in order, and
+    when the first trial started (None: none started)."""
+    ends = sorted(t.ended_at for t in trials if t.state in _ENDED and t.ended_at)
+    first = min((t.started_at for t in trials if t.started_at), default=None)
+    return tuple(ends), first
+
+
+def rate_of(ends: Sequence[float], first: float | None, now: float,
+            window: float = RATE_WINDOW) -> float | None:
+    """:func:`completion_rate` from the trials' sorted end times ``ends`` and the first
+    start ``first`` (:func:`ended_times`): a binary search, not a pass over the trials."""
     if not ends:
         return None
-    first = min((t.started_at for t in trials if t.started_at), default=min(ends))
-    span = min(window, now - first)
+    span = min(window, now - (ends[0] if first is None else first))
     if span <= 0:
         return None
-    recent = sum(1 for end in ends if now - window < end <= now)
+    recent = bisect.bisect_right(ends, now) - bisect.bisect_right(ends, now - window)
     return recent * 60.0 / span
 
 

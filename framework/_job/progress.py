@@ -27,8 +27,9 @@ from disauto.common.durations import format_duration
 from disauto.common.objectives import Objectives
 from disauto.common.trial_state import TrialState
 from disauto.framework._job.pace import Pace
-from disauto.framework._job.pace import completion_rate
+from disauto.framework._job.pace import ended_times
 from disauto.framework._job.pace import pace_of
+from disauto.framework._job.pace import rate_of
 from disauto.framework._spec import JobConfig
 from disauto.framework._store import TrialRow
 from disauto.framework.policies import JobProgress
@@ -86,32 +87,69 @@ def snapshot(config: JobConfig, counts: Mapping[TrialState, int], best: TrialRow
     )
 
 
-def job_progress(config: JobConfig, trials: Sequence[TrialRow], now: float,
-                 slowdown: Callable[[str], float] = lambda agent: 1.0) -> JobProgress:
-    """The :class:`JobProgress` of a job configured by ``config`` with these ``trials``."""
-    search = config.search
-    parallelism = int(search.parallelism)  # >= 1: da-submit and da-job update check it
+@dataclass(frozen=True)
+class PaceBasis:
+    """What a job's progress and pace read of its trials, read once: :meth:`progress` and
+    :meth:`pace` at any later ``now`` read no trial again (the job page's periodic call keeps
+    one per change of a 10,000-trial record instead of reading every trial on each poll)."""
+
+    config: JobConfig
+    durations: tuple[float, ...]
+    """Each trial that ran to a result or a failure: its duration over its agent's slowdown."""
+    running_since: tuple[float | None, ...]
+    """When each launched, unfinished trial started (None: not yet)."""
+    waiting: int
+    completed: int
+    submitted: int
+    ends: tuple[float, ...]
+    """When each ended trial ended, in order (the rate's)."""
+    first_start: float | None
+
+    def progress(self, now: float) -> JobProgress:
+        """The :class:`JobProgress` at ``now`` (:func:`job_progress`)."""
+        search = self.config.search
+        parallelism = int(search.parallelism)  # >= 1: da-submit and da-job update check it
+        running = tuple(max(0.0, now - since) if since else 0.0 for since in self.running_since)
+        budget_left = max(0, int(search.max_trials) - self.submitted) + self.waiting
+        if search.HasField("target"):
+            remaining = min(budget_left, max(parallelism, self.completed) - len(running))
+        else:
+            remaining = budget_left
+        runner = self.config.runner
+        return JobProgress(
+            now=now, job=self.config.job_id, deadline=self.config.deadline,
+            parallelism=parallelism, remaining_trials=float(max(0, remaining)),
+            running_elapsed=running, durations=self.durations, waiting=self.waiting,
+            cpus=runner.cpus, mem_mb=runner.mem_mb, gpus=runner.gpus,
+        )
+
+    def pace(self, now: float, *, ended: bool = False) -> Pace:
+        """The rate and ETA at ``now`` (:func:`job_pace`)."""
+        return pace_of(self.progress(now), rate_of(self.ends, self.first_start, now), ended)
+
+
+def pace_basis(config: JobConfig, trials: Sequence[TrialRow],
+               slowdown: Callable[[str], float] = lambda agent: 1.0) -> PaceBasis:
+    """The :class:`PaceBasis` of a job configured by ``config`` with these ``trials``."""
     durations = tuple(
         (t.ended_at - t.started_at) / slowdown(t.agent_id) for t in trials
         if t.started_at and t.ended_at and t.state in (TrialState.COMPLETED, TrialState.FAILED)
     )
-    running = tuple(
-        max(0.0, now - t.started_at) if t.started_at else 0.0 for t in trials
-        if t.state in (TrialState.LAUNCHING, TrialState.RUNNING)
+    running = tuple(t.started_at for t in trials
+                    if t.state in (TrialState.LAUNCHING, TrialState.RUNNING))
+    ends, first = ended_times(trials)
+    return PaceBasis(
+        config=config, durations=durations, running_since=running,
+        waiting=sum(1 for t in trials if t.state == TrialState.PENDING),
+        completed=sum(1 for t in trials if t.state == TrialState.COMPLETED),
+        submitted=len(trials), ends=ends, first_start=first,
     )
-    waiting = sum(1 for t in trials if t.state == TrialState.PENDING)
-    budget_left = max(0, int(search.max_trials) - len(trials)) + waiting
-    if search.HasField("target"):
-        completed = sum(1 for t in trials if t.state == TrialState.COMPLETED)
-        remaining = min(budget_left, max(parallelism, completed) - len(running))
-    else:
-        remaining = budget_left
-    return JobProgress(
-        now=now, job=config.job_id, deadline=config.deadline, parallelism=parallelism,
-        remaining_trials=float(max(0, remaining)), running_elapsed=running,
-        durations=durations, waiting=waiting, cpus=config.runner.cpus, mem_mb=config.runner.mem_mb,
-        gpus=config.runner.gpus,
-    )
+
+
+def job_progress(config: JobConfig, trials: Sequence[TrialRow], now: float,
+                 slowdown: Callable[[str], float] = lambda agent: 1.0) -> JobProgress:
+    """The :class:`JobProgress` of a job configured by ``config`` with these ``trials``."""
+    return pace_basis(config, trials, slowdown).progress(now)
 
 
 def job_pace(config: JobConfig, trials: Sequence[TrialRow], now: float, *,
@@ -119,7 +157,7 @@ def job_pace(config: JobConfig, trials: Sequence[TrialRow], now: float, *,
     """The rate and ETA (:mod:`framework._job.pace`) of a job configured by ``config`` with
     these ``trials`` at ``now``; an ``ended`` job has a rate (up to ``now``, its end) but no
     ETA."""
-    return pace_of(job_progress(config, trials, now), completion_rate(trials, now), ended)
+    return pace_basis(config, trials).pace(now, ended=ended)
 
 
 def unreachable_note(trials: Sequence[TrialRow], bound: float) -> str:

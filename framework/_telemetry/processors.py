@@ -17,6 +17,11 @@ from disauto.framework._telemetry.registry import BuiltinProcessor
 
 _Key = tuple[str, int | None]
 
+LAST_KEPT = 4096
+"""The (node, trial) series whose last measurement a processor keeps, the most recently measured
+(live trials and nodes): an ended trial's series gets no more samples, and keeping every one
+grew da-submit by every trial of the job."""
+
 
 class CpuUtilization:
     """Derives ``cpu_utilization`` from the executors' cumulative CPU seconds.
@@ -41,8 +46,8 @@ class CpuUtilization:
                 continue
             del self._partial[(key, sample.time)]
             seconds = sum(parts.values())
-            previous = self._last.get(key)
-            self._last[key] = (sample.time, seconds)
+            previous = self._last.pop(key, None)
+            self._last[key] = (sample.time, seconds)  # the most recent last
             if previous is None or sample.time <= previous[0] or seconds < previous[1]:
                 continue
             derived.append(Sample(telemetry.CPU_UTILIZATION, sample.node, sample.time,
@@ -50,6 +55,8 @@ class CpuUtilization:
                                   sample.trial))
         if len(self._partial) > 10_000:  # halves that never got their other half
             self._partial.clear()
+        while len(self._last) > LAST_KEPT:  # the series measured longest ago: ended trials'
+            del self._last[next(iter(self._last))]
         return derived
 
 

@@ -28,14 +28,18 @@ MIRRORS = 32
 
 
 def _stamp(db: Path) -> tuple[tuple[int, int], ...]:
-    """What changes when the record does: the database's and its WAL's mtime and size."""
+    """What changes when the record does: the database's and its WAL's mtime and size. An
+    empty WAL counts as none: SQLite makes one afresh each time the record is opened with
+    no other connection (the page's own read), and a new mtime there changed nothing, while
+    every poll then read again the trials of the last :data:`SETTLE_SECONDS`."""
     found = []
     for path in (db, db.with_name(db.name + "-wal")):
         try:
             stat = path.stat()
-            found.append((stat.st_mtime_ns, stat.st_size))
         except OSError:
             found.append((0, 0))
+            continue
+        found.append((stat.st_mtime_ns, stat.st_size) if stat.st_size else (0, 0))
     return tuple(found)
 
 

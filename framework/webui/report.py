@@ -22,7 +22,7 @@ from disauto.framework.webui.views import to_json
 logger = logging.getLogger(__name__)
 
 _CSS = '<link rel="stylesheet" href="/static/job.css">'
-_PLOTLY = '<script src="/static/plotly.min.js" async id="plotly-script"></script>'
+_PLOTLY = '<template id="plotly-script" data-src="/static/plotly.min.js"></template>'
 _JS = '<script src="/static/job.js"></script>'
 
 

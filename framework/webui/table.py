@@ -18,6 +18,7 @@ from collections.abc import Callable
 from collections.abc import Mapping
 from collections.abc import Sequence
 from dataclasses import dataclass
+import operator
 from typing import Any
 
 from disauto.common.trial_state import TrialState
@@ -124,6 +125,9 @@ def _matches(trial: TrialRow, needle: str, parameters: Sequence[str], now: float
     return any(needle in _text(column_value(trial, key, now)).lower() for key in keys)
 
 
+_NUMBER = operator.attrgetter("number")
+
+
 def select(trials: Sequence[TrialRow], query: TableQuery, parameters: Sequence[str],
            now: float) -> tuple[list[TrialRow], int]:
     """The rows of the page ``query`` asks for, and how many trials matched its filters."""
@@ -131,7 +135,7 @@ def select(trials: Sequence[TrialRow], query: TableQuery, parameters: Sequence[s
     needle = query.filter.strip().lower()
     if needle:
         rows = [t for t in rows if _matches(t, needle, parameters, now)]
-    rows.sort(key=lambda t: t.number)
+    rows.sort(key=_NUMBER)  # a C key: 10,000 rows on each poll of the page
     if query.sort != "number" or query.dir != 1:
         keyed = [(_sort_key(column_value(t, query.sort, now)), t) for t in rows]
         if query.dir == 1:

@@ -43,7 +43,8 @@ from disauto.common.space import space_from_proto
 from disauto.common.trial_state import TrialState
 from disauto.framework import _meta as meta
 from disauto.framework._job import sorted_trials
-from disauto.framework._job.progress import job_pace
+from disauto.framework._job.progress import PaceBasis
+from disauto.framework._job.progress import pace_basis
 from disauto.framework._lineage import explored
 from disauto.framework._meta import JobMeta
 from disauto.framework._spec import JobConfig
@@ -120,12 +121,12 @@ def job_view(record: Record) -> dict[str, Any]:
     started = record.meta[meta.STARTED_AT]
     ended = record.meta[meta.ENDED_AT]
     end = ended if ended is not None and record.state != "running" else record.now
-    counts, best, front = _tally(record, search.direction != common_pb2.MINIMIZE)
+    counts, best, front, basis = _tally(record, search.direction != common_pb2.MINIMIZE)
     algorithm = search.tuning_type
     if search.settings.get("backend"):
         algorithm += f" ({search.settings['backend']})"
     objectives = Objectives.from_spec(search)
-    pace = job_pace(config, record.trials, end, ended=record.state != "running")
+    pace = basis.pace(end, ended=record.state != "running")
     return {
         "job_id": record.meta[meta.JOB_ID] or config.job_id,
         "name": config.app_name,
@@ -164,7 +165,7 @@ def job_view(record: Record) -> dict[str, Any]:
     }
 
 
-_Tally = tuple[dict[str, int], dict[str, Any] | None, dict[str, Any] | None]
+_Tally = tuple[dict[str, int], dict[str, Any] | None, dict[str, Any] | None, PaceBasis]
 _TALLIES: dict[str, tuple[Hashable, _Tally]] = {}
 
 FRONT_NAMED = 3
@@ -172,13 +173,14 @@ FRONT_NAMED = 3
 
 
 def _tally(record: Record, maximize: bool) -> _Tally:
-    """The trials counted by state, the best, and the front's size and first trials (None for
-    one objective: see :func:`_front_fact`); computed again only when the record's version
-    changed (a poll of a 10,000-trial job's page would otherwise rank them all)."""
+    """The trials counted by state, the best, the front's size and first trials (None for
+    one objective: see :func:`_front_fact`) and what the pace reads of them; computed again
+    only when the record's version changed (a poll of a 10,000-trial job's page would
+    otherwise rank them all and read them all again for its pace)."""
     job_id = record.meta[meta.JOB_ID]
     kept = _TALLIES.get(job_id)
     if kept is not None and record.version is not None and kept[0] == record.version:
-        return dict(kept[1][0]), kept[1][1], kept[1][2]
+        return dict(kept[1][0]), kept[1][1], kept[1][2], kept[1][3]
     counts = {str(state): 0 for state in TrialState}
     for trial in record.trials:
         counts[str(trial.state)] += 1
@@ -186,8 +188,9 @@ def _tally(record: Record, maximize: bool) -> _Tally:
     front = _front_fact(Objectives.from_spec(record.config.search), record.trials)
     if len(_TALLIES) >= _KEPT_JOBS and job_id not in _TALLIES:
         _TALLIES.pop(next(iter(_TALLIES)), None)
-    _TALLIES[job_id] = (record.version, (counts, best, front))
-    return dict(counts), best, front
+    basis = pace_basis(record.config, record.trials)
+    _TALLIES[job_id] = (record.version, (counts, best, front, basis))
+    return dict(counts), best, front, basis
 
 
 def _front_fact(objectives: Objectives, trials: Sequence[TrialRow]) -> dict[str, Any] | None:

@@ -9,6 +9,7 @@ import pytest
 from bench.quick import KB
 from bench.quick import Line
 from bench.quick import growth_per_trial
+from bench.quick import painted_ms
 from bench.quick import per_wave
 from bench.quick import slot_lines
 from bench.quick import table
@@ -40,3 +41,11 @@ def test_each_figure_stands_beside_its_target_with_the_load() -> None:
     assert text.splitlines()[2] == \
         "| 2 preload | turnaround p50 12 ms | <= 20 ms | yes | 0.4 -> 1.2 |"
     assert "| 5 cores | not measured here: needs 16 cores | 16 slots >= 1.8 x 8 | - | - |" in text
+
+
+def test_the_first_paint_is_read_from_page_paints_cold_load() -> None:
+    output = ("cold load: table painted 1356 ms after navigation (target <= 2000 ms at 10,000 "
+              "trials); server CPU 0.25 s; load 24.66 -> 24.66\n"
+              "warm load: table painted 509 ms after navigation (target <= 2000 ms ...)\n")
+    assert painted_ms(output) == 1356.0
+    assert painted_ms("page_paint: no browser: chromium is missing") is None

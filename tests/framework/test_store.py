@@ -247,6 +247,16 @@ def test_a_trials_usage_is_kept_with_it_and_unmeasured_is_none(store: JobStore) 
     assert second.usage == TrialUsage()
 
 
+def test_the_trials_nothing_was_measured_of_share_one_usage(store: JobStore) -> None:
+    # 10,000 rows read (da-job results, the page's mirror) hold one empty usage, not 10,000.
+    for number in range(4):
+        store.add_trial(number, {"x": number}, priority=0)
+    store.set_trial_usage(3, TrialUsage(cpu_seconds=1.0))
+    rows = store.trials()
+    assert len({id(row.usage) for row in rows[:3]}) == 1 and rows[0].usage == TrialUsage()
+    assert rows[3].usage is not rows[0].usage and rows[3].usage.cpu_seconds == 1.0
+
+
 def test_an_older_store_gains_the_usage_columns(db_path: Path) -> None:
     db_path.parent.mkdir(parents=True)
     db = sqlite3.connect(str(db_path))

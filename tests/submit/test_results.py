@@ -386,6 +386,7 @@ def test_the_csv_and_json_carry_feasibility_and_the_front(tmp_path: Path) -> Non
     assert data["pareto_front"] == [1, 6]
     trials = {t["number"]: t for t in data["trials"]}
     assert trials[4]["feasible"] is False and trials[4]["constraints"] == [0.5]
+    assert [t["number"] for t in data["trials"]][:2] == [1, 6]  # the front first, as the CSV
 
 
 def test_a_job_without_constraints_keeps_its_csv_columns(tmp_path: Path) -> None:

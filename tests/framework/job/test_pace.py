@@ -12,6 +12,7 @@ from disauto.framework._deadline_status import deadline_note
 from disauto.framework._job.pace import Pace
 from disauto.framework._job.pace import completion_rate
 from disauto.framework._job.progress import job_pace
+from disauto.framework._job.progress import pace_basis
 from disauto.framework._spec import JobConfig
 from disauto.framework._store import TrialRow
 from disauto.testing.inprocess import job_config
@@ -113,3 +114,14 @@ def test_the_eta_is_said_in_whole_seconds() -> None:
     """Seen on a quick job's line: ``ETA 0.738162s``."""
     assert [Pace(1.0, eta, 2.0).eta_text() for eta in (0.2, 0.738, 59.2, 750.4)] == [
         "1s", "1s", "1m", "12m31s"]
+
+
+def test_a_basis_read_once_gives_the_pace_at_any_later_time_without_the_trials() -> None:
+    # The job page keeps one basis per change of the record: what it says at a later time is
+    # what reading every trial again would say (the running trial older, the window moved).
+    basis = pace_basis(config(parallelism=2), trials())
+    for later in (NOW, NOW + 30, NOW + 500, NOW + 5000):
+        assert basis.pace(later) == job_pace(config(parallelism=2), trials(), later)
+        assert basis.pace(later, ended=True) == job_pace(config(parallelism=2), trials(), later,
+                                                        ended=True)
+    assert basis.pace(NOW + 5000).per_minute == 0.0  # nothing ended in its last 10 minutes

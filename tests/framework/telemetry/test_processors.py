@@ -9,6 +9,7 @@ import pytest
 from disauto.common import telemetry
 from disauto.common.telemetry import Sample
 from disauto.framework._store import JobStore
+from disauto.framework._telemetry.processors import LAST_KEPT
 from disauto.framework._telemetry.processors import CpuUtilization
 
 
@@ -39,3 +40,15 @@ def test_a_half_measurement_waits_for_its_other_half() -> None:
     assert process([*first, second[0]]) == []
     assert process([second[1]]) == [
         Sample(telemetry.CPU_UTILIZATION, "a", 2.0, pytest.approx(1.0), 1)]
+
+
+def test_the_last_measurements_kept_are_the_live_series_not_every_ended_trials() -> None:
+    # 10,000 trials measured twice each, one after another: the processor keeps the last
+    # measurement of the most recent series (LAST_KEPT), not of every trial the job ran, and a
+    # live series still gives its utilisation.
+    process = CpuUtilization()
+    for trial in range(10_000):
+        process([*cpu("a", trial, 1.0, 0.0, 0.0), *cpu("a", trial, 2.0, 1.0, 0.0)])
+    assert len(process._last) == LAST_KEPT
+    assert process(cpu("a", 9_999, 4.0, 2.0, 1.0)) == [
+        Sample(telemetry.CPU_UTILIZATION, "a", 4.0, 1.0, 9_999)]

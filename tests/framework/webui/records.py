@@ -3,6 +3,7 @@ driven as the scheduler and AppCore would (no server, no process)."""
 
 from __future__ import annotations
 
+from contextlib import closing
 import http.client
 import json
 from pathlib import Path
@@ -277,7 +278,8 @@ def big_record(folder: Path, trials: int, *, job_id: str = "job-big",
                             0.01 * step, began + 0.01 * step))
         if state_of == "COMPLETED":
             reports.append((n, None, json.dumps(metrics), 1, 0.05, began + 0.05))
-    with sqlite3.connect(folder / "job.db") as db:
+    # Closed here, not when collected: its close moves the WAL into the database file.
+    with closing(sqlite3.connect(folder / "job.db")) as db, db:
         db.executemany(
             "INSERT INTO trials(number, assignment, state, task_id, agent_id, executor_id, "
             "objective, metrics, message, final_reported, created_at, started_at, ended_at) "

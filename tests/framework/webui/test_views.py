@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 import time
@@ -290,3 +291,30 @@ def test_the_facts_of_several_objectives_name_the_front_not_a_best(tmp_path: Pat
 
 def test_the_facts_of_one_objective_have_no_front(recorded: Recorded) -> None:
     assert job_view(read_record(recorded.store, "running"))["front"] is None
+
+
+class _CountedReads(list[Any]):
+    """The record's trials, counting the passes over them."""
+
+    passes = 0
+
+    def __iter__(self) -> Any:
+        self.passes += 1
+        return super().__iter__()
+
+
+def test_the_facts_of_an_unchanged_record_read_no_trial_for_the_pace(
+        recorded: Recorded) -> None:
+    # The periodic call of a 10,000-trial page: its pace comes from what was read of the
+    # trials at this version, moved to the call's time, not from another pass over them.
+    first = read_record(recorded.store, "running")
+    trials = _CountedReads(first.trials)
+    record = dataclasses.replace(first, trials=trials, version=("pace-test", 1))
+    before = job_view(record)
+    assert trials.passes > 0
+    trials.passes = 0
+    later = dataclasses.replace(record, now=record.now + 30)
+    after = job_view(later)
+    assert trials.passes == 0
+    assert after["pace"] == job_view(dataclasses.replace(later, version=None))["pace"]
+    assert after["pace"]["trials_per_minute"] is not None and before["counts"] == after["counts"]
