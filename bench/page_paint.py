@@ -23,8 +23,8 @@ import time
 
 from disauto.framework.webui.server import JobPageServer
 from disauto.framework.webui.sources import RecordedJob
-from disauto.framework.webui.views import compute_importance_here
 from disauto.framework.webui.views import compute_importance_in_worker
+from disauto.framework.webui.views import stop_importance_worker
 
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -84,7 +84,7 @@ def measure(folder: Path, loads: int) -> list[str]:
             browser.close()
     finally:
         server.stop()
-        compute_importance_here()
+        stop_importance_worker()
     return lines
 
 
