@@ -41,8 +41,8 @@ lint: venv
 
 # Three workers on the 2-core machine: the suite is whole jobs, partly waiting on their
 # processes, and two workers left the CPU a fifth idle. The tests that start Docker or the
-# browser share one worker (tests/conftest.py). A fresh clone: 2,996 tests, 499 s of pytest,
-# 9 min 24 s with the venv (2026-11-28, docs/benchmarks.md).
+# browser share one worker (tests/conftest.py). A fresh clone: 3,123 tests, 518 s of pytest,
+# 10 min 6 s with the venv (2026-11-28, later the same day: docs/benchmarks.md).
 WORKERS ?= 3
 test: venv bytecode
 	$(VENV)/bin/ruff check .
